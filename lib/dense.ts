@@ -1,0 +1,160 @@
+import { QuorumError, awaitNative, callNative } from './errors.js';
+import { type NativeTensorHandle, coreAddon } from './native.js';
+import { Tensor } from './tensor.js';
+
+/**
+ * A matrix operand: a {@link Tensor}, or a typed array with its shape (borrowed for the call, never copied).
+ * Queries may also be a bare Float32Array whose length is a multiple of the corpus dimension.
+ */
+export type MatrixInput =
+  | Tensor
+  | { data: Float32Array; shape: readonly [number, number] }
+  | { data: Uint16Array; shape: readonly [number, number]; dtype: 'bf16' | 'f16' };
+
+export type QueryInput = MatrixInput | Float32Array;
+
+/** Options shared by the dense kernels. */
+export interface DenseOptions {
+  /** Scan queries and corpus for NaN and Infinity first and fail with ERR_NONFINITE (costs one pass). */
+  checkFinite?: boolean;
+}
+
+/**
+ * Top-k results, row-major `[rows, k]`, in native memory (zero-copy views). Row i lists corpus row ids by
+ * score descending, ties by id ascending. Slots beyond the corpus size (k > N) hold id -1 and score -Infinity.
+ */
+export interface TopKResult {
+  readonly ids: Int32Array;
+  readonly scores: Float32Array;
+  readonly rows: number;
+  readonly k: number;
+  /** The hits of query `row`, best first, padding left out. */
+  hits(row: number): Array<{ id: number; score: number }>;
+}
+
+function borrow(m: MatrixInput, what: string): Tensor {
+  if (m instanceof Tensor) return m;
+  if (m && typeof m === 'object' && 'data' in m && 'shape' in m) {
+    const dtype = 'dtype' in m ? m.dtype : 'f32';
+    return Tensor.wrap(m.data, m.shape, dtype);
+  }
+  throw new QuorumError('ERR_ARG', `${what} must be a Tensor or { data, shape }`);
+}
+
+function operands(queries: QueryInput, corpus: MatrixInput): [Tensor, Tensor] {
+  const c = borrow(corpus, 'corpus');
+  if (queries instanceof Float32Array) {
+    const dim = c.shape[1] ?? 0;
+    if (c.shape.length !== 2 || dim === 0 || queries.length % dim !== 0) {
+      throw new QuorumError('ERR_SHAPE', `a flat query array of length ${queries.length} does not divide into rows of the corpus dimension ${dim}`);
+    }
+    return [Tensor.wrap(queries, [queries.length / dim, dim], 'f32'), c];
+  }
+  return [borrow(queries, 'queries'), c];
+}
+
+function topKResult(r: { ids: NativeTensorHandle; scores: NativeTensorHandle }): TopKResult {
+  const ids = Tensor.fromHandle<'i32'>(r.ids);
+  const scores = Tensor.fromHandle<'f32'>(r.scores);
+  const [rows = 0, k = 0] = ids.shape;
+  const idv = ids.data;
+  const sv = scores.data;
+  return {
+    ids: idv,
+    scores: sv,
+    rows,
+    k,
+    hits(row: number) {
+      if (!Number.isInteger(row) || row < 0 || row >= rows) throw new QuorumError('ERR_RANGE', `row ${row} is outside [0, ${rows})`);
+      const out: Array<{ id: number; score: number }> = [];
+      for (let j = 0; j < k; j++) {
+        const id = idv[row * k + j] as number;
+        if (id < 0) break;
+        out.push({ id, score: sv[row * k + j] as number });
+      }
+      return out;
+    },
+  };
+}
+
+/**
+ * Exact maximum-inner-product search: for each query row, the k corpus rows with the highest dot product.
+ * Scoring and selection are fused, so the [B, N] score matrix is never materialised. Runs off the main
+ * thread on the native pool ({@link setThreads}).
+ *
+ * @param queries f32 `[B, D]` (or a flat Float32Array of B * D values)
+ * @param corpus f32, bf16 or f16 `[N, D]`
+ * @param k integer in [1, 2^20]; k > N pads with id -1
+ * @example
+ * const corpus = Tensor.from(vectors, [n, 768], 'bf16');
+ * const top = await scoreTopK(queryVector, corpus, 10);
+ * console.log(top.hits(0)); // [{ id, score }, ...]
+ */
+export async function scoreTopK(queries: QueryInput, corpus: MatrixInput, k: number, options: DenseOptions = {}): Promise<TopKResult> {
+  const core = coreAddon();
+  const [q, c] = operands(queries, corpus);
+  const p = callNative(() => core.scoreTopK(q.handle, c.handle, k, options.checkFinite === true, true));
+  return topKResult(await awaitNative(p as Promise<{ ids: NativeTensorHandle; scores: NativeTensorHandle }>));
+}
+
+/** {@link scoreTopK} on the calling thread (blocks the event loop; for scripts and small corpora). */
+export function scoreTopKSync(queries: QueryInput, corpus: MatrixInput, k: number, options: DenseOptions = {}): TopKResult {
+  const core = coreAddon();
+  const [q, c] = operands(queries, corpus);
+  return topKResult(callNative(() => core.scoreTopK(q.handle, c.handle, k, options.checkFinite === true, false)) as {
+    ids: NativeTensorHandle;
+    scores: NativeTensorHandle;
+  });
+}
+
+/**
+ * The full score matrix `S = Q · Cᵀ` as an f32 Tensor `[B, N]`. Prefer {@link scoreTopK} for retrieval:
+ * this writes B x N floats.
+ */
+export async function score(queries: QueryInput, corpus: MatrixInput, options: DenseOptions = {}): Promise<Tensor<'f32'>> {
+  const core = coreAddon();
+  const [q, c] = operands(queries, corpus);
+  const p = callNative(() => core.scoreMatrix(q.handle, c.handle, options.checkFinite === true, true));
+  return Tensor.fromHandle<'f32'>(await awaitNative(p as Promise<NativeTensorHandle>));
+}
+
+/** {@link score} on the calling thread. */
+export function scoreSync(queries: QueryInput, corpus: MatrixInput, options: DenseOptions = {}): Tensor<'f32'> {
+  const core = coreAddon();
+  const [q, c] = operands(queries, corpus);
+  return Tensor.fromHandle<'f32'>(callNative(() => core.scoreMatrix(q.handle, c.handle, options.checkFinite === true, false)) as NativeTensorHandle);
+}
+
+/** Ids per query row: an i32 or i64 Tensor `[B, m]`, or an Int32Array / BigInt64Array of B * m ids. */
+export type IdsInput = Tensor<'i32'> | Tensor<'i64'> | Int32Array | BigInt64Array;
+
+function idsTensor(ids: IdsInput, rows: number): Tensor {
+  if (ids instanceof Tensor) return ids;
+  if (ids instanceof Int32Array || ids instanceof BigInt64Array) {
+    if (rows === 0 || ids.length % rows !== 0) {
+      throw new QuorumError('ERR_SHAPE', `${ids.length} ids do not divide into ${rows} query rows`);
+    }
+    return Tensor.wrap(ids, [rows, ids.length / rows]);
+  }
+  throw new QuorumError('ERR_ARG', 'ids must be a Tensor, Int32Array or BigInt64Array');
+}
+
+/**
+ * Scores of given corpus rows: `out[b, j] = dot(q_b, corpus[ids[b, j]])`, an f32 Tensor `[B, m]`. Used to
+ * rescore candidates from another system (e.g. DPR-MUF's experts). An id outside the corpus is ERR_RANGE.
+ */
+export async function gatherScores(queries: QueryInput, corpus: MatrixInput, ids: IdsInput, options: DenseOptions = {}): Promise<Tensor<'f32'>> {
+  const core = coreAddon();
+  const [q, c] = operands(queries, corpus);
+  const i = idsTensor(ids, q.shape[0] ?? 0);
+  const p = callNative(() => core.gatherScores(q.handle, c.handle, i.handle, options.checkFinite === true, true));
+  return Tensor.fromHandle<'f32'>(await awaitNative(p as Promise<NativeTensorHandle>));
+}
+
+/** {@link gatherScores} on the calling thread. */
+export function gatherScoresSync(queries: QueryInput, corpus: MatrixInput, ids: IdsInput, options: DenseOptions = {}): Tensor<'f32'> {
+  const core = coreAddon();
+  const [q, c] = operands(queries, corpus);
+  const i = idsTensor(ids, q.shape[0] ?? 0);
+  return Tensor.fromHandle<'f32'>(callNative(() => core.gatherScores(q.handle, c.handle, i.handle, options.checkFinite === true, false)) as NativeTensorHandle);
+}

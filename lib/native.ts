@@ -1,0 +1,99 @@
+// Locates and loads the native modules. The core module has no system dependencies; it is looked up in
+// QUORUM_CORE_PATH, then the local build (cmake-js or node-gyp), then prebuilds/<platform>-<arch>/.
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { QuorumError } from './errors.js';
+
+/** The package root: lib/ (sources, under vitest) and dist/lib/ (compiled) both find it. */
+export const packageRoot: string = (() => {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'package.json'))) {
+    const up = dirname(dir);
+    if (up === dir) throw new Error('quorum: package.json not found above ' + fileURLToPath(import.meta.url));
+    dir = up;
+  }
+  return dir;
+})();
+
+const require = createRequire(import.meta.url);
+
+function candidates(name: string, envVar: string): string[] {
+  const out: string[] = [];
+  const env = process.env[envVar];
+  if (env) out.push(resolve(env));
+  out.push(join(packageRoot, 'build', 'Release', `${name}.node`));
+  out.push(join(packageRoot, 'prebuilds', `${process.platform}-${process.arch}`, `${name}.node`));
+  return out;
+}
+
+/** Loads `<name>.node`; throws ERR_BACKEND_UNAVAILABLE with the paths tried when it is missing. */
+export function loadAddon<T>(name: string, envVar: string): T {
+  const tried = candidates(name, envVar);
+  for (const path of tried) {
+    if (existsSync(path)) return require(path) as T;
+  }
+  throw new QuorumError(
+    'ERR_BACKEND_UNAVAILABLE',
+    `native module ${name}.node not found (tried ${tried.join(', ')}). Build it with 'npm run build'.`,
+  );
+}
+
+/** The native tensor handle (native/napi/tensor_object.h). */
+export interface NativeTensorHandle {
+  readonly shape: number[];
+  readonly dtype: number;
+  readonly device: string;
+  readonly disposed: boolean;
+  readonly owned: boolean;
+  buffer(): ArrayBuffer | ArrayBufferView;
+  dispose(): void;
+}
+
+export interface NativeTensorCtor {
+  new (dtype: number, shape: readonly number[], data?: ArrayBufferView): NativeTensorHandle;
+}
+
+export interface NativeCapabilities {
+  isa: string;
+  availableIsas: string[];
+  threads: number;
+  cpu: { avx2: boolean; avx512: boolean; avx512bf16: boolean; f16c: boolean };
+  devices: string[];
+}
+
+type MaybeAsync<T> = T | Promise<T>;
+
+/** quorum_core.node's exports. */
+export interface CoreAddon {
+  NativeTensor: NativeTensorCtor;
+  scoreTopK(
+    q: NativeTensorHandle,
+    c: NativeTensorHandle,
+    k: number,
+    checkFinite: boolean,
+    async: boolean,
+  ): MaybeAsync<{ ids: NativeTensorHandle; scores: NativeTensorHandle }>;
+  scoreMatrix(q: NativeTensorHandle, c: NativeTensorHandle, checkFinite: boolean, async: boolean): MaybeAsync<NativeTensorHandle>;
+  gatherScores(
+    q: NativeTensorHandle,
+    c: NativeTensorHandle,
+    ids: NativeTensorHandle,
+    checkFinite: boolean,
+    async: boolean,
+  ): MaybeAsync<NativeTensorHandle>;
+  convert(t: NativeTensorHandle, dtype: number, async: boolean): MaybeAsync<NativeTensorHandle>;
+  capabilities(): NativeCapabilities;
+  setThreads(n: number): void;
+  setIsa(name: string): void;
+}
+
+let core: CoreAddon | undefined;
+
+/** The core addon, loaded on first use. */
+export function coreAddon(): CoreAddon {
+  core ??= loadAddon<CoreAddon>('quorum_core', 'QUORUM_CORE_PATH');
+  return core;
+}

@@ -1,0 +1,42 @@
+import { QuorumError, callNative } from './errors.js';
+import { coreAddon } from './native.js';
+
+/** Kernel variants, best first. */
+export type Isa = 'avx512' | 'avx2' | 'scalar';
+
+/** What the native core runs with. */
+export interface Capabilities {
+  /** The kernel variant in use. */
+  isa: Isa;
+  /** Variants this CPU can run, best first. */
+  availableIsas: Isa[];
+  /** Threads every parallel kernel uses, the calling thread included. */
+  threads: number;
+  cpu: { avx2: boolean; avx512: boolean; avx512bf16: boolean; f16c: boolean };
+  /** Devices kernels can run on. */
+  devices: string[];
+}
+
+/**
+ * Reports the kernel variant, thread count and CPU features.
+ *
+ * @example
+ * console.log(capabilities()); // { isa: 'avx512', threads: 2, ... }
+ */
+export function capabilities(): Capabilities {
+  return callNative(() => coreAddon().capabilities()) as Capabilities;
+}
+
+/**
+ * Sets the number of threads every parallel kernel uses (default: QUORUM_THREADS or the core count). One
+ * setting for all kernels, so they never oversubscribe the machine.
+ */
+export function setThreads(n: number): void {
+  if (!Number.isInteger(n) || n < 1 || n > 256) throw new QuorumError('ERR_RANGE', `threads must be an integer in [1, 256], got ${n}`);
+  callNative(() => coreAddon().setThreads(n));
+}
+
+/** Forces a kernel variant (ERR_UNSUPPORTED if this CPU cannot run it). Mostly for tests and benchmarks. */
+export function setIsa(isa: Isa): void {
+  callNative(() => coreAddon().setIsa(isa));
+}

@@ -1,0 +1,154 @@
+import { type AnyTypedArray, type Dtype, type TypedArrayOf, dtypeCode, dtypeNames, dtypeOfArray, isDtype, viewOf } from './dtype.js';
+import { QuorumError, awaitNative, callNative } from './errors.js';
+import { type NativeTensorHandle, coreAddon } from './native.js';
+
+/** Where a tensor's memory lives. Only 'cpu' exists today; kernels dispatch on it. */
+export type Device = 'cpu';
+
+/**
+ * An n-dimensional array in native memory (64-byte aligned), or borrowing a JS typed array without a copy.
+ * `data` is a zero-copy typed-array view. Free it early with `dispose()` (or `using`); otherwise GC frees it.
+ *
+ * @example
+ * const corpus = Tensor.from(vectors, [n, 768]);          // copies once into native memory
+ * const half = corpus.to('bf16');                         // half the bytes, half the memory traffic
+ * const q = Tensor.wrap(new Float32Array(768), [1, 768]); // borrows, no copy
+ * corpus.data[0] = 1.5;                                   // writes straight into native memory
+ * corpus.dispose();
+ */
+export class Tensor<D extends Dtype = Dtype> {
+  /** @internal */
+  readonly handle: NativeTensorHandle;
+  readonly dtype: D;
+  readonly shape: readonly number[];
+  #view: TypedArrayOf[D] | undefined;
+
+  /** @internal Use the static factories. */
+  constructor(handle: NativeTensorHandle) {
+    this.handle = handle;
+    this.dtype = dtypeNames[handle.dtype] as D;
+    this.shape = Object.freeze(handle.shape.slice());
+  }
+
+  /** A zero-filled tensor in native memory. */
+  static zeros<D extends Dtype = 'f32'>(shape: readonly number[], dtype: D = 'f32' as D): Tensor<D> {
+    checkDtype(dtype);
+    const core = coreAddon();
+    return new Tensor<D>(callNative(() => new core.NativeTensor(dtypeCode[dtype], shape)));
+  }
+
+  /**
+   * A tensor in native memory holding a copy of `values`. For bf16 and f16, numbers (or a Float32Array) are
+   * rounded to nearest even; a Uint16Array is taken as raw bit patterns.
+   */
+  static from<D extends Dtype = 'f32'>(
+    values: ArrayLike<number> | ArrayLike<bigint> | AnyTypedArray,
+    shape: readonly number[],
+    dtype: D = 'f32' as D,
+  ): Tensor<D> {
+    checkDtype(dtype);
+    const half = dtype === 'bf16' || dtype === 'f16';
+    if (half && !(values instanceof Uint16Array)) {
+      const f32 = values instanceof Float32Array ? values : Float32Array.from(values as ArrayLike<number>);
+      const src = Tensor.wrap(f32, shape, 'f32');
+      try {
+        return src.to(dtype);
+      } finally {
+        src.dispose();
+      }
+    }
+    const t = Tensor.zeros(shape, dtype);
+    if (values.length !== t.size) {
+      t.dispose();
+      throw new QuorumError('ERR_SHAPE', `${values.length} values given, shape [${shape.join(', ')}] needs ${t.size}`);
+    }
+    (t.data as unknown as { set(a: ArrayLike<number | bigint>): void }).set(values);
+    return t;
+  }
+
+  /**
+   * A tensor that borrows `data` (no copy): kernels read and write the typed array's memory directly. The
+   * array stays referenced for as long as the tensor lives. Uint16Array is bf16 unless `dtype` says 'f16'.
+   */
+  static wrap<D extends Dtype>(data: TypedArrayOf[D], shape: readonly number[], dtype?: D): Tensor<D> {
+    const dt = dtype ?? (dtypeOfArray(data) as D | undefined);
+    if (!dt) throw new QuorumError('ERR_DTYPE', 'unsupported typed array: use Float32Array, Uint16Array, Int32Array, BigInt64Array or Uint8Array');
+    checkDtype(dt);
+    const core = coreAddon();
+    return new Tensor<D>(callNative(() => new core.NativeTensor(dtypeCode[dt], shape, data)));
+  }
+
+  /** @internal Wraps a handle returned by a kernel. */
+  static fromHandle<D extends Dtype>(handle: NativeTensorHandle): Tensor<D> {
+    return new Tensor<D>(handle);
+  }
+
+  get device(): Device {
+    return this.handle.device as Device;
+  }
+
+  /** Number of elements. */
+  get size(): number {
+    return this.shape.reduce((a, b) => a * b, 1);
+  }
+
+  get disposed(): boolean {
+    return this.handle.disposed;
+  }
+
+  /** Zero-copy view of the elements. Throws ERR_DISPOSED after dispose(). */
+  get data(): TypedArrayOf[D] {
+    if (this.handle.disposed) throw new QuorumError('ERR_DISPOSED', 'tensor was disposed');
+    if (!this.#view) {
+      const b = callNative(() => this.handle.buffer());
+      this.#view = (ArrayBuffer.isView(b) ? b : viewOf(this.dtype, b)) as TypedArrayOf[D];
+    }
+    return this.#view;
+  }
+
+  /** Elements as plain numbers (bf16 and f16 decoded), copied. */
+  toArray(): number[] {
+    if (this.dtype === 'bf16' || this.dtype === 'f16') {
+      const f = this.to('f32');
+      try {
+        return Array.from(f.data as Float32Array);
+      } finally {
+        f.dispose();
+      }
+    }
+    return Array.from(this.data as ArrayLike<number | bigint>, Number);
+  }
+
+  /** A new tensor converted to `dtype` (f32, bf16, f16; round to nearest even). */
+  to<T extends Dtype>(dtype: T): Tensor<T> {
+    checkDtype(dtype);
+    const core = coreAddon();
+    const h = callNative(() => core.convert(this.handle, dtypeCode[dtype], false) as NativeTensorHandle);
+    return new Tensor<T>(h);
+  }
+
+  /** {@link Tensor.to} off the main thread. */
+  async toAsync<T extends Dtype>(dtype: T): Promise<Tensor<T>> {
+    checkDtype(dtype);
+    const core = coreAddon();
+    const h = await awaitNative(callNative(() => core.convert(this.handle, dtypeCode[dtype], true) as Promise<NativeTensorHandle>));
+    return new Tensor<T>(h);
+  }
+
+  /**
+   * Frees the native memory now. Every `data` view becomes empty. If an async kernel is still using the
+   * tensor, the memory is freed when it finishes. Calling it twice is harmless.
+   */
+  dispose(): void {
+    this.#view = undefined;
+    this.handle.dispose();
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+}
+
+function checkDtype(d: unknown): asserts d is Dtype {
+  if (!isDtype(d)) throw new QuorumError('ERR_DTYPE', `unknown dtype ${String(d)}: expected one of ${dtypeNames.join(', ')}`);
+}

@@ -1,0 +1,15 @@
+// Which instruction sets this CPU (and OS) can run. Queried once; kernels dispatch on it.
+#pragma once
+
+namespace quorum {
+
+struct CpuFeatures {
+  bool avx2_fma = false;
+  bool avx512 = false;       // F + BW + VL + DQ: what our AVX-512 kernels use
+  bool avx512_bf16 = false;  // reported only; no kernel needs it yet
+  bool f16c = false;
+};
+
+const CpuFeatures& cpu_features();
+
+}  // namespace quorum

@@ -1,0 +1,58 @@
+// One process-wide pool runs every parallel kernel, so the `threads` setting is the single knob and two
+// libraries never oversubscribe the cores. Idle workers sleep on a condition variable (no spinning): on a
+// 2-core machine a spinning pool steals the core the event loop or BLAS needs.
+#pragma once
+#include <condition_variable>
+#include <cstddef>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace quorum {
+
+class ThreadPool {
+ public:
+  using Task = std::function<void(size_t task, int worker)>;
+
+  static ThreadPool& global();
+
+  ~ThreadPool();
+  // Total threads a parallel_for uses, the calling thread included. Clamped to [1, 256].
+  void set_threads(int n);
+  int threads() const;
+
+  // Runs fn(task, worker) for every task in [0, n_tasks) and returns when all are done. `worker` is in
+  // [0, threads()) and unique among threads running at once, so it can index per-thread scratch.
+  // Calls from several threads at once are serialized. The first exception a task throws is rethrown here
+  // after the other tasks have finished.
+  void parallel_for(size_t n_tasks, const Task& fn);
+
+ private:
+  ThreadPool();
+  void start(int n);
+  void stop();
+  void worker_loop(int worker);
+  void run_tasks(int worker);
+
+  std::mutex run_mutex_;  // one parallel_for at a time
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  std::vector<std::thread> workers_;
+  int threads_ = 1;
+  bool stopping_ = false;
+  // Current job, guarded by mutex_ except next_ which workers advance.
+  const Task* job_ = nullptr;
+  size_t n_tasks_ = 0;
+  size_t next_ = 0;
+  size_t generation_ = 0;
+  int busy_ = 0;
+  std::exception_ptr error_;
+};
+
+// Default thread count: QUORUM_THREADS if set, else the number of online cores.
+int default_thread_count();
+
+}  // namespace quorum

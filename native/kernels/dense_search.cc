@@ -1,0 +1,202 @@
+#include "dense_search.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "../common/aligned_buffer.h"
+#include "../common/error.h"
+#include "../common/thread_pool.h"
+#include "dispatch.h"
+#include "topk.h"
+
+namespace quorum::kernels {
+namespace {
+
+constexpr size_t kBlockBytes = 256 * 1024;  // corpus rows per block: about half of a 1 MiB L2
+constexpr size_t kQueryChunk = 256;
+
+size_t block_rows(size_t row_bytes) {
+  size_t nb = kBlockBytes / std::max<size_t>(row_bytes, 1);
+  nb = nb / 4 * 4;
+  return std::clamp<size_t>(nb, 16, 4096);
+}
+
+size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+
+struct Prepared {
+  AlignedBuffer buf;
+  size_t stride = 0;
+  const float* row(size_t b) const { return buf.as<float>() + b * stride; }
+};
+
+Prepared prepare(const DenseDotOps& ops, const QueryMatrix& q, Dtype t) {
+  Prepared p;
+  p.stride = ops.prepared_stride(q.dim, t);
+  p.buf.reset(std::max<size_t>(1, q.rows * p.stride) * sizeof(float));
+  for (size_t b = 0; b < q.rows; ++b) ops.prepare(q.data + b * q.dim, q.dim, t, p.buf.as<float>() + b * p.stride);
+  return p;
+}
+
+// A grid of (query chunk x corpus block) tasks, the chunk index varying fastest so that workers share the
+// corpus block that is in cache.
+struct Grid {
+  size_t nq, nn, qchunk, nblock;
+  size_t tasks() const { return ceil_div(nq, qchunk) * ceil_div(nn, nblock); }
+  void at(size_t t, size_t& b0, size_t& b1, size_t& n0, size_t& n1) const {
+    size_t nqc = ceil_div(nq, qchunk);
+    b0 = (t % nqc) * qchunk;
+    b1 = std::min(nq, b0 + qchunk);
+    n0 = (t / nqc) * nblock;
+    n1 = std::min(nn, n0 + nblock);
+  }
+};
+
+}  // namespace
+
+void score_topk(const QueryMatrix& q, const CorpusMatrix& c, size_t k, int32_t* ids, float* scores) {
+  const size_t B = q.rows, N = c.rows;
+  if (B == 0) return;
+  const DenseDotOps& ops = dense_dot();
+  ThreadPool& pool = ThreadPool::global();
+  const size_t T = size_t(pool.threads());
+  const size_t row_bytes = c.dim * dtype_size(c.dtype);
+  const Prepared qp = prepare(ops, q, c.dtype);
+  const Grid grid{B, N, std::min(B, kQueryChunk), block_rows(row_bytes)};
+  const size_t kk = std::min(k, N);  // a heap never holds more than N hits
+
+  struct Worker {
+    std::vector<Hit> store;
+    std::vector<TopKHeap> heaps;
+    AlignedBuffer S;
+    std::vector<const uint8_t*> rows;
+    std::vector<uint32_t> idx;
+  };
+  std::vector<Worker> workers(T);
+  for (auto& w : workers) {
+    w.store.resize(B * kk);
+    w.heaps.resize(B);
+    for (size_t b = 0; b < B; ++b) w.heaps[b] = TopKHeap(w.store.data() + b * kk, kk);
+    w.S.reset(grid.qchunk * grid.nblock * sizeof(float));
+    w.rows.resize(grid.nblock);
+    w.idx.resize(grid.nblock);
+  }
+
+  if (kk > 0) {
+    pool.parallel_for(grid.tasks(), [&](size_t task, int wi) {
+      Worker& w = workers[size_t(wi)];
+      size_t b0, b1, n0, n1;
+      grid.at(task, b0, b1, n0, n1);
+      const size_t nn = n1 - n0;
+      for (size_t j = 0; j < nn; ++j) w.rows[j] = c.data + (n0 + j) * row_bytes;
+      float* S = w.S.as<float>();
+      ops.score(qp.row(b0), qp.stride, b1 - b0, w.rows.data(), nn, c.dim, c.dtype, S, grid.nblock);
+      for (size_t b = b0; b < b1; ++b) {
+        TopKHeap& heap = w.heaps[b];
+        const float* s = S + (b - b0) * grid.nblock;
+        size_t m = ops.select_ge(s, nn, heap.threshold(), w.idx.data());
+        for (size_t t = 0; t < m; ++t) heap.push(Hit{s[w.idx[t]], int64_t(n0 + w.idx[t])});
+      }
+    });
+  }
+
+  pool.parallel_for(ceil_div(B, 64), [&](size_t task, int) {
+    std::vector<const Hit*> lists(T);
+    std::vector<size_t> sizes(T);
+    for (size_t b = task * 64; b < std::min(B, task * 64 + 64); ++b) {
+      for (size_t t = 0; t < T; ++t) {
+        lists[t] = workers[t].heaps[b].data();
+        sizes[t] = workers[t].heaps[b].size();
+      }
+      merge_topk(lists.data(), sizes.data(), T, k, ids + b * k, scores + b * k);
+    }
+  });
+}
+
+void score_matrix(const QueryMatrix& q, const CorpusMatrix& c, float* out) {
+  const size_t B = q.rows, N = c.rows;
+  if (B == 0 || N == 0) return;
+  const DenseDotOps& ops = dense_dot();
+  ThreadPool& pool = ThreadPool::global();
+  const size_t row_bytes = c.dim * dtype_size(c.dtype);
+  const Prepared qp = prepare(ops, q, c.dtype);
+  const Grid grid{B, N, std::min(B, kQueryChunk), block_rows(row_bytes)};
+  std::vector<std::vector<const uint8_t*>> rows(size_t(pool.threads()), std::vector<const uint8_t*>(grid.nblock));
+  pool.parallel_for(grid.tasks(), [&](size_t task, int wi) {
+    size_t b0, b1, n0, n1;
+    grid.at(task, b0, b1, n0, n1);
+    auto& r = rows[size_t(wi)];
+    for (size_t j = 0; j < n1 - n0; ++j) r[j] = c.data + (n0 + j) * row_bytes;
+    ops.score(qp.row(b0), qp.stride, b1 - b0, r.data(), n1 - n0, c.dim, c.dtype, out + b0 * N + n0, N);
+  });
+}
+
+void gather_scores(const QueryMatrix& q, const CorpusMatrix& c, const void* ids, bool ids64, size_t m, float* out) {
+  const size_t B = q.rows;
+  auto id_at = [&](size_t i) -> int64_t {
+    return ids64 ? static_cast<const int64_t*>(ids)[i] : int64_t(static_cast<const int32_t*>(ids)[i]);
+  };
+  for (size_t i = 0; i < B * m; ++i) {
+    int64_t id = id_at(i);
+    if (id < 0 || uint64_t(id) >= c.rows)
+      throw Error("ERR_RANGE", "id " + std::to_string(id) + " at [" + std::to_string(i / m) + ", " +
+                                   std::to_string(i % m) + "] is outside the corpus (" + std::to_string(c.rows) +
+                                   " rows)");
+  }
+  if (B == 0 || m == 0) return;
+  const DenseDotOps& ops = dense_dot();
+  ThreadPool& pool = ThreadPool::global();
+  const size_t row_bytes = c.dim * dtype_size(c.dtype);
+  const Prepared qp = prepare(ops, q, c.dtype);
+  std::vector<std::vector<const uint8_t*>> rows(size_t(pool.threads()), std::vector<const uint8_t*>(m));
+  const size_t per_task = std::max<size_t>(1, 4096 / m);
+  pool.parallel_for(ceil_div(B, per_task), [&](size_t task, int wi) {
+    auto& r = rows[size_t(wi)];
+    for (size_t b = task * per_task; b < std::min(B, (task + 1) * per_task); ++b) {
+      for (size_t j = 0; j < m; ++j) r[j] = c.data + size_t(id_at(b * m + j)) * row_bytes;
+      ops.score(qp.row(b), qp.stride, 1, r.data(), m, c.dim, c.dtype, out + b * m, m);
+    }
+  });
+}
+
+bool all_finite(const void* data, size_t count, Dtype t) {
+  // Integer tests on the exponent field: branch-free, so the compiler vectorizes them.
+  uint32_t bad = 0;
+  if (t == Dtype::F32) {
+    const uint32_t* p = static_cast<const uint32_t*>(data);
+    for (size_t i = 0; i < count; ++i) bad |= uint32_t((p[i] & 0x7f800000u) == 0x7f800000u);
+  } else if (t == Dtype::BF16 || t == Dtype::F16) {
+    const uint16_t mask = t == Dtype::BF16 ? 0x7f80 : 0x7c00;
+    const uint16_t* p = static_cast<const uint16_t*>(data);
+    for (size_t i = 0; i < count; ++i) bad |= uint32_t((p[i] & mask) == mask);
+  }
+  return bad == 0;
+}
+
+void convert(const void* src, Dtype from, void* dst, Dtype to, size_t count) {
+  auto is_conv = [](Dtype t) { return t == Dtype::F32 || t == Dtype::BF16 || t == Dtype::F16; };
+  if (!is_conv(from) || !is_conv(to))
+    throw Error("ERR_DTYPE", std::string("cannot convert ") + dtype_name(from) + " to " + dtype_name(to) +
+                                 ": only f32, bf16 and f16 convert");
+  constexpr size_t chunk = 1 << 16;
+  ThreadPool::global().parallel_for(ceil_div(count, chunk), [&](size_t task, int) {
+    size_t i0 = task * chunk, i1 = std::min(count, i0 + chunk);
+    auto load = [&](size_t i) -> float {
+      switch (from) {
+        case Dtype::BF16: return bf16_to_f32(static_cast<const uint16_t*>(src)[i]);
+        case Dtype::F16: return f16_to_f32(static_cast<const uint16_t*>(src)[i]);
+        default: return static_cast<const float*>(src)[i];
+      }
+    };
+    for (size_t i = i0; i < i1; ++i) {
+      float v = load(i);
+      switch (to) {
+        case Dtype::BF16: static_cast<uint16_t*>(dst)[i] = f32_to_bf16(v); break;
+        case Dtype::F16: static_cast<uint16_t*>(dst)[i] = f32_to_f16(v); break;
+        default: static_cast<float*>(dst)[i] = v; break;
+      }
+    }
+  });
+}
+
+}  // namespace quorum::kernels

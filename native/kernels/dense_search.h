@@ -1,0 +1,45 @@
+// Exact dense retrieval over a row-major corpus: fused scoring + top-k, the full score matrix, and scores for
+// given ids. Everything runs on the global thread pool with the active kernel variant (dispatch.h).
+//
+// scoreTopK never materialises the B x N score matrix: each worker scores a block of corpus rows (sized to
+// stay in L2) against a chunk of queries into a small buffer, and only scores that can still enter a query's
+// top-k (>= its current k-th score) reach the heap.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "../common/dtype.h"
+
+namespace quorum::kernels {
+
+struct QueryMatrix {
+  const float* data;
+  size_t rows;
+  size_t dim;
+};
+
+struct CorpusMatrix {
+  const uint8_t* data;
+  size_t rows;
+  size_t dim;
+  Dtype dtype;  // F32, BF16 or F16
+};
+
+// ids/scores: [q.rows, k], sorted by score descending then id ascending. When fewer than k corpus rows have
+// a non-NaN score, the remaining slots hold id -1 and score -inf.
+void score_topk(const QueryMatrix& q, const CorpusMatrix& c, size_t k, int32_t* ids, float* scores);
+
+// out: [q.rows, c.rows].
+void score_matrix(const QueryMatrix& q, const CorpusMatrix& c, float* out);
+
+// out[b, j] = dot(q_b, c_{ids[b, j]}), ids [q.rows, m] as int32 (ids64 false) or int64. Throws ERR_RANGE
+// for an id outside [0, c.rows) before computing anything.
+void gather_scores(const QueryMatrix& q, const CorpusMatrix& c, const void* ids, bool ids64, size_t m, float* out);
+
+// True when no element is NaN or +-Inf.
+bool all_finite(const void* data, size_t count, Dtype dtype);
+
+// Float conversions between F32, BF16 and F16 (round to nearest even). Throws ERR_DTYPE otherwise.
+void convert(const void* src, Dtype from, void* dst, Dtype to, size_t count);
+
+}  // namespace quorum::kernels

@@ -1,0 +1,24 @@
+// Entry point of quorum_core.node: tensors, kernels, runtime settings. No system libraries.
+#include <napi.h>
+
+#include "addon_data.h"
+#include "tensor_object.h"
+
+namespace quorum::napi {
+void register_dense(Napi::Env env, Napi::Object exports);
+void register_runtime(Napi::Env env, Napi::Object exports);
+}  // namespace quorum::napi
+
+static Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  using namespace quorum::napi;
+  auto* data = new AddonData();
+  Napi::Function ctor = TensorObject::Init(env);
+  data->tensor_ctor = Napi::Persistent(ctor);
+  env.SetInstanceData(data);
+  exports.Set("NativeTensor", ctor);
+  register_dense(env, exports);
+  register_runtime(env, exports);
+  return exports;
+}
+
+NODE_API_MODULE(quorum_core, Init)

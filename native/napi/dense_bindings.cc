@@ -1,0 +1,150 @@
+// N-API bindings of kernels/dense_search.h: argument checks and conversions only.
+#include <napi.h>
+
+#include <cmath>
+#include <string>
+
+#include "../common/error.h"
+#include "../kernels/dense_search.h"
+#include "errors.h"
+#include "kernel_call.h"
+#include "tensor_object.h"
+
+namespace quorum::napi {
+namespace {
+
+using kernels::CorpusMatrix;
+using kernels::QueryMatrix;
+
+constexpr double kMaxK = double(1 << 20);
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+void require_matrix(const TensorObject* t, const char* what) {
+  if (t->shape().size() != 2)
+    throw Error("ERR_SHAPE", std::string(what) + " must be 2-D [rows, dim], got shape " + shape_str(t->shape()));
+}
+
+QueryMatrix queries(const TensorObject* q) {
+  require_matrix(q, "queries");
+  if (q->dtype() != Dtype::F32)
+    throw Error("ERR_DTYPE", std::string("queries must be f32, got ") + dtype_name(q->dtype()));
+  if (q->shape()[1] == 0) throw Error("ERR_SHAPE", "queries have dimension 0");
+  return {reinterpret_cast<const float*>(q->data()), size_t(q->shape()[0]), size_t(q->shape()[1])};
+}
+
+CorpusMatrix corpus(const TensorObject* c, const QueryMatrix& q) {
+  require_matrix(c, "corpus");
+  if (c->dtype() != Dtype::F32 && c->dtype() != Dtype::BF16 && c->dtype() != Dtype::F16)
+    throw Error("ERR_DTYPE", std::string("corpus must be f32, bf16 or f16, got ") + dtype_name(c->dtype()));
+  if (size_t(c->shape()[1]) != q.dim)
+    throw Error("ERR_SHAPE", "corpus dimension " + std::to_string(c->shape()[1]) + " differs from the queries' " +
+                                 std::to_string(q.dim));
+  return {c->data(), size_t(c->shape()[0]), q.dim, c->dtype()};
+}
+
+bool flag(const Napi::Value& v) { return v.IsBoolean() && v.As<Napi::Boolean>().Value(); }
+
+void check_finite(const QueryMatrix& q, const CorpusMatrix& c) {
+  if (!kernels::all_finite(q.data, q.rows * q.dim, Dtype::F32))
+    throw Error("ERR_NONFINITE", "queries contain NaN or Infinity");
+  if (!kernels::all_finite(c.data, c.rows * c.dim, c.dtype))
+    throw Error("ERR_NONFINITE", "corpus contains NaN or Infinity");
+}
+
+// scoreTopK(queries, corpus, k, checkFinite, async) -> { ids: i32 [B, k], scores: f32 [B, k] }
+Napi::Value ScoreTopK(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  TensorObject* qt = TensorObject::From(env, info[0], "queries");
+  TensorObject* ct = TensorObject::From(env, info[1], "corpus");
+  QueryMatrix q = queries(qt);
+  CorpusMatrix c = corpus(ct, q);
+  double kd = info[2].IsNumber() ? info[2].As<Napi::Number>().DoubleValue() : NAN;
+  if (!(kd >= 1) || std::floor(kd) != kd || kd > kMaxK)
+    throw Error("ERR_RANGE", "k must be an integer in [1, " + std::to_string(int64_t(kMaxK)) + "]");
+  size_t k = size_t(kd);
+  bool finite = flag(info[3]);
+  Napi::Object ids = TensorObject::Create(env, Dtype::I32, {int64_t(q.rows), int64_t(k)});
+  Napi::Object scores = TensorObject::Create(env, Dtype::F32, {int64_t(q.rows), int64_t(k)});
+  auto* ip = reinterpret_cast<int32_t*>(Napi::ObjectWrap<TensorObject>::Unwrap(ids)->data());
+  auto* sp = reinterpret_cast<float*>(Napi::ObjectWrap<TensorObject>::Unwrap(scores)->data());
+  Napi::Object result = Napi::Object::New(env);
+  result.Set("ids", ids);
+  result.Set("scores", scores);
+  return run_kernel(env, flag(info[4]), {info[0].As<Napi::Object>(), info[1].As<Napi::Object>(), ids, scores}, result,
+                    [=] {
+                      if (finite) check_finite(q, c);
+                      kernels::score_topk(q, c, k, ip, sp);
+                    });
+}
+
+// scoreMatrix(queries, corpus, checkFinite, async) -> f32 [B, N]
+Napi::Value ScoreMatrix(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  QueryMatrix q = queries(TensorObject::From(env, info[0], "queries"));
+  CorpusMatrix c = corpus(TensorObject::From(env, info[1], "corpus"), q);
+  bool finite = flag(info[2]);
+  Napi::Object out = TensorObject::Create(env, Dtype::F32, {int64_t(q.rows), int64_t(c.rows)});
+  auto* op = reinterpret_cast<float*>(Napi::ObjectWrap<TensorObject>::Unwrap(out)->data());
+  return run_kernel(env, flag(info[3]), {info[0].As<Napi::Object>(), info[1].As<Napi::Object>(), out}, out, [=] {
+    if (finite) check_finite(q, c);
+    kernels::score_matrix(q, c, op);
+  });
+}
+
+// gatherScores(queries, corpus, ids, checkFinite, async) -> f32 [B, m]
+Napi::Value GatherScores(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  QueryMatrix q = queries(TensorObject::From(env, info[0], "queries"));
+  CorpusMatrix c = corpus(TensorObject::From(env, info[1], "corpus"), q);
+  TensorObject* it = TensorObject::From(env, info[2], "ids");
+  if (it->dtype() != Dtype::I32 && it->dtype() != Dtype::I64)
+    throw Error("ERR_DTYPE", std::string("ids must be i32 or i64, got ") + dtype_name(it->dtype()));
+  if (it->shape().size() != 2 || size_t(it->shape()[0]) != q.rows)
+    throw Error("ERR_SHAPE", "ids must be [" + std::to_string(q.rows) + ", m], got shape " + shape_str(it->shape()));
+  size_t m = size_t(it->shape()[1]);
+  const void* idp = it->data();
+  bool ids64 = it->dtype() == Dtype::I64;
+  bool finite = flag(info[3]);
+  Napi::Object out = TensorObject::Create(env, Dtype::F32, {int64_t(q.rows), int64_t(m)});
+  auto* op = reinterpret_cast<float*>(Napi::ObjectWrap<TensorObject>::Unwrap(out)->data());
+  return run_kernel(env, flag(info[4]),
+                    {info[0].As<Napi::Object>(), info[1].As<Napi::Object>(), info[2].As<Napi::Object>(), out}, out,
+                    [=] {
+                      if (finite) check_finite(q, c);
+                      kernels::gather_scores(q, c, idp, ids64, m, op);
+                    });
+}
+
+// convert(tensor, dtypeCode, async) -> new tensor of that dtype and the same shape
+Napi::Value Convert(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  TensorObject* src = TensorObject::From(env, info[0], "tensor");
+  int code = info[1].IsNumber() ? info[1].As<Napi::Number>().Int32Value() : -1;
+  if (code < 0 || code > 5) throw Error("ERR_DTYPE", "unknown dtype code");
+  Dtype from = src->dtype(), to = Dtype(code);
+  if (!dtype_is_float(from) || !dtype_is_float(to))
+    throw Error("ERR_DTYPE", std::string("cannot convert ") + dtype_name(from) + " to " + dtype_name(to) +
+                                 ": only f32, bf16 and f16 convert");
+  Napi::Object out = TensorObject::Create(env, to, src->shape());
+  void* dst = Napi::ObjectWrap<TensorObject>::Unwrap(out)->data();
+  const void* sp = src->data();
+  size_t n = src->numel();
+  return run_kernel(env, flag(info[2]), {info[0].As<Napi::Object>(), out}, out,
+                    [=] { kernels::convert(sp, from, dst, to, n); });
+}
+
+}  // namespace
+
+void register_dense(Napi::Env env, Napi::Object exports) {
+  exports.Set("scoreTopK", Napi::Function::New<guarded<ScoreTopK>>(env, "scoreTopK"));
+  exports.Set("scoreMatrix", Napi::Function::New<guarded<ScoreMatrix>>(env, "scoreMatrix"));
+  exports.Set("gatherScores", Napi::Function::New<guarded<GatherScores>>(env, "gatherScores"));
+  exports.Set("convert", Napi::Function::New<guarded<Convert>>(env, "convert"));
+}
+
+}  // namespace quorum::napi

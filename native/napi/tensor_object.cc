@@ -1,0 +1,190 @@
+#include "tensor_object.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "../common/error.h"
+#include "addon_data.h"
+#include "errors.h"
+
+namespace quorum::napi {
+namespace {
+
+constexpr int64_t kMaxElements = int64_t(1) << 46;
+
+bool typed_array_matches(const Napi::TypedArray& ta, Dtype t) {
+  switch (t) {
+    case Dtype::F32: return ta.TypedArrayType() == napi_float32_array;
+    case Dtype::BF16: case Dtype::F16: return ta.TypedArrayType() == napi_uint16_array;
+    case Dtype::I32: return ta.TypedArrayType() == napi_int32_array;
+    case Dtype::I64: return ta.TypedArrayType() == napi_bigint64_array;
+    case Dtype::U8: return ta.TypedArrayType() == napi_uint8_array;
+  }
+  return false;
+}
+
+const char* typed_array_name(Dtype t) {
+  switch (t) {
+    case Dtype::F32: return "Float32Array";
+    case Dtype::BF16: case Dtype::F16: return "Uint16Array";
+    case Dtype::I32: return "Int32Array";
+    case Dtype::I64: return "BigInt64Array";
+    case Dtype::U8: return "Uint8Array";
+  }
+  return "?";
+}
+
+Dtype parse_dtype(const Napi::Value& v) {
+  if (!v.IsNumber()) throw Error("ERR_DTYPE", "dtype code must be a number");
+  int code = v.As<Napi::Number>().Int32Value();
+  if (code < 0 || code > 5) throw Error("ERR_DTYPE", "unknown dtype code " + std::to_string(code));
+  return Dtype(code);
+}
+
+std::vector<int64_t> parse_shape(const Napi::Value& v, int64_t& numel) {
+  if (!v.IsArray()) throw Error("ERR_SHAPE", "shape must be an array of non-negative integers");
+  Napi::Array a = v.As<Napi::Array>();
+  std::vector<int64_t> shape;
+  numel = 1;
+  for (uint32_t i = 0; i < a.Length(); ++i) {
+    Napi::Value d = a.Get(i);
+    double x = d.IsNumber() ? d.As<Napi::Number>().DoubleValue() : -1;
+    if (!(x >= 0) || std::floor(x) != x || x > double(kMaxElements))
+      throw Error("ERR_SHAPE", "shape[" + std::to_string(i) + "] must be a non-negative integer");
+    shape.push_back(int64_t(x));
+    if (shape.back() != 0 && numel > kMaxElements / shape.back())
+      throw Error("ERR_RANGE", "tensor too large");
+    numel *= shape.back();
+  }
+  return shape;
+}
+
+}  // namespace
+
+Napi::Function TensorObject::Init(Napi::Env env) {
+  return DefineClass(env, "NativeTensor",
+                     {InstanceMethod<&TensorObject::Dispose>("dispose"),
+                      InstanceMethod<&TensorObject::Buffer>("buffer"),
+                      InstanceAccessor<&TensorObject::IsDisposed>("disposed"),
+                      InstanceAccessor<&TensorObject::Shape>("shape"),
+                      InstanceAccessor<&TensorObject::DtypeCode>("dtype"),
+                      InstanceAccessor<&TensorObject::Device>("device"),
+                      InstanceAccessor<&TensorObject::Owned>("owned")});
+}
+
+TensorObject::TensorObject(const Napi::CallbackInfo& info) : Napi::ObjectWrap<TensorObject>(info) {
+  Napi::Env env = info.Env();
+  try {
+    dtype_ = parse_dtype(info[0]);
+    int64_t numel;
+    shape_ = parse_shape(info[1], numel);
+    bytes_ = size_t(numel) * dtype_size(dtype_);
+    if (info.Length() > 2 && !info[2].IsUndefined()) {
+      if (!info[2].IsTypedArray())
+        throw Error("ERR_ARG", std::string("data must be a ") + typed_array_name(dtype_));
+      Napi::TypedArray ta = info[2].As<Napi::TypedArray>();
+      if (!typed_array_matches(ta, dtype_))
+        throw Error("ERR_DTYPE", std::string("dtype ") + dtype_name(dtype_) + " needs a " + typed_array_name(dtype_));
+      if (int64_t(ta.ElementLength()) != numel)
+        throw Error("ERR_SHAPE", "data has " + std::to_string(ta.ElementLength()) + " elements, shape needs " +
+                                     std::to_string(numel));
+      ptr_ = static_cast<uint8_t*>(ta.ArrayBuffer().Data()) + ta.ByteOffset();
+      borrowed_ = Napi::Persistent(info[2].As<Napi::Object>());
+    } else {
+      owned_ = std::make_shared<AlignedBuffer>(bytes_);
+      ptr_ = owned_->as<uint8_t>();
+      if (bytes_) std::memset(ptr_, 0, bytes_);
+      Napi::MemoryManagement::AdjustExternalMemory(env, int64_t(bytes_));
+      accounted_ = true;
+    }
+  } catch (const Napi::Error&) {
+    throw;
+  } catch (...) {
+    rethrow_as_js(env);
+  }
+}
+
+TensorObject::~TensorObject() {
+  if (accounted_) Napi::MemoryManagement::AdjustExternalMemory(Env(), -int64_t(bytes_));
+}
+
+Napi::Object TensorObject::Create(Napi::Env env, Dtype dtype, const std::vector<int64_t>& shape) {
+  Napi::Array s = Napi::Array::New(env, shape.size());
+  for (size_t i = 0; i < shape.size(); ++i) s.Set(uint32_t(i), Napi::Number::New(env, double(shape[i])));
+  return addon_data(env).tensor_ctor.New({Napi::Number::New(env, int(dtype)), s});
+}
+
+bool TensorObject::IsTensor(Napi::Env env, const Napi::Value& v) {
+  return v.IsObject() && v.As<Napi::Object>().InstanceOf(addon_data(env).tensor_ctor.Value());
+}
+
+TensorObject* TensorObject::From(Napi::Env env, const Napi::Value& v, const char* what) {
+  if (!IsTensor(env, v)) throw Error("ERR_ARG", std::string(what) + " must be a Tensor");
+  TensorObject* t = Napi::ObjectWrap<TensorObject>::Unwrap(v.As<Napi::Object>());
+  if (t->disposed_) throw Error("ERR_DISPOSED", std::string(what) + " was disposed");
+  return t;
+}
+
+void TensorObject::FreeOwned(Napi::Env env) {
+  if (owned_) {
+    owned_->release();  // the ArrayBuffer is detached: no JS view can reach this memory any more
+    owned_.reset();
+  }
+  borrowed_.Reset();
+  ptr_ = nullptr;
+  if (accounted_) {
+    Napi::MemoryManagement::AdjustExternalMemory(env, -int64_t(bytes_));
+    accounted_ = false;
+  }
+}
+
+void TensorObject::Unpin(Napi::Env env) {
+  if (--pins_ == 0 && disposed_) FreeOwned(env);
+}
+
+Napi::Value TensorObject::Dispose(const Napi::CallbackInfo& info) {
+  if (disposed_) return info.Env().Undefined();
+  disposed_ = true;
+  if (!array_buffer_.IsEmpty()) {
+    Napi::ArrayBuffer ab = array_buffer_.Value();
+    if (!ab.IsDetached()) ab.Detach();
+    array_buffer_.Reset();
+  }
+  if (pins_ == 0) FreeOwned(info.Env());
+  return info.Env().Undefined();
+}
+
+Napi::Value TensorObject::IsDisposed(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), disposed_); }
+
+Napi::Value TensorObject::Owned(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), bool(owned_)); }
+
+Napi::Value TensorObject::Buffer(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (disposed_) throw typed_error(env, "ERR_DISPOSED", "tensor was disposed");
+  if (!borrowed_.IsEmpty()) return borrowed_.Value();
+  if (array_buffer_.IsEmpty()) {
+    Napi::ArrayBuffer ab;
+    if (bytes_ == 0) {
+      ab = Napi::ArrayBuffer::New(env, 0);
+    } else {
+      auto* keep = new std::shared_ptr<AlignedBuffer>(owned_);
+      ab = Napi::ArrayBuffer::New(
+          env, ptr_, bytes_, [](Napi::Env, void*, std::shared_ptr<AlignedBuffer>* k) { delete k; }, keep);
+    }
+    array_buffer_ = Napi::Persistent(ab);
+  }
+  return array_buffer_.Value();
+}
+
+Napi::Value TensorObject::Shape(const Napi::CallbackInfo& info) {
+  Napi::Array s = Napi::Array::New(info.Env(), shape_.size());
+  for (size_t i = 0; i < shape_.size(); ++i) s.Set(uint32_t(i), Napi::Number::New(info.Env(), double(shape_[i])));
+  return s;
+}
+
+Napi::Value TensorObject::DtypeCode(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), int(dtype_)); }
+
+Napi::Value TensorObject::Device(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), "cpu"); }
+
+}  // namespace quorum::napi
