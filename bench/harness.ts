@@ -1,0 +1,62 @@
+// Shared benchmark plumbing: timing, tables, JSON results.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export interface Row {
+  case: string;
+  contender: string;
+  qps: number;
+  msPerCall: number;
+  note?: string;
+}
+
+/** Median seconds per call of fn, after one warm-up, over at least minReps calls or minSeconds. */
+export async function timeIt(fn: () => unknown, opts: { minReps?: number; minSeconds?: number; maxReps?: number } = {}): Promise<number> {
+  const { minReps = 3, minSeconds = 1, maxReps = 50 } = opts;
+  await fn();
+  const times: number[] = [];
+  const start = performance.now();
+  while (times.length < maxReps && (times.length < minReps || performance.now() - start < minSeconds * 1000)) {
+    const t0 = performance.now();
+    await fn();
+    times.push((performance.now() - t0) / 1000);
+  }
+  times.sort((a, b) => a - b);
+  return times[Math.floor(times.length / 2)] as number;
+}
+
+/** Deterministic fill with values in [-1, 1) (xorshift32): fast enough for 10^9 floats. */
+export function fillRandom(a: Float32Array, seed = 1): Float32Array {
+  let x = seed >>> 0 || 1;
+  for (let i = 0; i < a.length; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    a[i] = (x >>> 0) / 2147483648 - 1;
+  }
+  return a;
+}
+
+export function fmt(x: number, digits = 3): string {
+  if (!Number.isFinite(x)) return String(x);
+  if (x >= 100) return x.toFixed(0);
+  return x.toPrecision(digits);
+}
+
+export function printTable(headers: string[], rows: Array<Array<string | number>>): void {
+  const cells = rows.map((r) => r.map((c) => (typeof c === 'number' ? fmt(c) : c)));
+  const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((r) => (r[i] ?? '').length)));
+  const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  ');
+  console.log(line(headers));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const r of cells) console.log(line(r));
+}
+
+export function writeResults(name: string, payload: unknown): string {
+  const dir = join(import.meta.dirname, 'results');
+  mkdirSync(dir, { recursive: true });
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  const path = join(dir, `${name}-${stamp}.json`);
+  writeFileSync(path, JSON.stringify(payload, null, 2));
+  return path;
+}

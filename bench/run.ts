@@ -1,0 +1,19 @@
+// `npm run bench`: every micro-benchmark in one process, ratios against baselines measured in the same run.
+// `npm run bench -- --quick` skips the 1M-row corpus.
+import { benchDense } from './dense.js';
+import { writeResults } from './harness.js';
+
+const quick = process.argv.includes('--quick');
+const dense = await benchDense({
+  dim: 768,
+  k: 10,
+  cases: quick
+    ? [{ n: 100_000, batches: [1, 16, 256] }]
+    : [
+        { n: 100_000, batches: [1, 16, 256] },
+        { n: 1_000_000, batches: [1] },
+      ],
+  lagCorpus: quick ? 100_000 : 1_000_000,
+});
+const path = writeResults('bench', { date: new Date().toISOString(), node: process.version, dense });
+console.log(`\nresults written to ${path}`);

@@ -1,0 +1,40 @@
+import { Tensor, type Dtype } from '../lib/index.js';
+import { bf16ToF32, f16ToF32 } from '../lib/reference/dense.js';
+
+/** Seeded uniform floats in [-1, 1) (mulberry32), so failures reproduce. */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 2147483648 - 1;
+  };
+}
+
+export function randomF32(n: number, seed: number): Float32Array {
+  const r = rng(seed);
+  return Float32Array.from({ length: n }, r);
+}
+
+/** The values a corpus tensor of this dtype really holds, decoded to numbers. */
+export function decoded(t: Tensor): Float64Array {
+  const d = t.data as ArrayLike<number>;
+  const dec = t.dtype === 'bf16' ? bf16ToF32 : t.dtype === 'f16' ? f16ToF32 : (x: number) => x;
+  return Float64Array.from({ length: t.size }, (_, i) => dec(d[i] as number));
+}
+
+/** Sum over d of |q_d * c_d| for every (query, row): the scale of a dot product's rounding error. */
+export function absDot(Q: Float32Array, C: Float64Array, B: number, N: number, D: number): Float64Array {
+  const out = new Float64Array(B * N);
+  for (let b = 0; b < B; b++)
+    for (let n = 0; n < N; n++) {
+      let s = 0;
+      for (let d = 0; d < D; d++) s += Math.abs((Q[b * D + d] as number) * (C[n * D + d] as number));
+      out[b * N + n] = s;
+    }
+  return out;
+}
+
+export const floatDtypes: Dtype[] = ['f32', 'bf16', 'f16'];
