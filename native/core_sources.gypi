@@ -1,18 +1,18 @@
 {
   "sources": [
-    "native/common/cpu_features.cc",
-    "native/common/thread_pool.cc",
-    "native/kernels/dense_dot_scalar.cc",
-    "native/kernels/dense_dot_avx2.cc",
-    "native/kernels/dense_dot_avx512.cc",
-    "native/kernels/dispatch.cc",
-    "native/kernels/topk.cc",
-    "native/kernels/dense_search.cc",
-    "native/napi/errors.cc",
-    "native/napi/tensor_object.cc",
-    "native/napi/kernel_call.cc",
-    "native/napi/dense_bindings.cc",
-    "native/napi/runtime_bindings.cc",
-    "native/napi/addon_core.cc"
+    "common/cpu_features.cc",
+    "common/thread_pool.cc",
+    "kernels/dense_dot_scalar.cc",
+    "kernels/dense_dot_avx2.cc",
+    "kernels/dense_dot_avx512.cc",
+    "kernels/dispatch.cc",
+    "kernels/topk.cc",
+    "kernels/dense_search.cc",
+    "napi/errors.cc",
+    "napi/tensor_object.cc",
+    "napi/kernel_call.cc",
+    "napi/dense_bindings.cc",
+    "napi/runtime_bindings.cc",
+    "napi/addon_core.cc"
   ]
 }

@@ -1,0 +1,98 @@
+// `quorum demo`: a retrieval run over the embedded dataset through the native kernels, checked against the
+// plain-JS reference, then a short speed comparison.
+import { join } from 'node:path';
+
+import { loadBeir } from '../data/beir.js';
+import { HashedTfidfEncoder } from '../encoders/hashed-tfidf.js';
+import { evaluateRun } from '../eval/metrics.js';
+import { packageRoot } from '../native.js';
+import { plainJsTopK } from '../reference/dense.js';
+import { capabilities } from '../runtime.js';
+import { scoreTopK, scoreTopKSync } from '../dense.js';
+import { Tensor } from '../tensor.js';
+
+function table(rows: Array<Record<string, string | number>>): void {
+  const headers = Object.keys(rows[0] ?? {});
+  const cell = (v: string | number | undefined) => (typeof v === 'number' ? (Math.abs(v) >= 100 ? v.toFixed(0) : v.toFixed(3)) : (v ?? ''));
+  const widths = headers.map((h) => Math.max(h.length, ...rows.map((r) => cell(r[h]).length)));
+  const line = (cells: string[]) => '  ' + cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  ');
+  console.log(line(headers));
+  for (const r of rows) console.log(line(headers.map((h) => cell(r[h]))));
+}
+
+function seconds(fn: () => void, minMs = 400): number {
+  fn();
+  let n = 0;
+  const t0 = performance.now();
+  while (performance.now() - t0 < minMs) {
+    fn();
+    n++;
+  }
+  return (performance.now() - t0) / 1000 / n;
+}
+
+export async function demo(options: { data?: string; dim?: number; bench?: boolean }): Promise<void> {
+  const caps = capabilities();
+  console.log(`Quorum demo: kernels ${caps.isa} (available: ${caps.availableIsas.join(', ')}), ${caps.threads} threads\n`);
+  const dir = options.data ?? join(packageRoot, 'data', 'xquad-en');
+  const ds = loadBeir(dir);
+  console.log(`dataset ${dir}: ${ds.corpus.length} passages, ${ds.queries.length} queries`);
+
+  const dim = options.dim ?? 768;
+  const t0 = performance.now();
+  const passages = ds.corpus.map((p) => `${p.title}. ${p.text}`);
+  const encoder = HashedTfidfEncoder.fit(passages, { dim });
+  const corpus = encoder.encode(passages);
+  const queries = encoder.encode(ds.queries.map((q) => q.text));
+  console.log(`encoded with hashed TF-IDF (dim ${dim}, a lexical stand-in until trained encoders) in ${((performance.now() - t0) / 1000).toFixed(2)} s\n`);
+
+  const k = 20;
+  const B = ds.queries.length;
+  const bf16 = corpus.to('bf16');
+  const runs: Array<{ name: string; ids: Int32Array; sec: number }> = [];
+  runs.push({ name: 'quorum scoreTopK f32', ids: (await scoreTopK(queries, corpus, k)).ids, sec: seconds(() => scoreTopKSync(queries, corpus, k)) });
+  runs.push({ name: 'quorum scoreTopK bf16', ids: (await scoreTopK(queries, bf16, k)).ids, sec: seconds(() => scoreTopKSync(queries, bf16, k)) });
+  runs.push({ name: 'plain JS loop + heap', ids: plainJsTopK(queries.data, corpus.data, dim, k).ids, sec: seconds(() => plainJsTopK(queries.data, corpus.data, dim, k), 200) });
+
+  const rows = runs.map((r) => {
+    const run = new Map<string, string[]>();
+    ds.queries.forEach((q, b) => run.set(q.id, Array.from(r.ids.subarray(b * k, (b + 1) * k), (i) => (i >= 0 ? (ds.corpus[i]?.id ?? '') : ''))));
+    const m = evaluateRun(run, ds.qrels, [1, 5, 20]);
+    return { method: r.name, ...m, 'queries/s': B / r.sec };
+  });
+  console.log(`retrieval of ${B} queries over ${ds.corpus.length} passages, top-${k}:`);
+  table(rows);
+  const same = runs[0]?.ids.every((id, i) => id === runs[2]?.ids[i]);
+  console.log(`  f32 ids identical to the plain-JS reference: ${same ? 'yes' : 'NO'}\n`);
+
+  if (options.bench !== false) {
+    const N = 100_000;
+    const D = 768;
+    console.log(`speed on a random ${N / 1000}k x ${D} corpus, top-10 (full comparison: npm run bench):`);
+    const big = Tensor.zeros([N, D]);
+    let x = 12345;
+    const data = big.data;
+    for (let i = 0; i < data.length; i++) {
+      x ^= x << 13;
+      x ^= x >>> 17;
+      x ^= x << 5;
+      data[i] = (x >>> 0) / 2147483648 - 1;
+    }
+    const bigBf16 = big.to('bf16');
+    const speed: Array<Record<string, string | number>> = [];
+    for (const b of [1, 16]) {
+      const q = Tensor.from(data.subarray(0, b * D), [b, D]);
+      const f32 = b / seconds(() => scoreTopKSync(q, big, 10));
+      const h = b / seconds(() => scoreTopKSync(q, bigBf16, 10));
+      const js = 1 / seconds(() => plainJsTopK(data.subarray(0, D), data, D, 10), 1);
+      speed.push({ B: String(b), 'quorum f32 QPS': f32, 'quorum bf16 QPS': h, 'plain JS QPS': js, 'f32 / JS': f32 / js });
+      q.dispose();
+    }
+    table(speed);
+    big.dispose();
+    bigBf16.dispose();
+  }
+  corpus.dispose();
+  queries.dispose();
+  bf16.dispose();
+}
