@@ -1,7 +1,7 @@
 // Dense top-k benchmark: Quorum's fused scoreTopK (f32 and bf16 corpus) against plain JS, OpenBLAS + heap,
 // faiss IndexFlatIP, usearch exactSearch and simsimd, all measured in this process, plus the machine's
 // memory bandwidth and FMA peak, and event-loop lag during an async search.
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { PerformanceObserver, monitorEventLoopDelay } from 'node:perf_hooks';
 
 import { Tensor, capabilities, scoreTopK, scoreTopKSync } from '../lib/index.js';
 import { plainJsTopK } from '../lib/reference/dense.js';
@@ -118,8 +118,16 @@ export async function benchDense(opts: DenseBenchOptions): Promise<{ machine: Re
   const lag: Record<string, number> = {};
   if (lagCorpus) {
     const Q = Tensor.wrap(fillRandom(new Float32Array(16 * D), 5), [16, D]);
-    // Collect the benchmark's own garbage first (gigabytes of Float32Array): a GC pause is not the kernel's.
+    // Warm up, then collect the benchmark's own garbage (gigabytes of Float32Array, and V8's "external memory
+    // pressure" collections after large native allocations): those pauses are not the kernel's. GC pauses
+    // that still happen inside the window are recorded beside the lag.
+    await scoreTopK(Q, lagCorpus, k);
     (globalThis as { gc?: () => void }).gc?.();
+    let gcMax = 0;
+    const obs = new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) gcMax = Math.max(gcMax, e.duration);
+    });
+    obs.observe({ entryTypes: ['gc'] });
     const h = monitorEventLoopDelay({ resolution: 1 });
     h.enable();
     const t0 = performance.now();
@@ -129,6 +137,8 @@ export async function benchDense(opts: DenseBenchOptions): Promise<{ machine: Re
       calls++;
     }
     h.disable();
+    obs.disconnect();
+    lag.gcPauseMaxMs = gcMax;
     lag.maxMs = h.max / 1e6;
     lag.p99Ms = h.percentile(99) / 1e6;
     lag.meanMs = h.mean / 1e6;
@@ -173,7 +183,7 @@ export async function benchDense(opts: DenseBenchOptions): Promise<{ machine: Re
       target(`${tag} B=256 f32 vs plain JS`, f(256, 'plain JS'), 100);
     }
   }
-  if (lag.maxMs !== undefined) checks.push(`${lag.maxMs < 10 ? 'PASS' : 'MISS'}  event-loop lag max during async scoreTopK over ${lag.corpusRows} rows: ${fmt(lag.maxMs)} ms (target < 10 ms; p99 ${fmt(lag.p99Ms ?? NaN)} ms)`);
+  if (lag.maxMs !== undefined) checks.push(`${lag.maxMs < 10 ? 'PASS' : 'MISS'}  event-loop lag max during async scoreTopK over ${lag.corpusRows} rows: ${fmt(lag.maxMs)} ms (target < 10 ms; p99 ${fmt(lag.p99Ms ?? NaN)} ms; longest GC pause in the window ${fmt(lag.gcPauseMaxMs ?? 0)} ms)`);
   console.log('\ntargets:');
   for (const c of checks) console.log('  ' + c);
   return { machine, rows, lag, checks };

@@ -21,6 +21,8 @@ const shapes: Array<[B: number, N: number, D: number, k: number]> = [
   [2, 1000, 769, 20],
   [17, 300, 64, 1],
   [6, 40, 31, 40],
+  [13, 150, 600, 8], // several query tiles and dimension blocks, ragged last block
+  [5, 64, 513, 64],
 ];
 
 describe.each(isas)('dense kernels, %s variant', (isa) => {
