@@ -23,3 +23,48 @@ export {
   type TopKResult,
 } from './dense.js';
 export { capabilities, setThreads, setIsa, type Capabilities, type Isa } from './runtime.js';
+export {
+  maxSim,
+  maxSimSync,
+  maxSimBackward,
+  maxSimBackwardSync,
+  type MaxSimGradients,
+  type MaxSimOptions,
+  type MaxSimResult,
+  type TokenDocuments,
+} from './maxsim.js';
+export {
+  spladePool,
+  spladePoolSync,
+  spladePoolBackward,
+  spladePoolBackwardSync,
+  regularizer,
+  regularizerSync,
+  RegWeightScheduler,
+  toSparse,
+  toSparseSync,
+  sparseVectors,
+  sparseScores,
+  sparseScoresSync,
+  sparseDenseScores,
+  sparseDenseScoresSync,
+  type RegularizerResult,
+  type SparseRegularizer,
+  type SparseVectors,
+  type SpladePoolOptions,
+  type SpladePoolResult,
+  type ToSparseOptions,
+} from './splade.js';
+export { infoNce, infoNceSync, type InfoNceOptions, type InfoNceResult } from './losses.js';
+export {
+  ensembleMI,
+  ensembleMISync,
+  ece,
+  calibrateTemperature,
+  mufTemperatureGrid,
+  type CalibrationSplit,
+  type EnsembleMIOptions,
+  type EnsembleMIResult,
+  type TemperatureSearch,
+} from './uncertainty.js';
+export { type Int32Input, type MaskInput, type TensorInput } from './operand.js';

@@ -85,6 +85,74 @@ export interface CoreAddon {
     async: boolean,
   ): MaybeAsync<NativeTensorHandle>;
   convert(t: NativeTensorHandle, dtype: number, async: boolean): MaybeAsync<NativeTensorHandle>;
+  maxSim(
+    q: NativeTensorHandle,
+    queryMask: NativeTensorHandle | null,
+    docs: NativeTensorHandle,
+    lengths: NativeTensorHandle,
+    tokenMask: NativeTensorHandle | null,
+    clampZero: boolean,
+    argmax: boolean,
+    async: boolean,
+  ): MaybeAsync<{ scores: NativeTensorHandle; argmax?: NativeTensorHandle }>;
+  maxSimBackward(
+    q: NativeTensorHandle,
+    queryMask: NativeTensorHandle | null,
+    docs: NativeTensorHandle,
+    lengths: NativeTensorHandle,
+    tokenMask: NativeTensorHandle | null,
+    argmax: NativeTensorHandle,
+    grad: NativeTensorHandle,
+    async: boolean,
+  ): MaybeAsync<{ dQueries: NativeTensorHandle; dDocuments: NativeTensorHandle }>;
+  spladePool(
+    logits: NativeTensorHandle,
+    mask: NativeTensorHandle | null,
+    argmax: boolean,
+    async: boolean,
+  ): MaybeAsync<{ weights: NativeTensorHandle; argmax?: NativeTensorHandle }>;
+  spladePoolBackward(logits: NativeTensorHandle, argmax: NativeTensorHandle, grad: NativeTensorHandle, async: boolean): MaybeAsync<NativeTensorHandle>;
+  spladeRegularizer(w: NativeTensorHandle, kind: string, grad: boolean, async: boolean): MaybeAsync<{ value: number; grad?: NativeTensorHandle }>;
+  toSparse(
+    w: NativeTensorHandle,
+    threshold: number,
+    topK: number,
+    async: boolean,
+  ): MaybeAsync<{ offsets: NativeTensorHandle; indices: NativeTensorHandle; values: NativeTensorHandle }>;
+  sparseScores(
+    ao: NativeTensorHandle,
+    ai: NativeTensorHandle,
+    av: NativeTensorHandle,
+    bo: NativeTensorHandle,
+    bi: NativeTensorHandle,
+    bv: NativeTensorHandle,
+    async: boolean,
+  ): MaybeAsync<NativeTensorHandle>;
+  sparseDenseScores(o: NativeTensorHandle, i: NativeTensorHandle, v: NativeTensorHandle, dense: NativeTensorHandle, async: boolean): MaybeAsync<NativeTensorHandle>;
+  infoNce(
+    q: NativeTensorHandle,
+    p: NativeTensorHandle,
+    pos: NativeTensorHandle,
+    weights: NativeTensorHandle | null,
+    temperature: number,
+    cosine: boolean,
+    grad: boolean,
+    async: boolean,
+  ): MaybeAsync<{
+    loss: number;
+    accuracy: number;
+    rowLoss: NativeTensorHandle;
+    rank: NativeTensorHandle;
+    dQ?: NativeTensorHandle;
+    dP?: NativeTensorHandle;
+  }>;
+  ensembleMI(
+    z: NativeTensorHandle,
+    lengths: NativeTensorHandle | null,
+    temperature: number,
+    epsMode: boolean,
+    async: boolean,
+  ): MaybeAsync<{ mi: NativeTensorHandle; confidence: NativeTensorHandle }>;
   capabilities(): NativeCapabilities;
   setThreads(n: number): void;
   setIsa(name: string): void;

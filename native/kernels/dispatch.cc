@@ -9,47 +9,60 @@
 namespace quorum::kernels {
 namespace {
 
-const DenseDotOps* supported(const std::string& name) {
+constexpr const char* kNames[] = {"scalar", "avx2", "avx512"};
+
+// Every family has the same variants as dense_dot, so its tables decide what the build supports.
+bool supported(Isa level) {
   const auto& cpu = cpu_features();
-  if (name == "avx512") return cpu.avx512 ? dense_dot_avx512() : nullptr;
-  if (name == "avx2") return cpu.avx2_fma ? dense_dot_avx2() : nullptr;
-  if (name == "scalar") return &dense_dot_scalar();
-  return nullptr;
+  switch (level) {
+    case Isa::Avx512: return cpu.avx512 && dense_dot_avx512();
+    case Isa::Avx2: return cpu.avx2_fma && dense_dot_avx2();
+    case Isa::Scalar: return true;
+  }
+  return false;
 }
 
-const DenseDotOps* best() {
-  for (const auto& name : available_isas())
-    if (auto* ops = supported(name)) return ops;
-  return &dense_dot_scalar();
+bool parse(const std::string& name, Isa& out) {
+  for (int i = 0; i < 3; ++i)
+    if (name == kNames[i]) {
+      out = Isa(i);
+      return true;
+    }
+  return false;
 }
 
-const DenseDotOps* initial() {
+Isa initial() {
+  Isa level;
   if (const char* env = std::getenv("QUORUM_ISA"))
-    if (auto* ops = supported(env)) return ops;
-  return best();
+    if (parse(env, level) && supported(level)) return level;
+  for (Isa l : {Isa::Avx512, Isa::Avx2})
+    if (supported(l)) return l;
+  return Isa::Scalar;
 }
 
-std::atomic<const DenseDotOps*> g_dense{initial()};
+std::atomic<Isa> g_level{initial()};
 
 }  // namespace
 
 std::vector<std::string> available_isas() {
   std::vector<std::string> out;
-  for (const char* name : {"avx512", "avx2", "scalar"})
-    if (supported(name)) out.emplace_back(name);
+  for (Isa l : {Isa::Avx512, Isa::Avx2, Isa::Scalar})
+    if (supported(l)) out.emplace_back(kNames[int(l)]);
   return out;
 }
 
-const char* active_isa() { return g_dense.load()->isa; }
+Isa active_level() { return g_level.load(std::memory_order_relaxed); }
+
+const char* active_isa() { return kNames[int(active_level())]; }
 
 void set_isa(const std::string& name) {
-  if (name != "avx512" && name != "avx2" && name != "scalar")
+  Isa level;
+  if (!parse(name, level))
     throw Error("ERR_ARG", "unknown ISA '" + name + "': expected 'avx512', 'avx2' or 'scalar'");
-  const DenseDotOps* ops = supported(name);
-  if (!ops) throw Error("ERR_UNSUPPORTED", "this CPU or build cannot run the '" + name + "' kernels");
-  g_dense.store(ops);
+  if (!supported(level)) throw Error("ERR_UNSUPPORTED", "this CPU or build cannot run the '" + name + "' kernels");
+  g_level.store(level);
 }
 
-const DenseDotOps& dense_dot() { return *g_dense.load(); }
+const DenseDotOps& dense_dot() { return pick(dense_dot_scalar(), dense_dot_avx2(), dense_dot_avx512()); }
 
 }  // namespace quorum::kernels

@@ -7,6 +7,9 @@
 namespace quorum::napi {
 void register_dense(Napi::Env env, Napi::Object exports);
 void register_runtime(Napi::Env env, Napi::Object exports);
+void register_maxsim(Napi::Env env, Napi::Object exports);
+void register_splade(Napi::Env env, Napi::Object exports);
+void register_losses(Napi::Env env, Napi::Object exports);
 }  // namespace quorum::napi
 
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
@@ -18,6 +21,9 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("NativeTensor", ctor);
   register_dense(env, exports);
   register_runtime(env, exports);
+  register_maxsim(env, exports);
+  register_splade(env, exports);
+  register_losses(env, exports);
   return exports;
 }
 

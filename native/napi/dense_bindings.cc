@@ -6,6 +6,7 @@
 
 #include "../common/error.h"
 #include "../kernels/dense_search.h"
+#include "args.h"
 #include "errors.h"
 #include "kernel_call.h"
 #include "tensor_object.h"
@@ -17,12 +18,6 @@ using kernels::CorpusMatrix;
 using kernels::QueryMatrix;
 
 constexpr double kMaxK = double(1 << 20);
-
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
 
 void require_matrix(const TensorObject* t, const char* what) {
   if (t->shape().size() != 2)
@@ -46,8 +41,6 @@ CorpusMatrix corpus(const TensorObject* c, const QueryMatrix& q) {
                                  std::to_string(q.dim));
   return {c->data(), size_t(c->shape()[0]), q.dim, c->dtype()};
 }
-
-bool flag(const Napi::Value& v) { return v.IsBoolean() && v.As<Napi::Boolean>().Value(); }
 
 void check_finite(const QueryMatrix& q, const CorpusMatrix& c) {
   if (!kernels::all_finite(q.data, q.rows * q.dim, Dtype::F32))

@@ -7,8 +7,12 @@ namespace {
 
 class KernelWorker : public Napi::AsyncWorker {
  public:
-  KernelWorker(Napi::Env env, const std::vector<Napi::Object>& tensors, Napi::Value result, std::function<void()> work)
-      : Napi::AsyncWorker(env, "quorum:kernel"), deferred_(Napi::Promise::Deferred::New(env)), work_(std::move(work)) {
+  KernelWorker(Napi::Env env, const std::vector<Napi::Object>& tensors, Napi::Value result, std::function<void()> work,
+               Finish finish)
+      : Napi::AsyncWorker(env, "quorum:kernel"),
+        deferred_(Napi::Promise::Deferred::New(env)),
+        work_(std::move(work)),
+        finish_(std::move(finish)) {
     for (const auto& t : tensors) {
       pinned_.push_back(Napi::Persistent(t));
       Napi::ObjectWrap<TensorObject>::Unwrap(t)->Pin();
@@ -30,7 +34,17 @@ class KernelWorker : public Napi::AsyncWorker {
 
   void OnOK() override {
     Unpin();
-    deferred_.Resolve(result_.Value());
+    Napi::Object result = result_.Value();
+    if (finish_) {
+      try {
+        finish_(Env(), result);
+      } catch (...) {
+        describe_current_exception(code_, message_);
+        deferred_.Reject(typed_error(Env(), code_, message_).Value());
+        return;
+      }
+    }
+    deferred_.Resolve(result);
   }
 
   void OnError(const Napi::Error&) override {
@@ -45,6 +59,7 @@ class KernelWorker : public Napi::AsyncWorker {
 
   Napi::Promise::Deferred deferred_;
   std::function<void()> work_;
+  Finish finish_;
   std::vector<Napi::ObjectReference> pinned_;
   Napi::ObjectReference result_;
   const char* code_ = "ERR_NATIVE";
@@ -54,12 +69,13 @@ class KernelWorker : public Napi::AsyncWorker {
 }  // namespace
 
 Napi::Value run_kernel(Napi::Env env, bool async, const std::vector<Napi::Object>& tensors, Napi::Value result,
-                       std::function<void()> work) {
+                       std::function<void()> work, Finish finish) {
   if (!async) {
     work();  // exceptions become typed JS errors in guarded<>
+    if (finish) finish(env, result.As<Napi::Object>());
     return result;
   }
-  auto* worker = new KernelWorker(env, tensors, result, std::move(work));
+  auto* worker = new KernelWorker(env, tensors, result, std::move(work), std::move(finish));
   Napi::Promise promise = worker->Promise();
   worker->Queue();
   return promise;

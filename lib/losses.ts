@@ -1,0 +1,79 @@
+// InfoNCE with in-batch and hard negatives (DPR form), SPEC §1.4. Contract: native/kernels/infonce.h.
+import { coreAddon, type NativeTensorHandle } from './native.js';
+import { type Int32Input, type TensorInput, f32VectorOf, handleOf, int32Of, runAsync, runSync, tensorOf } from './operand.js';
+import { Tensor } from './tensor.js';
+
+export interface InfoNceOptions {
+  /** Divides the scores (DPR: 1; TASER cosine: 0.01). Default 1. */
+  temperature?: number;
+  /** Score with cosine similarity (rows L2-normalised as F.normalize, eps 1e-12) instead of the dot product. */
+  cosine?: boolean;
+  /** Per-row loss weights `[B]` (CAME's specialized loss): `L = (1/B) sum_i w_i l_i`. */
+  weights?: Tensor<'f32'> | Float32Array | readonly number[];
+  /** Compute dQ and dP (default true). */
+  grad?: boolean;
+}
+
+export interface InfoNceResult {
+  /** Mean (weighted) loss. */
+  loss: number;
+  /** Fraction of rows whose positive ranks first. */
+  accuracy: number;
+  /** Per-row loss `logsumexp_j a_ij - a_i,pos` (unweighted), `[B]`. */
+  rowLoss: Tensor<'f32'>;
+  /** Rank of each row's positive, 1 = best: `1 + #{j : a_ij > a_i,pos}` (ties count in the positive's favour). */
+  rank: Tensor<'i32'>;
+  /** dL/dQ `[B, D]` and dL/dP `[M, D]`, unless `grad: false`. */
+  dQ?: Tensor<'f32'>;
+  dP?: Tensor<'f32'>;
+}
+
+type Raw = {
+  loss: number;
+  accuracy: number;
+  rowLoss: NativeTensorHandle;
+  rank: NativeTensorHandle;
+  dQ?: NativeTensorHandle;
+  dP?: NativeTensorHandle;
+};
+
+function call(queries: TensorInput, passages: TensorInput, positives: Int32Input, o: InfoNceOptions) {
+  const core = coreAddon();
+  const q = tensorOf(queries, 'queries');
+  const p = tensorOf(passages, 'passages');
+  const pos = int32Of(positives, 'positives');
+  const w = o.weights === undefined ? undefined : f32VectorOf(o.weights, 'weights');
+  return (async: boolean) =>
+    core.infoNce(q.handle, p.handle, pos.handle, handleOf(w), o.temperature ?? 1, o.cosine === true, o.grad !== false, async);
+}
+
+function wrap(r: Raw): InfoNceResult {
+  const out: InfoNceResult = {
+    loss: r.loss,
+    accuracy: r.accuracy,
+    rowLoss: Tensor.fromHandle<'f32'>(r.rowLoss),
+    rank: Tensor.fromHandle<'i32'>(r.rank),
+  };
+  if (r.dQ) out.dQ = Tensor.fromHandle<'f32'>(r.dQ);
+  if (r.dP) out.dP = Tensor.fromHandle<'f32'>(r.dP);
+  return out;
+}
+
+/**
+ * The DPR contrastive loss of queries `[B, D]` against passages `[M, D]` (every passage is a candidate for
+ * every query: in-batch and hard negatives), with its gradients. `positives[i]` is the index of row i's
+ * positive passage: always explicit, never an assumed stride.
+ *
+ * @example
+ * // passages = [pos_0, hard_0, pos_1, hard_1, ...]
+ * const r = await infoNce(q, p, Int32Array.from({ length: B }, (_, i) => 2 * i));
+ * r.loss; r.dQ; r.dP;
+ */
+export function infoNce(queries: TensorInput, passages: TensorInput, positives: Int32Input, options: InfoNceOptions = {}): Promise<InfoNceResult> {
+  return runAsync(call(queries, passages, positives, options), wrap);
+}
+
+/** {@link infoNce} on the calling thread. */
+export function infoNceSync(queries: TensorInput, passages: TensorInput, positives: Int32Input, options: InfoNceOptions = {}): InfoNceResult {
+  return runSync(call(queries, passages, positives, options), wrap);
+}

@@ -1,0 +1,140 @@
+// MaxSim late interaction (ColBERT), SPEC §1.2. See native/kernels/maxsim.h for the contract.
+import { coreAddon, type NativeTensorHandle } from './native.js';
+import {
+  type Int32Input,
+  type MaskInput,
+  type TensorInput,
+  handleOf,
+  int32Of,
+  maskOf,
+  runAsync,
+  runSync,
+  tensorOf,
+} from './operand.js';
+import { Tensor } from './tensor.js';
+
+/** Documents as runs of token vectors. */
+export interface TokenDocuments {
+  /** Token vectors, f32, bf16 or f16: packed `[sum of lengths, dim]` or padded `[N, Ld, dim]`. */
+  tokens: TensorInput;
+  /** Tokens per document, `[N]`. Packed: they must sum to the number of rows. Padded: each at most Ld. */
+  lengths: Int32Input;
+  /** One entry per token row (e.g. ColBERT's punctuation mask): a masked token never wins a max. */
+  tokenMask?: MaskInput;
+}
+
+export interface MaxSimOptions {
+  /** One entry per query token (`nq * Lq`): a masked query token contributes nothing. */
+  queryMask?: MaskInput;
+  /**
+   * Clamp each query token's max at 0, as ColBERT's CPU segmented kernel does. Off by default: the GPU and
+   * training path (-inf padding, no clamp).
+   */
+  clampZero?: boolean;
+  /** Also return, per query token, the index (within its document) of the token that won the max. */
+  argmax?: boolean;
+}
+
+export interface MaxSimResult {
+  /** `[nq, N]`: `sum_q max_t dot(Q[q], D[t])`. A document with no usable token scores -Infinity (0 with clampZero). */
+  scores: Tensor<'f32'>;
+  /** `[nq, N, Lq]` token index within the document, -1 for a masked (or clamped) query token. */
+  argmax?: Tensor<'i32'>;
+}
+
+type RawScores = { scores: NativeTensorHandle; argmax?: NativeTensorHandle };
+
+function call(queries: TensorInput, docs: TokenDocuments, o: MaxSimOptions) {
+  const core = coreAddon();
+  const q = tensorOf(queries, 'queries');
+  const d = tensorOf(docs.tokens, 'documents');
+  const lengths = int32Of(docs.lengths, 'lengths');
+  const qm = maskOf(o.queryMask, 'queryMask');
+  const tm = maskOf(docs.tokenMask, 'tokenMask');
+  return (async: boolean) =>
+    core.maxSim(q.handle, handleOf(qm), d.handle, lengths.handle, handleOf(tm), o.clampZero === true, o.argmax === true, async);
+}
+
+function wrap(r: RawScores): MaxSimResult {
+  const out: MaxSimResult = { scores: Tensor.fromHandle<'f32'>(r.scores) };
+  if (r.argmax) out.argmax = Tensor.fromHandle<'i32'>(r.argmax);
+  return out;
+}
+
+/**
+ * ColBERT MaxSim scores of one or several queries against variable-length documents. Runs on the native
+ * pool, off the main thread.
+ *
+ * @param queries f32 token vectors `[Lq, dim]` or `[nq, Lq, dim]`
+ * @example
+ * const { scores } = await maxSim(queryTokens, { tokens: docTokens, lengths: docLengths });
+ * scores.data[n] // score of document n
+ */
+export function maxSim(queries: TensorInput, docs: TokenDocuments, options: MaxSimOptions = {}): Promise<MaxSimResult> {
+  return runAsync(call(queries, docs, options), wrap);
+}
+
+/** {@link maxSim} on the calling thread. */
+export function maxSimSync(queries: TensorInput, docs: TokenDocuments, options: MaxSimOptions = {}): MaxSimResult {
+  return runSync(call(queries, docs, options), wrap);
+}
+
+export interface MaxSimGradients {
+  /** Same shape as the queries. */
+  dQueries: Tensor<'f32'>;
+  /** Same shape as the document tokens (f32 whatever their storage); rows that won no max are 0. */
+  dDocuments: Tensor<'f32'>;
+}
+
+type RawGrads = { dQueries: NativeTensorHandle; dDocuments: NativeTensorHandle };
+
+function backwardCall(
+  queries: TensorInput,
+  docs: TokenDocuments,
+  argmax: Tensor,
+  grad: Tensor<'f32'> | Float32Array,
+  o: Pick<MaxSimOptions, 'queryMask'>,
+) {
+  const core = coreAddon();
+  const q = tensorOf(queries, 'queries');
+  const d = tensorOf(docs.tokens, 'documents');
+  const lengths = int32Of(docs.lengths, 'lengths');
+  const g = grad instanceof Tensor ? grad : Tensor.wrap(grad, [q.shape.length === 3 ? (q.shape[0] ?? 0) : 1, lengths.size], 'f32');
+  const qm = maskOf(o.queryMask, 'queryMask');
+  const tm = maskOf(docs.tokenMask, 'tokenMask');
+  return (async: boolean) =>
+    core.maxSimBackward(q.handle, handleOf(qm), d.handle, lengths.handle, handleOf(tm), argmax.handle, g.handle, async);
+}
+
+function wrapGrads(r: RawGrads): MaxSimGradients {
+  return { dQueries: Tensor.fromHandle<'f32'>(r.dQueries), dDocuments: Tensor.fromHandle<'f32'>(r.dDocuments) };
+}
+
+/**
+ * Gradients of `sum grad[b, n] * scores[b, n]` with respect to the query and document token vectors, given the
+ * forward's `argmax` (run {@link maxSim} with `argmax: true`). Each query token's gradient flows to the
+ * document token that won its max, as in CAME's local expert.
+ *
+ * @param grad upstream gradient `[nq, N]`
+ */
+export function maxSimBackward(
+  queries: TensorInput,
+  docs: TokenDocuments,
+  argmax: Tensor<'i32'>,
+  grad: Tensor<'f32'> | Float32Array,
+  options: Pick<MaxSimOptions, 'queryMask'> = {},
+): Promise<MaxSimGradients> {
+  return runAsync(backwardCall(queries, docs, argmax, grad, options), wrapGrads);
+}
+
+/** {@link maxSimBackward} on the calling thread. */
+export function maxSimBackwardSync(
+  queries: TensorInput,
+  docs: TokenDocuments,
+  argmax: Tensor<'i32'>,
+  grad: Tensor<'f32'> | Float32Array,
+  options: Pick<MaxSimOptions, 'queryMask'> = {},
+): MaxSimGradients {
+  return runSync(backwardCall(queries, docs, argmax, grad, options), wrapGrads);
+}
+

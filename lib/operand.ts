@@ -1,0 +1,67 @@
+// Turns the inputs the public API accepts (Tensors, typed arrays with a shape, plain arrays for small index
+// and mask vectors) into Tensors for the native calls. Typed arrays are borrowed, never copied; only masks
+// given in another type than Uint8Array are converted (one byte per entry).
+import { type AnyTypedArray, type Dtype } from './dtype.js';
+import { QuorumError, awaitNative, callNative } from './errors.js';
+import { type NativeTensorHandle } from './native.js';
+import { Tensor } from './tensor.js';
+
+/** A tensor operand: a {@link Tensor}, or a typed array with its shape (and dtype for 16-bit floats). */
+export type TensorInput = Tensor | { data: AnyTypedArray; shape: readonly number[]; dtype?: Dtype };
+
+/** A per-entry mask: nonzero (or true) = use the entry. */
+export type MaskInput = Tensor<'u8'> | Uint8Array | ArrayLike<number | boolean>;
+
+/** Small i32 vectors (positives, lengths): an Int32Array, a number array or an i32 Tensor. */
+export type Int32Input = Tensor<'i32'> | Int32Array | readonly number[];
+
+export function tensorOf(input: TensorInput, what: string): Tensor {
+  if (input instanceof Tensor) return input;
+  if (input && typeof input === 'object' && 'data' in input && 'shape' in input) {
+    return Tensor.wrap(input.data as never, input.shape, input.dtype as never);
+  }
+  throw new QuorumError('ERR_ARG', `${what} must be a Tensor or { data, shape }`);
+}
+
+export function f32VectorOf(input: Tensor<'f32'> | Float32Array | readonly number[], what: string): Tensor {
+  if (input instanceof Tensor) return input;
+  if (input instanceof Float32Array) return Tensor.wrap(input, [input.length], 'f32');
+  if (Array.isArray(input)) return Tensor.from(input, [input.length], 'f32');
+  throw new QuorumError('ERR_ARG', `${what} must be a Float32Array, a number array or an f32 Tensor`);
+}
+
+export function int32Of(input: Int32Input, what: string): Tensor {
+  if (input instanceof Tensor) return input;
+  if (input instanceof Int32Array) return Tensor.wrap(input, [input.length], 'i32');
+  if (Array.isArray(input)) return Tensor.from(input, [input.length], 'i32');
+  throw new QuorumError('ERR_ARG', `${what} must be an Int32Array, a number array or an i32 Tensor`);
+}
+
+export function maskOf(mask: MaskInput | undefined, what: string): Tensor | undefined {
+  if (mask === undefined) return undefined;
+  if (mask instanceof Tensor) return mask;
+  if (mask instanceof Uint8Array) return Tensor.wrap(mask, [mask.length], 'u8');
+  if (mask && typeof mask === 'object' && 'length' in mask) {
+    const out = new Uint8Array(mask.length);
+    for (let i = 0; i < mask.length; i++) out[i] = mask[i] ? 1 : 0;
+    return Tensor.wrap(out, [out.length], 'u8');
+  }
+  throw new QuorumError('ERR_ARG', `${what} must be a Uint8Array, an array of numbers or booleans, or a u8 Tensor`);
+}
+
+/**
+ * Runs one native kernel call in its Sync or Promise form. `call(async)` makes the native call; `wrap` turns
+ * its raw result into the public one.
+ */
+export function runSync<R>(call: (async: boolean) => unknown, wrap: (raw: never) => R): R {
+  return wrap(callNative(() => call(false)) as never);
+}
+
+export async function runAsync<R>(call: (async: boolean) => unknown, wrap: (raw: never) => R): Promise<R> {
+  const p = callNative(() => call(true)) as Promise<unknown>;
+  return wrap((await awaitNative(p)) as never);
+}
+
+export function handleOf(t: Tensor | undefined): NativeTensorHandle | null {
+  return t ? t.handle : null;
+}

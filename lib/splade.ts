@@ -1,0 +1,230 @@
+// SPLADE max pooling, its regularizers and sparse vectors, SPEC §1.3. Contract: native/kernels/splade.h.
+import { QuorumError } from './errors.js';
+import { coreAddon, type NativeTensorHandle } from './native.js';
+import { type MaskInput, type TensorInput, handleOf, maskOf, runAsync, runSync, tensorOf } from './operand.js';
+import { Tensor } from './tensor.js';
+
+export interface SpladePoolResult {
+  /** `[B, V]`: `max_t log1p(relu(logits[b, t, v]))` over unmasked tokens. */
+  weights: Tensor<'f32'>;
+  /** `[B, V]`: the token that holds each max (lowest on ties), -1 where the weight is 0. */
+  argmax?: Tensor<'i32'>;
+}
+
+export interface SpladePoolOptions {
+  /** `[B * L]` attention mask: nonzero = token used. */
+  mask?: MaskInput;
+  /** Return the arg-max tokens (needed by {@link spladePoolBackward}). */
+  argmax?: boolean;
+}
+
+type RawPool = { weights: NativeTensorHandle; argmax?: NativeTensorHandle };
+
+function poolCall(logits: TensorInput, o: SpladePoolOptions) {
+  const core = coreAddon();
+  const x = tensorOf(logits, 'logits');
+  const mask = maskOf(o.mask, 'mask');
+  return (async: boolean) => core.spladePool(x.handle, handleOf(mask), o.argmax === true, async);
+}
+
+function wrapPool(r: RawPool): SpladePoolResult {
+  const out: SpladePoolResult = { weights: Tensor.fromHandle<'f32'>(r.weights) };
+  if (r.argmax) out.argmax = Tensor.fromHandle<'i32'>(r.argmax);
+  return out;
+}
+
+/**
+ * SPLADE max pooling of MLM logits `[B, L, V]` (f32, bf16 or f16) into term weights `[B, V]`, in one
+ * streaming pass over the logits.
+ *
+ * @example
+ * const { weights } = await spladePool(logits, { mask: attentionMask });
+ * const sparse = toSparseSync(weights, { topK: 256 });
+ */
+export function spladePool(logits: TensorInput, options: SpladePoolOptions = {}): Promise<SpladePoolResult> {
+  return runAsync(poolCall(logits, options), wrapPool);
+}
+
+/** {@link spladePool} on the calling thread. */
+export function spladePoolSync(logits: TensorInput, options: SpladePoolOptions = {}): SpladePoolResult {
+  return runSync(poolCall(logits, options), wrapPool);
+}
+
+function backwardCall(logits: TensorInput, argmax: Tensor<'i32'>, grad: TensorInput) {
+  const core = coreAddon();
+  const x = tensorOf(logits, 'logits');
+  const g = tensorOf(grad, 'grad');
+  return (async: boolean) => core.spladePoolBackward(x.handle, argmax.handle, g.handle, async);
+}
+
+/**
+ * Gradient of the pooling with respect to the logits `[B, L, V]`: `grad[b, v] / (1 + x)` at the arg-max token,
+ * 0 elsewhere and wherever the weight is 0.
+ */
+export function spladePoolBackward(logits: TensorInput, argmax: Tensor<'i32'>, grad: TensorInput): Promise<Tensor<'f32'>> {
+  return runAsync(backwardCall(logits, argmax, grad), (h: NativeTensorHandle) => Tensor.fromHandle<'f32'>(h));
+}
+
+/** {@link spladePoolBackward} on the calling thread. */
+export function spladePoolBackwardSync(logits: TensorInput, argmax: Tensor<'i32'>, grad: TensorInput): Tensor<'f32'> {
+  return runSync(backwardCall(logits, argmax, grad), (h: NativeTensorHandle) => Tensor.fromHandle<'f32'>(h));
+}
+
+/** Which regularizer: FLOPS `sum_v (mean_b |w_bv|)^2` (over the batch) or L1 `mean_b sum_v |w_bv|`. */
+export type SparseRegularizer = 'flops' | 'l1';
+
+export interface RegularizerResult {
+  value: number;
+  /** Same shape as the weights, when asked for. */
+  grad?: Tensor<'f32'>;
+}
+
+function regCall(weights: TensorInput, kind: SparseRegularizer, grad: boolean) {
+  const core = coreAddon();
+  const w = tensorOf(weights, 'weights');
+  return (async: boolean) => core.spladeRegularizer(w.handle, kind, grad, async);
+}
+
+function wrapReg(r: { value: number; grad?: NativeTensorHandle }): RegularizerResult {
+  return r.grad ? { value: r.value, grad: Tensor.fromHandle<'f32'>(r.grad) } : { value: r.value };
+}
+
+/**
+ * The FLOPS or L1 regularizer of a batch of SPLADE weights `[B, V]` (f64 sums), with its gradient on request.
+ * FLOPS is defined over the batch: it cannot be computed one example at a time.
+ */
+export function regularizer(weights: TensorInput, kind: SparseRegularizer, options: { grad?: boolean } = {}): Promise<RegularizerResult> {
+  return runAsync(regCall(weights, kind, options.grad === true), wrapReg);
+}
+
+/** {@link regularizer} on the calling thread. */
+export function regularizerSync(weights: TensorInput, kind: SparseRegularizer, options: { grad?: boolean } = {}): RegularizerResult {
+  return runSync(regCall(weights, kind, options.grad === true), wrapReg);
+}
+
+/**
+ * SPLADE's quadratic warm-up of a regularization weight (`RegWeightScheduler`): each {@link step} increments t
+ * (capped at T) and sets `lambda_t = lambda * (t / T)^2`. Starts at 0; call `step()` once per training
+ * iteration, before computing the loss.
+ */
+export class RegWeightScheduler {
+  private t = 0;
+  constructor(
+    readonly lambda: number,
+    readonly T: number,
+  ) {
+    if (!(lambda >= 0) || !Number.isFinite(lambda)) throw new QuorumError('ERR_RANGE', 'lambda must be finite and >= 0');
+    if (!Number.isInteger(T) || T < 1) throw new QuorumError('ERR_RANGE', 'T must be a positive integer');
+  }
+  /** The current weight. */
+  get value(): number {
+    return this.lambda * (this.t / this.T) ** 2;
+  }
+  step(): number {
+    this.t = Math.min(this.t + 1, this.T);
+    return this.value;
+  }
+}
+
+/** Rows of sparse vectors (CSR): row r holds entries `offsets[r] .. offsets[r + 1]`, term ids ascending. */
+export interface SparseVectors {
+  offsets: BigInt64Array;
+  indices: Int32Array;
+  values: Float32Array;
+  readonly rows: number;
+  /** Row r as `{ index, value }` pairs. */
+  row(r: number): Array<{ index: number; value: number }>;
+}
+
+export function sparseVectors(offsets: BigInt64Array, indices: Int32Array, values: Float32Array): SparseVectors {
+  const rows = Math.max(0, offsets.length - 1);
+  return {
+    offsets,
+    indices,
+    values,
+    rows,
+    row(r: number) {
+      if (!Number.isInteger(r) || r < 0 || r >= rows) throw new QuorumError('ERR_RANGE', `row ${r} is outside [0, ${rows})`);
+      const out: Array<{ index: number; value: number }> = [];
+      for (let i = Number(offsets[r]); i < Number(offsets[r + 1]); i++) out.push({ index: indices[i] as number, value: values[i] as number });
+      return out;
+    },
+  };
+}
+
+export interface ToSparseOptions {
+  /** Keep entries strictly above this value (default 0: every nonzero weight). */
+  threshold?: number;
+  /** Then keep only the topK largest per row (ties by lower term id); 0 = all. */
+  topK?: number;
+}
+
+type RawSparse = { offsets: NativeTensorHandle; indices: NativeTensorHandle; values: NativeTensorHandle };
+
+function sparseCall(weights: TensorInput, o: ToSparseOptions) {
+  const core = coreAddon();
+  const w = tensorOf(weights, 'weights');
+  return (async: boolean) => core.toSparse(w.handle, o.threshold ?? 0, o.topK ?? 0, async);
+}
+
+function wrapSparse(r: RawSparse): SparseVectors {
+  return sparseVectors(
+    Tensor.fromHandle<'i64'>(r.offsets).data,
+    Tensor.fromHandle<'i32'>(r.indices).data,
+    Tensor.fromHandle<'f32'>(r.values).data,
+  );
+}
+
+/** Sparse (index, value) rows from dense weights `[B, V]` by threshold and/or top-k. */
+export function toSparse(weights: TensorInput, options: ToSparseOptions = {}): Promise<SparseVectors> {
+  return runAsync(sparseCall(weights, options), wrapSparse);
+}
+
+/** {@link toSparse} on the calling thread. */
+export function toSparseSync(weights: TensorInput, options: ToSparseOptions = {}): SparseVectors {
+  return runSync(sparseCall(weights, options), wrapSparse);
+}
+
+function csr(s: SparseVectors): [Tensor, Tensor, Tensor] {
+  return [
+    Tensor.wrap(s.offsets, [s.offsets.length], 'i64'),
+    Tensor.wrap(s.indices, [s.indices.length], 'i32'),
+    Tensor.wrap(s.values, [s.values.length], 'f32'),
+  ];
+}
+
+function sparseScoresCall(a: SparseVectors, b: SparseVectors) {
+  const core = coreAddon();
+  const [ao, ai, av] = csr(a);
+  const [bo, bi, bv] = csr(b);
+  return (async: boolean) => core.sparseScores(ao.handle, ai.handle, av.handle, bo.handle, bi.handle, bv.handle, async);
+}
+
+const asF32 = (h: NativeTensorHandle) => Tensor.fromHandle<'f32'>(h);
+
+/** Dot products of every row of `a` with every row of `b`: `[a.rows, b.rows]`. */
+export function sparseScores(a: SparseVectors, b: SparseVectors): Promise<Tensor<'f32'>> {
+  return runAsync(sparseScoresCall(a, b), asF32);
+}
+
+/** {@link sparseScores} on the calling thread. */
+export function sparseScoresSync(a: SparseVectors, b: SparseVectors): Tensor<'f32'> {
+  return runSync(sparseScoresCall(a, b), asF32);
+}
+
+function sparseDenseCall(a: SparseVectors, dense: TensorInput) {
+  const core = coreAddon();
+  const [ao, ai, av] = csr(a);
+  const d = tensorOf(dense, 'dense');
+  return (async: boolean) => core.sparseDenseScores(ao.handle, ai.handle, av.handle, d.handle, async);
+}
+
+/** Dot products of sparse rows with dense rows `[N, V]` (f32): `[a.rows, N]`. */
+export function sparseDenseScores(a: SparseVectors, dense: TensorInput): Promise<Tensor<'f32'>> {
+  return runAsync(sparseDenseCall(a, dense), asF32);
+}
+
+/** {@link sparseDenseScores} on the calling thread. */
+export function sparseDenseScoresSync(a: SparseVectors, dense: TensorInput): Tensor<'f32'> {
+  return runSync(sparseDenseCall(a, dense), asF32);
+}

@@ -1,0 +1,138 @@
+// DPR-MUF's ensemble uncertainty: mutual information, confidence, ECE and the temperature search
+// (SPEC §1.5-1.6). Contract of the kernel: native/kernels/ensemble.h.
+import { QuorumError } from './errors.js';
+import { coreAddon, type NativeTensorHandle } from './native.js';
+import { type Int32Input, type TensorInput, handleOf, int32Of, runAsync, runSync, tensorOf } from './operand.js';
+import { Tensor } from './tensor.js';
+
+export interface EnsembleMIOptions {
+  /**
+   * Divides the scores before the softmax (DPR-MUF's `p`; its README uses 1e-3, which multiplies the
+   * scores by 1000). Default 1e-3.
+   */
+  temperature?: number;
+  /** Candidates used per query `[B]` (each in [1, L]); default all L. */
+  lengths?: Int32Input;
+  /**
+   * `'exact'` (default): x log x := 0 at 0. `'muf'`: -sum x log(x + 1e-6) in both entropies, which reproduces
+   * DPR-MUF's numbers (it moves confidence by at most ~1e-4).
+   */
+  mode?: 'exact' | 'muf';
+}
+
+export interface EnsembleMIResult {
+  /** Mutual information per query `[B]` (an exact computation may dip below 0 by rounding, ~1e-7). */
+  mi: Tensor<'f32'>;
+  /** `clamp(1 - MI / ln K, 0, 1)` per query `[B]`. */
+  confidence: Tensor<'f32'>;
+}
+
+function call(scores: TensorInput, o: EnsembleMIOptions) {
+  const core = coreAddon();
+  const z = tensorOf(scores, 'scores');
+  const lengths = o.lengths === undefined ? undefined : int32Of(o.lengths, 'lengths');
+  if (o.mode !== undefined && o.mode !== 'exact' && o.mode !== 'muf') throw new QuorumError('ERR_ARG', "mode must be 'exact' or 'muf'");
+  return (async: boolean) => core.ensembleMI(z.handle, handleOf(lengths), o.temperature ?? 1e-3, o.mode === 'muf', async);
+}
+
+function wrap(r: { mi: NativeTensorHandle; confidence: NativeTensorHandle }): EnsembleMIResult {
+  return { mi: Tensor.fromHandle<'f32'>(r.mi), confidence: Tensor.fromHandle<'f32'>(r.confidence) };
+}
+
+/**
+ * Mutual information between the candidate and the member of an ensemble, and the confidence derived from
+ * it, for each query: `z [B, K, L]` holds K members' scores over L candidates (K >= 2).
+ *
+ * @example
+ * const { confidence } = await ensembleMI(z, { temperature: 1e-3 });
+ */
+export function ensembleMI(scores: TensorInput, options: EnsembleMIOptions = {}): Promise<EnsembleMIResult> {
+  return runAsync(call(scores, options), wrap);
+}
+
+/** {@link ensembleMI} on the calling thread. */
+export function ensembleMISync(scores: TensorInput, options: EnsembleMIOptions = {}): EnsembleMIResult {
+  return runSync(call(scores, options), wrap);
+}
+
+/**
+ * Expected calibration error with DPR-MUF's binning: bin edges `i / bins` (floating point, as numpy's
+ * `arange`), each value in the FIRST bin whose closed interval holds it (so a boundary value goes to the
+ * lower bin), empty bins contribute 0, and N counts every value, including any outside [0, 1].
+ *
+ * @param confidence per-query confidence
+ * @param hit per-query outcome (1 / true = the first-stage top-k contains an answer)
+ */
+export function ece(confidence: ArrayLike<number>, hit: ArrayLike<number | boolean>, bins = 10): number {
+  if (confidence.length !== hit.length) throw new QuorumError('ERR_SHAPE', `${confidence.length} confidences but ${hit.length} outcomes`);
+  if (!Number.isInteger(bins) || bins < 1) throw new QuorumError('ERR_RANGE', 'bins must be a positive integer');
+  const n = confidence.length;
+  if (n === 0) throw new QuorumError('ERR_SHAPE', 'ece needs at least one value');
+  const step = 1 / bins;
+  const ticks = Array.from({ length: bins + 1 }, (_, i) => i * step);
+  const count = new Float64Array(bins);
+  const sumConf = new Float64Array(bins);
+  const sumHit = new Float64Array(bins);
+  for (let i = 0; i < n; i++) {
+    const c = confidence[i] as number;
+    for (let b = 0; b < bins; b++) {
+      if ((ticks[b] as number) <= c && c <= (ticks[b + 1] as number)) {
+        count[b]! += 1;
+        sumConf[b]! += c;
+        sumHit[b]! += hit[i] ? 1 : 0;
+        break;
+      }
+    }
+  }
+  let total = 0;
+  for (let b = 0; b < bins; b++) {
+    const m = count[b] as number;
+    if (m > 0) total += m * Math.abs((sumHit[b] as number) / m - (sumConf[b] as number) / m);
+  }
+  return total / n;
+}
+
+/** A calibration split: ensemble scores and outcomes of queries that are NOT the evaluation set. */
+export interface CalibrationSplit {
+  /** `[B, K, L]` members' scores. */
+  scores: TensorInput;
+  lengths?: Int32Input;
+  /** Per query: did the first-stage top-k contain an answer. */
+  hit: ArrayLike<number | boolean>;
+}
+
+export interface TemperatureSearch {
+  temperature: number;
+  ece: number;
+  /** Every temperature tried with its ECE, in grid order. */
+  tried: Array<{ temperature: number; ece: number }>;
+}
+
+/** DPR-MUF's grid: 0.001, 0.002, ..., 0.010. */
+export const mufTemperatureGrid: readonly number[] = Object.freeze(Array.from({ length: 10 }, (_, i) => 0.001 + i * 0.001));
+
+/**
+ * Picks the temperature with the lowest ECE on a calibration split (the first on ties). Pass a held-out split
+ * such as the expert's dev set: searching on the test questions would tune on test labels, which is why
+ * DPR-MUF's README fixes p = 1e-3 instead.
+ */
+export async function calibrateTemperature(
+  calibration: CalibrationSplit,
+  options: { grid?: readonly number[]; bins?: number; mode?: 'exact' | 'muf' } = {},
+): Promise<TemperatureSearch> {
+  const grid = options.grid ?? mufTemperatureGrid;
+  if (grid.length === 0) throw new QuorumError('ERR_ARG', 'the temperature grid is empty');
+  const tried: Array<{ temperature: number; ece: number }> = [];
+  for (const temperature of grid) {
+    const opts: EnsembleMIOptions = { temperature };
+    if (calibration.lengths !== undefined) opts.lengths = calibration.lengths;
+    if (options.mode !== undefined) opts.mode = options.mode;
+    const r = await ensembleMI(calibration.scores, opts);
+    tried.push({ temperature, ece: ece(r.confidence.data, calibration.hit, options.bins ?? 10) });
+    r.mi.dispose();
+    r.confidence.dispose();
+  }
+  let best = tried[0]!;
+  for (const t of tried) if (t.ece < best.ece) best = t;
+  return { temperature: best.temperature, ece: best.ece, tried };
+}

@@ -1,0 +1,44 @@
+#include "ensemble.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "../common/aligned_buffer.h"
+#include "../common/error.h"
+#include "../common/thread_pool.h"
+#include "dispatch.h"
+
+namespace quorum::kernels {
+
+void ensemble_mi(const float* z, size_t batch, size_t members, size_t len, const int32_t* lengths, float temperature,
+                 bool eps_mode, float* mi, float* conf) {
+  if (members < 2) throw Error("ERR_SHAPE", "ensembleMI needs at least 2 members, got " + std::to_string(members));
+  if (len == 0) throw Error("ERR_SHAPE", "ensembleMI needs at least 1 candidate per query");
+  if (!(temperature > 0.f) || !std::isfinite(temperature))
+    throw Error("ERR_RANGE", "temperature must be positive and finite");
+  if (lengths)
+    for (size_t b = 0; b < batch; ++b)
+      if (lengths[b] < 1 || size_t(lengths[b]) > len)
+        throw Error("ERR_RANGE", "length " + std::to_string(lengths[b]) + " of query " + std::to_string(b) +
+                                     " is outside [1, " + std::to_string(len) + "]");
+  const EnsembleOps& o = pick(ensemble_scalar(), ensemble_avx2(), ensemble_avx512());
+  ThreadPool& pool = ThreadPool::global();
+  std::vector<AlignedBuffer> scratch(size_t(pool.threads()));
+  for (auto& s : scratch) s.reset(2 * len * sizeof(float) + 64);
+  const double ln_k = std::log(double(members));
+  const float inv_t = 1.f / temperature;
+  constexpr size_t kChunk = 64;
+  pool.parallel_for((batch + kChunk - 1) / kChunk, [&](size_t task, int worker) {
+    float* sp = scratch[size_t(worker)].as<float>();
+    for (size_t b = task * kChunk, end = std::min(batch, b + kChunk); b < end; ++b) {
+      const size_t n = lengths ? size_t(lengths[b]) : len;
+      double m = o.mutual_information(z + b * members * len, members, n, len, inv_t, eps_mode, sp);
+      mi[b] = float(m);
+      conf[b] = float(std::clamp(1.0 - m / ln_k, 0.0, 1.0));
+    }
+  });
+}
+
+}  // namespace quorum::kernels

@@ -1,0 +1,32 @@
+// AVX-512 variant of ensemble.h: the shared body over 16-lane vectors.
+#include "ensemble.h"
+
+#include "../common/dtype.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
+
+namespace quorum::kernels {
+namespace {
+#include "simd/vec_avx512.h"
+#include "simd/vec_math.h"
+#include "ensemble_body.h"
+const EnsembleOps kOps{"avx512", mutual_information};
+}  // namespace
+
+const EnsembleOps* ensemble_avx512() { return &kOps; }
+
+}  // namespace quorum::kernels
+
+#pragma GCC pop_options
+#else
+namespace quorum::kernels {
+const EnsembleOps* ensemble_avx512() { return nullptr; }
+}  // namespace quorum::kernels
+#endif

@@ -1,0 +1,58 @@
+// The GEMM register tile over a vector type `Vec`, compiled per ISA by gemm_<isa>.cc:
+// MR rows of C x NV vectors of columns, accumulated in registers across the whole k loop.
+
+constexpr int kMR = 4;
+constexpr int kNV = Vec::W == 8 ? 2 : 4;  // AVX2 has 16 registers: 8 accumulators; AVX-512 has 32: 16
+
+// Full-width tile: NV * W columns starting at c.
+template <int MR>
+inline void gemm_tile(size_t k, const float* a, size_t lda, const float* b, size_t ldb, float* c, size_t ldc) {
+  using V = typename Vec::V;
+  V acc[MR][kNV];
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < kNV; ++v) acc[i][v] = Vec::load(c + i * ldc + v * Vec::W);
+  for (size_t p = 0; p < k; ++p) {
+    V bv[kNV];
+    for (int v = 0; v < kNV; ++v) bv[v] = Vec::load(b + p * ldb + v * Vec::W);
+    for (int i = 0; i < MR; ++i) {
+      V av = Vec::set1(a[i * lda + p]);
+      for (int v = 0; v < kNV; ++v) acc[i][v] = Vec::fmadd(av, bv[v], acc[i][v]);
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < kNV; ++v) Vec::store(c + i * ldc + v * Vec::W, acc[i][v]);
+}
+
+// One vector of `width` (<= W) columns.
+template <int MR>
+inline void gemm_tile_narrow(size_t k, const float* a, size_t lda, const float* b, size_t ldb, float* c, size_t ldc,
+                             size_t width) {
+  using V = typename Vec::V;
+  V acc[MR];
+  for (int i = 0; i < MR; ++i) acc[i] = Vec::loadn(c + i * ldc, width);
+  for (size_t p = 0; p < k; ++p) {
+    V bv = Vec::loadn(b + p * ldb, width);
+    for (int i = 0; i < MR; ++i) acc[i] = Vec::fmadd(Vec::set1(a[i * lda + p]), bv, acc[i]);
+  }
+  for (int i = 0; i < MR; ++i) Vec::storen(c + i * ldc, acc[i], width);
+}
+
+template <int MR>
+void gemm_rows(size_t n, size_t k, const float* a, size_t lda, const float* b, size_t ldb, float* c, size_t ldc) {
+  const size_t wide = kNV * Vec::W;
+  size_t j = 0;
+  for (; j + wide <= n; j += wide) gemm_tile<MR>(k, a, lda, b + j, ldb, c + j, ldc);
+  for (; j < n; j += Vec::W) gemm_tile_narrow<MR>(k, a, lda, b + j, ldb, c + j, ldc, std::min(Vec::W, n - j));
+}
+
+void gemm_block(size_t m, size_t n, size_t k, const float* a, size_t lda, const float* b, size_t ldb, float* c,
+             size_t ldc) {
+  size_t i = 0;
+  for (; i + kMR <= m; i += kMR) gemm_rows<kMR>(n, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc);
+  switch (m - i) {
+    case 3: gemm_rows<3>(n, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc); break;
+    case 2: gemm_rows<2>(n, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc); break;
+    case 1: gemm_rows<1>(n, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc); break;
+    default: break;
+  }
+}

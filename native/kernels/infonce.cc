@@ -1,0 +1,124 @@
+#include "infonce.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "../common/aligned_buffer.h"
+#include "../common/error.h"
+#include "../common/thread_pool.h"
+#include "dense_search.h"
+#include "gemm.h"
+
+namespace quorum::kernels {
+namespace {
+
+constexpr float kNormEps = 1e-12f;  // F.normalize's eps
+
+std::vector<float> row_norms(const float* x, size_t rows, size_t dim) {
+  std::vector<float> out(rows);
+  for (size_t r = 0; r < rows; ++r) {
+    double s = 0;
+    for (size_t j = 0; j < dim; ++j) s += double(x[r * dim + j]) * x[r * dim + j];
+    out[r] = std::max(float(std::sqrt(s)), kNormEps);
+  }
+  return out;
+}
+
+// Turns g = dL/dx̂ (x̂ = x / n) into dL/dx in place: (g - x̂ (x̂ . g)) / n, or g / eps below the eps clamp
+// (where F.normalize divides by the constant eps).
+void through_normalize(const float* x, const std::vector<float>& norm, size_t rows, size_t dim, float* g) {
+  ThreadPool::global().parallel_for(rows, [&](size_t r, int) {
+    const float* xr = x + r * dim;
+    float* gr = g + r * dim;
+    const float n = norm[r];
+    bool clamped = n <= kNormEps;
+    double dot = 0;
+    for (size_t j = 0; j < dim; ++j) dot += double(xr[j]) * gr[j];
+    const float c = clamped ? 0.f : float(dot) / (n * n);
+    for (size_t j = 0; j < dim; ++j) gr[j] = (gr[j] - xr[j] * c) / n;
+  });
+}
+
+}  // namespace
+
+void info_nce(const InfoNceArgs& a, InfoNceOut& out) {
+  const size_t B = a.batch, M = a.passages, D = a.dim;
+  if (!(a.temperature > 0.f) || !std::isfinite(a.temperature))
+    throw Error("ERR_RANGE", "temperature must be positive and finite");
+  for (size_t i = 0; i < B; ++i)
+    if (a.pos[i] < 0 || size_t(a.pos[i]) >= M)
+      throw Error("ERR_RANGE", "positive index " + std::to_string(a.pos[i]) + " of row " + std::to_string(i) +
+                                   " is outside [0, " + std::to_string(M) + ")");
+  if (B == 0) return;
+
+  AlignedBuffer sbuf(B * M * sizeof(float));
+  float* S = sbuf.as<float>();
+  score_matrix({a.q, B, D}, {reinterpret_cast<const uint8_t*>(a.p), M, D, Dtype::F32}, S);
+
+  std::vector<float> qn, pn;
+  if (a.cosine) {
+    qn = row_norms(a.q, B, D);
+    pn = row_norms(a.p, M, D);
+  }
+  const float inv_t = 1.f / a.temperature;
+  const bool grads = out.dq || out.dp;
+  // Row pass: logits, log-sum-exp with the max subtracted, loss, rank; S becomes dL/da (scaled below).
+  ThreadPool::global().parallel_for(B, [&](size_t i, int) {
+    float* s = S + i * M;
+    const float ri = a.cosine ? inv_t / qn[i] : inv_t;
+    float mx = -INFINITY;
+    for (size_t j = 0; j < M; ++j) {
+      s[j] *= a.cosine ? ri / pn[j] : ri;
+      mx = std::max(mx, s[j]);
+    }
+    const float sp = s[a.pos[i]];
+    int32_t rank = 1;
+    for (size_t j = 0; j < M; ++j) rank += s[j] > sp;
+    double sum = 0;
+    for (size_t j = 0; j < M; ++j) {
+      s[j] = std::exp(s[j] - mx);
+      sum += s[j];
+    }
+    out.row_loss[i] = float(double(mx) + std::log(sum) - double(sp));
+    out.rank[i] = rank;
+    if (grads) {
+      const double w = a.weights ? double(a.weights[i]) : 1.0;
+      const float g = float(w / double(B) / sum);
+      for (size_t j = 0; j < M; ++j) s[j] *= g;
+      s[a.pos[i]] -= float(w / double(B));
+    }
+  });
+  double loss = 0;
+  size_t hits = 0;
+  for (size_t i = 0; i < B; ++i) {
+    loss += (a.weights ? double(a.weights[i]) : 1.0) * double(out.row_loss[i]);
+    hits += out.rank[i] == 1;
+  }
+  out.loss = loss / double(B);
+  out.accuracy = double(hits) / double(B);
+  if (!grads) return;
+
+  // dL/dq̂_i = sum_j G_ij / tau * p̂_j: fold 1/tau and 1/|p_j| into G so the raw P serves as p̂.
+  // dL/dp̂_j = sum_i G_ij / tau * q̂_i: the transpose, folding 1/|q_i|.
+  AlignedBuffer tbuf(M * B * sizeof(float));
+  float* GT = tbuf.as<float>();
+  for (size_t i = 0; i < B; ++i)
+    for (size_t j = 0; j < M; ++j) GT[j * B + i] = S[i * M + j] * (a.cosine ? inv_t / qn[i] : inv_t);
+  if (out.dq) {
+    for (size_t i = 0; i < B; ++i)
+      for (size_t j = 0; j < M; ++j) S[i * M + j] *= a.cosine ? inv_t / pn[j] : inv_t;
+    std::memset(out.dq, 0, B * D * sizeof(float));
+    gemm_nn(B, D, M, S, M, a.p, D, out.dq, D);
+    if (a.cosine) through_normalize(a.q, qn, B, D, out.dq);
+  }
+  if (out.dp) {
+    std::memset(out.dp, 0, M * D * sizeof(float));
+    gemm_nn(M, D, B, GT, B, a.q, D, out.dp, D);
+    if (a.cosine) through_normalize(a.p, pn, M, D, out.dp);
+  }
+}
+
+}  // namespace quorum::kernels

@@ -1,0 +1,75 @@
+// The MaxSim hot loops, written once over a vector type `Vec` (simd/vec_*.h) and compiled per ISA by
+// maxsim_<isa>.cc. Include inside an anonymous namespace after the Vec definition.
+//
+// Register tile: R document tokens x G vectors of query tokens. Q is transposed so that one document
+// element is broadcast against W query tokens: the dot products land directly in lanes, one per query
+// token, ready for the running max without any horizontal reduction.
+
+constexpr int kTokTile = 6;  // 12 accumulators + 2 query vectors + 1 broadcast fit 16 registers
+
+template <int R, int G>
+inline void maxsim_tile(const float* qt, size_t lqp, size_t dim, const float* tok, size_t col, float base,
+                        typename Vec::V (&best)[2], typename Vec::V (&arg)[2]) {
+  using V = typename Vec::V;
+  V acc[R][G];
+  for (int r = 0; r < R; ++r)
+    for (int g = 0; g < G; ++g) acc[r][g] = Vec::zero();
+  for (size_t j = 0; j < dim; ++j) {
+    V qv[G];
+    for (int g = 0; g < G; ++g) qv[g] = Vec::load(qt + j * lqp + col + g * Vec::W);
+    for (int r = 0; r < R; ++r) {
+      V dv = Vec::set1(tok[r * dim + j]);
+      for (int g = 0; g < G; ++g) acc[r][g] = Vec::fmadd(qv[g], dv, acc[r][g]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {  // in token order, strict >: the lowest index keeps a tie
+    V idx = Vec::set1(base + float(r));
+    for (int g = 0; g < G; ++g) {
+      auto m = Vec::gt(acc[r][g], best[g]);
+      best[g] = Vec::blend(m, best[g], acc[r][g]);
+      arg[g] = Vec::blend(m, arg[g], idx);
+    }
+  }
+}
+
+template <int G>
+inline void maxsim_columns(const float* qt, size_t lqp, size_t dim, const float* tokens, size_t len, float base,
+                           size_t col, float* best, float* arg) {
+  using V = typename Vec::V;
+  V bv[2], av[2];
+  for (int g = 0; g < G; ++g) {
+    bv[g] = Vec::load(best + col + g * Vec::W);
+    av[g] = Vec::load(arg + col + g * Vec::W);
+  }
+  size_t t = 0;
+  for (; t + kTokTile <= len; t += kTokTile)
+    maxsim_tile<kTokTile, G>(qt, lqp, dim, tokens + t * dim, col, base + float(t), bv, av);
+  const float* rest = tokens + t * dim;
+  float rb = base + float(t);
+  switch (len - t) {
+    case 5: maxsim_tile<5, G>(qt, lqp, dim, rest, col, rb, bv, av); break;
+    case 4: maxsim_tile<4, G>(qt, lqp, dim, rest, col, rb, bv, av); break;
+    case 3: maxsim_tile<3, G>(qt, lqp, dim, rest, col, rb, bv, av); break;
+    case 2: maxsim_tile<2, G>(qt, lqp, dim, rest, col, rb, bv, av); break;
+    case 1: maxsim_tile<1, G>(qt, lqp, dim, rest, col, rb, bv, av); break;
+    default: break;
+  }
+  for (int g = 0; g < G; ++g) {
+    Vec::store(best + col + g * Vec::W, bv[g]);
+    Vec::store(arg + col + g * Vec::W, av[g]);
+  }
+}
+
+void maxsim_update(const float* qt, size_t lqp, size_t dim, const float* tokens, size_t len, float base, float* best,
+                   float* arg) {
+  size_t col = 0;
+  for (; col + 2 * Vec::W <= lqp; col += 2 * Vec::W)
+    maxsim_columns<2>(qt, lqp, dim, tokens, len, base, col, best, arg);
+  if (col < lqp) maxsim_columns<1>(qt, lqp, dim, tokens, len, base, col, best, arg);
+}
+
+void to_f32(const void* src, Dtype t, size_t n, float* dst) {
+  size_t i = 0;
+  for (; i + Vec::W <= n; i += Vec::W) Vec::store(dst + i, vload<Vec>(src, t, i));
+  if (i < n) Vec::storen(dst + i, vloadn<Vec>(src, t, i, n - i), n - i);
+}

@@ -1,0 +1,51 @@
+#include "args.h"
+
+#include <cmath>
+
+#include "../common/error.h"
+
+namespace quorum::napi {
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+bool flag(const Napi::Value& v) { return v.IsBoolean() && v.As<Napi::Boolean>().Value(); }
+
+double number_arg(const Napi::Value& v, const char* what) {
+  double d = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : NAN;
+  if (!std::isfinite(d)) throw Error("ERR_ARG", std::string(what) + " must be a finite number");
+  return d;
+}
+
+TensorObject* optional_tensor(Napi::Env env, const Napi::Value& v, const char* what) {
+  if (v.IsUndefined() || v.IsNull()) return nullptr;
+  return TensorObject::From(env, v, what);
+}
+
+void require_dtype(const TensorObject* t, Dtype dtype, const char* what) {
+  if (t->dtype() != dtype)
+    throw Error("ERR_DTYPE", std::string(what) + " must be " + dtype_name(dtype) + ", got " + dtype_name(t->dtype()));
+}
+
+void require_shape(const TensorObject* t, const std::vector<int64_t>& dims, const char* what) {
+  bool ok = t->shape().size() == dims.size();
+  for (size_t i = 0; ok && i < dims.size(); ++i) ok = dims[i] < 0 || dims[i] == t->shape()[i];
+  if (!ok) {
+    std::vector<int64_t> want(dims);
+    std::string w = shape_str(want);
+    for (size_t p = w.find("-1"); p != std::string::npos; p = w.find("-1")) w.replace(p, 2, "*");
+    throw Error("ERR_SHAPE", std::string(what) + " must have shape " + w + ", got " + shape_str(t->shape()));
+  }
+}
+
+std::vector<Napi::Object> operands(std::initializer_list<Napi::Value> values) {
+  std::vector<Napi::Object> out;
+  for (const auto& v : values)
+    if (v.IsObject()) out.push_back(v.As<Napi::Object>());
+  return out;
+}
+
+}  // namespace quorum::napi

@@ -1,0 +1,29 @@
+// Argument checks shared by the kernel bindings: every failure is a quorum::Error with a code.
+#pragma once
+#include <napi.h>
+
+#include <string>
+#include <vector>
+
+#include "../common/dtype.h"
+#include "tensor_object.h"
+
+namespace quorum::napi {
+
+std::string shape_str(const std::vector<int64_t>& s);
+bool flag(const Napi::Value& v);
+// A finite number, else ERR_ARG naming `what`.
+double number_arg(const Napi::Value& v, const char* what);
+// The tensor in v, or null when v is undefined or null.
+TensorObject* optional_tensor(Napi::Env env, const Napi::Value& v, const char* what);
+void require_dtype(const TensorObject* t, Dtype dtype, const char* what);
+// ERR_SHAPE unless the shape equals `dims` (-1 matches any extent).
+void require_shape(const TensorObject* t, const std::vector<int64_t>& dims, const char* what);
+// The object operands of a kernel call (tensors to pin), skipping undefined and null.
+std::vector<Napi::Object> operands(std::initializer_list<Napi::Value> values);
+template <class T>
+T* data_of(const Napi::Object& tensor) {
+  return reinterpret_cast<T*>(Napi::ObjectWrap<TensorObject>::Unwrap(tensor)->data());
+}
+
+}  // namespace quorum::napi

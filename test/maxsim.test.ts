@@ -1,0 +1,208 @@
+import { afterAll, describe, expect, it } from 'vitest';
+
+import { QuorumError, Tensor, capabilities, maxSim, maxSimBackwardSync, maxSimSync, setIsa, type Isa } from '../lib/index.js';
+import { maxSimRef } from '../lib/reference/maxsim.js';
+import { decoded, floatDtypes, randomF32, rng } from './helpers.js';
+
+const caps = capabilities();
+const isas = caps.availableIsas as Isa[];
+afterAll(() => setIsa(caps.isa as Isa));
+
+function randomLengths(N: number, maxLd: number, seed: number): Int32Array {
+  const r = rng(seed);
+  return Int32Array.from({ length: N }, () => Math.floor(((r() + 1) / 2) * (maxLd + 1)));
+}
+
+function starts(lengths: Int32Array): Int32Array {
+  const s = new Int32Array(lengths.length);
+  for (let i = 1; i < lengths.length; i++) s[i] = (s[i - 1] as number) + (lengths[i - 1] as number);
+  return s;
+}
+
+const sum = (a: Int32Array) => a.reduce((x, y) => x + y, 0);
+
+// [nq, Lq, dim, N, max Ld]
+const shapes: Array<[number, number, number, number, number]> = [
+  [1, 1, 1, 1, 1],
+  [1, 32, 128, 20, 40],
+  [3, 5, 17, 7, 9],
+  [2, 33, 31, 13, 50], // Lq not a multiple of the vector width, ragged tiles
+  [1, 17, 64, 3, 200],
+  [4, 48, 8, 30, 6],
+];
+
+function expectClose(got: ArrayLike<number>, want: ArrayLike<number>, tol: number) {
+  expect(got.length).toBe(want.length);
+  for (let i = 0; i < want.length; i++) {
+    const w = want[i] as number;
+    const g = got[i] as number;
+    if (!Number.isFinite(w)) expect(g).toBe(w);
+    else expect(Math.abs(g - w)).toBeLessThanOrEqual(tol * (1 + Math.abs(w)));
+  }
+}
+
+describe.each(isas)('maxSim, %s variant', (isa) => {
+  describe.each(floatDtypes)('documents %s', (dtype) => {
+    it.each(shapes)('nq=%i Lq=%i dim=%i N=%i maxLd=%i matches the reference (packed and padded)', (nq, lq, dim, N, maxLd) => {
+      setIsa(isa);
+      const q = randomF32(nq * lq * dim, lq * 31 + dim);
+      const lengths = randomLengths(N, maxLd, N + maxLd);
+      lengths[0] = Math.max(1, lengths[0] as number);
+      const rows = sum(lengths);
+      const tokens = Tensor.from(randomF32(rows * dim, rows + dim), [rows, dim], dtype);
+      const T = decoded(tokens);
+      const ref = maxSimRef({ q, nq, lq, dim, tokens: T, start: starts(lengths), length: lengths });
+      const got = maxSimSync({ data: q, shape: [nq, lq, dim] }, { tokens, lengths }, { argmax: true });
+      expect(got.scores.shape).toEqual([nq, N]);
+      expectClose(got.scores.data, ref.scores, 2e-5);
+      // The arg-max token reaches the max (an exact tie may pick another token only within rounding).
+      const am = got.argmax!.data;
+      for (let b = 0; b < nq; b++)
+        for (let n = 0; n < N; n++)
+          for (let i = 0; i < lq; i++) {
+            const idx = (b * N + n) * lq + i;
+            if ((lengths[n] as number) === 0) {
+              expect(am[idx]).toBe(-1);
+              continue;
+            }
+            if (am[idx] === ref.argmax[idx]) continue;
+            const dot = (t: number) => {
+              let s = 0;
+              for (let j = 0; j < dim; j++) s += (q[(b * lq + i) * dim + j] as number) * (T[((starts(lengths)[n] as number) + t) * dim + j] as number);
+              return s;
+            };
+            expect(Math.abs(dot(am[idx] as number) - dot(ref.argmax[idx] as number))).toBeLessThan(1e-4);
+          }
+      // Padded [N, Ld, dim] gives the same scores.
+      const Ld = Math.max(1, ...lengths);
+      const padded = new Float32Array(N * Ld * dim);
+      const st = starts(lengths);
+      for (let n = 0; n < N; n++) for (let x = 0; x < (lengths[n] as number) * dim; x++) padded[n * Ld * dim + x] = T[(st[n] as number) * dim + x] as number;
+      const pt = Tensor.from(padded, [N, Ld, dim], dtype);
+      const gp = maxSimSync({ data: q, shape: [nq, lq, dim] }, { tokens: pt, lengths });
+      expect(Array.from(gp.scores.data)).toEqual(Array.from(got.scores.data));
+    });
+  });
+
+  it('honours query and token masks; empty documents score -Infinity, or 0 with clampZero', () => {
+    setIsa(isa);
+    const nq = 2, lq = 5, dim = 9, N = 4;
+    const lengths = Int32Array.from([3, 0, 4, 2]);
+    const rows = sum(lengths);
+    const q = randomF32(nq * lq * dim, 5);
+    const tok = randomF32(rows * dim, 6);
+    const queryMask = Uint8Array.from([1, 0, 1, 1, 0, 1, 1, 1, 1, 0]);
+    const tokenMask = Uint8Array.from([1, 0, 1, 0, 1, 1, 0, 0, 0]); // doc 3 fully masked
+    for (const clampZero of [false, true]) {
+      const ref = maxSimRef({ q, nq, lq, dim, tokens: tok, start: starts(lengths), length: lengths, queryMask, tokenMask, clampZero });
+      const got = maxSimSync({ data: q, shape: [nq, lq, dim] }, { tokens: { data: tok, shape: [rows, dim] }, lengths, tokenMask }, { queryMask, clampZero, argmax: true });
+      expectClose(got.scores.data, ref.scores, 2e-5);
+      expect(Array.from(got.argmax!.data)).toEqual(Array.from(ref.argmax));
+      expect(got.scores.data[1]).toBe(clampZero ? 0 : -Infinity);
+      expect(got.scores.data[3]).toBe(clampZero ? 0 : -Infinity);
+    }
+  });
+
+  it('clampZero differs from the default exactly when every token is dissimilar', () => {
+    setIsa(isa);
+    const q = Float32Array.from([1, 0, 0, 1]); // 2 query tokens
+    const tokens = { data: Float32Array.from([-1, 0, -2, 0]), shape: [2, 2] as const };
+    const plain = maxSimSync({ data: q, shape: [2, 2] }, { tokens, lengths: [2] });
+    const clamped = maxSimSync({ data: q, shape: [2, 2] }, { tokens, lengths: [2] }, { clampZero: true });
+    expect(plain.scores.data[0]).toBeCloseTo(-1 + 0, 6); // token 0 gives -1 and 0
+    expect(clamped.scores.data[0]).toBe(0);
+  });
+
+  it('ties go to the lowest token index', () => {
+    setIsa(isa);
+    const dim = 20;
+    const v = randomF32(dim, 9);
+    const tok = new Float32Array(7 * dim);
+    for (let t = 0; t < 7; t++) tok.set(t === 2 || t === 5 ? v : randomF32(dim, 100 + t).map((x) => x * 0.01), t * dim);
+    const got = maxSimSync({ data: v, shape: [1, dim] }, { tokens: { data: tok, shape: [7, dim] }, lengths: [7] }, { argmax: true });
+    expect(got.argmax!.data[0]).toBe(2);
+  });
+});
+
+describe('maxSim gradients', () => {
+  it('match central finite differences of the reference', () => {
+    const nq = 2, lq = 4, dim = 6, N = 3;
+    const lengths = Int32Array.from([3, 5, 2]);
+    const rows = sum(lengths);
+    const q = Float64Array.from(randomF32(nq * lq * dim, 11));
+    const tok = Float64Array.from(randomF32(rows * dim, 12));
+    const grad = Float32Array.from([0.5, -1.25, 2, 1, 0.75, -0.5]);
+    const objective = (qq: ArrayLike<number>, tt: ArrayLike<number>) => {
+      const s = maxSimRef({ q: qq, nq, lq, dim, tokens: tt, start: starts(lengths), length: lengths }).scores;
+      return s.reduce((acc, x, i) => acc + x * (grad[i] as number), 0);
+    };
+    const fwd = maxSimSync({ data: Float32Array.from(q), shape: [nq, lq, dim] }, { tokens: { data: Float32Array.from(tok), shape: [rows, dim] }, lengths }, { argmax: true });
+    const g = maxSimBackwardSync(
+      { data: Float32Array.from(q), shape: [nq, lq, dim] },
+      { tokens: { data: Float32Array.from(tok), shape: [rows, dim] }, lengths },
+      fwd.argmax!,
+      grad,
+    );
+    expect(g.dQueries.shape).toEqual([nq, lq, dim]);
+    expect(g.dDocuments.shape).toEqual([rows, dim]);
+    const h = 1e-4;
+    for (let i = 0; i < q.length; i++) {
+      const a = Float64Array.from(q), b = Float64Array.from(q);
+      a[i]! += h;
+      b[i]! -= h;
+      const fd = (objective(a, tok) - objective(b, tok)) / (2 * h);
+      expect(Math.abs((g.dQueries.data[i] as number) - fd)).toBeLessThan(1e-4);
+    }
+    for (let i = 0; i < tok.length; i++) {
+      const a = Float64Array.from(tok), b = Float64Array.from(tok);
+      a[i]! += h;
+      b[i]! -= h;
+      const fd = (objective(q, a) - objective(q, b)) / (2 * h);
+      expect(Math.abs((g.dDocuments.data[i] as number) - fd)).toBeLessThan(1e-4);
+    }
+  });
+});
+
+describe('maxSim API', () => {
+  const q = { data: randomF32(3 * 8, 1), shape: [3, 8] as const };
+  const tokens = { data: randomF32(10 * 8, 2), shape: [10, 8] as const };
+
+  it('async equals sync', async () => {
+    const a = await maxSim(q, { tokens, lengths: [4, 6] }, { argmax: true });
+    const s = maxSimSync(q, { tokens, lengths: [4, 6] }, { argmax: true });
+    expect(Array.from(a.scores.data)).toEqual(Array.from(s.scores.data));
+    expect(Array.from(a.argmax!.data)).toEqual(Array.from(s.argmax!.data));
+  });
+
+  const bad: Array<[string, () => unknown, string]> = [
+    ['lengths that do not sum to the rows', () => maxSimSync(q, { tokens, lengths: [4, 5] }), 'ERR_SHAPE'],
+    ['a negative length', () => maxSimSync(q, { tokens, lengths: [12, -2] }), 'ERR_RANGE'],
+    ['a dimension mismatch', () => maxSimSync({ data: randomF32(6, 1), shape: [1, 6] }, { tokens, lengths: [10] }), 'ERR_SHAPE'],
+    ['integer documents', () => maxSimSync(q, { tokens: { data: new Int32Array(80), shape: [10, 8] }, lengths: [10] }), 'ERR_DTYPE'],
+    ['a padded length above Ld', () => maxSimSync(q, { tokens: { data: randomF32(80, 3), shape: [2, 5, 8] }, lengths: [5, 6] }), 'ERR_RANGE'],
+    ['a query mask of the wrong size', () => maxSimSync(q, { tokens, lengths: [10] }, { queryMask: [1, 1] }), 'ERR_SHAPE'],
+    ['a token mask of the wrong size', () => maxSimSync(q, { tokens, lengths: [10], tokenMask: [1] }), 'ERR_SHAPE'],
+    ['1-D queries', () => maxSimSync({ data: randomF32(8, 1), shape: [8] }, { tokens, lengths: [10] }), 'ERR_SHAPE'],
+    [
+      'an argmax outside its document',
+      () => maxSimBackwardSync(q, { tokens, lengths: [10] }, Tensor.from([0, 10, 0], [1, 1, 3], 'i32'), Float32Array.from([1])),
+      'ERR_RANGE',
+    ],
+    ['an argmax of the wrong shape', () => maxSimBackwardSync(q, { tokens, lengths: [10] }, Tensor.from([0, 1], [1, 1, 2], 'i32'), Float32Array.from([1])), 'ERR_SHAPE'],
+  ];
+  it.each(bad)('rejects %s', (_name, fn, code) => {
+    expect(fn).toThrow(QuorumError);
+    try {
+      fn();
+    } catch (e) {
+      expect((e as QuorumError).code).toBe(code);
+    }
+  });
+
+  it('rejects a disposed tensor, and async errors keep their code', async () => {
+    const t = Tensor.from(tokens.data, [10, 8]);
+    t.dispose();
+    expect(() => maxSimSync(q, { tokens: t, lengths: [10] })).toThrow(expect.objectContaining({ code: 'ERR_DISPOSED' }));
+    await expect(maxSim(q, { tokens, lengths: [3, 3] })).rejects.toMatchObject({ code: 'ERR_SHAPE' });
+  });
+});
