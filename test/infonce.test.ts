@@ -1,0 +1,121 @@
+import { afterAll, describe, expect, it } from 'vitest';
+
+import { QuorumError, capabilities, infoNce, infoNceSync, setIsa, type Isa } from '../lib/index.js';
+import { infoNceRef } from '../lib/reference/infonce.js';
+import { randomF32 } from './helpers.js';
+
+const caps = capabilities();
+const isas = caps.availableIsas as Isa[];
+afterAll(() => setIsa(caps.isa as Isa));
+
+// [B, M, D, temperature, cosine, weighted]
+const cases: Array<[number, number, number, number, boolean, boolean]> = [
+  [1, 1, 1, 1, false, false],
+  [4, 8, 17, 1, false, false],
+  [16, 32, 64, 1, false, true],
+  [5, 5, 100, 0.05, true, false],
+  [7, 20, 33, 0.01, true, true],
+  [128, 256, 768, 1, false, false], // the benchmark shape: B rows, a positive and a hard negative each
+];
+
+function positives(B: number, M: number): Int32Array {
+  // Irregular layout: row i's positive is not at a fixed stride.
+  return Int32Array.from({ length: B }, (_, i) => Math.min(M - 1, Math.floor((i * M) / B) + (i % 2)));
+}
+
+describe.each(isas)('infoNce, %s variant', (isa) => {
+  it.each(cases)('B=%i M=%i D=%i tau=%f cosine=%s weighted=%s matches the reference', (B, M, D, temperature, cosine, weighted) => {
+    setIsa(isa);
+    const q = randomF32(B * D, B + D);
+    const p = randomF32(M * D, M + D + 1);
+    const pos = positives(B, M);
+    const weights = weighted ? Float32Array.from({ length: B }, (_, i) => 0.5 + (i % 3)) : undefined;
+    const ref = infoNceRef({ q, p, B, M, D, pos, temperature, cosine, ...(weights ? { weights } : {}) });
+    const got = infoNceSync({ data: q, shape: [B, D] }, { data: p, shape: [M, D] }, pos, { temperature, cosine, ...(weights ? { weights } : {}) });
+    expect(Math.abs(got.loss - ref.loss)).toBeLessThanOrEqual(1e-5 * (1 + Math.abs(ref.loss)));
+    for (let i = 0; i < B; i++) expect(Math.abs((got.rowLoss.data[i] as number) - (ref.rowLoss[i] as number))).toBeLessThanOrEqual(1e-4 * (1 + Math.abs(ref.rowLoss[i] as number)));
+    // Ranks agree except where a score is within rounding of the positive's.
+    let same = 0;
+    for (let i = 0; i < B; i++) same += got.rank.data[i] === ref.rank[i] ? 1 : 0;
+    expect(same).toBeGreaterThanOrEqual(B - 1);
+    expect(got.accuracy).toBeCloseTo(Array.from(got.rank.data).filter((r) => r === 1).length / B, 12);
+    expect(got.dQ!.shape).toEqual([B, D]);
+    expect(got.dP!.shape).toEqual([M, D]);
+  });
+});
+
+describe('infoNce gradients', () => {
+  it.each([
+    [1, false, false],
+    [0.1, true, false],
+    [0.5, false, true],
+    [0.01, true, true],
+  ])('tau=%f cosine=%s weighted=%s: dQ and dP match central finite differences', (temperature, cosine, weighted) => {
+    const B = 3, M = 6, D = 5;
+    const q = Float32Array.from(randomF32(B * D, 21), (x) => x * 0.5);
+    const p = Float32Array.from(randomF32(M * D, 22), (x) => x * 0.5);
+    const pos = Int32Array.from([0, 3, 4]);
+    const weights = weighted ? Float32Array.from([1, 0.25, 2]) : undefined;
+    const got = infoNceSync({ data: q, shape: [B, D] }, { data: p, shape: [M, D] }, pos, { temperature, cosine, ...(weights ? { weights } : {}) });
+    const loss = (qq: ArrayLike<number>, pp: ArrayLike<number>) => infoNceRef({ q: qq, p: pp, B, M, D, pos, temperature, cosine, ...(weights ? { weights } : {}) }).loss;
+    const h = 1e-5;
+    // Central differences on the f64 reference; the kernel's gradients are f32.
+    const tol = cosine && temperature < 0.05 ? 5e-4 : 1e-5;
+    for (let i = 0; i < q.length; i++) {
+      const a = Float64Array.from(q), b = Float64Array.from(q);
+      a[i]! += h;
+      b[i]! -= h;
+      const fd = (loss(a, p) - loss(b, p)) / (2 * h);
+      expect(Math.abs((got.dQ!.data[i] as number) - fd)).toBeLessThan(tol * (1 + Math.abs(fd)));
+    }
+    for (let i = 0; i < p.length; i++) {
+      const a = Float64Array.from(p), b = Float64Array.from(p);
+      a[i]! += h;
+      b[i]! -= h;
+      const fd = (loss(q, a) - loss(q, b)) / (2 * h);
+      expect(Math.abs((got.dP!.data[i] as number) - fd)).toBeLessThan(tol * (1 + Math.abs(fd)));
+    }
+  });
+
+  it('stays finite for large scores (dot ~ 100 at tau = 0.01) and counts ties in the positive favour', () => {
+    const D = 4;
+    const q = Float32Array.from([10, 10, 0, 0]);
+    const p = Float32Array.from([5, 5, 0, 0, /* tie */ 5, 5, 0, 0, -5, 0, 0, 0]);
+    const r = infoNceSync({ data: q, shape: [1, D] }, { data: p, shape: [3, D] }, [1], { temperature: 0.01 });
+    expect(Number.isFinite(r.loss)).toBe(true);
+    expect(r.loss).toBeCloseTo(Math.log(2), 5);
+    expect(r.rank.data[0]).toBe(1);
+    expect(r.accuracy).toBe(1);
+  });
+
+  it('grad: false skips the gradients; async equals sync', async () => {
+    const q = { data: randomF32(12, 1), shape: [3, 4] as const };
+    const p = { data: randomF32(24, 2), shape: [6, 4] as const };
+    const nog = infoNceSync(q, p, [0, 2, 4], { grad: false });
+    expect(nog.dQ).toBeUndefined();
+    const a = await infoNce(q, p, [0, 2, 4]);
+    const s = infoNceSync(q, p, [0, 2, 4]);
+    expect(a.loss).toBe(s.loss);
+    expect(Array.from(a.dQ!.data)).toEqual(Array.from(s.dQ!.data));
+    expect(Array.from(a.dP!.data)).toEqual(Array.from(s.dP!.data));
+  });
+});
+
+describe('infoNce errors', () => {
+  const q = { data: randomF32(12, 1), shape: [3, 4] as const };
+  const p = { data: randomF32(24, 2), shape: [6, 4] as const };
+  const bad: Array<[string, () => unknown, string]> = [
+    ['a positive outside the passages', () => infoNceSync(q, p, [0, 2, 6]), 'ERR_RANGE'],
+    ['a negative positive index', () => infoNceSync(q, p, [0, -1, 2]), 'ERR_RANGE'],
+    ['temperature 0', () => infoNceSync(q, p, [0, 1, 2], { temperature: 0 }), 'ERR_RANGE'],
+    ['a dimension mismatch', () => infoNceSync(q, { data: randomF32(30, 2), shape: [6, 5] }, [0, 1, 2]), 'ERR_SHAPE'],
+    ['too few positives', () => infoNceSync(q, p, [0, 1]), 'ERR_SHAPE'],
+    ['weights of the wrong length', () => infoNceSync(q, p, [0, 1, 2], { weights: [1, 1] }), 'ERR_SHAPE'],
+    ['no passages', () => infoNceSync(q, { data: new Float32Array(0), shape: [0, 4] }, [0, 0, 0]), 'ERR_SHAPE'],
+    ['bf16 queries', () => infoNceSync({ data: new Uint16Array(12), shape: [3, 4], dtype: 'bf16' }, p, [0, 1, 2]), 'ERR_DTYPE'],
+  ];
+  it.each(bad)('rejects %s', (_n, fn, code) => {
+    expect(fn).toThrow(QuorumError);
+    expect(fn).toThrow(expect.objectContaining({ code }));
+  });
+});
