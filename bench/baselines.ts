@@ -1,4 +1,5 @@
-// The contenders, each behind one signature: (queries [B*D], B, k) -> ids [B*k].
+// The contenders, each behind one signature: (queries [B*D], B, k) -> ids [B*k]; and libtorch's forms of the
+// other kernels, each timed inside the native module.
 import { createRequire } from 'node:module';
 
 import { loadAddon } from '../lib/native.js';
@@ -16,6 +17,46 @@ export interface BaselinesAddon {
 export function baselinesAddon(): BaselinesAddon | undefined {
   try {
     return loadAddon<BaselinesAddon>('quorum_baselines', 'QUORUM_BASELINES_PATH');
+  } catch {
+    return undefined;
+  }
+}
+
+/** A libtorch run: `ms` is the mean per iteration after one warm-up call; `out` is the last iteration's result. */
+export interface TorchTimed<T> {
+  ms: number;
+  out: T;
+}
+
+/** quorum_torch_baselines.node (native/baselines/torch_baselines.cc): libtorch (CPU) forms of the kernels. */
+export interface TorchBaselinesAddon {
+  /** ColBERT: q [Lq*d], docs [N*Ld*d] padded to Ld, lengths [N] -> scores [N]. */
+  maxSim(q: Float32Array, docs: Float32Array, lengths: Int32Array, N: number, Ld: number, d: number, Lq: number, iters: number): TorchTimed<Float32Array>;
+  /** SPLADE max pooling: logits [B*L*V], mask [B*L] (0/1) -> [B*V]. */
+  spladePool(logits: Float32Array, mask: Uint8Array, B: number, L: number, V: number, iters: number): TorchTimed<Float32Array>;
+  /** In-batch InfoNCE, forward + backward: q [B*D], p [M*D], pos [B] (index into p) -> loss and gradients. */
+  infoNce(
+    q: Float32Array,
+    p: Float32Array,
+    pos: Int32Array,
+    B: number,
+    M: number,
+    D: number,
+    iters: number,
+  ): TorchTimed<{ loss: number; dq: Float32Array; dp: Float32Array }>;
+  /** DPR-MUF ensemble mutual information: z [B*K*L] -> confidence [B]. */
+  ensembleMI(z: Float32Array, B: number, K: number, L: number, temperature: number, eps: number, iters: number): TorchTimed<Float32Array>;
+  /**
+   * ATen's intra-op (OpenMP) thread count; its default on x86-64 is half the logical CPUs. Matmuls run in
+   * OpenBLAS, whose threads follow OPENBLAS_NUM_THREADS instead.
+   */
+  setThreads(n: number): void;
+  threads(): number;
+}
+
+export function torchBaselinesAddon(): TorchBaselinesAddon | undefined {
+  try {
+    return loadAddon<TorchBaselinesAddon>('quorum_torch_baselines', 'QUORUM_TORCH_BASELINES_PATH');
   } catch {
     return undefined;
   }

@@ -50,6 +50,9 @@ describe.each(isas)('spladePool, %s variant', (isa) => {
       const w = got.weights.data;
       for (let i = 0; i < B * V; i++) expect(Math.abs((w[i] as number) - (ref.w[i] as number))).toBeLessThanOrEqual(2e-7 * (ref.w[i] as number) + 1e-30);
       expect(Array.from(got.argmax!.data)).toEqual(Array.from(ref.argmax));
+      // The values-only path (no arg-max tracking) gives the same weights.
+      const values = spladePoolSync(x, mask ? { mask } : {});
+      expect(Array.from(values.weights.data)).toEqual(Array.from(w));
     });
   });
 

@@ -1,8 +1,12 @@
 // The GEMM register tile over a vector type `Vec`, compiled per ISA by gemm_<isa>.cc:
 // MR rows of C x NV vectors of columns, accumulated in registers across the whole k loop.
-
-constexpr int kMR = 4;
-constexpr int kNV = Vec::W == 8 ? 2 : 4;  // AVX2 has 16 registers: 8 accumulators; AVX-512 has 32: 16
+//
+// B is read in place (row stride ldb), so each step of k loads NV vectors from a new row: the tile is sized
+// so that those loads (from L2 once the panel leaves L1) feed as many FMAs as possible. AVX-512: 8 x 3
+// vectors = 24 accumulators + 3 B vectors + 1 broadcast of 32 registers, 192 bytes per 24 FMAs. AVX2:
+// 6 x 2 = 12 accumulators of 16 registers.
+constexpr int kMR = Vec::W == 16 ? 8 : Vec::W == 8 ? 6 : 4;
+constexpr int kNV = Vec::W == 16 ? 3 : Vec::W == 8 ? 2 : 4;
 
 // Full-width tile: NV * W columns starting at c.
 template <int MR>
@@ -45,14 +49,19 @@ void gemm_rows(size_t n, size_t k, const float* a, size_t lda, const float* b, s
   for (; j < n; j += Vec::W) gemm_tile_narrow<MR>(k, a, lda, b + j, ldb, c + j, ldc, std::min(Vec::W, n - j));
 }
 
+// The last m < kMR rows, as one tile of exactly m rows.
+template <int R>
+inline void gemm_tail_rows(size_t m, size_t n, size_t k, const float* a, size_t lda, const float* b, size_t ldb,
+                           float* c, size_t ldc) {
+  if constexpr (R > 0) {
+    if (m == size_t(R)) gemm_rows<R>(n, k, a, lda, b, ldb, c, ldc);
+    else gemm_tail_rows<R - 1>(m, n, k, a, lda, b, ldb, c, ldc);
+  }
+}
+
 void gemm_block(size_t m, size_t n, size_t k, const float* a, size_t lda, const float* b, size_t ldb, float* c,
              size_t ldc) {
   size_t i = 0;
   for (; i + kMR <= m; i += kMR) gemm_rows<kMR>(n, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc);
-  switch (m - i) {
-    case 3: gemm_rows<3>(n, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc); break;
-    case 2: gemm_rows<2>(n, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc); break;
-    case 1: gemm_rows<1>(n, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc); break;
-    default: break;
-  }
+  gemm_tail_rows<kMR - 1>(m - i, n, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc);
 }

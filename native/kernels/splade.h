@@ -17,8 +17,11 @@ namespace quorum::kernels {
 
 struct SpladeOps {
   const char* isa;
-  // For v < n: if x[v] > best[v] then best[v] = x[v], arg[v] = tok (token indices as floats, exact < 2^24).
-  void (*max_update)(const void* row, Dtype t, size_t n, float tok, float* best, float* arg);
+  // For each of nrows (1..4) token rows in token order and v < n: if rows[r][v] > best[v] then
+  // best[v] = rows[r][v], arg[v] = tok[r] (token indices as floats, exact below 2^24). arg may be null
+  // (values only).
+  void (*max_update)(const void* const* rows, size_t nrows, Dtype t, size_t n, const float* tok, float* best,
+                     float* arg);
   // x[v] = log1p(x[v]) for v < n, x >= 0.
   void (*log1p_inplace)(float* x, size_t n);
 };

@@ -1,21 +1,58 @@
 // SPLADE hot loops over a vector type `Vec`, compiled per ISA by splade_<isa>.cc.
 
-void max_update(const void* row, Dtype t, size_t n, float tok, float* best, float* arg) {
+// R token rows at once: best and arg are read and written once per R rows instead of once per row.
+template <int R>
+void max_rows(const void* const* rows, Dtype t, size_t n, const float* tok, float* best, float* arg) {
   using V = typename Vec::V;
-  const V idx = Vec::set1(tok);
+  if (!arg) {  // values only: no arg-max traffic
+    size_t v = 0;
+    for (; v + Vec::W <= n; v += Vec::W) {
+      V b = Vec::load(best + v);
+      for (int r = 0; r < R; ++r) b = Vec::max(vload<Vec>(rows[r], t, v), b);  // NaN logits never win
+      Vec::store(best + v, b);
+    }
+    if (v < n) {
+      V b = Vec::loadn(best + v, n - v);
+      for (int r = 0; r < R; ++r) b = Vec::max(vloadn<Vec>(rows[r], t, v, n - v), b);
+      Vec::storen(best + v, b, n - v);
+    }
+    return;
+  }
+  V idx[R];
+  for (int r = 0; r < R; ++r) idx[r] = Vec::set1(tok[r]);
   size_t v = 0;
   for (; v + Vec::W <= n; v += Vec::W) {
-    V x = vload<Vec>(row, t, v), b = Vec::load(best + v);
-    auto m = Vec::gt(x, b);
-    Vec::store(best + v, Vec::blend(m, b, x));
-    Vec::store(arg + v, Vec::blend(m, Vec::load(arg + v), idx));
+    V b = Vec::load(best + v), a = Vec::load(arg + v);
+    for (int r = 0; r < R; ++r) {  // rows in token order, strict >: the lowest token keeps a tie
+      V x = vload<Vec>(rows[r], t, v);
+      auto m = Vec::gt(x, b);
+      b = Vec::blend(m, b, x);
+      a = Vec::blend(m, a, idx[r]);
+    }
+    Vec::store(best + v, b);
+    Vec::store(arg + v, a);
   }
   if (v < n) {
-    size_t r = n - v;
-    V x = vloadn<Vec>(row, t, v, r), b = Vec::loadn(best + v, r);
-    auto m = Vec::gt(x, b);
-    Vec::storen(best + v, Vec::blend(m, b, x), r);
-    Vec::storen(arg + v, Vec::blend(m, Vec::loadn(arg + v, r), idx), r);
+    const size_t k = n - v;
+    V b = Vec::loadn(best + v, k), a = Vec::loadn(arg + v, k);
+    for (int r = 0; r < R; ++r) {
+      V x = vloadn<Vec>(rows[r], t, v, k);
+      auto m = Vec::gt(x, b);
+      b = Vec::blend(m, b, x);
+      a = Vec::blend(m, a, idx[r]);
+    }
+    Vec::storen(best + v, b, k);
+    Vec::storen(arg + v, a, k);
+  }
+}
+
+void max_update(const void* const* rows, size_t nrows, Dtype t, size_t n, const float* tok, float* best, float* arg) {
+  switch (nrows) {
+    case 4: max_rows<4>(rows, t, n, tok, best, arg); break;
+    case 3: max_rows<3>(rows, t, n, tok, best, arg); break;
+    case 2: max_rows<2>(rows, t, n, tok, best, arg); break;
+    case 1: max_rows<1>(rows, t, n, tok, best, arg); break;
+    default: break;
   }
 }
 
