@@ -1,10 +1,13 @@
 // `npm run bench`: every micro-benchmark in one process, ratios against baselines measured in the same run.
-// `npm run bench -- --quick` skips the 1M-row corpus.
+// `npm run bench -- --quick` skips the 1M-row corpus and the 10,000-document MaxSim case.
+// `npm run bench -- --only=kernels` (or `dense`) runs one group.
 import { benchDense } from './dense.js';
+import { benchKernels } from './kernels.js';
 import { writeResults } from './harness.js';
 
 const quick = process.argv.includes('--quick');
-const dense = await benchDense({
+const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length);
+const dense = only && only !== 'dense' ? undefined : await benchDense({
   dim: 768,
   k: 10,
   cases: quick
@@ -15,5 +18,6 @@ const dense = await benchDense({
       ],
   lagCorpus: quick ? 100_000 : 1_000_000,
 });
-const path = writeResults('bench', { date: new Date().toISOString(), node: process.version, dense });
+const kernels = only && only !== 'kernels' ? undefined : await benchKernels({ quick });
+const path = writeResults('bench', { date: new Date().toISOString(), node: process.version, dense, kernels });
 console.log(`\nresults written to ${path}`);

@@ -120,7 +120,11 @@ void score_matrix(const QueryMatrix& q, const CorpusMatrix& c, float* out) {
   ThreadPool& pool = ThreadPool::global();
   const size_t row_bytes = c.dim * dtype_size(c.dtype);
   const Prepared qp = prepare(ops, q, c.dtype);
-  const Grid grid{B, N, std::min(B, kQueryChunk), block_rows(row_bytes)};
+  // Small corpora (the contrastive loss's in-batch passages) still get a few blocks per thread, so that no
+  // thread waits on another's last block.
+  const size_t per_thread = (N + 4 * size_t(pool.threads()) - 1) / (4 * size_t(pool.threads()));
+  const size_t nblock = std::min(block_rows(row_bytes), std::max<size_t>(16, (per_thread + 3) / 4 * 4));
+  const Grid grid{B, N, std::min(B, kQueryChunk), nblock};
   std::vector<std::vector<const uint8_t*>> rows(size_t(pool.threads()), std::vector<const uint8_t*>(grid.nblock));
   pool.parallel_for(grid.tasks(), [&](size_t task, int wi) {
     size_t b0, b1, n0, n1;

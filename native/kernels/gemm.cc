@@ -12,16 +12,15 @@ constexpr size_t kColBlock = 256;
 constexpr size_t kDepthBlock = 512;  // a 512 x 256 panel of B is 512 KiB: half of L2
 }  // namespace
 
-void gemm_nn(size_t m, size_t n, size_t k, const float* a, size_t lda, const float* b, size_t ldb, float* c,
-             size_t ldc) {
+void gemm(size_t m, size_t n, size_t k, StridedA a, const float* b, size_t ldb, float* c, size_t ldc) {
   const GemmOps& o = pick(gemm_scalar(), gemm_avx2(), gemm_avx512());
   const size_t rb = (m + kRowBlock - 1) / kRowBlock, cb = (n + kColBlock - 1) / kColBlock;
   ThreadPool::global().parallel_for(rb * cb, [&](size_t task, int) {
     const size_t i0 = (task / cb) * kRowBlock, j0 = (task % cb) * kColBlock;
     const size_t mi = std::min(kRowBlock, m - i0), nj = std::min(kColBlock, n - j0);
     for (size_t p0 = 0; p0 < k; p0 += kDepthBlock)
-      o.gemm_nn(mi, nj, std::min(kDepthBlock, k - p0), a + i0 * lda + p0, lda, b + p0 * ldb + j0, ldb,
-                c + i0 * ldc + j0, ldc);
+      o.gemm(mi, nj, std::min(kDepthBlock, k - p0), {a.a + i0 * a.row + p0 * a.depth, a.row, a.depth},
+             b + p0 * ldb + j0, ldb, c + i0 * ldc + j0, ldc);
   });
 }
 

@@ -10,7 +10,7 @@ constexpr int kNV = Vec::W == 16 ? 3 : Vec::W == 8 ? 2 : 4;
 
 // Full-width tile: NV * W columns starting at c.
 template <int MR>
-inline void gemm_tile(size_t k, const float* a, size_t lda, const float* b, size_t ldb, float* c, size_t ldc) {
+inline void gemm_tile(size_t k, StridedA a, const float* b, size_t ldb, float* c, size_t ldc) {
   using V = typename Vec::V;
   V acc[MR][kNV];
   for (int i = 0; i < MR; ++i)
@@ -19,7 +19,7 @@ inline void gemm_tile(size_t k, const float* a, size_t lda, const float* b, size
     V bv[kNV];
     for (int v = 0; v < kNV; ++v) bv[v] = Vec::load(b + p * ldb + v * Vec::W);
     for (int i = 0; i < MR; ++i) {
-      V av = Vec::set1(a[i * lda + p]);
+      V av = Vec::set1(a.a[i * a.row + p * a.depth]);
       for (int v = 0; v < kNV; ++v) acc[i][v] = Vec::fmadd(av, bv[v], acc[i][v]);
     }
   }
@@ -29,39 +29,41 @@ inline void gemm_tile(size_t k, const float* a, size_t lda, const float* b, size
 
 // One vector of `width` (<= W) columns.
 template <int MR>
-inline void gemm_tile_narrow(size_t k, const float* a, size_t lda, const float* b, size_t ldb, float* c, size_t ldc,
+inline void gemm_tile_narrow(size_t k, StridedA a, const float* b, size_t ldb, float* c, size_t ldc,
                              size_t width) {
   using V = typename Vec::V;
   V acc[MR];
   for (int i = 0; i < MR; ++i) acc[i] = Vec::loadn(c + i * ldc, width);
   for (size_t p = 0; p < k; ++p) {
     V bv = Vec::loadn(b + p * ldb, width);
-    for (int i = 0; i < MR; ++i) acc[i] = Vec::fmadd(Vec::set1(a[i * lda + p]), bv, acc[i]);
+    for (int i = 0; i < MR; ++i) acc[i] = Vec::fmadd(Vec::set1(a.a[i * a.row + p * a.depth]), bv, acc[i]);
   }
   for (int i = 0; i < MR; ++i) Vec::storen(c + i * ldc, acc[i], width);
 }
 
 template <int MR>
-void gemm_rows(size_t n, size_t k, const float* a, size_t lda, const float* b, size_t ldb, float* c, size_t ldc) {
+void gemm_rows(size_t n, size_t k, StridedA a, const float* b, size_t ldb, float* c, size_t ldc) {
   const size_t wide = kNV * Vec::W;
   size_t j = 0;
-  for (; j + wide <= n; j += wide) gemm_tile<MR>(k, a, lda, b + j, ldb, c + j, ldc);
-  for (; j < n; j += Vec::W) gemm_tile_narrow<MR>(k, a, lda, b + j, ldb, c + j, ldc, std::min(Vec::W, n - j));
+  for (; j + wide <= n; j += wide) gemm_tile<MR>(k, a, b + j, ldb, c + j, ldc);
+  for (; j < n; j += Vec::W) gemm_tile_narrow<MR>(k, a, b + j, ldb, c + j, ldc, std::min(Vec::W, n - j));
 }
+
+inline StridedA shift(StridedA a, size_t rows) { return {a.a + rows * a.row, a.row, a.depth}; }
 
 // The last m < kMR rows, as one tile of exactly m rows.
 template <int R>
-inline void gemm_tail_rows(size_t m, size_t n, size_t k, const float* a, size_t lda, const float* b, size_t ldb,
+inline void gemm_tail_rows(size_t m, size_t n, size_t k, StridedA a, const float* b, size_t ldb,
                            float* c, size_t ldc) {
   if constexpr (R > 0) {
-    if (m == size_t(R)) gemm_rows<R>(n, k, a, lda, b, ldb, c, ldc);
-    else gemm_tail_rows<R - 1>(m, n, k, a, lda, b, ldb, c, ldc);
+    if (m == size_t(R)) gemm_rows<R>(n, k, a, b, ldb, c, ldc);
+    else gemm_tail_rows<R - 1>(m, n, k, a, b, ldb, c, ldc);
   }
 }
 
-void gemm_block(size_t m, size_t n, size_t k, const float* a, size_t lda, const float* b, size_t ldb, float* c,
+void gemm_block(size_t m, size_t n, size_t k, StridedA a, const float* b, size_t ldb, float* c,
              size_t ldc) {
   size_t i = 0;
-  for (; i + kMR <= m; i += kMR) gemm_rows<kMR>(n, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc);
-  gemm_tail_rows<kMR - 1>(m - i, n, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc);
+  for (; i + kMR <= m; i += kMR) gemm_rows<kMR>(n, k, shift(a, i), b, ldb, c + i * ldc, ldc);
+  gemm_tail_rows<kMR - 1>(m - i, n, k, shift(a, i), b, ldb, c + i * ldc, ldc);
 }

@@ -85,10 +85,12 @@ void info_nce(const InfoNceArgs& a, InfoNceOut& out) {
     out.row_loss[i] = float(double(mx) + std::log(sum) - double(sp));
     out.rank[i] = rank;
     if (grads) {
+      // dL/da scaled for the backward products: by 1/tau, and for cosine by 1/|q_i| (see below).
       const double w = a.weights ? double(a.weights[i]) : 1.0;
-      const float g = float(w / double(B) / sum);
+      const double rs = double(ri);
+      const float g = float(w / double(B) / sum * rs);
       for (size_t j = 0; j < M; ++j) s[j] *= g;
-      s[a.pos[i]] -= float(w / double(B));
+      s[a.pos[i]] -= float(w / double(B) * rs);
     }
   });
   double loss = 0;
@@ -101,23 +103,21 @@ void info_nce(const InfoNceArgs& a, InfoNceOut& out) {
   out.accuracy = double(hits) / double(B);
   if (!grads) return;
 
-  // dL/dq̂_i = sum_j G_ij / tau * p̂_j: fold 1/tau and 1/|p_j| into G so the raw P serves as p̂.
-  // dL/dp̂_j = sum_i G_ij / tau * q̂_i: the transpose, folding 1/|q_i|.
-  AlignedBuffer tbuf(M * B * sizeof(float));
-  float* GT = tbuf.as<float>();
-  for (size_t i = 0; i < B; ++i)
-    for (size_t j = 0; j < M; ++j) GT[j * B + i] = S[i * M + j] * (a.cosine ? inv_t / qn[i] : inv_t);
-  if (out.dq) {
-    for (size_t i = 0; i < B; ++i)
-      for (size_t j = 0; j < M; ++j) S[i * M + j] *= a.cosine ? inv_t / pn[j] : inv_t;
-    std::memset(out.dq, 0, B * D * sizeof(float));
-    gemm_nn(B, D, M, S, M, a.p, D, out.dq, D);
-    if (a.cosine) through_normalize(a.q, qn, B, D, out.dq);
-  }
+  // With G = dL/da: dL/dp̂_j = sum_i G_ij / tau * q̂_i and dL/dq̂_i = sum_j G_ij / tau * p̂_j. S now holds
+  // H_ij = G_ij / (tau |q_i|) (|q_i| = 1 for dot scores), so dL/dp̂ = Hᵀ Q with the raw Q, read through a
+  // transposed view of S (no copy). For dL/dq̂ the scale must be 1 / (tau |p_j|): S is rescaled in place.
   if (out.dp) {
     std::memset(out.dp, 0, M * D * sizeof(float));
-    gemm_nn(M, D, B, GT, B, a.q, D, out.dp, D);
+    gemm(M, D, B, {S, 1, M}, a.q, D, out.dp, D);
     if (a.cosine) through_normalize(a.p, pn, M, D, out.dp);
+  }
+  if (out.dq) {
+    if (a.cosine)
+      for (size_t i = 0; i < B; ++i)
+        for (size_t j = 0; j < M; ++j) S[i * M + j] *= qn[i] / pn[j];
+    std::memset(out.dq, 0, B * D * sizeof(float));
+    gemm(B, D, M, {S, M, 1}, a.p, D, out.dq, D);
+    if (a.cosine) through_normalize(a.q, qn, B, D, out.dq);
   }
 }
 

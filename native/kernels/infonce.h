@@ -9,7 +9,7 @@
 // SPEC §3.3). Accuracy is the fraction of rows with rank 1. DPR's `correct` (argmax == pos, lowest index on
 // ties) differs only on exact ties.
 //
-// Extra memory: the [B, M] score matrix and one [M, B] transpose of its gradient.
+// Extra memory: the [B, M] score matrix (which becomes the gradient of the scores).
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -1,0 +1,176 @@
+// Micro-benchmarks of the issue-3 kernels (MaxSim, SPLADE pooling, InfoNCE, ensemble MI) against libtorch
+// (quorum_torch_baselines.node) and plain JS (lib/reference), all in one run.
+//
+// libtorch runs at 1 and at 2 ATen threads and the faster counts (its matmuls use OpenBLAS's own threads, so
+// one ATen thread is often its best); ours run with the pool's default thread count.
+import { Tensor, capabilities, ensembleMISync, infoNceSync, maxSimSync, spladePoolSync } from '../lib/index.js';
+import { ensembleMIRef } from '../lib/reference/ensemble.js';
+import { maxSimRef } from '../lib/reference/maxsim.js';
+import { spladePoolRef } from '../lib/reference/splade.js';
+import { type TorchTimed, baselinesAddon, torchBaselinesAddon } from './baselines.js';
+import { fillRandom, fmt, printTable, timeIt } from './harness.js';
+
+export interface KernelRow {
+  kernel: string;
+  case: string;
+  contender: string;
+  ms: number;
+  note?: string;
+}
+
+function torchBest<T>(run: () => TorchTimed<T>): { ms: number; out: T; threads: number } {
+  const torch = torchBaselinesAddon()!;
+  let best: { ms: number; out: T; threads: number } | undefined;
+  for (const threads of [1, 2]) {
+    torch.setThreads(threads);
+    const r = run();
+    if (!best || r.ms < best.ms) best = { ms: r.ms, out: r.out, threads };
+  }
+  return best!;
+}
+
+function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs((a[i] as number) - (b[i] as number)));
+  return m;
+}
+
+export async function benchKernels(opts: { quick: boolean }): Promise<{ rows: KernelRow[]; checks: string[]; memReadGBs?: number }> {
+  const torch = torchBaselinesAddon();
+  const base = baselinesAddon();
+  const threads = capabilities().threads;
+  const memReadGBs = base?.memReadGBs(threads);
+  const rows: KernelRow[] = [];
+  const checks: string[] = [];
+  const add = (kernel: string, c: string, contender: string, ms: number, note?: string) => {
+    rows.push({ kernel, case: c, contender, ms, ...(note ? { note } : {}) });
+    console.log(`  ${kernel} ${c} ${contender}: ${fmt(ms)} ms${note ? ` (${note})` : ''}`);
+  };
+  const ratio = (label: string, ours: number, other: number | undefined, min: number) => {
+    if (other === undefined || !Number.isFinite(other)) return;
+    const v = other / ours;
+    checks.push(`${v >= min ? 'PASS' : 'MISS'}  ${label}: ${fmt(v)}x (target >= ${min}x)`);
+  };
+  if (!torch) console.log('  (quorum_torch_baselines.node not built: libtorch rows skipped)');
+
+  // MaxSim: Lq = 32 query tokens against N documents of 180 tokens x 128 dims (f32), ColBERT's sizes.
+  for (const N of opts.quick ? [1000] : [1000, 10_000]) {
+    const Ld = 180, d = 128, Lq = 32;
+    const c = `${N} docs x ${Ld} x ${d}, Lq=${Lq}`;
+    const docs = Tensor.zeros([N, Ld, d]);
+    fillRandom(docs.data, 11);
+    const q = fillRandom(new Float32Array(Lq * d), 12);
+    const lengths = new Int32Array(N).fill(Ld);
+    const ours = await timeIt(() => maxSimSync({ data: q, shape: [Lq, d] }, { tokens: docs, lengths }), { minReps: 5, minSeconds: 1 });
+    add('maxSim', c, 'quorum f32', ours * 1e3);
+    const bf = docs.to('bf16');
+    add('maxSim', c, 'quorum bf16 docs', (await timeIt(() => maxSimSync({ data: q, shape: [Lq, d] }, { tokens: bf, lengths }), { minReps: 5 })) * 1e3);
+    bf.dispose();
+    const got = maxSimSync({ data: q, shape: [Lq, d] }, { tokens: docs, lengths }).scores.data;
+    if (torch) {
+      const t = torchBest(() => torch.maxSim(q, docs.data, lengths, N, Ld, d, Lq, 3));
+      add('maxSim', c, 'libtorch matmul+max+sum', t.ms, `${t.threads} ATen thread(s); max |diff| ${fmt(maxAbsDiff(got, t.out))}`);
+      ratio(`maxSim ${N} docs vs libtorch`, ours * 1e3, t.ms, 3);
+    }
+    // Plain JS on the first 100 documents, scaled to N (the cost is linear in N).
+    const sub = 100;
+    const start = Int32Array.from({ length: sub }, (_, i) => i * Ld);
+    const t0 = performance.now();
+    maxSimRef({ q, nq: 1, lq: Lq, dim: d, tokens: docs.data.subarray(0, sub * Ld * d), start, length: lengths.subarray(0, sub) });
+    const js = ((performance.now() - t0) * N) / sub;
+    add('maxSim', c, 'plain JS', js, `measured on ${sub} docs, scaled`);
+    ratio(`maxSim ${N} docs vs plain JS`, ours * 1e3, js, 50);
+    docs.dispose();
+  }
+
+  // SPLADE pooling: 32 x 128 x 30522 f32 logits, random sequence lengths (masked tails).
+  {
+    const B = 32, L = 128, V = 30522;
+    const c = `${B} x ${L} x ${V}, random lengths`;
+    const x = Tensor.zeros([B, L, V]);
+    fillRandom(x.data, 21);
+    const mask = new Uint8Array(B * L);
+    let used = 0;
+    const lens = fillRandom(new Float32Array(B), 22);
+    for (let b = 0; b < B; b++) {
+      const len = 8 + Math.floor(((lens[b] as number) + 1) / 2 * (L - 8));
+      mask.fill(1, b * L, b * L + len);
+      used += len;
+    }
+    const gb = (used * V * 4) / 1e9;
+    const values = await timeIt(() => spladePoolSync(x, { mask }), { minReps: 5 });
+    add('spladePool', c, 'quorum values', values * 1e3, `${fmt(gb / values)} GB/s of unmasked logits`);
+    const witharg = await timeIt(() => spladePoolSync(x, { mask, argmax: true }), { minReps: 5 });
+    add('spladePool', c, 'quorum values+argmax', witharg * 1e3, `${fmt(gb / witharg)} GB/s`);
+    if (memReadGBs) {
+      const share = gb / values / memReadGBs;
+      checks.push(`${share >= 0.7 ? 'PASS' : 'MISS'}  spladePool (values) at ${fmt(100 * share)}% of the measured ${fmt(memReadGBs)} GB/s read bandwidth (target >= 70%; with arg-max ${fmt((100 * gb) / witharg / memReadGBs)}%)`);
+    }
+    const got = spladePoolSync(x, { mask }).weights.data;
+    if (torch) {
+      const t = torchBest(() => torch.spladePool(x.data, mask, B, L, V, 2));
+      add('spladePool', c, 'libtorch max(log1p(relu(x))*mask)', t.ms, `${t.threads} ATen thread(s); max |diff| ${fmt(maxAbsDiff(got, t.out))}`);
+      ratio('spladePool vs libtorch', values * 1e3, t.ms, 3);
+    }
+    const t0 = performance.now();
+    spladePoolRef(x.data.subarray(0, 2 * L * V), 2, L, V, mask.subarray(0, 2 * L));
+    const js = ((performance.now() - t0) * B) / 2;
+    add('spladePool', c, 'plain JS', js, 'measured on 2 sequences, scaled');
+    x.dispose();
+  }
+
+  // InfoNCE forward + backward: B = 128 queries, each with its positive and one hard negative (M = 256).
+  {
+    const B = 128, D = 768, M = 2 * B;
+    const c = `B=${B} M=${M} D=${D}`;
+    const q = fillRandom(new Float32Array(B * D), 31).map((v) => v * 0.1);
+    const p = fillRandom(new Float32Array(M * D), 32).map((v) => v * 0.1);
+    const pos = Int32Array.from({ length: B }, (_, i) => 2 * i);
+    // Native tensors, as a training loop holds its embeddings (64-byte aligned, unlike most JS arrays).
+    const qt = Tensor.from(q, [B, D]);
+    const pt = Tensor.from(p, [M, D]);
+    const ours = await timeIt(() => infoNceSync(qt, pt, pos), { minReps: 50, minSeconds: 1 });
+    add('infoNce', c, 'quorum fwd+bwd', ours * 1e3);
+    const borrowed = await timeIt(() => infoNceSync({ data: q, shape: [B, D] }, { data: p, shape: [M, D] }, pos), { minReps: 50, minSeconds: 1 });
+    add('infoNce', c, 'quorum fwd+bwd, borrowed JS arrays', borrowed * 1e3);
+    if (torch) {
+      const got = infoNceSync(qt, pt, pos);
+      const t = torchBest(() => torch.infoNce(q, p, pos, B, M, D, 50));
+      add('infoNce', c, 'libtorch autograd', t.ms, `${t.threads} ATen thread(s); |loss diff| ${fmt(Math.abs(got.loss - t.out.loss))}, max |dQ diff| ${fmt(maxAbsDiff(got.dQ!.data, t.out.dq))}`);
+      ratio('infoNce fwd+bwd vs libtorch autograd', ours * 1e3, t.ms, 1.5);
+    }
+  }
+
+  // Ensemble MI: K = 20 members x L = 100 candidates x 10,000 queries, temperature 1e-3 (DPR-MUF).
+  {
+    const Bq = 10_000, K = 20, L = 100;
+    const c = `${Bq} queries, K=${K}, L=${L}`;
+    const z = Tensor.zeros([Bq, K, L]);
+    fillRandom(z.data, 41);
+    for (let i = 0; i < z.size; i++) z.data[i] = 70 + 5 * (z.data[i] as number);
+    const exact = await timeIt(() => ensembleMISync(z, { temperature: 1e-3 }), { minReps: 5 });
+    add('ensembleMI', c, 'quorum exact', exact * 1e3);
+    const muf = await timeIt(() => ensembleMISync(z, { temperature: 1e-3, mode: 'muf' }), { minReps: 5 });
+    add('ensembleMI', c, 'quorum muf (eps 1e-6)', muf * 1e3);
+    if (torch) {
+      const got = ensembleMISync(z, { temperature: 1e-3, mode: 'muf' }).confidence.data;
+      const t = torchBest(() => torch.ensembleMI(z.data, Bq, K, L, 1e-3, 1e-6, 2));
+      add('ensembleMI', c, 'libtorch softmax/log/sum (eps 1e-6)', t.ms, `${t.threads} ATen thread(s); max |conf diff| ${fmt(maxAbsDiff(got, t.out))}`);
+      ratio('ensembleMI (muf mode, the same formula) vs libtorch', muf * 1e3, t.ms, 10);
+    }
+    const rowsOf = (b: number) => Array.from({ length: K }, (_, k) => Array.from(z.data.subarray((b * K + k) * L, (b * K + k + 1) * L)));
+    const t0 = performance.now();
+    for (let b = 0; b < 200; b++) ensembleMIRef(rowsOf(b), 1e-3, 'muf');
+    add('ensembleMI', c, 'plain JS', ((performance.now() - t0) * Bq) / 200, 'measured on 200 queries, scaled');
+    z.dispose();
+  }
+
+  console.log('\nkernels (ms per call, same run):');
+  printTable(
+    ['kernel', 'case', 'contender', 'ms', 'note'],
+    rows.map((r) => [r.kernel, r.case, r.contender, r.ms, r.note ?? '']),
+  );
+  console.log('\nkernel targets:');
+  for (const c of checks) console.log('  ' + c);
+  return { rows, checks, ...(memReadGBs !== undefined ? { memReadGBs } : {}) };
+}
