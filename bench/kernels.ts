@@ -5,6 +5,7 @@
 // one ATen thread is often its best); ours run with the pool's default thread count.
 import { Tensor, capabilities, ensembleMISync, infoNceSync, maxSimSync, spladePoolSync } from '../lib/index.js';
 import { ensembleMIRef } from '../lib/reference/ensemble.js';
+import { infoNceGradRef } from '../lib/reference/infonce.js';
 import { maxSimRef } from '../lib/reference/maxsim.js';
 import { spladePoolRef } from '../lib/reference/splade.js';
 import { type TorchTimed, baselinesAddon, torchBaselinesAddon } from './baselines.js';
@@ -139,6 +140,9 @@ export async function benchKernels(opts: { quick: boolean }): Promise<{ rows: Ke
       add('infoNce', c, 'libtorch autograd', t.ms, `${t.threads} ATen thread(s); |loss diff| ${fmt(Math.abs(got.loss - t.out.loss))}, max |dQ diff| ${fmt(maxAbsDiff(got.dQ!.data, t.out.dq))}`);
       ratio('infoNce fwd+bwd vs libtorch autograd', ours * 1e3, t.ms, 1.5);
     }
+    const t0 = performance.now();
+    infoNceGradRef({ q, p, B, M, D, pos });
+    add('infoNce', c, 'plain JS fwd+bwd', performance.now() - t0, 'one call');
   }
 
   // Ensemble MI: K = 20 members x L = 100 candidates x 10,000 queries, temperature 1e-3 (DPR-MUF).

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { QuorumError, capabilities, infoNce, infoNceSync, setIsa, type Isa } from '../lib/index.js';
-import { infoNceRef } from '../lib/reference/infonce.js';
+import { infoNceGradRef, infoNceRef } from '../lib/reference/infonce.js';
 import { randomF32 } from './helpers.js';
 
 const caps = capabilities();
@@ -75,6 +75,17 @@ describe('infoNce gradients', () => {
       const fd = (loss(q, a) - loss(q, b)) / (2 * h);
       expect(Math.abs((got.dP!.data[i] as number) - fd)).toBeLessThan(tol * (1 + Math.abs(fd)));
     }
+  });
+
+  it('the plain-loop reference gradients (the benchmark baseline) agree with the kernel', () => {
+    const B = 4, M = 8, D = 6;
+    const q = randomF32(B * D, 3), p = randomF32(M * D, 4);
+    const pos = Int32Array.from([1, 0, 5, 7]);
+    const ref = infoNceGradRef({ q, p, B, M, D, pos, temperature: 0.5 });
+    const got = infoNceSync({ data: q, shape: [B, D] }, { data: p, shape: [M, D] }, pos, { temperature: 0.5 });
+    expect(got.loss).toBeCloseTo(ref.loss, 5);
+    ref.dq.forEach((v, i) => expect(got.dQ!.data[i]).toBeCloseTo(v, 5));
+    ref.dp.forEach((v, i) => expect(got.dP!.data[i]).toBeCloseTo(v, 5));
   });
 
   it('stays finite for large scores (dot ~ 100 at tau = 0.01) and counts ties in the positive favour', () => {

@@ -44,3 +44,36 @@ export function infoNceRef(a: InfoNceRefInput): { loss: number; rowLoss: Float64
   }
   return { loss: loss / a.B, rowLoss, rank };
 }
+
+/** Dot-product InfoNCE forward and backward in plain loops (the benchmark's plain-JS contender). */
+export function infoNceGradRef(a: InfoNceRefInput): { loss: number; dq: Float64Array; dp: Float64Array } {
+  const { B, M, D } = a;
+  const t = a.temperature ?? 1;
+  const G = new Float64Array(B * M);
+  let loss = 0;
+  for (let i = 0; i < B; i++) {
+    let m = -Infinity;
+    for (let j = 0; j < M; j++) {
+      let d = 0;
+      for (let k = 0; k < D; k++) d += (a.q[i * D + k] as number) * (a.p[j * D + k] as number);
+      G[i * M + j] = d / t;
+      m = Math.max(m, d / t);
+    }
+    let sum = 0;
+    for (let j = 0; j < M; j++) sum += Math.exp((G[i * M + j] as number) - m);
+    const pos = a.pos[i] as number;
+    loss += m + Math.log(sum) - (G[i * M + pos] as number);
+    for (let j = 0; j < M; j++) G[i * M + j] = (Math.exp((G[i * M + j] as number) - m) / sum - (j === pos ? 1 : 0)) / (B * t);
+  }
+  const dq = new Float64Array(B * D);
+  const dp = new Float64Array(M * D);
+  for (let i = 0; i < B; i++)
+    for (let j = 0; j < M; j++) {
+      const g = G[i * M + j] as number;
+      for (let k = 0; k < D; k++) {
+        dq[i * D + k]! += g * (a.p[j * D + k] as number);
+        dp[j * D + k]! += g * (a.q[i * D + k] as number);
+      }
+    }
+  return { loss: loss / B, dq, dp };
+}
