@@ -16,8 +16,10 @@ struct StridedA {
 
 struct GemmOps {
   const char* isa;
-  // C[i, j] += sum_p A(i, p) * B[p, j] for i < m, j < n, p < k.
-  void (*gemm)(size_t m, size_t n, size_t k, StridedA a, const float* b, size_t ldb, float* c, size_t ldc);
+  // C[i, j] (+)= sum_p A(i, p) * B[p, j] for i < m, j < n, 0 < k: accumulates into C, or overwrites it
+  // when `accumulate` is false (so outputs need no zero fill first).
+  void (*gemm)(size_t m, size_t n, size_t k, StridedA a, const float* b, size_t ldb, float* c, size_t ldc,
+               bool accumulate);
 };
 
 const GemmOps& gemm_scalar();
@@ -25,6 +27,7 @@ const GemmOps* gemm_avx2();
 const GemmOps* gemm_avx512();
 
 // The active variant over the thread pool, in blocks of C (and of k, to keep a panel of B in L2).
-void gemm(size_t m, size_t n, size_t k, StridedA a, const float* b, size_t ldb, float* c, size_t ldc);
+void gemm(size_t m, size_t n, size_t k, StridedA a, const float* b, size_t ldb, float* c, size_t ldc,
+          bool accumulate);
 
 }  // namespace quorum::kernels

@@ -10,11 +10,11 @@ constexpr int kNV = Vec::W == 16 ? 3 : Vec::W == 8 ? 2 : 4;
 
 // Full-width tile: NV * W columns starting at c.
 template <int MR>
-inline void gemm_tile(size_t k, StridedA a, const float* b, size_t ldb, float* c, size_t ldc) {
+inline void gemm_tile(size_t k, StridedA a, const float* b, size_t ldb, float* c, size_t ldc, bool acc_c) {
   using V = typename Vec::V;
   V acc[MR][kNV];
   for (int i = 0; i < MR; ++i)
-    for (int v = 0; v < kNV; ++v) acc[i][v] = Vec::load(c + i * ldc + v * Vec::W);
+    for (int v = 0; v < kNV; ++v) acc[i][v] = acc_c ? Vec::load(c + i * ldc + v * Vec::W) : Vec::zero();
   for (size_t p = 0; p < k; ++p) {
     V bv[kNV];
     for (int v = 0; v < kNV; ++v) bv[v] = Vec::load(b + p * ldb + v * Vec::W);
@@ -30,10 +30,10 @@ inline void gemm_tile(size_t k, StridedA a, const float* b, size_t ldb, float* c
 // One vector of `width` (<= W) columns.
 template <int MR>
 inline void gemm_tile_narrow(size_t k, StridedA a, const float* b, size_t ldb, float* c, size_t ldc,
-                             size_t width) {
+                             size_t width, bool acc_c) {
   using V = typename Vec::V;
   V acc[MR];
-  for (int i = 0; i < MR; ++i) acc[i] = Vec::loadn(c + i * ldc, width);
+  for (int i = 0; i < MR; ++i) acc[i] = acc_c ? Vec::loadn(c + i * ldc, width) : Vec::zero();
   for (size_t p = 0; p < k; ++p) {
     V bv = Vec::loadn(b + p * ldb, width);
     for (int i = 0; i < MR; ++i) acc[i] = Vec::fmadd(Vec::set1(a.a[i * a.row + p * a.depth]), bv, acc[i]);
@@ -42,11 +42,11 @@ inline void gemm_tile_narrow(size_t k, StridedA a, const float* b, size_t ldb, f
 }
 
 template <int MR>
-void gemm_rows(size_t n, size_t k, StridedA a, const float* b, size_t ldb, float* c, size_t ldc) {
+void gemm_rows(size_t n, size_t k, StridedA a, const float* b, size_t ldb, float* c, size_t ldc, bool acc_c) {
   const size_t wide = kNV * Vec::W;
   size_t j = 0;
-  for (; j + wide <= n; j += wide) gemm_tile<MR>(k, a, b + j, ldb, c + j, ldc);
-  for (; j < n; j += Vec::W) gemm_tile_narrow<MR>(k, a, b + j, ldb, c + j, ldc, std::min(Vec::W, n - j));
+  for (; j + wide <= n; j += wide) gemm_tile<MR>(k, a, b + j, ldb, c + j, ldc, acc_c);
+  for (; j < n; j += Vec::W) gemm_tile_narrow<MR>(k, a, b + j, ldb, c + j, ldc, std::min(Vec::W, n - j), acc_c);
 }
 
 inline StridedA shift(StridedA a, size_t rows) { return {a.a + rows * a.row, a.row, a.depth}; }
@@ -54,16 +54,16 @@ inline StridedA shift(StridedA a, size_t rows) { return {a.a + rows * a.row, a.r
 // The last m < kMR rows, as one tile of exactly m rows.
 template <int R>
 inline void gemm_tail_rows(size_t m, size_t n, size_t k, StridedA a, const float* b, size_t ldb,
-                           float* c, size_t ldc) {
+                           float* c, size_t ldc, bool acc_c) {
   if constexpr (R > 0) {
-    if (m == size_t(R)) gemm_rows<R>(n, k, a, b, ldb, c, ldc);
-    else gemm_tail_rows<R - 1>(m, n, k, a, b, ldb, c, ldc);
+    if (m == size_t(R)) gemm_rows<R>(n, k, a, b, ldb, c, ldc, acc_c);
+    else gemm_tail_rows<R - 1>(m, n, k, a, b, ldb, c, ldc, acc_c);
   }
 }
 
-void gemm_block(size_t m, size_t n, size_t k, StridedA a, const float* b, size_t ldb, float* c,
-             size_t ldc) {
+void gemm_block(size_t m, size_t n, size_t k, StridedA a, const float* b, size_t ldb, float* c, size_t ldc,
+                bool accumulate) {
   size_t i = 0;
-  for (; i + kMR <= m; i += kMR) gemm_rows<kMR>(n, k, shift(a, i), b, ldb, c + i * ldc, ldc);
-  gemm_tail_rows<kMR - 1>(m - i, n, k, shift(a, i), b, ldb, c + i * ldc, ldc);
+  for (; i + kMR <= m; i += kMR) gemm_rows<kMR>(n, k, shift(a, i), b, ldb, c + i * ldc, ldc, accumulate);
+  gemm_tail_rows<kMR - 1>(m - i, n, k, shift(a, i), b, ldb, c + i * ldc, ldc, accumulate);
 }

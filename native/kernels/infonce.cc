@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -11,6 +10,7 @@
 #include "../common/thread_pool.h"
 #include "dense_search.h"
 #include "gemm.h"
+#include "softmax.h"
 
 namespace quorum::kernels {
 namespace {
@@ -66,22 +66,19 @@ void info_nce(const InfoNceArgs& a, InfoNceOut& out) {
   const float inv_t = 1.f / a.temperature;
   const bool grads = out.dq || out.dp;
   // Row pass: logits, log-sum-exp with the max subtracted, loss, rank; S becomes dL/da (scaled below).
+  const SoftmaxOps& sm = softmax_ops();
   ThreadPool::global().parallel_for(B, [&](size_t i, int) {
     float* s = S + i * M;
     const float ri = a.cosine ? inv_t / qn[i] : inv_t;
-    float mx = -INFINITY;
-    for (size_t j = 0; j < M; ++j) {
-      s[j] *= a.cosine ? ri / pn[j] : ri;
-      mx = std::max(mx, s[j]);
-    }
+    if (a.cosine)
+      for (size_t j = 0; j < M; ++j) s[j] *= ri / pn[j];
+    else
+      for (size_t j = 0; j < M; ++j) s[j] *= ri;
+    const float mx = sm.max(s, M);
     const float sp = s[a.pos[i]];
     int32_t rank = 1;
     for (size_t j = 0; j < M; ++j) rank += s[j] > sp;
-    double sum = 0;
-    for (size_t j = 0; j < M; ++j) {
-      s[j] = std::exp(s[j] - mx);
-      sum += s[j];
-    }
+    const double sum = sm.exp_shift(s, M, mx, 1.f, s);
     out.row_loss[i] = float(double(mx) + std::log(sum) - double(sp));
     out.rank[i] = rank;
     if (grads) {
@@ -107,16 +104,14 @@ void info_nce(const InfoNceArgs& a, InfoNceOut& out) {
   // H_ij = G_ij / (tau |q_i|) (|q_i| = 1 for dot scores), so dL/dp̂ = Hᵀ Q with the raw Q, read through a
   // transposed view of S (no copy). For dL/dq̂ the scale must be 1 / (tau |p_j|): S is rescaled in place.
   if (out.dp) {
-    std::memset(out.dp, 0, M * D * sizeof(float));
-    gemm(M, D, B, {S, 1, M}, a.q, D, out.dp, D);
+    gemm(M, D, B, {S, 1, M}, a.q, D, out.dp, D, false);
     if (a.cosine) through_normalize(a.p, pn, M, D, out.dp);
   }
   if (out.dq) {
     if (a.cosine)
       for (size_t i = 0; i < B; ++i)
         for (size_t j = 0; j < M; ++j) S[i * M + j] *= qn[i] / pn[j];
-    std::memset(out.dq, 0, B * D * sizeof(float));
-    gemm(B, D, M, {S, M, 1}, a.p, D, out.dq, D);
+    gemm(B, D, M, {S, M, 1}, a.p, D, out.dq, D, false);
     if (a.cosine) through_normalize(a.q, qn, B, D, out.dq);
   }
 }

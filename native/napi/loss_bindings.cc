@@ -55,8 +55,8 @@ Napi::Value InfoNce(const Napi::CallbackInfo& info) {
   out->rank = data_of<int32_t>(rk);
   out->dq = out->dp = nullptr;
   if (flag(info[6])) {
-    Napi::Object dq = TensorObject::Create(env, Dtype::F32, {B, D});
-    Napi::Object dp = TensorObject::Create(env, Dtype::F32, {M, D});
+    Napi::Object dq = TensorObject::Create(env, Dtype::F32, {B, D}, false);  // written in full by the GEMMs
+    Napi::Object dp = TensorObject::Create(env, Dtype::F32, {M, D}, false);
     result.Set("dQ", dq);
     result.Set("dP", dp);
     pins.push_back(dq);

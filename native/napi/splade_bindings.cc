@@ -59,7 +59,8 @@ Napi::Value SpladePoolBackward(const Napi::CallbackInfo& info) {
   TensorObject* gt = TensorObject::From(env, info[2], "grad");
   require_dtype(gt, Dtype::F32, "grad");
   require_shape(gt, {int64_t(x.batch), int64_t(x.vocab)}, "grad");
-  Napi::Object out = TensorObject::Create(env, Dtype::F32, {int64_t(x.batch), int64_t(x.len), int64_t(x.vocab)});
+  // The backward kernel clears every row before scattering the gradient.
+  Napi::Object out = TensorObject::Create(env, Dtype::F32, {int64_t(x.batch), int64_t(x.len), int64_t(x.vocab)}, false);
   const auto* ap = reinterpret_cast<const int32_t*>(at->data());
   const auto* gp = reinterpret_cast<const float*>(gt->data());
   float* op = data_of<float>(out);

@@ -94,7 +94,9 @@ TensorObject::TensorObject(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Te
     } else {
       owned_ = std::make_shared<AlignedBuffer>(bytes_);
       ptr_ = owned_->as<uint8_t>();
-      if (bytes_) std::memset(ptr_, 0, bytes_);
+      // A 4th argument `false` (internal: kernel outputs that the kernel writes in full) skips the zero fill.
+      bool zero = !(info.Length() > 3 && info[3].IsBoolean() && !info[3].As<Napi::Boolean>().Value());
+      if (bytes_ && zero) std::memset(ptr_, 0, bytes_);
       Napi::MemoryManagement::AdjustExternalMemory(env, int64_t(bytes_));
       accounted_ = true;
     }
@@ -109,10 +111,11 @@ TensorObject::~TensorObject() {
   if (accounted_) Napi::MemoryManagement::AdjustExternalMemory(Env(), -int64_t(bytes_));
 }
 
-Napi::Object TensorObject::Create(Napi::Env env, Dtype dtype, const std::vector<int64_t>& shape) {
+Napi::Object TensorObject::Create(Napi::Env env, Dtype dtype, const std::vector<int64_t>& shape, bool zero) {
   Napi::Array s = Napi::Array::New(env, shape.size());
   for (size_t i = 0; i < shape.size(); ++i) s.Set(uint32_t(i), Napi::Number::New(env, double(shape[i])));
-  return addon_data(env).tensor_ctor.New({Napi::Number::New(env, int(dtype)), s});
+  return addon_data(env).tensor_ctor.New(
+      {Napi::Number::New(env, int(dtype)), s, env.Undefined(), Napi::Boolean::New(env, zero)});
 }
 
 bool TensorObject::IsTensor(Napi::Env env, const Napi::Value& v) {

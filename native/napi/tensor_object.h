@@ -24,8 +24,9 @@ class TensorObject : public Napi::ObjectWrap<TensorObject> {
   explicit TensorObject(const Napi::CallbackInfo& info);
   ~TensorObject() override;
 
-  // A new zero-filled tensor owned by native memory.
-  static Napi::Object Create(Napi::Env env, Dtype dtype, const std::vector<int64_t>& shape);
+  // A new tensor owned by native memory, zero-filled unless `zero` is false (for outputs a kernel writes in
+  // full before anyone can read them).
+  static Napi::Object Create(Napi::Env env, Dtype dtype, const std::vector<int64_t>& shape, bool zero = true);
   static bool IsTensor(Napi::Env env, const Napi::Value& v);
   // The tensor in `v`; throws ERR_ARG when `v` is not one and ERR_DISPOSED when it was disposed.
   static TensorObject* From(Napi::Env env, const Napi::Value& v, const char* what);

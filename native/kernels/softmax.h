@@ -1,0 +1,22 @@
+// Row softmax pieces shared by the losses: the exponentials of a shifted, scaled row and their sum, one SIMD
+// pass (the contrastive loss calls it once per query row).
+#pragma once
+#include <cstddef>
+
+namespace quorum::kernels {
+
+struct SoftmaxOps {
+  const char* isa;
+  // out[j] = exp((x[j] - shift) * scale) for j < n; returns the sum of out (f32 lanes, combined in f64).
+  // out may alias x.
+  double (*exp_shift)(const float* x, size_t n, float shift, float scale, float* out);
+  // The maximum of x[0..n) (-inf for n = 0; NaN entries are skipped).
+  float (*max)(const float* x, size_t n);
+};
+
+const SoftmaxOps& softmax_scalar();
+const SoftmaxOps* softmax_avx2();
+const SoftmaxOps* softmax_avx512();
+const SoftmaxOps& softmax_ops();  // the active variant
+
+}  // namespace quorum::kernels

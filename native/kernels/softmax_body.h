@@ -1,0 +1,29 @@
+// Softmax hot loops over a vector type `Vec`, compiled per ISA by softmax_<isa>.cc.
+
+double exp_shift(const float* x, size_t n, float shift, float scale, float* out) {
+  using V = typename Vec::V;
+  const V s = Vec::set1(shift), k = Vec::set1(scale);
+  V acc = Vec::zero();
+  size_t j = 0;
+  for (; j + Vec::W <= n; j += Vec::W) {
+    V e = Vec::exp(Vec::mul(Vec::sub(Vec::load(x + j), s), k));
+    Vec::store(out + j, e);
+    acc = Vec::add(acc, e);
+  }
+  double sum = double(Vec::sum(acc));
+  for (; j < n; ++j) {
+    out[j] = std::exp((x[j] - shift) * scale);
+    sum += double(out[j]);
+  }
+  return sum;
+}
+
+float row_max(const float* x, size_t n) {
+  using V = typename Vec::V;
+  V m = Vec::set1(-INFINITY);
+  size_t j = 0;
+  for (; j + Vec::W <= n; j += Vec::W) m = Vec::max(Vec::load(x + j), m);  // NaN in x keeps m
+  float r = Vec::hmax(m);
+  for (; j < n; ++j) r = x[j] > r ? x[j] : r;
+  return r;
+}
