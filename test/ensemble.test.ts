@@ -51,6 +51,16 @@ describe.each(isas)('ensembleMI, %s variant', (isa) => {
     });
   });
 
+  it('huge negative scores with a ragged tail stay finite (exact mode)', () => {
+    setIsa(isa);
+    const z = new Float32Array(2 * 9).fill(-1e36);
+    z[3] = -9.9e35;
+    const r = ensembleMISync({ data: z, shape: [1, 2, 9] }, { temperature: 1e-3 });
+    expect(Number.isFinite(r.mi.data[0])).toBe(true);
+    expect(r.confidence.data[0]).toBeGreaterThanOrEqual(0);
+    expect(r.confidence.data[0]).toBeLessThanOrEqual(1);
+  });
+
   it('agreeing members give confidence 1; members on K distinct candidates give 0 (6e-6 with the eps)', () => {
     setIsa(isa);
     const K = 4, L = 6;

@@ -122,6 +122,7 @@ describe('infoNce errors', () => {
     ['a dimension mismatch', () => infoNceSync(q, { data: randomF32(30, 2), shape: [6, 5] }, [0, 1, 2]), 'ERR_SHAPE'],
     ['too few positives', () => infoNceSync(q, p, [0, 1]), 'ERR_SHAPE'],
     ['weights of the wrong length', () => infoNceSync(q, p, [0, 1, 2], { weights: [1, 1] }), 'ERR_SHAPE'],
+    ['zero-dimensional vectors', () => infoNceSync({ data: new Float32Array(0), shape: [3, 0] }, { data: new Float32Array(0), shape: [6, 0] }, [0, 1, 2]), 'ERR_SHAPE'],
     ['no passages', () => infoNceSync(q, { data: new Float32Array(0), shape: [0, 4] }, [0, 0, 0]), 'ERR_SHAPE'],
     ['bf16 queries', () => infoNceSync({ data: new Uint16Array(12), shape: [3, 4], dtype: 'bf16' }, p, [0, 1, 2]), 'ERR_DTYPE'],
   ];

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { QuorumError, Tensor, capabilities, maxSim, maxSimBackwardSync, maxSimSync, setIsa, type Isa } from '../lib/index.js';
+import { QuorumError, Tensor, capabilities, maxSim, maxSimBackwardSync, maxSimSync, setIsa, setThreads, type Isa } from '../lib/index.js';
 import { maxSimRef } from '../lib/reference/maxsim.js';
 import { decoded, floatDtypes, randomF32, rng } from './helpers.js';
 
@@ -196,6 +196,21 @@ describe('maxSim API', () => {
       fn();
     } catch (e) {
       expect((e as QuorumError).code).toBe(code);
+    }
+  });
+
+  it('setThreads while async calls run is safe and changes no result', async () => {
+    const docs = { tokens: { data: randomF32(400 * 8, 7), shape: [400, 8] as const }, lengths: new Int32Array(100).fill(4) };
+    const want = Array.from(maxSimSync(q, docs).scores.data);
+    const before = capabilities().threads;
+    try {
+      for (let i = 0; i < 20; i++) {
+        const p = maxSim(q, docs);
+        setThreads(i % 2 ? 1 : 3);
+        expect(Array.from((await p).scores.data)).toEqual(want);
+      }
+    } finally {
+      setThreads(before);
     }
   });
 

@@ -69,6 +69,13 @@ describe.each(isas)('spladePool, %s variant', (isa) => {
     expect(Array.from(m.argmax!.data)).toEqual([-1, -1, -1]);
   });
 
+  it('an infinite logit pools to +Infinity, not NaN', () => {
+    setIsa(isa);
+    const r = spladePoolSync({ data: Float32Array.from([Infinity, 1, -Infinity, 2]), shape: [1, 2, 2] }, { argmax: true });
+    expect(r.weights.data[0]).toBe(Infinity);
+    expect(r.weights.data[1]).toBeCloseTo(Math.log1p(2), 6);
+  });
+
   it('keeps full relative precision for tiny logits (log1p, not log(1 + x))', () => {
     setIsa(isa);
     const x = Float32Array.from([1e-8, 3e-5, 1e-3, 0.7, 30, 1e6, 1e-38, 0]);
@@ -187,6 +194,11 @@ describe('SPLADE API errors', () => {
     [
       'unsorted term ids',
       () => sparseScoresSync(sparseVectors(BigInt64Array.from([0n, 2n]), Int32Array.from([3, 1]), Float32Array.from([1, 1])), toSparseSync({ data: randomF32(4, 1), shape: [1, 4] })),
+      'ERR_RANGE',
+    ],
+    [
+      'an offset that overshoots before a later one decreases',
+      () => sparseScoresSync(sparseVectors(BigInt64Array.from([0n, 5n, 2n]), Int32Array.from([1, 2]), Float32Array.from([1, 1])), toSparseSync({ data: randomF32(4, 1), shape: [1, 4] })),
       'ERR_RANGE',
     ],
     [

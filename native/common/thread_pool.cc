@@ -27,8 +27,8 @@ ThreadPool::~ThreadPool() { stop(); }
 int ThreadPool::threads() const { return threads_; }
 
 void ThreadPool::set_threads(int n) {
-  n = std::clamp(n, 1, 256);
-  std::lock_guard<std::mutex> run(run_mutex_);
+  n = std::clamp(n, 1, kMaxThreads);
+  std::lock_guard<std::recursive_mutex> run(run_mutex_);
   if (n == threads_) return;
   stop();
   start(n);
@@ -88,7 +88,7 @@ void ThreadPool::worker_loop(int worker) {
 
 void ThreadPool::parallel_for(size_t n_tasks, const Task& fn) {
   if (n_tasks == 0) return;
-  std::lock_guard<std::mutex> run(run_mutex_);
+  std::lock_guard<std::recursive_mutex> run(run_mutex_);
   if (threads_ == 1 || n_tasks == 1) {
     for (size_t t = 0; t < n_tasks; ++t) fn(t, 0);
     return;

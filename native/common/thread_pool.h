@@ -2,6 +2,7 @@
 // libraries never oversubscribe the cores. Idle workers sleep on a condition variable (no spinning): on a
 // 2-core machine a spinning pool steals the core the event loop or BLAS needs.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
@@ -17,9 +18,26 @@ class ThreadPool {
   using Task = std::function<void(size_t task, int worker)>;
 
   static ThreadPool& global();
+  static constexpr int kMaxThreads = 256;
+
+  // Holds the pool for one kernel call: set_threads() waits until it is released, so per-worker scratch
+  // sized from threads() stays valid for every parallel_for the call makes. Calls from one thread nest.
+  class Lease {
+   public:
+    explicit Lease(ThreadPool& pool) : pool_(pool), lock_(pool.run_mutex_), threads_(pool.threads_.load()) {}
+    int threads() const { return threads_; }
+    ThreadPool& pool() const { return pool_; }
+
+   private:
+    ThreadPool& pool_;
+    std::unique_lock<std::recursive_mutex> lock_;
+    int threads_;
+  };
+  static Lease lease() { return Lease(global()); }
 
   ~ThreadPool();
-  // Total threads a parallel_for uses, the calling thread included. Clamped to [1, 256].
+  // Total threads a parallel_for uses, the calling thread included. Clamped to [1, kMaxThreads]. Waits for
+  // running kernels (leases) to finish.
   void set_threads(int n);
   int threads() const;
 
@@ -36,12 +54,12 @@ class ThreadPool {
   void worker_loop(int worker);
   void run_tasks(int worker);
 
-  std::mutex run_mutex_;  // one parallel_for at a time
+  std::recursive_mutex run_mutex_;  // one parallel_for (or lease) at a time
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable done_;
   std::vector<std::thread> workers_;
-  int threads_ = 1;
+  std::atomic<int> threads_{1};
   bool stopping_ = false;
   // Current job, guarded by mutex_ except next_ which workers advance.
   const Task* job_ = nullptr;

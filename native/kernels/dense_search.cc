@@ -58,8 +58,9 @@ void score_topk(const QueryMatrix& q, const CorpusMatrix& c, size_t k, int32_t* 
   const size_t B = q.rows, N = c.rows;
   if (B == 0) return;
   const DenseDotOps& ops = dense_dot();
-  ThreadPool& pool = ThreadPool::global();
-  const size_t T = size_t(pool.threads());
+  const ThreadPool::Lease lease = ThreadPool::lease();  // per-worker scratch below is sized from its threads
+  ThreadPool& pool = lease.pool();
+  const size_t T = size_t(lease.threads());
   const size_t row_bytes = c.dim * dtype_size(c.dtype);
   const Prepared qp = prepare(ops, q, c.dtype);
   const Grid grid{B, N, std::min(B, kQueryChunk), block_rows(row_bytes)};
@@ -117,15 +118,16 @@ void score_matrix(const QueryMatrix& q, const CorpusMatrix& c, float* out) {
   const size_t B = q.rows, N = c.rows;
   if (B == 0 || N == 0) return;
   const DenseDotOps& ops = dense_dot();
-  ThreadPool& pool = ThreadPool::global();
+  const ThreadPool::Lease lease = ThreadPool::lease();  // per-worker scratch below is sized from its threads
+  ThreadPool& pool = lease.pool();
   const size_t row_bytes = c.dim * dtype_size(c.dtype);
   const Prepared qp = prepare(ops, q, c.dtype);
   // Small corpora (the contrastive loss's in-batch passages) still get a few blocks per thread, so that no
   // thread waits on another's last block.
-  const size_t per_thread = (N + 4 * size_t(pool.threads()) - 1) / (4 * size_t(pool.threads()));
+  const size_t per_thread = (N + 4 * size_t(lease.threads()) - 1) / (4 * size_t(lease.threads()));
   const size_t nblock = std::min(block_rows(row_bytes), std::max<size_t>(16, (per_thread + 3) / 4 * 4));
   const Grid grid{B, N, std::min(B, kQueryChunk), nblock};
-  std::vector<std::vector<const uint8_t*>> rows(size_t(pool.threads()), std::vector<const uint8_t*>(grid.nblock));
+  std::vector<std::vector<const uint8_t*>> rows(size_t(lease.threads()), std::vector<const uint8_t*>(grid.nblock));
   pool.parallel_for(grid.tasks(), [&](size_t task, int wi) {
     size_t b0, b1, n0, n1;
     grid.at(task, b0, b1, n0, n1);
@@ -149,10 +151,11 @@ void gather_scores(const QueryMatrix& q, const CorpusMatrix& c, const void* ids,
   }
   if (B == 0 || m == 0) return;
   const DenseDotOps& ops = dense_dot();
-  ThreadPool& pool = ThreadPool::global();
+  const ThreadPool::Lease lease = ThreadPool::lease();  // per-worker scratch below is sized from its threads
+  ThreadPool& pool = lease.pool();
   const size_t row_bytes = c.dim * dtype_size(c.dtype);
   const Prepared qp = prepare(ops, q, c.dtype);
-  std::vector<std::vector<const uint8_t*>> rows(size_t(pool.threads()), std::vector<const uint8_t*>(m));
+  std::vector<std::vector<const uint8_t*>> rows(size_t(lease.threads()), std::vector<const uint8_t*>(m));
   const size_t per_task = std::max<size_t>(1, 4096 / m);
   pool.parallel_for(ceil_div(B, per_task), [&](size_t task, int wi) {
     auto& r = rows[size_t(wi)];

@@ -24,8 +24,9 @@ void ensemble_mi(const float* z, size_t batch, size_t members, size_t len, const
         throw Error("ERR_RANGE", "length " + std::to_string(lengths[b]) + " of query " + std::to_string(b) +
                                      " is outside [1, " + std::to_string(len) + "]");
   const EnsembleOps& o = pick(ensemble_scalar(), ensemble_avx2(), ensemble_avx512());
-  ThreadPool& pool = ThreadPool::global();
-  std::vector<AlignedBuffer> scratch(size_t(pool.threads()));
+  const ThreadPool::Lease lease = ThreadPool::lease();  // per-worker scratch below is sized from its threads
+  ThreadPool& pool = lease.pool();
+  std::vector<AlignedBuffer> scratch(size_t(lease.threads()));
   for (auto& s : scratch) s.reset(2 * len * sizeof(float) + 64);
   const double ln_k = std::log(double(members));
   const float inv_t = 1.f / temperature;

@@ -30,10 +30,12 @@ double mutual_information(const float* z, size_t members, size_t n, size_t ldz, 
       t = Vec::fmadd(x, a, t);
     }
     if (rest) {
-      V a = Vec::max(Vec::mul(Vec::sub(Vec::loadn(row + full, rest), vm), vt), lowest);
-      float tmp[Vec::W] = {};  // lanes past n stay 0 and contribute nothing
-      Vec::storen(tmp, Vec::exp(a), rest);
-      V x = Vec::load(tmp);
+      // Lanes past n must contribute exactly 0: both e and a are zeroed there (a alone could be +inf).
+      float ta[Vec::W] = {}, te[Vec::W] = {};
+      Vec::storen(ta, Vec::max(Vec::mul(Vec::sub(Vec::loadn(row + full, rest), vm), vt), lowest), rest);
+      V a = Vec::load(ta);
+      Vec::storen(te, Vec::exp(a), rest);
+      V x = Vec::load(te);
       Vec::storen(e + full, x, rest);
       s = Vec::add(s, x);
       t = Vec::fmadd(x, a, t);

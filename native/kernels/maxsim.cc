@@ -64,8 +64,9 @@ void maxsim(const TokenQueries& q, const TokenDocs& d, bool clamp_zero, float* s
     for (size_t i = 0; i < lq; ++i)
       for (size_t j = 0; j < dim; ++j) qtp[(b * dim + j) * lqp + i] = q.data[(b * lq + i) * dim + j];
 
-  ThreadPool& pool = ThreadPool::global();
-  const size_t T = size_t(pool.threads());
+  const ThreadPool::Lease lease = ThreadPool::lease();  // per-worker scratch below is sized from its threads
+  ThreadPool& pool = lease.pool();
+  const size_t T = size_t(lease.threads());
   const size_t per = docs_per_task(d.n, T);
   const size_t conv = d.dtype == Dtype::F32 ? 0 : max_length(d) * dim;
   struct Scratch {
@@ -131,8 +132,9 @@ void maxsim_backward(const TokenQueries& q, const TokenDocs& d, const int32_t* a
   std::memset(dd, 0, d.rows * dim * sizeof(float));
   if (q.nq == 0 || d.n == 0) return;
   const MaxSimOps& o = ops();
-  ThreadPool& pool = ThreadPool::global();
-  const size_t T = size_t(pool.threads());
+  const ThreadPool::Lease lease = ThreadPool::lease();  // per-worker scratch below is sized from its threads
+  ThreadPool& pool = lease.pool();
+  const size_t T = size_t(lease.threads());
   const size_t per = docs_per_task(d.n, T);
   const size_t conv = d.dtype == Dtype::F32 ? 0 : max_length(d) * dim;
   // Documents own disjoint rows of dd; dq is shared, so each worker sums into its own copy.

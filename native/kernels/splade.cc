@@ -40,8 +40,9 @@ void splade_pool(const Logits& x, float* w, int32_t* argmax) {
   const SpladeOps& o = ops();
   const size_t chunks = (x.vocab + kVocabChunk - 1) / kVocabChunk;
   if (x.batch == 0 || chunks == 0) return;
-  ThreadPool& pool = ThreadPool::global();
-  std::vector<AlignedBuffer> args(size_t(pool.threads()));
+  const ThreadPool::Lease lease = ThreadPool::lease();  // per-worker scratch below is sized from its threads
+  ThreadPool& pool = lease.pool();
+  std::vector<AlignedBuffer> args(size_t(lease.threads()));
   for (auto& a : args) a.reset(kVocabChunk * sizeof(float));
   pool.parallel_for(x.batch * chunks, [&](size_t task, int worker) {
     const size_t b = task / chunks, v0 = (task % chunks) * kVocabChunk;
@@ -142,11 +143,13 @@ SparseRows to_sparse(const float* w, size_t rows, size_t vocab, float threshold,
 }
 
 void check_sparse(const SparseView& s, size_t nnz, int64_t vocab) {
-  if (s.offsets[0] != 0 || size_t(s.offsets[s.rows]) != nnz)
+  if (s.offsets[0] != 0 || s.offsets[s.rows] != int64_t(nnz))
     throw Error("ERR_RANGE", "sparse offsets must start at 0 and end at the number of entries (" +
                                  std::to_string(nnz) + ")");
-  for (size_t r = 0; r < s.rows; ++r) {
+  // Every offset first, so that no row is read through an offset that a later check would reject.
+  for (size_t r = 0; r < s.rows; ++r)
     if (s.offsets[r + 1] < s.offsets[r]) throw Error("ERR_RANGE", "sparse offsets must not decrease");
+  for (size_t r = 0; r < s.rows; ++r)
     for (int64_t i = s.offsets[r]; i < s.offsets[r + 1]; ++i) {
       int32_t id = s.indices[i];
       if (id < 0 || (vocab >= 0 && id >= vocab))
@@ -154,7 +157,6 @@ void check_sparse(const SparseView& s, size_t nnz, int64_t vocab) {
       if (i > s.offsets[r] && id <= s.indices[i - 1])
         throw Error("ERR_RANGE", "term ids of sparse row " + std::to_string(r) + " are not strictly ascending");
     }
-  }
 }
 
 void sparse_sparse_scores(const SparseView& a, const SparseView& b, float* out) {

@@ -65,6 +65,7 @@ inline typename Vec::V log1p_vec(typename Vec::V x) {
   auto tiny = Vec::gt(Vec::set1(1e-30f), d);  // d == 0 (d >= 0 since x >= 0)
   V safe_d = Vec::blend(tiny, d, Vec::set1(1.0f));
   V r = Vec::mul(Vec::log(u), Vec::div(x, safe_d));
+  r = Vec::blend(Vec::gt(x, Vec::set1(3.4028235e38f)), r, x);  // +inf stays +inf (inf / inf would be NaN)
   return Vec::blend(tiny, r, x);
 }
 

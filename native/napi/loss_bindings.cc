@@ -29,6 +29,7 @@ Napi::Value InfoNce(const Napi::CallbackInfo& info) {
   require_shape(pt, {-1, D}, "passages");
   const int64_t M = pt->shape()[0];
   if (M == 0) throw Error("ERR_SHAPE", "infoNce needs at least one passage");
+  if (D == 0) throw Error("ERR_SHAPE", "infoNce needs vectors of dimension > 0");
   require_dtype(post, Dtype::I32, "positives");
   require_shape(post, {B}, "positives");
   if (wt) {

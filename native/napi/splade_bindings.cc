@@ -104,6 +104,7 @@ Napi::Value ToSparse(const Napi::CallbackInfo& info) {
   const double topk = number_arg(info[2], "topK");
   if (topk < 0 || topk != double(int64_t(topk))) throw Error("ERR_RANGE", "topK must be a non-negative integer");
   const size_t B = size_t(wt->shape()[0]), V = size_t(wt->shape()[1]);
+  if (V > size_t(INT32_MAX)) throw Error("ERR_RANGE", "term ids are i32: the vocabulary must be below 2^31");
   const auto* wp = reinterpret_cast<const float*>(wt->data());
   auto rows = std::make_shared<kernels::SparseRows>();
   return run_kernel(
@@ -125,8 +126,7 @@ Napi::Value ToSparse(const Napi::CallbackInfo& info) {
       });
 }
 
-kernels::SparseView sparse_arg(Napi::Env env, const Napi::CallbackInfo& info, size_t first, const char* what,
-                               int64_t vocab) {
+kernels::SparseView sparse_arg(Napi::Env env, const Napi::CallbackInfo& info, size_t first, const char* what) {
   TensorObject* off = TensorObject::From(env, info[first], "offsets");
   TensorObject* idx = TensorObject::From(env, info[first + 1], "indices");
   TensorObject* val = TensorObject::From(env, info[first + 2], "values");
@@ -136,21 +136,29 @@ kernels::SparseView sparse_arg(Napi::Env env, const Napi::CallbackInfo& info, si
   if (off->numel() < 1) throw Error("ERR_SHAPE", std::string(what) + " offsets must hold rows + 1 entries");
   if (idx->numel() != val->numel())
     throw Error("ERR_SHAPE", std::string(what) + " indices and values differ in length");
-  kernels::SparseView s{reinterpret_cast<const int64_t*>(off->data()), reinterpret_cast<const int32_t*>(idx->data()),
-                        reinterpret_cast<const float*>(val->data()), off->numel() - 1};
-  kernels::check_sparse(s, idx->numel(), vocab);
-  return s;
+  return {reinterpret_cast<const int64_t*>(off->data()), reinterpret_cast<const int32_t*>(idx->data()),
+          reinterpret_cast<const float*>(val->data()), off->numel() - 1};
+}
+
+size_t nnz_of(const Napi::Value& indices) {
+  return Napi::ObjectWrap<TensorObject>::Unwrap(indices.As<Napi::Object>())->numel();
 }
 
 // sparseScores(aOffsets, aIndices, aValues, bOffsets, bIndices, bValues, async) -> f32 [A, B]
 Napi::Value SparseScores(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  auto a = sparse_arg(env, info, 0, "left", -1);
-  auto b = sparse_arg(env, info, 3, "right", -1);
+  auto a = sparse_arg(env, info, 0, "left");
+  auto b = sparse_arg(env, info, 3, "right");
+  const size_t na = nnz_of(info[1]), nb = nnz_of(info[4]);
   Napi::Object out = TensorObject::Create(env, Dtype::F32, {int64_t(a.rows), int64_t(b.rows)});
   float* op = data_of<float>(out);
+  // Validated inside the work: JS can still write to the (pinned) index arrays until it runs.
   return run_kernel(env, flag(info[6]), operands({info[0], info[1], info[2], info[3], info[4], info[5], out}), out,
-                    [=] { kernels::sparse_sparse_scores(a, b, op); });
+                    [=] {
+                      kernels::check_sparse(a, na, -1);
+                      kernels::check_sparse(b, nb, -1);
+                      kernels::sparse_sparse_scores(a, b, op);
+                    });
 }
 
 // sparseDenseScores(offsets, indices, values, dense [N, V], async) -> f32 [A, N]
@@ -160,12 +168,16 @@ Napi::Value SparseDenseScores(const Napi::CallbackInfo& info) {
   require_dtype(dt, Dtype::F32, "dense");
   if (dt->shape().size() != 2) throw Error("ERR_SHAPE", "dense must be [N, V], got " + shape_str(dt->shape()));
   const size_t n = size_t(dt->shape()[0]), vocab = size_t(dt->shape()[1]);
-  auto a = sparse_arg(env, info, 0, "sparse", int64_t(vocab));
+  auto a = sparse_arg(env, info, 0, "sparse");
+  const size_t na = nnz_of(info[1]);
   Napi::Object out = TensorObject::Create(env, Dtype::F32, {int64_t(a.rows), int64_t(n)});
   float* op = data_of<float>(out);
   const auto* dp = reinterpret_cast<const float*>(dt->data());
   return run_kernel(env, flag(info[4]), operands({info[0], info[1], info[2], info[3], out}), out,
-                    [=] { kernels::sparse_dense_scores(a, dp, n, vocab, op); });
+                    [=] {
+                      kernels::check_sparse(a, na, int64_t(vocab));
+                      kernels::sparse_dense_scores(a, dp, n, vocab, op);
+                    });
 }
 
 }  // namespace
