@@ -5,7 +5,9 @@
 // element is broadcast against W query tokens: the dot products land directly in lanes, one per query
 // token, ready for the running max without any horizontal reduction.
 
-constexpr int kTokTile = 6;  // 12 accumulators + 2 query vectors + 1 broadcast fit 16 registers
+// Document tokens per register tile. Measured on a Skylake-SP (Lq = 32, dim = 128, one thread): 4 tokens
+// 97 GFLOP/s, 6 tokens 44, 8 tokens 70-82.
+constexpr int kTokTile = 4;
 
 template <int R, int G>
 inline void maxsim_tile(const float* qt, size_t lqp, size_t dim, const float* tok, size_t col, float base,
@@ -32,6 +34,16 @@ inline void maxsim_tile(const float* qt, size_t lqp, size_t dim, const float* to
   }
 }
 
+// The last n < kTokTile tokens, as one tile of exactly n.
+template <int R, int G>
+inline void maxsim_tail(size_t n, const float* qt, size_t lqp, size_t dim, const float* tok, size_t col, float base,
+                        typename Vec::V (&best)[2], typename Vec::V (&arg)[2]) {
+  if constexpr (R > 0) {
+    if (n == size_t(R)) maxsim_tile<R, G>(qt, lqp, dim, tok, col, base, best, arg);
+    else maxsim_tail<R - 1, G>(n, qt, lqp, dim, tok, col, base, best, arg);
+  }
+}
+
 template <int G>
 inline void maxsim_columns(const float* qt, size_t lqp, size_t dim, const float* tokens, size_t len, float base,
                            size_t col, float* best, float* arg) {
@@ -44,16 +56,7 @@ inline void maxsim_columns(const float* qt, size_t lqp, size_t dim, const float*
   size_t t = 0;
   for (; t + kTokTile <= len; t += kTokTile)
     maxsim_tile<kTokTile, G>(qt, lqp, dim, tokens + t * dim, col, base + float(t), bv, av);
-  const float* rest = tokens + t * dim;
-  float rb = base + float(t);
-  switch (len - t) {
-    case 5: maxsim_tile<5, G>(qt, lqp, dim, rest, col, rb, bv, av); break;
-    case 4: maxsim_tile<4, G>(qt, lqp, dim, rest, col, rb, bv, av); break;
-    case 3: maxsim_tile<3, G>(qt, lqp, dim, rest, col, rb, bv, av); break;
-    case 2: maxsim_tile<2, G>(qt, lqp, dim, rest, col, rb, bv, av); break;
-    case 1: maxsim_tile<1, G>(qt, lqp, dim, rest, col, rb, bv, av); break;
-    default: break;
-  }
+  maxsim_tail<kTokTile - 1, G>(len - t, qt, lqp, dim, tokens + t * dim, col, base + float(t), bv, av);
   for (int g = 0; g < G; ++g) {
     Vec::store(best + col + g * Vec::W, bv[g]);
     Vec::store(arg + col + g * Vec::W, av[g]);
