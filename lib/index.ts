@@ -68,3 +68,8 @@ export {
   type TemperatureSearch,
 } from './uncertainty.js';
 export { type Int32Input, type MaskInput, type TensorInput } from './operand.js';
+export { SparseIndex, type SparseRowsInput, type SparseSearchResult } from './sparse-index.js';
+export { Bm25Index, type Bm25Hit, type Bm25Options } from './bm25/bm25.js';
+export { englishAnalyzer, luceneEnglishStopwords, type Analyzer, type AnalyzerOptions } from './bm25/analyzer.js';
+export { luceneQuantizedLength } from './bm25/length-norm.js';
+export { evaluateTrec, parseQrels, averagePrecision, precisionAt, type Qrels } from './eval/trec.js';

@@ -29,6 +29,7 @@
     "kernels/softmax_avx512.cc",
     "kernels/softmax.cc",
     "kernels/infonce.cc",
+    "kernels/sparse_index.cc",
     "napi/errors.cc",
     "napi/tensor_object.cc",
     "napi/kernel_call.cc",
@@ -37,6 +38,7 @@
     "napi/maxsim_bindings.cc",
     "napi/splade_bindings.cc",
     "napi/loss_bindings.cc",
+    "napi/sparse_index_object.cc",
     "napi/runtime_bindings.cc",
     "napi/addon_core.cc"
   ]

@@ -1,0 +1,140 @@
+// BM25 over the native SparseIndex. Lucene's formula (as Anserini uses it), so scores compare with Anserini:
+//   score(q, d) = sum over query terms t of  qtf(t) * idf(t) * tf / (tf + k1 * (1 - b + b * dl / avgdl))
+//   idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))
+// with dl rounded as Lucene stores it (see length-norm.ts) unless `lengthNorm: 'exact'`. A repeated query term
+// counts once per occurrence (Anserini's bag-of-words query boosts each term by its count).
+import { QuorumError } from '../errors.js';
+import { SparseIndex, type SparseSearchResult } from '../sparse-index.js';
+import { type Analyzer, englishAnalyzer } from './analyzer.js';
+import { luceneQuantizedLength } from './length-norm.js';
+
+export interface Bm25Options {
+  k1?: number;
+  b?: number;
+  analyzer?: Analyzer;
+  /** 'lucene' (default): Lucene's one-byte length rounding; 'exact': true lengths. */
+  lengthNorm?: 'lucene' | 'exact';
+}
+
+export interface Bm25Hit {
+  id: string;
+  score: number;
+}
+
+/**
+ * A BM25 index over a fixed document collection (built once: BM25's statistics are corpus-wide).
+ *
+ * @example
+ * const bm25 = await Bm25Index.build(docs.map((d) => ({ id: d.id, text: d.contents })), { k1: 0.9, b: 0.4 });
+ * const hits = await bm25.search(['operating systems for IBM computers'], 1000);
+ */
+export class Bm25Index {
+  readonly k1: number;
+  readonly b: number;
+  readonly documents: number;
+  readonly averageLength: number;
+  private readonly analyzer: Analyzer;
+  private readonly vocab: Map<string, number>;
+  private readonly df: Int32Array;
+  private readonly ids: string[];
+  private readonly index: SparseIndex;
+
+  private constructor(fields: {
+    k1: number;
+    b: number;
+    analyzer: Analyzer;
+    vocab: Map<string, number>;
+    df: Int32Array;
+    ids: string[];
+    index: SparseIndex;
+    averageLength: number;
+  }) {
+    this.k1 = fields.k1;
+    this.b = fields.b;
+    this.analyzer = fields.analyzer;
+    this.vocab = fields.vocab;
+    this.df = fields.df;
+    this.ids = fields.ids;
+    this.index = fields.index;
+    this.documents = fields.ids.length;
+    this.averageLength = fields.averageLength;
+  }
+
+  /** Analyzes and indexes the documents. Ids must be unique. */
+  static async build(docs: ReadonlyArray<{ id: string; text: string }>, options: Bm25Options = {}): Promise<Bm25Index> {
+    const k1 = options.k1 ?? 0.9;
+    const b = options.b ?? 0.4;
+    if (!(k1 >= 0) || !(b >= 0 && b <= 1)) throw new QuorumError('ERR_RANGE', 'BM25 needs k1 >= 0 and b in [0, 1]');
+    const analyzer = options.analyzer ?? englishAnalyzer();
+    const vocab = new Map<string, number>();
+    const seen = new Set<string>();
+    const perDoc: Array<Map<number, number>> = [];
+    const lengths: number[] = [];
+    let total = 0;
+    for (const d of docs) {
+      if (seen.has(d.id)) throw new QuorumError('ERR_ARG', `duplicate document id ${d.id}`);
+      seen.add(d.id);
+      const tf = new Map<number, number>();
+      const terms = analyzer(d.text);
+      for (const t of terms) {
+        let id = vocab.get(t);
+        if (id === undefined) vocab.set(t, (id = vocab.size));
+        tf.set(id, (tf.get(id) ?? 0) + 1);
+      }
+      perDoc.push(tf);
+      lengths.push(terms.length);
+      total += terms.length;
+    }
+    const avgdl = docs.length ? total / docs.length : 0;
+    const df = new Int32Array(vocab.size);
+    for (const tf of perDoc) for (const t of tf.keys()) df[t]! += 1;
+    // Document-side weights: tf / (tf + k1 * (1 - b + b * dl / avgdl)); the idf goes on the query side.
+    const rows = perDoc.map((tf, i) => {
+      const dl = options.lengthNorm === 'exact' ? (lengths[i] as number) : luceneQuantizedLength(lengths[i] as number);
+      const norm = k1 * (1 - b + (avgdl > 0 ? (b * dl) / avgdl : 0));
+      return Array.from(tf, ([index, f]) => ({ index, value: f / (f + norm) }));
+    });
+    const index = new SparseIndex();
+    await index.add(BigInt64Array.from(rows.map((_, i) => BigInt(i))), rows);
+    return new Bm25Index({ k1, b, analyzer, vocab, df, ids: docs.map((d) => d.id), index, averageLength: avgdl });
+  }
+
+  /** Inverse document frequency of an analyzed term (0 for a term no document has). */
+  idf(term: string): number {
+    const t = this.vocab.get(term);
+    if (t === undefined) return 0;
+    const n = this.df[t] as number;
+    return Math.log(1 + (this.documents - n + 0.5) / (n + 0.5));
+  }
+
+  private queryRows(queries: readonly string[]) {
+    return queries.map((q) => {
+      const counts = new Map<number, number>();
+      for (const term of this.analyzer(q)) {
+        const t = this.vocab.get(term);
+        if (t !== undefined) counts.set(t, (counts.get(t) ?? 0) + 1);
+      }
+      return Array.from(counts, ([index, c]) => ({ index, value: c * this.idf(this.termOf(index)) }));
+    });
+  }
+
+  private termCache: string[] | undefined;
+  private termOf(id: number): string {
+    this.termCache ??= Array.from(this.vocab.keys());
+    return this.termCache[id] as string;
+  }
+
+  private hitsOf(r: SparseSearchResult): Bm25Hit[][] {
+    return Array.from({ length: r.rows }, (_, row) => r.hits(row).map((h) => ({ id: this.ids[Number(h.id)] as string, score: h.score })));
+  }
+
+  /** The k best documents for each query (score descending, ties by insertion order). */
+  async search(queries: readonly string[], k: number): Promise<Bm25Hit[][]> {
+    return this.hitsOf(await this.index.search(this.queryRows(queries), k));
+  }
+
+  /** {@link search} on the calling thread. */
+  searchSync(queries: readonly string[], k: number): Bm25Hit[][] {
+    return this.hitsOf(this.index.searchSync(this.queryRows(queries), k));
+  }
+}

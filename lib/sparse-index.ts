@@ -1,0 +1,149 @@
+// An inverted index over sparse vectors (SPLADE term weights, BM25 weights). Contract:
+// native/kernels/sparse_index.h.
+import { QuorumError } from './errors.js';
+import { type NativeTensorHandle, coreAddon } from './native.js';
+import { runAsync, runSync } from './operand.js';
+import { type SparseVectors, sparseVectors } from './splade.js';
+import { Tensor } from './tensor.js';
+
+/** Top-k of each query row, `[rows, k]`: ids (the ones given to `add`) by score descending, ties by id. */
+export interface SparseSearchResult {
+  readonly ids: BigInt64Array;
+  readonly scores: Float32Array;
+  readonly rows: number;
+  readonly k: number;
+  /** The hits of query `row`, best first; slots no document reached (id -1) left out. */
+  hits(row: number): Array<{ id: bigint; score: number }>;
+}
+
+/** Sparse rows as `SparseVectors`, or as arrays of `{ index, value }` entries (any order). */
+export type SparseRowsInput = SparseVectors | ReadonlyArray<ReadonlyArray<{ index: number; value: number }>>;
+
+function asVectors(rows: SparseRowsInput): SparseVectors {
+  if (!Array.isArray(rows)) return rows as SparseVectors;
+  const list = rows as ReadonlyArray<ReadonlyArray<{ index: number; value: number }>>;
+  const offsets = new BigInt64Array(list.length + 1);
+  let nnz = 0;
+  list.forEach((r, i) => {
+    nnz += r.length;
+    offsets[i + 1] = BigInt(nnz);
+  });
+  const indices = new Int32Array(nnz);
+  const values = new Float32Array(nnz);
+  let e = 0;
+  for (const r of list)
+    for (const { index, value } of r) {
+      indices[e] = index;
+      values[e++] = value;
+    }
+  return sparseVectors(offsets, indices, values);
+}
+
+function csr(v: SparseVectors): [Tensor, Tensor, Tensor] {
+  return [
+    Tensor.wrap(v.offsets, [v.offsets.length], 'i64'),
+    Tensor.wrap(v.indices, [v.indices.length], 'i32'),
+    Tensor.wrap(v.values, [v.values.length], 'f32'),
+  ];
+}
+
+interface NativeSparseIndex {
+  add(ids: NativeTensorHandle, o: NativeTensorHandle, i: NativeTensorHandle, v: NativeTensorHandle, async: boolean): unknown;
+  search(o: NativeTensorHandle, i: NativeTensorHandle, v: NativeTensorHandle, k: number, async: boolean): unknown;
+  readonly size: number;
+  readonly postings: number;
+  readonly vocab: number;
+}
+
+function idsOf(ids: BigInt64Array | ArrayLike<number | bigint>, n: number): BigInt64Array {
+  const out = ids instanceof BigInt64Array ? ids : BigInt64Array.from(Array.from(ids as ArrayLike<number | bigint>, (x) => BigInt(x)));
+  if (out.length !== n) throw new QuorumError('ERR_SHAPE', `${out.length} ids for ${n} documents`);
+  return out;
+}
+
+function wrapResult(r: { ids: NativeTensorHandle; scores: NativeTensorHandle }): SparseSearchResult {
+  const ids = Tensor.fromHandle<'i64'>(r.ids);
+  const [rows = 0, k = 0] = ids.shape;
+  const idv = ids.data;
+  const sv = Tensor.fromHandle<'f32'>(r.scores).data;
+  return {
+    ids: idv,
+    scores: sv,
+    rows,
+    k,
+    hits(row: number) {
+      if (!Number.isInteger(row) || row < 0 || row >= rows) throw new QuorumError('ERR_RANGE', `row ${row} is outside [0, ${rows})`);
+      const out: Array<{ id: bigint; score: number }> = [];
+      for (let j = 0; j < k; j++) {
+        const id = idv[row * k + j] as bigint;
+        if (id < 0n) break;
+        out.push({ id, score: sv[row * k + j] as number });
+      }
+      return out;
+    },
+  };
+}
+
+/**
+ * An inverted index over sparse vectors, searched by sparse dot product. Searches may run concurrently;
+ * adds are exclusive. Documents no query term reaches are never returned.
+ *
+ * @example
+ * const index = new SparseIndex();
+ * await index.add([10n, 11n], [[{ index: 3, value: 1.5 }], [{ index: 3, value: 0.5 }, { index: 9, value: 2 }]]);
+ * const top = await index.search([[{ index: 3, value: 1 }]], 10);
+ * top.hits(0); // [{ id: 10n, score: 1.5 }, { id: 11n, score: 0.5 }]
+ */
+export class SparseIndex {
+  readonly #native: NativeSparseIndex;
+
+  constructor() {
+    const core = coreAddon() as unknown as { SparseIndex: new () => NativeSparseIndex };
+    this.#native = new core.SparseIndex();
+  }
+
+  /** Documents held. */
+  get size(): number {
+    return this.#native.size;
+  }
+  /** Postings held (distinct (term, document) pairs). */
+  get postings(): number {
+    return this.#native.postings;
+  }
+  /** 1 + the largest term id seen. */
+  get vocab(): number {
+    return this.#native.vocab;
+  }
+
+  #addCall(ids: BigInt64Array | ArrayLike<number | bigint>, docs: SparseRowsInput) {
+    const v = asVectors(docs);
+    const idt = Tensor.wrap(idsOf(ids, v.rows), [v.rows], 'i64');
+    const [o, i, w] = csr(v);
+    return (async: boolean) => this.#native.add(idt.handle, o.handle, i.handle, w.handle, async);
+  }
+
+  /** Adds documents with the given ids. Term ids must be >= 0 and weights finite; a bad batch adds nothing. */
+  add(ids: BigInt64Array | ArrayLike<number | bigint>, docs: SparseRowsInput): Promise<void> {
+    return runAsync(this.#addCall(ids, docs), () => undefined);
+  }
+
+  /** {@link add} on the calling thread. */
+  addSync(ids: BigInt64Array | ArrayLike<number | bigint>, docs: SparseRowsInput): void {
+    runSync(this.#addCall(ids, docs), () => undefined);
+  }
+
+  #searchCall(queries: SparseRowsInput, k: number) {
+    const [o, i, w] = csr(asVectors(queries));
+    return (async: boolean) => this.#native.search(o.handle, i.handle, w.handle, k, async);
+  }
+
+  /** The k best documents for each query row. */
+  search(queries: SparseRowsInput, k: number): Promise<SparseSearchResult> {
+    return runAsync(this.#searchCall(queries, k), wrapResult);
+  }
+
+  /** {@link search} on the calling thread. */
+  searchSync(queries: SparseRowsInput, k: number): SparseSearchResult {
+    return runSync(this.#searchCall(queries, k), wrapResult);
+  }
+}

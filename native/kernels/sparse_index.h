@@ -1,0 +1,45 @@
+// An inverted index over sparse vectors (term id, weight): SPLADE vectors, or BM25 term weights. Documents carry
+// 64-bit ids of the caller's choosing. Search is term-at-a-time into per-thread accumulators that only touch the
+// documents a query's postings reach (a stamp array marks them, so nothing is cleared per query), then a
+// bounded heap: cost O(sum of the query terms' posting lengths + touched log k).
+//
+// Order of results: score descending, then id ascending; documents no query term reaches are never returned,
+// and missing slots (fewer than k reached) hold id -1 and score -inf.
+//
+// Thread safety: searches share a reader lock and may run at once; add() takes the writer lock.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <shared_mutex>
+#include <vector>
+
+#include "splade.h"
+
+namespace quorum::kernels {
+
+class SparseIndex {
+ public:
+  // Adds n documents: doc i has ids[i] and entries rows.offsets[i] .. rows.offsets[i + 1]. Term ids must be
+  // >= 0 and weights finite (ERR_RANGE / ERR_NONFINITE; nothing is added then). Term ids need not be sorted;
+  // a repeated term within a document adds up.
+  void add(const int64_t* ids, const SparseView& rows, size_t nnz);
+  // For each query row: the k best documents by sparse dot product. ids/scores are [q.rows, k].
+  void search(const SparseView& q, size_t nnz, size_t k, int64_t* ids, float* scores) const;
+
+  size_t size() const;
+  size_t postings() const;
+  // 1 + the largest term id seen (0 when empty).
+  size_t vocab() const;
+
+ private:
+  struct Posting {
+    uint32_t doc;
+    float weight;
+  };
+  mutable std::shared_mutex mutex_;
+  std::vector<std::vector<Posting>> terms_;
+  std::vector<int64_t> ids_;
+  size_t postings_ = 0;
+};
+
+}  // namespace quorum::kernels

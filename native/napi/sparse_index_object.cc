@@ -1,0 +1,120 @@
+// The native object behind lib/sparse-index.ts: a kernels::SparseIndex owned through a shared_ptr, so that
+// async work keeps the index alive even if the JS object is collected meanwhile.
+#include <napi.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "../common/error.h"
+#include "../kernels/sparse_index.h"
+#include "addon_data.h"
+#include "args.h"
+#include "errors.h"
+#include "kernel_call.h"
+
+namespace quorum::napi {
+namespace {
+
+constexpr double kMaxK = double(1 << 20);
+
+struct Csr {
+  kernels::SparseView view;
+  size_t nnz;
+};
+
+// (offsets i64 [rows + 1], indices i32 [nnz], values f32 [nnz]) at info[first..first+2]. Contents are checked
+// inside the work (JS can still write to the arrays until it runs); sizes here.
+Csr csr_arg(Napi::Env env, const Napi::CallbackInfo& info, size_t first) {
+  TensorObject* off = TensorObject::From(env, info[first], "offsets");
+  TensorObject* idx = TensorObject::From(env, info[first + 1], "indices");
+  TensorObject* val = TensorObject::From(env, info[first + 2], "values");
+  require_dtype(off, Dtype::I64, "offsets");
+  require_dtype(idx, Dtype::I32, "indices");
+  require_dtype(val, Dtype::F32, "values");
+  if (off->numel() < 1) throw Error("ERR_SHAPE", "offsets must hold rows + 1 entries");
+  if (idx->numel() != val->numel()) throw Error("ERR_SHAPE", "indices and values differ in length");
+  return {{reinterpret_cast<const int64_t*>(off->data()), reinterpret_cast<const int32_t*>(idx->data()),
+           reinterpret_cast<const float*>(val->data()), off->numel() - 1},
+          idx->numel()};
+}
+
+class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
+ public:
+  static Napi::Function Init(Napi::Env env) {
+    return DefineClass(env, "SparseIndex",
+                       {InstanceMethod<&SparseIndexObject::Add>("add"),
+                        InstanceMethod<&SparseIndexObject::Search>("search"),
+                        InstanceAccessor<&SparseIndexObject::Size>("size"),
+                        InstanceAccessor<&SparseIndexObject::Postings>("postings"),
+                        InstanceAccessor<&SparseIndexObject::Vocab>("vocab")});
+  }
+  explicit SparseIndexObject(const Napi::CallbackInfo& info)
+      : Napi::ObjectWrap<SparseIndexObject>(info), index_(std::make_shared<kernels::SparseIndex>()) {}
+
+ private:
+  // add(ids i64 [rows], offsets, indices, values, async) -> {} (or a Promise of it)
+  Napi::Value Add(const Napi::CallbackInfo& info) {
+    return guard(info, [&] {
+      Napi::Env env = info.Env();
+      TensorObject* it = TensorObject::From(env, info[0], "ids");
+      require_dtype(it, Dtype::I64, "ids");
+      Csr rows = csr_arg(env, info, 1);
+      if (it->numel() != rows.view.rows)
+        throw Error("ERR_SHAPE", std::to_string(it->numel()) + " ids for " + std::to_string(rows.view.rows) + " rows");
+      const auto* ids = reinterpret_cast<const int64_t*>(it->data());
+      auto index = index_;
+      return run_kernel(env, flag(info[4]), operands({info[0], info[1], info[2], info[3]}), Napi::Object::New(env),
+                        [=] { index->add(ids, rows.view, rows.nnz); });
+    });
+  }
+
+  // search(offsets, indices, values, k, async) -> { ids: i64 [rows, k], scores: f32 [rows, k] }
+  Napi::Value Search(const Napi::CallbackInfo& info) {
+    return guard(info, [&] {
+      Napi::Env env = info.Env();
+      Csr q = csr_arg(env, info, 0);
+      double kd = info[3].IsNumber() ? info[3].As<Napi::Number>().DoubleValue() : NAN;
+      if (!(kd >= 1) || std::floor(kd) != kd || kd > kMaxK)
+        throw Error("ERR_RANGE", "k must be an integer in [1, " + std::to_string(int64_t(kMaxK)) + "]");
+      const size_t k = size_t(kd);
+      Napi::Object ids = TensorObject::Create(env, Dtype::I64, {int64_t(q.view.rows), int64_t(k)}, false);
+      Napi::Object scores = TensorObject::Create(env, Dtype::F32, {int64_t(q.view.rows), int64_t(k)}, false);
+      Napi::Object result = Napi::Object::New(env);
+      result.Set("ids", ids);
+      result.Set("scores", scores);
+      int64_t* ip = data_of<int64_t>(ids);
+      float* sp = data_of<float>(scores);
+      auto index = index_;
+      return run_kernel(env, flag(info[4]), operands({info[0], info[1], info[2], ids, scores}), result,
+                        [=] { index->search(q.view, q.nnz, k, ip, sp); });
+    });
+  }
+
+  Napi::Value Size(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), double(index_->size())); }
+  Napi::Value Postings(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), double(index_->postings()));
+  }
+  Napi::Value Vocab(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), double(index_->vocab())); }
+
+  template <class F>
+  static Napi::Value guard(const Napi::CallbackInfo& info, F f) {
+    try {
+      return f();
+    } catch (const Napi::Error&) {
+      throw;
+    } catch (...) {
+      rethrow_as_js(info.Env());
+    }
+  }
+
+  std::shared_ptr<kernels::SparseIndex> index_;
+};
+
+}  // namespace
+
+void register_sparse_index(Napi::Env env, Napi::Object exports) {
+  exports.Set("SparseIndex", SparseIndexObject::Init(env));
+}
+
+}  // namespace quorum::napi
