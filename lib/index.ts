@@ -73,3 +73,4 @@ export { Bm25Index, type Bm25Hit, type Bm25Options } from './bm25/bm25.js';
 export { englishAnalyzer, luceneEnglishStopwords, type Analyzer, type AnalyzerOptions } from './bm25/analyzer.js';
 export { luceneQuantizedLength } from './bm25/length-norm.js';
 export { evaluateTrec, parseQrels, averagePrecision, precisionAt, type Qrels } from './eval/trec.js';
+export { hybridFuse, searchAlpha, type AlphaSearch, type HybridOptions, type RankedHit } from './hybrid.js';
