@@ -8,6 +8,8 @@ export type ErrorCode =
   | 'ERR_NONFINITE'
   | 'ERR_UNSUPPORTED'
   | 'ERR_NOMEM'
+  | 'ERR_FORMAT'
+  | 'ERR_IO'
   | 'ERR_NATIVE'
   | 'ERR_BACKEND_UNAVAILABLE';
 

@@ -1,6 +1,6 @@
 // An inverted index over sparse vectors (SPLADE term weights, BM25 weights). Contract:
 // native/kernels/sparse_index.h.
-import { QuorumError } from './errors.js';
+import { QuorumError, callNative } from './errors.js';
 import { type NativeTensorHandle, coreAddon } from './native.js';
 import { runAsync, runSync } from './operand.js';
 import { type SparseVectors, sparseVectors } from './splade.js';
@@ -50,6 +50,10 @@ function csr(v: SparseVectors): [Tensor, Tensor, Tensor] {
 interface NativeSparseIndex {
   add(ids: NativeTensorHandle, o: NativeTensorHandle, i: NativeTensorHandle, v: NativeTensorHandle, async: boolean): unknown;
   search(o: NativeTensorHandle, i: NativeTensorHandle, v: NativeTensorHandle, k: number, async: boolean): unknown;
+  save(path: string, async: boolean): unknown;
+  load(path: string, async: boolean): unknown;
+  toBuffer(): Uint8Array;
+  fromBuffer(bytes: Uint8Array): void;
   readonly size: number;
   readonly postings: number;
   readonly vocab: number;
@@ -135,6 +139,45 @@ export class SparseIndex {
   #searchCall(queries: SparseRowsInput, k: number) {
     const [o, i, w] = csr(asVectors(queries));
     return (async: boolean) => this.#native.search(o.handle, i.handle, w.handle, k, async);
+  }
+
+  /**
+   * Writes the index to `path` atomically (a temporary file beside it, fsync, rename): a crash leaves either the
+   * old file or the new one. Versioned header and checksum. ERR_IO on failure.
+   */
+  save(path: string): Promise<void> {
+    return runAsync((async) => this.#native.save(path, async), () => undefined);
+  }
+
+  /** {@link save} on the calling thread. */
+  saveSync(path: string): void {
+    runSync((async) => this.#native.save(path, async), () => undefined);
+  }
+
+  /** Reads an index written by {@link save}. A corrupt, truncated or foreign file is ERR_FORMAT; a missing one ERR_IO. */
+  static async load(path: string): Promise<SparseIndex> {
+    const index = new SparseIndex();
+    await runAsync((async) => index.#native.load(path, async), () => undefined);
+    return index;
+  }
+
+  /** {@link SparseIndex.load} on the calling thread. */
+  static loadSync(path: string): SparseIndex {
+    const index = new SparseIndex();
+    runSync((async) => index.#native.load(path, async), () => undefined);
+    return index;
+  }
+
+  /** The index as bytes (the file format of {@link save}). */
+  toBuffer(): Uint8Array {
+    return callNative(() => this.#native.toBuffer());
+  }
+
+  /** An index from {@link toBuffer}'s bytes; ERR_FORMAT if they are not a complete, intact index. */
+  static fromBuffer(bytes: Uint8Array): SparseIndex {
+    const index = new SparseIndex();
+    callNative(() => index.#native.fromBuffer(bytes));
+    return index;
   }
 
   /** The k best documents for each query row. */

@@ -1,4 +1,8 @@
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterAll, describe, expect, it } from 'vitest';
 
 import { QuorumError, SparseIndex, setThreads, capabilities } from '../lib/index.js';
 import { rng } from './helpers.js';
@@ -106,5 +110,64 @@ describe('SparseIndex', () => {
     } finally {
       setThreads(before);
     }
+  });
+});
+
+describe('SparseIndex persistence', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'quorum-sparse-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const docs = randomRows(120, 40, 6, 5);
+  const ids = BigInt64Array.from(docs, (_, i) => BigInt(i * 7 - 50));
+  const queries = randomRows(6, 40, 4, 6);
+
+  function built(): SparseIndex {
+    const index = new SparseIndex();
+    index.addSync(ids, docs);
+    return index;
+  }
+
+  it('round-trips through a file (async and sync) and a buffer with identical results', async () => {
+    const index = built();
+    const want = index.searchSync(queries, 10);
+    const path = join(dir, 'a.qsi');
+    await index.save(path);
+    expect(readdirSync(dir).filter((f) => f.includes('.tmp-'))).toEqual([]); // no temporary file left
+    for (const loaded of [await SparseIndex.load(path), SparseIndex.loadSync(path), SparseIndex.fromBuffer(index.toBuffer())]) {
+      expect([loaded.size, loaded.postings, loaded.vocab]).toEqual([index.size, index.postings, index.vocab]);
+      const got = loaded.searchSync(queries, 10);
+      expect(Array.from(got.ids)).toEqual(Array.from(want.ids));
+      expect(Array.from(got.scores)).toEqual(Array.from(want.scores));
+    }
+    index.saveSync(path); // overwrite in place
+    expect(SparseIndex.loadSync(path).size).toBe(120);
+    const empty = SparseIndex.fromBuffer(new SparseIndex().toBuffer());
+    expect(empty.size).toBe(0);
+  });
+
+  it('corrupt, truncated, foreign and missing files give ERR_FORMAT / ERR_IO, never a crash', async () => {
+    const bytes = built().toBuffer();
+    const cases: Array<[string, Uint8Array]> = [
+      ['truncated', bytes.subarray(0, bytes.length - 9)],
+      ['cut to the header', bytes.subarray(0, 20)],
+      ['empty', new Uint8Array(0)],
+      ['foreign', new TextEncoder().encode('{"not": "an index"}')],
+    ];
+    const flipped = Uint8Array.from(bytes);
+    flipped[60] = (flipped[60] as number) ^ 0x40;
+    cases.push(['one flipped bit', flipped]);
+    for (let i = 0; i < 40; i++) {
+      const c = Uint8Array.from(bytes);
+      c[(i * 7919) % c.length] = (c[(i * 7919) % c.length] as number) ^ (1 + (i % 255));
+      cases.push([`random corruption ${i}`, c]);
+    }
+    for (const [name, data] of cases) {
+      expect(() => SparseIndex.fromBuffer(data), name).toThrow(expect.objectContaining({ code: 'ERR_FORMAT' }));
+      const path = join(dir, 'bad.qsi');
+      writeFileSync(path, data);
+      await expect(SparseIndex.load(path), name).rejects.toMatchObject({ code: 'ERR_FORMAT' });
+    }
+    await expect(SparseIndex.load(join(dir, 'missing.qsi'))).rejects.toMatchObject({ code: 'ERR_IO' });
+    await expect(built().save(join(dir, 'no-such-dir', 'x.qsi'))).rejects.toMatchObject({ code: 'ERR_IO' });
+    expect(readFileSync(join(dir, 'bad.qsi')).length).toBeGreaterThanOrEqual(0);
   });
 });

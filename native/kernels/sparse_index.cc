@@ -1,6 +1,15 @@
 #include "sparse_index.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <random>
 #include <cmath>
 #include <limits>
 #include <mutex>
@@ -100,6 +109,143 @@ void SparseIndex::search(const SparseView& q, size_t nnz, size_t k, int64_t* ids
       scores[r * k + j] = j < best.size() ? best[j].score : -std::numeric_limits<float>::infinity();
     }
   });
+}
+
+namespace {
+
+constexpr char kMagic[8] = {'Q', 'S', 'P', 'I', 'D', 'X', '0', '1'};
+constexpr uint32_t kVersion = 1;
+
+uint64_t fnv1a(const uint8_t* p, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+template <class T>
+void put(std::vector<uint8_t>& out, const T& v) {
+  const auto* p = reinterpret_cast<const uint8_t*>(&v);
+  out.insert(out.end(), p, p + sizeof(T));
+}
+
+struct Reader {
+  const uint8_t* p;
+  size_t n, at = 0;
+  template <class T>
+  T get() {
+    if (n - at < sizeof(T)) throw Error("ERR_FORMAT", "sparse index data is truncated");
+    T v;
+    std::memcpy(&v, p + at, sizeof(T));
+    at += sizeof(T);
+    return v;
+  }
+  // Room for `count` items of `size` bytes, without overflow.
+  void need(uint64_t count, size_t size) const {
+    if (count > (n - at) / size) throw Error("ERR_FORMAT", "sparse index data is truncated or its sizes are corrupt");
+  }
+};
+
+}  // namespace
+
+std::vector<uint8_t> SparseIndex::to_bytes() const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  std::vector<uint8_t> out(kMagic, kMagic + 8);
+  put(out, kVersion);
+  put(out, uint32_t(0));
+  put(out, uint64_t(ids_.size()));
+  put(out, uint64_t(terms_.size()));
+  put(out, uint64_t(postings_));
+  for (int64_t id : ids_) put(out, id);
+  for (const auto& list : terms_) put(out, uint64_t(list.size()));
+  for (const auto& list : terms_)
+    for (const Posting& p : list) {
+      put(out, p.doc);
+      put(out, p.weight);
+    }
+  put(out, fnv1a(out.data(), out.size()));
+  return out;
+}
+
+void SparseIndex::from_bytes(const uint8_t* data, size_t n) {
+  if (n < 8 + 8 || std::memcmp(data, kMagic, 8) != 0) throw Error("ERR_FORMAT", "not a Quorum sparse index");
+  if (n < 8 + 8 + 24 + 8) throw Error("ERR_FORMAT", "sparse index data is truncated");
+  uint64_t stored;
+  std::memcpy(&stored, data + n - 8, 8);
+  if (fnv1a(data, n - 8) != stored) throw Error("ERR_FORMAT", "sparse index checksum mismatch (corrupt data)");
+  Reader r{data, n - 8};
+  r.at = 8;
+  const uint32_t version = r.get<uint32_t>();
+  if (version != kVersion)
+    throw Error("ERR_FORMAT", "sparse index format version " + std::to_string(version) + " is not supported");
+  r.get<uint32_t>();
+  const uint64_t ndocs = r.get<uint64_t>(), nterms = r.get<uint64_t>(), npost = r.get<uint64_t>();
+  if (ndocs > std::numeric_limits<uint32_t>::max()) throw Error("ERR_FORMAT", "sparse index document count is corrupt");
+  r.need(ndocs, 8);
+  std::vector<int64_t> ids(ndocs);
+  for (auto& id : ids) id = r.get<int64_t>();
+  r.need(nterms, 8);
+  std::vector<uint64_t> counts(nterms);
+  uint64_t total = 0;
+  for (auto& c : counts) {
+    c = r.get<uint64_t>();
+    total += c;
+    if (total > npost) throw Error("ERR_FORMAT", "sparse index posting counts are corrupt");
+  }
+  if (total != npost) throw Error("ERR_FORMAT", "sparse index posting counts are corrupt");
+  r.need(npost, 8);
+  std::vector<std::vector<Posting>> terms(nterms);
+  for (size_t t = 0; t < nterms; ++t) {
+    terms[t].resize(counts[t]);
+    for (auto& p : terms[t]) {
+      p.doc = r.get<uint32_t>();
+      p.weight = r.get<float>();
+      if (p.doc >= ndocs) throw Error("ERR_FORMAT", "sparse index posting points past the documents");
+    }
+  }
+  if (r.at != r.n) throw Error("ERR_FORMAT", "sparse index data has trailing bytes");
+  std::unique_lock<std::shared_mutex> lock(mutex_);
+  terms_ = std::move(terms);
+  ids_ = std::move(ids);
+  postings_ = npost;
+}
+
+void SparseIndex::save(const std::string& path) const {
+  const std::vector<uint8_t> bytes = to_bytes();
+  std::random_device rd;
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(rd());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error("ERR_IO", "cannot create " + tmp + ": " + std::strerror(errno));
+  size_t off = 0;
+  while (off < bytes.size()) {
+    ssize_t w = ::write(fd, bytes.data() + off, bytes.size() - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      std::string why = std::strerror(errno);
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw Error("ERR_IO", "cannot write " + tmp + ": " + why);
+    }
+    off += size_t(w);
+  }
+  // The data must be on disk before the rename makes it visible under `path`.
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    std::string why = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    throw Error("ERR_IO", "cannot sync " + tmp + ": " + why);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::string why = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    throw Error("ERR_IO", "cannot rename " + tmp + " to " + path + ": " + why);
+  }
+}
+
+void SparseIndex::load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("ERR_IO", "cannot open " + path);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw Error("ERR_IO", "cannot read " + path);
+  from_bytes(bytes.data(), bytes.size());
 }
 
 size_t SparseIndex::size() const {

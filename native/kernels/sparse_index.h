@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <shared_mutex>
+#include <string>
 #include <vector>
 
 #include "splade.h"
@@ -25,6 +26,14 @@ class SparseIndex {
   void add(const int64_t* ids, const SparseView& rows, size_t nnz);
   // For each query row: the k best documents by sparse dot product. ids/scores are [q.rows, k].
   void search(const SparseView& q, size_t nnz, size_t k, int64_t* ids, float* scores) const;
+
+  // The index as bytes (versioned header, FNV-1a 64 checksum at the end), and back. from_bytes throws
+  // ERR_FORMAT for anything that is not a complete, intact index; it never reads past `n`.
+  std::vector<uint8_t> to_bytes() const;
+  void from_bytes(const uint8_t* data, size_t n);
+  // Atomic file save: a temporary file beside `path`, fsync, rename. ERR_IO on failure.
+  void save(const std::string& path) const;
+  void load(const std::string& path);
 
   size_t size() const;
   size_t postings() const;

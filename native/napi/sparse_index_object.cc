@@ -45,6 +45,10 @@ class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
     return DefineClass(env, "SparseIndex",
                        {InstanceMethod<&SparseIndexObject::Add>("add"),
                         InstanceMethod<&SparseIndexObject::Search>("search"),
+                        InstanceMethod<&SparseIndexObject::Save>("save"),
+                        InstanceMethod<&SparseIndexObject::Load>("load"),
+                        InstanceMethod<&SparseIndexObject::ToBuffer>("toBuffer"),
+                        InstanceMethod<&SparseIndexObject::FromBuffer>("fromBuffer"),
                         InstanceAccessor<&SparseIndexObject::Size>("size"),
                         InstanceAccessor<&SparseIndexObject::Postings>("postings"),
                         InstanceAccessor<&SparseIndexObject::Vocab>("vocab")});
@@ -88,6 +92,46 @@ class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
       auto index = index_;
       return run_kernel(env, flag(info[4]), operands({info[0], info[1], info[2], ids, scores}), result,
                         [=] { index->search(q.view, q.nnz, k, ip, sp); });
+    });
+  }
+
+  static std::string path_arg(const Napi::Value& v) {
+    if (!v.IsString() || v.As<Napi::String>().Utf8Value().empty()) throw Error("ERR_ARG", "path must be a non-empty string");
+    return v.As<Napi::String>().Utf8Value();
+  }
+
+  // save(path, async): atomic write (temporary file, fsync, rename).
+  Napi::Value Save(const Napi::CallbackInfo& info) {
+    return guard(info, [&] {
+      std::string path = path_arg(info[0]);
+      auto index = index_;
+      return run_kernel(info.Env(), flag(info[1]), {}, Napi::Object::New(info.Env()), [=] { index->save(path); });
+    });
+  }
+
+  // load(path, async): replaces this index's contents; on any error the old contents stay.
+  Napi::Value Load(const Napi::CallbackInfo& info) {
+    return guard(info, [&] {
+      std::string path = path_arg(info[0]);
+      auto index = index_;
+      return run_kernel(info.Env(), flag(info[1]), {}, Napi::Object::New(info.Env()), [=] { index->load(path); });
+    });
+  }
+
+  Napi::Value ToBuffer(const Napi::CallbackInfo& info) {
+    return guard(info, [&] {
+      std::vector<uint8_t> bytes = index_->to_bytes();
+      return Napi::Buffer<uint8_t>::Copy(info.Env(), bytes.data(), bytes.size()).As<Napi::Value>();
+    });
+  }
+
+  Napi::Value FromBuffer(const Napi::CallbackInfo& info) {
+    return guard(info, [&] {
+      if (!info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
+        throw Error("ERR_ARG", "fromBuffer needs a Buffer or Uint8Array");
+      auto a = info[0].As<Napi::Uint8Array>();
+      index_->from_bytes(a.Data(), a.ElementLength());
+      return info.Env().Undefined();
     });
   }
 
