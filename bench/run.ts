@@ -1,7 +1,8 @@
 // `npm run bench`: every micro-benchmark in one process, ratios against baselines measured in the same run.
 // `npm run bench -- --quick` skips the 1M-row corpus and the 10,000-document MaxSim case.
-// `npm run bench -- --only=kernels` (or `dense`) runs one group.
+// `npm run bench -- --only=kernels` (or `dense`, `bm25`) runs one group.
 import { benchDense } from './dense.js';
+import { benchBm25 } from './bm25.js';
 import { benchKernels } from './kernels.js';
 import { writeResults } from './harness.js';
 
@@ -19,5 +20,6 @@ const dense = only && only !== 'dense' ? undefined : await benchDense({
   lagCorpus: quick ? 100_000 : 1_000_000,
 });
 const kernels = only && only !== 'kernels' ? undefined : await benchKernels({ quick });
-const path = writeResults('bench', { date: new Date().toISOString(), node: process.version, dense, kernels });
+const bm25 = only && only !== 'bm25' ? undefined : await benchBm25();
+const path = writeResults('bench', { date: new Date().toISOString(), node: process.version, dense, kernels, bm25 });
 console.log(`\nresults written to ${path}`);
