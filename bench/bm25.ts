@@ -1,10 +1,11 @@
 // BM25 on CACM: queries per second and MAP, ours (native SparseIndex) against wink-bm25-text-search (plain JS),
 // both with the same analyzer, k1 = 0.9, b = 0.4. Reads ../shared/data/cacm (skipped when absent).
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 
-import { Bm25Index, englishAnalyzer, evaluateTrec, parseQrels } from '../lib/index.js';
+import { loadTrecCollection, trecOrder } from '../lib/data/trec-collection.js';
+import { Bm25Index, englishAnalyzer, evaluateTrec } from '../lib/index.js';
 import { packageRoot } from '../lib/native.js';
 import { fmt, timeIt } from './harness.js';
 
@@ -22,19 +23,8 @@ export async function benchBm25(): Promise<{ rows: Array<Record<string, number |
     console.log('  (../shared/data/cacm not found: BM25 benchmark skipped)');
     return undefined;
   }
-  const docs = readFileSync(join(dir, 'cacm.json'), 'utf8')
-    .split('\n')
-    .filter((l) => l.trim())
-    .map((l) => JSON.parse(l) as { id: string; contents: string })
-    .map((d) => ({ id: d.id, text: d.contents }));
-  const topics = [...readFileSync(join(dir, 'topics.cacm.txt'), 'utf8').matchAll(/<DOCNO>\s*(\S+)\s*<\/DOCNO>([\s\S]*?)<\/DOC>/g)].map((m) => ({
-    id: m[1] as string,
-    text: (m[2] as string).trim(),
-  }));
-  const qrels = parseQrels(readFileSync(join(dir, 'qrels.cacm.txt'), 'utf8'));
+  const { docs, topics, qrels } = loadTrecCollection(dir, 'cacm');
   const texts = topics.map((t) => t.text);
-  const trecOrder = (hits: Array<{ id: string; score: number }>) =>
-    [...hits].sort((a, b) => b.score - a.score || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)).map((h) => h.id);
 
   const analyzer = englishAnalyzer();
   let t0 = performance.now();

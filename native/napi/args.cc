@@ -41,6 +41,20 @@ void require_shape(const TensorObject* t, const std::vector<int64_t>& dims, cons
   }
 }
 
+SparseArg sparse_arg(Napi::Env env, const Napi::CallbackInfo& info, size_t first) {
+  TensorObject* off = TensorObject::From(env, info[first], "offsets");
+  TensorObject* idx = TensorObject::From(env, info[first + 1], "indices");
+  TensorObject* val = TensorObject::From(env, info[first + 2], "values");
+  require_dtype(off, Dtype::I64, "offsets");
+  require_dtype(idx, Dtype::I32, "indices");
+  require_dtype(val, Dtype::F32, "values");
+  if (off->numel() < 1) throw Error("ERR_SHAPE", "offsets must hold rows + 1 entries");
+  if (idx->numel() != val->numel()) throw Error("ERR_SHAPE", "indices and values differ in length");
+  return {{reinterpret_cast<const int64_t*>(off->data()), reinterpret_cast<const int32_t*>(idx->data()),
+           reinterpret_cast<const float*>(val->data()), off->numel() - 1},
+          idx->numel()};
+}
+
 std::vector<Napi::Object> operands(std::initializer_list<Napi::Value> values) {
   std::vector<Napi::Object> out;
   for (const auto& v : values)

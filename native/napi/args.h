@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "../common/dtype.h"
+#include "../kernels/splade.h"
 #include "tensor_object.h"
 
 namespace quorum::napi {
@@ -21,6 +22,14 @@ void require_dtype(const TensorObject* t, Dtype dtype, const char* what);
 void require_shape(const TensorObject* t, const std::vector<int64_t>& dims, const char* what);
 // The object operands of a kernel call (tensors to pin), skipping undefined and null.
 std::vector<Napi::Object> operands(std::initializer_list<Napi::Value> values);
+// Sparse rows given as (offsets i64 [rows + 1], indices i32 [nnz], values f32 [nnz]) at info[first..first + 2].
+// Only sizes are checked here: contents are checked inside the work (JS can write to the arrays until it runs).
+struct SparseArg {
+  kernels::SparseView view;
+  size_t nnz;
+};
+SparseArg sparse_arg(Napi::Env env, const Napi::CallbackInfo& info, size_t first);
+
 template <class T>
 T* data_of(const Napi::Object& tensor) {
   return reinterpret_cast<T*>(Napi::ObjectWrap<TensorObject>::Unwrap(tensor)->data());

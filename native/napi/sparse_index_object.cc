@@ -18,27 +18,6 @@ namespace {
 
 constexpr double kMaxK = double(1 << 20);
 
-struct Csr {
-  kernels::SparseView view;
-  size_t nnz;
-};
-
-// (offsets i64 [rows + 1], indices i32 [nnz], values f32 [nnz]) at info[first..first+2]. Contents are checked
-// inside the work (JS can still write to the arrays until it runs); sizes here.
-Csr csr_arg(Napi::Env env, const Napi::CallbackInfo& info, size_t first) {
-  TensorObject* off = TensorObject::From(env, info[first], "offsets");
-  TensorObject* idx = TensorObject::From(env, info[first + 1], "indices");
-  TensorObject* val = TensorObject::From(env, info[first + 2], "values");
-  require_dtype(off, Dtype::I64, "offsets");
-  require_dtype(idx, Dtype::I32, "indices");
-  require_dtype(val, Dtype::F32, "values");
-  if (off->numel() < 1) throw Error("ERR_SHAPE", "offsets must hold rows + 1 entries");
-  if (idx->numel() != val->numel()) throw Error("ERR_SHAPE", "indices and values differ in length");
-  return {{reinterpret_cast<const int64_t*>(off->data()), reinterpret_cast<const int32_t*>(idx->data()),
-           reinterpret_cast<const float*>(val->data()), off->numel() - 1},
-          idx->numel()};
-}
-
 class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
  public:
   static Napi::Function Init(Napi::Env env) {
@@ -63,7 +42,7 @@ class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
       Napi::Env env = info.Env();
       TensorObject* it = TensorObject::From(env, info[0], "ids");
       require_dtype(it, Dtype::I64, "ids");
-      Csr rows = csr_arg(env, info, 1);
+      SparseArg rows = sparse_arg(env, info, 1);
       if (it->numel() != rows.view.rows)
         throw Error("ERR_SHAPE", std::to_string(it->numel()) + " ids for " + std::to_string(rows.view.rows) + " rows");
       const auto* ids = reinterpret_cast<const int64_t*>(it->data());
@@ -77,7 +56,7 @@ class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
   Napi::Value Search(const Napi::CallbackInfo& info) {
     return guard(info, [&] {
       Napi::Env env = info.Env();
-      Csr q = csr_arg(env, info, 0);
+      SparseArg q = sparse_arg(env, info, 0);
       double kd = info[3].IsNumber() ? info[3].As<Napi::Number>().DoubleValue() : NAN;
       if (!(kd >= 1) || std::floor(kd) != kd || kd > kMaxK)
         throw Error("ERR_RANGE", "k must be an integer in [1, " + std::to_string(int64_t(kMaxK)) + "]");

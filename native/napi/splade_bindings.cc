@@ -126,30 +126,12 @@ Napi::Value ToSparse(const Napi::CallbackInfo& info) {
       });
 }
 
-kernels::SparseView sparse_arg(Napi::Env env, const Napi::CallbackInfo& info, size_t first, const char* what) {
-  TensorObject* off = TensorObject::From(env, info[first], "offsets");
-  TensorObject* idx = TensorObject::From(env, info[first + 1], "indices");
-  TensorObject* val = TensorObject::From(env, info[first + 2], "values");
-  require_dtype(off, Dtype::I64, "offsets");
-  require_dtype(idx, Dtype::I32, "indices");
-  require_dtype(val, Dtype::F32, "values");
-  if (off->numel() < 1) throw Error("ERR_SHAPE", std::string(what) + " offsets must hold rows + 1 entries");
-  if (idx->numel() != val->numel())
-    throw Error("ERR_SHAPE", std::string(what) + " indices and values differ in length");
-  return {reinterpret_cast<const int64_t*>(off->data()), reinterpret_cast<const int32_t*>(idx->data()),
-          reinterpret_cast<const float*>(val->data()), off->numel() - 1};
-}
-
-size_t nnz_of(const Napi::Value& indices) {
-  return Napi::ObjectWrap<TensorObject>::Unwrap(indices.As<Napi::Object>())->numel();
-}
-
 // sparseScores(aOffsets, aIndices, aValues, bOffsets, bIndices, bValues, async) -> f32 [A, B]
 Napi::Value SparseScores(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  auto a = sparse_arg(env, info, 0, "left");
-  auto b = sparse_arg(env, info, 3, "right");
-  const size_t na = nnz_of(info[1]), nb = nnz_of(info[4]);
+  const SparseArg sa = sparse_arg(env, info, 0), sb = sparse_arg(env, info, 3);
+  const kernels::SparseView a = sa.view, b = sb.view;
+  const size_t na = sa.nnz, nb = sb.nnz;
   Napi::Object out = TensorObject::Create(env, Dtype::F32, {int64_t(a.rows), int64_t(b.rows)});
   float* op = data_of<float>(out);
   // Validated inside the work: JS can still write to the (pinned) index arrays until it runs.
@@ -168,8 +150,9 @@ Napi::Value SparseDenseScores(const Napi::CallbackInfo& info) {
   require_dtype(dt, Dtype::F32, "dense");
   if (dt->shape().size() != 2) throw Error("ERR_SHAPE", "dense must be [N, V], got " + shape_str(dt->shape()));
   const size_t n = size_t(dt->shape()[0]), vocab = size_t(dt->shape()[1]);
-  auto a = sparse_arg(env, info, 0, "sparse");
-  const size_t na = nnz_of(info[1]);
+  const SparseArg sa = sparse_arg(env, info, 0);
+  const kernels::SparseView a = sa.view;
+  const size_t na = sa.nnz;
   Napi::Object out = TensorObject::Create(env, Dtype::F32, {int64_t(a.rows), int64_t(n)});
   float* op = data_of<float>(out);
   const auto* dp = reinterpret_cast<const float*>(dt->data());
