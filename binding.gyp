@@ -7,7 +7,7 @@
       "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_CPP_EXCEPTIONS", "NODE_ADDON_API_CPP_EXCEPTIONS_ALL"],
       "cflags!": ["-fno-exceptions"],
       "cflags_cc!": ["-fno-exceptions", "-fno-rtti", "-std=gnu++17", "-std=gnu++20"],
-      "cflags_cc": ["-std=c++17", "-O3", "-fexceptions", "-pthread"],
+      "cflags_cc": ["-std=c++17", "-O3", "-fexceptions", "-pthread", "-Wno-uninitialized", "-Wno-maybe-uninitialized"],
       "ldflags": ["-pthread"],
       "xcode_settings": {
         "GCC_ENABLE_CPP_EXCEPTIONS": "YES",
