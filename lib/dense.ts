@@ -1,5 +1,6 @@
 import { QuorumError, awaitNative, callNative } from './errors.js';
 import { type NativeTensorHandle, coreAddon } from './native.js';
+import { rowHits } from './operand.js';
 import { Tensor } from './tensor.js';
 
 /**
@@ -64,16 +65,7 @@ function topKResult(r: { ids: NativeTensorHandle; scores: NativeTensorHandle }):
     scores: sv,
     rows,
     k,
-    hits(row: number) {
-      if (!Number.isInteger(row) || row < 0 || row >= rows) throw new QuorumError('ERR_RANGE', `row ${row} is outside [0, ${rows})`);
-      const out: Array<{ id: number; score: number }> = [];
-      for (let j = 0; j < k; j++) {
-        const id = idv[row * k + j] as number;
-        if (id < 0) break;
-        out.push({ id, score: sv[row * k + j] as number });
-      }
-      return out;
-    },
+    hits: (row: number) => rowHits(idv, sv, rows, k, row),
   };
 }
 

@@ -62,6 +62,27 @@ export async function runAsync<R>(call: (async: boolean) => unknown, wrap: (raw:
   return wrap((await awaitNative(p)) as never);
 }
 
+/**
+ * Row `row` of a padded `[rows, k]` top-k result as `{ id, score }` pairs, best first, stopping at the first
+ * padding slot (id < 0). Out-of-range rows are ERR_RANGE.
+ */
+export function rowHits<I extends number | bigint>(
+  ids: ArrayLike<I>,
+  scores: ArrayLike<number>,
+  rows: number,
+  k: number,
+  row: number,
+): Array<{ id: I; score: number }> {
+  if (!Number.isInteger(row) || row < 0 || row >= rows) throw new QuorumError('ERR_RANGE', `row ${row} is outside [0, ${rows})`);
+  const out: Array<{ id: I; score: number }> = [];
+  for (let j = 0; j < k; j++) {
+    const id = ids[row * k + j] as I;
+    if (id < 0) break;
+    out.push({ id, score: scores[row * k + j] as number });
+  }
+  return out;
+}
+
 export function handleOf(t: Tensor | undefined): NativeTensorHandle | null {
   return t ? t.handle : null;
 }

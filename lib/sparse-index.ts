@@ -2,8 +2,8 @@
 // native/kernels/sparse_index.h.
 import { QuorumError, callNative } from './errors.js';
 import { type NativeTensorHandle, coreAddon } from './native.js';
-import { runAsync, runSync } from './operand.js';
-import { type SparseVectors, sparseVectors } from './splade.js';
+import { rowHits, runAsync, runSync } from './operand.js';
+import { type SparseVectors, sparseTensors, sparseVectors } from './splade.js';
 import { Tensor } from './tensor.js';
 
 /** Top-k of each query row, `[rows, k]`: ids (the ones given to `add`) by score descending, ties by id. */
@@ -39,14 +39,6 @@ function asVectors(rows: SparseRowsInput): SparseVectors {
   return sparseVectors(offsets, indices, values);
 }
 
-function csr(v: SparseVectors): [Tensor, Tensor, Tensor] {
-  return [
-    Tensor.wrap(v.offsets, [v.offsets.length], 'i64'),
-    Tensor.wrap(v.indices, [v.indices.length], 'i32'),
-    Tensor.wrap(v.values, [v.values.length], 'f32'),
-  ];
-}
-
 interface NativeSparseIndex {
   add(ids: NativeTensorHandle, o: NativeTensorHandle, i: NativeTensorHandle, v: NativeTensorHandle, async: boolean): unknown;
   search(o: NativeTensorHandle, i: NativeTensorHandle, v: NativeTensorHandle, k: number, async: boolean): unknown;
@@ -75,16 +67,7 @@ function wrapResult(r: { ids: NativeTensorHandle; scores: NativeTensorHandle }):
     scores: sv,
     rows,
     k,
-    hits(row: number) {
-      if (!Number.isInteger(row) || row < 0 || row >= rows) throw new QuorumError('ERR_RANGE', `row ${row} is outside [0, ${rows})`);
-      const out: Array<{ id: bigint; score: number }> = [];
-      for (let j = 0; j < k; j++) {
-        const id = idv[row * k + j] as bigint;
-        if (id < 0n) break;
-        out.push({ id, score: sv[row * k + j] as number });
-      }
-      return out;
-    },
+    hits: (row: number) => rowHits(idv, sv, rows, k, row),
   };
 }
 
@@ -122,7 +105,7 @@ export class SparseIndex {
   #addCall(ids: BigInt64Array | ArrayLike<number | bigint>, docs: SparseRowsInput) {
     const v = asVectors(docs);
     const idt = Tensor.wrap(idsOf(ids, v.rows), [v.rows], 'i64');
-    const [o, i, w] = csr(v);
+    const [o, i, w] = sparseTensors(v);
     return (async: boolean) => this.#native.add(idt.handle, o.handle, i.handle, w.handle, async);
   }
 
@@ -137,7 +120,7 @@ export class SparseIndex {
   }
 
   #searchCall(queries: SparseRowsInput, k: number) {
-    const [o, i, w] = csr(asVectors(queries));
+    const [o, i, w] = sparseTensors(asVectors(queries));
     return (async: boolean) => this.#native.search(o.handle, i.handle, w.handle, k, async);
   }
 

@@ -185,7 +185,8 @@ export function toSparseSync(weights: TensorInput, options: ToSparseOptions = {}
   return runSync(sparseCall(weights, options), wrapSparse);
 }
 
-function csr(s: SparseVectors): [Tensor, Tensor, Tensor] {
+/** @internal The three arrays of sparse rows as borrowed Tensors (offsets i64, indices i32, values f32). */
+export function sparseTensors(s: SparseVectors): [Tensor, Tensor, Tensor] {
   return [
     Tensor.wrap(s.offsets, [s.offsets.length], 'i64'),
     Tensor.wrap(s.indices, [s.indices.length], 'i32'),
@@ -195,8 +196,8 @@ function csr(s: SparseVectors): [Tensor, Tensor, Tensor] {
 
 function sparseScoresCall(a: SparseVectors, b: SparseVectors) {
   const core = coreAddon();
-  const [ao, ai, av] = csr(a);
-  const [bo, bi, bv] = csr(b);
+  const [ao, ai, av] = sparseTensors(a);
+  const [bo, bi, bv] = sparseTensors(b);
   return (async: boolean) => core.sparseScores(ao.handle, ai.handle, av.handle, bo.handle, bi.handle, bv.handle, async);
 }
 
@@ -214,7 +215,7 @@ export function sparseScoresSync(a: SparseVectors, b: SparseVectors): Tensor<'f3
 
 function sparseDenseCall(a: SparseVectors, dense: TensorInput) {
   const core = coreAddon();
-  const [ao, ai, av] = csr(a);
+  const [ao, ai, av] = sparseTensors(a);
   const d = tensorOf(dense, 'dense');
   return (async: boolean) => core.sparseDenseScores(ao.handle, ai.handle, av.handle, d.handle, async);
 }

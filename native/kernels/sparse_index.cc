@@ -23,11 +23,7 @@ namespace quorum::kernels {
 namespace {
 
 void check_rows(const SparseView& r, size_t nnz, bool check_weights) {
-  if (r.offsets[0] != 0 || r.offsets[r.rows] != int64_t(nnz))
-    throw Error("ERR_RANGE", "sparse offsets must start at 0 and end at the number of entries (" +
-                                 std::to_string(nnz) + ")");
-  for (size_t i = 0; i < r.rows; ++i)
-    if (r.offsets[i + 1] < r.offsets[i]) throw Error("ERR_RANGE", "sparse offsets must not decrease");
+  check_sparse_offsets(r, nnz);
   for (size_t e = 0; e < nnz; ++e) {
     if (r.indices[e] < 0) throw Error("ERR_RANGE", "term id " + std::to_string(r.indices[e]) + " is negative");
     if (check_weights && !std::isfinite(r.values[e]))

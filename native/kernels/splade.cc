@@ -142,13 +142,16 @@ SparseRows to_sparse(const float* w, size_t rows, size_t vocab, float threshold,
   return out;
 }
 
-void check_sparse(const SparseView& s, size_t nnz, int64_t vocab) {
+void check_sparse_offsets(const SparseView& s, size_t nnz) {
   if (s.offsets[0] != 0 || s.offsets[s.rows] != int64_t(nnz))
     throw Error("ERR_RANGE", "sparse offsets must start at 0 and end at the number of entries (" +
                                  std::to_string(nnz) + ")");
-  // Every offset first, so that no row is read through an offset that a later check would reject.
   for (size_t r = 0; r < s.rows; ++r)
     if (s.offsets[r + 1] < s.offsets[r]) throw Error("ERR_RANGE", "sparse offsets must not decrease");
+}
+
+void check_sparse(const SparseView& s, size_t nnz, int64_t vocab) {
+  check_sparse_offsets(s, nnz);
   for (size_t r = 0; r < s.rows; ++r)
     for (int64_t i = s.offsets[r]; i < s.offsets[r + 1]; ++i) {
       int32_t id = s.indices[i];

@@ -71,6 +71,9 @@ struct SparseView {
 void sparse_sparse_scores(const SparseView& a, const SparseView& b, float* out);
 // out [a.rows, n]: dot of each sparse row with each row of dense [n, vocab]; term ids must be < vocab.
 void sparse_dense_scores(const SparseView& a, const float* dense, size_t n, size_t vocab, float* out);
+// Throws ERR_RANGE unless offsets run from 0 to nnz without decreasing (every offset checked before any row
+// is read through one).
+void check_sparse_offsets(const SparseView& s, size_t nnz);
 // Throws ERR_RANGE unless offsets are non-decreasing from 0, and term ids are strictly ascending per row and
 // in [0, vocab) (vocab < 0: unbounded).
 void check_sparse(const SparseView& s, size_t nnz, int64_t vocab);

@@ -20,6 +20,14 @@ double number_arg(const Napi::Value& v, const char* what) {
   return d;
 }
 
+size_t k_arg(const Napi::Value& v) {
+  constexpr double kMaxK = double(1 << 20);
+  double k = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : NAN;
+  if (!(k >= 1) || std::floor(k) != k || k > kMaxK)
+    throw Error("ERR_RANGE", "k must be an integer in [1, " + std::to_string(int64_t(kMaxK)) + "]");
+  return size_t(k);
+}
+
 TensorObject* optional_tensor(Napi::Env env, const Napi::Value& v, const char* what) {
   if (v.IsUndefined() || v.IsNull()) return nullptr;
   return TensorObject::From(env, v, what);

@@ -15,6 +15,8 @@ std::string shape_str(const std::vector<int64_t>& s);
 bool flag(const Napi::Value& v);
 // A finite number, else ERR_ARG naming `what`.
 double number_arg(const Napi::Value& v, const char* what);
+// A top-k size: an integer in [1, 2^20], else ERR_RANGE.
+size_t k_arg(const Napi::Value& v);
 // The tensor in v, or null when v is undefined or null.
 TensorObject* optional_tensor(Napi::Env env, const Napi::Value& v, const char* what);
 void require_dtype(const TensorObject* t, Dtype dtype, const char* what);

@@ -1,7 +1,6 @@
 // N-API bindings of kernels/dense_search.h: argument checks and conversions only.
 #include <napi.h>
 
-#include <cmath>
 #include <string>
 
 #include "../common/error.h"
@@ -16,8 +15,6 @@ namespace {
 
 using kernels::CorpusMatrix;
 using kernels::QueryMatrix;
-
-constexpr double kMaxK = double(1 << 20);
 
 void require_matrix(const TensorObject* t, const char* what) {
   if (t->shape().size() != 2)
@@ -56,10 +53,7 @@ Napi::Value ScoreTopK(const Napi::CallbackInfo& info) {
   TensorObject* ct = TensorObject::From(env, info[1], "corpus");
   QueryMatrix q = queries(qt);
   CorpusMatrix c = corpus(ct, q);
-  double kd = info[2].IsNumber() ? info[2].As<Napi::Number>().DoubleValue() : NAN;
-  if (!(kd >= 1) || std::floor(kd) != kd || kd > kMaxK)
-    throw Error("ERR_RANGE", "k must be an integer in [1, " + std::to_string(int64_t(kMaxK)) + "]");
-  size_t k = size_t(kd);
+  const size_t k = k_arg(info[2]);
   bool finite = flag(info[3]);
   Napi::Object ids = TensorObject::Create(env, Dtype::I32, {int64_t(q.rows), int64_t(k)});
   Napi::Object scores = TensorObject::Create(env, Dtype::F32, {int64_t(q.rows), int64_t(k)});

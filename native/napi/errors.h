@@ -16,16 +16,22 @@ void describe_current_exception(const char*& code, std::string& message);
 // Throws a JS error (as a C++ Napi::Error) from the exception being handled.
 [[noreturn]] void rethrow_as_js(Napi::Env env);
 
-// Wraps a binding so that any C++ exception becomes a typed JS error.
-template <Napi::Value (*F)(const Napi::CallbackInfo&)>
-Napi::Value guarded(const Napi::CallbackInfo& info) {
+// Runs f(), turning any C++ exception into a typed JS error (methods of wrapped objects use it directly).
+template <class F>
+Napi::Value guard(Napi::Env env, F&& f) {
   try {
-    return F(info);
+    return f();
   } catch (const Napi::Error&) {
     throw;
   } catch (...) {
-    rethrow_as_js(info.Env());
+    rethrow_as_js(env);
   }
+}
+
+// Wraps a binding so that any C++ exception becomes a typed JS error.
+template <Napi::Value (*F)(const Napi::CallbackInfo&)>
+Napi::Value guarded(const Napi::CallbackInfo& info) {
+  return guard(info.Env(), [&] { return F(info); });
 }
 
 }  // namespace quorum::napi

@@ -2,7 +2,6 @@
 // async work keeps the index alive even if the JS object is collected meanwhile.
 #include <napi.h>
 
-#include <cmath>
 #include <memory>
 #include <string>
 
@@ -15,8 +14,6 @@
 
 namespace quorum::napi {
 namespace {
-
-constexpr double kMaxK = double(1 << 20);
 
 class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
  public:
@@ -38,7 +35,7 @@ class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
  private:
   // add(ids i64 [rows], offsets, indices, values, async) -> {} (or a Promise of it)
   Napi::Value Add(const Napi::CallbackInfo& info) {
-    return guard(info, [&] {
+    return guard(info.Env(), [&] {
       Napi::Env env = info.Env();
       TensorObject* it = TensorObject::From(env, info[0], "ids");
       require_dtype(it, Dtype::I64, "ids");
@@ -54,13 +51,10 @@ class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
 
   // search(offsets, indices, values, k, async) -> { ids: i64 [rows, k], scores: f32 [rows, k] }
   Napi::Value Search(const Napi::CallbackInfo& info) {
-    return guard(info, [&] {
+    return guard(info.Env(), [&] {
       Napi::Env env = info.Env();
       SparseArg q = sparse_arg(env, info, 0);
-      double kd = info[3].IsNumber() ? info[3].As<Napi::Number>().DoubleValue() : NAN;
-      if (!(kd >= 1) || std::floor(kd) != kd || kd > kMaxK)
-        throw Error("ERR_RANGE", "k must be an integer in [1, " + std::to_string(int64_t(kMaxK)) + "]");
-      const size_t k = size_t(kd);
+      const size_t k = k_arg(info[3]);
       Napi::Object ids = TensorObject::Create(env, Dtype::I64, {int64_t(q.view.rows), int64_t(k)}, false);
       Napi::Object scores = TensorObject::Create(env, Dtype::F32, {int64_t(q.view.rows), int64_t(k)}, false);
       Napi::Object result = Napi::Object::New(env);
@@ -81,7 +75,7 @@ class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
 
   // save(path, async): atomic write (temporary file, fsync, rename).
   Napi::Value Save(const Napi::CallbackInfo& info) {
-    return guard(info, [&] {
+    return guard(info.Env(), [&] {
       std::string path = path_arg(info[0]);
       auto index = index_;
       return run_kernel(info.Env(), flag(info[1]), {}, Napi::Object::New(info.Env()), [=] { index->save(path); });
@@ -90,7 +84,7 @@ class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
 
   // load(path, async): replaces this index's contents; on any error the old contents stay.
   Napi::Value Load(const Napi::CallbackInfo& info) {
-    return guard(info, [&] {
+    return guard(info.Env(), [&] {
       std::string path = path_arg(info[0]);
       auto index = index_;
       return run_kernel(info.Env(), flag(info[1]), {}, Napi::Object::New(info.Env()), [=] { index->load(path); });
@@ -98,14 +92,14 @@ class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
   }
 
   Napi::Value ToBuffer(const Napi::CallbackInfo& info) {
-    return guard(info, [&] {
+    return guard(info.Env(), [&] {
       std::vector<uint8_t> bytes = index_->to_bytes();
       return Napi::Buffer<uint8_t>::Copy(info.Env(), bytes.data(), bytes.size()).As<Napi::Value>();
     });
   }
 
   Napi::Value FromBuffer(const Napi::CallbackInfo& info) {
-    return guard(info, [&] {
+    return guard(info.Env(), [&] {
       if (!info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
         throw Error("ERR_ARG", "fromBuffer needs a Buffer or Uint8Array");
       auto a = info[0].As<Napi::Uint8Array>();
@@ -119,17 +113,6 @@ class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
     return Napi::Number::New(info.Env(), double(index_->postings()));
   }
   Napi::Value Vocab(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), double(index_->vocab())); }
-
-  template <class F>
-  static Napi::Value guard(const Napi::CallbackInfo& info, F f) {
-    try {
-      return f();
-    } catch (const Napi::Error&) {
-      throw;
-    } catch (...) {
-      rethrow_as_js(info.Env());
-    }
-  }
 
   std::shared_ptr<kernels::SparseIndex> index_;
 };
