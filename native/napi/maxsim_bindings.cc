@@ -120,8 +120,9 @@ Napi::Value MaxSimBackward(const Napi::CallbackInfo& info) {
   TensorObject* gt = TensorObject::From(env, info[6], "grad");
   require_dtype(gt, Dtype::F32, "grad");
   require_shape(gt, {int64_t(q.nq), int64_t(d.n)}, "grad");
-  Napi::Object dq = TensorObject::Create(env, Dtype::F32, qt->shape());
-  Napi::Object dd = TensorObject::Create(env, Dtype::F32, dt->shape());
+  // maxsim_backward clears both before accumulating: no second zero fill here.
+  Napi::Object dq = TensorObject::Create(env, Dtype::F32, qt->shape(), false);
+  Napi::Object dd = TensorObject::Create(env, Dtype::F32, dt->shape(), false);
   Napi::Object result = Napi::Object::New(env);
   result.Set("dQueries", dq);
   result.Set("dDocuments", dd);
