@@ -2,6 +2,7 @@
   "sources": [
     "common/cpu_features.cc",
     "common/thread_pool.cc",
+    "common/persist.cc",
     "kernels/dense_dot_scalar.cc",
     "kernels/dense_dot_avx2.cc",
     "kernels/dense_dot_avx512.cc",
@@ -32,6 +33,7 @@
     "kernels/sparse_index.cc",
     "napi/errors.cc",
     "napi/tensor_object.cc",
+    "napi/async_call.cc",
     "napi/kernel_call.cc",
     "napi/args.cc",
     "napi/dense_bindings.cc",

@@ -1,21 +1,14 @@
 #include "sparse_index.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
-#include <random>
 #include <cmath>
 #include <limits>
 #include <mutex>
 #include <string>
 
 #include "../common/error.h"
+#include "../common/persist.h"
 #include "../common/thread_pool.h"
 #include "topk.h"
 
@@ -112,34 +105,8 @@ namespace {
 constexpr char kMagic[8] = {'Q', 'S', 'P', 'I', 'D', 'X', '0', '1'};
 constexpr uint32_t kVersion = 1;
 
-uint64_t fnv1a(const uint8_t* p, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
-
-template <class T>
-void put(std::vector<uint8_t>& out, const T& v) {
-  const auto* p = reinterpret_cast<const uint8_t*>(&v);
-  out.insert(out.end(), p, p + sizeof(T));
-}
-
-struct Reader {
-  const uint8_t* p;
-  size_t n, at = 0;
-  template <class T>
-  T get() {
-    if (n - at < sizeof(T)) throw Error("ERR_FORMAT", "sparse index data is truncated");
-    T v;
-    std::memcpy(&v, p + at, sizeof(T));
-    at += sizeof(T);
-    return v;
-  }
-  // Room for `count` items of `size` bytes, without overflow.
-  void need(uint64_t count, size_t size) const {
-    if (count > (n - at) / size) throw Error("ERR_FORMAT", "sparse index data is truncated or its sizes are corrupt");
-  }
-};
+using persist::fnv1a;
+using persist::put;
 
 }  // namespace
 
@@ -168,8 +135,7 @@ void SparseIndex::from_bytes(const uint8_t* data, size_t n) {
   uint64_t stored;
   std::memcpy(&stored, data + n - 8, 8);
   if (fnv1a(data, n - 8) != stored) throw Error("ERR_FORMAT", "sparse index checksum mismatch (corrupt data)");
-  Reader r{data, n - 8};
-  r.at = 8;
+  persist::Reader r{data, n - 8, 8, "sparse index data"};
   const uint32_t version = r.get<uint32_t>();
   if (version != kVersion)
     throw Error("ERR_FORMAT", "sparse index format version " + std::to_string(version) + " is not supported");
@@ -207,40 +173,13 @@ void SparseIndex::from_bytes(const uint8_t* data, size_t n) {
 
 void SparseIndex::save(const std::string& path) const {
   const std::vector<uint8_t> bytes = to_bytes();
-  std::random_device rd;
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(rd());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error("ERR_IO", "cannot create " + tmp + ": " + std::strerror(errno));
-  size_t off = 0;
-  while (off < bytes.size()) {
-    ssize_t w = ::write(fd, bytes.data() + off, bytes.size() - off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      std::string why = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw Error("ERR_IO", "cannot write " + tmp + ": " + why);
-    }
-    off += size_t(w);
-  }
-  // The data must be on disk before the rename makes it visible under `path`.
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    std::string why = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    throw Error("ERR_IO", "cannot sync " + tmp + ": " + why);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::string why = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    throw Error("ERR_IO", "cannot rename " + tmp + " to " + path + ": " + why);
-  }
+  persist::AtomicFile file(path);
+  file.write(bytes.data(), bytes.size());
+  file.commit();
 }
 
 void SparseIndex::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("ERR_IO", "cannot open " + path);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw Error("ERR_IO", "cannot read " + path);
+  const std::vector<uint8_t> bytes = persist::read_file(path);
   from_bytes(bytes.data(), bytes.size());
 }
 

@@ -1,0 +1,122 @@
+#include "persist.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <random>
+
+namespace quorum::persist {
+namespace {
+
+constexpr uint64_t kPrime = 1099511628211ull;
+
+std::string errno_text() { return std::strerror(errno); }
+
+}  // namespace
+
+uint64_t fnv1a(const uint8_t* p, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * kPrime;
+  return h;
+}
+
+void WordHash::update(const uint8_t* p, size_t n) {
+  while (carried_ > 0 && carried_ < 8 && n > 0) {
+    carry_[carried_++] = *p++;
+    --n;
+  }
+  if (carried_ == 8) {
+    uint64_t w;
+    std::memcpy(&w, carry_, 8);
+    h_ = (h_ ^ w) * kPrime;
+    carried_ = 0;
+  }
+  for (; n >= 8; p += 8, n -= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    h_ = (h_ ^ w) * kPrime;
+  }
+  while (n-- > 0) carry_[carried_++] = *p++;
+}
+
+uint64_t WordHash::digest() const {
+  uint64_t h = h_;
+  for (size_t i = 0; i < carried_; ++i) h = (h ^ carry_[i]) * kPrime;
+  return (h ^ carried_) * kPrime;  // the tail length, so that trailing zero bytes change the digest
+}
+
+uint64_t word_hash(const uint8_t* p, size_t n) {
+  WordHash h;
+  h.update(p, n);
+  return h.digest();
+}
+
+AtomicFile::AtomicFile(const std::string& path) : path_(path) {
+  std::random_device rd;
+  tmp_ = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(rd());
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw Error("ERR_IO", "cannot create " + tmp_ + ": " + errno_text());
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!done_) ::unlink(tmp_.c_str());
+}
+
+void AtomicFile::write(const uint8_t* p, size_t n) {
+  while (n > 0) {
+    ssize_t w = ::write(fd_, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) throw Error("ERR_IO", "cannot write " + tmp_ + ": " + errno_text());
+    p += w;
+    n -= size_t(w);
+  }
+}
+
+void AtomicFile::commit() {
+  // The data must be on disk before the rename makes it visible under `path`.
+  if (::fsync(fd_) != 0) throw Error("ERR_IO", "cannot sync " + tmp_ + ": " + errno_text());
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) throw Error("ERR_IO", "cannot close " + tmp_ + ": " + errno_text());
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
+    throw Error("ERR_IO", "cannot rename " + tmp_ + " to " + path_ + ": " + errno_text());
+  done_ = true;
+}
+
+std::vector<uint8_t> read_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error("ERR_IO", "cannot open " + path + ": " + errno_text());
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error("ERR_IO", "cannot read " + path + ": not a regular file");
+  }
+  std::vector<uint8_t> out;
+  try {
+    out.resize(size_t(st.st_size));
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  size_t off = 0;
+  while (off < out.size()) {
+    ssize_t r = ::read(fd, out.data() + off, out.size() - off);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      std::string why = errno_text();
+      ::close(fd);
+      throw Error("ERR_IO", "cannot read " + path + ": " + why);
+    }
+    if (r == 0) break;  // shrank meanwhile: the checksum will tell
+    off += size_t(r);
+  }
+  ::close(fd);
+  out.resize(off);
+  return out;
+}
+
+}  // namespace quorum::persist
