@@ -10,6 +10,9 @@ export type ErrorCode =
   | 'ERR_NOMEM'
   | 'ERR_FORMAT'
   | 'ERR_IO'
+  | 'ERR_STATE'
+  | 'ERR_NOT_FOUND'
+  | 'ERR_DUPLICATE_ID'
   | 'ERR_NATIVE'
   | 'ERR_BACKEND_UNAVAILABLE';
 

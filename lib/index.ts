@@ -69,6 +69,16 @@ export {
 } from './uncertainty.js';
 export { type Int32Input, type MaskInput, type TensorInput } from './operand.js';
 export { SparseIndex, type SparseRowsInput, type SparseSearchResult } from './sparse-index.js';
+export {
+  DenseIndex,
+  type DenseIndexInfo,
+  type DenseIndexOptions,
+  type DenseSearchOptions,
+  type VectorIdsInput,
+  type Mips,
+  type VectorsInput,
+} from './dense-index.js';
+export { type SearchResult } from './search-result.js';
 export { Bm25Index, type Bm25Hit, type Bm25Options } from './bm25/bm25.js';
 export { englishAnalyzer, luceneEnglishStopwords, type Analyzer, type AnalyzerOptions } from './bm25/analyzer.js';
 export { luceneQuantizedLength } from './bm25/length-norm.js';

@@ -50,6 +50,9 @@ export interface NativeTensorHandle {
   readonly owned: boolean;
   buffer(): ArrayBuffer | ArrayBufferView;
   dispose(): void;
+  /** Keeps the memory alive through dispose() until the matching unpin() (another addon is reading it). */
+  pin(): void;
+  unpin(): void;
 }
 
 export interface NativeTensorCtor {
@@ -164,4 +167,61 @@ let core: CoreAddon | undefined;
 export function coreAddon(): CoreAddon {
   core ??= loadAddon<CoreAddon>('quorum_core', 'QUORUM_CORE_PATH');
   return core;
+}
+
+/** One DenseIndex object of quorum_faiss.node (native/napi/faiss_addon.cc). */
+export interface NativeDenseIndex {
+  train(x: Float32Array, async: boolean): MaybeAsync<object>;
+  add(x: Float32Array, ids: BigInt64Array, async: boolean): MaybeAsync<object>;
+  remove(ids: BigInt64Array, async: boolean): MaybeAsync<{ removed: number }>;
+  search(
+    q: Float32Array,
+    k: number,
+    efSearch: number | undefined,
+    nprobe: number | undefined,
+    async: boolean,
+  ): MaybeAsync<{ ids: BigInt64Array; scores: Float32Array; rows: number; k: number }>;
+  reconstruct(ids: BigInt64Array, async: boolean): MaybeAsync<{ vectors: Float32Array }>;
+  save(path: string, async: boolean): MaybeAsync<object>;
+  load(path: string, async: boolean): MaybeAsync<object>;
+  toBuffer(): Uint8Array;
+  fromBuffer(bytes: Uint8Array): void;
+  info(): {
+    dim: number;
+    size: number;
+    trained: boolean;
+    factory: string;
+    mips: 'inner-product' | 'l2';
+    phi: number;
+    supportsRemove: boolean;
+    efSearch?: number;
+    nprobe?: number;
+  };
+}
+
+/** quorum_faiss.node's exports. */
+export interface FaissAddon {
+  DenseIndex: new (options?: object) => NativeDenseIndex;
+  setThreads(n: number): void;
+  threads(): number;
+}
+
+let faiss: FaissAddon | undefined;
+
+/**
+ * The faiss addon (built by CMake only), loaded on first use with the core's thread setting. ERR_BACKEND_UNAVAILABLE
+ * when it was not built (no faiss on the build machine).
+ */
+export function faissAddon(): FaissAddon {
+  if (!faiss) {
+    const m = loadAddon<FaissAddon>('quorum_faiss', 'QUORUM_FAISS_PATH');
+    m.setThreads(coreAddon().capabilities().threads);
+    faiss = m;
+  }
+  return faiss;
+}
+
+/** The faiss addon if something already loaded it (setThreads must not load it just to set a number). */
+export function loadedFaissAddon(): FaissAddon | undefined {
+  return faiss;
 }

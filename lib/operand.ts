@@ -49,6 +49,13 @@ export function maskOf(mask: MaskInput | undefined, what: string): Tensor | unde
   throw new QuorumError('ERR_ARG', `${what} must be a Uint8Array, an array of numbers or booleans, or a u8 Tensor`);
 }
 
+/** Ids for n items as a BigInt64Array (borrowed when it already is one); ERR_SHAPE when the count differs. */
+export function idsOf(ids: BigInt64Array | ArrayLike<number | bigint>, n: number): BigInt64Array {
+  const out = ids instanceof BigInt64Array ? ids : BigInt64Array.from(Array.from(ids, (x) => BigInt(x)));
+  if (out.length !== n) throw new QuorumError('ERR_SHAPE', `${out.length} ids for ${n} items`);
+  return out;
+}
+
 /**
  * Runs one native kernel call in its Sync or Promise form. `call(async)` makes the native call; `wrap` turns
  * its raw result into the public one.

@@ -2,19 +2,13 @@
 // native/kernels/sparse_index.h.
 import { QuorumError, callNative } from './errors.js';
 import { type NativeTensorHandle, coreAddon } from './native.js';
-import { rowHits, runAsync, runSync } from './operand.js';
+import { idsOf, runAsync, runSync } from './operand.js';
+import { type SearchResult, searchResult } from './search-result.js';
 import { type SparseVectors, sparseTensors, sparseVectors } from './splade.js';
 import { Tensor } from './tensor.js';
 
-/** Top-k of each query row, `[rows, k]`: ids (the ones given to `add`) by score descending, ties by id. */
-export interface SparseSearchResult {
-  readonly ids: BigInt64Array;
-  readonly scores: Float32Array;
-  readonly rows: number;
-  readonly k: number;
-  /** The hits of query `row`, best first; slots no document reached (id -1) left out. */
-  hits(row: number): Array<{ id: bigint; score: number }>;
-}
+/** Top-k of each query row; slots no document reached hold id -1. */
+export type SparseSearchResult = SearchResult;
 
 /** Sparse rows as `SparseVectors`, or as arrays of `{ index, value }` entries (any order). */
 export type SparseRowsInput = SparseVectors | ReadonlyArray<ReadonlyArray<{ index: number; value: number }>>;
@@ -51,24 +45,10 @@ interface NativeSparseIndex {
   readonly vocab: number;
 }
 
-function idsOf(ids: BigInt64Array | ArrayLike<number | bigint>, n: number): BigInt64Array {
-  const out = ids instanceof BigInt64Array ? ids : BigInt64Array.from(Array.from(ids as ArrayLike<number | bigint>, (x) => BigInt(x)));
-  if (out.length !== n) throw new QuorumError('ERR_SHAPE', `${out.length} ids for ${n} documents`);
-  return out;
-}
-
 function wrapResult(r: { ids: NativeTensorHandle; scores: NativeTensorHandle }): SparseSearchResult {
   const ids = Tensor.fromHandle<'i64'>(r.ids);
   const [rows = 0, k = 0] = ids.shape;
-  const idv = ids.data;
-  const sv = Tensor.fromHandle<'f32'>(r.scores).data;
-  return {
-    ids: idv,
-    scores: sv,
-    rows,
-    k,
-    hits: (row: number) => rowHits(idv, sv, rows, k, row),
-  };
+  return searchResult(ids.data, Tensor.fromHandle<'f32'>(r.scores).data, rows, k);
 }
 
 /**

@@ -35,6 +35,7 @@
     "napi/tensor_object.cc",
     "napi/async_call.cc",
     "napi/kernel_call.cc",
+    "napi/scalar_args.cc",
     "napi/args.cc",
     "napi/dense_bindings.cc",
     "napi/maxsim_bindings.cc",

@@ -1,27 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { QuorumError, Tensor, gatherScores, gatherScoresSync, scoreSync, scoreTopK, scoreTopKSync, setIsa, setThreads } from '../lib/index.js';
-import { randomF32 } from './helpers.js';
-
-function code(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (e) {
-    expect(e).toBeInstanceOf(QuorumError);
-    return (e as QuorumError).code;
-  }
-  return undefined;
-}
-
-async function asyncCode(p: Promise<unknown>): Promise<string | undefined> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(QuorumError);
-    return (e as QuorumError).code;
-  }
-  return undefined;
-}
+import { asyncCode, code, randomF32 } from './helpers.js';
 
 const D = 8;
 const corpus = Tensor.from(randomF32(20 * D, 1), [20, D]);

@@ -1,4 +1,6 @@
-import { Tensor, type Dtype } from '../lib/index.js';
+import { expect } from 'vitest';
+
+import { QuorumError, Tensor, type Dtype } from '../lib/index.js';
 import { bf16ToF32, f16ToF32 } from '../lib/reference/dense.js';
 
 /** Seeded uniform floats in [-1, 1) (mulberry32), so failures reproduce. */
@@ -38,3 +40,25 @@ export function absDot(Q: Float32Array, C: Float64Array, B: number, N: number, D
 }
 
 export const floatDtypes: Dtype[] = ['f32', 'bf16', 'f16'];
+
+/** The `code` of the QuorumError fn throws (undefined when it does not throw; anything else fails the test). */
+export function code(fn: () => unknown): string | undefined {
+  try {
+    fn();
+  } catch (e) {
+    expect(e).toBeInstanceOf(QuorumError);
+    return (e as QuorumError).code;
+  }
+  return undefined;
+}
+
+/** {@link code} for a Promise. */
+export async function asyncCode(p: Promise<unknown>): Promise<string | undefined> {
+  try {
+    await p;
+  } catch (e) {
+    expect(e).toBeInstanceOf(QuorumError);
+    return (e as QuorumError).code;
+  }
+  return undefined;
+}

@@ -66,7 +66,23 @@ AtomicFile::~AtomicFile() {
   if (!done_) ::unlink(tmp_.c_str());
 }
 
+constexpr size_t kFileBuffer = size_t(1) << 20;
+
 void AtomicFile::write(const uint8_t* p, size_t n) {
+  if (buffer_.size() + n > kFileBuffer) flush();
+  if (n >= kFileBuffer) {
+    write_raw(p, n);
+    return;
+  }
+  buffer_.insert(buffer_.end(), p, p + n);
+}
+
+void AtomicFile::flush() {
+  write_raw(buffer_.data(), buffer_.size());
+  buffer_.clear();
+}
+
+void AtomicFile::write_raw(const uint8_t* p, size_t n) {
   while (n > 0) {
     ssize_t w = ::write(fd_, p, n);
     if (w < 0 && errno == EINTR) continue;
@@ -77,6 +93,7 @@ void AtomicFile::write(const uint8_t* p, size_t n) {
 }
 
 void AtomicFile::commit() {
+  flush();
   // The data must be on disk before the rename makes it visible under `path`.
   if (::fsync(fd_) != 0) throw Error("ERR_IO", "cannot sync " + tmp_ + ": " + errno_text());
   const int fd = fd_;

@@ -65,11 +65,15 @@ class AtomicFile {
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
 
+  // Buffered: many small pieces (a serializer's fields) cost one system call per MiB.
   void write(const uint8_t* p, size_t n);
   void commit();
 
  private:
+  void flush();
+  void write_raw(const uint8_t* p, size_t n);
   std::string path_, tmp_;
+  std::vector<uint8_t> buffer_;
   int fd_ = -1;
   bool done_ = false;
 };

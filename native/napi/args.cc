@@ -1,32 +1,8 @@
 #include "args.h"
 
-#include <cmath>
-
 #include "../common/error.h"
 
 namespace quorum::napi {
-
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
-bool flag(const Napi::Value& v) { return v.IsBoolean() && v.As<Napi::Boolean>().Value(); }
-
-double number_arg(const Napi::Value& v, const char* what) {
-  double d = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : NAN;
-  if (!std::isfinite(d)) throw Error("ERR_ARG", std::string(what) + " must be a finite number");
-  return d;
-}
-
-size_t k_arg(const Napi::Value& v) {
-  constexpr double kMaxK = double(1 << 20);
-  double k = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : NAN;
-  if (!(k >= 1) || std::floor(k) != k || k > kMaxK)
-    throw Error("ERR_RANGE", "k must be an integer in [1, " + std::to_string(int64_t(kMaxK)) + "]");
-  return size_t(k);
-}
 
 TensorObject* optional_tensor(Napi::Env env, const Napi::Value& v, const char* what) {
   if (v.IsUndefined() || v.IsNull()) return nullptr;

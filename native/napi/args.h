@@ -1,4 +1,4 @@
-// Argument checks shared by the kernel bindings: every failure is a quorum::Error with a code.
+// Tensor argument checks shared by the core's bindings: every failure is a quorum::Error with a code.
 #pragma once
 #include <napi.h>
 
@@ -7,16 +7,11 @@
 
 #include "../common/dtype.h"
 #include "../kernels/splade.h"
+#include "scalar_args.h"
 #include "tensor_object.h"
 
 namespace quorum::napi {
 
-std::string shape_str(const std::vector<int64_t>& s);
-bool flag(const Napi::Value& v);
-// A finite number, else ERR_ARG naming `what`.
-double number_arg(const Napi::Value& v, const char* what);
-// A top-k size: an integer in [1, 2^20], else ERR_RANGE.
-size_t k_arg(const Napi::Value& v);
 // The tensor in v, or null when v is undefined or null.
 TensorObject* optional_tensor(Napi::Env env, const Napi::Value& v, const char* what);
 void require_dtype(const TensorObject* t, Dtype dtype, const char* what);

@@ -68,11 +68,6 @@ class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
     });
   }
 
-  static std::string path_arg(const Napi::Value& v) {
-    if (!v.IsString() || v.As<Napi::String>().Utf8Value().empty()) throw Error("ERR_ARG", "path must be a non-empty string");
-    return v.As<Napi::String>().Utf8Value();
-  }
-
   // save(path, async): atomic write (temporary file, fsync, rename).
   Napi::Value Save(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
@@ -92,18 +87,13 @@ class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
   }
 
   Napi::Value ToBuffer(const Napi::CallbackInfo& info) {
-    return guard(info.Env(), [&] {
-      std::vector<uint8_t> bytes = index_->to_bytes();
-      return Napi::Buffer<uint8_t>::Copy(info.Env(), bytes.data(), bytes.size()).As<Napi::Value>();
-    });
+    return guard(info.Env(), [&] { return buffer_of(info.Env(), index_->to_bytes()); });
   }
 
   Napi::Value FromBuffer(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
-      if (!info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
-        throw Error("ERR_ARG", "fromBuffer needs a Buffer or Uint8Array");
-      auto a = info[0].As<Napi::Uint8Array>();
-      index_->from_bytes(a.Data(), a.ElementLength());
+      Bytes b = bytes_arg(info[0]);
+      index_->from_bytes(b.data, b.size);
       return info.Env().Undefined();
     });
   }

@@ -65,6 +65,8 @@ std::vector<int64_t> parse_shape(const Napi::Value& v, int64_t& numel) {
 Napi::Function TensorObject::Init(Napi::Env env) {
   return DefineClass(env, "NativeTensor",
                      {InstanceMethod<&TensorObject::Dispose>("dispose"),
+                      InstanceMethod<&TensorObject::PinJs>("pin"),
+                      InstanceMethod<&TensorObject::UnpinJs>("unpin"),
                       InstanceMethod<&TensorObject::Buffer>("buffer"),
                       InstanceAccessor<&TensorObject::IsDisposed>("disposed"),
                       InstanceAccessor<&TensorObject::Shape>("shape"),
@@ -144,6 +146,17 @@ void TensorObject::FreeOwned(Napi::Env env) {
 
 void TensorObject::Unpin(Napi::Env env) {
   if (--pins_ == 0 && disposed_) FreeOwned(env);
+}
+
+Napi::Value TensorObject::PinJs(const Napi::CallbackInfo& info) {
+  if (disposed_) throw typed_error(info.Env(), "ERR_DISPOSED", "tensor was disposed");
+  Pin();
+  return info.Env().Undefined();
+}
+
+Napi::Value TensorObject::UnpinJs(const Napi::CallbackInfo& info) {
+  if (pins_ > 0) Unpin(info.Env());
+  return info.Env().Undefined();
 }
 
 Napi::Value TensorObject::Dispose(const Napi::CallbackInfo& info) {

@@ -42,6 +42,11 @@ class TensorObject : public Napi::ObjectWrap<TensorObject> {
   void Unpin(Napi::Env env);
 
  private:
+  // pin() / unpin() from JS: lib/dense-index.ts holds a tensor this way while another addon (faiss) reads its
+  // memory off the main thread.
+  Napi::Value PinJs(const Napi::CallbackInfo& info);
+  Napi::Value UnpinJs(const Napi::CallbackInfo& info);
+
   Napi::Value Dispose(const Napi::CallbackInfo& info);
   Napi::Value IsDisposed(const Napi::CallbackInfo& info);
   Napi::Value Buffer(const Napi::CallbackInfo& info);

@@ -1,0 +1,267 @@
+// A dense vector index over faiss (quorum_faiss.node), ranked by inner product, with 64-bit ids. Contract:
+// native/index/dense_index.h.
+import { QuorumError, awaitNative, callNative } from './errors.js';
+import { type NativeDenseIndex, faissAddon } from './native.js';
+import { idsOf } from './operand.js';
+import { type SearchResult, searchResult } from './search-result.js';
+import { Tensor } from './tensor.js';
+
+/**
+ * How an index ranks by inner product:
+ * - `'inner-product'`: faiss's own inner-product metric;
+ * - `'l2'`: DPR's reduction to L2 search (SPEC §1.1): stored vectors get an extra component
+ *   sqrt(phi - |c|^2), queries a 0, so L2 order equals inner-product order. `phi` (the largest squared norm)
+ *   is fixed by the first `train` or `add` unless given; a later vector with a larger norm is ERR_RANGE.
+ */
+export type Mips = 'inner-product' | 'l2';
+
+export interface DenseIndexOptions {
+  /** Vector dimension. */
+  dim: number;
+  /**
+   * A faiss factory string without "IDMap": "Flat" (exact, the default), "HNSW32", "IVF1024,Flat",
+   * "IVF256,PQ32", "PCA128,Flat", ... IVF, PQ and PCA stages need {@link DenseIndex.train} before adding.
+   */
+  factory?: string;
+  /**
+   * See {@link Mips}. Default `'inner-product'`: at the same efSearch it gave HNSW the better recall in our
+   * measurements (bench/RESULTS.md), and it takes incremental adds of any norm.
+   */
+  mips?: Mips;
+  /** `'l2'` only: the largest squared norm to expect (default: taken from the first train or add). */
+  phi?: number;
+  /** HNSW: candidate list size while building (faiss default 40). */
+  efConstruction?: number;
+  /**
+   * HNSW: the candidate list size searches use (faiss default 16; at least k is always used). Set it here for
+   * concurrent searches: a per-call efSearch that differs from it makes that search exclusive (faiss 1.7.3
+   * only honours the index's own value in full).
+   */
+  efSearch?: number;
+  /** IVF: default number of lists searched (faiss default 1). */
+  nprobe?: number;
+}
+
+/** Per-search settings; omitted ones use the index's own. */
+export interface DenseSearchOptions {
+  /** HNSW only (ERR_ARG otherwise). A value other than the index's own makes this search exclusive. */
+  efSearch?: number;
+  /** IVF only (ERR_ARG otherwise). */
+  nprobe?: number;
+}
+
+/** Vectors: a row-major Float32Array of n x dim, an f32 Tensor [n, dim] (zero-copy), or rows of numbers. */
+export type VectorsInput = Float32Array | Tensor<'f32'> | ReadonlyArray<ArrayLike<number>>;
+
+/** Ids: one per vector, >= 0. */
+export type VectorIdsInput = BigInt64Array | ArrayLike<number | bigint>;
+
+/** What the index is and holds. */
+export interface DenseIndexInfo {
+  dim: number;
+  size: number;
+  trained: boolean;
+  factory: string;
+  mips: Mips;
+  /** `'l2'`: the largest squared norm the stored vectors assume (0 until fixed). */
+  phi: number;
+  /** false for HNSW: faiss cannot remove from its graphs. */
+  supportsRemove: boolean;
+  /** HNSW: the index's own efSearch. */
+  efSearch?: number;
+  /** IVF: the index's own nprobe. */
+  nprobe?: number;
+}
+
+// The typed array to hand to the faiss addon, and the tensor to pin while an async call reads it.
+function floatsOf(x: VectorsInput, dim: number, what: string): { data: Float32Array; tensor?: Tensor } {
+  if (x instanceof Float32Array) return { data: x };
+  if (x instanceof Tensor) {
+    if (x.dtype !== 'f32') throw new QuorumError('ERR_DTYPE', `${what} must be f32 for faiss, got ${x.dtype} (convert with .to('f32'))`);
+    const last = x.shape[x.shape.length - 1];
+    if (x.shape.length > 2 || last !== dim)
+      throw new QuorumError('ERR_SHAPE', `${what} must have shape [n, ${dim}] or [${dim}], got [${x.shape.join(', ')}]`);
+    return { data: x.data as Float32Array, tensor: x };
+  }
+  if (Array.isArray(x)) {
+    const out = new Float32Array(x.length * dim);
+    x.forEach((row: ArrayLike<number>, i: number) => {
+      if (row.length !== dim) throw new QuorumError('ERR_SHAPE', `${what} row ${i} has ${row.length} values, expected ${dim}`);
+      out.set(row, i * dim);
+    });
+    return { data: out };
+  }
+  throw new QuorumError('ERR_ARG', `${what} must be a Float32Array, an f32 Tensor or an array of rows`);
+}
+
+function idArray(ids: VectorIdsInput | bigint | number): BigInt64Array {
+  if (typeof ids === 'bigint' || typeof ids === 'number') return BigInt64Array.of(BigInt(ids));
+  return idsOf(ids, ids.length);
+}
+
+/**
+ * A dense vector index over faiss: exact or approximate top-k by inner product, with your own 64-bit ids.
+ * Searches may run concurrently; train, add and remove are exclusive. faiss's OpenMP threads follow
+ * {@link setThreads}. Every heavy method has a Promise form (off the main thread) and a Sync form.
+ *
+ * @example
+ * const index = DenseIndex.create({ dim: 768, factory: 'HNSW32', efSearch: 64 });
+ * await index.add(passageVectors, passageIds);           // Float32Array n x 768, BigInt64Array n
+ * const top = await index.search(queryVectors, 10);
+ * top.hits(0);                                           // [{ id: 42n, score: 71.3 }, ...]
+ * await index.save('passages.qdx');
+ * const again = await DenseIndex.load('passages.qdx');
+ */
+export class DenseIndex {
+  readonly #native: NativeDenseIndex;
+
+  /** Use {@link DenseIndex.create} (or `load` / `fromBuffer`). */
+  constructor(native: NativeDenseIndex) {
+    this.#native = native;
+  }
+
+  /** A new, empty index. ERR_ARG for a factory string faiss cannot build. */
+  static create(options: DenseIndexOptions): DenseIndex {
+    if (!options || typeof options !== 'object') throw new QuorumError('ERR_ARG', 'DenseIndex.create needs { dim, factory? }');
+    const factory = options.factory ?? 'Flat';
+    const mips = options.mips ?? 'inner-product';
+    const { DenseIndex: Native } = faissAddon();
+    return new DenseIndex(callNative(() => new Native({ ...options, factory, mips })));
+  }
+
+  /** Dimension, size, factory, metric handling and capabilities. */
+  get info(): DenseIndexInfo {
+    return callNative(() => this.#native.info());
+  }
+  get dim(): number {
+    return this.info.dim;
+  }
+  /** Vectors held. */
+  get size(): number {
+    return this.info.size;
+  }
+
+  async #async<R>(x: { tensor?: Tensor } | undefined, call: () => unknown): Promise<R> {
+    const h = x?.tensor?.handle;
+    if (h) callNative(() => h.pin());
+    try {
+      return (await awaitNative(callNative(call) as Promise<R>)) as R;
+    } finally {
+      h?.unpin();
+    }
+  }
+
+  /** Trains IVF / PQ / PCA stages (ERR_STATE if already trained). Use a sample like the data you will add. */
+  train(vectors: VectorsInput): Promise<void> {
+    const x = floatsOf(vectors, this.dim, 'vectors');
+    return this.#async(x, () => this.#native.train(x.data, true));
+  }
+
+  /** {@link train} on the calling thread. */
+  trainSync(vectors: VectorsInput): void {
+    const x = floatsOf(vectors, this.dim, 'vectors');
+    callNative(() => this.#native.train(x.data, false));
+  }
+
+  /**
+   * Adds vectors with their ids. ERR_STATE before training where the factory needs it, ERR_DUPLICATE_ID for an
+   * id already held or repeated, ERR_NONFINITE for NaN / infinity; a failed batch adds nothing.
+   */
+  add(vectors: VectorsInput, ids: VectorIdsInput): Promise<void> {
+    const x = floatsOf(vectors, this.dim, 'vectors');
+    const i = idArray(ids);
+    return this.#async(x, () => this.#native.add(x.data, i, true));
+  }
+
+  /** {@link add} on the calling thread. */
+  addSync(vectors: VectorsInput, ids: VectorIdsInput): void {
+    const x = floatsOf(vectors, this.dim, 'vectors');
+    callNative(() => this.#native.add(x.data, idArray(ids), false));
+  }
+
+  /** Removes ids (unknown ones are skipped); resolves to how many went. ERR_UNSUPPORTED for HNSW. */
+  async remove(ids: VectorIdsInput | bigint | number): Promise<number> {
+    const r = await this.#async<{ removed: number }>(undefined, () => this.#native.remove(idArray(ids), true));
+    return r.removed;
+  }
+
+  /** {@link remove} on the calling thread. */
+  removeSync(ids: VectorIdsInput | bigint | number): number {
+    return callNative(() => this.#native.remove(idArray(ids), false) as { removed: number }).removed;
+  }
+
+  /**
+   * The k best vectors for each query row by inner product, best first (ties by id). Slots beyond what the
+   * index can return hold id -1 and score -Infinity.
+   */
+  async search(queries: VectorsInput, k: number, options: DenseSearchOptions = {}): Promise<SearchResult> {
+    const q = floatsOf(queries, this.dim, 'queries');
+    const r = await this.#async<{ ids: BigInt64Array; scores: Float32Array; rows: number; k: number }>(q, () =>
+      this.#native.search(q.data, k, options.efSearch, options.nprobe, true),
+    );
+    return searchResult(r.ids, r.scores, r.rows, r.k);
+  }
+
+  /** {@link search} on the calling thread. */
+  searchSync(queries: VectorsInput, k: number, options: DenseSearchOptions = {}): SearchResult {
+    const q = floatsOf(queries, this.dim, 'queries');
+    const r = callNative(() => this.#native.search(q.data, k, options.efSearch, options.nprobe, false)) as {
+      ids: BigInt64Array;
+      scores: Float32Array;
+      rows: number;
+      k: number;
+    };
+    return searchResult(r.ids, r.scores, r.rows, r.k);
+  }
+
+  /** The stored vectors of `ids`, n x dim (approximate for PQ / SQ / PCA). ERR_NOT_FOUND for an id not held. */
+  async reconstruct(ids: VectorIdsInput | bigint | number): Promise<Float32Array> {
+    const r = await this.#async<{ vectors: Float32Array }>(undefined, () => this.#native.reconstruct(idArray(ids), true));
+    return r.vectors;
+  }
+
+  /** {@link reconstruct} on the calling thread. */
+  reconstructSync(ids: VectorIdsInput | bigint | number): Float32Array {
+    return callNative(() => this.#native.reconstruct(idArray(ids), false) as { vectors: Float32Array }).vectors;
+  }
+
+  /**
+   * Writes the index to `path` atomically (a temporary file beside it, fsync, rename), streamed without an extra
+   * in-memory copy: versioned header, faiss's own serialization, checksum. ERR_IO on failure.
+   */
+  save(path: string): Promise<void> {
+    return this.#async(undefined, () => this.#native.save(path, true));
+  }
+
+  /** {@link save} on the calling thread. */
+  saveSync(path: string): void {
+    callNative(() => this.#native.save(path, false));
+  }
+
+  /** Reads an index written by {@link save}: ERR_FORMAT for a corrupt, truncated or foreign file, ERR_IO for a missing one. */
+  static async load(path: string): Promise<DenseIndex> {
+    const native = new (faissAddon().DenseIndex)();
+    const index = new DenseIndex(native);
+    await index.#async(undefined, () => native.load(path, true));
+    return index;
+  }
+
+  /** {@link DenseIndex.load} on the calling thread. */
+  static loadSync(path: string): DenseIndex {
+    const native = new (faissAddon().DenseIndex)();
+    callNative(() => native.load(path, false));
+    return new DenseIndex(native);
+  }
+
+  /** The index as bytes (the file format of {@link save}). */
+  toBuffer(): Uint8Array {
+    return callNative(() => this.#native.toBuffer());
+  }
+
+  /** An index from {@link toBuffer}'s bytes; ERR_FORMAT if they are not a complete, intact index. */
+  static fromBuffer(bytes: Uint8Array): DenseIndex {
+    const native = new (faissAddon().DenseIndex)();
+    callNative(() => native.fromBuffer(bytes));
+    return new DenseIndex(native);
+  }
+}

@@ -1,0 +1,446 @@
+#include "dense_index.h"
+
+#include <faiss/IVFlib.h>
+#include <faiss/IndexHNSW.h>
+#include <faiss/IndexIDMap.h>
+#include <faiss/IndexIVF.h>
+#include <faiss/IndexIVFPQ.h>
+#include <faiss/IndexPQ.h>
+#include <faiss/IndexPreTransform.h>
+#include <faiss/impl/FaissException.h>
+#include <faiss/impl/IDSelector.h>
+#include <faiss/impl/io.h>
+#include <faiss/index_factory.h>
+#include <faiss/index_io.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <thread>
+#include <unordered_set>
+
+#include "../common/error.h"
+#include "../common/persist.h"
+
+namespace quorum::index {
+namespace {
+
+constexpr char kMagic[8] = {'Q', 'D', 'N', 'I', 'D', 'X', '0', '1'};
+constexpr uint32_t kVersion = 1;
+constexpr size_t kMaxDim = size_t(1) << 16;
+using Idx = faiss::Index::idx_t;
+
+std::atomic<int> g_threads{int(std::max(1u, std::thread::hardware_concurrency()))};
+
+// Runs a faiss call, turning its exceptions into typed ones: faiss reports bad use and internal failures alike.
+template <class F>
+auto faiss_call(const char* code, const std::string& what, F&& f) {
+  try {
+    return f();
+  } catch (const faiss::FaissException& e) {
+    throw Error(code, what + ": " + e.what());
+  }
+}
+
+// OpenMP's thread count is per calling thread (libuv workers start with the default), so every call sets it.
+void use_threads(size_t work_items) {
+  omp_set_num_threads(int(std::max<size_t>(1, std::min<size_t>(size_t(g_threads.load()), work_items))));
+}
+
+void check_finite(const float* x, size_t count, const char* what) {
+  for (size_t i = 0; i < count; ++i)
+    if (!std::isfinite(x[i])) throw Error("ERR_NONFINITE", std::string(what) + " must be finite (NaN or infinity found)");
+}
+
+// faiss's reader over bytes we have already checked; a short read makes faiss throw, which becomes ERR_FORMAT.
+struct SpanReader : faiss::IOReader {
+  const uint8_t* p;
+  size_t n, at = 0;
+  SpanReader(const uint8_t* data, size_t size) : p(data), n(size) {}
+  size_t operator()(void* ptr, size_t size, size_t nitems) override {
+    if (size == 0) return 0;
+    const size_t items = std::min(nitems, (n - at) / size);
+    std::memcpy(ptr, p + at, items * size);
+    at += items * size;
+    return items;
+  }
+};
+
+// faiss's writer into one of our sinks, hashing as it goes.
+template <class Sink>
+struct HashingWriter : faiss::IOWriter {
+  Sink& sink;
+  persist::WordHash& hash;
+  size_t written = 0;
+  HashingWriter(Sink& s, persist::WordHash& h) : sink(s), hash(h) {}
+  size_t operator()(const void* ptr, size_t size, size_t nitems) override {
+    const auto* b = static_cast<const uint8_t*>(ptr);
+    sink(b, size * nitems);
+    hash.update(b, size * nitems);
+    written += size * nitems;
+    return nitems;
+  }
+};
+
+}  // namespace
+
+void set_threads(int n) { g_threads.store(std::max(1, n)); }
+int threads() { return g_threads.load(); }
+
+DenseIndex::DenseIndex(const DenseIndexOptions& options) : options_(options) {
+  if (options_.dim == 0 || options_.dim > kMaxDim)
+    throw Error("ERR_RANGE", "dim must be in [1, " + std::to_string(kMaxDim) + "]");
+  if (options_.factory.empty()) throw Error("ERR_ARG", "factory string is empty");
+  if (options_.factory.find("IDMap") != std::string::npos)
+    throw Error("ERR_ARG", "leave IDMap out of the factory string: every DenseIndex takes 64-bit ids");
+  if (options_.mips != Mips::kInnerProduct && options_.mips != Mips::kL2Transform) throw Error("ERR_ARG", "unknown mips mode");
+  if (!(options_.phi >= 0) || !std::isfinite(options_.phi)) throw Error("ERR_RANGE", "phi must be a finite number >= 0");
+  if (options_.ef_construction < 0 || options_.ef_search < 0 || options_.nprobe < 0)
+    throw Error("ERR_RANGE", "efConstruction, efSearch and nprobe must be >= 0");
+  const faiss::MetricType metric =
+      options_.mips == Mips::kInnerProduct ? faiss::METRIC_INNER_PRODUCT : faiss::METRIC_L2;
+  std::unique_ptr<faiss::Index> made(faiss_call("ERR_ARG", "faiss cannot build '" + options_.factory + "'", [&] {
+    return faiss::index_factory(int(stored_dim()), options_.factory.c_str(), metric);
+  }));
+  if (faiss::IndexIVF* ivf = faiss::ivflib::try_extract_index_ivf(made.get())) {
+    // IVF keeps ids itself; the hash-table direct map makes remove and reconstruct by id work.
+    ivf->set_direct_map_type(faiss::DirectMap::Hashtable);
+    top_ = std::move(made);
+  } else {
+    auto idmap = std::make_unique<faiss::IndexIDMap2>(made.get());
+    made.release();
+    idmap->own_fields = true;
+    top_ = std::move(idmap);
+  }
+  const DenseIndexOptions asked = options_;
+  bind();
+  // The factory turns on polysemous training for PQ codes: a Hamming-order optimisation that only serves
+  // polysemous (Hamming-filtered) search, which we never run, and took 25 s for 600 vectors of PQ4 here.
+  if (auto* pq = dynamic_cast<faiss::IndexPQ*>(core_)) pq->do_polysemous_training = false;
+  if (auto* ivfpq = dynamic_cast<faiss::IndexIVFPQ*>(core_)) ivfpq->do_polysemous_training = false;
+  if (hnsw_) {
+    if (asked.ef_construction > 0) hnsw_->hnsw.efConstruction = asked.ef_construction;
+    if (asked.ef_search > 0) hnsw_->hnsw.efSearch = asked.ef_search;
+  } else if (asked.ef_construction > 0 || asked.ef_search > 0) {
+    throw Error("ERR_ARG", "efConstruction and efSearch apply to HNSW indexes only");
+  }
+  if (ivf_) {
+    if (asked.nprobe > 0) ivf_->nprobe = std::min<size_t>(size_t(asked.nprobe), ivf_->nlist);
+  } else if (asked.nprobe > 0) {
+    throw Error("ERR_ARG", "nprobe applies to IVF indexes only");
+  }
+  if (options_.phi > 0 && options_.mips != Mips::kL2Transform) throw Error("ERR_ARG", "phi applies to mips 'l2' only");
+  phi_ = options_.phi;
+  phi_fixed_ = phi_ > 0;
+}
+
+DenseIndex::~DenseIndex() = default;
+
+void DenseIndex::bind() {
+  idmap_ = dynamic_cast<faiss::IndexIDMap2*>(top_.get());
+  faiss::Index* inner = idmap_ ? idmap_->index : top_.get();
+  pre_ = dynamic_cast<faiss::IndexPreTransform*>(inner);
+  core_ = pre_ ? pre_->index : inner;
+  ivf_ = dynamic_cast<faiss::IndexIVF*>(core_);
+  hnsw_ = dynamic_cast<faiss::IndexHNSW*>(core_);
+  if (!core_ || (!idmap_ && !ivf_)) throw Error("ERR_FORMAT", "index structure is not one DenseIndex writes");
+  if (ivf_ && ivf_->direct_map.type != faiss::DirectMap::Hashtable)
+    throw Error("ERR_FORMAT", "IVF index without its id map");
+  if (size_t(top_->d) != stored_dim()) throw Error("ERR_FORMAT", "index dimension does not match its header");
+}
+
+size_t DenseIndex::stored_dim() const { return options_.dim + (options_.mips == Mips::kL2Transform ? 1 : 0); }
+
+bool DenseIndex::contains(int64_t id) const {
+  return idmap_ ? idmap_->rev_map.count(id) > 0 : ivf_->direct_map.hashtable.count(id) > 0;
+}
+
+std::vector<float> DenseIndex::augment(const float* x, size_t n, bool fix_phi, double& phi) const {
+  const size_t d = options_.dim;
+  phi = phi_;
+  check_finite(x, n * d, "vectors");
+  if (options_.mips != Mips::kL2Transform) return {};
+  std::vector<double> norms(n);
+  double largest = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double s = 0;
+    for (size_t j = 0; j < d; ++j) s += double(x[i * d + j]) * x[i * d + j];
+    norms[i] = s;
+    largest = std::max(largest, s);
+  }
+  phi = phi_;
+  if (!phi_fixed_ && fix_phi) phi = largest;
+  // A hair of slack for rounding in the caller's own norm computations.
+  if (largest > phi * (1 + 1e-6) + 1e-30)
+    throw Error("ERR_RANGE", "a vector's squared norm " + std::to_string(largest) + " exceeds phi = " + std::to_string(phi) +
+                                 ", fixed when the index first saw data: the L2 transform would rank it wrong (set phi up front, "
+                                 "or use mips 'inner-product')");
+  std::vector<float> out(n * (d + 1));
+  for (size_t i = 0; i < n; ++i) {
+    std::memcpy(&out[i * (d + 1)], x + i * d, d * sizeof(float));
+    out[i * (d + 1) + d] = float(std::sqrt(std::max(0.0, phi - norms[i])));
+  }
+  return out;
+}
+
+void DenseIndex::train(const float* x, size_t n) {
+  std::unique_lock<std::shared_mutex> lock(mutex_);
+  if (top_->is_trained) throw Error("ERR_STATE", "index is already trained");
+  if (n == 0) throw Error("ERR_RANGE", "train needs at least one vector");
+  double phi;
+  std::vector<float> aug = augment(x, n, true, phi);
+  use_threads(n);
+  faiss_call("ERR_ARG", "faiss training failed", [&] { top_->train(Idx(n), aug.empty() ? x : aug.data()); });
+  phi_ = phi;
+  phi_fixed_ = true;
+}
+
+void DenseIndex::add(const float* x, const int64_t* ids, size_t n) {
+  std::unique_lock<std::shared_mutex> lock(mutex_);
+  if (!top_->is_trained) throw Error("ERR_STATE", "index '" + options_.factory + "' needs train() before add()");
+  if (n == 0) return;
+  std::unordered_set<int64_t> batch;
+  batch.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (ids[i] < 0) throw Error("ERR_RANGE", "ids must be >= 0 (-1 marks an empty result slot), got " + std::to_string(ids[i]));
+    if (!batch.insert(ids[i]).second || contains(ids[i]))
+      throw Error("ERR_DUPLICATE_ID", "id " + std::to_string(ids[i]) + " is already in the index or repeated in the batch");
+  }
+  double phi;
+  std::vector<float> aug = augment(x, n, true, phi);
+  use_threads(n);
+  faiss_call("ERR_NATIVE", "faiss add failed", [&] { top_->add_with_ids(Idx(n), aug.empty() ? x : aug.data(), ids); });
+  phi_ = phi;
+  phi_fixed_ = true;
+}
+
+size_t DenseIndex::remove(const int64_t* ids, size_t n) {
+  std::unique_lock<std::shared_mutex> lock(mutex_);
+  if (hnsw_) throw Error("ERR_UNSUPPORTED", "faiss HNSW graphs cannot remove vectors: rebuild the index without them");
+  std::vector<Idx> held;
+  std::unordered_set<int64_t> seen;
+  for (size_t i = 0; i < n; ++i)
+    if (contains(ids[i]) && seen.insert(ids[i]).second) held.push_back(ids[i]);
+  if (held.empty()) return 0;
+  use_threads(held.size());
+  return faiss_call("ERR_UNSUPPORTED", "faiss cannot remove from '" + options_.factory + "'", [&]() -> size_t {
+    if (idmap_) return top_->remove_ids(faiss::IDSelectorBatch(held.size(), held.data()));
+    // The hash-table direct map removes only by an explicit array.
+    return top_->remove_ids(faiss::IDSelectorArray(held.size(), held.data()));
+  });
+}
+
+void DenseIndex::search(const float* q, size_t n, size_t k, const SearchOptions& opt, int64_t* ids, float* scores) const {
+  if (opt.ef_search < 0 || opt.nprobe < 0) throw Error("ERR_RANGE", "efSearch and nprobe must be >= 0");
+  // faiss 1.7.3 sizes HNSW's candidate heap from the index's own efSearch and reads SearchParametersHNSW only
+  // for the stopping rule: measured recall@10 stayed at the efSearch-16 level with efSearch 600 passed per call.
+  // So a per-call efSearch is set on the index itself, under the writer lock; searches at the index's own
+  // efSearch share the reader lock.
+  {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    const int want = hnsw_ ? std::max<int>(opt.ef_search > 0 ? opt.ef_search : hnsw_->hnsw.efSearch, int(k)) : 0;
+    if (!hnsw_ || want == hnsw_->hnsw.efSearch) return search_locked(q, n, k, opt, ids, scores);
+  }
+  std::unique_lock<std::shared_mutex> lock(mutex_);
+  const int saved = hnsw_->hnsw.efSearch;
+  hnsw_->hnsw.efSearch = std::max<int>(opt.ef_search > 0 ? opt.ef_search : saved, int(k));
+  try {
+    search_locked(q, n, k, opt, ids, scores);
+  } catch (...) {
+    hnsw_->hnsw.efSearch = saved;
+    throw;
+  }
+  hnsw_->hnsw.efSearch = saved;
+}
+
+void DenseIndex::search_locked(const float* q, size_t n, size_t k, const SearchOptions& opt, int64_t* ids,
+                               float* scores) const {
+  if (opt.ef_search > 0 && !hnsw_) throw Error("ERR_ARG", "efSearch applies to HNSW indexes only");
+  if (opt.nprobe > 0 && !ivf_) throw Error("ERR_ARG", "nprobe applies to IVF indexes only");
+  const size_t d = options_.dim;
+  check_finite(q, n * d, "queries");
+  constexpr float kNone = -std::numeric_limits<float>::infinity();
+  if (n == 0) return;
+  if (top_->ntotal == 0) {
+    std::fill(ids, ids + n * k, int64_t(-1));
+    std::fill(scores, scores + n * k, kNone);
+    return;
+  }
+  // Queries as faiss sees them: [q, 0] under the L2 transform, then through any pre-transform.
+  std::vector<float> xq;
+  const float* x = q;
+  if (options_.mips == Mips::kL2Transform) {
+    xq.assign(n * (d + 1), 0.f);
+    for (size_t i = 0; i < n; ++i) std::memcpy(&xq[i * (d + 1)], q + i * d, d * sizeof(float));
+    x = xq.data();
+  }
+  std::unique_ptr<const float[]> transformed;
+  if (pre_) {
+    const float* t = pre_->apply_chain(Idx(n), x);
+    if (t != x) transformed.reset(t);
+    x = t;
+  }
+  faiss::SearchParametersIVF ip;
+  const faiss::SearchParameters* params = nullptr;
+  if (ivf_) {
+    ip.nprobe = std::min<size_t>(opt.nprobe > 0 ? size_t(opt.nprobe) : ivf_->nprobe, ivf_->nlist);
+    ip.max_codes = ivf_->max_codes;
+    params = &ip;
+  }
+  use_threads(n);
+  static_assert(sizeof(Idx) == sizeof(int64_t), "faiss ids are 64-bit");
+  faiss_call("ERR_NATIVE", "faiss search failed",
+             [&] { core_->search(Idx(n), x, Idx(k), scores, reinterpret_cast<Idx*>(ids), params); });
+
+  for (size_t i = 0; i < n; ++i) {
+    int64_t* ri = ids + i * k;
+    float* rs = scores + i * k;
+    double qn = 0;
+    if (options_.mips == Mips::kL2Transform)
+      for (size_t j = 0; j < d; ++j) qn += double(q[i * d + j]) * q[i * d + j];
+    for (size_t j = 0; j < k; ++j) {
+      if (ri[j] < 0) {
+        ri[j] = -1;
+        rs[j] = kNone;
+        continue;
+      }
+      if (idmap_) ri[j] = idmap_->id_map[size_t(ri[j])];
+      // |q~ - c~|^2 = |q|^2 + phi - 2 q.c
+      if (options_.mips == Mips::kL2Transform) rs[j] = float((qn + phi_ - double(rs[j])) / 2);
+    }
+    // Deterministic order: score descending, then id ascending; empty slots last.
+    std::vector<std::pair<float, int64_t>> row(k);
+    for (size_t j = 0; j < k; ++j) row[j] = {rs[j], ri[j]};
+    std::stable_sort(row.begin(), row.end(), [](const auto& a, const auto& b) {
+      if ((a.second < 0) != (b.second < 0)) return b.second < 0;
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+    for (size_t j = 0; j < k; ++j) {
+      rs[j] = row[j].first;
+      ri[j] = row[j].second;
+    }
+  }
+}
+
+void DenseIndex::reconstruct(const int64_t* ids, size_t n, float* out) const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  for (size_t i = 0; i < n; ++i)
+    if (!contains(ids[i])) throw Error("ERR_NOT_FOUND", "id " + std::to_string(ids[i]) + " is not in the index");
+  const size_t d = options_.dim, sd = stored_dim();
+  std::vector<float> buf(sd);
+  faiss_call("ERR_UNSUPPORTED", "faiss cannot reconstruct from '" + options_.factory + "'", [&] {
+    for (size_t i = 0; i < n; ++i) {
+      top_->reconstruct(ids[i], buf.data());
+      std::memcpy(out + i * d, buf.data(), d * sizeof(float));
+    }
+  });
+}
+
+size_t DenseIndex::size() const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  return size_t(top_->ntotal);
+}
+
+bool DenseIndex::trained() const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  return top_->is_trained;
+}
+
+int DenseIndex::ef_search() const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  return hnsw_ ? hnsw_->hnsw.efSearch : 0;
+}
+
+int DenseIndex::nprobe() const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  return ivf_ ? int(ivf_->nprobe) : 0;
+}
+
+bool DenseIndex::supports_remove() const { return hnsw_ == nullptr; }
+
+double DenseIndex::phi() const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  return phi_;
+}
+
+// Layout: magic[8] | u32 version | u32 mips | u64 dim | f64 phi | u32 phi fixed | u32 factory length | factory | faiss bytes |
+// u64 faiss byte count | u64 checksum (persist::WordHash of everything before it).
+template <class Sink>
+void DenseIndex::write(Sink& sink) const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  persist::WordHash hash;
+  std::vector<uint8_t> head(kMagic, kMagic + 8);
+  persist::put(head, kVersion);
+  persist::put(head, uint32_t(options_.mips));
+  persist::put(head, uint64_t(options_.dim));
+  persist::put(head, phi_);
+  persist::put(head, uint32_t(phi_fixed_));
+  persist::put(head, uint32_t(options_.factory.size()));
+  head.insert(head.end(), options_.factory.begin(), options_.factory.end());
+  sink(head.data(), head.size());
+  hash.update(head.data(), head.size());
+  HashingWriter<Sink> writer(sink, hash);
+  faiss_call("ERR_NATIVE", "faiss could not serialize the index", [&] { faiss::write_index(top_.get(), &writer); });
+  std::vector<uint8_t> tail;
+  persist::put(tail, uint64_t(writer.written));
+  hash.update(tail.data(), tail.size());
+  persist::put(tail, hash.digest());
+  sink(tail.data(), tail.size());
+}
+
+std::vector<uint8_t> DenseIndex::to_bytes() const {
+  std::vector<uint8_t> out;
+  auto sink = [&](const uint8_t* p, size_t n) { out.insert(out.end(), p, p + n); };
+  write(sink);
+  return out;
+}
+
+void DenseIndex::save(const std::string& path) const {
+  persist::AtomicFile file(path);
+  auto sink = [&](const uint8_t* p, size_t n) { file.write(p, n); };
+  write(sink);
+  file.commit();
+}
+
+std::unique_ptr<DenseIndex> DenseIndex::from_bytes(const uint8_t* data, size_t n) {
+  if (n < 8 || std::memcmp(data, kMagic, 8) != 0) throw Error("ERR_FORMAT", "not a Quorum dense index");
+  if (n < 8 + 32 + 16) throw Error("ERR_FORMAT", "dense index data is truncated");
+  uint64_t stored;
+  std::memcpy(&stored, data + n - 8, 8);
+  if (persist::word_hash(data, n - 8) != stored) throw Error("ERR_FORMAT", "dense index checksum mismatch (corrupt or truncated data)");
+  persist::Reader r{data, n - 16, 8, "dense index data"};
+  const uint32_t version = r.get<uint32_t>();
+  if (version != kVersion) throw Error("ERR_FORMAT", "dense index format version " + std::to_string(version) + " is not supported");
+  std::unique_ptr<DenseIndex> out(new DenseIndex());
+  const uint32_t mips = r.get<uint32_t>();
+  if (mips > uint32_t(Mips::kL2Transform)) throw Error("ERR_FORMAT", "dense index header is corrupt (mips mode)");
+  out->options_.mips = Mips(mips);
+  out->options_.dim = size_t(r.get<uint64_t>());
+  if (out->options_.dim == 0 || out->options_.dim > kMaxDim) throw Error("ERR_FORMAT", "dense index header is corrupt (dim)");
+  out->phi_ = out->options_.phi = r.get<double>();
+  out->phi_fixed_ = r.get<uint32_t>() != 0;
+  if (!(out->phi_ >= 0) || !std::isfinite(out->phi_)) throw Error("ERR_FORMAT", "dense index header is corrupt (phi)");
+  const uint32_t flen = r.get<uint32_t>();
+  r.need(flen, 1);
+  out->options_.factory.assign(reinterpret_cast<const char*>(data + r.at), flen);
+  r.at += flen;
+  uint64_t payload;
+  std::memcpy(&payload, data + n - 16, 8);
+  if (payload != r.n - r.at) throw Error("ERR_FORMAT", "dense index sizes are corrupt");
+  SpanReader reader(data + r.at, payload);
+  out->top_.reset(faiss_call("ERR_FORMAT", "dense index payload is corrupt", [&] { return faiss::read_index(&reader); }));
+  if (reader.at != payload) throw Error("ERR_FORMAT", "dense index data has trailing bytes");
+  out->bind();
+  return out;
+}
+
+std::unique_ptr<DenseIndex> DenseIndex::load(const std::string& path) {
+  const std::vector<uint8_t> bytes = persist::read_file(path);
+  return from_bytes(bytes.data(), bytes.size());
+}
+
+}  // namespace quorum::index

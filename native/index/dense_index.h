@@ -1,0 +1,126 @@
+// A dense vector index over faiss, ranked by inner product, holding 64-bit ids of the caller's choosing.
+//
+// Built from a faiss factory string ("Flat", "HNSW32", "IVF256,Flat", "IVF256,PQ32", "PCA128,IVF64,Flat", ...).
+// Ids: IVF indexes keep them natively (with a hash-table direct map, so remove and reconstruct work); every
+// other type sits under an IndexIDMap2. Two ways to rank by inner product (`Mips`):
+//   kInnerProduct  faiss's own METRIC_INNER_PRODUCT;
+//   kL2Transform   DPR's reduction (SPEC §1.1): passages become [c, sqrt(phi - |c|^2)], queries [q, 0], and L2
+//                  ranking equals inner-product ranking. phi is the largest squared norm, fixed by the first
+//                  train() or add() unless given; a later vector with a larger norm is ERR_RANGE (the reduction
+//                  would silently rank it wrong). Scores come back as inner products.
+//
+// Results: per query row, ids and scores by score descending, ties by id ascending (faiss itself does not
+// order ties); slots beyond what the index can return hold id -1 and score -inf.
+//
+// Thread safety: search, reconstruct and the accessors share a reader lock and may run at once; train, add,
+// remove and loading take the writer lock, and so does an HNSW search whose efSearch (or k) differs from
+// the index's own (see search()). OpenMP threads follow set_threads().
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+namespace faiss {
+struct Index;
+template <typename IndexT>
+struct IndexIDMap2Template;
+using IndexIDMap2 = IndexIDMap2Template<Index>;
+struct IndexIVF;
+struct IndexHNSW;
+struct IndexPreTransform;
+}  // namespace faiss
+
+namespace quorum::index {
+
+enum class Mips : uint32_t { kInnerProduct = 0, kL2Transform = 1 };
+
+struct DenseIndexOptions {
+  size_t dim = 0;
+  std::string factory = "Flat";
+  Mips mips = Mips::kInnerProduct;
+  // kL2Transform only: the largest squared norm to expect; 0 takes it from the first train() or add().
+  double phi = 0;
+  // HNSW only (0 keeps faiss's defaults: efConstruction 40, efSearch 16).
+  int ef_construction = 0;
+  int ef_search = 0;
+  // IVF only (0 keeps faiss's default of 1).
+  int nprobe = 0;
+};
+
+// Per-call search settings; 0 keeps the index's own.
+struct SearchOptions {
+  int ef_search = 0;
+  int nprobe = 0;
+};
+
+class DenseIndex {
+ public:
+  // ERR_ARG for a factory string faiss rejects or one that asks for IDMap itself, ERR_RANGE for dim 0.
+  explicit DenseIndex(const DenseIndexOptions& options);
+  ~DenseIndex();
+
+  // Trains IVF / PQ / PCA stages on n vectors (ERR_STATE if already trained; a no-op need for Flat and HNSW).
+  void train(const float* x, size_t n);
+  // Adds n vectors with their ids. ERR_STATE before training where it is needed, ERR_DUPLICATE_ID for an id
+  // already held or repeated in the batch, ERR_NONFINITE for NaN or infinity; a failed batch adds nothing.
+  void add(const float* x, const int64_t* ids, size_t n);
+  // Removes the given ids (unknown ones are skipped) and returns how many went. ERR_UNSUPPORTED for HNSW.
+  size_t remove(const int64_t* ids, size_t n);
+  // Top-k of n queries into ids / scores [n, k].
+  void search(const float* q, size_t n, size_t k, const SearchOptions& opt, int64_t* ids, float* scores) const;
+  // The stored vectors of the given ids into out [n, dim] (approximate for PQ / SQ / PCA). ERR_NOT_FOUND for
+  // an id not held.
+  void reconstruct(const int64_t* ids, size_t n, float* out) const;
+
+  size_t size() const;
+  size_t dim() const { return options_.dim; }
+  bool trained() const;
+  bool supports_remove() const;
+  // The index's own search settings (0 where they do not apply).
+  int ef_search() const;
+  int nprobe() const;
+  const std::string& factory() const { return options_.factory; }
+  Mips mips() const { return options_.mips; }
+  double phi() const;
+
+  // The index as bytes: magic "QDNIDX01", version, options, faiss's own serialization, checksum. from_bytes
+  // and load throw ERR_FORMAT for anything that is not a complete, intact index and keep the old contents.
+  std::vector<uint8_t> to_bytes() const;
+  static std::unique_ptr<DenseIndex> from_bytes(const uint8_t* data, size_t n);
+  // Atomic file save (temporary file, fsync, rename; ERR_IO on failure), streamed without a second copy.
+  void save(const std::string& path) const;
+  static std::unique_ptr<DenseIndex> load(const std::string& path);
+
+ private:
+  DenseIndex() = default;
+  void bind();  // finds the faiss sub-objects below top_
+  bool contains(int64_t id) const;
+  // search() with the lock held and HNSW's efSearch already set.
+  void search_locked(const float* q, size_t n, size_t k, const SearchOptions& opt, int64_t* ids, float* scores) const;
+  size_t stored_dim() const;  // dim, + 1 under the L2 transform
+  // Checks x (n x dim) and returns the vectors faiss stores under the L2 transform (empty otherwise: x itself),
+  // with the phi they assume (the batch's largest squared norm when phi is not fixed yet).
+  std::vector<float> augment(const float* x, size_t n, bool fix_phi, double& phi) const;
+  template <class Writer>
+  void write(Writer& w) const;
+
+  DenseIndexOptions options_;
+  mutable std::shared_mutex mutex_;
+  std::unique_ptr<faiss::Index> top_;  // search() may set HNSW's efSearch under the writer lock
+  faiss::IndexIDMap2* idmap_ = nullptr;       // null when ids live in an IVF
+  faiss::IndexPreTransform* pre_ = nullptr;   // a PCA / OPQ / ... stage, if any
+  faiss::Index* core_ = nullptr;              // what searches: below IDMap2 and the pre-transform
+  faiss::IndexIVF* ivf_ = nullptr;
+  faiss::IndexHNSW* hnsw_ = nullptr;
+  double phi_ = 0;         // kL2Transform: the largest squared norm the stored vectors assume
+  bool phi_fixed_ = false;  // set by options, or by the first train() / add()
+};
+
+// OpenMP threads each faiss call uses (the library-wide thread setting).
+void set_threads(int n);
+int threads();
+
+}  // namespace quorum::index

@@ -1,0 +1,318 @@
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterAll, describe, expect, it } from 'vitest';
+
+import { DenseIndex, type Mips, QuorumError, Tensor, capabilities, setThreads } from '../lib/index.js';
+import { faissAddon } from '../lib/native.js';
+import { asyncCode, code, randomF32 } from './helpers.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'quorum-dense-index-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Exact top-k by inner product in doubles, ties by id: the reference every index is checked against. */
+function bruteForce(x: Float32Array, ids: BigInt64Array, q: Float32Array, d: number, k: number) {
+  const n = ids.length;
+  const rows = q.length / d;
+  const out: Array<Array<{ id: bigint; score: number }>> = [];
+  for (let r = 0; r < rows; r++) {
+    const all = Array.from({ length: n }, (_, i) => {
+      let s = 0;
+      for (let j = 0; j < d; j++) s += (q[r * d + j] as number) * (x[i * d + j] as number);
+      return { id: ids[i] as bigint, score: s };
+    });
+    all.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : 1));
+    out.push(all.slice(0, k));
+  }
+  return out;
+}
+
+function dotOf(x: Float32Array, ids: BigInt64Array, q: Float32Array, d: number, row: number, id: bigint): number {
+  const i = ids.indexOf(id);
+  let s = 0;
+  for (let j = 0; j < d; j++) s += (q[row * d + j] as number) * (x[i * d + j] as number);
+  return s;
+}
+
+// Vectors with varied norms (as real embeddings have), so that inner product and cosine rankings differ.
+function corpus(n: number, d: number, seed: number): Float32Array {
+  const x = randomF32(n * d, seed);
+  for (let i = 0; i < n; i++) {
+    const scale = 0.5 + ((i * 7919) % 100) / 50;
+    for (let j = 0; j < d; j++) x[i * d + j] = (x[i * d + j] as number) * scale;
+  }
+  return x;
+}
+
+const idsFor = (n: number, base = 5000) => BigInt64Array.from({ length: n }, (_, i) => BigInt(base + 3 * i));
+
+describe('DenseIndex', () => {
+  const d = 16;
+  const n = 600;
+  const x = corpus(n, d, 1);
+  const ids = idsFor(n);
+  const q = randomF32(12 * d, 2);
+
+  it('Flat matches brute force from every input form, Sync and async', async () => {
+    const ref = bruteForce(x, ids, q, d, 10);
+    const a = DenseIndex.create({ dim: d });
+    a.addSync(x.subarray(0, 300 * d), ids.subarray(0, 300));
+    await a.add(Tensor.wrap(x.subarray(300 * d), [300, d], 'f32'), Array.from(ids.subarray(300), Number));
+    expect(a.size).toBe(n);
+    const rowsInput = Array.from({ length: 12 }, (_, r) => Array.from(q.subarray(r * d, (r + 1) * d)));
+    for (const top of [a.searchSync(q, 10), await a.search(rowsInput, 10)]) {
+      expect(top.rows).toBe(12);
+      expect(top.k).toBe(10);
+      for (let r = 0; r < 12; r++) {
+        const hits = top.hits(r);
+        expect(hits.map((h) => h.id)).toEqual(ref[r]!.map((h) => h.id));
+        hits.forEach((h, j) => expect(h.score).toBeCloseTo(ref[r]![j]!.score, 4));
+      }
+    }
+  });
+
+  it('orders ties by id and pads results beyond the index with id -1 and -Infinity', () => {
+    const v = new Float32Array([1, 0, 1, 0, 0, 1, 1, 0]); // ids 9 and 4 and 7 tie on query [1, 0]
+    const index = DenseIndex.create({ dim: 2 });
+    index.addSync(v, [9n, 4n, 8n, 7n]);
+    const top = index.searchSync(new Float32Array([1, 0]), 6);
+    expect(Array.from(top.ids)).toEqual([4n, 7n, 9n, 8n, -1n, -1n]);
+    expect(Array.from(top.scores)).toEqual([1, 1, 1, 0, -Infinity, -Infinity]);
+    expect(top.hits(0)).toHaveLength(4);
+    const empty = DenseIndex.create({ dim: 2, factory: 'HNSW8' }).searchSync(new Float32Array([1, 0, 0, 1]), 3);
+    expect(Array.from(empty.ids)).toEqual([-1n, -1n, -1n, -1n, -1n, -1n]);
+    expect(empty.hits(1)).toEqual([]);
+  });
+
+  for (const mips of ['inner-product', 'l2'] as Mips[]) {
+    it(`HNSW with mips '${mips}' finds the true neighbours and returns true inner products`, () => {
+      const index = DenseIndex.create({ dim: d, factory: 'HNSW16', mips, efConstruction: 80 });
+      index.addSync(x, ids);
+      expect(index.info.mips).toBe(mips);
+      if (mips === 'l2') {
+        let phi = 0;
+        for (let i = 0; i < n; i++) {
+          let s = 0;
+          for (let j = 0; j < d; j++) s += (x[i * d + j] as number) ** 2;
+          phi = Math.max(phi, s);
+        }
+        expect(index.info.phi).toBeCloseTo(phi, 3);
+      }
+      const ref = bruteForce(x, ids, q, d, 10);
+      const top = index.searchSync(q, 10, { efSearch: 128 });
+      let found = 0;
+      for (let r = 0; r < 12; r++) {
+        const truth = new Set(ref[r]!.map((h) => h.id));
+        for (const h of top.hits(r)) {
+          if (truth.has(h.id)) found++;
+          expect(h.score).toBeCloseTo(dotOf(x, ids, q, d, r, h.id), 3);
+        }
+      }
+      expect(found / 120).toBeGreaterThanOrEqual(0.95);
+      // efSearch below k still returns k results.
+      expect(index.searchSync(q, 50, { efSearch: 4 }).hits(0)).toHaveLength(50);
+      expect(code(() => index.removeSync([ids[0]!]))).toBe('ERR_UNSUPPORTED');
+      expect(index.size).toBe(n);
+      expect(index.info.supportsRemove).toBe(false);
+    });
+  }
+
+  it("defaults to mips 'inner-product' and reports the search settings", () => {
+    const h = DenseIndex.create({ dim: 4, factory: 'HNSW8', efSearch: 40 });
+    expect(h.info).toMatchObject({ mips: 'inner-product', efSearch: 40, supportsRemove: false });
+    expect(DenseIndex.create({ dim: 4 }).info).toMatchObject({ mips: 'inner-product', supportsRemove: true });
+    expect(DenseIndex.create({ dim: 4, factory: 'IVF4,Flat', nprobe: 3 }).info).toMatchObject({ nprobe: 3, trained: false });
+  });
+
+  it("'l2' refuses a vector longer than phi (it would rank wrong) and adds nothing from that batch", () => {
+    const index = DenseIndex.create({ dim: 2, factory: 'HNSW8', mips: 'l2' });
+    index.addSync(new Float32Array([1, 0, 0, 2]), [1n, 2n]);
+    expect(index.info.phi).toBeCloseTo(4, 6);
+    expect(code(() => index.addSync(new Float32Array([0.5, 0, 3, 0]), [3n, 4n]))).toBe('ERR_RANGE');
+    expect(index.size).toBe(2);
+    const roomy = DenseIndex.create({ dim: 2, factory: 'HNSW8', mips: 'l2', phi: 100 });
+    roomy.addSync(new Float32Array([1, 0]), [1n]);
+    roomy.addSync(new Float32Array([0, 9]), [2n]);
+    const top = roomy.searchSync(new Float32Array([0, 1]), 2);
+    expect(Array.from(top.ids)).toEqual([2n, 1n]);
+    expect(top.scores[0]).toBeCloseTo(9, 4);
+    expect(code(() => DenseIndex.create({ dim: 2, phi: 3 }))).toBe('ERR_ARG');
+  });
+
+  it('IVF: needs training, searches exactly with nprobe = nlist, removes, reconstructs and re-adds', async () => {
+    const index = DenseIndex.create({ dim: d, factory: 'IVF8,Flat' });
+    expect(index.info.trained).toBe(false);
+    expect(code(() => index.addSync(x, ids))).toBe('ERR_STATE');
+    await index.train(x);
+    expect(code(() => index.trainSync(x))).toBe('ERR_STATE');
+    await index.add(x, ids);
+    const ref = bruteForce(x, ids, q, d, 10);
+    const top = index.searchSync(q, 10, { nprobe: 8 });
+    for (let r = 0; r < 12; r++) expect(top.hits(r).map((h) => h.id)).toEqual(ref[r]!.map((h) => h.id));
+    // nprobe 1 looks at one list only: fewer true neighbours, never more.
+    expect(index.searchSync(q, 10, { nprobe: 1 }).hits(0).length).toBeGreaterThan(0);
+
+    const gone = [ids[0]!, ids[5]!, 123456789n, ids[5]!];
+    expect(await index.remove(gone)).toBe(2);
+    expect(index.size).toBe(n - 2);
+    const after = index.searchSync(q, 50, { nprobe: 8 });
+    for (const id of after.ids) expect(id === ids[0] || id === ids[5]).toBe(false);
+    expect(code(() => index.reconstructSync(ids[0]!))).toBe('ERR_NOT_FOUND');
+    const back = await index.reconstruct([ids[7]!, ids[1]!]);
+    expect(Array.from(back)).toEqual([...x.subarray(7 * d, 8 * d), ...x.subarray(d, 2 * d)]);
+    index.addSync(x.subarray(0, d), [ids[0]!]); // a removed id can come back
+    expect(index.size).toBe(n - 1);
+    expect(Array.from(index.reconstructSync(ids[0]!))).toEqual(Array.from(x.subarray(0, d)));
+  });
+
+  it('Flat and PQ remove and reconstruct by id', () => {
+    const flat = DenseIndex.create({ dim: d });
+    flat.addSync(x, ids);
+    expect(flat.removeSync(ids.subarray(10, 20))).toBe(10);
+    expect(flat.size).toBe(n - 10);
+    // The ids after the removed ones still map to their own vectors.
+    expect(Array.from(flat.reconstructSync(ids[25]!))).toEqual(Array.from(x.subarray(25 * d, 26 * d)));
+    // Search agrees with brute force over what is left.
+    const keep = Array.from({ length: n }, (_, i) => i).filter((i) => i < 10 || i >= 20);
+    const kx = new Float32Array(keep.length * d);
+    keep.forEach((i, r) => kx.set(x.subarray(i * d, (i + 1) * d), r * d));
+    const kids = BigInt64Array.from(keep, (i) => ids[i]!);
+    const top = flat.searchSync(q, 15);
+    const ref = bruteForce(kx, kids, q, d, 15);
+    for (let r = 0; r < 12; r++) expect(top.hits(r).map((h) => h.id)).toEqual(ref[r]!.map((h) => h.id));
+    const pq = DenseIndex.create({ dim: d, factory: 'PQ4x4' });
+    pq.trainSync(x);
+    pq.addSync(x, ids);
+    const approx = pq.reconstructSync(ids[3]!);
+    let err = 0;
+    let norm = 0;
+    for (let j = 0; j < d; j++) {
+      err += ((approx[j] as number) - (x[3 * d + j] as number)) ** 2;
+      norm += (x[3 * d + j] as number) ** 2;
+    }
+    expect(err / norm).toBeLessThan(0.5);
+  });
+
+  it('rejects bad input with typed errors and keeps what it holds', async () => {
+    const index = DenseIndex.create({ dim: 4 });
+    index.addSync(new Float32Array(8).fill(1), [1n, 2n]);
+    expect(code(() => index.addSync(new Float32Array(8), [3n, 3n]))).toBe('ERR_DUPLICATE_ID');
+    expect(code(() => index.addSync(new Float32Array(8), [3n, 2n]))).toBe('ERR_DUPLICATE_ID');
+    expect(code(() => index.addSync(new Float32Array(4), [-5n]))).toBe('ERR_RANGE');
+    expect(code(() => index.addSync(new Float32Array([1, NaN, 0, 0]), [5n]))).toBe('ERR_NONFINITE');
+    expect(code(() => index.addSync(new Float32Array(6), [5n]))).toBe('ERR_SHAPE');
+    expect(code(() => index.addSync(new Float32Array(8), [5n]))).toBe('ERR_SHAPE');
+    expect(await asyncCode(index.add(new Float32Array(4), [1n]))).toBe('ERR_DUPLICATE_ID');
+    expect(index.size).toBe(2);
+    expect(code(() => index.searchSync(new Float32Array(4), 0))).toBe('ERR_RANGE');
+    expect(code(() => index.searchSync(new Float32Array([Infinity, 0, 0, 0]), 1))).toBe('ERR_NONFINITE');
+    expect(code(() => index.searchSync(new Float32Array(4), 1, { efSearch: 10 }))).toBe('ERR_ARG');
+    expect(code(() => index.searchSync(new Float32Array(4), 1, { nprobe: 2 }))).toBe('ERR_ARG');
+    expect(code(() => index.searchSync(Tensor.zeros([1, 4], 'bf16') as never, 1))).toBe('ERR_DTYPE');
+    expect(code(() => index.searchSync(Tensor.zeros([1, 5]), 1))).toBe('ERR_SHAPE');
+    expect(code(() => index.reconstructSync([1n, 77n]))).toBe('ERR_NOT_FOUND');
+    expect(code(() => DenseIndex.create({ dim: 4, factory: 'NoSuchIndex' }))).toBe('ERR_ARG');
+    expect(code(() => DenseIndex.create({ dim: 4, factory: 'IDMap,Flat' }))).toBe('ERR_ARG');
+    expect(code(() => DenseIndex.create({ dim: 0 }))).toBe('ERR_RANGE');
+    expect(code(() => DenseIndex.create({ dim: 4, efSearch: 8 }))).toBe('ERR_ARG');
+    expect(code(() => DenseIndex.create({ dim: 4, factory: 'IVF2,Flat', efConstruction: -1 }))).toBe('ERR_RANGE');
+    expect(code(() => DenseIndex.create({ dim: 4, mips: 'cosine' as Mips }))).toBe('ERR_ARG');
+    expect(index.size).toBe(2);
+    expect(Array.from(index.searchSync(new Float32Array([1, 1, 1, 1]), 5).ids.subarray(0, 2))).toEqual([1n, 2n]);
+  });
+
+  it('round-trips through files and Buffers (Flat, HNSW under the L2 transform, IVF + PQ)', async () => {
+    const cases: Array<[string, Mips]> = [
+      ['Flat', 'inner-product'],
+      ['HNSW16', 'l2'],
+      ['IVF4,PQ4x4', 'inner-product'],
+    ];
+    for (const [factory, mips] of cases) {
+      const index = DenseIndex.create({ dim: d, factory, mips, ...(factory.startsWith('IVF') ? { nprobe: 3 } : {}) });
+      if (!index.info.trained) index.trainSync(x);
+      index.addSync(x, ids);
+      const before = index.searchSync(q, 10);
+      const path = join(dir, `${factory.replace(/\W/g, '_')}.qdx`);
+      await index.save(path);
+      for (const again of [await DenseIndex.load(path), DenseIndex.loadSync(path), DenseIndex.fromBuffer(index.toBuffer())]) {
+        expect(again.info).toEqual(index.info);
+        const after = again.searchSync(q, 10);
+        expect(Array.from(after.ids)).toEqual(Array.from(before.ids));
+        expect(Array.from(after.scores)).toEqual(Array.from(before.scores));
+      }
+      expect(new Uint8Array(readFileSync(path))).toEqual(new Uint8Array(index.toBuffer()));
+    }
+    expect(readdirSync(dir).filter((f) => f.includes('.tmp-'))).toEqual([]);
+    const empty = DenseIndex.fromBuffer(DenseIndex.create({ dim: 3, factory: 'HNSW8' }).toBuffer());
+    expect(empty.size).toBe(0);
+    expect(empty.searchSync(new Float32Array(3), 2).hits(0)).toEqual([]);
+  });
+
+  it('corrupt, truncated, foreign and missing files give ERR_FORMAT / ERR_IO, never a crash', async () => {
+    const index = DenseIndex.create({ dim: d, factory: 'HNSW8' });
+    index.addSync(x.subarray(0, 50 * d), ids.subarray(0, 50));
+    const bytes = index.toBuffer();
+    const cases: Array<[string, Uint8Array]> = [
+      ['empty', new Uint8Array(0)],
+      ['foreign', new TextEncoder().encode('{"not": "an index"}')],
+      ['header only', bytes.subarray(0, 40)],
+      ['truncated', bytes.subarray(0, bytes.length - 9)],
+      ['one byte short', bytes.subarray(0, bytes.length - 1)],
+      ['sparse index magic', new TextEncoder().encode('QSPIDX01' + ' '.repeat(64))],
+    ];
+    for (let i = 0; i < 20; i++) {
+      const c = new Uint8Array(bytes);
+      const at = (i * 7919) % c.length;
+      c[at] = (c[at] as number) ^ (1 << i % 8);
+      cases.push([`bit flip ${i}`, c]);
+    }
+    for (const [what, b] of cases) {
+      expect(code(() => DenseIndex.fromBuffer(b)), what).toBe('ERR_FORMAT');
+      const path = join(dir, 'bad.qdx');
+      writeFileSync(path, b);
+      expect(await asyncCode(DenseIndex.load(path)), what).toBe('ERR_FORMAT');
+    }
+    expect(await asyncCode(DenseIndex.load(join(dir, 'missing.qdx')))).toBe('ERR_IO');
+    expect(code(() => DenseIndex.loadSync(dir))).toBe('ERR_IO');
+    expect(await asyncCode(index.save(join(dir, 'no-such-dir', 'x.qdx')))).toBe('ERR_IO');
+    expect(existsSync(join(dir, 'no-such-dir'))).toBe(false);
+    expect(index.size).toBe(50);
+  });
+
+  it('many concurrent async adds and searches', async () => {
+    const index = DenseIndex.create({ dim: d, factory: 'HNSW16' });
+    await index.add(x.subarray(0, 100 * d), ids.subarray(0, 100));
+    const work: Array<Promise<unknown>> = [];
+    for (let b = 1; b < 6; b++) work.push(index.add(x.subarray(b * 100 * d, (b + 1) * 100 * d), ids.subarray(b * 100, (b + 1) * 100)));
+    for (let s = 0; s < 30; s++)
+      work.push(
+        index.search(q.subarray((s % 12) * d, ((s % 12) + 1) * d), 5).then((top) => {
+          const hits = top.hits(0);
+          expect(hits.length).toBe(5);
+          for (const h of hits) expect(ids.includes(h.id)).toBe(true);
+        }),
+      );
+    await Promise.all(work);
+    expect(index.size).toBe(n);
+  });
+
+  it('keeps a Tensor alive while an async call reads it, even if it is disposed meanwhile', async () => {
+    const index = DenseIndex.create({ dim: d });
+    const t = Tensor.from(x, [n, d]);
+    const pending = index.add(t, ids);
+    t.dispose();
+    await pending;
+    const top = index.searchSync(q, 3);
+    expect(top.hits(0).map((h) => h.id)).toEqual(bruteForce(x, ids, q, d, 3)[0]!.map((h) => h.id));
+  });
+
+  it('follows the library-wide thread setting', () => {
+    const before = capabilities().threads;
+    faissAddon(); // loaded with the core's setting
+    setThreads(1);
+    expect(faissAddon().threads()).toBe(1);
+    setThreads(before);
+    expect(faissAddon().threads()).toBe(before);
+  });
+});
