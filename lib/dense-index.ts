@@ -151,6 +151,14 @@ export class DenseIndex {
     }
   }
 
+  /**
+   * Sets the index's own search settings (what searches use when they name none; they are saved with it).
+   * Searches at the index's own efSearch run concurrently.
+   */
+  setSearchDefaults(options: DenseSearchOptions): void {
+    callNative(() => this.#native.setSearchDefaults(options.efSearch, options.nprobe));
+  }
+
   /** Trains IVF / PQ / PCA stages (ERR_STATE if already trained). Use a sample like the data you will add. */
   train(vectors: VectorsInput): Promise<void> {
     const x = floatsOf(vectors, this.dim, 'vectors');

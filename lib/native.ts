@@ -156,6 +156,8 @@ export interface CoreAddon {
     epsMode: boolean,
     async: boolean,
   ): MaybeAsync<{ mi: NativeTensorHandle; confidence: NativeTensorHandle }>;
+  /** @internal The HNSW distance kernel (tests only). */
+  pairDistance(a: NativeTensorHandle, b: NativeTensorHandle, kind: 'dot' | 'l2sq'): number;
   capabilities(): NativeCapabilities;
   setThreads(n: number): void;
   setIsa(name: string): void;
@@ -186,6 +188,7 @@ export interface NativeDenseIndex {
   load(path: string, async: boolean): MaybeAsync<object>;
   toBuffer(): Uint8Array;
   fromBuffer(bytes: Uint8Array): void;
+  setSearchDefaults(efSearch: number | undefined, nprobe: number | undefined): void;
   info(): {
     dim: number;
     size: number;

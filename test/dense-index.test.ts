@@ -123,6 +123,11 @@ describe('DenseIndex', () => {
     expect(h.info).toMatchObject({ mips: 'inner-product', efSearch: 40, supportsRemove: false });
     expect(DenseIndex.create({ dim: 4 }).info).toMatchObject({ mips: 'inner-product', supportsRemove: true });
     expect(DenseIndex.create({ dim: 4, factory: 'IVF4,Flat', nprobe: 3 }).info).toMatchObject({ nprobe: 3, trained: false });
+    h.setSearchDefaults({ efSearch: 90 });
+    expect(h.info.efSearch).toBe(90);
+    expect(DenseIndex.fromBuffer(h.toBuffer()).info.efSearch).toBe(90);
+    expect(code(() => h.setSearchDefaults({ nprobe: 4 }))).toBe('ERR_ARG');
+    expect(code(() => h.setSearchDefaults({ efSearch: -1 }))).toBe('ERR_RANGE');
   });
 
   it("'l2' refuses a vector longer than phi (it would rank wrong) and adds nothing from that batch", () => {

@@ -25,6 +25,8 @@
 
 #include "../common/error.h"
 #include "../common/persist.h"
+#include "../common/thread_pool.h"
+#include "simd_flat.h"
 
 namespace quorum::index {
 namespace {
@@ -88,7 +90,10 @@ struct HashingWriter : faiss::IOWriter {
 
 }  // namespace
 
-void set_threads(int n) { g_threads.store(std::max(1, n)); }
+void set_threads(int n) {
+  g_threads.store(std::max(1, n));
+  ThreadPool::global().set_threads(std::max(1, n));  // this module's own pool (Flat search)
+}
 int threads() { return g_threads.load(); }
 
 DenseIndex::DenseIndex(const DenseIndexOptions& options) : options_(options) {
@@ -145,6 +150,25 @@ void DenseIndex::bind() {
   faiss::Index* inner = idmap_ ? idmap_->index : top_.get();
   pre_ = dynamic_cast<faiss::IndexPreTransform*>(inner);
   core_ = pre_ ? pre_->index : inner;
+  // Flat storage, on its own or under HNSW, gets the SIMD kernels (simd_flat.h). The owners delete what they
+  // hold (own_fields), so the swapped-out object is deleted here.
+  if (auto simd = SimdFlat::adopt(core_)) {
+    std::unique_ptr<faiss::Index> old(core_);
+    core_ = simd.release();
+    if (pre_) {
+      pre_->index = core_;
+    } else if (idmap_) {
+      idmap_->index = core_;
+    } else {
+      top_.release();  // == old
+      top_.reset(core_);
+    }
+  }
+  if (auto* h = dynamic_cast<faiss::IndexHNSW*>(core_))
+    if (auto simd = SimdFlat::adopt(h->storage)) {
+      std::unique_ptr<faiss::Index> old(h->storage);
+      h->storage = simd.release();
+    }
   ivf_ = dynamic_cast<faiss::IndexIVF*>(core_);
   hnsw_ = dynamic_cast<faiss::IndexHNSW*>(core_);
   if (!core_ || (!idmap_ && !ivf_)) throw Error("ERR_FORMAT", "index structure is not one DenseIndex writes");
@@ -348,6 +372,15 @@ size_t DenseIndex::size() const {
 bool DenseIndex::trained() const {
   std::shared_lock<std::shared_mutex> lock(mutex_);
   return top_->is_trained;
+}
+
+void DenseIndex::set_search_defaults(const SearchOptions& opt) {
+  if (opt.ef_search < 0 || opt.nprobe < 0) throw Error("ERR_RANGE", "efSearch and nprobe must be >= 0");
+  std::unique_lock<std::shared_mutex> lock(mutex_);
+  if (opt.ef_search > 0 && !hnsw_) throw Error("ERR_ARG", "efSearch applies to HNSW indexes only");
+  if (opt.nprobe > 0 && !ivf_) throw Error("ERR_ARG", "nprobe applies to IVF indexes only");
+  if (opt.ef_search > 0) hnsw_->hnsw.efSearch = opt.ef_search;
+  if (opt.nprobe > 0) ivf_->nprobe = std::min<size_t>(size_t(opt.nprobe), ivf_->nlist);
 }
 
 int DenseIndex::ef_search() const {

@@ -79,6 +79,8 @@ class DenseIndex {
   size_t dim() const { return options_.dim; }
   bool trained() const;
   bool supports_remove() const;
+  // Sets the index's own search settings (0 keeps one); ERR_ARG for a setting the index type does not have.
+  void set_search_defaults(const SearchOptions& opt);
   // The index's own search settings (0 where they do not apply).
   int ef_search() const;
   int nprobe() const;

@@ -5,6 +5,7 @@
 
 #include "../common/error.h"
 #include "../kernels/dense_search.h"
+#include "../kernels/pair_distance.h"
 #include "args.h"
 #include "errors.h"
 #include "kernel_call.h"
@@ -127,7 +128,25 @@ Napi::Value Convert(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
+// pairDistance(a f32 [n], b f32 [n], "dot" | "l2sq") -> number. The HNSW distance kernel of the faiss module,
+// exposed so that tests check every ISA variant against the reference (internal).
+Napi::Value PairDistance(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  TensorObject* a = TensorObject::From(env, info[0], "a");
+  TensorObject* b = TensorObject::From(env, info[1], "b");
+  require_dtype(a, Dtype::F32, "a");
+  require_dtype(b, Dtype::F32, "b");
+  if (a->numel() != b->numel()) throw Error("ERR_SHAPE", "a and b differ in length");
+  const std::string kind = info[2].IsString() ? info[2].As<Napi::String>().Utf8Value() : "";
+  if (kind != "dot" && kind != "l2sq") throw Error("ERR_ARG", "kind must be 'dot' or 'l2sq'");
+  const auto& ops = kernels::pair_distance();
+  const auto* pa = reinterpret_cast<const float*>(a->data());
+  const auto* pb = reinterpret_cast<const float*>(b->data());
+  return Napi::Number::New(env, kind == "dot" ? ops.dot(pa, pb, a->numel()) : ops.l2sq(pa, pb, a->numel()));
+}
+
 void register_dense(Napi::Env env, Napi::Object exports) {
+  exports.Set("pairDistance", Napi::Function::New<guarded<PairDistance>>(env, "pairDistance"));
   exports.Set("scoreTopK", Napi::Function::New<guarded<ScoreTopK>>(env, "scoreTopK"));
   exports.Set("scoreMatrix", Napi::Function::New<guarded<ScoreMatrix>>(env, "scoreMatrix"));
   exports.Set("gatherScores", Napi::Function::New<guarded<GatherScores>>(env, "gatherScores"));

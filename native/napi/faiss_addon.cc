@@ -71,7 +71,8 @@ class DenseIndexObject : public Napi::ObjectWrap<DenseIndexObject> {
                         InstanceMethod<&DenseIndexObject::Load>("load"),
                         InstanceMethod<&DenseIndexObject::ToBuffer>("toBuffer"),
                         InstanceMethod<&DenseIndexObject::FromBuffer>("fromBuffer"),
-                        InstanceMethod<&DenseIndexObject::Info>("info")});
+                        InstanceMethod<&DenseIndexObject::Info>("info"),
+                        InstanceMethod<&DenseIndexObject::SetSearchDefaults>("setSearchDefaults")});
   }
 
   // new DenseIndex({dim, factory, mips, phi, efConstruction, efSearch, nprobe}), or new DenseIndex() for an empty
@@ -223,6 +224,17 @@ class DenseIndexObject : public Napi::ObjectWrap<DenseIndexObject> {
     return guard(info.Env(), [&] {
       Bytes b = bytes_arg(info[0]);
       index_ = DenseIndex::from_bytes(b.data, b.size);
+      return info.Env().Undefined();
+    });
+  }
+
+  // setSearchDefaults(efSearch, nprobe)
+  Napi::Value SetSearchDefaults(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] {
+      index::SearchOptions opt;
+      opt.ef_search = count_arg(info[0], "efSearch");
+      opt.nprobe = count_arg(info[1], "nprobe");
+      held()->set_search_defaults(opt);
       return info.Env().Undefined();
     });
   }

@@ -1,0 +1,71 @@
+#include "simd_flat.h"
+
+#include <faiss/impl/DistanceComputer.h>
+
+#include <typeinfo>
+#include <vector>
+
+#include "../kernels/dense_search.h"
+#include "../kernels/pair_distance.h"
+
+namespace quorum::index {
+namespace {
+
+struct SimdDistance : faiss::FlatCodesDistanceComputer {
+  const float* base;
+  size_t d;
+  bool ip;
+  const kernels::PairDistanceOps& ops;
+  const float* q = nullptr;
+
+  explicit SimdDistance(const SimdFlat& s)
+      : faiss::FlatCodesDistanceComputer(s.codes.data(), s.code_size),
+        base(reinterpret_cast<const float*>(s.codes.data())),
+        d(size_t(s.d)),
+        ip(s.metric_type == faiss::METRIC_INNER_PRODUCT),
+        ops(kernels::pair_distance()) {}
+
+  void set_query(const float* x) override { q = x; }
+  // The raw metric: faiss's HNSW negates inner products itself (NegativeDistanceComputer).
+  float distance_to_code(const uint8_t* code) override {
+    const auto* c = reinterpret_cast<const float*>(code);
+    return ip ? ops.dot(q, c, d) : ops.l2sq(q, c, d);
+  }
+  float symmetric_dis(idx_t i, idx_t j) override {
+    const float* a = base + size_t(i) * d;
+    const float* b = base + size_t(j) * d;
+    return ip ? ops.dot(a, b, d) : ops.l2sq(a, b, d);
+  }
+};
+
+}  // namespace
+
+faiss::FlatCodesDistanceComputer* SimdFlat::get_FlatCodesDistanceComputer() const { return new SimdDistance(*this); }
+
+void SimdFlat::search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
+                      const faiss::SearchParameters* params) const {
+  if (metric_type != faiss::METRIC_INNER_PRODUCT || params) {
+    faiss::IndexFlat::search(n, x, k, distances, labels, params);
+    return;
+  }
+  std::vector<int32_t> ids(size_t(n) * size_t(k));
+  kernels::score_topk({x, size_t(n), size_t(d)}, {codes.data(), size_t(ntotal), size_t(d), Dtype::F32}, size_t(k),
+                      ids.data(), distances);
+  for (size_t i = 0; i < ids.size(); ++i) labels[i] = ids[i];
+}
+
+std::unique_ptr<SimdFlat> SimdFlat::adopt(faiss::Index* index) {
+  if (!index) return nullptr;
+  const std::type_info& t = typeid(*index);
+  if (t != typeid(faiss::IndexFlat) && t != typeid(faiss::IndexFlatIP) && t != typeid(faiss::IndexFlatL2)) return nullptr;
+  auto* flat = static_cast<faiss::IndexFlat*>(index);
+  auto out = std::make_unique<SimdFlat>(flat->d, flat->metric_type);
+  out->codes = std::move(flat->codes);
+  out->ntotal = flat->ntotal;
+  out->metric_arg = flat->metric_arg;
+  flat->codes.clear();
+  flat->ntotal = 0;
+  return out;
+}
+
+}  // namespace quorum::index

@@ -1,0 +1,25 @@
+// faiss's flat storage with Quorum's SIMD kernels in its hot paths. Debian's faiss is built for generic x86-64
+// and computes every distance with its scalar reference loop (87% of an HNSW build's time, by perf), so
+// DenseIndex swaps its IndexFlat storage for this subclass:
+//   - the distance computer HNSW uses for building and searching calls pair_distance (AVX-512 / AVX2);
+//   - inner-product search over the flat storage itself runs the core's fused score + top-k kernel.
+// It serializes as a plain IndexFlat (write_index sees an IndexFlat), and adopt() swaps one back in on load.
+#pragma once
+#include <faiss/IndexFlat.h>
+
+#include <memory>
+
+namespace quorum::index {
+
+struct SimdFlat : faiss::IndexFlat {
+  SimdFlat(idx_t d, faiss::MetricType metric) : faiss::IndexFlat(d, metric) {}
+
+  faiss::FlatCodesDistanceComputer* get_FlatCodesDistanceComputer() const override;
+  void search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
+              const faiss::SearchParameters* params = nullptr) const override;
+
+  // A SimdFlat holding `flat`'s vectors (moved out of it), or null when `flat` is not a plain IndexFlat.
+  static std::unique_ptr<SimdFlat> adopt(faiss::Index* flat);
+};
+
+}  // namespace quorum::index
