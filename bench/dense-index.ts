@@ -69,7 +69,7 @@ export function embeddingLike(n: number, dim: number, seed: number): Float32Arra
   const z = new Float32Array(n * latent);
   const scale = new Float32Array(n);
   for (let i = 0; i < n; i++) {
-    const c = Math.floor(((g() + 4) * 1e6) % centres);
+    const c = Math.floor(Math.abs(g()) * 1e6) % centres;
     for (let j = 0; j < latent; j++) z[i * latent + j] = (mu[c * latent + j] as number) + 0.6 * g();
     scale[i] = Math.exp(0.25 * g());
   }

@@ -1,10 +1,11 @@
 // `npm run bench`: every micro-benchmark in one process, ratios against baselines measured in the same run.
 // `npm run bench -- --quick` skips the 1M-row corpus and the 10,000-document MaxSim case.
-// `npm run bench -- --only=kernels` (or `dense`, `index`, `bm25`) runs one group. `--quick` also shrinks the
+// `npm run bench -- --only=kernels` (or `dense`, `index`, `sparse`, `bm25`) runs one group. `--quick` also shrinks the
 // index benchmark from 100,000 to 20,000 vectors.
 import { benchDense } from './dense.js';
 import { benchBm25 } from './bm25.js';
 import { benchDenseIndex } from './dense-index.js';
+import { benchSparseIndex } from './sparse-index.js';
 import { benchKernels } from './kernels.js';
 import { writeResults } from './harness.js';
 
@@ -31,6 +32,7 @@ const index = only && only !== 'index' ? undefined : await benchDenseIndex({
   efConstruction: 40,
   efs: [16, 64, 128],
 });
+const sparse = only && only !== 'sparse' ? undefined : await benchSparseIndex({ quick });
 const bm25 = only && only !== 'bm25' ? undefined : await benchBm25();
-const path = writeResults('bench', { date: new Date().toISOString(), node: process.version, dense, kernels, index, bm25 });
+const path = writeResults('bench', { date: new Date().toISOString(), node: process.version, dense, kernels, index, sparse, bm25 });
 console.log(`\nresults written to ${path}`);

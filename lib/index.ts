@@ -68,7 +68,13 @@ export {
   type TemperatureSearch,
 } from './uncertainty.js';
 export { type Int32Input, type MaskInput, type TensorInput } from './operand.js';
-export { SparseIndex, type SparseRowsInput, type SparseSearchResult } from './sparse-index.js';
+export {
+  SparseIndex,
+  type SparseAlgorithm,
+  type SparseRowsInput,
+  type SparseSearchOptions,
+  type SparseSearchResult,
+} from './sparse-index.js';
 export {
   DenseIndex,
   type DenseIndexInfo,

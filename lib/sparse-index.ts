@@ -1,6 +1,6 @@
 // An inverted index over sparse vectors (SPLADE term weights, BM25 weights). Contract:
 // native/kernels/sparse_index.h.
-import { QuorumError, callNative } from './errors.js';
+import { callNative } from './errors.js';
 import { type NativeTensorHandle, coreAddon } from './native.js';
 import { idsOf, runAsync, runSync } from './operand.js';
 import { type SearchResult, searchResult } from './search-result.js';
@@ -9,6 +9,19 @@ import { Tensor } from './tensor.js';
 
 /** Top-k of each query row; slots no document reached hold id -1. */
 export type SparseSearchResult = SearchResult;
+
+/**
+ * How a search walks the postings; both return the same top-k (up to f32 summation order):
+ * - `'taat'`: term at a time into accumulators, touching every posting of every query term;
+ * - `'maxscore'`: document at a time with MaxScore pruning, skipping documents that cannot reach the top-k.
+ * `'auto'` (the default) picks per query by the measurement in bench/RESULTS.md: MaxScore for queries of at
+ * most 8 terms with k <= 100 on indexes of 50,000 documents or more, term at a time otherwise.
+ */
+export type SparseAlgorithm = 'taat' | 'maxscore' | 'auto';
+
+export interface SparseSearchOptions {
+  algorithm?: SparseAlgorithm;
+}
 
 /** Sparse rows as `SparseVectors`, or as arrays of `{ index, value }` entries (any order). */
 export type SparseRowsInput = SparseVectors | ReadonlyArray<ReadonlyArray<{ index: number; value: number }>>;
@@ -35,7 +48,7 @@ function asVectors(rows: SparseRowsInput): SparseVectors {
 
 interface NativeSparseIndex {
   add(ids: NativeTensorHandle, o: NativeTensorHandle, i: NativeTensorHandle, v: NativeTensorHandle, async: boolean): unknown;
-  search(o: NativeTensorHandle, i: NativeTensorHandle, v: NativeTensorHandle, k: number, async: boolean): unknown;
+  search(o: NativeTensorHandle, i: NativeTensorHandle, v: NativeTensorHandle, k: number, async: boolean, algorithm: string): unknown;
   save(path: string, async: boolean): unknown;
   load(path: string, async: boolean): unknown;
   toBuffer(): Uint8Array;
@@ -99,9 +112,10 @@ export class SparseIndex {
     runSync(this.#addCall(ids, docs), () => undefined);
   }
 
-  #searchCall(queries: SparseRowsInput, k: number) {
+  #searchCall(queries: SparseRowsInput, k: number, options: SparseSearchOptions) {
     const [o, i, w] = sparseTensors(asVectors(queries));
-    return (async: boolean) => this.#native.search(o.handle, i.handle, w.handle, k, async);
+    const algorithm = options.algorithm ?? 'auto';
+    return (async: boolean) => this.#native.search(o.handle, i.handle, w.handle, k, async, algorithm);
   }
 
   /**
@@ -144,12 +158,12 @@ export class SparseIndex {
   }
 
   /** The k best documents for each query row. */
-  search(queries: SparseRowsInput, k: number): Promise<SparseSearchResult> {
-    return runAsync(this.#searchCall(queries, k), wrapResult);
+  search(queries: SparseRowsInput, k: number, options: SparseSearchOptions = {}): Promise<SparseSearchResult> {
+    return runAsync(this.#searchCall(queries, k, options), wrapResult);
   }
 
   /** {@link search} on the calling thread. */
-  searchSync(queries: SparseRowsInput, k: number): SparseSearchResult {
-    return runSync(this.#searchCall(queries, k), wrapResult);
+  searchSync(queries: SparseRowsInput, k: number, options: SparseSearchOptions = {}): SparseSearchResult {
+    return runSync(this.#searchCall(queries, k, options), wrapResult);
   }
 }

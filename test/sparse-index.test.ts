@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { QuorumError, SparseIndex, setThreads, capabilities } from '../lib/index.js';
-import { rng } from './helpers.js';
+import { code, rng } from './helpers.js';
 
 type Row = Array<{ index: number; value: number }>;
 
@@ -28,8 +28,18 @@ function dot(q: Row, d: Row): { score: number; touched: boolean } {
   return { score, touched };
 }
 
+/** The k best documents any query term reaches, by score descending then id ascending. */
+function bruteTopK(q: Row, docs: Row[], ids: BigInt64Array, k: number) {
+  return docs
+    .map((d, i) => ({ id: ids[i] as bigint, ...dot(q, d) }))
+    .filter((x) => x.touched)
+    .sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : 1))
+    .slice(0, k);
+}
+
 describe('SparseIndex', () => {
-  it('matches brute force on random data (repeated terms add up, ties by id, unreached documents absent)', async () => {
+  for (const algorithm of ['taat', 'maxscore'] as const)
+  it(`${algorithm}: matches brute force on random data (repeated terms add up, ties by id, unreached documents absent)`, async () => {
     const docs = randomRows(300, 60, 12, 1);
     const ids = BigInt64Array.from(docs, (_, i) => BigInt(1000 - i)); // ids not in insertion order
     const index = new SparseIndex();
@@ -38,14 +48,10 @@ describe('SparseIndex', () => {
     expect(index.size).toBe(300);
     const queries = randomRows(25, 70, 5, 2); // some terms beyond the vocabulary
     const k = 20;
-    const got = index.searchSync(queries, k);
+    const got = index.searchSync(queries, k, { algorithm });
     expect([got.rows, got.k]).toEqual([25, k]);
     queries.forEach((q, row) => {
-      const want = docs
-        .map((d, i) => ({ id: ids[i] as bigint, ...dot(q, d) }))
-        .filter((x) => x.touched)
-        .sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : 1))
-        .slice(0, k);
+      const want = bruteTopK(q, docs, ids, k);
       const hits = got.hits(row);
       expect(hits.map((h) => h.id)).toEqual(want.map((w) => w.id));
       hits.forEach((h, j) => expect(h.score).toBeCloseTo(want[j]!.score, 4));
@@ -56,14 +62,41 @@ describe('SparseIndex', () => {
     });
   });
 
-  it('an empty index returns only padding; k larger than the index pads', () => {
+  it('maxscore equals brute force with negative weights, repeated query terms and every k', () => {
+    const r = (seed: number) => randomRows(200, 40, 10, seed).map((row) => row.map((e, j) => ({ ...e, value: j % 3 === 0 ? -e.value : e.value })));
+    const docs = r(7);
+    const ids = BigInt64Array.from(docs, (_, i) => BigInt(i * 7 % 200));
     const index = new SparseIndex();
-    const r = index.searchSync([[{ index: 1, value: 1 }]], 3);
-    expect(Array.from(r.ids)).toEqual([-1n, -1n, -1n]);
-    index.addSync([7], [[{ index: 1, value: 2 }]]);
-    const s = index.searchSync([[{ index: 1, value: 1.5 }], []], 4);
-    expect(s.hits(0)).toEqual([{ id: 7n, score: 3 }]);
-    expect(s.hits(1)).toEqual([]);
+    index.addSync(ids, docs);
+    const queries = r(8).slice(0, 30).map((q) => [...q, ...q.slice(0, 2)]); // repeated terms add up
+    for (const k of [1, 5, 50, 250]) {
+      const got = index.searchSync(queries, k, { algorithm: 'maxscore' });
+      queries.forEach((q, row) => {
+        const want = bruteTopK(q, docs, ids, k);
+        const hits = got.hits(row);
+        expect(hits.length).toBe(want.length);
+        // Scores equal up to f32 summation order; ids equal wherever the scores are not within rounding.
+        hits.forEach((h, j) => expect(h.score).toBeCloseTo(want[j]!.score, 3));
+        hits.forEach((h, j) => {
+          const near = want.filter((w) => Math.abs(w.score - h.score) < 1e-3).map((w) => w.id);
+          if (near.length === 1) expect(h.id).toBe(want[j]!.id);
+        });
+      });
+    }
+    expect(code(() => index.searchSync(queries, 3, { algorithm: 'wand' as never }))).toBe('ERR_ARG');
+  });
+
+  it('an empty index returns only padding; k larger than the index pads', () => {
+    for (const algorithm of ['taat', 'maxscore'] as const) {
+      const index = new SparseIndex();
+      const r = index.searchSync([[{ index: 1, value: 1 }]], 3, { algorithm });
+      expect(Array.from(r.ids)).toEqual([-1n, -1n, -1n]);
+      index.addSync([7], [[{ index: 1, value: 2 }]]);
+      const s = index.searchSync([[{ index: 1, value: 1.5 }], [], [{ index: 99, value: 1 }]], 4, { algorithm });
+      expect(s.hits(0)).toEqual([{ id: 7n, score: 3 }]);
+      expect(s.hits(1)).toEqual([]);
+      expect(s.hits(2)).toEqual([]);
+    }
   });
 
   it('rejects bad input with a code and keeps what was stored', () => {
@@ -137,6 +170,9 @@ describe('SparseIndex persistence', () => {
       const got = loaded.searchSync(queries, 10);
       expect(Array.from(got.ids)).toEqual(Array.from(want.ids));
       expect(Array.from(got.scores)).toEqual(Array.from(want.scores));
+      // MaxScore's per-term bounds come back with the postings.
+      const pruned = loaded.searchSync(queries, 10, { algorithm: 'maxscore' });
+      expect(Array.from(pruned.ids)).toEqual(Array.from(index.searchSync(queries, 10, { algorithm: 'maxscore' }).ids));
     }
     index.saveSync(path); // overwrite in place
     expect(SparseIndex.loadSync(path).size).toBe(120);

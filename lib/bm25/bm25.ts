@@ -4,7 +4,7 @@
 // with dl rounded as Lucene stores it (see length-norm.ts) unless `lengthNorm: 'exact'`. A repeated query term
 // counts once per occurrence (Anserini's bag-of-words query boosts each term by its count).
 import { QuorumError } from '../errors.js';
-import { SparseIndex, type SparseSearchResult } from '../sparse-index.js';
+import { SparseIndex, type SparseSearchOptions, type SparseSearchResult } from '../sparse-index.js';
 import { type Analyzer, englishAnalyzer } from './analyzer.js';
 import { luceneQuantizedLength } from './length-norm.js';
 
@@ -129,12 +129,12 @@ export class Bm25Index {
   }
 
   /** The k best documents for each query (score descending, ties by insertion order). */
-  async search(queries: readonly string[], k: number): Promise<Bm25Hit[][]> {
-    return this.hitsOf(await this.index.search(this.queryRows(queries), k));
+  async search(queries: readonly string[], k: number, options: SparseSearchOptions = {}): Promise<Bm25Hit[][]> {
+    return this.hitsOf(await this.index.search(this.queryRows(queries), k, options));
   }
 
   /** {@link search} on the calling thread. */
-  searchSync(queries: readonly string[], k: number): Bm25Hit[][] {
-    return this.hitsOf(this.index.searchSync(this.queryRows(queries), k));
+  searchSync(queries: readonly string[], k: number, options: SparseSearchOptions = {}): Bm25Hit[][] {
+    return this.hitsOf(this.index.searchSync(this.queryRows(queries), k, options));
   }
 }

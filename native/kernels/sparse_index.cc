@@ -34,6 +34,8 @@ void SparseIndex::add(const int64_t* ids, const SparseView& rows, size_t nnz) {
   int32_t max_term = -1;
   for (size_t e = 0; e < nnz; ++e) max_term = std::max(max_term, rows.indices[e]);
   if (size_t(max_term + 1) > terms_.size()) terms_.resize(size_t(max_term) + 1);
+  max_weight_.resize(terms_.size(), -std::numeric_limits<float>::infinity());
+  min_weight_.resize(terms_.size(), std::numeric_limits<float>::infinity());
   for (size_t i = 0; i < rows.rows; ++i) {
     const uint32_t doc = uint32_t(ids_.size());
     ids_.push_back(ids[i]);
@@ -45,52 +47,146 @@ void SparseIndex::add(const int64_t* ids, const SparseView& rows, size_t nnz) {
         list.push_back({doc, rows.values[e]});
         ++postings_;
       }
+      const size_t t = size_t(rows.indices[e]);
+      max_weight_[t] = std::max(max_weight_[t], list.back().weight);
+      min_weight_[t] = std::min(min_weight_[t], list.back().weight);
     }
   }
 }
 
-void SparseIndex::search(const SparseView& q, size_t nnz, size_t k, int64_t* ids, float* scores) const {
+void SparseIndex::refresh_bounds() {
+  max_weight_.assign(terms_.size(), -std::numeric_limits<float>::infinity());
+  min_weight_.assign(terms_.size(), std::numeric_limits<float>::infinity());
+  for (size_t t = 0; t < terms_.size(); ++t)
+    for (const Posting& p : terms_[t]) {
+      max_weight_[t] = std::max(max_weight_[t], p.weight);
+      min_weight_[t] = std::min(min_weight_[t], p.weight);
+    }
+}
+
+// Per-worker state of one search call.
+struct SparseSearchScratch {
+  std::vector<float> acc;
+  std::vector<uint32_t> stamp;
+  std::vector<uint32_t> touched;
+  std::vector<Hit> heap;
+  uint32_t generation = 0;
+  // MaxScore
+  struct Cursor {
+    const SparseIndex::Posting* at;
+    const SparseIndex::Posting* end;
+    float qw;
+    float bound;  // the most this term can add to any document's score (>= 0)
+  };
+  std::vector<Cursor> cursors;
+  std::vector<std::pair<int32_t, float>> terms;
+  std::vector<float> prefix;
+};
+
+void SparseIndex::search_taat(const SparseView& q, size_t r, SparseSearchScratch& s, TopKHeap& heap) const {
+  const size_t n = ids_.size();
+  if (s.acc.size() != n) {
+    s.acc.assign(n, 0.f);
+    s.stamp.assign(n, 0);
+  }
+  if (++s.generation == 0) {  // stamps wrapped: clear them once
+    std::fill(s.stamp.begin(), s.stamp.end(), 0);
+    s.generation = 1;
+  }
+  s.touched.clear();
+  for (int64_t e = q.offsets[r]; e < q.offsets[r + 1]; ++e) {
+    const size_t term = size_t(q.indices[e]);
+    if (term >= terms_.size()) continue;  // a term no document has
+    const float w = q.values[e];
+    for (const Posting& p : terms_[term]) {
+      if (s.stamp[p.doc] != s.generation) {
+        s.stamp[p.doc] = s.generation;
+        s.acc[p.doc] = 0.f;
+        s.touched.push_back(p.doc);
+      }
+      s.acc[p.doc] += w * p.weight;
+    }
+  }
+  for (uint32_t d : s.touched)
+    if (!std::isnan(s.acc[d])) heap.push(Hit{s.acc[d], ids_[d]});
+}
+
+// MaxScore (Turtle & Flood), document at a time. Terms are ordered by their score bound; the longest prefix of
+// them whose bounds sum below the current k-th score is "non-essential": a document only they reach cannot enter
+// the top-k, so candidates come from the other (essential) lists only, and the non-essential lists are probed
+// by binary search, stopping as soon as the bound says the candidate cannot make it. Ties with the k-th score are
+// still scored (bounds are compared strictly), so the result equals the exhaustive one up to f32 summation order.
+void SparseIndex::search_maxscore(const SparseView& q, size_t r, SparseSearchScratch& s, TopKHeap& heap) const {
+  s.terms.clear();
+  for (int64_t e = q.offsets[r]; e < q.offsets[r + 1]; ++e)
+    if (size_t(q.indices[e]) < terms_.size() && !terms_[size_t(q.indices[e])].empty())
+      s.terms.push_back({q.indices[e], q.values[e]});
+  std::sort(s.terms.begin(), s.terms.end());
+  s.cursors.clear();
+  for (size_t i = 0; i < s.terms.size(); ++i) {
+    float qw = s.terms[i].second;
+    while (i + 1 < s.terms.size() && s.terms[i + 1].first == s.terms[i].first) qw += s.terms[++i].second;
+    const size_t t = size_t(s.terms[i].first);
+    const float bound = std::max({0.f, qw * max_weight_[t], qw * min_weight_[t]});
+    s.cursors.push_back({terms_[t].data(), terms_[t].data() + terms_[t].size(), qw, bound});
+  }
+  std::sort(s.cursors.begin(), s.cursors.end(), [](const auto& a, const auto& b) { return a.bound < b.bound; });
+  const size_t m = s.cursors.size();
+  s.prefix.resize(m);
+  // Bounds get a hair of slack, so that f32 rounding (sums taken in another order) never prunes a document
+  // whose score ties the k-th.
+  float sum = 0;
+  for (size_t i = 0; i < m; ++i) s.prefix[i] = (sum += s.cursors[i].bound) * (1 + 1e-5f);
+
+  size_t first = 0;  // cursors [0, first) are non-essential
+  for (;;) {
+    const float theta = heap.threshold();
+    while (first < m && s.prefix[first] < theta) ++first;
+    uint32_t doc = std::numeric_limits<uint32_t>::max();
+    for (size_t i = first; i < m; ++i)
+      if (s.cursors[i].at != s.cursors[i].end) doc = std::min(doc, s.cursors[i].at->doc);
+    if (doc == std::numeric_limits<uint32_t>::max()) break;
+    float score = 0;
+    for (size_t i = first; i < m; ++i) {
+      auto& c = s.cursors[i];
+      if (c.at != c.end && c.at->doc == doc) {
+        score += c.qw * c.at->weight;
+        ++c.at;
+      }
+    }
+    bool pruned = false;
+    for (size_t i = first; i-- > 0;) {
+      if (score + s.prefix[i] < theta) {
+        pruned = true;
+        break;
+      }
+      auto& c = s.cursors[i];
+      c.at = std::lower_bound(c.at, c.end, doc, [](const Posting& p, uint32_t d) { return p.doc < d; });
+      if (c.at != c.end && c.at->doc == doc) score += c.qw * c.at->weight;
+    }
+    if (!pruned && !std::isnan(score)) heap.push(Hit{score, ids_[doc]});
+  }
+}
+
+void SparseIndex::search(const SparseView& q, size_t nnz, size_t k, int64_t* ids, float* scores,
+                         SparseAlgorithm algorithm) const {
   check_rows(q, nnz, false);
   std::shared_lock<std::shared_mutex> lock(mutex_);
   const size_t n = ids_.size();
   const ThreadPool::Lease lease = ThreadPool::lease();
-  struct Scratch {
-    std::vector<float> acc;
-    std::vector<uint32_t> stamp;
-    std::vector<uint32_t> touched;
-    std::vector<Hit> heap;
-    uint32_t generation = 0;
-  };
-  std::vector<Scratch> scratch(size_t(lease.threads()));
+  std::vector<SparseSearchScratch> scratch(size_t(lease.threads()));
   const size_t kk = std::min(k, n);
   lease.pool().parallel_for(q.rows, [&](size_t r, int worker) {
-    Scratch& s = scratch[size_t(worker)];
-    if (s.acc.size() != n) {
-      s.acc.assign(n, 0.f);
-      s.stamp.assign(n, 0);
-      s.heap.resize(kk);
-    }
-    if (++s.generation == 0) {  // stamps wrapped: clear them once
-      std::fill(s.stamp.begin(), s.stamp.end(), 0);
-      s.generation = 1;
-    }
-    s.touched.clear();
-    for (int64_t e = q.offsets[r]; e < q.offsets[r + 1]; ++e) {
-      const size_t term = size_t(q.indices[e]);
-      if (term >= terms_.size()) continue;  // a term no document has
-      const float w = q.values[e];
-      for (const Posting& p : terms_[term]) {
-        if (s.stamp[p.doc] != s.generation) {
-          s.stamp[p.doc] = s.generation;
-          s.acc[p.doc] = 0.f;
-          s.touched.push_back(p.doc);
-        }
-        s.acc[p.doc] += w * p.weight;
-      }
-    }
+    SparseSearchScratch& s = scratch[size_t(worker)];
+    s.heap.resize(kk);
     TopKHeap heap(s.heap.data(), kk);
-    for (uint32_t d : s.touched)
-      if (!std::isnan(s.acc[d])) heap.push(Hit{s.acc[d], ids_[d]});
+    bool maxscore = algorithm == SparseAlgorithm::kMaxScore;
+    if (algorithm == SparseAlgorithm::kAuto)
+      maxscore = kk <= 100 && n >= 50000 && q.offsets[r + 1] - q.offsets[r] <= 8;
+    if (maxscore)
+      search_maxscore(q, r, s, heap);
+    else
+      search_taat(q, r, s, heap);
     std::vector<Hit> best(heap.data(), heap.data() + heap.size());
     std::sort(best.begin(), best.end(), better);
     for (size_t j = 0; j < k; ++j) {
@@ -169,6 +265,7 @@ void SparseIndex::from_bytes(const uint8_t* data, size_t n) {
   terms_ = std::move(terms);
   ids_ = std::move(ids);
   postings_ = npost;
+  refresh_bounds();
 }
 
 void SparseIndex::save(const std::string& path) const {

@@ -16,7 +16,21 @@
 
 #include "splade.h"
 
+namespace quorum {
+class TopKHeap;
+}
+
 namespace quorum::kernels {
+
+// How search() walks the postings (both give the same top-k, up to f32 summation order):
+//   kTaat      term at a time into per-thread accumulators: touches every posting of every query term;
+//   kMaxScore  document at a time with MaxScore pruning: skips documents that cannot reach the top-k;
+//   kAuto      per query row, MaxScore for short queries and small k on large indexes, else TAAT (thresholds
+//              from bench/sparse-index.ts: MaxScore won 3.6x at k = 10 on 200k documents with 5-term queries,
+//              and lost on 25-term SPLADE-like queries, at k = 1000, and on the 3,204 CACM abstracts).
+enum class SparseAlgorithm { kTaat = 0, kMaxScore = 1, kAuto = 2 };
+
+struct SparseSearchScratch;
 
 class SparseIndex {
  public:
@@ -25,7 +39,8 @@ class SparseIndex {
   // a repeated term within a document adds up.
   void add(const int64_t* ids, const SparseView& rows, size_t nnz);
   // For each query row: the k best documents by sparse dot product. ids/scores are [q.rows, k].
-  void search(const SparseView& q, size_t nnz, size_t k, int64_t* ids, float* scores) const;
+  void search(const SparseView& q, size_t nnz, size_t k, int64_t* ids, float* scores,
+              SparseAlgorithm algorithm = SparseAlgorithm::kAuto) const;
 
   // The index as bytes (versioned header, FNV-1a 64 checksum at the end), and back. from_bytes throws
   // ERR_FORMAT for anything that is not a complete, intact index; it never reads past `n`.
@@ -40,14 +55,20 @@ class SparseIndex {
   // 1 + the largest term id seen (0 when empty).
   size_t vocab() const;
 
- private:
+ public:
   struct Posting {
-    uint32_t doc;
+    uint32_t doc;  // postings of a term are in increasing doc order (documents are appended)
     float weight;
   };
+
+ private:
+  void search_taat(const SparseView& q, size_t r, SparseSearchScratch& s, TopKHeap& heap) const;
+  void search_maxscore(const SparseView& q, size_t r, SparseSearchScratch& s, TopKHeap& heap) const;
+  void refresh_bounds();
   mutable std::shared_mutex mutex_;
   std::vector<std::vector<Posting>> terms_;
   std::vector<int64_t> ids_;
+  std::vector<float> max_weight_, min_weight_;  // per term, for MaxScore's bounds
   size_t postings_ = 0;
 };
 

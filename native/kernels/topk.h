@@ -23,7 +23,10 @@ class TopKHeap {
   size_t size() const { return n_; }
   const Hit* data() const { return h_; }
   // Scores below this cannot enter; scores equal to it may (a smaller id wins the tie).
-  float threshold() const { return n_ < k_ ? -std::numeric_limits<float>::infinity() : h_[0].score; }
+  float threshold() const {
+    if (n_ < k_) return -std::numeric_limits<float>::infinity();
+    return k_ == 0 ? std::numeric_limits<float>::infinity() : h_[0].score;  // a 0-capacity heap takes nothing
+  }
 
   void push(Hit x) {
     if (n_ < k_) {

@@ -49,12 +49,18 @@ class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
     });
   }
 
-  // search(offsets, indices, values, k, async) -> { ids: i64 [rows, k], scores: f32 [rows, k] }
+  // search(offsets, indices, values, k, async, algorithm "taat" | "maxscore" | "auto") -> { ids: i64 [rows, k], scores: f32 [rows, k] }
   Napi::Value Search(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       Napi::Env env = info.Env();
       SparseArg q = sparse_arg(env, info, 0);
       const size_t k = k_arg(info[3]);
+      const std::string algo = info[5].IsString() ? info[5].As<Napi::String>().Utf8Value() : "auto";
+      if (algo != "taat" && algo != "maxscore" && algo != "auto")
+        throw Error("ERR_ARG", "algorithm must be 'taat', 'maxscore' or 'auto'");
+      const auto algorithm = algo == "maxscore" ? kernels::SparseAlgorithm::kMaxScore
+                             : algo == "taat"   ? kernels::SparseAlgorithm::kTaat
+                                                : kernels::SparseAlgorithm::kAuto;
       Napi::Object ids = TensorObject::Create(env, Dtype::I64, {int64_t(q.view.rows), int64_t(k)}, false);
       Napi::Object scores = TensorObject::Create(env, Dtype::F32, {int64_t(q.view.rows), int64_t(k)}, false);
       Napi::Object result = Napi::Object::New(env);
@@ -64,7 +70,7 @@ class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
       float* sp = data_of<float>(scores);
       auto index = index_;
       return run_kernel(env, flag(info[4]), operands({info[0], info[1], info[2], ids, scores}), result,
-                        [=] { index->search(q.view, q.nnz, k, ip, sp); });
+                        [=] { index->search(q.view, q.nnz, k, ip, sp, algorithm); });
     });
   }
 
