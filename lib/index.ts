@@ -88,5 +88,27 @@ export { type SearchResult } from './search-result.js';
 export { Bm25Index, type Bm25Hit, type Bm25Options } from './bm25/bm25.js';
 export { englishAnalyzer, luceneEnglishStopwords, type Analyzer, type AnalyzerOptions } from './bm25/analyzer.js';
 export { luceneQuantizedLength } from './bm25/length-norm.js';
-export { evaluateTrec, parseQrels, averagePrecision, precisionAt, type Qrels } from './eval/trec.js';
+export { evaluateTrec, parseQrels, type Qrels } from './eval/trec.js';
 export { hybridFuse, searchAlpha, type AlphaSearch, type HybridOptions, type RankedHit } from './hybrid.js';
+export {
+  averagePrecision,
+  evaluate,
+  hitRate,
+  metricFn,
+  ndcg,
+  precision,
+  rPrecision,
+  rankDocs,
+  recall,
+  reciprocalRank,
+  type EvaluateOptions,
+  type Evaluation,
+  type GradedQrels,
+  type MetricName,
+  type Run,
+  type ScoredDoc,
+  type TieOrder,
+} from './eval/ranking.js';
+export { answerMatcher, averageRank, dprTokens, goldRank, topKAccuracy, type AnswerMatcher } from './eval/answers.js';
+export { kiltRPrecision, provenanceId } from './eval/kilt.js';
+export { incompleteBeta, pairedTTest, randomizationTest, studentTwoTailed, type PairedTest } from './eval/significance.js';

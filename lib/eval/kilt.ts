@@ -1,0 +1,32 @@
+// KILT's R-precision (SPEC §4.2): page or passage level, the best over the gold evidence sets.
+
+/** KILT's provenance id: the given keys' values joined by '+' (default: the Wikipedia page id, page level). */
+export function provenanceId(prov: Readonly<Record<string, unknown>>, keys: readonly string[] = ['wikipedia_id']): string {
+  return keys.map((k) => String(prov[k] ?? '').trim()).join('+');
+}
+
+function dedupe(ids: readonly string[]): string[] {
+  return [...new Set(ids)];
+}
+
+/**
+ * R-precision of one query: for each gold evidence set G (de-duplicated, R = |G|), |guess[:R] ∩ G| / R; the
+ * query scores the best set. The guess ids are de-duplicated first, keeping first occurrences (so passages of
+ * one page collapse at page level before the cut). An empty set scores 0; no sets at all scores 0 (KILT's code
+ * would raise).
+ *
+ * @example
+ * kiltRPrecision(['p1', 'p1', 'p7', 'p3'], [['p3', 'p7'], ['p9']]); // guess [p1, p7, p3]: set 1 -> 1/2, set 2 -> 0
+ */
+export function kiltRPrecision(guess: readonly string[], goldSets: ReadonlyArray<readonly string[]>): number {
+  const ranked = dedupe(guess);
+  let best = 0;
+  for (const set of goldSets) {
+    const g = new Set(dedupe(set));
+    if (g.size === 0) continue;
+    let hit = 0;
+    for (const id of ranked.slice(0, g.size)) if (g.has(id)) hit++;
+    best = Math.max(best, hit / g.size);
+  }
+  return best;
+}

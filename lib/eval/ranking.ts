@@ -1,0 +1,188 @@
+// Ranked-list metrics (SPEC §4.3, ranx and trec_eval definitions), per query and averaged, with graded
+// judgments and trec_eval's tie order.
+import { QuorumError } from '../errors.js';
+
+/** A scored candidate of one query. */
+export interface ScoredDoc {
+  id: string;
+  score: number;
+}
+
+/** Per query id: its candidates, in any order (ranking sorts them; see {@link TieOrder}). */
+export type Run = ReadonlyMap<string, readonly ScoredDoc[]>;
+
+/** Graded judgments: query id -> document id -> grade (relevant when grade >= relLevel). */
+export type GradedQrels = ReadonlyMap<string, ReadonlyMap<string, number>>;
+
+/**
+ * How equal scores are ordered before evaluating:
+ * - `'trec_eval'`: score descending, then document id descending (trec_eval and pytrec_eval, hence BEIR);
+ * - `'id-asc'`: score descending, then document id ascending (pyserini's fusion);
+ * - `'as-given'`: the run's own order, scores ignored.
+ */
+export type TieOrder = 'trec_eval' | 'id-asc' | 'as-given';
+
+/** Document ids of one query's candidates in rank order. */
+export function rankDocs(docs: readonly ScoredDoc[], tieOrder: TieOrder = 'trec_eval'): string[] {
+  if (tieOrder === 'as-given') return docs.map((d) => d.id);
+  const byId = tieOrder === 'trec_eval' ? -1 : 1;
+  // Code-unit comparison: strcmp's byte order for ASCII ids.
+  const cmpId = (a: string, b: string) => (a < b ? -byId : a > b ? byId : 0);
+  return [...docs].sort((a, b) => b.score - a.score || cmpId(a.id, b.id)).map((d) => d.id);
+}
+
+type Judged = ReadonlyMap<string, number>;
+
+function relevantCount(rel: Judged, relLevel: number): number {
+  let n = 0;
+  for (const g of rel.values()) if (g >= relLevel) n++;
+  return n;
+}
+
+const isRel = (rel: Judged, id: string, relLevel: number) => (rel.get(id) ?? 0) >= relLevel;
+
+/** ranx's fix_k: k = 0, or k beyond the run, means the whole run. */
+const cut = (ranked: readonly string[], k: number) => (k === 0 || k > ranked.length ? ranked.length : k);
+
+/** #relevant in the top k / #relevant (0 when nothing is relevant). */
+export function recall(ranked: readonly string[], rel: Judged, k = 0, relLevel = 1): number {
+  const total = relevantCount(rel, relLevel);
+  if (total === 0) return 0;
+  let hits = 0;
+  for (let i = 0; i < cut(ranked, k); i++) if (isRel(rel, ranked[i] as string, relLevel)) hits++;
+  return hits / total;
+}
+
+/** #relevant in the top k / k, even when the run is shorter than k (k = 0: the whole run). */
+export function precision(ranked: readonly string[], rel: Judged, k = 0, relLevel = 1): number {
+  const kk = k === 0 ? ranked.length : k;
+  if (kk === 0 || relevantCount(rel, relLevel) === 0) return 0;
+  let hits = 0;
+  for (let i = 0; i < Math.min(kk, ranked.length); i++) if (isRel(rel, ranked[i] as string, relLevel)) hits++;
+  return hits / kk;
+}
+
+/** 1 / (i + 1) for the first relevant position i < k, else 0. */
+export function reciprocalRank(ranked: readonly string[], rel: Judged, k = 0, relLevel = 1): number {
+  for (let i = 0; i < cut(ranked, k); i++) if (isRel(rel, ranked[i] as string, relLevel)) return 1 / (i + 1);
+  return 0;
+}
+
+/** 1 if any relevant document is in the top k (success@k; DPR's top-k accuracy with qrels). */
+export function hitRate(ranked: readonly string[], rel: Judged, k = 0, relLevel = 1): number {
+  return reciprocalRank(ranked, rel, k, relLevel) > 0 ? 1 : 0;
+}
+
+/**
+ * nDCG@k: DCG = sum_{i<k} gain_i / log2(i + 2) over the run, IDCG the same over the judgments sorted by grade.
+ * Gain is the grade (`'linear'`, Järvelin; trec_eval's ndcg_cut and ranx's ndcg) or 2^grade - 1
+ * (`'exponential'`, Burges; ranx's ndcg_burges). Grades below relLevel give no gain.
+ */
+export function ndcg(ranked: readonly string[], rel: Judged, k = 0, relLevel = 1, gain: 'linear' | 'exponential' = 'linear'): number {
+  const g = (grade: number) => (grade < relLevel ? 0 : gain === 'linear' ? grade : 2 ** grade - 1);
+  let dcg = 0;
+  for (let i = 0; i < cut(ranked, k); i++) dcg += g(rel.get(ranked[i] as string) ?? 0) / Math.log2(i + 2);
+  const ideal = [...rel.values()].map(g).filter((x) => x > 0).sort((a, b) => b - a);
+  let idcg = 0;
+  for (let i = 0; i < (k === 0 ? ideal.length : Math.min(k, ideal.length)); i++) idcg += (ideal[i] as number) / Math.log2(i + 2);
+  return idcg === 0 ? 0 : dcg / idcg;
+}
+
+/** Average precision over the top k (k = 0: the whole run), divided by the number of relevant documents. */
+export function averagePrecision(ranked: readonly string[], rel: Judged, k = 0, relLevel = 1): number {
+  const total = relevantCount(rel, relLevel);
+  if (total === 0) return 0;
+  let hits = 0;
+  let sum = 0;
+  for (let i = 0; i < cut(ranked, k); i++)
+    if (isRel(rel, ranked[i] as string, relLevel)) sum += ++hits / (i + 1);
+  return sum / total;
+}
+
+/** ranx's R-precision: precision at R = #relevant (no evidence sets; see kiltRPrecision for KILT's). */
+export function rPrecision(ranked: readonly string[], rel: Judged, relLevel = 1): number {
+  const r = relevantCount(rel, relLevel);
+  return r === 0 ? 0 : precision(ranked, rel, r, relLevel);
+}
+
+/** A metric by name: 'recall@k', 'precision@k', 'mrr@k', 'ndcg@k', 'ndcg_burges@k', 'map', 'map@k', 'r-precision', 'hit_rate@k' (or 'success@k'). */
+export type MetricName = string;
+
+type MetricFn = (ranked: readonly string[], rel: Judged, relLevel: number) => number;
+
+export function metricFn(name: MetricName): MetricFn {
+  const m = /^([a-z_-]+)(?:@(\d+))?$/.exec(name);
+  const k = m?.[2] === undefined ? 0 : Number(m[2]);
+  switch (m?.[1]) {
+    case 'recall':
+      return (r, j, l) => recall(r, j, k, l);
+    case 'precision':
+      return (r, j, l) => precision(r, j, k, l);
+    case 'mrr':
+      return (r, j, l) => reciprocalRank(r, j, k, l);
+    case 'ndcg':
+      return (r, j, l) => ndcg(r, j, k, l, 'linear');
+    case 'ndcg_burges':
+      return (r, j, l) => ndcg(r, j, k, l, 'exponential');
+    case 'map':
+      return (r, j, l) => averagePrecision(r, j, k, l);
+    case 'r-precision':
+      if (k !== 0) break;
+      return (r, j, l) => rPrecision(r, j, l);
+    case 'hit_rate':
+    case 'success':
+      return (r, j, l) => hitRate(r, j, k, l);
+  }
+  throw new QuorumError(
+    'ERR_ARG',
+    `unknown metric '${name}': use recall@k, precision@k, mrr@k, ndcg@k, ndcg_burges@k, map, map@k, r-precision or hit_rate@k`,
+  );
+}
+
+export interface EvaluateOptions {
+  /** Lowest grade that counts as relevant (default 1). */
+  relLevel?: number;
+  /** Default 'trec_eval'. */
+  tieOrder?: TieOrder;
+  /**
+   * Which queries the means cover: `'qrels'` (default, ranx and BEIR): every query of the qrels, a query without
+   * relevant documents or without a run scoring 0; `'judged'` (trec_eval): queries with a run and at least one
+   * relevant document.
+   */
+  queries?: 'qrels' | 'judged';
+}
+
+export interface Evaluation {
+  /** Mean of each metric over the evaluated queries. */
+  mean: Record<string, number>;
+  /** Each evaluated query's values. */
+  perQuery: Map<string, Record<string, number>>;
+}
+
+/**
+ * Evaluates a run against graded qrels.
+ *
+ * @example
+ * const { mean, perQuery } = evaluate(run, qrels, ['ndcg@10', 'recall@100', 'mrr@10']);
+ */
+export function evaluate(run: Run, qrels: GradedQrels, metrics: readonly MetricName[], options: EvaluateOptions = {}): Evaluation {
+  const relLevel = options.relLevel ?? 1;
+  const tieOrder = options.tieOrder ?? 'trec_eval';
+  const fns = metrics.map((m) => [m, metricFn(m)] as const);
+  const perQuery = new Map<string, Record<string, number>>();
+  const sums: Record<string, number> = Object.fromEntries(metrics.map((m) => [m, 0]));
+  for (const [qid, rel] of qrels) {
+    const docs = run.get(qid);
+    if (options.queries === 'judged' && (!docs || relevantCount(rel, relLevel) === 0)) continue;
+    const ranked = docs ? rankDocs(docs, tieOrder) : [];
+    const values: Record<string, number> = {};
+    for (const [m, f] of fns) {
+      values[m] = f(ranked, rel, relLevel);
+      sums[m] = (sums[m] as number) + values[m];
+    }
+    perQuery.set(qid, values);
+  }
+  const n = perQuery.size;
+  const mean = Object.fromEntries(metrics.map((m) => [m, n ? (sums[m] as number) / n : 0]));
+  return { mean, perQuery };
+}
