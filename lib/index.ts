@@ -112,3 +112,14 @@ export {
 export { answerMatcher, averageRank, dprTokens, goldRank, topKAccuracy, type AnswerMatcher } from './eval/answers.js';
 export { kiltRPrecision, provenanceId } from './eval/kilt.js';
 export { incompleteBeta, pairedTTest, randomizationTest, studentTwoTailed, type PairedTest } from './eval/significance.js';
+export {
+  defaultMissing,
+  defaultNormalization,
+  fuse,
+  type FuseOptions,
+  type FusionMethod,
+  type MissingPolicy,
+  type TrainedFusion,
+} from './fusion/fuse.js';
+export { normalizeLists, sortList, type Normalization, type RankedList } from './fusion/normalize.js';
+export { optimizeFusion, trainFusion, weightGrid, type FusionSearch } from './fusion/train.js';

@@ -1,0 +1,83 @@
+// Per-run, per-query score normalizations before fusion (SPEC §2.2, ranx's definitions).
+import { QuorumError } from '../errors.js';
+
+/** A candidate list of one run for one query, sorted best first. */
+export interface RankedList {
+  readonly ids: readonly string[];
+  readonly scores: readonly number[];
+}
+
+export type Normalization = 'none' | 'min-max' | 'min-max-inverted' | 'max' | 'sum' | 'zmuv' | 'rank' | 'borda';
+
+const EPS = 1e-9;
+
+/** The list sorted best first: score descending, ties by id ascending (a defined order; ranx leaves ties open). */
+export function sortList(ids: readonly string[], scores: readonly number[]): RankedList {
+  const order = ids.map((_, i) => i).sort((a, b) => (scores[b] as number) - (scores[a] as number) || ((ids[a] as string) < (ids[b] as string) ? -1 : 1));
+  return { ids: order.map((i) => ids[i] as string), scores: order.map((i) => scores[i] as number) };
+}
+
+function minOf(s: readonly number[]): number {
+  return s.length ? Math.min(...s) : 0;
+}
+function maxOf(s: readonly number[]): number {
+  return s.length ? Math.max(...s) : 0;
+}
+
+/**
+ * Normalizes each list of one query. `borda` is joint over the lists (it needs their union); the others are per
+ * list. min-max-inverted re-sorts the list, since it turns the order around.
+ *
+ * - min-max: (s - min) / max(max - min, 1e-9), so a constant list maps to 0
+ * - min-max-inverted: (max - s) / max(max - min, 1e-9)
+ * - max: s / max(max, 1e-9)
+ * - sum: (s - min) / max(sum(s) - n min, 1e-9)
+ * - zmuv: (s - mean) / max(population std, 1e-9)
+ * - rank: 1 - i / n for 0-based position i
+ * - borda: with C the union over the lists, 1 - i / |C| in a list (missing documents get 0.5 - (n - 1) / (2 |C|),
+ *   applied by the fusion through {@link bordaMissing})
+ */
+export function normalizeLists(lists: readonly RankedList[], norm: Normalization): RankedList[] {
+  switch (norm) {
+    case 'none':
+      return [...lists];
+    case 'borda': {
+      const c = new Set(lists.flatMap((l) => l.ids)).size;
+      return lists.map((l) => ({ ids: l.ids, scores: l.ids.map((_, i) => 1 - i / c) }));
+    }
+    default:
+      return lists.map((l) => normalizeOne(l, norm));
+  }
+}
+
+function normalizeOne(l: RankedList, norm: Exclude<Normalization, 'none' | 'borda'>): RankedList {
+  const s = l.scores;
+  const n = s.length;
+  const lo = minOf(s);
+  const hi = maxOf(s);
+  switch (norm) {
+    case 'min-max':
+      return { ids: l.ids, scores: s.map((x) => (x - lo) / Math.max(hi - lo, EPS)) };
+    case 'min-max-inverted':
+      return sortList(l.ids, s.map((x) => (hi - x) / Math.max(hi - lo, EPS)));
+    case 'max':
+      return { ids: l.ids, scores: s.map((x) => x / Math.max(hi, EPS)) };
+    case 'sum': {
+      const total = s.reduce((a, b) => a + b, 0);
+      return { ids: l.ids, scores: s.map((x) => (x - lo) / Math.max(total - n * lo, EPS)) };
+    }
+    case 'zmuv': {
+      const mean = n ? s.reduce((a, b) => a + b, 0) / n : 0;
+      const std = n ? Math.sqrt(s.reduce((a, b) => a + (b - mean) ** 2, 0) / n) : 0;
+      return { ids: l.ids, scores: s.map((x) => (x - mean) / Math.max(std, EPS)) };
+    }
+    case 'rank':
+      return { ids: l.ids, scores: s.map((_, i) => 1 - i / n) };
+  }
+  throw new QuorumError('ERR_ARG', `unknown normalization '${String(norm)}': use none, min-max, min-max-inverted, max, sum, zmuv, rank or borda`);
+}
+
+/** Borda's score for a document missing from a list of length n, with |C| candidates in the union. */
+export function bordaMissing(n: number, c: number): number {
+  return 0.5 - (n - 1) / (2 * c);
+}
