@@ -1,7 +1,8 @@
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { QuorumError } from '../errors.js';
+import { lineError, readJsonLines, readLines } from './lines.js';
 
 export interface Passage {
   id: string;
@@ -30,7 +31,7 @@ function readJsonl<T>(path: string, parse: (o: Record<string, unknown>, where: s
   try {
     text = readFileSync(path, 'utf8');
   } catch (e) {
-    throw new QuorumError('ERR_ARG', `cannot read ${path}: ${(e as Error).message}`);
+    throw new QuorumError('ERR_IO', `cannot read ${path}: ${(e as Error).message}`);
   }
   const out: T[] = [];
   text.split('\n').forEach((line, i) => {
@@ -40,9 +41,9 @@ function readJsonl<T>(path: string, parse: (o: Record<string, unknown>, where: s
     try {
       o = JSON.parse(line);
     } catch {
-      throw new QuorumError('ERR_ARG', `${where}: not valid JSON`);
+      throw new QuorumError('ERR_FORMAT', `${where}: not valid JSON`);
     }
-    if (!o || typeof o !== 'object') throw new QuorumError('ERR_ARG', `${where}: expected a JSON object`);
+    if (!o || typeof o !== 'object') throw new QuorumError('ERR_FORMAT', `${where}: expected a JSON object`);
     out.push(parse(o as Record<string, unknown>, where));
   });
   return out;
@@ -52,33 +53,80 @@ function str(o: Record<string, unknown>, key: string, where: string, optional = 
   const v = o[key];
   if (typeof v === 'string') return v;
   if (optional && v === undefined) return '';
-  throw new QuorumError('ERR_ARG', `${where}: field "${key}" must be a string`);
+  throw new QuorumError('ERR_FORMAT', `${where}: field "${key}" must be a string`);
 }
 
-/** Reads a BEIR-layout dataset: corpus.jsonl, queries.jsonl and qrels/<split>.tsv. */
+const passageOf = (o: Record<string, unknown>, w: string): Passage => ({ id: str(o, '_id', w), title: str(o, 'title', w, true), text: str(o, 'text', w) });
+
+function queryOf(o: Record<string, unknown>, w: string): Query {
+  const q: Query = { id: str(o, '_id', w), text: str(o, 'text', w) };
+  if (Array.isArray(o.answers)) q.answers = o.answers.map(String);
+  if (typeof o.task === 'string') q.task = o.task;
+  return q;
+}
+
+// One qrels line (`query-id<TAB>corpus-id<TAB>score`, header skipped) into qrels; false for a malformed line.
+function addQrelsLine(qrels: Qrels, line: string, index: number): boolean {
+  if (!line.trim() || (index === 0 && line.startsWith('query-id'))) return true;
+  const [q, c, s] = line.split('\t');
+  const rel = Number(s);
+  if (!q || !c || !Number.isFinite(rel)) return false;
+  if (!qrels.has(q)) qrels.set(q, new Map());
+  qrels.get(q)?.set(c, rel);
+  return true;
+}
+
+/** Reads a BEIR-layout dataset (corpus.jsonl, queries.jsonl, qrels/<split>.tsv) whole; see readBeir for streaming. */
 export function loadBeir(dir: string, split = 'test'): BeirDataset {
-  const corpus = readJsonl(join(dir, 'corpus.jsonl'), (o, w) => ({ id: str(o, '_id', w), title: str(o, 'title', w, true), text: str(o, 'text', w) }));
-  const queries = readJsonl(join(dir, 'queries.jsonl'), (o, w) => {
-    const q: Query = { id: str(o, '_id', w), text: str(o, 'text', w) };
-    if (Array.isArray(o.answers)) q.answers = o.answers.map(String);
-    if (typeof o.task === 'string') q.task = o.task;
-    return q;
-  });
+  const corpus = readJsonl(join(dir, 'corpus.jsonl'), passageOf);
+  const queries = readJsonl(join(dir, 'queries.jsonl'), queryOf);
   const qrels: Qrels = new Map();
   const path = join(dir, 'qrels', `${split}.tsv`);
   let lines: string[];
   try {
     lines = readFileSync(path, 'utf8').split('\n');
   } catch (e) {
-    throw new QuorumError('ERR_ARG', `cannot read ${path}: ${(e as Error).message}`);
+    throw new QuorumError('ERR_IO', `cannot read ${path}: ${(e as Error).message}`);
   }
   lines.forEach((line, i) => {
-    if (!line.trim() || (i === 0 && line.startsWith('query-id'))) return;
-    const [q, c, s] = line.split('\t');
-    const rel = Number(s);
-    if (!q || !c || !Number.isFinite(rel)) throw new QuorumError('ERR_ARG', `${path}:${i + 1}: expected "query-id<TAB>corpus-id<TAB>score"`);
-    if (!qrels.has(q)) qrels.set(q, new Map());
-    qrels.get(q)?.set(c, rel);
+    if (!addQrelsLine(qrels, line, i)) throw new QuorumError('ERR_FORMAT', `${path}:${i + 1}: expected "query-id<TAB>corpus-id<TAB>score"`);
   });
   return { corpus, queries, qrels };
+}
+
+/** {@link loadBeir}, streamed line by line (for corpora that do not fit a string); errors name file:line. */
+export async function readBeir(dir: string, split = 'test'): Promise<BeirDataset> {
+  const corpus: Passage[] = [];
+  for await (const { value, line } of readJsonLines(join(dir, 'corpus.jsonl'))) corpus.push(wrapLine(() => passageOf(value, ''), join(dir, 'corpus.jsonl'), line));
+  const queries: Query[] = [];
+  for await (const { value, line } of readJsonLines(join(dir, 'queries.jsonl'))) queries.push(wrapLine(() => queryOf(value, ''), join(dir, 'queries.jsonl'), line));
+  const qrels: Qrels = new Map();
+  const path = join(dir, 'qrels', `${split}.tsv`);
+  for await (const { text, line } of readLines(path))
+    if (!addQrelsLine(qrels, text, line - 1)) throw lineError(path, line, 'expected "query-id<TAB>corpus-id<TAB>score"');
+  return { corpus, queries, qrels };
+}
+
+function wrapLine<T>(f: () => T, path: string, line: number): T {
+  try {
+    return f();
+  } catch (e) {
+    throw lineError(path, line, (e as Error).message.replace(/^: /, ''));
+  }
+}
+
+/**
+ * Writes a dataset in the BEIR layout: corpus.jsonl ({_id, title, text}), queries.jsonl ({_id, text} plus answers
+ * and task when present) and qrels/<split>.tsv with its header.
+ */
+export function writeBeir(dir: string, data: BeirDataset, split = 'test'): void {
+  mkdirSync(join(dir, 'qrels'), { recursive: true });
+  writeFileSync(join(dir, 'corpus.jsonl'), data.corpus.map((p) => JSON.stringify({ _id: p.id, title: p.title, text: p.text })).join('\n') + '\n');
+  writeFileSync(
+    join(dir, 'queries.jsonl'),
+    data.queries.map((q) => JSON.stringify({ _id: q.id, text: q.text, ...(q.answers ? { answers: q.answers } : {}), ...(q.task ? { task: q.task } : {}) })).join('\n') + '\n',
+  );
+  const rows = ['query-id\tcorpus-id\tscore'];
+  for (const [q, rel] of data.qrels) for (const [c, s] of rel) rows.push(`${q}\t${c}\t${s}`);
+  writeFileSync(join(dir, 'qrels', `${split}.tsv`), rows.join('\n') + '\n');
 }

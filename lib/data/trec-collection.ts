@@ -3,7 +3,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
+import { rankDocs } from '../eval/ranking.js';
 import { type Qrels, parseQrels } from '../eval/trec.js';
+import { parseTrecTopics } from './trec-files.js';
 
 export interface TrecCollection {
   docs: Array<{ id: string; text: string }>;
@@ -18,14 +20,12 @@ export function loadTrecCollection(dir: string, name: string): TrecCollection {
     .filter((l) => l.trim())
     .map((l) => JSON.parse(l) as { id: string; contents: string })
     .map((d) => ({ id: d.id, text: d.contents }));
-  const topics = [...readFileSync(join(dir, `topics.${name}.txt`), 'utf8').matchAll(/<DOCNO>\s*(\S+)\s*<\/DOCNO>([\s\S]*?)<\/DOC>/g)].map((m) => ({
-    id: m[1] as string,
-    text: (m[2] as string).trim(),
-  }));
+  const topicsPath = join(dir, `topics.${name}.txt`);
+  const topics = parseTrecTopics(readFileSync(topicsPath, 'utf8'), topicsPath).map((t) => ({ id: t.id, text: t.title }));
   return { docs, topics, qrels: parseQrels(readFileSync(join(dir, `qrels.${name}.txt`), 'utf8')) };
 }
 
 /** A ranked list in trec_eval's order: score descending, then document id descending. */
 export function trecOrder(hits: ReadonlyArray<{ id: string; score: number }>): string[] {
-  return [...hits].sort((a, b) => b.score - a.score || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)).map((h) => h.id);
+  return rankDocs(hits, 'trec_eval');
 }

@@ -1,0 +1,137 @@
+// SQuAD JSON and DPR JSON: readers into Quorum's passages / queries / qrels (or DPR training examples), and
+// writers back. Both formats are one JSON document, so these read the whole file (the line-based formats stream).
+import { readFileSync, writeFileSync } from 'node:fs';
+
+import { QuorumError } from '../errors.js';
+import { type BeirDataset, type Passage, type Qrels, type Query } from './beir.js';
+
+function readJson(path: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new QuorumError('ERR_IO', `cannot read ${path}: ${(e as Error).message}`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new QuorumError('ERR_FORMAT', `${path}: not valid JSON (${(e as Error).message})`);
+  }
+}
+
+const bad = (path: string, where: string, what: string) => new QuorumError('ERR_FORMAT', `${path}: ${where}: ${what}`);
+
+function arr(v: unknown, path: string, where: string): unknown[] {
+  if (!Array.isArray(v)) throw bad(path, where, 'expected an array');
+  return v;
+}
+function obj(v: unknown, path: string, where: string): Record<string, unknown> {
+  if (!v || typeof v !== 'object' || Array.isArray(v)) throw bad(path, where, 'expected an object');
+  return v as Record<string, unknown>;
+}
+function text(v: unknown, path: string, where: string): string {
+  if (typeof v !== 'string') throw bad(path, where, 'expected a string');
+  return v;
+}
+
+/**
+ * SQuAD v1.1 JSON (`data[].paragraphs[].{context, qas[]}`) as passages (one per paragraph, id
+ * `<prefix><article>-<paragraph>`, titled by the article), queries (the question ids, with their distinct answer
+ * texts) and qrels (each question -> its paragraph). Unanswerable SQuAD 2.0 questions are skipped.
+ */
+export function readSquad(path: string, prefix = 'p'): BeirDataset {
+  const root = obj(readJson(path), path, 'root');
+  const corpus: Passage[] = [];
+  const queries: Query[] = [];
+  const qrels: Qrels = new Map();
+  arr(root.data, path, 'data').forEach((a, ai) => {
+    const article = obj(a, path, `data[${ai}]`);
+    const title = typeof article.title === 'string' ? article.title.replace(/_/g, ' ') : '';
+    arr(article.paragraphs, path, `data[${ai}].paragraphs`).forEach((p, pi) => {
+      const where = `data[${ai}].paragraphs[${pi}]`;
+      const para = obj(p, path, where);
+      const id = `${prefix}${ai}-${pi}`;
+      corpus.push({ id, title, text: text(para.context, path, `${where}.context`) });
+      arr(para.qas ?? [], path, `${where}.qas`).forEach((q, qi) => {
+        const qa = obj(q, path, `${where}.qas[${qi}]`);
+        if (qa.is_impossible === true) return;
+        const qid = text(qa.id, path, `${where}.qas[${qi}].id`);
+        const answers = [...new Set(arr(qa.answers ?? [], path, `${where}.qas[${qi}].answers`).map((x) => String((x as { text?: unknown }).text ?? '')))];
+        queries.push({ id: qid, text: text(qa.question, path, `${where}.qas[${qi}].question`), answers });
+        qrels.set(qid, new Map([[id, 1]]));
+      });
+    });
+  });
+  return { corpus, queries, qrels };
+}
+
+/** Writes passages, queries and qrels as SQuAD v1.1 JSON (one article per title; answer_start found by search, -1 if absent). */
+export function writeSquad(path: string, data: BeirDataset): void {
+  const passages = new Map(data.corpus.map((p) => [p.id, p]));
+  const qasOf = new Map<string, Array<Record<string, unknown>>>();
+  for (const q of data.queries) {
+    for (const [pid, rel] of data.qrels.get(q.id) ?? []) {
+      if (rel <= 0 || !passages.has(pid)) continue;
+      const context = passages.get(pid)!.text;
+      const answers = (q.answers ?? []).map((t) => ({ text: t, answer_start: context.indexOf(t) }));
+      if (!qasOf.has(pid)) qasOf.set(pid, []);
+      qasOf.get(pid)!.push({ id: q.id, question: q.text, answers });
+      break; // SQuAD ties a question to one paragraph
+    }
+  }
+  const articles = new Map<string, Array<Record<string, unknown>>>();
+  for (const p of data.corpus) {
+    if (!articles.has(p.title)) articles.set(p.title, []);
+    articles.get(p.title)!.push({ context: p.text, qas: qasOf.get(p.id) ?? [] });
+  }
+  const json = { version: '1.1', data: [...articles].map(([title, paragraphs]) => ({ title, paragraphs })) };
+  writeFileSync(path, JSON.stringify(json));
+}
+
+/** One DPR training / dev example. */
+export interface DprExample {
+  question: string;
+  answers: string[];
+  positives: Passage[];
+  negatives: Passage[];
+  hardNegatives: Passage[];
+}
+
+function ctxs(v: unknown, path: string, where: string): Passage[] {
+  return arr(v ?? [], path, where).map((c, i) => {
+    const o = obj(c, path, `${where}[${i}]`);
+    const id = o.passage_id ?? o.psg_id ?? o.id ?? '';
+    return { id: String(id), title: typeof o.title === 'string' ? o.title : '', text: text(o.text, path, `${where}[${i}].text`) };
+  });
+}
+
+/** DPR's JSON (`[{question, answers, positive_ctxs, negative_ctxs, hard_negative_ctxs}]`, ids from passage_id or psg_id). */
+export function readDpr(path: string): DprExample[] {
+  return arr(readJson(path), path, 'root').map((e, i) => {
+    const o = obj(e, path, `[${i}]`);
+    return {
+      question: text(o.question, path, `[${i}].question`),
+      answers: arr(o.answers ?? [], path, `[${i}].answers`).map(String),
+      positives: ctxs(o.positive_ctxs, path, `[${i}].positive_ctxs`),
+      negatives: ctxs(o.negative_ctxs, path, `[${i}].negative_ctxs`),
+      hardNegatives: ctxs(o.hard_negative_ctxs, path, `[${i}].hard_negative_ctxs`),
+    };
+  });
+}
+
+/** Writes examples in DPR's JSON layout. */
+export function writeDpr(path: string, examples: readonly DprExample[]): void {
+  const c = (ps: Passage[]) => ps.map((p) => ({ passage_id: p.id, title: p.title, text: p.text }));
+  writeFileSync(
+    path,
+    JSON.stringify(
+      examples.map((e) => ({
+        question: e.question,
+        answers: e.answers,
+        positive_ctxs: c(e.positives),
+        negative_ctxs: c(e.negatives),
+        hard_negative_ctxs: c(e.hardNegatives),
+      })),
+    ),
+  );
+}

@@ -1,0 +1,130 @@
+// TREC run and qrels files, read by streaming and written atomically enough for tools (one write).
+//   run:   qid Q0 docid rank score tag
+//   qrels: qid 0 docid grade
+import { writeFileSync } from 'node:fs';
+
+import { QuorumError } from '../errors.js';
+import { type GradedQrels, type Run, type ScoredDoc, rankDocs } from '../eval/ranking.js';
+import { lineError, readLines } from './lines.js';
+
+/**
+ * Reads a TREC run file. Scores are kept; the rank column is checked to be an integer but not used (trec_eval
+ * re-sorts by score too). Lines with fewer than 6 fields or a non-numeric score are ERR_FORMAT with file:line;
+ * a document repeated within a query is ERR_FORMAT as well.
+ */
+export async function readRun(path: string): Promise<Map<string, ScoredDoc[]>> {
+  const run = new Map<string, ScoredDoc[]>();
+  const seen = new Map<string, Set<string>>();
+  for await (const { text, line } of readLines(path)) {
+    if (!text.trim()) continue;
+    const f = text.trim().split(/\s+/);
+    if (f.length < 6) throw lineError(path, line, `expected "qid Q0 docid rank score tag", got ${f.length} fields`);
+    const [qid, , doc, rank, score] = f as [string, string, string, string, string];
+    const s = Number(score);
+    if (!Number.isFinite(s)) throw lineError(path, line, `score "${score}" is not a number`);
+    if (!/^-?\d+$/.test(rank)) throw lineError(path, line, `rank "${rank}" is not an integer`);
+    let docs = run.get(qid);
+    if (!docs) {
+      docs = [];
+      run.set(qid, docs);
+      seen.set(qid, new Set());
+    }
+    if (seen.get(qid)!.has(doc)) throw lineError(path, line, `document ${doc} appears twice for query ${qid}`);
+    seen.get(qid)!.add(doc);
+    docs.push({ id: doc, score: s });
+  }
+  return run;
+}
+
+/** Reads TREC qrels (`qid iter docid grade`); grades are kept (graded qrels), the iteration column ignored. */
+export async function readQrels(path: string): Promise<Map<string, Map<string, number>>> {
+  const qrels = new Map<string, Map<string, number>>();
+  for await (const { text, line } of readLines(path)) {
+    if (!text.trim()) continue;
+    const f = text.trim().split(/\s+/);
+    if (f.length !== 4) throw lineError(path, line, `expected "qid iter docid grade", got ${f.length} fields`);
+    const [qid, , doc, grade] = f as [string, string, string, string];
+    const g = Number(grade);
+    if (!Number.isInteger(g)) throw lineError(path, line, `grade "${grade}" is not an integer`);
+    if (!qrels.has(qid)) qrels.set(qid, new Map());
+    qrels.get(qid)!.set(doc, g);
+  }
+  return qrels;
+}
+
+/** A run as TREC text, each query ranked in trec_eval's order, ranks from 1, cut at `depth`. */
+export function formatRun(run: Run, tag = 'quorum', depth?: number): string {
+  if (/\s/.test(tag) || !tag) throw new QuorumError('ERR_ARG', 'the run tag must be one non-empty word');
+  const out: string[] = [];
+  for (const [qid, docs] of run) {
+    const byId = new Map(docs.map((d) => [d.id, d.score]));
+    const ranked = rankDocs(docs, 'trec_eval');
+    ranked.slice(0, depth ?? ranked.length).forEach((id, i) => out.push(`${qid} Q0 ${id} ${i + 1} ${byId.get(id)} ${tag}`));
+  }
+  return out.length ? out.join('\n') + '\n' : '';
+}
+
+/** Writes {@link formatRun}'s text to `path`. */
+export function writeRun(path: string, run: Run, tag = 'quorum', depth?: number): void {
+  writeFileSync(path, formatRun(run, tag, depth));
+}
+
+/** Writes graded qrels as TREC text (`qid 0 docid grade`). */
+export function writeQrels(path: string, qrels: GradedQrels): void {
+  const out: string[] = [];
+  for (const [qid, rel] of qrels) for (const [doc, g] of rel) out.push(`${qid} 0 ${doc} ${g}`);
+  writeFileSync(path, out.length ? out.join('\n') + '\n' : '');
+}
+
+/** A TREC topic: its number and fields (title, desc, narr; CACM-style files give only `title`). */
+export interface TrecTopic {
+  id: string;
+  title: string;
+  desc?: string;
+  narr?: string;
+}
+
+/**
+ * Parses TREC topics: `<top> <num> Number: 301 <title> ... <desc> Description: ... <narr> Narrative: ... </top>`
+ * blocks, or CACM-style `<DOC> <DOCNO> 1 </DOCNO> text </DOC>` blocks. ERR_FORMAT when neither is found.
+ */
+export function parseTrecTopics(text: string, source = 'topics'): TrecTopic[] {
+  const tops = [...text.matchAll(/<top>([\s\S]*?)<\/top>/gi)];
+  if (tops.length) {
+    return tops.map((m, i) => {
+      const body = m[1] as string;
+      const field = (tag: string) => {
+        const f = new RegExp(`<${tag}>([\\s\\S]*?)(?=<[a-z]+>|$)`, 'i').exec(body);
+        return f ? (f[1] as string).replace(/^\s*(Number|Description|Narrative|Topic)\s*:\s*/i, '').replace(/\s+/g, ' ').trim() : undefined;
+      };
+      const id = field('num');
+      if (!id) throw new QuorumError('ERR_FORMAT', `${source}: topic ${i + 1} has no <num>`);
+      const t: TrecTopic = { id, title: field('title') ?? '' };
+      const desc = field('desc');
+      const narr = field('narr');
+      if (desc !== undefined) t.desc = desc;
+      if (narr !== undefined) t.narr = narr;
+      return t;
+    });
+  }
+  const docs = [...text.matchAll(/<DOCNO>\s*(\S+)\s*<\/DOCNO>([\s\S]*?)<\/DOC>/g)];
+  if (docs.length) return docs.map((m) => ({ id: m[1] as string, title: (m[2] as string).replace(/\s+/g, ' ').trim() }));
+  throw new QuorumError('ERR_FORMAT', `${source}: no <top> or <DOC> topics found`);
+}
+
+/** Topics as TREC `<top>` blocks. */
+export function formatTrecTopics(topics: readonly TrecTopic[]): string {
+  return topics
+    .map((t) =>
+      [
+        '<top>',
+        `<num> Number: ${t.id}`,
+        `<title> ${t.title}`,
+        ...(t.desc !== undefined ? ['', '<desc> Description:', t.desc] : []),
+        ...(t.narr !== undefined ? ['', '<narr> Narrative:', t.narr] : []),
+        '</top>',
+        '',
+      ].join('\n'),
+    )
+    .join('\n');
+}
