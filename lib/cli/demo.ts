@@ -12,15 +12,7 @@ import { scoreTopK, scoreTopKSync } from '../dense.js';
 import { Bm25Index } from '../bm25/bm25.js';
 import { hybridFuse, searchAlpha } from '../hybrid.js';
 import { Tensor } from '../tensor.js';
-
-function table(rows: Array<Record<string, string | number>>): void {
-  const headers = Object.keys(rows[0] ?? {});
-  const cell = (v: string | number | undefined) => (typeof v === 'number' ? (Math.abs(v) >= 100 ? v.toFixed(0) : v.toFixed(3)) : (v ?? ''));
-  const widths = headers.map((h) => Math.max(h.length, ...rows.map((r) => cell(r[h]).length)));
-  const line = (cells: string[]) => '  ' + cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  ');
-  console.log(line(headers));
-  for (const r of rows) console.log(line(headers.map((h) => cell(r[h]))));
-}
+import { table } from './table.js';
 
 function seconds(fn: () => void, minMs = 400): number {
   fn();

@@ -1,47 +1,75 @@
 #!/usr/bin/env node
-// The `quorum` command line.
+// The `quorum` command line (commander). Every command exits non-zero with a one-line message on bad input.
+import { Command, InvalidArgumentError } from 'commander';
+
 import { QuorumError } from '../errors.js';
 import { demo } from './demo.js';
+import { EVAL_METHODS, evalCommand } from './eval.js';
+import { fuseCommand } from './fuse.js';
 
-const usage = `usage: quorum <command> [options]
+const list = (v: string) => v.split(',').map((x) => x.trim()).filter(Boolean);
+const int = (v: string) => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a positive integer');
+  return n;
+};
+const num = (v: string) => {
+  const n = Number(v);
+  if (!Number.isFinite(n)) throw new InvalidArgumentError('expected a number');
+  return n;
+};
+const numbers = (v: string) => list(v).map(num);
 
-commands:
-  demo [--data DIR] [--dim N] [--no-bench]   retrieval over the embedded dataset (or a BEIR-layout DIR), then a speed check
-  help                                       this text`;
+const program = new Command('quorum')
+  .description('Multi-expert dense retrieval: native kernels, indexes, fusion and evaluation')
+  .showHelpAfterError('(add --help for usage)');
 
-function option(args: string[], name: string): string | undefined {
-  const i = args.indexOf(name);
-  if (i < 0) return undefined;
-  const v = args[i + 1];
-  if (v === undefined || v.startsWith('--')) throw new QuorumError('ERR_ARG', `${name} needs a value`);
-  return v;
-}
+program
+  .command('demo')
+  .description('retrieval over the embedded dataset (or a BEIR-layout --data DIR), checked against plain JS, then a speed check')
+  .option('--data <dir>', 'a BEIR-layout dataset instead of the embedded one')
+  .option('--dim <n>', 'hashed TF-IDF dimension', int, 768)
+  .option('--no-bench', 'skip the speed check')
+  .action(async (o: { data?: string; dim: number; bench: boolean }) => demo(o));
 
-async function main(argv: string[]): Promise<number> {
-  const [command, ...args] = argv;
-  switch (command) {
-    case 'demo': {
-      const dim = option(args, '--dim');
-      const data = option(args, '--data');
-      await demo({ ...(data ? { data } : {}), ...(dim ? { dim: Number(dim) } : {}), bench: !args.includes('--no-bench') });
-      return 0;
-    }
-    case undefined:
-    case 'help':
-    case '--help':
-    case '-h':
-      console.log(usage);
-      return 0;
-    default:
-      console.error(`quorum: unknown command '${command}'\n\n${usage}`);
-      return 2;
-  }
-}
+program
+  .command('eval')
+  .description('run retrieval methods and/or score TREC run files on any BEIR-layout dataset')
+  .requiredOption('--data <dir>', 'BEIR layout: corpus.jsonl, queries.jsonl, qrels/<split>.tsv')
+  .option('--split <name>', 'qrels split', 'test')
+  .option('--methods <list>', `comma-separated: ${EVAL_METHODS.join(', ')}`, list, [] as string[])
+  .option('--run <file...>', 'TREC run files to score as well', [] as string[])
+  .option('--metrics <list>', 'e.g. ndcg@10,recall@100,mrr@10,map', list, ['ndcg@10', 'recall@100', 'mrr@10'])
+  .option('--k <n>', 'retrieval depth', int, 100)
+  .option('--dim <n>', "the 'dense' method's hashed TF-IDF dimension", int, 768)
+  .option('--alpha <x>', "the 'hybrid' method's alpha (normalized scores, weight on BM25)", num, 1)
+  .option('--out <dir>', 'write <method>.trec run files and metrics.json here')
+  .action(async (o: { data: string; split: string; methods: string[]; run: string[]; metrics: string[]; k: number; dim: number; alpha: number; out?: string }) =>
+    evalCommand({ ...o, runs: o.run }),
+  );
 
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (e: unknown) => {
-    console.error(`quorum: ${e instanceof QuorumError ? `${e.code}: ${e.message}` : e instanceof Error ? e.message : String(e)}`);
-    process.exit(1);
-  },
-);
+program
+  .command('fuse')
+  .description('fuse TREC run files (any method of SPEC §2) into one run file')
+  .argument('<runs...>', 'TREC run files')
+  .requiredOption('--method <name>', 'rrf, sum, wsum, mnz, bordafuse, condorcet, came-sum, hybrid, ...')
+  .requiredOption('--out <file>', 'the fused TREC run file')
+  .option('--norm <name>', 'none, min-max, min-max-inverted, max, sum, zmuv, rank, borda')
+  .option('--missing <policy>', 'zero, min, kth, exclude, -inf, +inf')
+  .option('--weights <list>', 'one weight per run', numbers)
+  .option('--k <n>', "list depth K of --missing kth", int)
+  .option('--depth <n>', 'keep the best n per query', int)
+  .option('--rrf-k <n>', "rrf's k", num)
+  .option('--phi <x>', "rbc's phi", num)
+  .option('--gamma <x>', "gmnz's gamma", num)
+  .option('--alpha <x>', "hybrid's alpha", num)
+  .option('--qrels <file>', 'TREC qrels: print the metrics of the inputs and of the fused run')
+  .option('--metrics <list>', 'metrics with --qrels', list, ['ndcg@10', 'recall@100', 'mrr@10'])
+  .action(async (runs: string[], o: Record<string, unknown>) =>
+    fuseCommand({ ...(o as unknown as Parameters<typeof fuseCommand>[0]), runs, rrfK: o.rrfK as number | undefined }),
+  );
+
+program.parseAsync(process.argv).catch((e: unknown) => {
+  console.error(`quorum: ${e instanceof QuorumError ? `${e.code}: ${e.message}` : e instanceof Error ? e.message : String(e)}`);
+  process.exit(1);
+});
