@@ -136,3 +136,13 @@ export {
 } from './data/trec-files.js';
 export { readSquad, writeSquad, readDpr, writeDpr, type DprExample } from './data/qa-formats.js';
 export { loadBeir, readBeir, writeBeir, type BeirDataset, type Passage, type Query } from './data/beir.js';
+export {
+  TASKS,
+  TASK_SOURCES,
+  buildMultiDomain,
+  writeMultiDomain,
+  type MultiDomainBenchmark,
+  type MultiDomainOptions,
+  type Split,
+  type TaskName,
+} from './data/multidomain.js';

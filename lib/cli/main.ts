@@ -6,6 +6,7 @@ import { QuorumError } from '../errors.js';
 import { demo } from './demo.js';
 import { EVAL_METHODS, evalCommand } from './eval.js';
 import { fuseCommand } from './fuse.js';
+import { TASKS, type TaskName, buildMultiDomain, writeMultiDomain } from '../data/multidomain.js';
 
 const list = (v: string) => v.split(',').map((x) => x.trim()).filter(Boolean);
 const int = (v: string) => {
@@ -68,6 +69,28 @@ program
   .action(async (runs: string[], o: Record<string, unknown>) =>
     fuseCommand({ ...(o as unknown as Parameters<typeof fuseCommand>[0]), runs, rrfK: o.rrfK as number | undefined }),
   );
+
+const data = program.command('data').description('datasets');
+data
+  .command('build')
+  .description('build the multi-domain benchmark (BEIR layout, a task per query, split by document) from ../shared/data')
+  .requiredOption('--data <dir>', 'the source files (the layout of ../shared/data)')
+  .requiredOption('--out <dir>', 'where to write corpus.jsonl, queries.jsonl, qrels/{train,dev,test}.tsv, metadata.json')
+  .option('--tasks <list>', `comma-separated subset of ${TASKS.join(', ')}`, list, [...TASKS] as string[])
+  .option('--seed <n>', 'split seed', int, 13)
+  .option('--chunk-words <n>', 'COVID-QA window length in words', int, 100)
+  .option('--max-docs <task=n,...>', 'keep at most n documents of a task (a seeded sample)', list, [] as string[])
+  .action((o: { data: string; out: string; tasks: string[]; seed: number; chunkWords: number; maxDocs: string[] }) => {
+    const maxDocs: Partial<Record<TaskName, number>> = {};
+    for (const kv of o.maxDocs) {
+      const [task, n] = kv.split('=');
+      if (!task || !n || !Number.isInteger(Number(n)) || Number(n) < 1) throw new QuorumError('ERR_ARG', `--max-docs expects task=n, got '${kv}'`);
+      maxDocs[task as TaskName] = Number(n);
+    }
+    const built = buildMultiDomain(o.data, { tasks: o.tasks as TaskName[], seed: o.seed, chunkWords: o.chunkWords, ...(o.maxDocs.length ? { maxDocs } : {}) });
+    writeMultiDomain(o.out, built);
+    console.log(`wrote ${built.corpus.length} passages and ${built.queries.length} queries (${o.tasks.join(', ')}) to ${o.out}`);
+  });
 
 program.parseAsync(process.argv).catch((e: unknown) => {
   console.error(`quorum: ${e instanceof QuorumError ? `${e.code}: ${e.message}` : e instanceof Error ? e.message : String(e)}`);

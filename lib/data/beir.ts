@@ -126,7 +126,12 @@ export function writeBeir(dir: string, data: BeirDataset, split = 'test'): void 
     join(dir, 'queries.jsonl'),
     data.queries.map((q) => JSON.stringify({ _id: q.id, text: q.text, ...(q.answers ? { answers: q.answers } : {}), ...(q.task ? { task: q.task } : {}) })).join('\n') + '\n',
   );
+  writeQrelsTsv(join(dir, 'qrels', `${split}.tsv`), data.qrels);
+}
+
+/** BEIR's qrels TSV (`query-id<TAB>corpus-id<TAB>score`, with its header). */
+export function writeQrelsTsv(path: string, qrels: Qrels): void {
   const rows = ['query-id\tcorpus-id\tscore'];
-  for (const [q, rel] of data.qrels) for (const [c, s] of rel) rows.push(`${q}\t${c}\t${s}`);
-  writeFileSync(join(dir, 'qrels', `${split}.tsv`), rows.join('\n') + '\n');
+  for (const [q, rel] of qrels) for (const [c, s] of rel) rows.push(`${q}\t${c}\t${s}`);
+  writeFileSync(path, rows.join('\n') + '\n');
 }
