@@ -60,6 +60,12 @@ describe('quorum CLI', () => {
     expect(existsSync(join(out, 'rrf.trec'))).toBe(true);
   });
 
+  it("eval --by-task reports each task of the embedded multi-domain benchmark", () => {
+    const r = quorum('eval', '--data', join(packageRoot, 'data', 'multidomain-mini'), '--methods', 'bm25', '--metrics', 'ndcg@10', '--k', '20', '--by-task');
+    expect(r.status).toBe(0);
+    for (const task of ['covid', 'selqa', 'xquad']) expect(r.stdout).toMatch(new RegExp(`bm25\\s+${task}\\s+\\d+\\s+0\\.\\d{3}`));
+  });
+
   it('exits 1 with a one-line message on bad input', () => {
     const cases: Array<[string[], RegExp]> = [
       [['eval', '--data', join(out, 'none'), '--methods', 'bm25'], /ERR_IO: cannot read/],
@@ -69,6 +75,8 @@ describe('quorum CLI', () => {
       [['fuse', join(out, 'bm25.trec'), '--method', 'nope', '--out', join(out, 'x.trec')], /ERR_ARG: unknown fusion method 'nope'/],
       [['fuse', join(out, 'missing.trec'), '--method', 'rrf', '--out', join(out, 'x.trec')], /ERR_IO/],
       [['bogus'], /unknown command 'bogus'/],
+      [['data', 'build', '--data', join(out, 'none'), '--out', join(out, 'md'), '--tasks', 'xquad'], /ERR_IO/],
+      [['data', 'build', '--data', out, '--out', join(out, 'md'), '--tasks', 'nq'], /ERR_ARG: unknown task 'nq'/],
     ];
     for (const [args, message] of cases) {
       const r = quorum(...args);

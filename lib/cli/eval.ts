@@ -25,6 +25,8 @@ export interface EvalCommandOptions {
   dim: number;
   alpha: number;
   out?: string;
+  /** Also report each task's mean (queries carry a `task`, as in the multi-domain benchmark). */
+  byTask?: boolean;
 }
 
 const BATCH = 256;
@@ -97,18 +99,34 @@ export async function evalCommand(o: EvalCommandOptions): Promise<void> {
   for (const file of o.runs) runs.set(basename(file).replace(/\.(trec|run|txt)$/, ''), await readRun(file));
 
   const results: Record<string, Record<string, number>> = {};
+  const byTask: Record<string, Record<string, Record<string, number>>> = {};
   const rows: Array<Record<string, string | number>> = [];
+  const taskRows: Array<Record<string, string | number>> = [];
+  const taskOf = new Map(queries.map((q) => [q.id, q.task ?? '(none)']));
+  const tasks = [...new Set(taskOf.values())].sort();
   for (const [name, run] of runs) {
-    const { mean } = evaluate(run, ds.qrels, o.metrics);
+    const { mean, perQuery } = evaluate(run, ds.qrels, o.metrics);
     results[name] = mean;
     rows.push({ run: name, ...mean });
+    if (!o.byTask) continue;
+    byTask[name] = {};
+    for (const task of tasks) {
+      const values = [...perQuery].filter(([qid]) => taskOf.get(qid) === task).map(([, v]) => v);
+      const m = Object.fromEntries(o.metrics.map((k) => [k, values.reduce((a, v) => a + (v[k] as number), 0) / Math.max(values.length, 1)]));
+      byTask[name][task] = m;
+      taskRows.push({ run: name, task, queries: String(values.length), ...m });
+    }
   }
   console.log('');
   table(rows);
+  if (o.byTask) {
+    console.log('');
+    table(taskRows);
+  }
   if (o.out) {
     mkdirSync(o.out, { recursive: true });
     for (const [name, run] of runs) if (o.methods.includes(name)) writeRun(join(o.out, `${name}.trec`), run, name);
-    writeFileSync(join(o.out, 'metrics.json'), JSON.stringify({ dataset: o.data, split: o.split, queries: queries.length, metrics: results }, null, 2) + '\n');
+    writeFileSync(join(o.out, 'metrics.json'), JSON.stringify({ dataset: o.data, split: o.split, queries: queries.length, metrics: results, ...(o.byTask ? { byTask } : {}) }, null, 2) + '\n');
     console.log(`\nwrote ${[...runs.keys()].filter((n) => o.methods.includes(n)).map((n) => `${n}.trec`).join(', ')}${o.methods.length ? ' and ' : ''}metrics.json to ${o.out}`);
   }
 }

@@ -45,7 +45,8 @@ program
   .option('--dim <n>', "the 'dense' method's hashed TF-IDF dimension", int, 768)
   .option('--alpha <x>', "the 'hybrid' method's alpha (normalized scores, weight on BM25)", num, 1)
   .option('--out <dir>', 'write <method>.trec run files and metrics.json here')
-  .action(async (o: { data: string; split: string; methods: string[]; run: string[]; metrics: string[]; k: number; dim: number; alpha: number; out?: string }) =>
+  .option('--by-task', "also each task's mean (the queries' `task` field)")
+  .action(async (o: { data: string; split: string; methods: string[]; run: string[]; metrics: string[]; k: number; dim: number; alpha: number; out?: string; byTask?: boolean }) =>
     evalCommand({ ...o, runs: o.run }),
   );
 
