@@ -79,3 +79,36 @@ describe('BM25 scoring formula', () => {
     await expect(Bm25Index.build([fixture.docs[0]!, fixture.docs[0]!])).rejects.toMatchObject({ code: 'ERR_ARG' });
   });
 });
+
+describe('BM25 index files', () => {
+  it('round-trips through a file and a buffer with identical results; damage is ERR_FORMAT', async () => {
+    const { mkdtempSync, rmSync, writeFileSync, readdirSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { code } = await import('./helpers.js');
+    const dir = mkdtempSync(join(tmpdir(), 'quorum-bm25-'));
+    try {
+      const index = await Bm25Index.build(fixture.docs, { k1: 1.2, b: 0.75, lengthNorm: 'exact' });
+      const want = index.searchSync(fixture.queries, 5);
+      const path = join(dir, 'docs.qbm');
+      index.save(path);
+      expect(readdirSync(dir)).toEqual(['docs.qbm']); // no temporary file left
+      for (const again of [Bm25Index.load(path), Bm25Index.fromBuffer(index.toBuffer())]) {
+        expect([again.k1, again.b, again.lengthNorm, again.documents, again.averageLength]).toEqual([1.2, 0.75, 'exact', index.documents, index.averageLength]);
+        expect(again.searchSync(fixture.queries, 5)).toEqual(want);
+        expect(again.idf('system')).toBe(index.idf('system'));
+      }
+      const bytes = index.toBuffer();
+      for (const damaged of [bytes.subarray(0, bytes.length - 3), Uint8Array.from(bytes, (x, i) => (i === 40 ? x ^ 1 : x)), new Uint8Array(10)]) {
+        writeFileSync(path, damaged);
+        expect(code(() => Bm25Index.load(path))).toBe('ERR_FORMAT');
+      }
+      expect(code(() => Bm25Index.load(join(dir, 'missing.qbm')))).toBe('ERR_IO');
+      const custom = await Bm25Index.build(fixture.docs, { analyzer: englishAnalyzer({ stem: false }) });
+      expect(code(() => Bm25Index.fromBuffer(custom.toBuffer()))).toBe('ERR_ARG');
+      const back = Bm25Index.fromBuffer(custom.toBuffer(), { analyzer: englishAnalyzer({ stem: false }) });
+      expect(back.searchSync(fixture.queries, 3)).toEqual(custom.searchSync(fixture.queries, 3));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -66,6 +66,42 @@ describe('quorum CLI', () => {
     for (const task of ['covid', 'selqa', 'xquad']) expect(r.stdout).toMatch(new RegExp(`bm25\\s+${task}\\s+\\d+\\s+0\\.\\d{3}`));
   });
 
+  it('index + search: BM25 over a BEIR corpus and a dense index over a vectors file, into TREC runs', () => {
+    const idx = join(out, 'xq.qbm');
+    expect(quorum('index', 'bm25', '--data', data, '--out', idx).status).toBe(0);
+    const r = quorum('search', '--index', idx, '--data', data, '--k', '10', '--out', join(out, 'xq.trec'));
+    expect(r.status).toBe(0);
+    const scored = quorum('eval', '--data', data, '--run', join(out, 'xq.trec'), '--metrics', 'mrr@10');
+    expect(scored.stdout).toMatch(/xq\s+0\.9\d\d/);
+    // Dense: 50 vectors of dim 4; each query is a stored vector scaled up, so its best inner product is itself
+    // whenever it is the longest in its direction: check against a plain-JS exact search instead.
+    const n = 50;
+    const d = 4;
+    const v = Float32Array.from({ length: n * d }, (_, i) => Math.sin(i * 1.7) + 0.1 * (i % 7));
+    writeFileSync(join(out, 'v.f32'), new Uint8Array(v.buffer));
+    writeFileSync(join(out, 'v.ids'), Array.from({ length: n }, (_, i) => `doc${i}`).join('\n') + '\n');
+    const q = v.slice(0, 2 * d);
+    writeFileSync(join(out, 'q.f32'), new Uint8Array(q.buffer));
+    writeFileSync(join(out, 'q.ids'), 'qa\nqb\n');
+    expect(quorum('index', 'dense', '--vectors', join(out, 'v.f32'), '--ids', join(out, 'v.ids'), '--dim', '4', '--out', join(out, 'v.qdx')).status).toBe(0);
+    expect(quorum('search', '--index', join(out, 'v.qdx'), '--query-vectors', join(out, 'q.f32'), '--query-ids', join(out, 'q.ids'), '--k', '1', '--out', join(out, 'v.trec')).status).toBe(0);
+    const best = (row: number) => {
+      let arg = 0;
+      let top = -Infinity;
+      for (let i = 0; i < n; i++) {
+        let s = 0;
+        for (let j = 0; j < d; j++) s += (q[row * d + j] as number) * (v[i * d + j] as number);
+        if (s > top) [top, arg] = [s, i];
+      }
+      return `doc${arg}`;
+    };
+    const lines = readFileSync(join(out, 'v.trec'), 'utf8').trim().split('\n').map((l) => l.split(' '));
+    expect(lines.map((l) => [l[0], l[2]])).toEqual([
+      ['qa', best(0)],
+      ['qb', best(1)],
+    ]);
+  });
+
   it('exits 1 with a one-line message on bad input', () => {
     const cases: Array<[string[], RegExp]> = [
       [['eval', '--data', join(out, 'none'), '--methods', 'bm25'], /ERR_IO: cannot read/],
@@ -76,6 +112,8 @@ describe('quorum CLI', () => {
       [['fuse', join(out, 'missing.trec'), '--method', 'rrf', '--out', join(out, 'x.trec')], /ERR_IO/],
       [['bogus'], /unknown command 'bogus'/],
       [['data', 'build', '--data', join(out, 'none'), '--out', join(out, 'md'), '--tasks', 'xquad'], /ERR_IO/],
+      [['search', '--index', join(out, 'qrels.txt'), '--data', data, '--out', join(out, 'x.trec')], /ERR_FORMAT: .* is not a Quorum BM25 or dense index/],
+      [['index', 'dense', '--vectors', join(out, 'q.f32'), '--ids', join(out, 'v.ids'), '--dim', '4', '--out', join(out, 'x.qdx')], /ERR_FORMAT: .*2 vectors/],
       [['data', 'build', '--data', out, '--out', join(out, 'md'), '--tasks', 'nq'], /ERR_ARG: unknown task 'nq'/],
     ];
     for (const [args, message] of cases) {

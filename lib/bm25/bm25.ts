@@ -3,10 +3,15 @@
 //   idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))
 // with dl rounded as Lucene stores it (see length-norm.ts) unless `lengthNorm: 'exact'`. A repeated query term
 // counts once per occurrence (Anserini's bag-of-words query boosts each term by its count).
+import { readFileSync } from 'node:fs';
+
+import { fnv1a32, writeFileAtomic } from '../data/files.js';
 import { QuorumError } from '../errors.js';
 import { SparseIndex, type SparseSearchOptions, type SparseSearchResult } from '../sparse-index.js';
 import { type Analyzer, englishAnalyzer } from './analyzer.js';
 import { luceneQuantizedLength } from './length-norm.js';
+
+const BM25_MAGIC = Array.from('QBM25V01', (c) => c.charCodeAt(0));
 
 export interface Bm25Options {
   k1?: number;
@@ -33,7 +38,10 @@ export class Bm25Index {
   readonly b: number;
   readonly documents: number;
   readonly averageLength: number;
+  readonly lengthNorm: 'lucene' | 'exact';
   private readonly analyzer: Analyzer;
+  /** 'english' when built with the default analyzer (so a saved index can rebuild it), else 'custom'. */
+  private readonly analyzerName: 'english' | 'custom';
   private readonly vocab: Map<string, number>;
   private readonly df: Int32Array;
   private readonly ids: string[];
@@ -42,7 +50,9 @@ export class Bm25Index {
   private constructor(fields: {
     k1: number;
     b: number;
+    lengthNorm: 'lucene' | 'exact';
     analyzer: Analyzer;
+    analyzerName: 'english' | 'custom';
     vocab: Map<string, number>;
     df: Int32Array;
     ids: string[];
@@ -51,7 +61,9 @@ export class Bm25Index {
   }) {
     this.k1 = fields.k1;
     this.b = fields.b;
+    this.lengthNorm = fields.lengthNorm;
     this.analyzer = fields.analyzer;
+    this.analyzerName = fields.analyzerName;
     this.vocab = fields.vocab;
     this.df = fields.df;
     this.ids = fields.ids;
@@ -96,7 +108,100 @@ export class Bm25Index {
     });
     const index = new SparseIndex();
     await index.add(BigInt64Array.from(rows.map((_, i) => BigInt(i))), rows);
-    return new Bm25Index({ k1, b, analyzer, vocab, df, ids: docs.map((d) => d.id), index, averageLength: avgdl });
+    return new Bm25Index({
+      k1,
+      b,
+      lengthNorm: options.lengthNorm ?? 'lucene',
+      analyzer,
+      analyzerName: options.analyzer ? 'custom' : 'english',
+      vocab,
+      df,
+      ids: docs.map((d) => d.id),
+      index,
+      averageLength: avgdl,
+    });
+  }
+
+  /**
+   * The index as bytes: magic "QBM25V01", the parameters, vocabulary, document frequencies and ids as JSON, the
+   * SparseIndex's own bytes, and an FNV-1a checksum over all of it.
+   */
+  toBuffer(): Uint8Array {
+    const json = new TextEncoder().encode(
+      JSON.stringify({
+        k1: this.k1,
+        b: this.b,
+        lengthNorm: this.lengthNorm,
+        averageLength: this.averageLength,
+        analyzer: this.analyzerName,
+        vocab: Array.from(this.vocab.keys()),
+        df: Array.from(this.df),
+        ids: this.ids,
+      }),
+    );
+    const sparse = this.index.toBuffer();
+    const out = new Uint8Array(8 + 4 + json.length + 8 + sparse.length + 4);
+    const view = new DataView(out.buffer);
+    out.set(BM25_MAGIC, 0);
+    view.setUint32(8, json.length, true);
+    out.set(json, 12);
+    view.setBigUint64(12 + json.length, BigInt(sparse.length), true);
+    out.set(sparse, 20 + json.length);
+    view.setUint32(out.length - 4, fnv1a32(out.subarray(0, out.length - 4)), true);
+    return out;
+  }
+
+  /**
+   * An index from {@link toBuffer}'s bytes. ERR_FORMAT for anything else or a damaged copy. An index built with a
+   * custom analyzer needs that analyzer again (`options.analyzer`), since functions are not saved.
+   */
+  static fromBuffer(bytes: Uint8Array, options: { analyzer?: Analyzer } = {}): Bm25Index {
+    const bad = (why: string) => new QuorumError('ERR_FORMAT', `not an intact Quorum BM25 index: ${why}`);
+    if (bytes.length < 24 || !BM25_MAGIC.every((c, i) => bytes[i] === c)) throw bad('wrong magic or too short');
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    if (view.getUint32(bytes.length - 4, true) !== fnv1a32(bytes.subarray(0, bytes.length - 4))) throw bad('checksum mismatch');
+    const jsonLen = view.getUint32(8, true);
+    if (12 + jsonLen + 8 + 4 > bytes.length) throw bad('sizes are corrupt');
+    const sparseLen = Number(view.getBigUint64(12 + jsonLen, true));
+    if (20 + jsonLen + sparseLen + 4 !== bytes.length) throw bad('sizes are corrupt');
+    let meta: { k1: number; b: number; lengthNorm: 'lucene' | 'exact'; averageLength: number; analyzer: 'english' | 'custom'; vocab: string[]; df: number[]; ids: string[] };
+    try {
+      meta = JSON.parse(new TextDecoder().decode(bytes.subarray(12, 12 + jsonLen)));
+    } catch {
+      throw bad('header is not JSON');
+    }
+    if (meta.analyzer === 'custom' && !options.analyzer)
+      throw new QuorumError('ERR_ARG', 'this BM25 index was built with a custom analyzer: pass the same one as options.analyzer');
+    const index = SparseIndex.fromBuffer(bytes.subarray(20 + jsonLen, 20 + jsonLen + sparseLen));
+    if (index.size !== meta.ids.length || meta.df.length !== meta.vocab.length) throw bad('header and postings disagree');
+    return new Bm25Index({
+      k1: meta.k1,
+      b: meta.b,
+      lengthNorm: meta.lengthNorm,
+      analyzer: options.analyzer ?? englishAnalyzer(),
+      analyzerName: meta.analyzer,
+      vocab: new Map(meta.vocab.map((t, i) => [t, i])),
+      df: Int32Array.from(meta.df),
+      ids: meta.ids,
+      index,
+      averageLength: meta.averageLength,
+    });
+  }
+
+  /** Writes {@link toBuffer}'s bytes to `path` atomically (temporary file, fsync, rename). ERR_IO on failure. */
+  save(path: string): void {
+    writeFileAtomic(path, this.toBuffer());
+  }
+
+  /** Reads an index written by {@link save} (ERR_IO when the file cannot be read, ERR_FORMAT when it is not one). */
+  static load(path: string, options: { analyzer?: Analyzer } = {}): Bm25Index {
+    let bytes: Uint8Array;
+    try {
+      bytes = readFileSync(path);
+    } catch (e) {
+      throw new QuorumError('ERR_IO', `cannot read ${path}: ${(e as Error).message}`);
+    }
+    return Bm25Index.fromBuffer(bytes, options);
   }
 
   /** Inverse document frequency of an analyzed term (0 for a term no document has). */

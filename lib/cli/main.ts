@@ -6,6 +6,7 @@ import { QuorumError } from '../errors.js';
 import { demo } from './demo.js';
 import { EVAL_METHODS, evalCommand } from './eval.js';
 import { fuseCommand } from './fuse.js';
+import { indexBm25, indexDense, searchCommand } from './index-search.js';
 import { TASKS, type TaskName, buildMultiDomain, writeMultiDomain } from '../data/multidomain.js';
 
 const list = (v: string) => v.split(',').map((x) => x.trim()).filter(Boolean);
@@ -69,6 +70,43 @@ program
   .option('--metrics <list>', 'metrics with --qrels', list, ['ndcg@10', 'recall@100', 'mrr@10'])
   .action(async (runs: string[], o: Record<string, unknown>) =>
     fuseCommand({ ...(o as unknown as Parameters<typeof fuseCommand>[0]), runs, rrfK: o.rrfK as number | undefined }),
+  );
+
+const index = program.command('index').description('build an index file');
+index
+  .command('bm25')
+  .description('BM25 (Lucene formula, English analyzer) over the corpus of a BEIR-layout dataset')
+  .requiredOption('--data <dir>', 'a BEIR-layout dataset (corpus.jsonl is read)')
+  .requiredOption('--out <file>', 'the index file')
+  .option('--k1 <x>', 'k1', num, 0.9)
+  .option('--b <x>', 'b', num, 0.4)
+  .action(async (o: { data: string; out: string; k1: number; b: number }) => indexBm25(o));
+index
+  .command('dense')
+  .description('a faiss DenseIndex over a raw little-endian float32 vectors file (rows x dim) and an ids file')
+  .requiredOption('--vectors <file>', 'raw float32, rows x dim')
+  .requiredOption('--ids <file>', 'one passage id per line, in row order')
+  .requiredOption('--dim <n>', 'vector dimension', int)
+  .requiredOption('--out <file>', 'the index file (the ids go to <file>.ids)')
+  .option('--factory <s>', 'faiss factory string', 'Flat')
+  .option('--mips <m>', 'inner-product or l2', 'inner-product')
+  .option('--train <n>', 'train IVF / PQ on the first n vectors (default: all)', int)
+  .action(async (o: { vectors: string; ids: string; dim: number; out: string; factory: string; mips: string; train?: number }) => indexDense(o));
+
+program
+  .command('search')
+  .description('search a BM25 or dense index file into a TREC run file')
+  .requiredOption('--index <file>', 'from quorum index')
+  .requiredOption('--out <file>', 'the TREC run file')
+  .option('--data <dir>', 'BM25: the queries.jsonl of this BEIR-layout dataset')
+  .option('--queries <file>', 'BM25: a queries.jsonl ({_id, text})')
+  .option('--query-vectors <file>', 'dense: raw float32 query vectors')
+  .option('--query-ids <file>', 'dense: one query id per line')
+  .option('--k <n>', 'results per query', int, 100)
+  .option('--ef-search <n>', 'HNSW efSearch', int)
+  .option('--nprobe <n>', 'IVF nprobe', int)
+  .action(async (o: { index: string; out: string; data?: string; queries?: string; queryVectors?: string; queryIds?: string; k: number; efSearch?: number; nprobe?: number }) =>
+    searchCommand(o),
   );
 
 const data = program.command('data').description('datasets');

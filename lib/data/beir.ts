@@ -96,8 +96,7 @@ export function loadBeir(dir: string, split = 'test'): BeirDataset {
 
 /** {@link loadBeir}, streamed line by line (for corpora that do not fit a string); errors name file:line. */
 export async function readBeir(dir: string, split = 'test'): Promise<BeirDataset> {
-  const corpus: Passage[] = [];
-  for await (const { value, line } of readJsonLines(join(dir, 'corpus.jsonl'))) corpus.push(wrapLine(() => passageOf(value, ''), join(dir, 'corpus.jsonl'), line));
+  const corpus = await readBeirCorpus(dir);
   const queries: Query[] = [];
   for await (const { value, line } of readJsonLines(join(dir, 'queries.jsonl'))) queries.push(wrapLine(() => queryOf(value, ''), join(dir, 'queries.jsonl'), line));
   const qrels: Qrels = new Map();
@@ -105,6 +104,14 @@ export async function readBeir(dir: string, split = 'test'): Promise<BeirDataset
   for await (const { text, line } of readLines(path))
     if (!addQrelsLine(qrels, text, line - 1)) throw lineError(path, line, 'expected "query-id<TAB>corpus-id<TAB>score"');
   return { corpus, queries, qrels };
+}
+
+/** Only corpus.jsonl of a BEIR-layout dataset, streamed (what an index needs). */
+export async function readBeirCorpus(dir: string): Promise<Passage[]> {
+  const corpus: Passage[] = [];
+  const path = join(dir, 'corpus.jsonl');
+  for await (const { value, line } of readJsonLines(path)) corpus.push(wrapLine(() => passageOf(value, ''), path, line));
+  return corpus;
 }
 
 function wrapLine<T>(f: () => T, path: string, line: number): T {

@@ -1,0 +1,124 @@
+// `quorum index` (BM25 over a BEIR corpus; a faiss DenseIndex over a vectors file) and `quorum search` (either
+// index, into a TREC run file).
+import { readFileSync, writeFileSync } from 'node:fs';
+
+import { Bm25Index } from '../bm25/bm25.js';
+import { readBeirCorpus } from '../data/beir.js';
+import { readJsonLines } from '../data/lines.js';
+import { writeRun } from '../data/trec-files.js';
+import { DenseIndex, type Mips } from '../dense-index.js';
+import { QuorumError } from '../errors.js';
+import { type ScoredDoc } from '../eval/ranking.js';
+import { progress } from './table.js';
+
+const BATCH = 256;
+
+function readBytes(path: string): Uint8Array {
+  try {
+    return readFileSync(path);
+  } catch (e) {
+    throw new QuorumError('ERR_IO', `cannot read ${path}: ${(e as Error).message}`);
+  }
+}
+
+/** A raw little-endian float32 file of rows x dim, with its ids (one per line). */
+function readVectors(path: string, idsPath: string, dim: number): { vectors: Float32Array; ids: string[] } {
+  const bytes = readBytes(path);
+  if (bytes.length % (4 * dim) !== 0) throw new QuorumError('ERR_FORMAT', `${path}: ${bytes.length} bytes is not a whole number of ${dim}-float rows`);
+  const vectors = new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
+  const ids = new TextDecoder()
+    .decode(readBytes(idsPath))
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
+  if (ids.length !== vectors.length / dim) throw new QuorumError('ERR_FORMAT', `${idsPath}: ${ids.length} ids for ${vectors.length / dim} vectors`);
+  return { vectors, ids };
+}
+
+export async function indexBm25(o: { data: string; out: string; k1: number; b: number }): Promise<void> {
+  const corpus = await readBeirCorpus(o.data);
+  const index = await Bm25Index.build(
+    corpus.map((p) => ({ id: p.id, text: p.title ? `${p.title}. ${p.text}` : p.text })),
+    { k1: o.k1, b: o.b },
+  );
+  index.save(o.out);
+  console.log(`indexed ${index.documents} passages with BM25 (k1 ${o.k1}, b ${o.b}) into ${o.out}`);
+}
+
+export async function indexDense(o: { vectors: string; ids: string; dim: number; factory: string; mips: string; out: string; train?: number }): Promise<void> {
+  const { vectors, ids } = readVectors(o.vectors, o.ids, o.dim);
+  const index = DenseIndex.create({ dim: o.dim, factory: o.factory, mips: o.mips as Mips });
+  if (!index.info.trained) await index.train(o.train ? vectors.subarray(0, Math.min(o.train, ids.length) * o.dim) : vectors);
+  // Dense ids are 64-bit integers: the row numbers; the string ids go into a sidecar `<out>.ids`.
+  const bar = progress('add   ', ids.length);
+  for (let i = 0; i < ids.length; i += 10_000) {
+    const n = Math.min(10_000, ids.length - i);
+    await index.add(vectors.subarray(i * o.dim, (i + n) * o.dim), BigInt64Array.from({ length: n }, (_, j) => BigInt(i + j)));
+    bar.tick(n);
+  }
+  bar.stop();
+  await index.save(o.out);
+  writeFileSync(`${o.out}.ids`, ids.join('\n') + '\n');
+  console.log(`indexed ${ids.length} vectors (${o.factory}, ${o.mips}) into ${o.out} (+ ${o.out}.ids)`);
+}
+
+async function queriesFrom(o: { data?: string; queries?: string }): Promise<Array<{ id: string; text: string }>> {
+  const path = o.queries ?? (o.data ? `${o.data}/queries.jsonl` : undefined);
+  if (!path) throw new QuorumError('ERR_ARG', 'give --queries FILE.jsonl or --data DIR');
+  const out: Array<{ id: string; text: string }> = [];
+  for await (const { value, line } of readJsonLines(path)) {
+    if (typeof value._id !== 'string' || typeof value.text !== 'string') throw new QuorumError('ERR_FORMAT', `${path}:${line}: expected {"_id": string, "text": string}`);
+    out.push({ id: value._id, text: value.text });
+  }
+  return out;
+}
+
+export async function searchCommand(o: {
+  index: string;
+  data?: string;
+  queries?: string;
+  queryVectors?: string;
+  queryIds?: string;
+  k: number;
+  out: string;
+  efSearch?: number;
+  nprobe?: number;
+}): Promise<void> {
+  const head = new TextDecoder().decode(readBytes(o.index).subarray(0, 8));
+  const run = new Map<string, ScoredDoc[]>();
+  if (head === 'QBM25V01') {
+    const index = Bm25Index.load(o.index);
+    const queries = await queriesFrom(o);
+    const bar = progress('search', queries.length);
+    for (let i = 0; i < queries.length; i += BATCH) {
+      const batch = queries.slice(i, i + BATCH);
+      const hits = await index.search(
+        batch.map((q) => q.text),
+        o.k,
+      );
+      batch.forEach((q, j) => run.set(q.id, hits[j] ?? []));
+      bar.tick(batch.length);
+    }
+    bar.stop();
+  } else if (head === 'QDNIDX01') {
+    if (!o.queryVectors || !o.queryIds) throw new QuorumError('ERR_ARG', 'a dense index searches --query-vectors FILE.f32 with --query-ids FILE');
+    const index = await DenseIndex.load(o.index);
+    const docIds = new TextDecoder()
+      .decode(readBytes(`${o.index}.ids`))
+      .split('\n')
+      .filter(Boolean);
+    const { vectors, ids } = readVectors(o.queryVectors, o.queryIds, index.dim);
+    const bar = progress('search', ids.length);
+    for (let i = 0; i < ids.length; i += BATCH) {
+      const n = Math.min(BATCH, ids.length - i);
+      const top = await index.search(vectors.subarray(i * index.dim, (i + n) * index.dim), o.k, { efSearch: o.efSearch, nprobe: o.nprobe });
+      for (let j = 0; j < n; j++) run.set(ids[i + j] as string, top.hits(j).map((h) => ({ id: docIds[Number(h.id)] ?? String(h.id), score: h.score })));
+      bar.tick(n);
+    }
+    bar.stop();
+  } else {
+    throw new QuorumError('ERR_FORMAT', `${o.index} is not a Quorum BM25 or dense index`);
+  }
+  writeRun(o.out, run, 'quorum', o.k);
+  console.log(`searched ${run.size} queries (top ${o.k}) into ${o.out}`);
+}

@@ -1,0 +1,34 @@
+// Small file helpers shared by the TypeScript-side formats.
+import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+
+import { QuorumError } from '../errors.js';
+
+/** Writes `bytes` to `path` so that a crash leaves the old file or the new one: a temporary file, fsync, rename. */
+export function writeFileAtomic(path: string, bytes: Uint8Array): void {
+  const tmp = `${path}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
+  let fd: number | undefined;
+  try {
+    fd = openSync(tmp, 'w', 0o644);
+    let off = 0;
+    while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
+    fsyncSync(fd);
+    closeSync(fd);
+    fd = undefined;
+    renameSync(tmp, path);
+  } catch (e) {
+    if (fd !== undefined) closeSync(fd);
+    try {
+      unlinkSync(tmp);
+    } catch {
+      // nothing was created
+    }
+    throw new QuorumError('ERR_IO', `cannot write ${path}: ${(e as Error).message}`);
+  }
+}
+
+/** FNV-1a 32 over bytes (a corruption check, not a cryptographic one). */
+export function fnv1a32(bytes: Uint8Array): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < bytes.length; i++) h = Math.imul(h ^ (bytes[i] as number), 0x01000193) >>> 0;
+  return h >>> 0;
+}
