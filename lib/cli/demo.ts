@@ -28,9 +28,12 @@ function seconds(fn: () => void, minMs = 400): number {
 export async function demo(options: { data?: string; dim?: number; bench?: boolean }): Promise<void> {
   const caps = capabilities();
   console.log(`Quorum demo: kernels ${caps.isa} (available: ${caps.availableIsas.join(', ')}), ${caps.threads} threads\n`);
-  const dir = options.data ?? join(packageRoot, 'data', 'xquad-en');
-  const ds = loadBeir(dir);
-  console.log(`dataset ${dir}: ${ds.corpus.length} passages, ${ds.queries.length} queries`);
+  const dir = options.data ?? join(packageRoot, 'data', 'multidomain-mini');
+  const all = loadBeir(dir);
+  // The judged queries of the test split (the embedded benchmark also holds train and dev queries).
+  const ds = { ...all, queries: all.queries.filter((q) => all.qrels.has(q.id)) };
+  const tasks = [...new Set(ds.queries.map((q) => q.task).filter(Boolean))];
+  console.log(`dataset ${dir}: ${ds.corpus.length} passages, ${ds.queries.length} test queries${tasks.length ? ` (tasks: ${tasks.join(', ')})` : ''}`);
 
   const dim = options.dim ?? 768;
   const t0 = performance.now();
@@ -59,8 +62,8 @@ export async function demo(options: { data?: string; dim?: number; bench?: boole
   const same = runs[0]?.ids.every((id, i) => id === runs[2]?.ids[i]);
   console.log(`  f32 ids identical to the plain-JS reference: ${same ? 'yes' : 'NO'}\n`);
 
-  // BM25 (native sparse index) and the dense + BM25 hybrid, alpha tuned on the first half of the queries and
-  // evaluated on the second half.
+  // BM25 (native sparse index) and the dense + BM25 hybrid, alpha tuned on the even-numbered queries and
+  // evaluated on the odd-numbered ones (so both halves mix the tasks).
   const t1 = performance.now();
   const bm25 = await Bm25Index.build(ds.corpus.map((p, i) => ({ id: p.id, text: passages[i] as string })), { k1: 0.9, b: 0.4 });
   const k0 = 100;
@@ -70,25 +73,26 @@ export async function demo(options: { data?: string; dim?: number; bench?: boole
   );
   const denseTop = await scoreTopK(queries, corpus, k0);
   const denseHits = ds.queries.map((_, b) => denseTop.hits(b).map((h) => ({ id: ds.corpus[h.id]?.id ?? '', score: h.score })));
-  const half = Math.floor(B / 2);
+  const even = Array.from({ length: B }, (_, b) => b).filter((b) => b % 2 === 0);
+  const odd = Array.from({ length: B }, (_, b) => b).filter((b) => b % 2 === 1);
   const relevantOf = (qid: string) => new Set([...(ds.qrels.get(qid) ?? new Map<string, number>())].filter(([, r]) => r > 0).map(([d]) => d));
   const mrr10 = (ranked: readonly string[], rel: ReadonlySet<string>) => {
     const i = ranked.slice(0, 10).findIndex((d) => rel.has(d));
     return i < 0 ? 0 : 1 / (i + 1);
   };
-  const dev = ds.queries.slice(0, half).map((q, b) => ({ dense: denseHits[b] ?? [], sparse: sparseHits[b] ?? [], relevant: relevantOf(q.id) }));
+  const dev = even.map((b) => ({ dense: denseHits[b] ?? [], sparse: sparseHits[b] ?? [], relevant: relevantOf(ds.queries[b]?.id ?? '') }));
   const tuned = searchAlpha(dev, { metric: mrr10, normalization: true, grid: Array.from({ length: 51 }, (_, i) => i / 10) });
   const testRows: Array<Record<string, string | number>> = [];
   const evalHalf = (name: string, ranked: (b: number) => string[]) => {
     const run = new Map<string, string[]>();
-    for (let b = half; b < B; b++) run.set(ds.queries[b]?.id ?? '', ranked(b));
+    for (const b of odd) run.set(ds.queries[b]?.id ?? '', ranked(b));
     const qrels = new Map([...ds.qrels].filter(([qid]) => run.has(qid)));
     testRows.push({ method: name, ...evaluateRun(run, qrels, [1, 5, 20]) });
   };
   evalHalf('dense (hashed TF-IDF)', (b) => (denseHits[b] ?? []).map((h) => h.id));
   evalHalf('BM25 (k1 0.9, b 0.4)', (b) => (sparseHits[b] ?? []).map((h) => h.id));
   evalHalf(`hybrid, alpha ${tuned.alpha}`, (b) => hybridFuse(denseHits[b] ?? [], sparseHits[b] ?? [], { alpha: tuned.alpha, normalization: true }).map((h) => h.id));
-  console.log(`BM25 and the dense + BM25 hybrid (normalized; alpha tuned for MRR@10 on queries 1-${half}, evaluated on the other ${B - half}; ${((performance.now() - t1) / 1000).toFixed(2)} s):`);
+  console.log(`BM25 and the dense + BM25 hybrid (normalized; alpha tuned for MRR@10 on the ${even.length} even-numbered queries, evaluated on the ${odd.length} odd ones; ${((performance.now() - t1) / 1000).toFixed(2)} s):`);
   table(testRows);
   console.log('');
 
