@@ -123,7 +123,7 @@ export {
 } from './fusion/fuse.js';
 export { normalizeLists, sortList, type Normalization, type RankedList } from './fusion/normalize.js';
 export { optimizeFusion, trainFusion, weightGrid, type FusionSearch } from './fusion/train.js';
-export { readLines, readJsonLines, lineError } from './data/lines.js';
+export { readLines, readJsonLines, readJsonArray, lineError } from './data/lines.js';
 export {
   formatRun,
   formatTrecTopics,
@@ -134,7 +134,7 @@ export {
   writeRun,
   type TrecTopic,
 } from './data/trec-files.js';
-export { readSquad, writeSquad, readDpr, writeDpr, type DprExample } from './data/qa-formats.js';
+export { readSquad, writeSquad, readDpr, streamDpr, writeDpr, type DprExample } from './data/qa-formats.js';
 export { loadBeir, readBeir, writeBeir, type BeirDataset, type Passage, type Query } from './data/beir.js';
 export {
   TASKS,

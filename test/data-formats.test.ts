@@ -12,9 +12,11 @@ import {
   parseTrecTopics,
   readBeir,
   readDpr,
+  readJsonArray,
   readQrels,
   readRun,
   readSquad,
+  streamDpr,
   writeBeir,
   writeDpr,
   writeQrels,
@@ -123,7 +125,33 @@ describe('SQuAD and DPR JSON', () => {
     expect(code(() => readSquad(file('trunc.json', '{"data": [')))).toBe('ERR_FORMAT');
   });
 
-  it('DPR: round trip with positives, negatives and hard negatives', () => {
+  it('streams a big JSON array element by element (strings with brackets, escapes, chunk boundaries)', async () => {
+    const items = Array.from({ length: 15000 }, (_, i) => ({ question: `q${i} [with] {brackets}, "quotes" \\ and ,commas`, answers: [`a${i}`], n: i }));
+    const p = join(dir, 'big.json');
+    writeFileSync(p, '[\n' + items.map((x) => '  ' + JSON.stringify(x)).join(',\n') + '\n]\n'); // > 1 MiB chunk
+    const got: unknown[] = [];
+    const lines: number[] = [];
+    for await (const { value, line } of readJsonArray(p)) {
+      got.push(value);
+      lines.push(line);
+    }
+    expect(got).toEqual(items);
+    expect(lines.slice(0, 3)).toEqual([2, 3, 4]);
+    const scalars = file('scalars.json', '[1, "two", null, [3, [4]], {"five": 5}]');
+    const back: unknown[] = [];
+    for await (const { value } of readJsonArray(scalars)) back.push(value);
+    expect(back).toEqual([1, 'two', null, [3, [4]], { five: 5 }]);
+    const collect = async (path: string) => {
+      for await (const _ of readJsonArray(path)) void _;
+    };
+    await expect(collect(file('trunc-array.json', '[{"a": 1},\n{"b": '))).rejects.toMatchObject({ code: 'ERR_FORMAT' });
+    await expect(collect(file('bad-el.json', '[{"a": 1},\n{"b": nope}\n]'))).rejects.toMatchObject({ code: 'ERR_FORMAT', message: expect.stringContaining('bad-el.json:2') });
+    await expect(collect(file('not-array.json', '{"a": 1}'))).rejects.toMatchObject({ code: 'ERR_FORMAT' });
+    await expect(collect(file('trailing.json', '[1] x'))).rejects.toMatchObject({ code: 'ERR_FORMAT' });
+    expect(await asyncCode(collect(join(dir, 'none.json')))).toBe('ERR_IO');
+  });
+
+  it('DPR: round trip with positives, negatives and hard negatives', async () => {
     const ex: DprExample[] = [
       {
         question: 'who was the 16th president',
@@ -136,6 +164,9 @@ describe('SQuAD and DPR JSON', () => {
     const p = join(dir, 'dpr.json');
     writeDpr(p, ex);
     expect(readDpr(p)).toEqual(ex);
+    const streamed: DprExample[] = [];
+    for await (const e of streamDpr(p)) streamed.push(e);
+    expect(streamed).toEqual(ex);
     expect(code(() => readDpr(file('dpr-bad.json', '[{"question": "q", "positive_ctxs": [{"title": "t"}]}]')))).toBe('ERR_FORMAT');
   });
 });

@@ -4,6 +4,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 
 import { QuorumError } from '../errors.js';
 import { type BeirDataset, type Passage, type Qrels, type Query } from './beir.js';
+import { readJsonArray } from './lines.js';
 
 function readJson(path: string): unknown {
   let text: string;
@@ -105,18 +106,25 @@ function ctxs(v: unknown, path: string, where: string): Passage[] {
   });
 }
 
-/** DPR's JSON (`[{question, answers, positive_ctxs, negative_ctxs, hard_negative_ctxs}]`, ids from passage_id or psg_id). */
+function dprExample(e: unknown, path: string, where: string): DprExample {
+  const o = obj(e, path, where);
+  return {
+    question: text(o.question, path, `${where}.question`),
+    answers: arr(o.answers ?? [], path, `${where}.answers`).map(String),
+    positives: ctxs(o.positive_ctxs, path, `${where}.positive_ctxs`),
+    negatives: ctxs(o.negative_ctxs, path, `${where}.negative_ctxs`),
+    hardNegatives: ctxs(o.hard_negative_ctxs, path, `${where}.hard_negative_ctxs`),
+  };
+}
+
+/** DPR's JSON (`[{question, answers, positive_ctxs, negative_ctxs, hard_negative_ctxs}]`, ids from passage_id or psg_id), whole. */
 export function readDpr(path: string): DprExample[] {
-  return arr(readJson(path), path, 'root').map((e, i) => {
-    const o = obj(e, path, `[${i}]`);
-    return {
-      question: text(o.question, path, `[${i}].question`),
-      answers: arr(o.answers ?? [], path, `[${i}].answers`).map(String),
-      positives: ctxs(o.positive_ctxs, path, `[${i}].positive_ctxs`),
-      negatives: ctxs(o.negative_ctxs, path, `[${i}].negative_ctxs`),
-      hardNegatives: ctxs(o.hard_negative_ctxs, path, `[${i}].hard_negative_ctxs`),
-    };
-  });
+  return arr(readJson(path), path, 'root').map((e, i) => dprExample(e, path, `[${i}]`));
+}
+
+/** {@link readDpr} one example at a time as the file streams in (DPR's training files run to gigabytes). */
+export async function* streamDpr(path: string): AsyncGenerator<DprExample> {
+  for await (const { value, line, index } of readJsonArray(path)) yield dprExample(value, path, `line ${line}, [${index}]`);
 }
 
 /** Writes examples in DPR's JSON layout. */
