@@ -1,5 +1,5 @@
 // InfoNCE with in-batch and hard negatives (DPR form), SPEC §1.4. Contract: native/kernels/infonce.h.
-import { coreAddon, type NativeTensorHandle } from './native.js';
+import { type CoreAddon, coreAddon } from './native.js';
 import { type Int32Input, type TensorInput, f32VectorOf, handleOf, int32Of, runAsync, runSync, tensorOf } from './operand.js';
 import { Tensor } from './tensor.js';
 
@@ -28,14 +28,7 @@ export interface InfoNceResult {
   dP?: Tensor<'f32'>;
 }
 
-type Raw = {
-  loss: number;
-  accuracy: number;
-  rowLoss: NativeTensorHandle;
-  rank: NativeTensorHandle;
-  dQ?: NativeTensorHandle;
-  dP?: NativeTensorHandle;
-};
+type Raw = Awaited<ReturnType<CoreAddon['infoNce']>>;
 
 function call(queries: TensorInput, passages: TensorInput, positives: Int32Input, o: InfoNceOptions) {
   const core = coreAddon();

@@ -1,31 +1,20 @@
+// The demo's summary metrics over runs given as ranked id lists, on the shared definitions of ranking.ts.
 import type { Qrels } from '../data/beir.js';
+import { recall, reciprocalRank } from './ranking.js';
 
-/** Fraction of relevant documents found in the first k of `ranked`. */
-export function recallAt(ranked: readonly string[], relevant: ReadonlyMap<string, number>, k: number): number {
-  let total = 0;
-  let found = 0;
-  for (const rel of relevant.values()) if (rel > 0) total++;
-  if (total === 0) return 0;
-  for (const id of ranked.slice(0, k)) if ((relevant.get(id) ?? 0) > 0) found++;
-  return found / total;
-}
+// Any positive grade counts as relevant: MIN_VALUE is the smallest positive double, so `grade >= MIN_VALUE` is
+// exactly `grade > 0`.
+const ANY_POSITIVE = Number.MIN_VALUE;
 
-/** Reciprocal rank (1-based) of the first relevant document within the first k, else 0. */
-export function mrrAt(ranked: readonly string[], relevant: ReadonlyMap<string, number>, k: number): number {
-  const n = Math.min(k, ranked.length);
-  for (let i = 0; i < n; i++) if ((relevant.get(ranked[i] as string) ?? 0) > 0) return 1 / (i + 1);
-  return 0;
-}
-
-/** Mean Recall@k for each k and MRR@10 over queries that have judgements. */
+/** Mean Recall@k for each k and MRR@10 over every query of the qrels (a query without a run scores 0). */
 export function evaluateRun(run: ReadonlyMap<string, readonly string[]>, qrels: Qrels, ks: readonly number[]): Record<string, number> {
   const sums: Record<string, number> = {};
   let n = 0;
   for (const [qid, rel] of qrels) {
     const ranked = run.get(qid) ?? [];
     n++;
-    for (const k of ks) sums[`Recall@${k}`] = (sums[`Recall@${k}`] ?? 0) + recallAt(ranked, rel, k);
-    sums['MRR@10'] = (sums['MRR@10'] ?? 0) + mrrAt(ranked, rel, 10);
+    for (const k of ks) sums[`Recall@${k}`] = (sums[`Recall@${k}`] ?? 0) + (k > 0 ? recall(ranked, rel, k, ANY_POSITIVE) : 0);
+    sums['MRR@10'] = (sums['MRR@10'] ?? 0) + reciprocalRank(ranked, rel, 10, ANY_POSITIVE);
   }
   for (const key of Object.keys(sums)) sums[key] = (sums[key] as number) / Math.max(n, 1);
   return sums;
