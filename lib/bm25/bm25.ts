@@ -3,9 +3,7 @@
 //   idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))
 // with dl rounded as Lucene stores it (see length-norm.ts) unless `lengthNorm: 'exact'`. A repeated query term
 // counts once per occurrence (Anserini's bag-of-words query boosts each term by its count).
-import { readFileSync } from 'node:fs';
-
-import { fnv1a32, writeFileAtomic } from '../data/files.js';
+import { fnv1a32, readFileBytes, writeFileAtomic } from '../data/files.js';
 import { QuorumError } from '../errors.js';
 import { SparseIndex, type SparseSearchOptions, type SparseSearchResult } from '../sparse-index.js';
 import { type Analyzer, englishAnalyzer } from './analyzer.js';
@@ -195,13 +193,7 @@ export class Bm25Index {
 
   /** Reads an index written by {@link save} (ERR_IO when the file cannot be read, ERR_FORMAT when it is not one). */
   static load(path: string, options: { analyzer?: Analyzer } = {}): Bm25Index {
-    let bytes: Uint8Array;
-    try {
-      bytes = readFileSync(path);
-    } catch (e) {
-      throw new QuorumError('ERR_IO', `cannot read ${path}: ${(e as Error).message}`);
-    }
-    return Bm25Index.fromBuffer(bytes, options);
+    return Bm25Index.fromBuffer(readFileBytes(path), options);
   }
 
   /** Inverse document frequency of an analyzed term (0 for a term no document has). */

@@ -1,9 +1,10 @@
 // `quorum index` (BM25 over a BEIR corpus; a faiss DenseIndex over a vectors file) and `quorum search` (either
 // index, into a TREC run file).
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 
 import { Bm25Index } from '../bm25/bm25.js';
 import { readBeirCorpus } from '../data/beir.js';
+import { readFileBytes } from '../data/files.js';
 import { readJsonLines } from '../data/lines.js';
 import { writeRun } from '../data/trec-files.js';
 import { DenseIndex, type Mips } from '../dense-index.js';
@@ -13,21 +14,13 @@ import { progress } from './table.js';
 
 const BATCH = 256;
 
-function readBytes(path: string): Uint8Array {
-  try {
-    return readFileSync(path);
-  } catch (e) {
-    throw new QuorumError('ERR_IO', `cannot read ${path}: ${(e as Error).message}`);
-  }
-}
-
 /** A raw little-endian float32 file of rows x dim, with its ids (one per line). */
 function readVectors(path: string, idsPath: string, dim: number): { vectors: Float32Array; ids: string[] } {
-  const bytes = readBytes(path);
+  const bytes = readFileBytes(path);
   if (bytes.length % (4 * dim) !== 0) throw new QuorumError('ERR_FORMAT', `${path}: ${bytes.length} bytes is not a whole number of ${dim}-float rows`);
   const vectors = new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
   const ids = new TextDecoder()
-    .decode(readBytes(idsPath))
+    .decode(readFileBytes(idsPath))
     .split('\n')
     .map((l) => l.trim())
     .filter(Boolean);
@@ -84,7 +77,7 @@ export async function searchCommand(o: {
   efSearch?: number;
   nprobe?: number;
 }): Promise<void> {
-  const head = new TextDecoder().decode(readBytes(o.index).subarray(0, 8));
+  const head = new TextDecoder().decode(readFileBytes(o.index).subarray(0, 8));
   const run = new Map<string, ScoredDoc[]>();
   if (head === 'QBM25V01') {
     const index = Bm25Index.load(o.index);
@@ -104,7 +97,7 @@ export async function searchCommand(o: {
     if (!o.queryVectors || !o.queryIds) throw new QuorumError('ERR_ARG', 'a dense index searches --query-vectors FILE.f32 with --query-ids FILE');
     const index = await DenseIndex.load(o.index);
     const docIds = new TextDecoder()
-      .decode(readBytes(`${o.index}.ids`))
+      .decode(readFileBytes(`${o.index}.ids`))
       .split('\n')
       .filter(Boolean);
     const { vectors, ids } = readVectors(o.queryVectors, o.queryIds, index.dim);

@@ -1,8 +1,9 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { QuorumError } from '../errors.js';
-import { lineError, readJsonLines, readLines } from './lines.js';
+import { readTextFile } from './files.js';
+import { lineError, parseJsonObjectLine, readJsonLines, readLines } from './lines.js';
 
 export interface Passage {
   id: string;
@@ -26,25 +27,11 @@ export interface BeirDataset {
   qrels: Qrels;
 }
 
+// A whole JSON-lines file, each non-empty line parsed by `parse` (given "file:line" for its messages).
 function readJsonl<T>(path: string, parse: (o: Record<string, unknown>, where: string) => T): T[] {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (e) {
-    throw new QuorumError('ERR_IO', `cannot read ${path}: ${(e as Error).message}`);
-  }
   const out: T[] = [];
-  text.split('\n').forEach((line, i) => {
-    if (!line.trim()) return;
-    const where = `${path}:${i + 1}`;
-    let o: unknown;
-    try {
-      o = JSON.parse(line);
-    } catch {
-      throw new QuorumError('ERR_FORMAT', `${where}: not valid JSON`);
-    }
-    if (!o || typeof o !== 'object') throw new QuorumError('ERR_FORMAT', `${where}: expected a JSON object`);
-    out.push(parse(o as Record<string, unknown>, where));
+  readTextFile(path).split('\n').forEach((line, i) => {
+    if (line.trim()) out.push(parse(parseJsonObjectLine(line, path, i + 1), `${path}:${i + 1}`));
   });
   return out;
 }
@@ -82,13 +69,7 @@ export function loadBeir(dir: string, split = 'test'): BeirDataset {
   const queries = readJsonl(join(dir, 'queries.jsonl'), queryOf);
   const qrels: Qrels = new Map();
   const path = join(dir, 'qrels', `${split}.tsv`);
-  let lines: string[];
-  try {
-    lines = readFileSync(path, 'utf8').split('\n');
-  } catch (e) {
-    throw new QuorumError('ERR_IO', `cannot read ${path}: ${(e as Error).message}`);
-  }
-  lines.forEach((line, i) => {
+  readTextFile(path).split('\n').forEach((line, i) => {
     if (!addQrelsLine(qrels, line, i)) throw new QuorumError('ERR_FORMAT', `${path}:${i + 1}: expected "query-id<TAB>corpus-id<TAB>score"`);
   });
   return { corpus, queries, qrels };

@@ -1,5 +1,5 @@
 // Small file helpers shared by the TypeScript-side formats.
-import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 
 import { QuorumError } from '../errors.js';
 
@@ -31,4 +31,32 @@ export function fnv1a32(bytes: Uint8Array): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < bytes.length; i++) h = Math.imul(h ^ (bytes[i] as number), 0x01000193) >>> 0;
   return h >>> 0;
+}
+
+/** The file's bytes; ERR_IO when it cannot be read. */
+export function readFileBytes(path: string): Uint8Array {
+  try {
+    return readFileSync(path);
+  } catch (e) {
+    throw new QuorumError('ERR_IO', `cannot read ${path}: ${(e as Error).message}`);
+  }
+}
+
+/** The file as UTF-8 text; ERR_IO when it cannot be read. */
+export function readTextFile(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new QuorumError('ERR_IO', `cannot read ${path}: ${(e as Error).message}`);
+  }
+}
+
+/** The file parsed as one JSON document: ERR_IO when it cannot be read, ERR_FORMAT when it is not JSON. */
+export function readJsonFile(path: string): unknown {
+  const text = readTextFile(path);
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new QuorumError('ERR_FORMAT', `${path}: not valid JSON (${(e as Error).message})`);
+  }
 }

@@ -39,15 +39,20 @@ export async function* readLines(path: string): AsyncGenerator<{ text: string; l
 export async function* readJsonLines(path: string): AsyncGenerator<{ value: Record<string, unknown>; line: number }> {
   for await (const { text, line } of readLines(path)) {
     if (!text.trim()) continue;
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch (e) {
-      throw lineError(path, line, `not valid JSON (${(e as Error).message})`);
-    }
-    if (!value || typeof value !== 'object' || Array.isArray(value)) throw lineError(path, line, 'expected a JSON object');
-    yield { value: value as Record<string, unknown>, line };
+    yield { value: parseJsonObjectLine(text, path, line), line };
   }
+}
+
+/** One JSON-lines line parsed as an object; ERR_FORMAT naming file:line otherwise. */
+export function parseJsonObjectLine(text: string, path: string, line: number): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    throw lineError(path, line, `not valid JSON (${(e as Error).message})`);
+  }
+  if (!value || typeof value !== 'object' || Array.isArray(value)) throw lineError(path, line, 'expected a JSON object');
+  return value as Record<string, unknown>;
 }
 
 /**

@@ -2,11 +2,13 @@
 // corpus shared by six tasks, split into train / dev / test by document (article, post, paper), never by
 // question, so that no test passage is seen in training.
 import { createHash } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { QuorumError } from '../errors.js';
 import { type Passage, type Qrels, type Query, writeBeir, writeQrelsTsv } from './beir.js';
+import { readJsonFile, readTextFile } from './files.js';
+import { parseJsonObjectLine } from './lines.js';
 
 export const TASKS = ['wiki', 'xquad', 'reddit', 'covid', 'climate', 'selqa'] as const;
 export type TaskName = (typeof TASKS)[number];
@@ -50,18 +52,10 @@ interface SourceDoc {
   queries: Array<{ id: string; text: string; answers?: string[]; gold: number[] }>;
 }
 
-function readJson(path: string): unknown {
-  try {
-    return JSON.parse(readFileSync(path, 'utf8'));
-  } catch (e) {
-    throw new QuorumError((e as NodeJS.ErrnoException).code === 'ENOENT' ? 'ERR_IO' : 'ERR_FORMAT', `${path}: ${(e as Error).message}`);
-  }
-}
-
 type SquadArticle = { title?: string; paragraphs: Array<{ context: string; qas: Array<{ id: string | number; question: string; answers?: Array<{ text: string; answer_start: number }>; is_impossible?: boolean }> }> };
 
 function squadArticles(path: string): SquadArticle[] {
-  const root = readJson(path) as { data?: SquadArticle[] };
+  const root = readJsonFile(path) as { data?: SquadArticle[] };
   if (!Array.isArray(root?.data)) throw new QuorumError('ERR_FORMAT', `${path}: expected SQuAD JSON with a "data" array`);
   return root.data;
 }
@@ -127,7 +121,7 @@ function covidDocs(path: string, words: number): SourceDoc[] {
 
 /** SelQA: each article a document, each of its sections a passage (the section's sentences joined). */
 function selqaDocs(path: string): SourceDoc[] {
-  const rows = readJson(path) as Array<{ article: string; section: string; question: string; candidates: string[]; answers: number[] }>;
+  const rows = readJsonFile(path) as Array<{ article: string; section: string; question: string; candidates: string[]; answers: number[] }>;
   if (!Array.isArray(rows)) throw new QuorumError('ERR_FORMAT', `${path}: expected a JSON array`);
   const byArticle = new Map<string, { sections: Map<string, number>; passages: string[]; queries: SourceDoc['queries'] }>();
   rows.forEach((r, i) => {
@@ -149,22 +143,15 @@ function selqaDocs(path: string): SourceDoc[] {
  * SUPPORTS / REFUTES evidences; a claim is kept only when they all lie in one article (so it has one split).
  */
 function climateDocs(path: string): { docs: SourceDoc[]; dropped: number } {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (e) {
-    throw new QuorumError('ERR_IO', `${path}: ${(e as Error).message}`);
-  }
   const articles = new Map<string, { ids: Map<string, number>; passages: string[]; queries: SourceDoc['queries'] }>();
   const claims: Array<{ id: string; text: string; gold: Array<[string, number]> }> = [];
-  text.split('\n').forEach((line, i) => {
+  readTextFile(path).split('\n').forEach((line, i) => {
     if (!line.trim()) return;
-    let c: { claim_id: string; claim: string; evidences: Array<{ evidence_id: string; evidence_label: string; article: string; evidence: string }> };
-    try {
-      c = JSON.parse(line);
-    } catch {
-      throw new QuorumError('ERR_FORMAT', `${path}:${i + 1}: not valid JSON`);
-    }
+    const c = parseJsonObjectLine(line, path, i + 1) as unknown as {
+      claim_id: string;
+      claim: string;
+      evidences: Array<{ evidence_id: string; evidence_label: string; article: string; evidence: string }>;
+    };
     const gold: Array<[string, number]> = [];
     for (const e of c.evidences) {
       let a = articles.get(e.article);

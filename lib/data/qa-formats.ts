@@ -1,24 +1,11 @@
 // SQuAD JSON and DPR JSON: readers into Quorum's passages / queries / qrels (or DPR training examples), and
 // writers back. Both formats are one JSON document, so these read the whole file (the line-based formats stream).
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 
 import { QuorumError } from '../errors.js';
 import { type BeirDataset, type Passage, type Qrels, type Query } from './beir.js';
+import { readJsonFile } from './files.js';
 import { readJsonArray } from './lines.js';
-
-function readJson(path: string): unknown {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (e) {
-    throw new QuorumError('ERR_IO', `cannot read ${path}: ${(e as Error).message}`);
-  }
-  try {
-    return JSON.parse(text);
-  } catch (e) {
-    throw new QuorumError('ERR_FORMAT', `${path}: not valid JSON (${(e as Error).message})`);
-  }
-}
 
 const bad = (path: string, where: string, what: string) => new QuorumError('ERR_FORMAT', `${path}: ${where}: ${what}`);
 
@@ -41,7 +28,7 @@ function text(v: unknown, path: string, where: string): string {
  * texts) and qrels (each question -> its paragraph). Unanswerable SQuAD 2.0 questions are skipped.
  */
 export function readSquad(path: string, prefix = 'p'): BeirDataset {
-  const root = obj(readJson(path), path, 'root');
+  const root = obj(readJsonFile(path), path, 'root');
   const corpus: Passage[] = [];
   const queries: Query[] = [];
   const qrels: Qrels = new Map();
@@ -119,7 +106,7 @@ function dprExample(e: unknown, path: string, where: string): DprExample {
 
 /** DPR's JSON (`[{question, answers, positive_ctxs, negative_ctxs, hard_negative_ctxs}]`, ids from passage_id or psg_id), whole. */
 export function readDpr(path: string): DprExample[] {
-  return arr(readJson(path), path, 'root').map((e, i) => dprExample(e, path, `[${i}]`));
+  return arr(readJsonFile(path), path, 'root').map((e, i) => dprExample(e, path, `[${i}]`));
 }
 
 /** {@link readDpr} one example at a time as the file streams in (DPR's training files run to gigabytes). */
