@@ -11,7 +11,8 @@ import { HashedTfidfEncoder } from '../encoders/hashed-tfidf.js';
 import { QuorumError } from '../errors.js';
 import { type Run, type ScoredDoc, evaluate, metricFn } from '../eval/ranking.js';
 import { fuse } from '../fusion/fuse.js';
-import { progress, table } from './table.js';
+import { BATCH, bm25Search } from './index-search.js';
+import { inBatches, table } from './table.js';
 
 export const EVAL_METHODS = ['bm25', 'dense', 'hybrid', 'rrf'] as const;
 
@@ -29,23 +30,8 @@ export interface EvalCommandOptions {
   byTask?: boolean;
 }
 
-const BATCH = 256;
-
 async function bm25Run(corpus: Array<{ id: string; text: string }>, queries: Array<{ id: string; text: string }>, k: number): Promise<Run> {
-  const index = await Bm25Index.build(corpus, { k1: 0.9, b: 0.4 });
-  const run = new Map<string, ScoredDoc[]>();
-  const bar = progress('bm25  ', queries.length);
-  for (let i = 0; i < queries.length; i += BATCH) {
-    const batch = queries.slice(i, i + BATCH);
-    const hits = await index.search(
-      batch.map((q) => q.text),
-      k,
-    );
-    batch.forEach((q, j) => run.set(q.id, hits[j] ?? []));
-    bar.tick(batch.length);
-  }
-  bar.stop();
-  return run;
+  return bm25Search(await Bm25Index.build(corpus, { k1: 0.9, b: 0.4 }), queries, k, 'bm25  ');
 }
 
 async function denseRun(corpus: Array<{ id: string; text: string }>, queries: Array<{ id: string; text: string }>, k: number, dim: number): Promise<Run> {
@@ -55,18 +41,15 @@ async function denseRun(corpus: Array<{ id: string; text: string }>, queries: Ar
   );
   const passages = encoder.encode(corpus.map((p) => p.text));
   const run = new Map<string, ScoredDoc[]>();
-  const bar = progress('dense ', queries.length);
   try {
-    for (let i = 0; i < queries.length; i += BATCH) {
-      const batch = queries.slice(i, i + BATCH);
+    await inBatches('dense ', queries.length, BATCH, async (start, end) => {
+      const batch = queries.slice(start, end);
       const q = encoder.encode(batch.map((x) => x.text));
       const top = await scoreTopK(q, passages, k);
       batch.forEach((x, j) => run.set(x.id, top.hits(j).map((h) => ({ id: corpus[h.id]?.id ?? '', score: h.score }))));
       q.dispose();
-      bar.tick(batch.length);
-    }
+    });
   } finally {
-    bar.stop();
     passages.dispose();
   }
   return run;

@@ -10,9 +10,24 @@ import { writeRun } from '../data/trec-files.js';
 import { DenseIndex, type Mips } from '../dense-index.js';
 import { QuorumError } from '../errors.js';
 import { type ScoredDoc } from '../eval/ranking.js';
-import { progress } from './table.js';
+import { inBatches } from './table.js';
 
-const BATCH = 256;
+/** Queries per native search call in the CLI. */
+export const BATCH = 256;
+
+/** BM25 top-k of every query, searched in batches behind a progress bar. */
+export async function bm25Search(index: Bm25Index, queries: ReadonlyArray<{ id: string; text: string }>, k: number, label: string): Promise<Map<string, ScoredDoc[]>> {
+  const run = new Map<string, ScoredDoc[]>();
+  await inBatches(label, queries.length, BATCH, async (start, end) => {
+    const batch = queries.slice(start, end);
+    const hits = await index.search(
+      batch.map((q) => q.text),
+      k,
+    );
+    batch.forEach((q, j) => run.set(q.id, hits[j] ?? []));
+  });
+  return run;
+}
 
 /** A raw little-endian float32 file of rows x dim, with its ids (one per line). */
 function readVectors(path: string, idsPath: string, dim: number): { vectors: Float32Array; ids: string[] } {
@@ -43,13 +58,9 @@ export async function indexDense(o: { vectors: string; ids: string; dim: number;
   const index = DenseIndex.create({ dim: o.dim, factory: o.factory, mips: o.mips as Mips });
   if (!index.info.trained) await index.train(o.train ? vectors.subarray(0, Math.min(o.train, ids.length) * o.dim) : vectors);
   // Dense ids are 64-bit integers: the row numbers; the string ids go into a sidecar `<out>.ids`.
-  const bar = progress('add   ', ids.length);
-  for (let i = 0; i < ids.length; i += 10_000) {
-    const n = Math.min(10_000, ids.length - i);
-    await index.add(vectors.subarray(i * o.dim, (i + n) * o.dim), BigInt64Array.from({ length: n }, (_, j) => BigInt(i + j)));
-    bar.tick(n);
-  }
-  bar.stop();
+  await inBatches('add   ', ids.length, 10_000, (start, end) =>
+    index.add(vectors.subarray(start * o.dim, end * o.dim), BigInt64Array.from({ length: end - start }, (_, j) => BigInt(start + j))),
+  );
   await index.save(o.out);
   writeFileSync(`${o.out}.ids`, ids.join('\n') + '\n');
   console.log(`indexed ${ids.length} vectors (${o.factory}, ${o.mips}) into ${o.out} (+ ${o.out}.ids)`);
@@ -78,21 +89,9 @@ export async function searchCommand(o: {
   nprobe?: number;
 }): Promise<void> {
   const head = new TextDecoder().decode(readFileBytes(o.index).subarray(0, 8));
-  const run = new Map<string, ScoredDoc[]>();
+  let run = new Map<string, ScoredDoc[]>();
   if (head === 'QBM25V01') {
-    const index = Bm25Index.load(o.index);
-    const queries = await queriesFrom(o);
-    const bar = progress('search', queries.length);
-    for (let i = 0; i < queries.length; i += BATCH) {
-      const batch = queries.slice(i, i + BATCH);
-      const hits = await index.search(
-        batch.map((q) => q.text),
-        o.k,
-      );
-      batch.forEach((q, j) => run.set(q.id, hits[j] ?? []));
-      bar.tick(batch.length);
-    }
-    bar.stop();
+    run = await bm25Search(Bm25Index.load(o.index), await queriesFrom(o), o.k, 'search');
   } else if (head === 'QDNIDX01') {
     if (!o.queryVectors || !o.queryIds) throw new QuorumError('ERR_ARG', 'a dense index searches --query-vectors FILE.f32 with --query-ids FILE');
     const index = await DenseIndex.load(o.index);
@@ -101,14 +100,11 @@ export async function searchCommand(o: {
       .split('\n')
       .filter(Boolean);
     const { vectors, ids } = readVectors(o.queryVectors, o.queryIds, index.dim);
-    const bar = progress('search', ids.length);
-    for (let i = 0; i < ids.length; i += BATCH) {
-      const n = Math.min(BATCH, ids.length - i);
-      const top = await index.search(vectors.subarray(i * index.dim, (i + n) * index.dim), o.k, { efSearch: o.efSearch, nprobe: o.nprobe });
-      for (let j = 0; j < n; j++) run.set(ids[i + j] as string, top.hits(j).map((h) => ({ id: docIds[Number(h.id)] ?? String(h.id), score: h.score })));
-      bar.tick(n);
-    }
-    bar.stop();
+    await inBatches('search', ids.length, BATCH, async (start, end) => {
+      const top = await index.search(vectors.subarray(start * index.dim, end * index.dim), o.k, { efSearch: o.efSearch, nprobe: o.nprobe });
+      for (let j = 0; j < end - start; j++)
+        run.set(ids[start + j] as string, top.hits(j).map((h) => ({ id: docIds[Number(h.id)] ?? String(h.id), score: h.score })));
+    });
   } else {
     throw new QuorumError('ERR_FORMAT', `${o.index} is not a Quorum BM25 or dense index`);
   }
