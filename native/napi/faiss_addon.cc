@@ -262,9 +262,7 @@ class DenseIndexObject : public Napi::ObjectWrap<DenseIndexObject> {
 };
 
 Napi::Value SetThreads(const Napi::CallbackInfo& info) {
-  const double n = number_arg(info[0], "threads");
-  if (n < 1 || n > 256 || n != double(int64_t(n))) throw Error("ERR_RANGE", "threads must be an integer in [1, 256]");
-  index::set_threads(int(n));
+  index::set_threads(threads_arg(info[0]));
   return info.Env().Undefined();
 }
 

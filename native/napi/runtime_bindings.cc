@@ -6,6 +6,7 @@
 #include "../common/thread_pool.h"
 #include "../kernels/dispatch.h"
 #include "errors.h"
+#include "scalar_args.h"
 
 namespace quorum::napi {
 namespace {
@@ -33,10 +34,7 @@ Napi::Value Capabilities(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value SetThreads(const Napi::CallbackInfo& info) {
-  double n = info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : 0;
-  if (!(n >= 1) || n > 256 || double(int(n)) != n)
-    throw Error("ERR_RANGE", "threads must be an integer in [1, 256]");
-  ThreadPool::global().set_threads(int(n));
+  ThreadPool::global().set_threads(threads_arg(info[0]));
   return info.Env().Undefined();
 }
 

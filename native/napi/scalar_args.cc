@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "../common/error.h"
+#include "../common/thread_pool.h"
 
 namespace quorum::napi {
 
@@ -26,6 +27,13 @@ size_t k_arg(const Napi::Value& v) {
   if (!(k >= 1) || std::floor(k) != k || k > kMaxK)
     throw Error("ERR_RANGE", "k must be an integer in [1, " + std::to_string(int64_t(kMaxK)) + "]");
   return size_t(k);
+}
+
+int threads_arg(const Napi::Value& v) {
+  const double n = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : NAN;
+  if (!(n >= 1) || n > ThreadPool::kMaxThreads || std::floor(n) != n)
+    throw Error("ERR_RANGE", "threads must be an integer in [1, " + std::to_string(ThreadPool::kMaxThreads) + "]");
+  return int(n);
 }
 
 std::string path_arg(const Napi::Value& v) {

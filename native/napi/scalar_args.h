@@ -15,6 +15,8 @@ bool flag(const Napi::Value& v);
 double number_arg(const Napi::Value& v, const char* what);
 // A top-k size: an integer in [1, 2^20], else ERR_RANGE.
 size_t k_arg(const Napi::Value& v);
+// A thread count: an integer in [1, ThreadPool::kMaxThreads], else ERR_RANGE (every addon's setThreads).
+int threads_arg(const Napi::Value& v);
 // A non-empty string, else ERR_ARG.
 std::string path_arg(const Napi::Value& v);
 // The bytes of a Buffer or Uint8Array (fromBuffer), else ERR_ARG.
