@@ -133,9 +133,12 @@ export class DenseIndex {
   get info(): DenseIndexInfo {
     return callNative(() => this.#native.info());
   }
+  /** Vector dimension (fixed for the index's life: read once, since every add and search checks against it). */
   get dim(): number {
-    return this.info.dim;
+    this.#dim ??= this.info.dim;
+    return this.#dim;
   }
+  #dim: number | undefined;
   /** Vectors held. */
   get size(): number {
     return this.info.size;
