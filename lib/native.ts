@@ -156,11 +156,28 @@ export interface CoreAddon {
     epsMode: boolean,
     async: boolean,
   ): MaybeAsync<{ mi: NativeTensorHandle; confidence: NativeTensorHandle }>;
+  WordPiece: new (vocabulary: string[], maxWordChars?: number) => NativeWordPiece;
   /** @internal The HNSW distance kernel (tests only). */
   pairDistance(a: NativeTensorHandle, b: NativeTensorHandle, kind: 'dot' | 'l2sq'): number;
   capabilities(): NativeCapabilities;
   setThreads(n: number): void;
   setIsa(name: string): void;
+}
+
+/** The native WordPiece segmenter (native/napi/tokenizer_object.cc); lib/text/tokenizer.ts wraps it. */
+export interface NativeWordPiece {
+  readonly size: number;
+  encode(
+    first: string[],
+    second: string[] | null,
+    maxLength: number,
+    marker: number,
+    padToMax: boolean,
+    async: boolean,
+  ): MaybeAsync<{ ids: Int32Array; typeIds: Int32Array; lengths: Int32Array; rows: number; seqLen: number }>;
+  pieces(normalized: string): Int32Array;
+  idOf(token: string): number;
+  tokenOf(id: number): string;
 }
 
 let core: CoreAddon | undefined;

@@ -35,6 +35,7 @@
     "kernels/pair_distance.cc",
     "kernels/infonce.cc",
     "kernels/sparse_index.cc",
+    "text/wordpiece.cc",
     "napi/errors.cc",
     "napi/tensor_object.cc",
     "napi/async_call.cc",
@@ -46,6 +47,7 @@
     "napi/splade_bindings.cc",
     "napi/loss_bindings.cc",
     "napi/sparse_index_object.cc",
+    "napi/tokenizer_object.cc",
     "napi/runtime_bindings.cc",
     "napi/addon_core.cc"
   ]

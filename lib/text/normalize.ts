@@ -1,0 +1,35 @@
+// BERT's basic tokenization (uncased), done with V8's Unicode tables: the output is words separated by single ASCII
+// spaces, ready for the native WordPiece segmenter. Steps, in BERT's order:
+//   1. drop NUL, U+FFFD and control characters (Unicode category C, except tab / newline / carriage return);
+//   2. every whitespace character becomes a space;
+//   3. CJK ideographs become words of their own;
+//   4. lower-case, decompose (NFD) and drop combining marks (category Mn): "Café" -> "cafe";
+//   5. every punctuation character (Unicode category P, plus the ASCII symbols BERT counts as punctuation:
+//      $ + < = > ^ ` | ~) becomes a word of its own.
+// Text is never scanned for special tokens: "[SEP]" in a passage is three words, not a separator.
+
+const CONTROL = /[\0\uFFFD]|(?![\t\n\r])\p{C}/gu;
+const WHITESPACE = /\s+/gu;
+// The CJK Unified Ideographs blocks BERT lists (`_is_chinese_char`).
+const CJK =
+  /([\u{4E00}-\u{9FFF}\u{3400}-\u{4DBF}\u{20000}-\u{2A6DF}\u{2A700}-\u{2B73F}\u{2B740}-\u{2B81F}\u{2B820}-\u{2CEAF}\u{F900}-\u{FAFF}\u{2F800}-\u{2FA1F}])/gu;
+const MARKS = /\p{Mn}/gu;
+const PUNCT = /([\p{P}!-/:-@[-`{-~])/gu;
+
+/**
+ * Normalizes text the way BERT's uncased BasicTokenizer does, returning space-separated words.
+ *
+ * @example
+ * normalizeBert("Héllo, World!") // "hello , world !"
+ */
+export function normalizeBert(text: string): string {
+  return text
+    .replace(CONTROL, '')
+    .replace(CJK, ' $1 ')
+    .toLowerCase()
+    .normalize('NFD')
+    .replace(MARKS, '')
+    .replace(PUNCT, ' $1 ')
+    .replace(WHITESPACE, ' ')
+    .trim();
+}

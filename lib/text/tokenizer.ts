@@ -1,0 +1,138 @@
+// BERT WordPiece tokenization: Unicode normalization in TypeScript (normalize.ts), segmentation and framing in
+// native code (native/text/wordpiece.h). The default vocabulary is bert-base-uncased's, shipped in data/vocab.
+import { join } from 'node:path';
+
+import { QuorumError, awaitNative, callNative } from '../errors.js';
+import { readTextFile } from '../data/files.js';
+import { coreAddon, packageRoot, type NativeWordPiece } from '../native.js';
+import { normalizeBert } from './normalize.js';
+
+/** Options of {@link WordPieceTokenizer.encode}. */
+export interface EncodeOptions {
+  /** Longest row, counting [CLS], [SEP] and the marker (default 256, DPR's). Longer text is truncated. */
+  maxLength?: number;
+  /** Second segments (e.g. passage text after its title): rows become "[CLS] first [SEP] second [SEP]". */
+  pairs?: readonly string[];
+  /** A task marker (Maillard et al.): the id of `[unused<marker>]`, placed right after [CLS]. */
+  marker?: number;
+  /** Pad every row to maxLength; by default rows are padded to the longest row of the batch. */
+  padToMax?: boolean;
+}
+
+/** An encoded batch: `rows` x `seqLen` row-major ids, padded with [PAD]. */
+export interface EncodedBatch {
+  ids: Int32Array;
+  /** 0 for the first segment (with [CLS], the marker and its [SEP]), 1 for the second segment and its [SEP]. */
+  typeIds: Int32Array;
+  /** Tokens per row, framing included; positions at or beyond it are padding. */
+  lengths: Int32Array;
+  rows: number;
+  seqLen: number;
+}
+
+/** Where the bundled bert-base-uncased vocabulary (30,522 tokens, Apache-2.0) lives. */
+export const defaultVocabPath: string = join(packageRoot, 'data', 'vocab', 'bert-base-uncased-vocab.txt');
+
+/**
+ * BERT WordPiece tokenizer (uncased). Text is normalized as BERT's BasicTokenizer does (lower case, accents
+ * stripped, punctuation split), then segmented greedily into the longest vocabulary pieces.
+ *
+ * @example
+ * const tok = await WordPieceTokenizer.load();
+ * tok.tokenize('Unaffable!');                     // ['una', '##ffa', '##ble', '!']
+ * const q = tok.encode(['who wrote it?'], { marker: tok.markerId(1) });
+ * const p = await tok.encodeAsync(['Hamlet'], { pairs: ['A play by Shakespeare.'], maxLength: 128 });
+ */
+export class WordPieceTokenizer {
+  readonly vocabulary: readonly string[];
+  readonly padId: number;
+  readonly unkId: number;
+  readonly clsId: number;
+  readonly sepId: number;
+  private readonly native: NativeWordPiece;
+
+  /** From a token list: token i has id i. Needs [PAD], [UNK], [CLS] and [SEP]; tokens must be unique. */
+  constructor(vocabulary: readonly string[], options: { maxWordChars?: number } = {}) {
+    const Ctor = coreAddon().WordPiece;
+    this.native = callNative(() => new Ctor([...vocabulary], options.maxWordChars ?? 100));
+    this.vocabulary = vocabulary;
+    this.padId = this.native.idOf('[PAD]');
+    this.unkId = this.native.idOf('[UNK]');
+    this.clsId = this.native.idOf('[CLS]');
+    this.sepId = this.native.idOf('[SEP]');
+  }
+
+  /** Reads a vocabulary file, one token per line (default: the bundled bert-base-uncased vocabulary). */
+  static async load(path: string = defaultVocabPath): Promise<WordPieceTokenizer> {
+    const text = readTextFile(path);
+    const tokens = text.split('\n');
+    if (tokens.at(-1) === '') tokens.pop();
+    return new WordPieceTokenizer(tokens.map((t) => t.replace(/\r$/, '')));
+  }
+
+  get size(): number {
+    return this.vocabulary.length;
+  }
+
+  /** The id of a token, or -1. */
+  idOf(token: string): number {
+    return this.native.idOf(token);
+  }
+
+  /** The id of the task marker `[unused<i>]` (BERT's vocabulary has [unused0] .. [unused993]). */
+  markerId(i: number): number {
+    const id = this.native.idOf(`[unused${i}]`);
+    if (id < 0) throw new QuorumError('ERR_RANGE', `the vocabulary has no [unused${i}] token for a task marker`);
+    return id;
+  }
+
+  /** The WordPiece tokens of a text, without framing. */
+  tokenize(text: string): string[] {
+    return Array.from(this.ids(text), (id) => this.vocabulary[id]!);
+  }
+
+  /** The WordPiece ids of a text, without framing. */
+  ids(text: string): Int32Array {
+    return callNative(() => this.native.pieces(normalizeBert(text)));
+  }
+
+  /** Joins ids back into text: framing and padding dropped, "##" pieces glued to the piece before. */
+  decode(ids: ArrayLike<number>): string {
+    const out: string[] = [];
+    for (const id of Array.from(ids)) {
+      if (id === this.padId || id === this.clsId || id === this.sepId) continue;
+      const t = this.vocabulary[id];
+      if (t === undefined) throw new QuorumError('ERR_RANGE', `token id ${id} outside the vocabulary of ${this.size}`);
+      if (t.startsWith('##') && out.length > 0) out[out.length - 1] += t.slice(2);
+      else out.push(t);
+    }
+    return out.join(' ');
+  }
+
+  /** Encodes a batch on the calling thread. */
+  encode(texts: readonly string[], options: EncodeOptions = {}): EncodedBatch {
+    const a = this.args(texts, options);
+    return callNative(() => this.native.encode(a[0], a[1], a[2], a[3], a[4], false) as EncodedBatch);
+  }
+
+  /** Encodes a batch with the segmentation off the main thread (normalization stays on it). */
+  async encodeAsync(texts: readonly string[], options: EncodeOptions = {}): Promise<EncodedBatch> {
+    const a = this.args(texts, options);
+    return awaitNative(this.native.encode(a[0], a[1], a[2], a[3], a[4], true) as Promise<EncodedBatch>);
+  }
+
+  private args(texts: readonly string[], o: EncodeOptions): [string[], string[] | null, number, number, boolean] {
+    if (!Array.isArray(texts)) throw new QuorumError('ERR_ARG', 'texts must be an array of strings');
+    if (o.pairs !== undefined && o.pairs.length !== texts.length)
+      throw new QuorumError('ERR_SHAPE', `${texts.length} texts but ${o.pairs.length} pairs`);
+    const norm = (xs: readonly string[], what: string) =>
+      xs.map((t, i) => {
+        if (typeof t !== 'string') throw new QuorumError('ERR_ARG', `${what}[${i}] is not a string`);
+        return normalizeBert(t);
+      });
+    const marker = o.marker ?? -1;
+    if (!Number.isInteger(marker) || marker >= this.size)
+      throw new QuorumError('ERR_RANGE', `marker ${marker} is not a token id of this vocabulary`);
+    return [norm(texts, 'texts'), o.pairs ? norm(o.pairs, 'pairs') : null, o.maxLength ?? 256, marker, o.padToMax ?? false];
+  }
+}

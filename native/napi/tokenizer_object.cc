@@ -1,0 +1,125 @@
+// The native object behind lib/text/tokenizer.ts: a text::WordPiece shared with async work, and batch encoding
+// into Int32Arrays. Strings are copied out of V8 on the main thread; the segmentation itself can run off it.
+#include <napi.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../common/error.h"
+#include "../text/wordpiece.h"
+#include "async_call.h"
+#include "errors.h"
+#include "scalar_args.h"
+
+namespace quorum::napi {
+namespace {
+
+std::vector<std::string> strings_arg(const Napi::Value& v, const char* what) {
+  if (!v.IsArray()) throw Error("ERR_ARG", std::string(what) + " must be an array of strings");
+  Napi::Array a = v.As<Napi::Array>();
+  std::vector<std::string> out(a.Length());
+  for (uint32_t i = 0; i < a.Length(); ++i) {
+    Napi::Value s = a.Get(i);
+    if (!s.IsString()) throw Error("ERR_ARG", std::string(what) + "[" + std::to_string(i) + "] is not a string");
+    out[i] = s.As<Napi::String>().Utf8Value();
+  }
+  return out;
+}
+
+Napi::Int32Array int32_array(Napi::Env env, const std::vector<int32_t>& v) {
+  Napi::Int32Array a = Napi::Int32Array::New(env, v.size());
+  if (!v.empty()) std::memcpy(a.Data(), v.data(), v.size() * sizeof(int32_t));
+  return a;
+}
+
+class TokenizerObject : public Napi::ObjectWrap<TokenizerObject> {
+ public:
+  static Napi::Function Init(Napi::Env env) {
+    return DefineClass(env, "WordPiece",
+                       {InstanceMethod<&TokenizerObject::Encode>("encode"),
+                        InstanceMethod<&TokenizerObject::Pieces>("pieces"),
+                        InstanceMethod<&TokenizerObject::IdOf>("idOf"),
+                        InstanceMethod<&TokenizerObject::TokenOf>("tokenOf"),
+                        InstanceAccessor<&TokenizerObject::Size>("size")});
+  }
+
+  // new WordPiece(tokens: string[], maxWordChars)
+  explicit TokenizerObject(const Napi::CallbackInfo& info) : Napi::ObjectWrap<TokenizerObject>(info) {
+    guard(info.Env(), [&] {
+      const double max_chars = info[1].IsUndefined() ? 100 : number_arg(info[1], "maxWordChars");
+      if (max_chars < 1) throw Error("ERR_RANGE", "maxWordChars must be at least 1");
+      wp_ = std::make_shared<text::WordPiece>(strings_arg(info[0], "vocabulary"), size_t(max_chars));
+      return info.Env().Undefined();
+    });
+  }
+
+ private:
+  // encode(first: string[], second: string[] | null, maxLength, marker, padToMax, async)
+  //   -> { ids: Int32Array, typeIds: Int32Array, lengths: Int32Array, rows, seqLen } (or a Promise of it)
+  Napi::Value Encode(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] {
+      Napi::Env env = info.Env();
+      auto first = std::make_shared<std::vector<std::string>>(strings_arg(info[0], "texts"));
+      auto second = std::make_shared<std::vector<std::string>>();
+      if (!info[1].IsNull() && !info[1].IsUndefined()) *second = strings_arg(info[1], "pairs");
+      text::EncodeOptions o;
+      const double max_length = number_arg(info[2], "maxLength");
+      if (max_length < 1 || max_length > 1e6 || max_length != double(size_t(max_length)))
+        throw Error("ERR_RANGE", "maxLength must be an integer in [1, 1e6]");
+      o.max_length = size_t(max_length);
+      const double marker = number_arg(info[3], "marker");
+      if (marker >= 0 && (marker >= double(wp_->size()) || marker != double(int32_t(marker))))
+        throw Error("ERR_RANGE", "marker id " + std::to_string(marker) + " outside the vocabulary");
+      o.marker = marker < 0 ? -1 : int32_t(marker);
+      o.pad_to_max = flag(info[4]);
+      auto out = std::make_shared<text::EncodedBatch>();
+      auto wp = wp_;
+      return run_work(
+          env, flag(info[5]), {}, Napi::Object::New(env), [=] { *out = text::encode_batch(*wp, *first, *second, o); },
+          [out](Napi::Env env, Napi::Object result) {
+            result.Set("ids", int32_array(env, out->ids));
+            result.Set("typeIds", int32_array(env, out->type_ids));
+            result.Set("lengths", int32_array(env, out->lengths));
+            result.Set("rows", Napi::Number::New(env, double(out->rows)));
+            result.Set("seqLen", Napi::Number::New(env, double(out->seq_len)));
+          });
+    });
+  }
+
+  // pieces(normalized: string) -> Int32Array of piece ids, no framing
+  Napi::Value Pieces(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] {
+      if (!info[0].IsString()) throw Error("ERR_ARG", "text must be a string");
+      std::vector<int32_t> ids;
+      wp_->encode_words(info[0].As<Napi::String>().Utf8Value(), ids);
+      return Napi::Value(int32_array(info.Env(), ids));
+    });
+  }
+
+  Napi::Value IdOf(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] {
+      if (!info[0].IsString()) throw Error("ERR_ARG", "token must be a string");
+      return Napi::Value(Napi::Number::New(info.Env(), wp_->id(info[0].As<Napi::String>().Utf8Value())));
+    });
+  }
+
+  Napi::Value TokenOf(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] {
+      const double i = number_arg(info[0], "id");
+      if (i != double(int32_t(i))) throw Error("ERR_RANGE", "token id must be an integer");
+      return Napi::Value(Napi::String::New(info.Env(), wp_->token(int32_t(i))));
+    });
+  }
+
+  Napi::Value Size(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), double(wp_->size())); }
+
+  std::shared_ptr<text::WordPiece> wp_;
+};
+
+}  // namespace
+
+void register_tokenizer(Napi::Env env, Napi::Object exports) { exports.Set("WordPiece", TokenizerObject::Init(env)); }
+
+}  // namespace quorum::napi

@@ -1,0 +1,137 @@
+import { describe, expect, it } from 'vitest';
+
+import { QuorumError } from '../lib/errors.js';
+import { normalizeBert } from '../lib/text/normalize.js';
+import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
+
+// A hand-made vocabulary: ids are positions.
+const VOCAB = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[unused0]', 'un', '##aff', '##a', '##able', 'a', 'b', '##b', 'ß', 'c', ',', '!', 'cafe'];
+const id = (t: string) => VOCAB.indexOf(t);
+
+function codeOf(f: () => unknown): string | undefined {
+  try {
+    f();
+  } catch (e) {
+    return e instanceof QuorumError ? e.code : 'not a QuorumError: ' + String(e);
+  }
+  return undefined;
+}
+
+describe('normalizeBert', () => {
+  it('lower-cases, strips accents and splits punctuation', () => {
+    expect(normalizeBert('Héllo, WORLD!')).toBe('hello , world !');
+    expect(normalizeBert('Café   naïve\tcoöperate')).toBe('cafe naive cooperate');
+  });
+  it('treats the ASCII symbols BERT counts as punctuation as punctuation', () => {
+    expect(normalizeBert('a$b+c<d=e>f^g`h|i~j')).toBe('a $ b + c < d = e > f ^ g ` h | i ~ j');
+  });
+  it('drops control characters and U+FFFD but keeps tab and newline as spaces', () => {
+    expect(normalizeBert('a\u0000b\u0007c\uFFFDd\u200Be\nf\r\ng')).toBe('abcde f g');
+  });
+  it('makes every CJK ideograph a word', () => {
+    expect(normalizeBert('ab北京cd')).toBe('ab 北 京 cd');
+  });
+  it('does not parse special tokens inside text', () => {
+    expect(normalizeBert('[SEP]')).toBe('[ sep ]');
+  });
+});
+
+describe('WordPieceTokenizer segmentation', () => {
+  const tok = new WordPieceTokenizer(VOCAB);
+
+  it('takes the longest matching piece first', () => {
+    // "unaffable": "un", then "##aff" (longer than "##a"), then "##able".
+    expect(tok.tokenize('unaffable')).toEqual(['un', '##aff', '##able']);
+    expect(tok.tokenize('Unaffable, ab!')).toEqual(['un', '##aff', '##able', ',', 'a', '##b', '!']);
+  });
+  it('maps a word that cannot be segmented completely to one [UNK]', () => {
+    // "unx": "un" matches but "##x" does not, so the whole word is [UNK] (not "un [UNK]").
+    expect(tok.tokenize('unx b')).toEqual(['[UNK]', 'b']);
+  });
+  it('never splits a multi-byte character', () => {
+    expect(tok.tokenize('ßb')).toEqual(['ß', '##b']);
+    // "ßz": no piece for "##z"; the loop must step back whole code points and give [UNK].
+    expect(tok.tokenize('ßz')).toEqual(['[UNK]']);
+  });
+  it('maps words longer than maxWordChars code points to [UNK]', () => {
+    const short = new WordPieceTokenizer(VOCAB, { maxWordChars: 3 });
+    expect(short.tokenize('abb')).toEqual(['a', '##b', '##b']);
+    expect(short.tokenize('abbb')).toEqual(['[UNK]']);
+    expect(short.tokenize('ßßß')).toEqual(['[UNK]']); // 3 code points (6 bytes) fit, but "##ß" is not a piece
+  });
+  it('decodes back to normalized words', () => {
+    expect(tok.decode(tok.ids('Unaffable, ab'))).toBe('unaffable , ab');
+  });
+});
+
+describe('WordPieceTokenizer framing', () => {
+  const tok = new WordPieceTokenizer(VOCAB);
+  const [CLS, SEP, PAD] = [id('[CLS]'), id('[SEP]'), id('[PAD]')];
+
+  it('frames single texts and pads to the longest row', () => {
+    const e = tok.encode(['a b', 'c']);
+    expect(e.rows).toBe(2);
+    expect(e.seqLen).toBe(4);
+    expect(Array.from(e.ids)).toEqual([CLS, id('a'), id('b'), SEP, CLS, id('c'), SEP, PAD]);
+    expect(Array.from(e.lengths)).toEqual([4, 3]);
+    expect(Array.from(e.typeIds)).toEqual([0, 0, 0, 0, 0, 0, 0, 0]);
+  });
+  it('frames pairs with segment ids and places the marker after [CLS]', () => {
+    const e = tok.encode(['a'], { pairs: ['b c'], marker: id('[unused0]') });
+    expect(Array.from(e.ids)).toEqual([CLS, id('[unused0]'), id('a'), SEP, id('b'), id('c'), SEP]);
+    expect(Array.from(e.typeIds)).toEqual([0, 0, 0, 0, 1, 1, 1]);
+  });
+  it('truncates the longer segment first, the second one on a tie', () => {
+    // budget = 7 - 3 = 4 text tokens for a = [a b a b a] (5) and b = [c c] (2): a loses 3 -> [a b], 2 vs 2.
+    let e = tok.encode(['a b a b a'], { pairs: ['c c'], maxLength: 7 });
+    expect(Array.from(e.ids)).toEqual([CLS, id('a'), id('b'), SEP, id('c'), id('c'), SEP]);
+    // budget 3 for [a b] and [c c]: the tie costs the second segment a piece.
+    e = tok.encode(['a b'], { pairs: ['c c'], maxLength: 6 });
+    expect(Array.from(e.ids)).toEqual([CLS, id('a'), id('b'), SEP, id('c'), SEP]);
+    // single texts keep their first maxLength - 2 pieces
+    e = tok.encode(['unaffable b'], { maxLength: 4 });
+    expect(Array.from(e.ids)).toEqual([CLS, id('un'), id('##aff'), SEP]);
+  });
+  it('pads to maxLength on request', () => {
+    const e = tok.encode(['a'], { maxLength: 5, padToMax: true });
+    expect(Array.from(e.ids)).toEqual([CLS, id('a'), SEP, PAD, PAD]);
+    expect(e.seqLen).toBe(5);
+  });
+  it('gives the same result off the main thread', async () => {
+    const texts = ['unaffable b', 'ßb c, a', ''];
+    const sync = tok.encode(texts, { pairs: ['a', 'b', 'c'], maxLength: 6 });
+    const async = await tok.encodeAsync(texts, { pairs: ['a', 'b', 'c'], maxLength: 6 });
+    expect(async).toEqual(sync);
+  });
+});
+
+describe('WordPieceTokenizer errors', () => {
+  const tok = new WordPieceTokenizer(VOCAB);
+  it('rejects bad vocabularies and arguments with codes', () => {
+    expect(codeOf(() => new WordPieceTokenizer(['[PAD]', '[CLS]', '[SEP]']))).toBe('ERR_ARG');
+    expect(codeOf(() => new WordPieceTokenizer([...VOCAB, 'a']))).toBe('ERR_ARG');
+    expect(codeOf(() => tok.encode(['a'], { maxLength: 2 }))).toBe('ERR_RANGE');
+    expect(codeOf(() => tok.encode(['a'], { pairs: ['a'], maxLength: 3 }))).toBe('ERR_RANGE');
+    expect(codeOf(() => tok.encode(['a', 'b'], { pairs: ['a'] }))).toBe('ERR_SHAPE');
+    expect(codeOf(() => tok.encode([3 as unknown as string]))).toBe('ERR_ARG');
+    expect(codeOf(() => tok.encode(['a'], { marker: 99 }))).toBe('ERR_RANGE');
+    expect(codeOf(() => tok.markerId(5))).toBe('ERR_RANGE');
+    expect(codeOf(() => tok.decode([99]))).toBe('ERR_RANGE');
+  });
+  it('rejects async with the same codes', async () => {
+    await expect(tok.encodeAsync(['a'], { maxLength: 1 })).rejects.toMatchObject({ code: 'ERR_RANGE' });
+  });
+});
+
+describe('bert-base-uncased vocabulary', async () => {
+  const tok = await WordPieceTokenizer.load();
+  it('has the canonical special ids', () => {
+    expect(tok.size).toBe(30522);
+    expect([tok.padId, tok.unkId, tok.clsId, tok.sepId]).toEqual([0, 100, 101, 102]);
+    expect(tok.markerId(1)).toBe(2);
+  });
+  it('segments known examples', () => {
+    expect(tok.tokenize('UNwant\u00E9d,running')).toEqual(['unwanted', ',', 'running']);
+    expect(tok.tokenize('Unaffable')).toEqual(['una', '##ffa', '##ble']);
+  });
+});
