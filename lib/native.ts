@@ -245,3 +245,85 @@ export function faissAddon(): FaissAddon {
 export function loadedFaissAddon(): FaissAddon | undefined {
   return faiss;
 }
+
+/** A tokenized batch as the torch module takes it (lib/text/tokenizer.ts produces it). */
+export interface TokenBatchArg {
+  ids: Int32Array;
+  typeIds: Int32Array;
+  lengths: Int32Array;
+  rows: number;
+  seqLen: number;
+}
+
+/** One contrastive training batch (native/torch/retriever.h TrainBatch). */
+export interface TrainBatchArg {
+  queries: TokenBatchArg;
+  passages: TokenBatchArg;
+  positives: Int32Array;
+  ignore?: Int32Array | null;
+  task?: number;
+  lossScale?: number;
+}
+
+export interface StepStats {
+  loss: number;
+  entropy: number;
+  correct: number;
+  questions: number;
+  tokens: number;
+}
+
+/** The native Retriever of quorum_torch.node (native/napi/torch_addon.cc). */
+export interface NativeRetriever {
+  info(): { parameterCount: number; outDim: number; optimizerSteps: number };
+  parameters(): { name: string; shape: number[] }[];
+  getParameter(name: string): Float32Array;
+  setParameter(name: string, values: Float32Array): void;
+  setOptimizer(o: { beta1?: number; beta2?: number; eps?: number; weightDecay?: number; layerDecay?: number }): void;
+  encode(batch: TokenBatchArg, side: 'query' | 'passage', task: number, out: Float32Array | null, async: boolean): MaybeAsync<Float32Array>;
+  accumulate(batch: TrainBatchArg, async: boolean): MaybeAsync<StepStats>;
+  step(lr: number, clip: number, async: boolean): MaybeAsync<{ gradNorm: number }>;
+  trainLoop(
+    batches: TrainBatchArg[],
+    lrs: Float64Array,
+    clip: number,
+    accumulation: number,
+    async: boolean,
+  ): MaybeAsync<{ loss: number; correct: number; questions: number; tokens: number; ms: number }>;
+  save(path: string, async: boolean): MaybeAsync<object>;
+  load(path: string, async: boolean): MaybeAsync<object>;
+}
+
+/** quorum_torch.node's exports. */
+export interface TorchAddon {
+  Retriever: new (config: object) => NativeRetriever;
+  contrastiveLoss(
+    q: Float32Array,
+    p: Float32Array,
+    rows: number,
+    passages: number,
+    dim: number,
+    positives: Int32Array,
+    ignore: Int32Array | null,
+  ): { loss: number; dQ: Float32Array; dP: Float32Array };
+  setThreads(n: number): void;
+  threads(): number;
+  manualSeed(seed: number): void;
+}
+
+let torchModule: TorchAddon | undefined;
+
+/** The libtorch module, loaded on first use (it costs ~160 MB and up to a second), with the runtime's threads. */
+export function torchAddon(): TorchAddon {
+  if (!torchModule) {
+    const m = loadAddon<TorchAddon>('quorum_torch', 'QUORUM_TORCH_PATH');
+    m.setThreads(coreAddon().capabilities().threads);
+    torchModule = m;
+  }
+  return torchModule;
+}
+
+/** The libtorch module if something already loaded it. */
+export function loadedTorchAddon(): TorchAddon | undefined {
+  return torchModule;
+}

@@ -1,5 +1,5 @@
 import { QuorumError, callNative } from './errors.js';
-import { coreAddon, loadedFaissAddon } from './native.js';
+import { coreAddon, loadedFaissAddon, loadedTorchAddon } from './native.js';
 
 /** Kernel variants, best first. */
 export type Isa = 'avx512' | 'avx2' | 'scalar';
@@ -29,12 +29,13 @@ export function capabilities(): Capabilities {
 
 /**
  * Sets the number of threads every parallel kernel uses (default: QUORUM_THREADS or the core count). One
- * setting for all kernels and for faiss's OpenMP (DenseIndex), so they never oversubscribe the machine.
+ * setting for all kernels, faiss's OpenMP (DenseIndex) and libtorch (Retriever), so they never oversubscribe the machine.
  */
 export function setThreads(n: number): void {
   if (!Number.isInteger(n) || n < 1 || n > 256) throw new QuorumError('ERR_RANGE', `threads must be an integer in [1, 256], got ${n}`);
   callNative(() => coreAddon().setThreads(n));
   callNative(() => loadedFaissAddon()?.setThreads(n));
+  callNative(() => loadedTorchAddon()?.setThreads(n));
 }
 
 /** Forces a kernel variant (ERR_UNSUPPORTED if this CPU cannot run it). Mostly for tests and benchmarks. */

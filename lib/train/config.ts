@@ -1,0 +1,120 @@
+// Encoder and retriever configuration shared by the TypeScript API, the native torch module (which receives it as
+// JSON) and the plain TypeScript reference forward (lib/reference/bert.ts).
+
+/** How a TASER specialized block picks its expert (SPEC §1.7). */
+export type Routing = 'det' | 'seq' | 'tok';
+
+/** TASER structure: which Transformer blocks have routed (per-expert) FFNs, and how inputs are routed. */
+export interface TaserConfig {
+  /**
+   * Every T-th block is specialized, shared at the bottom: layer l (0-based) is specialized iff (l + 1) % every == 0
+   * (TASER's `mod2` is every = 2, giving layers 1, 3, 5, ...; `mod3` gives 2, 5, 8, ...).
+   */
+  every: number;
+  /** Experts per specialized block (2 in the paper). */
+  experts: number;
+  /**
+   * 'det': questions go to experts [0, experts/2), passages to [experts/2, experts) (random within the side while
+   * training when a side has more than one, its first expert at inference). 'seq': a Gumbel-softmax router over the
+   * [CLS] state at each specialized block's input. 'tok': the same router per token (pad tokens are masked).
+   */
+  routing: Routing;
+  /** Seq-R / Tok-R: one gate per specialized block (true) or one shared by all of them (false, TASER's default). */
+  perLayerGate?: boolean;
+  /** beta: the loss gets beta * mean(sum_e p_e log p_e) (negative entropy), so beta > 0 raises router entropy. */
+  entropyWeight?: number;
+}
+
+/** A BERT-style Transformer encoder. Parameter names follow Hugging Face's BertModel (see {@link parameterNames}). */
+export interface EncoderConfig {
+  vocabSize: number;
+  hiddenSize: number;
+  layers: number;
+  heads: number;
+  ffnSize: number;
+  maxPositions: number;
+  /** Token type (segment) ids: 2 in BERT. */
+  typeVocabSize: number;
+  /**
+   * Width of the token embedding table. When it differs from hiddenSize (e.g. 100 for GloVe vectors), the table is
+   * followed by a learned projection `embeddings.projection` to hiddenSize, applied before the embedding LayerNorm.
+   */
+  embeddingSize: number;
+  /** Dropout on embeddings, attention probabilities and block outputs while training (0.1 in BERT). */
+  dropout: number;
+  layerNormEps: number;
+  /** Output width of an optional linear projection after [CLS] pooling (`projection.*`); 0 for none. */
+  projectionDim: number;
+  /** Present for a TASER encoder; absent for a plain BERT. */
+  taser?: TaserConfig;
+}
+
+/** How question and passage encoders are arranged. */
+export type RetrieverPreset = 'bi-encoder' | 'siamese' | 'taser';
+
+export interface RetrieverConfig {
+  preset: RetrieverPreset;
+  encoder: EncoderConfig;
+  /**
+   * Task names (Maillard et al.). With `perTaskQueryEncoders`, each task gets its own question encoder over one
+   * shared passage encoder (bi-encoder preset only).
+   */
+  tasks: string[];
+  perTaskQueryEncoders: boolean;
+}
+
+/** Defaults: a small BERT that trains on two CPU cores in minutes. */
+export const defaultEncoderConfig: EncoderConfig = {
+  vocabSize: 30522,
+  hiddenSize: 128,
+  layers: 4,
+  heads: 4,
+  ffnSize: 512,
+  maxPositions: 512,
+  typeVocabSize: 2,
+  embeddingSize: 128,
+  dropout: 0.1,
+  layerNormEps: 1e-12,
+  projectionDim: 0,
+};
+
+/** Layer l is a TASER specialized block. */
+export function isSpecialized(config: EncoderConfig, layer: number): boolean {
+  return config.taser !== undefined && (layer + 1) % config.taser.every === 0;
+}
+
+/**
+ * The parameter names of one encoder, in Hugging Face BertModel naming so that a BERT checkpoint loads by name.
+ * Additions: `embeddings.projection.*` (factorized embeddings), `projection.*` (output projection), and for a
+ * specialized block `encoder.layer.L.experts.E.{intermediate.dense,output.dense,output.LayerNorm}.*` in place of the
+ * block's FFN, plus the router `encoder.layer.L.gate.*` (per-layer gate) or `encoder.gate.*` (shared gate).
+ */
+export function parameterNames(config: EncoderConfig): string[] {
+  const names: string[] = [];
+  const linear = (p: string) => names.push(`${p}.weight`, `${p}.bias`);
+  names.push('embeddings.word_embeddings.weight');
+  if (config.embeddingSize !== config.hiddenSize) linear('embeddings.projection');
+  names.push('embeddings.position_embeddings.weight', 'embeddings.token_type_embeddings.weight');
+  linear('embeddings.LayerNorm');
+  const routed = config.taser !== undefined && config.taser.routing !== 'det';
+  if (routed && !config.taser!.perLayerGate) linear('encoder.gate');
+  for (let l = 0; l < config.layers; l++) {
+    const p = `encoder.layer.${l}`;
+    for (const m of ['query', 'key', 'value']) linear(`${p}.attention.self.${m}`);
+    linear(`${p}.attention.output.dense`);
+    linear(`${p}.attention.output.LayerNorm`);
+    const ffn = (q: string) => {
+      linear(`${q}.intermediate.dense`);
+      linear(`${q}.output.dense`);
+      linear(`${q}.output.LayerNorm`);
+    };
+    if (isSpecialized(config, l)) {
+      for (let e = 0; e < config.taser!.experts; e++) ffn(`${p}.experts.${e}`);
+      if (routed && config.taser!.perLayerGate) linear(`${p}.gate`);
+    } else {
+      ffn(p);
+    }
+  }
+  if (config.projectionDim > 0) linear('projection');
+  return names;
+}

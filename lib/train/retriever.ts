@@ -1,0 +1,176 @@
+// The typed front of the native libtorch Retriever: construction from a preset, encoding, the two halves of a
+// training step (accumulate gradients, apply the update), parameters and checkpoints.
+import { QuorumError, awaitNative, callNative } from '../errors.js';
+import {
+  torchAddon,
+  type NativeRetriever,
+  type StepStats,
+  type TokenBatchArg,
+  type TrainBatchArg,
+} from '../native.js';
+import {
+  defaultEncoderConfig,
+  type EncoderConfig,
+  type RetrieverConfig,
+  type RetrieverPreset,
+  type TaserConfig,
+} from './config.js';
+
+export type { StepStats, TokenBatchArg, TrainBatchArg };
+
+/** Options of {@link Retriever.create}: a preset plus any encoder fields to override. */
+export interface RetrieverOptions {
+  preset: RetrieverPreset;
+  encoder?: Partial<EncoderConfig>;
+  /** TASER structure (taser preset only); default: every 2nd block, 2 experts, Det-R. */
+  taser?: Partial<TaserConfig>;
+  tasks?: string[];
+  /** One question encoder per task over a shared passage encoder (bi-encoder preset only). */
+  perTaskQueryEncoders?: boolean;
+}
+
+/** AdamW settings (DPR's defaults) and TASER's layer-wise learning-rate decay. */
+export interface OptimizerOptions {
+  beta1?: number;
+  beta2?: number;
+  eps?: number;
+  /** Decoupled weight decay; biases and LayerNorm weights never decay. Default 0 (DPR). */
+  weightDecay?: number;
+  /** Block l's rate is lr * layerDecay^(layers + 1 - l), embeddings' lr * layerDecay^(layers + 2). 1 = off. */
+  layerDecay?: number;
+}
+
+/** The full configuration a preset expands to. */
+export function retrieverConfig(o: RetrieverOptions): RetrieverConfig {
+  const encoder: EncoderConfig = { ...defaultEncoderConfig, ...o.encoder };
+  if (o.encoder?.embeddingSize === undefined) encoder.embeddingSize = encoder.hiddenSize;
+  if (o.preset === 'taser') encoder.taser = { every: 2, experts: 2, routing: 'det', ...o.taser };
+  else if (o.taser) throw new QuorumError('ERR_ARG', `taser options need the taser preset, not '${o.preset}'`);
+  return { preset: o.preset, encoder, tasks: o.tasks ?? [], perTaskQueryEncoders: o.perTaskQueryEncoders ?? false };
+}
+
+/**
+ * A dual-encoder retriever in libtorch (CPU): a bi-encoder (separate question and passage encoders, DPR), a
+ * Siamese encoder (one for both), or TASER (one encoder whose specialized blocks route by side or by a learned
+ * router). Embeddings are [CLS] states (optionally projected); relevance is their dot product.
+ *
+ * @example
+ * const model = Retriever.create({ preset: 'taser', encoder: { layers: 4, hiddenSize: 128 } });
+ * console.log(model.parameterCount);
+ * const q = tokenizer.encode(['who wrote hamlet?'], { maxLength: 32 });
+ * const emb = await model.encode(q, 'query'); // Float32Array [1, model.dim]
+ */
+export class Retriever {
+  readonly config: RetrieverConfig;
+  /** Embedding width. */
+  readonly dim: number;
+  private readonly native: NativeRetriever;
+
+  private constructor(config: RetrieverConfig) {
+    this.config = config;
+    const addon = torchAddon();
+    this.native = callNative(() => new addon.Retriever(config));
+    this.dim = this.native.info().outDim;
+  }
+
+  static create(options: RetrieverOptions): Retriever {
+    return new Retriever(retrieverConfig(options));
+  }
+
+  static fromConfig(config: RetrieverConfig): Retriever {
+    return new Retriever(config);
+  }
+
+  /** Seeds libtorch's generator (initialization, dropout, Gumbel noise, Det-R draws) for reproducible runs. */
+  static seed(seed: number): void {
+    callNative(() => torchAddon().manualSeed(seed));
+  }
+
+  /** Trainable parameters in all encoders. */
+  get parameterCount(): number {
+    return this.native.info().parameterCount;
+  }
+
+  /** AdamW updates applied so far (restored by {@link load}). */
+  get optimizerSteps(): number {
+    return this.native.info().optimizerSteps;
+  }
+
+  /** Names ("<encoder>.<BERT name>", encoders: query / passage / query.<task> / encoder) and shapes. */
+  parameters(): { name: string; shape: number[] }[] {
+    return this.native.parameters();
+  }
+
+  /** A copy of one parameter's values. */
+  getParameter(name: string): Float32Array {
+    return callNative(() => this.native.getParameter(name));
+  }
+
+  /** Overwrites one parameter (ERR_NOT_FOUND, ERR_SHAPE, ERR_NONFINITE leave it unchanged). */
+  setParameter(name: string, values: Float32Array): void {
+    callNative(() => this.native.setParameter(name, values));
+  }
+
+  /** The encoder names of this preset ("query", "passage", "query.<task>", "encoder"). */
+  encoderNames(): string[] {
+    const c = this.config;
+    if (c.preset !== 'bi-encoder') return ['encoder'];
+    return [...(c.perTaskQueryEncoders ? c.tasks.map((t) => `query.${t}`) : ['query']), 'passage'];
+  }
+
+  setOptimizer(options: OptimizerOptions): void {
+    callNative(() => this.native.setOptimizer(options));
+  }
+
+  /** Embeds a tokenized batch ([rows, dim] row-major) without gradients, off the main thread. */
+  async encode(batch: TokenBatchArg, side: 'query' | 'passage', options: { task?: number; out?: Float32Array } = {}): Promise<Float32Array> {
+    return awaitNative(this.native.encode(batch, side, options.task ?? 0, options.out ?? null, true) as Promise<Float32Array>);
+  }
+
+  encodeSync(batch: TokenBatchArg, side: 'query' | 'passage', options: { task?: number; out?: Float32Array } = {}): Float32Array {
+    return callNative(() => this.native.encode(batch, side, options.task ?? 0, options.out ?? null, false) as Float32Array);
+  }
+
+  /** Forward and backward of one batch; gradients add up until {@link step}. */
+  async accumulate(batch: TrainBatchArg): Promise<StepStats> {
+    return awaitNative(this.native.accumulate(batch, true) as Promise<StepStats>);
+  }
+
+  accumulateSync(batch: TrainBatchArg): StepStats {
+    return callNative(() => this.native.accumulate(batch, false) as StepStats);
+  }
+
+  /** Clips the gradient norm to `clip` (0: off), applies AdamW at `lr`, clears gradients; returns the norm. */
+  async step(lr: number, clip: number): Promise<number> {
+    return (await awaitNative(this.native.step(lr, clip, true) as Promise<{ gradNorm: number }>)).gradNorm;
+  }
+
+  stepSync(lr: number, clip: number): number {
+    return callNative(() => (this.native.step(lr, clip, false) as { gradNorm: number }).gradNorm);
+  }
+
+  /**
+   * @internal Runs the given steps in one native loop (benchmark baseline for the TypeScript trainer's overhead).
+   */
+  async trainLoopNative(batches: TrainBatchArg[], lrs: Float64Array, clip: number, accumulation = 1) {
+    return awaitNative(
+      this.native.trainLoop(batches, lrs, clip, accumulation, true) as Promise<{
+        loss: number;
+        correct: number;
+        questions: number;
+        tokens: number;
+        ms: number;
+      }>,
+    );
+  }
+
+  /** Parameters and optimizer state to one file (written atomically). */
+  async save(path: string): Promise<void> {
+    await awaitNative(this.native.save(path, true) as Promise<object>);
+  }
+
+  /** Restores {@link save}'s file into a model of the same configuration; a bad file changes nothing. */
+  async load(path: string): Promise<void> {
+    await awaitNative(this.native.load(path, true) as Promise<object>);
+  }
+}

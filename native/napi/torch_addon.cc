@@ -1,0 +1,488 @@
+// Entry point of quorum_torch.node: the libtorch Retriever (native/torch/retriever.h) behind lib/train/retriever.ts.
+// A separate module because loading libtorch costs ~160 MB and up to a second: servers that only search never
+// load it. This layer converts and validates; c10 errors become typed errors (ERR_NATIVE) without their C++
+// backtraces, and every call on one model runs under that model's mutex, so async calls never interleave.
+#include <napi.h>
+#include <torch/torch.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../common/error.h"
+#include "../torch/retriever.h"
+#include "async_call.h"
+#include "errors.h"
+#include "scalar_args.h"
+
+namespace quorum::napi {
+namespace {
+
+using torchx::Retriever;
+
+// Runs f, turning c10 errors (bad shapes inside libtorch, unreadable archives) into quorum errors.
+template <class F>
+auto torch_call(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const c10::Error& e) {
+    throw Error("ERR_NATIVE", std::string("libtorch: ") + e.what_without_backtrace());
+  }
+}
+
+Napi::Object object_arg(const Napi::Value& v, const char* what) {
+  if (!v.IsObject()) throw Error("ERR_ARG", std::string(what) + " must be an object");
+  return v.As<Napi::Object>();
+}
+
+double field(const Napi::Object& o, const char* key, double fallback) {
+  Napi::Value v = o.Get(key);
+  return v.IsUndefined() ? fallback : number_arg(v, key);
+}
+
+int64_t int_field(const Napi::Object& o, const char* key, int64_t fallback) {
+  const double d = field(o, key, double(fallback));
+  if (d != double(int64_t(d))) throw Error("ERR_ARG", std::string(key) + " must be an integer");
+  return int64_t(d);
+}
+
+std::string string_field(const Napi::Object& o, const char* key) {
+  Napi::Value v = o.Get(key);
+  if (!v.IsString()) throw Error("ERR_ARG", std::string(key) + " must be a string");
+  return v.As<Napi::String>().Utf8Value();
+}
+
+torchx::EncoderConfig encoder_config(const Napi::Object& o) {
+  torchx::EncoderConfig c;
+  c.vocab_size = int_field(o, "vocabSize", c.vocab_size);
+  c.hidden = int_field(o, "hiddenSize", c.hidden);
+  c.layers = int_field(o, "layers", c.layers);
+  c.heads = int_field(o, "heads", c.heads);
+  c.ffn = int_field(o, "ffnSize", c.ffn);
+  c.max_positions = int_field(o, "maxPositions", c.max_positions);
+  c.type_vocab = int_field(o, "typeVocabSize", c.type_vocab);
+  c.embedding_size = int_field(o, "embeddingSize", c.hidden);
+  c.projection_dim = int_field(o, "projectionDim", 0);
+  c.dropout = field(o, "dropout", c.dropout);
+  c.ln_eps = field(o, "layerNormEps", c.ln_eps);
+  Napi::Value t = o.Get("taser");
+  if (!t.IsUndefined() && !t.IsNull()) {
+    Napi::Object taser = object_arg(t, "taser");
+    const std::string r = string_field(taser, "routing");
+    c.routing = r == "det"   ? torchx::Routing::kDet
+                : r == "seq" ? torchx::Routing::kSeq
+                : r == "tok" ? torchx::Routing::kTok
+                             : throw Error("ERR_ARG", "taser.routing must be 'det', 'seq' or 'tok', got '" + r + "'");
+    c.every = int_field(taser, "every", c.every);
+    c.experts = int_field(taser, "experts", c.experts);
+    c.per_layer_gate = flag(taser.Get("perLayerGate"));
+    c.entropy_weight = field(taser, "entropyWeight", 0.0);
+  }
+  return c;
+}
+
+torchx::RetrieverConfig retriever_config(const Napi::Object& o) {
+  torchx::RetrieverConfig c;
+  const std::string preset = string_field(o, "preset");
+  c.preset = preset == "bi-encoder" ? torchx::Preset::kBiEncoder
+             : preset == "siamese"  ? torchx::Preset::kSiamese
+             : preset == "taser"    ? torchx::Preset::kTaser
+                                    : throw Error("ERR_ARG", "preset must be 'bi-encoder', 'siamese' or 'taser'");
+  c.encoder = encoder_config(object_arg(o.Get("encoder"), "encoder"));
+  Napi::Value tasks = o.Get("tasks");
+  if (tasks.IsArray()) {
+    Napi::Array a = tasks.As<Napi::Array>();
+    for (uint32_t i = 0; i < a.Length(); ++i) {
+      if (!a.Get(i).IsString()) throw Error("ERR_ARG", "tasks must be strings");
+      c.tasks.push_back(a.Get(i).As<Napi::String>().Utf8Value());
+    }
+  }
+  c.per_task_query_encoders = flag(o.Get("perTaskQueryEncoders"));
+  return c;
+}
+
+template <class T>
+T typed_array(const Napi::Value& v, const char* what) {
+  using E = typename std::remove_pointer<decltype(std::declval<T>().Data())>::type;
+  if (!v.IsTypedArray()) throw Error("ERR_ARG", std::string(what) + " must be a typed array");
+  Napi::TypedArray t = v.As<Napi::TypedArray>();
+  const napi_typedarray_type want = std::is_same<E, float>::value ? napi_float32_array : napi_int32_array;
+  if (t.TypedArrayType() != want)
+    throw Error("ERR_DTYPE", std::string(what) + (want == napi_float32_array ? " must be a Float32Array" : " must be an Int32Array"));
+  return v.As<T>();
+}
+
+// An int64 copy of an Int32Array, each value checked against [lo, hi).
+torch::Tensor long_tensor(const Napi::Int32Array& a, std::vector<int64_t> shape, int64_t lo, int64_t hi, const char* what) {
+  torch::Tensor t =
+      torch::from_blob(const_cast<int32_t*>(a.Data()), {int64_t(a.ElementLength())}, torch::kInt).to(torch::kLong);
+  if (t.numel() > 0) {
+    const int64_t mn = t.min().item<int64_t>(), mx = t.max().item<int64_t>();
+    if (mn < lo || mx >= hi)
+      throw Error("ERR_RANGE", std::string(what) + " holds " + std::to_string(mn < lo ? mn : mx) + ", outside [" +
+                                   std::to_string(lo) + ", " + std::to_string(hi) + ")");
+  }
+  return t.view(shape);
+}
+
+// { ids, typeIds, lengths: Int32Array, rows, seqLen } as produced by lib/text/tokenizer.ts.
+torchx::TokenBatch token_batch(const Napi::Value& v, const torchx::EncoderConfig& c, const char* what) {
+  Napi::Object o = object_arg(v, what);
+  const int64_t rows = int_field(o, "rows", -1), len = int_field(o, "seqLen", -1);
+  if (rows < 0 || len < 1) throw Error("ERR_ARG", std::string(what) + " needs rows >= 0 and seqLen >= 1");
+  if (len > c.max_positions)
+    throw Error("ERR_RANGE", std::string(what) + ": seqLen " + std::to_string(len) + " exceeds maxPositions " +
+                                 std::to_string(c.max_positions));
+  auto ids = typed_array<Napi::Int32Array>(o.Get("ids"), "ids");
+  auto types = typed_array<Napi::Int32Array>(o.Get("typeIds"), "typeIds");
+  auto lengths = typed_array<Napi::Int32Array>(o.Get("lengths"), "lengths");
+  if (int64_t(ids.ElementLength()) != rows * len || int64_t(types.ElementLength()) != rows * len ||
+      int64_t(lengths.ElementLength()) != rows)
+    throw Error("ERR_SHAPE", std::string(what) + ": ids and typeIds need rows x seqLen = " + std::to_string(rows * len) +
+                                 " values and lengths " + std::to_string(rows));
+  torchx::TokenBatch b;
+  b.ids = long_tensor(ids, {rows, len}, 0, c.vocab_size, "ids");
+  b.types = long_tensor(types, {rows, len}, 0, c.type_vocab, "typeIds");
+  b.lengths = long_tensor(lengths, {rows}, 1, len + 1, "lengths");
+  return b;
+}
+
+torchx::Side side_arg(const Napi::Value& v) {
+  const std::string s = v.IsString() ? v.As<Napi::String>().Utf8Value() : "";
+  if (s == "query") return torchx::Side::kQuery;
+  if (s == "passage") return torchx::Side::kPassage;
+  throw Error("ERR_ARG", "side must be 'query' or 'passage'");
+}
+
+// { queries, passages, positives: Int32Array, ignore?: Int32Array (pairs), task?, lossScale? }
+torchx::TrainBatch train_batch(const Napi::Value& v, const Retriever& r) {
+  Napi::Object o = object_arg(v, "batch");
+  const auto& c = r.config().encoder;
+  torchx::TrainBatch b;
+  b.queries = token_batch(o.Get("queries"), c, "queries");
+  b.passages = token_batch(o.Get("passages"), c, "passages");
+  const int64_t nq = b.queries.ids.size(0), np = b.passages.ids.size(0);
+  auto pos = typed_array<Napi::Int32Array>(o.Get("positives"), "positives");
+  if (int64_t(pos.ElementLength()) != nq)
+    throw Error("ERR_SHAPE", std::to_string(pos.ElementLength()) + " positives for " + std::to_string(nq) + " questions");
+  b.positives = long_tensor(pos, {nq}, 0, np, "positives");
+  Napi::Value ig = o.Get("ignore");
+  if (!ig.IsUndefined() && !ig.IsNull()) {
+    auto a = typed_array<Napi::Int32Array>(ig, "ignore");
+    if (a.ElementLength() % 2) throw Error("ERR_SHAPE", "ignore holds (question, passage) pairs: its length must be even");
+    b.ignore = long_tensor(a, {int64_t(a.ElementLength() / 2), 2}, 0, std::max(nq, np), "ignore");
+  }
+  b.task = int_field(o, "task", 0);
+  b.loss_scale = field(o, "lossScale", 1.0);
+  if (!(b.loss_scale >= 0)) throw Error("ERR_RANGE", "lossScale must be >= 0");
+  return b;
+}
+
+Napi::Object stats_object(Napi::Env env, const torchx::StepStats& s) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("loss", s.loss);
+  o.Set("entropy", s.entropy);
+  o.Set("correct", double(s.correct));
+  o.Set("questions", double(s.questions));
+  o.Set("tokens", double(s.tokens));
+  return o;
+}
+
+Napi::Float32Array float_array_of(Napi::Env env, const torch::Tensor& t) {
+  torch::Tensor c = t.detach().to(torch::kFloat).contiguous();
+  Napi::Float32Array a = Napi::Float32Array::New(env, size_t(c.numel()));
+  if (c.numel()) std::memcpy(a.Data(), c.data_ptr<float>(), size_t(c.numel()) * sizeof(float));
+  return a;
+}
+
+class RetrieverObject : public Napi::ObjectWrap<RetrieverObject> {
+ public:
+  static Napi::Function Init(Napi::Env env) {
+    return DefineClass(env, "Retriever",
+                       {InstanceMethod<&RetrieverObject::Info>("info"),
+                        InstanceMethod<&RetrieverObject::Parameters>("parameters"),
+                        InstanceMethod<&RetrieverObject::GetParameter>("getParameter"),
+                        InstanceMethod<&RetrieverObject::SetParameter>("setParameter"),
+                        InstanceMethod<&RetrieverObject::SetOptimizer>("setOptimizer"),
+                        InstanceMethod<&RetrieverObject::Encode>("encode"),
+                        InstanceMethod<&RetrieverObject::Accumulate>("accumulate"),
+                        InstanceMethod<&RetrieverObject::Step>("step"),
+                        InstanceMethod<&RetrieverObject::TrainLoop>("trainLoop"),
+                        InstanceMethod<&RetrieverObject::Save>("save"),
+                        InstanceMethod<&RetrieverObject::Load>("load")});
+  }
+
+  explicit RetrieverObject(const Napi::CallbackInfo& info) : Napi::ObjectWrap<RetrieverObject>(info) {
+    guard(info.Env(), [&] {
+      auto config = retriever_config(object_arg(info[0], "config"));
+      model_ = torch_call([&] { return std::make_shared<Retriever>(std::move(config)); });
+      return info.Env().Undefined();
+    });
+  }
+
+ private:
+  // Runs `work` under the model's mutex, now or on the libuv pool.
+  Napi::Value run(Napi::Env env, const Napi::Value& async, std::vector<Napi::Object> keep, Napi::Value result,
+                  std::function<void()> work, Finish finish = nullptr) {
+    auto model = model_;
+    return run_work(env, flag(async), keep, result,
+                    [model, work = std::move(work)] {
+                      std::lock_guard<std::mutex> lock(model->mutex());
+                      torch_call(work);
+                    },
+                    std::move(finish));
+  }
+
+  Napi::Value Info(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] {
+      Napi::Env env = info.Env();
+      std::lock_guard<std::mutex> lock(model_->mutex());
+      Napi::Object o = Napi::Object::New(env);
+      o.Set("parameterCount", double(model_->parameter_count()));
+      o.Set("outDim", double(model_->out_dim()));
+      o.Set("optimizerSteps", double(model_->optimizer_steps()));
+      return Napi::Value(o);
+    });
+  }
+
+  // parameters() -> [{ name, shape }]
+  Napi::Value Parameters(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] {
+      Napi::Env env = info.Env();
+      const auto& ps = model_->parameters();
+      Napi::Array out = Napi::Array::New(env, ps.size());
+      for (size_t i = 0; i < ps.size(); ++i) {
+        Napi::Object o = Napi::Object::New(env);
+        o.Set("name", ps[i].first);
+        Napi::Array shape = Napi::Array::New(env, size_t(ps[i].second.dim()));
+        for (int64_t d = 0; d < ps[i].second.dim(); ++d) shape.Set(uint32_t(d), double(ps[i].second.size(d)));
+        o.Set("shape", shape);
+        out.Set(uint32_t(i), o);
+      }
+      return Napi::Value(out);
+    });
+  }
+
+  const torch::Tensor& find(const std::string& name) {
+    for (const auto& [n, t] : model_->parameters())
+      if (n == name) return t;
+    throw Error("ERR_NOT_FOUND", "no parameter named '" + name + "'");
+  }
+
+  // getParameter(name) -> Float32Array (a copy)
+  Napi::Value GetParameter(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] {
+      std::lock_guard<std::mutex> lock(model_->mutex());
+      return Napi::Value(float_array_of(info.Env(), find(path_arg(info[0]))));
+    });
+  }
+
+  // setParameter(name, Float32Array)
+  Napi::Value SetParameter(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] {
+      const std::string name = path_arg(info[0]);
+      auto values = typed_array<Napi::Float32Array>(info[1], "values");
+      std::lock_guard<std::mutex> lock(model_->mutex());
+      const torch::Tensor& t = find(name);
+      if (int64_t(values.ElementLength()) != t.numel())
+        throw Error("ERR_SHAPE", "parameter " + name + " has " + std::to_string(t.numel()) + " values, got " +
+                                     std::to_string(values.ElementLength()));
+      torch::Tensor v = torch::from_blob(values.Data(), t.sizes(), torch::kFloat);
+      if (!torch::isfinite(v).all().item<bool>()) throw Error("ERR_NONFINITE", "values for " + name + " are not finite");
+      torch_call([&] { model_->set_parameter(name, v); });
+      return info.Env().Undefined();
+    });
+  }
+
+  // setOptimizer({ beta1, beta2, eps, weightDecay, layerDecay })
+  Napi::Value SetOptimizer(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] {
+      Napi::Object o = object_arg(info[0], "optimizer options");
+      torchx::OptimizerConfig c;
+      c.beta1 = field(o, "beta1", c.beta1);
+      c.beta2 = field(o, "beta2", c.beta2);
+      c.eps = field(o, "eps", c.eps);
+      c.weight_decay = field(o, "weightDecay", c.weight_decay);
+      c.layer_decay = field(o, "layerDecay", c.layer_decay);
+      std::lock_guard<std::mutex> lock(model_->mutex());
+      model_->set_optimizer(c);
+      return info.Env().Undefined();
+    });
+  }
+
+  // encode(batch, side, task, out: Float32Array | null, async) -> Float32Array [rows, outDim] (out when given)
+  Napi::Value Encode(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] {
+      Napi::Env env = info.Env();
+      torchx::TokenBatch batch = token_batch(info[0], model_->config().encoder, "batch");
+      const torchx::Side side = side_arg(info[1]);
+      const int64_t task = info[2].IsUndefined() ? 0 : int64_t(number_arg(info[2], "task"));
+      const int64_t rows = batch.ids.size(0), dim = model_->out_dim();
+      Napi::Float32Array out = info[3].IsUndefined() || info[3].IsNull()
+                                   ? Napi::Float32Array::New(env, size_t(rows * dim))
+                                   : typed_array<Napi::Float32Array>(info[3], "out");
+      if (int64_t(out.ElementLength()) != rows * dim)
+        throw Error("ERR_SHAPE", "out holds " + std::to_string(out.ElementLength()) + " floats, the batch needs " +
+                                     std::to_string(rows * dim));
+      float* dst = out.Data();
+      auto model = model_;
+      Napi::Object result = out;
+      return run(env, info[4], {result}, result, [=] {
+        if (rows == 0) return;
+        torch::Tensor e = model->encode(batch, side, task);
+        std::memcpy(dst, e.data_ptr<float>(), size_t(rows * dim) * sizeof(float));
+      });
+    });
+  }
+
+  // accumulate(batch, async) -> { loss, entropy, correct, questions, tokens }
+  Napi::Value Accumulate(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] {
+      Napi::Env env = info.Env();
+      auto batch = std::make_shared<torchx::TrainBatch>(train_batch(info[0], *model_));
+      auto stats = std::make_shared<torchx::StepStats>();
+      auto model = model_;
+      return run(env, info[1], {}, Napi::Object::New(env), [=] { *stats = model->accumulate(*batch); },
+                 [stats](Napi::Env env, Napi::Object result) {
+                   Napi::Object s = stats_object(env, *stats);
+                   for (const char* k : {"loss", "entropy", "correct", "questions", "tokens"}) result.Set(k, s.Get(k));
+                 });
+    });
+  }
+
+  // step(lr, clip, async) -> { gradNorm }
+  Napi::Value Step(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] {
+      Napi::Env env = info.Env();
+      const double lr = number_arg(info[0], "lr"), clip = number_arg(info[1], "clip");
+      auto norm = std::make_shared<double>(0);
+      auto model = model_;
+      return run(env, info[2], {}, Napi::Object::New(env), [=] { *norm = model->step(lr, clip); },
+                 [norm](Napi::Env, Napi::Object result) { result.Set("gradNorm", *norm); });
+    });
+  }
+
+  // trainLoop(batches[], lrs: Float64Array, clip, accumulation, async) -> { loss, correct, questions, tokens, ms }
+  // The same steps as the TypeScript loop, in one native call: the baseline its orchestration cost is measured
+  // against (bench/train.ts).
+  Napi::Value TrainLoop(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] {
+      Napi::Env env = info.Env();
+      if (!info[0].IsArray()) throw Error("ERR_ARG", "batches must be an array");
+      Napi::Array arr = info[0].As<Napi::Array>();
+      auto batches = std::make_shared<std::vector<torchx::TrainBatch>>();
+      for (uint32_t i = 0; i < arr.Length(); ++i) batches->push_back(train_batch(arr.Get(i), *model_));
+      if (!info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array)
+        throw Error("ERR_ARG", "lrs must be a Float64Array");
+      auto lr_arr = info[1].As<Napi::Float64Array>();
+      auto lrs = std::make_shared<std::vector<double>>(lr_arr.Data(), lr_arr.Data() + lr_arr.ElementLength());
+      const double clip = number_arg(info[2], "clip");
+      const double accum = number_arg(info[3], "accumulation");
+      if (accum < 1 || accum != double(int64_t(accum))) throw Error("ERR_RANGE", "accumulation must be an integer >= 1");
+      if (lrs->size() * size_t(accum) < batches->size())
+        throw Error("ERR_SHAPE", "lrs needs one rate per optimizer step");
+      auto total = std::make_shared<torchx::StepStats>();
+      auto ms = std::make_shared<double>(0);
+      auto model = model_;
+      return run(env, info[4], {}, Napi::Object::New(env),
+                 [=] {
+                   const auto t0 = std::chrono::steady_clock::now();
+                   for (size_t i = 0; i < batches->size(); ++i) {
+                     torchx::StepStats s = model->accumulate((*batches)[i]);
+                     total->loss += s.loss;
+                     total->correct += s.correct;
+                     total->questions += s.questions;
+                     total->tokens += s.tokens;
+                     if ((i + 1) % size_t(accum) == 0 || i + 1 == batches->size())
+                       model->step((*lrs)[i / size_t(accum)], clip);
+                   }
+                   *ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+                 },
+                 [total, ms](Napi::Env env, Napi::Object result) {
+                   Napi::Object s = stats_object(env, *total);
+                   for (const char* k : {"loss", "correct", "questions", "tokens"}) result.Set(k, s.Get(k));
+                   result.Set("ms", *ms);
+                 });
+    });
+  }
+
+  Napi::Value Save(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] {
+      const std::string path = path_arg(info[0]);
+      auto model = model_;
+      return run(info.Env(), info[1], {}, Napi::Object::New(info.Env()), [=] { model->save(path); });
+    });
+  }
+
+  Napi::Value Load(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] {
+      const std::string path = path_arg(info[0]);
+      auto model = model_;
+      return run(info.Env(), info[1], {}, Napi::Object::New(info.Env()), [=] { model->load(path); });
+    });
+  }
+
+  std::shared_ptr<Retriever> model_;
+};
+
+// contrastiveLoss(q, p: Float32Array, rows, passages, dim, positives: Int32Array, ignore: Int32Array | null)
+//   -> { loss, dQ, dP }: the training step's loss and its gradients by autograd (tests compare it to infoNce).
+Napi::Value ContrastiveLoss(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto qa = typed_array<Napi::Float32Array>(info[0], "q");
+  auto pa = typed_array<Napi::Float32Array>(info[1], "p");
+  const int64_t nq = int64_t(number_arg(info[2], "rows")), np = int64_t(number_arg(info[3], "passages")),
+                d = int64_t(number_arg(info[4], "dim"));
+  if (nq < 1 || np < 1 || d < 1 || int64_t(qa.ElementLength()) != nq * d || int64_t(pa.ElementLength()) != np * d)
+    throw Error("ERR_SHAPE", "q must be rows x dim and p passages x dim");
+  auto pos_arr = typed_array<Napi::Int32Array>(info[5], "positives");
+  if (int64_t(pos_arr.ElementLength()) != nq) throw Error("ERR_SHAPE", "one positive per row");
+  torch::Tensor pos = long_tensor(pos_arr, {nq}, 0, np, "positives");
+  torch::Tensor ignore;
+  if (!info[6].IsNull() && !info[6].IsUndefined()) {
+    auto a = typed_array<Napi::Int32Array>(info[6], "ignore");
+    ignore = long_tensor(a, {int64_t(a.ElementLength() / 2), 2}, 0, std::max(nq, np), "ignore");
+  }
+  return torch_call([&] {
+    torch::Tensor q = torch::from_blob(qa.Data(), {nq, d}, torch::kFloat).clone().set_requires_grad(true);
+    torch::Tensor p = torch::from_blob(pa.Data(), {np, d}, torch::kFloat).clone().set_requires_grad(true);
+    torch::Tensor loss = Retriever::contrastive_loss(q, p, pos, ignore);
+    loss.backward();
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("loss", loss.item<double>());
+    o.Set("dQ", float_array_of(env, q.grad()));
+    o.Set("dP", float_array_of(env, p.grad()));
+    return Napi::Value(o);
+  });
+}
+
+Napi::Value SetThreads(const Napi::CallbackInfo& info) {
+  const int n = threads_arg(info[0]);
+  torch::set_num_threads(n);
+  return info.Env().Undefined();
+}
+
+Napi::Value Threads(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), torch::get_num_threads()); }
+
+Napi::Value ManualSeed(const Napi::CallbackInfo& info) {
+  const double s = number_arg(info[0], "seed");
+  if (s < 0 || s != double(uint64_t(s))) throw Error("ERR_RANGE", "seed must be a non-negative integer");
+  torch::manual_seed(uint64_t(s));
+  return info.Env().Undefined();
+}
+
+}  // namespace
+}  // namespace quorum::napi
+
+static Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  using namespace quorum::napi;
+  exports.Set("Retriever", RetrieverObject::Init(env));
+  exports.Set("contrastiveLoss", Napi::Function::New<guarded<ContrastiveLoss>>(env));
+  exports.Set("setThreads", Napi::Function::New<guarded<SetThreads>>(env));
+  exports.Set("threads", Napi::Function::New<guarded<Threads>>(env));
+  exports.Set("manualSeed", Napi::Function::New<guarded<ManualSeed>>(env));
+  return exports;
+}
+
+NODE_API_MODULE(quorum_torch, Init)

@@ -1,0 +1,82 @@
+// A BERT-style Transformer encoder in libtorch whose TASER structure (SPEC §1.7) is configuration: every T-th block
+// may carry one FFN per expert, chosen by the input's side (Det-R) or by a Gumbel-softmax router over the [CLS]
+// state (Seq-R) or each token (Tok-R). Parameters live in a flat, ordered name -> tensor table named as Hugging
+// Face's BertModel names them (lib/train/config.ts lists them), so a BERT checkpoint loads by name; the forward pass
+// is functional (torch::linear, torch::layer_norm, ...) over that table.
+#pragma once
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace quorum::torchx {
+
+enum class Routing { kNone, kDet, kSeq, kTok };
+enum class Side { kQuery, kPassage };
+
+struct EncoderConfig {
+  int64_t vocab_size = 30522, hidden = 128, layers = 4, heads = 4, ffn = 512, max_positions = 512;
+  int64_t type_vocab = 2, embedding_size = 128, projection_dim = 0;
+  double dropout = 0.1, ln_eps = 1e-12;
+  // TASER; routing kNone means a plain BERT.
+  Routing routing = Routing::kNone;
+  int64_t every = 2, experts = 2;
+  bool per_layer_gate = false;
+  double entropy_weight = 0.0;
+
+  bool specialized(int64_t layer) const { return routing != Routing::kNone && (layer + 1) % every == 0; }
+  bool learned_router() const { return routing == Routing::kSeq || routing == Routing::kTok; }
+  int64_t out_dim() const { return projection_dim > 0 ? projection_dim : hidden; }
+  // Throws ERR_ARG / ERR_RANGE naming the first bad field.
+  void validate() const;
+};
+
+// One tokenized batch: ids and type ids [B, T] (int64), lengths [B] (int64; positions >= length are padding).
+struct TokenBatch {
+  torch::Tensor ids, types, lengths;
+};
+
+struct EncodeOutput {
+  torch::Tensor pooled;   // [B, out_dim]
+  torch::Tensor entropy;  // scalar: mean over gate layers of mean_rows sum_e p log p (0 when nothing is routed)
+};
+
+using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
+
+class BertEncoder {
+ public:
+  // Parameters initialised as BERT does: N(0, 0.02) weights, zero biases, LayerNorm (1, 0), [PAD] row zero.
+  explicit BertEncoder(const EncoderConfig& config);
+
+  EncodeOutput forward(const TokenBatch& batch, Side side, bool training) const;
+
+  const EncoderConfig& config() const { return config_; }
+  const NamedTensors& parameters() const { return params_; }
+  // The parameter `name`; throws ERR_NOT_FOUND.
+  const torch::Tensor& param(const std::string& name) const;
+
+ private:
+  torch::Tensor& add(const std::string& name, torch::Tensor t);
+  void add_linear(const std::string& name, int64_t out, int64_t in);
+  void add_norm(const std::string& name, int64_t n);
+  void add_ffn(const std::string& prefix);
+  torch::Tensor linear(const std::string& name, const torch::Tensor& x) const;
+  torch::Tensor norm(const std::string& name, const torch::Tensor& x) const;
+  torch::Tensor attention(const std::string& p, const torch::Tensor& x, const torch::Tensor& key_bias,
+                          bool training) const;
+  torch::Tensor ffn(const std::string& p, const torch::Tensor& a, bool training) const;
+  torch::Tensor routed_ffn(int64_t layer, const torch::Tensor& a, const torch::Tensor& expert,
+                           const torch::Tensor& scale, bool training) const;
+  std::pair<torch::Tensor, torch::Tensor> route(const std::string& gate, const torch::Tensor& u,
+                                                const torch::Tensor& valid, bool training,
+                                                std::vector<torch::Tensor>& entropies) const;
+  torch::Tensor det_experts(int64_t rows, Side side, bool training) const;
+
+  EncoderConfig config_;
+  NamedTensors params_;
+  std::map<std::string, size_t> index_;
+};
+
+}  // namespace quorum::torchx

@@ -1,0 +1,99 @@
+// A dual-encoder retriever over BertEncoders, its contrastive training step and its optimizer state.
+//   bi-encoder  separate question and passage encoders ("query", "passage"); with per-task query encoders,
+//               "query.<task>" for each task over the one passage encoder (Maillard et al.)
+//   siamese     one encoder ("encoder") for both sides
+//   taser       one encoder with specialized blocks (routing by side or by a learned router)
+// Parameter names are "<encoder>.<BERT name>". The loss is DPR's in-batch NLL (SPEC §1.4) through libtorch's
+// autograd, plus beta times the routers' negative entropy.
+#pragma once
+#include <torch/torch.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "encoder.h"
+
+namespace quorum::torchx {
+
+enum class Preset { kBiEncoder, kSiamese, kTaser };
+
+struct RetrieverConfig {
+  Preset preset = Preset::kBiEncoder;
+  EncoderConfig encoder;
+  std::vector<std::string> tasks;
+  bool per_task_query_encoders = false;
+};
+
+// One contrastive batch. Passage rows hold each question's positive and hard negatives; every passage is a
+// negative for every other question unless `ignore` lists the (question, passage) pair.
+struct TrainBatch {
+  TokenBatch queries, passages;
+  torch::Tensor positives;  // [Bq] int64: the passage row of each question's positive
+  torch::Tensor ignore;     // [K, 2] int64 (question, passage) pairs left out of the softmax, or undefined
+  int64_t task = 0;
+  double loss_scale = 1.0;  // per-task multiplier (and 1 / accumulation steps)
+};
+
+struct StepStats {
+  double loss = 0, entropy = 0;
+  int64_t correct = 0, questions = 0, tokens = 0;
+};
+
+struct OptimizerConfig {
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
+  double layer_decay = 1.0;  // TASER's layer-wise learning-rate decay (1 = off)
+};
+
+class Retriever {
+ public:
+  explicit Retriever(RetrieverConfig config);
+
+  const RetrieverConfig& config() const { return config_; }
+  int64_t out_dim() const { return config_.encoder.out_dim(); }
+  // Every trainable tensor, "<encoder>.<name>", in a fixed order.
+  const NamedTensors& parameters() const { return params_; }
+  int64_t parameter_count() const;
+
+  // Embeds a batch with the query encoder of `task` or the passage encoder, in evaluation mode, without gradients.
+  torch::Tensor encode(const TokenBatch& batch, Side side, int64_t task);
+  // Forward and backward of one batch, adding to the gradients (gradient accumulation).
+  StepStats accumulate(const TrainBatch& batch);
+  // Clips the global gradient norm to `clip` (0 = off), applies AdamW with learning rate lr x each parameter's
+  // multiplier, clears the gradients. Returns the norm before clipping.
+  double step(double lr, double clip);
+  void set_optimizer(const OptimizerConfig& o);
+
+  // The loss the training step uses, on given embeddings (for tests against the infoNce kernel).
+  static torch::Tensor contrastive_loss(const torch::Tensor& q, const torch::Tensor& p, const torch::Tensor& positives,
+                                        const torch::Tensor& ignore);
+
+  // Copies `values` into parameter `name` (shape must match). Throws ERR_NOT_FOUND / ERR_SHAPE.
+  void set_parameter(const std::string& name, const torch::Tensor& values);
+  // Parameters and optimizer state to one file, written atomically; load checks names and shapes.
+  void save(const std::string& path) const;
+  void load(const std::string& path);
+  int64_t optimizer_steps() const { return steps_; }
+
+  // Serializes every call on this model: async work from several JS calls must not interleave.
+  std::mutex& mutex() { return mutex_; }
+
+ private:
+  BertEncoder& query_encoder(int64_t task);
+  BertEncoder& passage_encoder();
+  double lr_multiplier(const std::string& name) const;
+
+  RetrieverConfig config_;
+  std::vector<std::unique_ptr<BertEncoder>> encoders_;
+  std::vector<std::string> encoder_names_;
+  NamedTensors params_;
+  std::vector<double> lr_mult_;
+  std::vector<bool> decays_;
+  std::vector<torch::Tensor> m_, v_;
+  OptimizerConfig opt_;
+  int64_t steps_ = 0;
+  std::mutex mutex_;
+};
+
+}  // namespace quorum::torchx
