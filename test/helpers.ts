@@ -2,18 +2,10 @@ import { expect } from 'vitest';
 
 import { QuorumError, Tensor, type Dtype } from '../lib/index.js';
 import { bf16ToF32, f16ToF32 } from '../lib/reference/dense.js';
+import { rng } from './basics.js';
 
-/** Seeded uniform floats in [-1, 1) (mulberry32), so failures reproduce. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2147483648 - 1;
-  };
-}
+export { asyncCode, code, rng } from './basics.js';
+
 
 export function randomF32(n: number, seed: number): Float32Array {
   const r = rng(seed);
@@ -41,24 +33,4 @@ export function absDot(Q: Float32Array, C: Float64Array, B: number, N: number, D
 
 export const floatDtypes: Dtype[] = ['f32', 'bf16', 'f16'];
 
-/** The `code` of the QuorumError fn throws (undefined when it does not throw; anything else fails the test). */
-export function code(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (e) {
-    expect(e).toBeInstanceOf(QuorumError);
-    return (e as QuorumError).code;
-  }
-  return undefined;
-}
 
-/** {@link code} for a Promise. */
-export async function asyncCode(p: Promise<unknown>): Promise<string | undefined> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(QuorumError);
-    return (e as QuorumError).code;
-  }
-  return undefined;
-}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { QuorumError } from '../lib/errors.js';
+import { code } from './basics.js';
 import { normalizeBert } from '../lib/text/normalize.js';
 import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
 
@@ -8,14 +8,6 @@ import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
 const VOCAB = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[unused0]', 'un', '##aff', '##a', '##able', 'a', 'b', '##b', 'ß', 'c', ',', '!', 'cafe'];
 const id = (t: string) => VOCAB.indexOf(t);
 
-function codeOf(f: () => unknown): string | undefined {
-  try {
-    f();
-  } catch (e) {
-    return e instanceof QuorumError ? e.code : 'not a QuorumError: ' + String(e);
-  }
-  return undefined;
-}
 
 describe('normalizeBert', () => {
   it('lower-cases, strips accents and splits punctuation', () => {
@@ -108,15 +100,15 @@ describe('WordPieceTokenizer framing', () => {
 describe('WordPieceTokenizer errors', () => {
   const tok = new WordPieceTokenizer(VOCAB);
   it('rejects bad vocabularies and arguments with codes', () => {
-    expect(codeOf(() => new WordPieceTokenizer(['[PAD]', '[CLS]', '[SEP]']))).toBe('ERR_ARG');
-    expect(codeOf(() => new WordPieceTokenizer([...VOCAB, 'a']))).toBe('ERR_ARG');
-    expect(codeOf(() => tok.encode(['a'], { maxLength: 2 }))).toBe('ERR_RANGE');
-    expect(codeOf(() => tok.encode(['a'], { pairs: ['a'], maxLength: 3 }))).toBe('ERR_RANGE');
-    expect(codeOf(() => tok.encode(['a', 'b'], { pairs: ['a'] }))).toBe('ERR_SHAPE');
-    expect(codeOf(() => tok.encode([3 as unknown as string]))).toBe('ERR_ARG');
-    expect(codeOf(() => tok.encode(['a'], { marker: 99 }))).toBe('ERR_RANGE');
-    expect(codeOf(() => tok.markerId(5))).toBe('ERR_RANGE');
-    expect(codeOf(() => tok.decode([99]))).toBe('ERR_RANGE');
+    expect(code(() => new WordPieceTokenizer(['[PAD]', '[CLS]', '[SEP]']))).toBe('ERR_ARG');
+    expect(code(() => new WordPieceTokenizer([...VOCAB, 'a']))).toBe('ERR_ARG');
+    expect(code(() => tok.encode(['a'], { maxLength: 2 }))).toBe('ERR_RANGE');
+    expect(code(() => tok.encode(['a'], { pairs: ['a'], maxLength: 3 }))).toBe('ERR_RANGE');
+    expect(code(() => tok.encode(['a', 'b'], { pairs: ['a'] }))).toBe('ERR_SHAPE');
+    expect(code(() => tok.encode([3 as unknown as string]))).toBe('ERR_ARG');
+    expect(code(() => tok.encode(['a'], { marker: 99 }))).toBe('ERR_RANGE');
+    expect(code(() => tok.markerId(5))).toBe('ERR_RANGE');
+    expect(code(() => tok.decode([99]))).toBe('ERR_RANGE');
   });
   it('rejects async with the same codes', async () => {
     await expect(tok.encodeAsync(['a'], { maxLength: 1 })).rejects.toMatchObject({ code: 'ERR_RANGE' });

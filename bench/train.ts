@@ -1,0 +1,170 @@
+// Issue 6's acceptance experiment: on the multi-domain benchmark (default: the embedded data/multidomain-mini),
+// BM25 beside three encoders trained from scratch with GloVe token embeddings: the DPR bi-encoder, the Siamese
+// encoder and TASER (Det-R, every 2nd block specialized). Each trains under the same time budget; the best epoch by
+// dev MRR is evaluated on the test split (Recall@20, MRR@10 per task). Then training throughput: the TypeScript
+// loop against one native call running the same steps.
+//   node --import tsx bench/train.ts [--budget=900] [--epochs=3] [--lr=1e-3] [--passage-length=96] [--presets=taser,bi-encoder,siamese] [--data=DIR]
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+
+import { loadBeir, type BeirDataset } from '../lib/data/beir.js';
+import { evaluateRun } from '../lib/eval/metrics.js';
+import { packageRoot } from '../lib/native.js';
+import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
+import type { RetrieverPreset } from '../lib/train/config.js';
+import { encodeTable, indexTable } from '../lib/train/encode-corpus.js';
+import { addBm25Negatives, examplesFromQrels } from '../lib/train/examples.js';
+import { loadGloveVectors } from '../lib/train/glove.js';
+import { initFromGlove } from '../lib/train/init.js';
+import { Retriever } from '../lib/train/retriever.js';
+import { composeBatch, trainRetriever } from '../lib/train/trainer.js';
+import { TokenTable } from '../lib/train/token-table.js';
+import { table } from '../lib/cli/table.js';
+import { writeResults } from './harness.js';
+
+const arg = (name: string, fallback: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
+const dir = arg('data', join(packageRoot, 'data', 'multidomain-mini'));
+const budget = Number(arg('budget', '900'));
+const epochs = Number(arg('epochs', '3'));
+const presets = arg('presets', 'taser,bi-encoder,siamese').split(',') as RetrieverPreset[];
+const seed = 12345;
+const encoder = { hiddenSize: 128, embeddingSize: 100, layers: 4, heads: 4, ffnSize: 512, maxPositions: 256, dropout: 0.1 };
+const train = { batchSize: Number(arg('batch', '32')), hardNegatives: 1, lr: Number(arg('lr', '1e-3')), clip: 2.0, maxQueryLength: 32, maxPassageLength: Number(arg('passage-length', '96')), validationPool: 1000 };
+
+const split = (s: string): BeirDataset => loadBeir(dir, s);
+const trainDs = split('train');
+const devDs = split('dev');
+const testDs = split('test');
+const passages = trainDs.corpus;
+const tokenizer = await WordPieceTokenizer.load();
+const trainEx = examplesFromQrels(trainDs, trainDs.qrels);
+const devEx = examplesFromQrels(devDs, devDs.qrels);
+const bm25 = await addBm25Negatives(trainEx, passages, { k: 30 });
+await addBm25Negatives(devEx, passages, { k: 30, index: bm25 });
+const tasks = [...new Set(trainEx.map((e) => e.task))].sort();
+console.log(`${dir}: ${passages.length} passages; ${trainEx.length} train, ${devEx.length} dev, ${testDs.qrels.size} test questions; tasks ${tasks.join(', ')}`);
+const t0 = performance.now();
+const glove = await loadGloveVectors();
+console.log(`GloVe loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+
+// Test evaluation per task (the test split also holds XQuAD, a task no model trained on: it runs as 'wiki'-like
+// questions with no marker when markers are off).
+const testQueries = testDs.queries.filter((q) => testDs.qrels.has(q.id));
+const testTasks = [...new Set(testQueries.map((q) => q.task ?? 'default'))].sort();
+function score(run: Map<string, string[]>) {
+  const out: Record<string, Record<string, number>> = {};
+  for (const t of [...testTasks, 'all']) {
+    const qrels = new Map([...testDs.qrels].filter(([id]) => t === 'all' || testQueries.find((q) => q.id === id)?.task === t));
+    const m = evaluateRun(run, qrels, [20]);
+    out[t] = { 'Recall@20': m['Recall@20'] ?? 0, 'MRR@10': m['MRR@10'] ?? 0, questions: qrels.size };
+  }
+  return out;
+}
+
+const results: Record<string, unknown> = {};
+const rows: Array<Record<string, string | number>> = [];
+const report = (name: string, params: number, s: Record<string, Record<string, number>>, extra: Record<string, string | number> = {}) => {
+  const row: Record<string, string | number> = { model: name, parameters: params };
+  for (const t of [...testTasks, 'all']) {
+    row[`${t} R@20`] = (s[t]?.['Recall@20'] ?? 0).toFixed(3);
+    row[`${t} MRR@10`] = (s[t]?.['MRR@10'] ?? 0).toFixed(3);
+  }
+  rows.push({ ...row, ...extra });
+};
+
+{
+  const hits = await bm25.search(testQueries.map((q) => q.text), 100);
+  const run = new Map(testQueries.map((q, i) => [q.id, (hits[i] ?? []).map((h) => passages[Number(h.id)]!.id)]));
+  const s = score(run);
+  results['bm25'] = s;
+  report('BM25 (k1 0.9, b 0.4)', 0, s);
+}
+
+const passageTable = await TokenTable.build(tokenizer, passages.map((p) => p.title), { pairs: passages.map((p) => p.text), maxLength: train.maxPassageLength });
+for (const preset of presets) {
+  Retriever.seed(seed);
+  const model = Retriever.create({ preset, encoder, tasks });
+  const { coverage } = await initFromGlove(model, tokenizer.vocabulary, { glove, seed });
+  const ckpt = join(tmpdir(), `quorum-train-${preset}-${process.pid}`);
+  mkdirSync(ckpt, { recursive: true });
+  console.log(`\n${preset}: ${model.parameterCount.toLocaleString()} parameters, GloVe covers ${(coverage * 100).toFixed(1)}% of the vocabulary`);
+  const r = await trainRetriever(model, tokenizer, { passages, train: trainEx, dev: devEx }, {
+    ...train,
+    epochs,
+    seed,
+    layerDecay: preset === 'taser' ? 0.8 : 1,
+    timeBudgetSeconds: budget,
+    checkpointDir: ckpt,
+    log: (l) => console.log('  ' + l),
+  });
+  await model.load(join(ckpt, 'best.pt'));
+  const e0 = performance.now();
+  const { index } = await indexTable(model, passageTable);
+  const encodeSec = (performance.now() - e0) / 1000;
+  // Test questions: task markers as in training, XQuAD (unseen task) without one.
+  const run = new Map<string, string[]>();
+  for (const t of testTasks) {
+    const qs = testQueries.filter((q) => (q.task ?? 'default') === t);
+    const ti = tasks.indexOf(t);
+    const qt = await TokenTable.build(tokenizer, qs.map((q) => q.text), { maxLength: train.maxQueryLength, marker: ti >= 0 ? tokenizer.markerId(ti + 1) : undefined });
+    const emb = await encodeTable(model, qt, { side: 'query', task: Math.max(ti, 0) });
+    const top = await index.search(emb, 100);
+    qs.forEach((q, i) => run.set(q.id, top.hits(i).map((h) => passages[Number(h.id)]!.id)));
+  }
+  const s = score(run);
+  results[preset] = { scores: s, parameters: model.parameterCount, train: r, encodeSeconds: encodeSec };
+  report(preset, model.parameterCount, s, {
+    'train s': Math.round(r.seconds),
+    epochs: r.epochs.length,
+    'best epoch': (r.best?.epoch ?? -1) + 1,
+    'tokens/s': Math.round(r.tokensPerSecond),
+  });
+}
+
+console.log(`\ntest split (${testQueries.length} questions):`);
+table(rows);
+
+// Throughput: the same 24 batches through the TypeScript loop (accumulate + step per batch, each a Promise) and
+// through one native call, alternated, on one TASER model.
+{
+  Retriever.seed(seed);
+  const model = Retriever.create({ preset: 'taser', encoder, tasks });
+  const random = () => 0.5;
+  const qTable = await TokenTable.build(tokenizer, trainEx.map((e) => e.query), { maxLength: train.maxQueryLength });
+  const batches = Array.from({ length: 24 }, (_, b) => {
+    const members = Array.from({ length: train.batchSize }, (_, i) => (b * train.batchSize + i) % trainEx.length);
+    const c = composeBatch(trainEx, members, 1, random);
+    return { queries: qTable.batch(members), passages: passageTable.batch(c.passageRows), positives: c.positives, ignore: c.ignore, task: 0, lossScale: 1 };
+  });
+  const lrs = new Float64Array(batches.length).fill(1e-4);
+  const tsLoop = async () => {
+    const t = performance.now();
+    let tokens = 0;
+    for (const [i, b] of batches.entries()) {
+      tokens += (await model.accumulate(b)).tokens;
+      await model.step(lrs[i]!, 2);
+    }
+    return { tokens, ms: performance.now() - t };
+  };
+  await model.trainLoopNative(batches.slice(0, 2), lrs, 2); // warm up
+  const ts: number[] = [];
+  const nat: number[] = [];
+  for (let rep = 0; rep < 3; rep++) {
+    const a = await tsLoop();
+    ts.push(a.tokens / (a.ms / 1000));
+    const n = await model.trainLoopNative(batches, lrs, 2);
+    nat.push(n.tokens / (n.ms / 1000));
+  }
+  const med = (xs: number[]) => xs.slice().sort((a, b) => a - b)[1]!;
+  const overhead = 1 - med(ts) / med(nat);
+  console.log(`\ntraining throughput (TASER, ${batches.length} batches of ${train.batchSize} questions + ${train.batchSize} hard negatives, median of 3):`);
+  table([
+    { loop: 'native C++ loop (libtorch)', 'tokens/s': Math.round(med(nat)) },
+    { loop: 'TypeScript loop over native steps', 'tokens/s': Math.round(med(ts)) },
+  ]);
+  console.log(`TypeScript orchestration cost: ${(overhead * 100).toFixed(1)}% (target: at most 10%)`);
+  results['throughput'] = { nativeTokensPerSecond: nat, tsTokensPerSecond: ts, overhead };
+}
+const path = writeResults('train', { date: new Date().toISOString(), node: process.version, data: dir, budget, encoder, train, results });
+console.log(`\nresults written to ${path}`);

@@ -1,0 +1,63 @@
+// Encoding a corpus with a trained Retriever: rows sorted by length so batches carry little padding, each batch
+// encoded off the main thread straight into its rows of one f32 Tensor, optionally added to a DenseIndex.
+import { DenseIndex, type DenseIndexOptions } from '../dense-index.js';
+import { Tensor } from '../tensor.js';
+import type { Retriever } from './retriever.js';
+import type { TokenTable } from './token-table.js';
+
+export interface EncodeTableOptions {
+  side: 'query' | 'passage';
+  /** Task index for per-task query encoders. */
+  task?: number;
+  /** Rows per native call (default 64). */
+  batchSize?: number;
+  /** Encode only these rows of the table (output row i is table row rows[i]). */
+  rows?: readonly number[];
+  /** Called after each batch with the rows done so far. */
+  onProgress?: (done: number, total: number) => void;
+}
+
+/**
+ * Embeds the rows of a token table into a [rows, dim] f32 tensor (row i is text i, or table row options.rows[i]).
+ *
+ * @example
+ * const table = await TokenTable.build(tok, titles, { pairs: texts, maxLength: 128 });
+ * const emb = await encodeTable(model, table, { side: 'passage' });
+ */
+export async function encodeTable(model: Retriever, table: TokenTable, options: EncodeTableOptions): Promise<Tensor<'f32'>> {
+  const which = options.rows ?? Array.from({ length: table.size }, (_, i) => i);
+  const n = which.length;
+  const dim = model.dim;
+  const out = Tensor.zeros([n, dim], 'f32');
+  // Positions into `which`, shortest rows first.
+  const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => table.length(which[a]!) - table.length(which[b]!));
+  const size = options.batchSize ?? 64;
+  const buf = new Float32Array(size * dim);
+  const data = out.data;
+  for (let s = 0; s < n; s += size) {
+    const rows = order.slice(s, s + size);
+    const emb = await model.encode(table.batch(rows.map((i) => which[i]!)), options.side, { task: options.task, out: buf.subarray(0, rows.length * dim) });
+    rows.forEach((r, i) => data.set(emb.subarray(i * dim, (i + 1) * dim), r * dim));
+    options.onProgress?.(Math.min(n, s + size), n);
+  }
+  return out;
+}
+
+/**
+ * Embeds a corpus and adds it to a new DenseIndex, row i under id i (default exact inner-product search).
+ *
+ * @example
+ * const { index } = await indexTable(model, passages, { factory: 'HNSW32' });
+ * const hits = await index.search(queryEmbeddings, 20);
+ */
+export async function indexTable(
+  model: Retriever,
+  table: TokenTable,
+  options: Partial<DenseIndexOptions> & Omit<EncodeTableOptions, 'side'> = {},
+): Promise<{ embeddings: Tensor<'f32'>; index: DenseIndex }> {
+  const embeddings = await encodeTable(model, table, { ...options, side: 'passage' });
+  const index = DenseIndex.create({ ...options, dim: model.dim });
+  if (!index.info.trained) await index.train(embeddings);
+  await index.add(embeddings, Array.from({ length: table.size }, (_, i) => i));
+  return { embeddings, index };
+}

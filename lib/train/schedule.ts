@@ -1,0 +1,64 @@
+// Learning-rate schedules and batch composition for contrastive training.
+import { seededRandom } from '../random.js';
+
+export { seededRandom };
+
+/**
+ * DPR's schedule: linear warmup over `warmup` steps, then linear decay to 0 at `total`, never below `floor` (1e-7)
+ * times the base rate. Returns the multiplier for (0-based) `step`.
+ *
+ * @example
+ * const mult = linearSchedule(100, 1000);
+ * mult(0) // 0;  mult(50) // 0.5;  mult(100) // 1;  mult(550) // 0.5
+ */
+export function linearSchedule(warmup: number, total: number, floor = 1e-7): (step: number) => number {
+  return (step) => {
+    if (step < warmup) return step / Math.max(1, warmup);
+    return Math.max(floor, (total - step) / Math.max(1, total - warmup));
+  };
+}
+
+
+/** Fisher-Yates in place. */
+export function shuffle<T>(xs: T[], random: () => number): T[] {
+  for (let i = xs.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [xs[i], xs[j]] = [xs[j] as T, xs[i] as T];
+  }
+  return xs;
+}
+
+/** One homogeneous batch: indices into its task's example list. */
+export interface TaskBatch {
+  task: number;
+  examples: number[];
+}
+
+/**
+ * DPR's multi-set iterator (Maillard et al.'s multi-task training, SPEC §3.5): every batch comes from one task;
+ * task i contributes floor(ceil(n_i / batchSize) * rate_i) batches per epoch (a rate above 1 cycles through its
+ * data again); each task's data and then the sequence of batches are shuffled with seed + epoch.
+ *
+ * @example
+ * homogeneousBatches([500, 80], 16, { rates: [0.5, 1], seed: 1, epoch: 0 }) // 16 + 5 batches, tasks interleaved
+ */
+export function homogeneousBatches(
+  sizes: readonly number[],
+  batchSize: number,
+  options: { rates?: readonly number[]; seed?: number; epoch?: number } = {},
+): TaskBatch[] {
+  const random = seededRandom((options.seed ?? 0) + (options.epoch ?? 0));
+  const out: TaskBatch[] = [];
+  sizes.forEach((n, task) => {
+    if (n === 0) return;
+    const rate = options.rates?.[task] ?? 1;
+    const count = Math.floor(Math.ceil(n / batchSize) * rate);
+    const order = shuffle(Array.from({ length: n }, (_, i) => i), random);
+    for (let b = 0; b < count; b++) {
+      const examples: number[] = [];
+      for (let i = 0; i < batchSize && (rate > 1 || b * batchSize + i < n); i++) examples.push(order[(b * batchSize + i) % n] as number);
+      out.push({ task, examples });
+    }
+  });
+  return shuffle(out, random);
+}

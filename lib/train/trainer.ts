@@ -1,0 +1,321 @@
+// The contrastive training loop (DPR, Maillard et al. multi-task, TASER) in TypeScript over native steps: the
+// heavy work (forward, backward, AdamW) runs in quorum_torch off the main thread; this file decides what goes in each
+// batch, the learning rate of each step, validation, checkpoints and resumption.
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { readJsonFile, writeFileAtomic } from '../data/files.js';
+import { QuorumError } from '../errors.js';
+import type { TrainBatchArg } from '../native.js';
+import type { WordPieceTokenizer } from '../text/tokenizer.js';
+import { progress } from '../cli/table.js';
+import type { PassageText, TrainingExample } from './examples.js';
+import type { Retriever } from './retriever.js';
+import { homogeneousBatches, linearSchedule, seededRandom, type TaskBatch } from './schedule.js';
+import { TokenTable } from './token-table.js';
+import { validate, validationPool, type ValidationResult } from './validate.js';
+
+export interface TrainOptions {
+  /** Passes over the training data (default 10). */
+  epochs?: number;
+  /** Questions per batch (default 16, DPR's per-GPU batch). */
+  batchSize?: number;
+  /** Hard negatives per question (default 1, DPR's); drawn at random from each question's list. */
+  hardNegatives?: number;
+  /** Peak learning rate (default 2e-5, DPR's; models trained from scratch want ~1e-4 to 5e-4). */
+  lr?: number;
+  /** Warmup steps (default: 10% of all steps). */
+  warmupSteps?: number;
+  /** Gradient-norm clip (default 2.0; 0 = off). */
+  clip?: number;
+  /** Batches per optimizer step (default 1). */
+  accumulation?: number;
+  weightDecay?: number;
+  /** TASER's layer-wise learning-rate decay (default 1 = off; TASER uses 0.8). */
+  layerDecay?: number;
+  seed?: number;
+  /** Per-task sampling rates (Maillard et al.'s downsampling; default 1). */
+  samplingRates?: Record<string, number>;
+  /** Per-task loss multipliers (default 1). */
+  lossScales?: Record<string, number>;
+  /** Prepend task marker `[unused<i+1>]` to the questions of task i (default: when there are several tasks). */
+  taskMarkers?: boolean;
+  maxQueryLength?: number;
+  maxPassageLength?: number;
+  /** Checkpoint selection metric on the dev examples (default 'mrr', TASER's; 'average-rank' is DPR's). */
+  validation?: 'mrr' | 'average-rank';
+  /** Passages in the validation pool (default 1000). */
+  validationPool?: number;
+  /** Writes last.pt, best.pt and trainer.json here after every epoch. */
+  checkpointDir?: string;
+  /** Continue from checkpointDir's last completed epoch. */
+  resume?: boolean;
+  /** Stop after the first epoch that ends past this many seconds of training. */
+  timeBudgetSeconds?: number;
+  /** A progress bar on stderr. */
+  progress?: boolean;
+  /** One line per epoch. */
+  log?: (line: string) => void;
+}
+
+export interface EpochStats {
+  epoch: number;
+  loss: number;
+  accuracy: number;
+  steps: number;
+  tokens: number;
+  seconds: number;
+  tokensPerSecond: number;
+  validation?: ValidationResult;
+}
+
+export interface TrainResult {
+  epochs: EpochStats[];
+  /** The best epoch by the validation metric, when there was a dev set. */
+  best?: { epoch: number; value: number };
+  tokens: number;
+  seconds: number;
+  tokensPerSecond: number;
+}
+
+export interface TrainingData {
+  passages: readonly PassageText[];
+  train: readonly TrainingExample[];
+  dev?: readonly TrainingExample[];
+}
+
+interface TrainerState {
+  epoch: number;
+  step: number;
+  best: { epoch: number; value: number } | null;
+  history: EpochStats[];
+}
+
+/** Tokenized questions per task (with that task's marker). */
+async function questionTables(
+  tokenizer: WordPieceTokenizer,
+  examples: readonly TrainingExample[],
+  tasks: readonly string[],
+  markers: boolean,
+  maxLength: number,
+): Promise<{ tables: Map<string, TokenTable>; rows: number[] }> {
+  const tables = new Map<string, TokenTable>();
+  const rows = new Array<number>(examples.length).fill(-1);
+  for (const [t, task] of tasks.entries()) {
+    const idx = examples.map((e, i) => (e.task === task ? i : -1)).filter((i) => i >= 0);
+    if (!idx.length) continue;
+    const marker = markers ? tokenizer.markerId(t + 1) : undefined;
+    tables.set(task, await TokenTable.build(tokenizer, idx.map((i) => examples[i]!.query), { maxLength, marker }));
+    idx.forEach((i, r) => (rows[i] = r));
+  }
+  return { tables, rows };
+}
+
+/**
+ * One batch: each question's positive, then its hard negatives; every other passage in the batch is an in-batch
+ * negative, except passages that are gold for that question too (left out of its softmax, not counted as negatives).
+ */
+export function composeBatch(
+  examples: readonly TrainingExample[],
+  members: readonly number[],
+  hardNegatives: number,
+  random: () => number,
+): { passageRows: number[]; positives: Int32Array; ignore: Int32Array } {
+  const passageRows: number[] = [];
+  const positives = new Int32Array(members.length);
+  members.forEach((ei, i) => {
+    const e = examples[ei]!;
+    positives[i] = passageRows.length;
+    passageRows.push(e.positives[Math.floor(random() * e.positives.length)]!);
+    const pool = e.hardNegatives.slice();
+    for (let h = 0; h < hardNegatives && pool.length; h++) passageRows.push(pool.splice(Math.floor(random() * pool.length), 1)[0]!);
+  });
+  const ignore: number[] = [];
+  members.forEach((ei, i) => {
+    const gold = new Set(examples[ei]!.positives);
+    passageRows.forEach((r, j) => {
+      if (j !== positives[i] && gold.has(r)) ignore.push(i, j);
+    });
+  });
+  return { passageRows, positives, ignore: Int32Array.from(ignore) };
+}
+
+/**
+ * Trains a retriever contrastively: in-batch and hard negatives, homogeneous per-task batches with sampling rates
+ * and loss scales, task markers, AdamW with linear warmup and decay, gradient clipping and accumulation,
+ * validation with best-checkpoint selection, checkpoint and resume.
+ *
+ * @example
+ * const model = Retriever.create({ preset: 'taser', encoder: { layers: 4 } });
+ * const result = await trainRetriever(model, tokenizer, { passages, train, dev }, { epochs: 5, lr: 3e-4, progress: true });
+ * console.log(result.best, result.tokensPerSecond);
+ */
+export async function trainRetriever(
+  model: Retriever,
+  tokenizer: WordPieceTokenizer,
+  data: TrainingData,
+  options: TrainOptions = {},
+): Promise<TrainResult> {
+  const o = {
+    epochs: 10,
+    batchSize: 16,
+    hardNegatives: 1,
+    lr: 2e-5,
+    clip: 2.0,
+    accumulation: 1,
+    seed: 12345,
+    maxQueryLength: 32,
+    maxPassageLength: 128,
+    validation: 'mrr' as const,
+    validationPool: 1000,
+    ...options,
+  };
+  if (!data.train.length) throw new QuorumError('ERR_ARG', 'no training examples');
+  for (const [k, v] of Object.entries({ epochs: o.epochs, batchSize: o.batchSize, accumulation: o.accumulation }))
+    if (!Number.isInteger(v) || v < 1) throw new QuorumError('ERR_RANGE', `${k} must be a positive integer, got ${v}`);
+  const tasks = model.config.tasks.length ? [...model.config.tasks] : [...new Set(data.train.map((e) => e.task))].sort();
+  const taskIndex = new Map(tasks.map((t, i) => [t, i]));
+  for (const e of [...data.train, ...(data.dev ?? [])])
+    if (!taskIndex.has(e.task)) throw new QuorumError('ERR_ARG', `example task '${e.task}' is not one of the model's tasks (${tasks.join(', ')})`);
+  const markers = o.taskMarkers ?? tasks.length > 1;
+  const log = o.log ?? (() => {});
+
+  const passages = await TokenTable.build(
+    tokenizer,
+    data.passages.map((p) => p.title),
+    { pairs: data.passages.map((p) => p.text), maxLength: o.maxPassageLength },
+  );
+  const trainQ = await questionTables(tokenizer, data.train, tasks, markers, o.maxQueryLength);
+  const dev = data.dev?.length ? data.dev : undefined;
+  const devQ = dev ? await questionTables(tokenizer, dev, tasks, markers, o.maxQueryLength) : undefined;
+  const pool = dev ? validationPool(dev, data.passages.length, o.validationPool, o.seed) : [];
+
+  // Examples grouped by task (homogeneousBatches indexes within a task).
+  const byTask = tasks.map((t) => data.train.map((e, i) => (e.task === t ? i : -1)).filter((i) => i >= 0));
+  const rates = tasks.map((t) => o.samplingRates?.[t] ?? 1);
+  const plan = (epoch: number) => homogeneousBatches(byTask.map((x) => x.length), o.batchSize, { rates, seed: o.seed, epoch });
+  const batchesPerEpoch = plan(0).length;
+  const totalSteps = Math.ceil((o.epochs * batchesPerEpoch) / o.accumulation);
+  const schedule = linearSchedule(o.warmupSteps ?? Math.round(totalSteps * 0.1), totalSteps);
+  model.setOptimizer({ weightDecay: o.weightDecay ?? 0, layerDecay: o.layerDecay ?? 1 });
+
+  let state: TrainerState = { epoch: -1, step: 0, best: null, history: [] };
+  const dir = o.checkpointDir;
+  if (dir) mkdirSync(dir, { recursive: true });
+  if (dir && o.resume && existsSync(join(dir, 'trainer.json'))) {
+    state = readJsonFile(join(dir, 'trainer.json')) as TrainerState;
+    await model.load(join(dir, 'last.pt'));
+    log(`resumed after epoch ${state.epoch + 1} (step ${state.step})`);
+  }
+
+  const batchOf = (tb: TaskBatch, random: () => number): TrainBatchArg => {
+    const task = tasks[tb.task]!;
+    const members = tb.examples.map((i) => byTask[tb.task]![i]!);
+    const c = composeBatch(data.train, members, o.hardNegatives, random);
+    return {
+      queries: trainQ.tables.get(task)!.batch(members.map((i) => trainQ.rows[i]!)),
+      passages: passages.batch(c.passageRows),
+      positives: c.positives,
+      ignore: c.ignore,
+      task: tb.task,
+      lossScale: (o.lossScales?.[task] ?? 1) / o.accumulation,
+    };
+  };
+
+  let trainedSeconds = state.history.reduce((s, e) => s + e.seconds, 0);
+  for (let epoch = state.epoch + 1; epoch < o.epochs; epoch++) {
+    const batches = plan(epoch);
+    const random = seededRandom(o.seed * 7919 + epoch);
+    const bar = o.progress ? progress(`epoch ${epoch + 1}/${o.epochs}`, batches.length) : undefined;
+    const e0 = performance.now();
+    let loss = 0;
+    let correct = 0;
+    let questions = 0;
+    let tokens = 0;
+    let steps = 0;
+    for (let b = 0; b < batches.length; b++) {
+      const s = await model.accumulate(batchOf(batches[b]!, random));
+      loss += s.loss * s.questions;
+      correct += s.correct;
+      questions += s.questions;
+      tokens += s.tokens;
+      if ((b + 1) % o.accumulation === 0 || b + 1 === batches.length) {
+        await model.step(o.lr * schedule(state.step), o.clip);
+        state.step++;
+        steps++;
+      }
+      bar?.tick();
+    }
+    bar?.stop();
+    const seconds = (performance.now() - e0) / 1000;
+    const stats: EpochStats = { epoch, loss: loss / questions, accuracy: correct / questions, steps, tokens, seconds, tokensPerSecond: tokens / seconds };
+    trainedSeconds += seconds;
+    let improved = false;
+    if (dev && devQ) {
+      stats.validation = await validate(model, { passages, queries: devQ.tables, rows: devQ.rows, examples: dev, taskIndex, pool });
+      // Lower is better for both (TASER returns -MRR); an explicit best flag, not DPR's falsy 0.0 check.
+      const value = o.validation === 'mrr' ? -stats.validation.mrr : stats.validation.averageRank;
+      if (state.best === null || value < state.best.value) {
+        state.best = { epoch, value };
+        improved = true;
+      }
+    }
+    state.history.push(stats);
+    state.epoch = epoch;
+    if (dir) {
+      await model.save(join(dir, 'last.pt'));
+      if (improved) await model.save(join(dir, 'best.pt'));
+      writeFileAtomic(join(dir, 'trainer.json'), Buffer.from(JSON.stringify(state, null, 1)));
+    }
+    const v = stats.validation;
+    log(
+      `epoch ${epoch + 1}/${o.epochs}: loss ${stats.loss.toFixed(4)}, in-batch accuracy ${(stats.accuracy * 100).toFixed(1)}%, ` +
+        `${Math.round(stats.tokensPerSecond)} tokens/s` +
+        (v ? `, dev MRR ${v.mrr.toFixed(4)}, average rank ${v.averageRank.toFixed(1)} (pool ${v.pool})${improved ? ' *' : ''}` : ''),
+    );
+    if (o.timeBudgetSeconds !== undefined && trainedSeconds >= o.timeBudgetSeconds) {
+      log(`time budget of ${o.timeBudgetSeconds} s reached after epoch ${epoch + 1}`);
+      break;
+    }
+  }
+  const tokens = state.history.reduce((s, e) => s + e.tokens, 0);
+  const seconds = state.history.reduce((s, e) => s + e.seconds, 0);
+  return { epochs: state.history, best: state.best ?? undefined, tokens, seconds, tokensPerSecond: tokens / Math.max(seconds, 1e-9) };
+}
+
+/**
+ * Maillard et al.'s adversarial confounders: replaces each example's hard negatives with the top passages the
+ * model itself retrieves (from an exact DenseIndex over the corpus) that are not gold.
+ *
+ * @example
+ * const round2 = await mineHardNegatives(model, tokenizer, passages, train, { k: 30 });
+ * await trainRetriever(model, tokenizer, { passages, train: round2, dev }, { epochs: 2 });
+ */
+export async function mineHardNegatives(
+  model: Retriever,
+  tokenizer: WordPieceTokenizer,
+  passages: readonly PassageText[],
+  examples: readonly TrainingExample[],
+  options: { k?: number; maxQueryLength?: number; maxPassageLength?: number; taskMarkers?: boolean } = {},
+): Promise<TrainingExample[]> {
+  const { indexTable, encodeTable } = await import('./encode-corpus.js');
+  const k = options.k ?? 30;
+  const tasks = model.config.tasks.length ? [...model.config.tasks] : [...new Set(examples.map((e) => e.task))].sort();
+  const table = await TokenTable.build(tokenizer, passages.map((p) => p.title), { pairs: passages.map((p) => p.text), maxLength: options.maxPassageLength ?? 128 });
+  const { index } = await indexTable(model, table);
+  const q = await questionTables(tokenizer, examples, tasks, options.taskMarkers ?? tasks.length > 1, options.maxQueryLength ?? 32);
+  const out = examples.map((e) => ({ ...e, hardNegatives: [] as number[] }));
+  for (const [t, task] of tasks.entries()) {
+    const table = q.tables.get(task);
+    if (!table) continue;
+    const idx = examples.map((e, i) => (e.task === task ? i : -1)).filter((i) => i >= 0);
+    const emb = await encodeTable(model, table, { side: 'query', task: t, rows: idx.map((i) => q.rows[i]!) });
+    const hits = await index.search(emb, k + 10);
+    idx.forEach((ei, r) => {
+      const gold = new Set(examples[ei]!.positives);
+      out[ei]!.hardNegatives = hits.hits(r).map((h) => Number(h.id)).filter((p) => !gold.has(p)).slice(0, k);
+    });
+  }
+  return out;
+}
+

@@ -1,0 +1,82 @@
+// Validation for checkpoint selection (SPEC §4.5): every dev question is ranked against one pool of passages
+// (the dev questions' gold passages and hard negatives, topped up with random passages); the rank of a question is
+// the number of pool passages scoring strictly above its best gold passage (0 = first; ties count in its favour).
+import { QuorumError } from '../errors.js';
+import type { TrainingExample } from './examples.js';
+import type { Retriever } from './retriever.js';
+import { seededRandom, shuffle } from './schedule.js';
+import type { TokenTable } from './token-table.js';
+import { encodeTable } from './encode-corpus.js';
+
+export interface ValidationResult {
+  /** mean 1 / (rank + 1) */
+  mrr: number;
+  /** mean 0-based rank (DPR's average rank) */
+  averageRank: number;
+  questions: number;
+  pool: number;
+}
+
+/** The pool of corpus rows for a set of dev examples: gold, then hard negatives (up to 30 each), then random rows. */
+export function validationPool(examples: readonly TrainingExample[], corpusSize: number, size: number, seed = 0): number[] {
+  const pool = new Set<number>();
+  for (const e of examples) e.positives.forEach((r) => pool.add(r));
+  for (const e of examples) e.hardNegatives.slice(0, 30).forEach((r) => pool.size < size && pool.add(r));
+  if (pool.size < size) {
+    const rest = shuffle(Array.from({ length: corpusSize }, (_, i) => i).filter((r) => !pool.has(r)), seededRandom(seed));
+    for (const r of rest.slice(0, size - pool.size)) pool.add(r);
+  }
+  return [...pool];
+}
+
+/**
+ * Ranks each dev question against the pool.
+ *
+ * @example
+ * const v = await validate(model, { passages, queries: devQueries, examples: dev, taskIndex, pool });
+ * console.log(v.mrr, v.averageRank);
+ */
+export async function validate(
+  model: Retriever,
+  input: {
+    passages: TokenTable;
+    /** Question rows per task: queries.get(task) is that task's table, `rows[i]` example i's row in it. */
+    queries: ReadonlyMap<string, TokenTable>;
+    rows: readonly number[];
+    examples: readonly TrainingExample[];
+    taskIndex: ReadonlyMap<string, number>;
+    pool: readonly number[];
+  },
+): Promise<ValidationResult> {
+  const { examples, pool } = input;
+  if (examples.length === 0) throw new QuorumError('ERR_ARG', 'validation needs at least one dev question');
+  const dim = model.dim;
+  const P = (await encodeTable(model, input.passages, { side: 'passage', rows: pool })).data;
+  const where = new Map(pool.map((r, i) => [r, i]));
+  let rr = 0;
+  let rankSum = 0;
+  for (const [task, table] of input.queries) {
+    const idx = examples.map((e, i) => (e.task === task ? i : -1)).filter((i) => i >= 0);
+    if (!idx.length) continue;
+    const Q = (await encodeTable(model, table, { side: 'query', task: input.taskIndex.get(task) ?? 0, rows: idx.map((i) => input.rows[i]!) })).data;
+    idx.forEach((ei, qi) => {
+      const q = Q.subarray(qi * dim, (qi + 1) * dim);
+      const scores = new Float64Array(pool.length);
+      for (let j = 0; j < pool.length; j++) {
+        let s = 0;
+        for (let d = 0; d < dim; d++) s += (q[d] as number) * (P[j * dim + d] as number);
+        scores[j] = s;
+      }
+      let gold = -Infinity;
+      for (const r of examples[ei]!.positives) {
+        const j = where.get(r);
+        if (j !== undefined) gold = Math.max(gold, scores[j] as number);
+      }
+      let rank = 0;
+      for (const s of scores) if (s > gold) rank++;
+      rr += 1 / (rank + 1);
+      rankSum += rank;
+    });
+  }
+  return { mrr: rr / examples.length, averageRank: rankSum / examples.length, questions: examples.length, pool: pool.length };
+}

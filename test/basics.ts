@@ -1,0 +1,33 @@
+// Test helpers with no native dependency (helpers.ts re-exports them): error codes and seeded numbers.
+import { expect } from 'vitest';
+
+import { QuorumError } from '../lib/errors.js';
+import { seededRandom } from '../lib/random.js';
+
+/** Seeded uniform floats in [-1, 1) (mulberry32), so failures reproduce. */
+export function rng(seed: number): () => number {
+  const u = seededRandom(seed);
+  return () => u() * 2 - 1;
+}
+
+/** The `code` of the QuorumError fn throws (undefined when it does not throw; anything else fails the test). */
+export function code(fn: () => unknown): string | undefined {
+  try {
+    fn();
+  } catch (e) {
+    expect(e).toBeInstanceOf(QuorumError);
+    return (e as QuorumError).code;
+  }
+  return undefined;
+}
+
+/** {@link code} for a Promise. */
+export async function asyncCode(p: Promise<unknown>): Promise<string | undefined> {
+  try {
+    await p;
+  } catch (e) {
+    expect(e).toBeInstanceOf(QuorumError);
+    return (e as QuorumError).code;
+  }
+  return undefined;
+}

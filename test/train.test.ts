@@ -1,0 +1,414 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterAll, describe, expect, it } from 'vitest';
+
+import { infoNceSync } from '../lib/losses.js';
+import { torchAddon } from '../lib/native.js';
+import { writeSafetensors } from '../lib/io/safetensors.js';
+import { referenceEncode } from '../lib/reference/bert.js';
+import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
+import type { EncoderConfig } from '../lib/train/config.js';
+import { encodeTable, indexTable } from '../lib/train/encode-corpus.js';
+import type { TrainingExample } from '../lib/train/examples.js';
+import { initFromBertCheckpoint, initFromGlove } from '../lib/train/init.js';
+import { Retriever, type RetrieverOptions, type TokenBatchArg } from '../lib/train/retriever.js';
+import { homogeneousBatches, linearSchedule, seededRandom } from '../lib/train/schedule.js';
+import { composeBatch, mineHardNegatives, trainRetriever } from '../lib/train/trainer.js';
+import { TokenTable } from '../lib/train/token-table.js';
+import { code } from './basics.js';
+
+// A 40-word vocabulary: w0 .. w31 plus the specials.
+const WORDS = Array.from({ length: 32 }, (_, i) => `w${i}`);
+const VOCAB = ['[PAD]', '[unused0]', '[unused1]', '[unused2]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', ...WORDS];
+const tok = new WordPieceTokenizer(VOCAB);
+const tiny: Partial<EncoderConfig> = { vocabSize: VOCAB.length, hiddenSize: 16, heads: 2, ffnSize: 32, layers: 3, maxPositions: 32, dropout: 0 };
+
+const dirs: string[] = [];
+const tempDir = () => {
+  const d = mkdtempSync(join(tmpdir(), 'quorum-train-'));
+  dirs.push(d);
+  return d;
+};
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+
+/** Every parameter set to seeded uniform values in [-s, s] (LayerNorm weights around 1), so nothing is trivial. */
+function randomize(model: Retriever, seed: number, s = 0.3): void {
+  const r = seededRandom(seed);
+  for (const { name, shape } of model.parameters()) {
+    const n = shape.reduce((a, b) => a * b, 1);
+    const base = name.endsWith('LayerNorm.weight') ? 1 : 0;
+    model.setParameter(name, Float32Array.from({ length: n }, () => base + (r() * 2 - 1) * s));
+  }
+}
+
+/** One encoder's parameters without their "<encoder>." prefix, for the reference. */
+function encoderParams(model: Retriever, encoder: string): Map<string, Float32Array> {
+  const out = new Map<string, Float32Array>();
+  for (const { name } of model.parameters()) if (name.startsWith(encoder + '.')) out.set(name.slice(encoder.length + 1), model.getParameter(name));
+  return out;
+}
+
+function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  expect(a.length).toBe(b.length);
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs((a[i] as number) - (b[i] as number)));
+  return m;
+}
+
+const texts = ['w1 w2 w3 w4 w5 w6', 'w7', 'w8 w9 w10', 'w11 w12 w13 w14 w15 w16 w17 w18 w19'];
+
+describe('encoder forward against the TypeScript reference', () => {
+  const cases: Array<[string, RetrieverOptions]> = [
+    ['plain BERT, factorized embeddings, output projection', { preset: 'siamese', encoder: { ...tiny, embeddingSize: 8, projectionDim: 6 } }],
+    ['TASER Det-R, every 2nd block', { preset: 'taser', encoder: tiny, taser: { every: 2, experts: 2, routing: 'det' } }],
+    ['TASER Det-R, 4 experts', { preset: 'taser', encoder: tiny, taser: { every: 1, experts: 4, routing: 'det' } }],
+    ['TASER Seq-R, shared gate', { preset: 'taser', encoder: tiny, taser: { every: 2, experts: 3, routing: 'seq' } }],
+    ['TASER Seq-R, per-layer gates', { preset: 'taser', encoder: tiny, taser: { every: 1, experts: 2, routing: 'seq', perLayerGate: true } }],
+    ['TASER Tok-R', { preset: 'taser', encoder: tiny, taser: { every: 1, experts: 3, routing: 'tok' } }],
+  ];
+  for (const [name, options] of cases) {
+    it(name, async () => {
+      const model = Retriever.create(options);
+      randomize(model, 7);
+      const params = encoderParams(model, 'encoder');
+      const batch = tok.encode(texts, { pairs: ['w20', 'w21 w22', '', 'w23'], maxLength: 14 });
+      for (const side of ['query', 'passage'] as const) {
+        const native = await model.encode(batch, side);
+        const ref = referenceEncode(model.config.encoder, params, { ...batch, batch: batch.rows, side });
+        expect(maxAbsDiff(native, ref)).toBeLessThan(2e-4);
+        expect(maxAbsDiff(model.encodeSync(batch, side), native)).toBe(0);
+      }
+    });
+  }
+
+  it('ignores whatever sits in padded positions', () => {
+    const model = Retriever.create({ preset: 'siamese', encoder: tiny });
+    const a = tok.encode(['w1 w2', 'w3 w4 w5 w6 w7 w8']);
+    const b = { ...a, ids: a.ids.slice() };
+    for (let i = 4; i < b.seqLen; i++) b.ids[i] = 9 + i; // row 0's padding
+    expect(maxAbsDiff(model.encodeSync(a, 'query'), model.encodeSync(b, 'query'))).toBe(0);
+  });
+
+  it('encodes a table in length-sorted batches into the right rows', async () => {
+    const model = Retriever.create({ preset: 'siamese', encoder: tiny });
+    const table = await TokenTable.build(tok, texts, { maxLength: 16 });
+    const emb = await encodeTable(model, table, { side: 'passage', batchSize: 3 });
+    const direct = model.encodeSync(tok.encode(texts, { maxLength: 16 }), 'passage');
+    expect(maxAbsDiff(emb.data, direct)).toBeLessThan(1e-5);
+    const some = await encodeTable(model, table, { side: 'passage', rows: [3, 0] });
+    expect(maxAbsDiff(some.data.subarray(0, 16), direct.subarray(48, 64))).toBeLessThan(1e-5);
+  });
+});
+
+describe('contrastive loss', () => {
+  it('agrees with the infoNce kernel (loss and both gradients)', () => {
+    const r = seededRandom(3);
+    const B = 5;
+    const P = 10;
+    const D = 8;
+    const q = Float32Array.from({ length: B * D }, () => r() * 2 - 1);
+    const p = Float32Array.from({ length: P * D }, () => r() * 2 - 1);
+    const pos = Int32Array.from([0, 2, 4, 6, 8]);
+    const torch = torchAddon().contrastiveLoss(q, p, B, P, D, pos, null);
+    const kernel = infoNceSync({ data: q, shape: [B, D] }, { data: p, shape: [P, D] }, pos);
+    expect(Math.abs(torch.loss - kernel.loss)).toBeLessThan(1e-5);
+    expect(maxAbsDiff(torch.dQ, kernel.dQ!.data)).toBeLessThan(1e-6);
+    expect(maxAbsDiff(torch.dP, kernel.dP!.data)).toBeLessThan(1e-6);
+  });
+
+  it('leaves ignored pairs out of the softmax (checked by finite differences)', () => {
+    const r = seededRandom(4);
+    const [B, P, D] = [3, 6, 4];
+    const q = Float32Array.from({ length: B * D }, () => r() * 2 - 1);
+    const p = Float32Array.from({ length: P * D }, () => r() * 2 - 1);
+    const pos = Int32Array.from([0, 2, 4]);
+    const ignore = Int32Array.from([0, 2, 1, 5]);
+    const loss = (qq: Float32Array) => {
+      let total = 0;
+      for (let i = 0; i < B; i++) {
+        const s: number[] = [];
+        for (let j = 0; j < P; j++) {
+          if ((i === 0 && j === 2) || (i === 1 && j === 5)) continue;
+          let d = 0;
+          for (let k = 0; k < D; k++) d += (qq[i * D + k] as number) * (p[j * D + k] as number);
+          s.push(j === pos[i] ? NaN : d);
+        }
+        let dp = 0;
+        for (let k = 0; k < D; k++) dp += (qq[i * D + k] as number) * (p[(pos[i] as number) * D + k] as number);
+        const all = s.map((x) => (Number.isNaN(x) ? dp : x));
+        const m = Math.max(...all);
+        total += m + Math.log(all.reduce((a, x) => a + Math.exp(x - m), 0)) - dp;
+      }
+      return total / B;
+    };
+    const t = torchAddon().contrastiveLoss(q, p, B, P, D, pos, ignore);
+    expect(Math.abs(t.loss - loss(q))).toBeLessThan(1e-5);
+    const h = 1e-3;
+    for (let i = 0; i < q.length; i++) {
+      const a = q.slice();
+      const b = q.slice();
+      a[i] = (a[i] as number) + h;
+      b[i] = (b[i] as number) - h;
+      expect(Math.abs((loss(a) - loss(b)) / (2 * h) - (t.dQ[i] as number))).toBeLessThan(1e-3);
+    }
+  });
+});
+
+/** A synthetic task: question "wi" has passage "wi w(i+16)"; every other passage is a negative. */
+function synthetic(n = 12): { passages: { title: string; text: string }[]; train: TrainingExample[] } {
+  const passages = Array.from({ length: n }, (_, i) => ({ title: `w${i}`, text: `w${i + 16}` }));
+  const train = Array.from({ length: n }, (_, i) => ({ query: `w${i}`, task: 'a', positives: [i], hardNegatives: [(i + 1) % n] }));
+  return { passages, train };
+}
+
+function batchOf(model: Retriever, n = 12): Parameters<Retriever['accumulateSync']>[0] {
+  const { passages, train } = synthetic(n);
+  const members = train.map((_, i) => i);
+  const c = composeBatch(train, members, 1, () => 0);
+  const passageBatch = tok.encode(c.passageRows.map((r) => passages[r]!.title), { pairs: c.passageRows.map((r) => passages[r]!.text) });
+  void model;
+  return { queries: tok.encode(train.map((e) => e.query)), passages: passageBatch, positives: c.positives, ignore: c.ignore };
+}
+
+describe('training steps', () => {
+  for (const options of [
+    { preset: 'bi-encoder', encoder: tiny },
+    { preset: 'siamese', encoder: tiny },
+    { preset: 'taser', encoder: tiny, taser: { routing: 'det' } },
+    { preset: 'taser', encoder: tiny, taser: { routing: 'tok', entropyWeight: 0.01 } },
+  ] as RetrieverOptions[]) {
+    it(`${options.preset}${options.taser ? ' ' + options.taser.routing : ''} fits a small task`, async () => {
+      Retriever.seed(1);
+      const model = Retriever.create(options);
+      const batch = batchOf(model);
+      const first = model.accumulateSync(batch);
+      model.stepSync(0, 0);
+      let last = first;
+      for (let s = 0; s < 300 && !(last.correct === 12 && last.loss < first.loss * 0.2); s++) {
+        last = await model.accumulate(batch);
+        await model.step(3e-3, 2);
+      }
+      expect(last.loss).toBeLessThan(first.loss * 0.2);
+      expect(last.correct).toBe(12);
+      expect(last.tokens).toBe(batch.queries.lengths.reduce((a, b) => a + b, 0) + batch.passages.lengths.reduce((a, b) => a + b, 0));
+    });
+  }
+
+  it('gives the Seq-R router a gradient through the straight-through estimate (entropy weight 0)', () => {
+    Retriever.seed(2);
+    const model = Retriever.create({ preset: 'taser', encoder: tiny, taser: { routing: 'seq', experts: 2, entropyWeight: 0 } });
+    const before = model.getParameter('encoder.encoder.gate.weight');
+    const s = model.accumulateSync(batchOf(model));
+    expect(s.entropy).toBeLessThanOrEqual(0);
+    expect(s.entropy).toBeGreaterThanOrEqual(-Math.log(2) - 1e-6);
+    model.stepSync(1e-3, 0);
+    // AdamW moves a parameter only where its gradient is non-zero.
+    expect(maxAbsDiff(before, model.getParameter('encoder.encoder.gate.weight'))).toBeGreaterThan(1e-4);
+  });
+
+  it('applies layer-wise learning-rate decay (first AdamW step moves each weight by ~lr x multiplier)', () => {
+    const model = Retriever.create({ preset: 'siamese', encoder: { ...tiny, projectionDim: 4 } });
+    randomize(model, 5);
+    model.setOptimizer({ layerDecay: 0.5 });
+    const names = ['embeddings.LayerNorm.bias', 'encoder.layer.0.attention.self.query.weight', 'encoder.layer.2.output.dense.weight', 'projection.weight'];
+    const before = names.map((n) => model.getParameter('encoder.' + n));
+    model.accumulateSync(batchOf(model));
+    const lr = 1e-3;
+    model.stepSync(lr, 0);
+    // n = 3 layers: embeddings 0.5^5, layer l 0.5^(4 - l), projection 1.
+    const expected = [0.5 ** 5, 0.5 ** 4, 0.5 ** 2, 1].map((m) => lr * m);
+    names.forEach((n, i) => expect(maxAbsDiff(before[i]!, model.getParameter('encoder.' + n)) / expected[i]!).toBeCloseTo(1, 2));
+  });
+
+  it('updates only the task-specific query encoder of the batch\'s task, and the shared passage encoder', () => {
+    const model = Retriever.create({ preset: 'bi-encoder', encoder: tiny, tasks: ['a', 'b'], perTaskQueryEncoders: true });
+    expect(model.encoderNames()).toEqual(['query.a', 'query.b', 'passage']);
+    const name = (e: string) => `${e}.encoder.layer.0.attention.self.query.weight`;
+    const before = ['query.a', 'query.b', 'passage'].map((e) => model.getParameter(name(e)));
+    model.accumulateSync({ ...batchOf(model), task: 1 });
+    model.stepSync(1e-3, 1);
+    const after = ['query.a', 'query.b', 'passage'].map((e) => model.getParameter(name(e)));
+    expect(maxAbsDiff(before[0]!, after[0]!)).toBe(0);
+    expect(maxAbsDiff(before[1]!, after[1]!)).toBeGreaterThan(0);
+    expect(maxAbsDiff(before[2]!, after[2]!)).toBeGreaterThan(0);
+    expect(code(() => model.accumulateSync({ ...batchOf(model), task: 2 }))).toBe('ERR_RANGE');
+  });
+});
+
+describe('checkpoints', () => {
+  it('round-trips parameters and optimizer state; a bad file changes nothing', async () => {
+    const dir = tempDir();
+    const model = Retriever.create({ preset: 'taser', encoder: tiny });
+    model.accumulateSync(batchOf(model));
+    model.stepSync(1e-3, 1);
+    await model.save(join(dir, 'a.pt'));
+    const copy = Retriever.create({ preset: 'taser', encoder: tiny });
+    await copy.load(join(dir, 'a.pt'));
+    expect(copy.optimizerSteps).toBe(1);
+    for (const { name } of model.parameters()) expect(maxAbsDiff(model.getParameter(name), copy.getParameter(name))).toBe(0);
+    // The same next step from both (AdamW moments restored).
+    for (const m of [model, copy]) {
+      m.accumulateSync(batchOf(m));
+      m.stepSync(1e-3, 1);
+    }
+    const w = 'encoder.encoder.layer.1.experts.1.output.dense.weight';
+    expect(maxAbsDiff(model.getParameter(w), copy.getParameter(w))).toBeLessThan(1e-6);
+
+    writeFileSync(join(dir, 'bad.pt'), 'not a checkpoint');
+    const snapshot = copy.getParameter(w);
+    await expect(copy.load(join(dir, 'bad.pt'))).rejects.toMatchObject({ code: 'ERR_FORMAT' });
+    const other = Retriever.create({ preset: 'siamese', encoder: tiny });
+    await other.save(join(dir, 'other.pt'));
+    await expect(copy.load(join(dir, 'other.pt'))).rejects.toMatchObject({ code: 'ERR_FORMAT' });
+    expect(maxAbsDiff(snapshot, copy.getParameter(w))).toBe(0);
+  });
+});
+
+describe('initialization', () => {
+  it('maps GloVe vectors onto the vocabulary of every encoder', async () => {
+    const model = Retriever.create({ preset: 'bi-encoder', encoder: { ...tiny, embeddingSize: 3 } });
+    const glove = { words: new Map([['w1', 0], ['w2', 1]]), dim: 3, vectors: Float32Array.from([1, 2, 3, 4, 5, 6]) };
+    const { covered } = await initFromGlove(model, VOCAB, { glove });
+    expect(covered).toBe(2);
+    for (const e of ['query', 'passage']) {
+      const t = model.getParameter(`${e}.embeddings.word_embeddings.weight`);
+      const row = VOCAB.indexOf('w2');
+      expect(Array.from(t.subarray(row * 3, row * 3 + 3))).toEqual([4, 5, 6]);
+    }
+    await expect(initFromGlove(model, VOCAB, { glove: { ...glove, dim: 4, vectors: new Float32Array(8) } })).rejects.toMatchObject({ code: 'ERR_SHAPE' });
+  });
+
+  it('loads a Hugging Face BERT checkpoint, experts as copies of the FFN, and then matches the reference', async () => {
+    const dir = tempDir();
+    const source = Retriever.create({ preset: 'siamese', encoder: tiny });
+    randomize(source, 11);
+    const tensors: Record<string, { shape: number[]; data: Float32Array }> = {};
+    for (const { name, shape } of source.parameters()) tensors['bert.' + name.slice('encoder.'.length)] = { shape, data: source.getParameter(name) };
+    tensors['bert.pooler.dense.weight'] = { shape: [16, 16], data: new Float32Array(256) };
+    writeFileSync(join(dir, 'model.safetensors'), writeSafetensors(tensors));
+
+    const model = Retriever.create({ preset: 'taser', encoder: tiny, taser: { routing: 'det' } });
+    const { missing, unused } = await initFromBertCheckpoint(model, join(dir, 'model.safetensors'));
+    expect(missing).toEqual([]);
+    expect(unused).toEqual(['bert.pooler.dense.weight']);
+    const ffn = source.getParameter('encoder.encoder.layer.1.intermediate.dense.weight');
+    for (const e of [0, 1]) expect(maxAbsDiff(model.getParameter(`encoder.encoder.layer.1.experts.${e}.intermediate.dense.weight`), ffn)).toBe(0);
+    // With identical experts, TASER encodes exactly as the plain BERT it came from.
+    const batch = tok.encode(texts);
+    expect(maxAbsDiff(model.encodeSync(batch, 'passage'), source.encodeSync(batch, 'passage'))).toBeLessThan(1e-5);
+  });
+});
+
+describe('training loop', () => {
+  const data = () => {
+    const { passages, train } = synthetic(16);
+    const dev = train.slice(0, 8).map((e) => ({ ...e }));
+    return { passages, train, dev };
+  };
+  const options = { epochs: 4, batchSize: 8, lr: 3e-3, warmupSteps: 2, validationPool: 16, maxPassageLength: 16, maxQueryLength: 8 };
+
+  it('learns, validates, keeps the best checkpoint and resumes to the same weights', async () => {
+    const dir = tempDir();
+    const lines: string[] = [];
+    Retriever.seed(5);
+    const a = Retriever.create({ preset: 'siamese', encoder: tiny });
+    const r = await trainRetriever(a, tok, data(), { ...options, checkpointDir: dir, log: (l) => lines.push(l) });
+    expect(r.epochs).toHaveLength(4);
+    expect(lines).toHaveLength(4);
+    expect(r.epochs[3]!.loss).toBeLessThan(r.epochs[0]!.loss);
+    expect(r.epochs[3]!.validation!.mrr).toBeGreaterThan(r.epochs[0]!.validation!.mrr);
+    expect(r.best!.value).toBe(Math.min(...r.epochs.map((e) => -e.validation!.mrr)));
+    expect(r.tokensPerSecond).toBeGreaterThan(0);
+
+    // Two epochs, then resume for the other two: identical weights (dropout 0, seeded batches, AdamW state saved).
+    const dir2 = tempDir();
+    Retriever.seed(5);
+    const b = Retriever.create({ preset: 'siamese', encoder: tiny });
+    await trainRetriever(b, tok, data(), { ...options, checkpointDir: dir2, timeBudgetSeconds: 0 });
+    const one = await trainRetriever(b, tok, data(), { ...options, checkpointDir: dir2, timeBudgetSeconds: 0, resume: true });
+    expect(one.epochs).toHaveLength(2);
+    const resumed = Retriever.create({ preset: 'siamese', encoder: tiny });
+    const r2 = await trainRetriever(resumed, tok, data(), { ...options, checkpointDir: dir2, resume: true });
+    expect(r2.epochs).toHaveLength(4);
+    const w = 'encoder.encoder.layer.2.output.dense.weight';
+    expect(maxAbsDiff(resumed.getParameter(w), a.getParameter(w))).toBeLessThan(1e-5);
+  });
+
+  it('mines hard negatives with the model\'s own index, never gold', async () => {
+    Retriever.seed(6);
+    const model = Retriever.create({ preset: 'siamese', encoder: tiny });
+    const { passages, train } = data();
+    const mined = await mineHardNegatives(model, tok, passages, train, { k: 5 });
+    mined.forEach((e, i) => {
+      expect(e.hardNegatives).toHaveLength(5);
+      expect(e.hardNegatives).not.toContain(train[i]!.positives[0]);
+    });
+    const { index } = await indexTable(model, await TokenTable.build(tok, passages.map((p) => p.title), { pairs: passages.map((p) => p.text) }));
+    expect(index.size).toBe(16);
+  });
+
+  it('rejects tasks the model does not have', async () => {
+    const model = Retriever.create({ preset: 'bi-encoder', encoder: tiny, tasks: ['a'] });
+    const { passages, train } = data();
+    await expect(trainRetriever(model, tok, { passages, train: train.map((e) => ({ ...e, task: 'zz' })) })).rejects.toMatchObject({ code: 'ERR_ARG' });
+  });
+});
+
+describe('batches and schedules', () => {
+  it('builds homogeneous batches with per-task sampling rates', () => {
+    const b = homogeneousBatches([50, 10, 0], 8, { rates: [0.5, 2], seed: 1, epoch: 0 });
+    const count = (t: number) => b.filter((x) => x.task === t).length;
+    expect(count(0)).toBe(Math.floor(7 * 0.5));
+    expect(count(1)).toBe(4); // ceil(10 / 8) * 2, cycling through the 10 examples
+    for (const x of b) expect(x.examples.every((i) => i < (x.task === 0 ? 50 : 10))).toBe(true);
+    expect(homogeneousBatches([50, 10], 8, { seed: 1, epoch: 1 })).not.toEqual(homogeneousBatches([50, 10], 8, { seed: 1, epoch: 0 }));
+    expect(homogeneousBatches([50, 10], 8, { seed: 1, epoch: 1 })).toEqual(homogeneousBatches([50, 10], 8, { seed: 1, epoch: 1 }));
+  });
+
+  it('leaves passages that are gold for a question out of its negatives', () => {
+    const ex: TrainingExample[] = [
+      { query: 'a', task: 't', positives: [1, 2], hardNegatives: [5] },
+      { query: 'b', task: 't', positives: [2], hardNegatives: [1] },
+    ];
+    const c = composeBatch(ex, [0, 1], 1, () => 0);
+    expect(c.passageRows).toEqual([1, 5, 2, 1]);
+    expect(Array.from(c.positives)).toEqual([0, 2]);
+    // question 0: rows 2 (passage 2) and 3 (passage 1) are gold for it too.
+    expect(Array.from(c.ignore)).toEqual([0, 2, 0, 3]);
+  });
+
+  it('warms up and decays linearly (DPR)', () => {
+    const f = linearSchedule(10, 110);
+    expect([f(0), f(5), f(10), f(60), f(110), f(200)]).toEqual([0, 0.5, 1, 0.5, 1e-7, 1e-7]);
+  });
+});
+
+describe('bad input', () => {
+  it('gives typed errors and never aborts', async () => {
+    expect(code(() => Retriever.create({ preset: 'siamese', encoder: { ...tiny, heads: 3 } }))).toBe('ERR_ARG');
+    expect(code(() => Retriever.create({ preset: 'siamese', encoder: tiny, taser: { routing: 'det' } }))).toBe('ERR_ARG');
+    expect(code(() => Retriever.create({ preset: 'siamese', encoder: tiny, perTaskQueryEncoders: true, tasks: ['a'] }))).toBe('ERR_ARG');
+    const model = Retriever.create({ preset: 'siamese', encoder: tiny });
+    const good = tok.encode(['w1']);
+    const bad: TokenBatchArg = { ...good, ids: good.ids.map((x, i) => (i === 1 ? 99 : x)) };
+    expect(code(() => model.encodeSync(bad, 'query'))).toBe('ERR_RANGE');
+    expect(code(() => model.encodeSync({ ...good, rows: 2 }, 'query'))).toBe('ERR_SHAPE');
+    expect(code(() => model.encodeSync(good, 'side' as 'query'))).toBe('ERR_ARG');
+    expect(code(() => model.encodeSync({ ...good, seqLen: 64, ids: new Int32Array(64), typeIds: new Int32Array(64) }, 'query'))).toBe('ERR_RANGE');
+    await expect(model.encode(bad, 'query')).rejects.toMatchObject({ code: 'ERR_RANGE' });
+    const batch = batchOf(model);
+    expect(code(() => model.accumulateSync({ ...batch, positives: batch.positives.map(() => 99) }))).toBe('ERR_RANGE');
+    expect(code(() => model.accumulateSync({ ...batch, ignore: Int32Array.from([0, 0]) }))).toBe('ERR_ARG');
+    expect(code(() => model.setParameter('encoder.nope', new Float32Array(1)))).toBe('ERR_NOT_FOUND');
+    expect(code(() => model.setParameter('encoder.projection.weight', new Float32Array(1)))).toBe('ERR_NOT_FOUND');
+    expect(code(() => model.setParameter('encoder.embeddings.LayerNorm.bias', new Float32Array(3)))).toBe('ERR_SHAPE');
+    expect(code(() => model.setParameter('encoder.embeddings.LayerNorm.bias', new Float32Array(16).fill(NaN)))).toBe('ERR_NONFINITE');
+    expect(code(() => model.stepSync(-1, 0))).toBe('ERR_RANGE');
+    await expect(model.save('/nonexistent-dir/x.pt')).rejects.toMatchObject({ code: 'ERR_IO' });
+    // The model still works.
+    expect(model.encodeSync(good, 'query')).toHaveLength(16);
+  });
+});
