@@ -3,7 +3,7 @@
 // encoder and TASER (Det-R, every 2nd block specialized). Each trains under the same time budget; the best epoch by
 // dev MRR is evaluated on the test split (Recall@20, MRR@10 per task). Then training throughput: the TypeScript
 // loop against one native call running the same steps.
-//   node --import tsx bench/train.ts [--budget=900] [--epochs=3] [--lr=1e-3] [--passage-length=96] [--presets=taser,bi-encoder,siamese] [--data=DIR]
+//   node --import tsx bench/train.ts [--budget=900] [--epochs=4] [--lr=5e-4] [--batch=16] [--passage-length=96] [--presets=taser,bi-encoder,siamese] [--data=DIR]
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
@@ -26,11 +26,11 @@ import { writeResults } from './harness.js';
 const arg = (name: string, fallback: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 const dir = arg('data', join(packageRoot, 'data', 'multidomain-mini'));
 const budget = Number(arg('budget', '900'));
-const epochs = Number(arg('epochs', '3'));
+const epochs = Number(arg('epochs', '4'));
 const presets = arg('presets', 'taser,bi-encoder,siamese').split(',') as RetrieverPreset[];
 const seed = 12345;
 const encoder = { hiddenSize: 128, embeddingSize: 100, layers: 4, heads: 4, ffnSize: 512, maxPositions: 256, dropout: 0.1 };
-const train = { batchSize: Number(arg('batch', '32')), hardNegatives: 1, lr: Number(arg('lr', '1e-3')), clip: 2.0, maxQueryLength: 32, maxPassageLength: Number(arg('passage-length', '96')), validationPool: 1000 };
+const train = { batchSize: Number(arg('batch', '16')), hardNegatives: 1, lr: Number(arg('lr', '5e-4')), clip: 2.0, maxQueryLength: 32, maxPassageLength: Number(arg('passage-length', '96')), validationPool: 1000 };
 
 const split = (s: string): BeirDataset => loadBeir(dir, s);
 const trainDs = split('train');
