@@ -81,7 +81,7 @@ const report = (name: string, params: number, s: Record<string, Record<string, n
   report('BM25 (k1 0.9, b 0.4)', 0, s);
 }
 
-const passageTable = await TokenTable.build(tokenizer, passages.map((p) => p.title), { pairs: passages.map((p) => p.text), maxLength: train.maxPassageLength });
+const passageTable = await TokenTable.passages(tokenizer, passages, train.maxPassageLength);
 for (const preset of presets) {
   Retriever.seed(seed);
   const model = Retriever.create({ preset, encoder, tasks });

@@ -275,7 +275,7 @@ export interface StepStats {
 
 /** The native Retriever of quorum_torch.node (native/napi/torch_addon.cc). */
 export interface NativeRetriever {
-  info(): { parameterCount: number; outDim: number; optimizerSteps: number };
+  info(): { parameterCount: number; outDim: number; optimizerSteps: number; encoders: string[] };
   parameters(): { name: string; shape: number[] }[];
   getParameter(name: string): Float32Array;
   setParameter(name: string, values: Float32Array): void;
@@ -289,7 +289,7 @@ export interface NativeRetriever {
     clip: number,
     accumulation: number,
     async: boolean,
-  ): MaybeAsync<{ loss: number; correct: number; questions: number; tokens: number; ms: number }>;
+  ): MaybeAsync<StepStats & { ms: number }>;
   save(path: string, async: boolean): MaybeAsync<object>;
   load(path: string, async: boolean): MaybeAsync<object>;
 }

@@ -14,7 +14,8 @@ import { encodeTable, indexTable } from '../lib/train/encode-corpus.js';
 import type { TrainingExample } from '../lib/train/examples.js';
 import { initFromBertCheckpoint, initFromGlove } from '../lib/train/init.js';
 import { Retriever, type RetrieverOptions, type TokenBatchArg } from '../lib/train/retriever.js';
-import { homogeneousBatches, linearSchedule, seededRandom } from '../lib/train/schedule.js';
+import { seededRandom } from '../lib/random.js';
+import { homogeneousBatches, linearSchedule } from '../lib/train/schedule.js';
 import { composeBatch, mineHardNegatives, trainRetriever } from '../lib/train/trainer.js';
 import { TokenTable } from '../lib/train/token-table.js';
 import { code } from './basics.js';
@@ -346,7 +347,7 @@ describe('training loop', () => {
       expect(e.hardNegatives).toHaveLength(5);
       expect(e.hardNegatives).not.toContain(train[i]!.positives[0]);
     });
-    const { index } = await indexTable(model, await TokenTable.build(tok, passages.map((p) => p.title), { pairs: passages.map((p) => p.text) }));
+    const { index } = await indexTable(model, await TokenTable.passages(tok, passages, 256));
     expect(index.size).toBe(16);
   });
 

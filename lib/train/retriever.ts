@@ -113,9 +113,7 @@ export class Retriever {
 
   /** The encoder names of this preset ("query", "passage", "query.<task>", "encoder"). */
   encoderNames(): string[] {
-    const c = this.config;
-    if (c.preset !== 'bi-encoder') return ['encoder'];
-    return [...(c.perTaskQueryEncoders ? c.tasks.map((t) => `query.${t}`) : ['query']), 'passage'];
+    return this.native.info().encoders;
   }
 
   setOptimizer(options: OptimizerOptions): void {
@@ -153,15 +151,7 @@ export class Retriever {
    * @internal Runs the given steps in one native loop (benchmark baseline for the TypeScript trainer's overhead).
    */
   async trainLoopNative(batches: TrainBatchArg[], lrs: Float64Array, clip: number, accumulation = 1) {
-    return awaitNative(
-      this.native.trainLoop(batches, lrs, clip, accumulation, true) as Promise<{
-        loss: number;
-        correct: number;
-        questions: number;
-        tokens: number;
-        ms: number;
-      }>,
-    );
+    return awaitNative(this.native.trainLoop(batches, lrs, clip, accumulation, true) as Promise<StepStats & { ms: number }>);
   }
 
   /** Parameters and optimizer state to one file (written atomically). */

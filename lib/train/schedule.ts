@@ -1,8 +1,6 @@
 // Learning-rate schedules and batch composition for contrastive training.
 import { seededRandom } from '../random.js';
 
-export { seededRandom };
-
 /**
  * DPR's schedule: linear warmup over `warmup` steps, then linear decay to 0 at `total`, never below `floor` (1e-7)
  * times the base rate. Returns the multiplier for (0-based) `step`.

@@ -1,7 +1,9 @@
 // Pre-tokenized texts, so that assembling a training batch is a few typed-array copies: every passage and question
 // is tokenized once, stored unpadded, and padded per batch to that batch's longest row.
+import { QuorumError } from '../errors.js';
 import type { TokenBatchArg } from '../native.js';
 import type { EncodeOptions, WordPieceTokenizer } from '../text/tokenizer.js';
+import type { PassageText } from './examples.js';
 
 /** Rows of token ids and type ids stored back to back. */
 export class TokenTable {
@@ -43,6 +45,20 @@ export class TokenTable {
     return new TokenTable(ids, types, offsets, tokenizer.padId);
   }
 
+  /**
+   * Passages as "[CLS] title [SEP] text [SEP]" rows (how every retriever here encodes a passage).
+   *
+   * @example
+   * const table = await TokenTable.passages(tok, corpus, 128);
+   */
+  static passages(tokenizer: WordPieceTokenizer, passages: readonly PassageText[], maxLength: number): Promise<TokenTable> {
+    return TokenTable.build(
+      tokenizer,
+      passages.map((p) => p.title),
+      { pairs: passages.map((p) => p.text), maxLength },
+    );
+  }
+
   get size(): number {
     return this.offsets.length - 1;
   }
@@ -56,7 +72,7 @@ export class TokenTable {
   batch(rows: readonly number[]): TokenBatchArg {
     let seqLen = 1;
     for (const r of rows) {
-      if (!(r >= 0 && r < this.size)) throw new RangeError(`row ${r} outside a table of ${this.size}`);
+      if (!(r >= 0 && r < this.size)) throw new QuorumError('ERR_RANGE', `row ${r} outside a table of ${this.size}`);
       seqLen = Math.max(seqLen, this.length(r));
     }
     const ids = new Int32Array(rows.length * seqLen).fill(this.padId);

@@ -11,7 +11,8 @@ import type { WordPieceTokenizer } from '../text/tokenizer.js';
 import { progress } from '../cli/table.js';
 import type { PassageText, TrainingExample } from './examples.js';
 import type { Retriever } from './retriever.js';
-import { homogeneousBatches, linearSchedule, seededRandom, type TaskBatch } from './schedule.js';
+import { seededRandom } from '../random.js';
+import { homogeneousBatches, linearSchedule, type TaskBatch } from './schedule.js';
 import { TokenTable } from './token-table.js';
 import { validate, validationPool, type ValidationResult } from './validate.js';
 
@@ -180,11 +181,7 @@ export async function trainRetriever(
   const markers = o.taskMarkers ?? tasks.length > 1;
   const log = o.log ?? (() => {});
 
-  const passages = await TokenTable.build(
-    tokenizer,
-    data.passages.map((p) => p.title),
-    { pairs: data.passages.map((p) => p.text), maxLength: o.maxPassageLength },
-  );
+  const passages = await TokenTable.passages(tokenizer, data.passages, o.maxPassageLength);
   const trainQ = await questionTables(tokenizer, data.train, tasks, markers, o.maxQueryLength);
   const dev = data.dev?.length ? data.dev : undefined;
   const devQ = dev ? await questionTables(tokenizer, dev, tasks, markers, o.maxQueryLength) : undefined;
@@ -301,7 +298,7 @@ export async function mineHardNegatives(
   const { indexTable, encodeTable } = await import('./encode-corpus.js');
   const k = options.k ?? 30;
   const tasks = model.config.tasks.length ? [...model.config.tasks] : [...new Set(examples.map((e) => e.task))].sort();
-  const table = await TokenTable.build(tokenizer, passages.map((p) => p.title), { pairs: passages.map((p) => p.text), maxLength: options.maxPassageLength ?? 128 });
+  const table = await TokenTable.passages(tokenizer, passages, options.maxPassageLength ?? 128);
   const { index } = await indexTable(model, table);
   const q = await questionTables(tokenizer, examples, tasks, options.taskMarkers ?? tasks.length > 1, options.maxQueryLength ?? 32);
   const out = examples.map((e) => ({ ...e, hardNegatives: [] as number[] }));

@@ -4,7 +4,9 @@
 import { QuorumError } from '../errors.js';
 import type { TrainingExample } from './examples.js';
 import type { Retriever } from './retriever.js';
-import { seededRandom, shuffle } from './schedule.js';
+import { score } from '../dense.js';
+import { seededRandom } from '../random.js';
+import { shuffle } from './schedule.js';
 import type { TokenTable } from './token-table.js';
 import { encodeTable } from './encode-corpus.js';
 
@@ -50,23 +52,17 @@ export async function validate(
 ): Promise<ValidationResult> {
   const { examples, pool } = input;
   if (examples.length === 0) throw new QuorumError('ERR_ARG', 'validation needs at least one dev question');
-  const dim = model.dim;
-  const P = (await encodeTable(model, input.passages, { side: 'passage', rows: pool })).data;
+  const P = await encodeTable(model, input.passages, { side: 'passage', rows: pool });
   const where = new Map(pool.map((r, i) => [r, i]));
   let rr = 0;
   let rankSum = 0;
   for (const [task, table] of input.queries) {
     const idx = examples.map((e, i) => (e.task === task ? i : -1)).filter((i) => i >= 0);
     if (!idx.length) continue;
-    const Q = (await encodeTable(model, table, { side: 'query', task: input.taskIndex.get(task) ?? 0, rows: idx.map((i) => input.rows[i]!) })).data;
+    const Q = await encodeTable(model, table, { side: 'query', task: input.taskIndex.get(task) ?? 0, rows: idx.map((i) => input.rows[i]!) });
+    const S = (await score(Q, P)).data;
     idx.forEach((ei, qi) => {
-      const q = Q.subarray(qi * dim, (qi + 1) * dim);
-      const scores = new Float64Array(pool.length);
-      for (let j = 0; j < pool.length; j++) {
-        let s = 0;
-        for (let d = 0; d < dim; d++) s += (q[d] as number) * (P[j * dim + d] as number);
-        scores[j] = s;
-      }
+      const scores = S.subarray(qi * pool.length, (qi + 1) * pool.length);
       let gold = -Infinity;
       for (const r of examples[ei]!.positives) {
         const j = where.get(r);

@@ -155,6 +155,14 @@ torchx::Side side_arg(const Napi::Value& v) {
   throw Error("ERR_ARG", "side must be 'query' or 'passage'");
 }
 
+// (question, passage) pairs as an Int32Array of even length, or null / undefined for none.
+torch::Tensor ignore_arg(const Napi::Value& v, int64_t questions, int64_t passages) {
+  if (v.IsUndefined() || v.IsNull()) return torch::Tensor();
+  auto a = typed_array<Napi::Int32Array>(v, "ignore");
+  if (a.ElementLength() % 2) throw Error("ERR_SHAPE", "ignore holds (question, passage) pairs: its length must be even");
+  return long_tensor(a, {int64_t(a.ElementLength() / 2), 2}, 0, std::max(questions, passages), "ignore");
+}
+
 // { queries, passages, positives: Int32Array, ignore?: Int32Array (pairs), task?, lossScale? }
 torchx::TrainBatch train_batch(const Napi::Value& v, const Retriever& r) {
   Napi::Object o = object_arg(v, "batch");
@@ -167,26 +175,19 @@ torchx::TrainBatch train_batch(const Napi::Value& v, const Retriever& r) {
   if (int64_t(pos.ElementLength()) != nq)
     throw Error("ERR_SHAPE", std::to_string(pos.ElementLength()) + " positives for " + std::to_string(nq) + " questions");
   b.positives = long_tensor(pos, {nq}, 0, np, "positives");
-  Napi::Value ig = o.Get("ignore");
-  if (!ig.IsUndefined() && !ig.IsNull()) {
-    auto a = typed_array<Napi::Int32Array>(ig, "ignore");
-    if (a.ElementLength() % 2) throw Error("ERR_SHAPE", "ignore holds (question, passage) pairs: its length must be even");
-    b.ignore = long_tensor(a, {int64_t(a.ElementLength() / 2), 2}, 0, std::max(nq, np), "ignore");
-  }
+  b.ignore = ignore_arg(o.Get("ignore"), nq, np);
   b.task = int_field(o, "task", 0);
   b.loss_scale = field(o, "lossScale", 1.0);
   if (!(b.loss_scale >= 0)) throw Error("ERR_RANGE", "lossScale must be >= 0");
   return b;
 }
 
-Napi::Object stats_object(Napi::Env env, const torchx::StepStats& s) {
-  Napi::Object o = Napi::Object::New(env);
+void put_stats(Napi::Object o, const torchx::StepStats& s) {
   o.Set("loss", s.loss);
   o.Set("entropy", s.entropy);
   o.Set("correct", double(s.correct));
   o.Set("questions", double(s.questions));
   o.Set("tokens", double(s.tokens));
-  return o;
 }
 
 Napi::Float32Array float_array_of(Napi::Env env, const torch::Tensor& t) {
@@ -242,6 +243,9 @@ class RetrieverObject : public Napi::ObjectWrap<RetrieverObject> {
       o.Set("parameterCount", double(model_->parameter_count()));
       o.Set("outDim", double(model_->out_dim()));
       o.Set("optimizerSteps", double(model_->optimizer_steps()));
+      Napi::Array names = Napi::Array::New(env, model_->encoder_names().size());
+      for (size_t i = 0; i < model_->encoder_names().size(); ++i) names.Set(uint32_t(i), model_->encoder_names()[i]);
+      o.Set("encoders", names);
       return Napi::Value(o);
     });
   }
@@ -264,17 +268,11 @@ class RetrieverObject : public Napi::ObjectWrap<RetrieverObject> {
     });
   }
 
-  const torch::Tensor& find(const std::string& name) {
-    for (const auto& [n, t] : model_->parameters())
-      if (n == name) return t;
-    throw Error("ERR_NOT_FOUND", "no parameter named '" + name + "'");
-  }
-
   // getParameter(name) -> Float32Array (a copy)
   Napi::Value GetParameter(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       std::lock_guard<std::mutex> lock(model_->mutex());
-      return Napi::Value(float_array_of(info.Env(), find(path_arg(info[0]))));
+      return Napi::Value(float_array_of(info.Env(), model_->parameter(path_arg(info[0]))));
     });
   }
 
@@ -284,7 +282,7 @@ class RetrieverObject : public Napi::ObjectWrap<RetrieverObject> {
       const std::string name = path_arg(info[0]);
       auto values = typed_array<Napi::Float32Array>(info[1], "values");
       std::lock_guard<std::mutex> lock(model_->mutex());
-      const torch::Tensor& t = find(name);
+      const torch::Tensor& t = model_->parameter(name);
       if (int64_t(values.ElementLength()) != t.numel())
         throw Error("ERR_SHAPE", "parameter " + name + " has " + std::to_string(t.numel()) + " values, got " +
                                      std::to_string(values.ElementLength()));
@@ -344,10 +342,7 @@ class RetrieverObject : public Napi::ObjectWrap<RetrieverObject> {
       auto stats = std::make_shared<torchx::StepStats>();
       auto model = model_;
       return run(env, info[1], {}, Napi::Object::New(env), [=] { *stats = model->accumulate(*batch); },
-                 [stats](Napi::Env env, Napi::Object result) {
-                   Napi::Object s = stats_object(env, *stats);
-                   for (const char* k : {"loss", "entropy", "correct", "questions", "tokens"}) result.Set(k, s.Get(k));
-                 });
+                 [stats](Napi::Env, Napi::Object result) { put_stats(result, *stats); });
     });
   }
 
@@ -391,6 +386,7 @@ class RetrieverObject : public Napi::ObjectWrap<RetrieverObject> {
                    for (size_t i = 0; i < batches->size(); ++i) {
                      torchx::StepStats s = model->accumulate((*batches)[i]);
                      total->loss += s.loss;
+                     total->entropy += s.entropy;
                      total->correct += s.correct;
                      total->questions += s.questions;
                      total->tokens += s.tokens;
@@ -399,9 +395,8 @@ class RetrieverObject : public Napi::ObjectWrap<RetrieverObject> {
                    }
                    *ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
                  },
-                 [total, ms](Napi::Env env, Napi::Object result) {
-                   Napi::Object s = stats_object(env, *total);
-                   for (const char* k : {"loss", "correct", "questions", "tokens"}) result.Set(k, s.Get(k));
+                 [total, ms](Napi::Env, Napi::Object result) {
+                   put_stats(result, *total);
                    result.Set("ms", *ms);
                  });
     });
@@ -439,11 +434,7 @@ Napi::Value ContrastiveLoss(const Napi::CallbackInfo& info) {
   auto pos_arr = typed_array<Napi::Int32Array>(info[5], "positives");
   if (int64_t(pos_arr.ElementLength()) != nq) throw Error("ERR_SHAPE", "one positive per row");
   torch::Tensor pos = long_tensor(pos_arr, {nq}, 0, np, "positives");
-  torch::Tensor ignore;
-  if (!info[6].IsNull() && !info[6].IsUndefined()) {
-    auto a = typed_array<Napi::Int32Array>(info[6], "ignore");
-    ignore = long_tensor(a, {int64_t(a.ElementLength() / 2), 2}, 0, std::max(nq, np), "ignore");
-  }
+  torch::Tensor ignore = ignore_arg(info[6], nq, np);
   return torch_call([&] {
     torch::Tensor q = torch::from_blob(qa.Data(), {nq, d}, torch::kFloat).clone().set_requires_grad(true);
     torch::Tensor p = torch::from_blob(pa.Data(), {np, d}, torch::kFloat).clone().set_requires_grad(true);

@@ -108,15 +108,19 @@ torch::Tensor Retriever::encode(const TokenBatch& batch, Side side, int64_t task
   return enc.forward(batch, side, false).pooled.contiguous();
 }
 
-torch::Tensor Retriever::contrastive_loss(const torch::Tensor& q, const torch::Tensor& p, const torch::Tensor& positives,
-                                          const torch::Tensor& ignore) {
+torch::Tensor Retriever::batch_scores(const torch::Tensor& q, const torch::Tensor& p, const torch::Tensor& ignore) {
   torch::Tensor scores = torch::matmul(q, p.t());
   if (ignore.defined() && ignore.numel() > 0) {
     torch::Tensor mask = torch::zeros_like(scores, torch::kBool);
     mask.index_put_({ignore.select(1, 0), ignore.select(1, 1)}, true);
     scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
   }
-  return torch::nll_loss(torch::log_softmax(scores, 1), positives);
+  return scores;
+}
+
+torch::Tensor Retriever::contrastive_loss(const torch::Tensor& q, const torch::Tensor& p, const torch::Tensor& positives,
+                                          const torch::Tensor& ignore) {
+  return torch::nll_loss(torch::log_softmax(batch_scores(q, p, ignore), 1), positives);
 }
 
 StepStats Retriever::accumulate(const TrainBatch& b) {
@@ -135,7 +139,8 @@ StepStats Retriever::accumulate(const TrainBatch& b) {
   }
   EncodeOutput q = query_encoder(b.task).forward(b.queries, Side::kQuery, true);
   EncodeOutput p = passage_encoder().forward(b.passages, Side::kPassage, true);
-  torch::Tensor loss = contrastive_loss(q.pooled, p.pooled, b.positives, b.ignore);
+  torch::Tensor scores = batch_scores(q.pooled, p.pooled, b.ignore);
+  torch::Tensor loss = torch::nll_loss(torch::log_softmax(scores, 1), b.positives);
   torch::Tensor total = loss * b.loss_scale;
   torch::Tensor entropy = (q.entropy + p.entropy) / 2;
   if (config_.encoder.learned_router() && config_.encoder.entropy_weight != 0)
@@ -145,13 +150,7 @@ StepStats Retriever::accumulate(const TrainBatch& b) {
   StepStats s;
   s.loss = loss.item<double>();
   s.entropy = entropy.item<double>();
-  {
-    torch::NoGradGuard no_grad;
-    torch::Tensor scores = torch::matmul(q.pooled, p.pooled.t());
-    if (b.ignore.defined() && b.ignore.numel() > 0)
-      scores.index_put_({b.ignore.select(1, 0), b.ignore.select(1, 1)}, -std::numeric_limits<float>::infinity());
-    s.correct = (scores.argmax(1) == b.positives).sum().item<int64_t>();
-  }
+  s.correct = (scores.detach().argmax(1) == b.positives).sum().item<int64_t>();
   s.questions = nq;
   s.tokens = b.queries.lengths.sum().item<int64_t>() + b.passages.lengths.sum().item<int64_t>();
   return s;
@@ -193,16 +192,18 @@ double Retriever::step(double lr, double clip) {
   return norm;
 }
 
-void Retriever::set_parameter(const std::string& name, const torch::Tensor& values) {
-  for (auto& [n, t] : params_) {
-    if (n != name) continue;
-    if (!values.sizes().equals(t.sizes()))
-      throw Error("ERR_SHAPE", "parameter " + name + " is " + shape_of(t) + ", values are " + shape_of(values));
-    torch::NoGradGuard no_grad;
-    t.copy_(values);
-    return;
-  }
+const torch::Tensor& Retriever::parameter(const std::string& name) const {
+  for (const auto& [n, t] : params_)
+    if (n == name) return t;
   throw Error("ERR_NOT_FOUND", "no parameter named '" + name + "'");
+}
+
+void Retriever::set_parameter(const std::string& name, const torch::Tensor& values) {
+  torch::Tensor t = parameter(name);  // shares storage with the model's tensor
+  if (!values.sizes().equals(t.sizes()))
+    throw Error("ERR_SHAPE", "parameter " + name + " is " + shape_of(t) + ", values are " + shape_of(values));
+  torch::NoGradGuard no_grad;
+  t.copy_(values);
 }
 
 namespace {

@@ -65,16 +65,22 @@ class Retriever {
   double step(double lr, double clip);
   void set_optimizer(const OptimizerConfig& o);
 
+  // q p^T with the ignored (question, passage) pairs at -inf: what the loss and the in-batch accuracy read.
+  static torch::Tensor batch_scores(const torch::Tensor& q, const torch::Tensor& p, const torch::Tensor& ignore);
   // The loss the training step uses, on given embeddings (for tests against the infoNce kernel).
   static torch::Tensor contrastive_loss(const torch::Tensor& q, const torch::Tensor& p, const torch::Tensor& positives,
                                         const torch::Tensor& ignore);
 
+  // The parameter `name`; throws ERR_NOT_FOUND.
+  const torch::Tensor& parameter(const std::string& name) const;
   // Copies `values` into parameter `name` (shape must match). Throws ERR_NOT_FOUND / ERR_SHAPE.
   void set_parameter(const std::string& name, const torch::Tensor& values);
   // Parameters and optimizer state to one file, written atomically; load checks names and shapes.
   void save(const std::string& path) const;
   void load(const std::string& path);
   int64_t optimizer_steps() const { return steps_; }
+  // "query", "passage", "query.<task>" or "encoder": the prefixes of the parameter names.
+  const std::vector<std::string>& encoder_names() const { return encoder_names_; }
 
   // Serializes every call on this model: async work from several JS calls must not interleave.
   std::mutex& mutex() { return mutex_; }
