@@ -27,7 +27,9 @@ const arg = (name: string, fallback: string) => process.argv.find((a) => a.start
 const dir = arg('data', join(packageRoot, 'data', 'multidomain-mini'));
 const budget = Number(arg('budget', '900'));
 const epochs = Number(arg('epochs', '4'));
-const presets = arg('presets', 'taser,bi-encoder,siamese').split(',') as RetrieverPreset[];
+// --presets= (empty) skips training and runs only the throughput comparison.
+const presets = arg('presets', 'taser,bi-encoder,siamese').split(',').filter(Boolean) as RetrieverPreset[];
+const reps = Number(arg('reps', '7'));
 const seed = 12345;
 const encoder = { hiddenSize: 128, embeddingSize: 100, layers: 4, heads: 4, ffnSize: 512, maxPositions: 256, dropout: 0.1 };
 const train = { batchSize: Number(arg('batch', '16')), hardNegatives: 1, lr: Number(arg('lr', '5e-4')), clip: 2.0, maxQueryLength: 32, maxPassageLength: Number(arg('passage-length', '96')), validationPool: 1000 };
@@ -150,15 +152,27 @@ table(rows);
   await model.trainLoopNative(batches.slice(0, 2), lrs, 2); // warm up
   const ts: number[] = [];
   const nat: number[] = [];
-  for (let rep = 0; rep < 3; rep++) {
-    const a = await tsLoop();
-    ts.push(a.tokens / (a.ms / 1000));
-    const n = await model.trainLoopNative(batches, lrs, 2);
-    nat.push(n.tokens / (n.ms / 1000));
+  // Alternated, and each pair in swapped order every other time, so drift on this noisy VM hits both alike.
+  for (let rep = 0; rep < reps; rep++) {
+    const native = async () => {
+      const n = await model.trainLoopNative(batches, lrs, 2);
+      nat.push(n.tokens / (n.ms / 1000));
+    };
+    const typescript = async () => {
+      const a = await tsLoop();
+      ts.push(a.tokens / (a.ms / 1000));
+    };
+    if (rep % 2) {
+      await native();
+      await typescript();
+    } else {
+      await typescript();
+      await native();
+    }
   }
-  const med = (xs: number[]) => xs.slice().sort((a, b) => a - b)[1]!;
+  const med = (xs: number[]) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const overhead = 1 - med(ts) / med(nat);
-  console.log(`\ntraining throughput (TASER, ${batches.length} batches of ${train.batchSize} questions + ${train.batchSize} hard negatives, median of 3):`);
+  console.log(`\ntraining throughput (TASER, ${batches.length} batches of ${train.batchSize} questions + ${train.batchSize} hard negatives, median of ${reps}):`);
   table([
     { loop: 'native C++ loop (libtorch)', 'tokens/s': Math.round(med(nat)) },
     { loop: 'TypeScript loop over native steps', 'tokens/s': Math.round(med(ts)) },
