@@ -60,3 +60,10 @@ export function writeResults(name: string, payload: unknown): string {
   writeFileSync(path, JSON.stringify(payload, null, 2));
   return path;
 }
+
+/** The middle value (the mean of the two middle ones for an even count). */
+export function median(values: readonly number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+}

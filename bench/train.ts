@@ -21,7 +21,7 @@ import { Retriever } from '../lib/train/retriever.js';
 import { composeBatch, trainRetriever } from '../lib/train/trainer.js';
 import { TokenTable } from '../lib/train/token-table.js';
 import { table } from '../lib/cli/table.js';
-import { writeResults } from './harness.js';
+import { median, writeResults } from './harness.js';
 
 const arg = (name: string, fallback: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 const dir = arg('data', join(packageRoot, 'data', 'multidomain-mini'));
@@ -170,12 +170,11 @@ table(rows);
       await native();
     }
   }
-  const med = (xs: number[]) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  const overhead = 1 - med(ts) / med(nat);
+  const overhead = 1 - median(ts) / median(nat);
   console.log(`\ntraining throughput (TASER, ${batches.length} batches of ${train.batchSize} questions + ${train.batchSize} hard negatives, median of ${reps}):`);
   table([
-    { loop: 'native C++ loop (libtorch)', 'tokens/s': Math.round(med(nat)) },
-    { loop: 'TypeScript loop over native steps', 'tokens/s': Math.round(med(ts)) },
+    { loop: 'native C++ loop (libtorch)', 'tokens/s': Math.round(median(nat)) },
+    { loop: 'TypeScript loop over native steps', 'tokens/s': Math.round(median(ts)) },
   ]);
   console.log(`TypeScript orchestration cost: ${(overhead * 100).toFixed(1)}% (target: at most 10%)`);
   results['throughput'] = { nativeTokensPerSecond: nat, tsTokensPerSecond: ts, overhead };

@@ -23,6 +23,13 @@ const shapes: Array<[B: number, N: number, D: number, k: number]> = [
   [6, 40, 31, 40],
   [13, 150, 600, 8], // several query tiles and dimension blocks, ragged last block
   [5, 64, 513, 64],
+  // From 32 queries on (64 for bf16 / f16), scoreTopK runs as a GEMM: ragged tiles of rows and queries,
+  // several depth blocks, several query chunks, N < k.
+  [40, 100, 50, 3],
+  [64, 300, 37, 10],
+  [70, 20, 300, 25],
+  [96, 520, 257, 7],
+  [300, 260, 65, 5],
 ];
 
 describe.each(isas)('dense kernels, %s variant', (isa) => {
@@ -90,19 +97,21 @@ describe.each(isas)('dense kernels, %s variant', (isa) => {
     });
   });
 
-  it('breaks ties by id ascending', () => {
+  it.each([1, 64])('breaks ties by id ascending (B=%i)', (B) => {
     setIsa(isa);
     // Small integers: every dot product is exact, so equal rows tie exactly in every variant.
     const [N, D, k] = [50, 20, 20]; // 17 rows score 40, the rest 20: the cut falls inside the second tie group
     const C = new Float32Array(N * D);
     for (let n = 0; n < N; n++) for (let d = 0; d < D; d++) C[n * D + d] = n % 3 === 0 ? 2 : 1;
-    const Q = new Float32Array(D).fill(1);
-    const r = scoreTopKSync(Q, { data: C, shape: [N, D] }, k);
+    const Q = new Float32Array(B * D).fill(1);
+    const r = scoreTopKSync({ data: Q, shape: [B, D] }, { data: C, shape: [N, D] }, k);
     const expected = Array.from({ length: N }, (_, n) => n).filter((n) => n % 3 === 0).slice(0, k);
     const rest = Array.from({ length: N }, (_, n) => n).filter((n) => n % 3 !== 0);
-    expect(Array.from(r.ids)).toEqual([...expected, ...rest].slice(0, k));
-    expect(r.scores[0]).toBe(40);
-    expect(r.scores[k - 1]).toBe(20);
+    for (let b = 0; b < B; b++) {
+      expect(Array.from(r.ids.subarray(b * k, (b + 1) * k))).toEqual([...expected, ...rest].slice(0, k));
+      expect(r.scores[b * k]).toBe(40);
+      expect(r.scores[b * k + k - 1]).toBe(20);
+    }
   });
 });
 
@@ -126,8 +135,8 @@ describe('dense kernels: variants, threads, async', () => {
     }
   });
 
-  it('gives identical results with 1 and 2 threads, and across variants for f32', () => {
-    const [B, N, D, k] = [7, 20_000, 96, 25];
+  it.each([7, 80])('gives identical results with 1 and 2 threads (B=%i)', (B) => {
+    const [N, D, k] = [20_000, 96, 25];
     const Q = randomF32(B * D, 21);
     const corpus = Tensor.from(randomF32(N * D, 22), [N, D]);
     setThreads(1);

@@ -16,6 +16,12 @@ const cases: Array<[number, number, number, number, boolean, boolean]> = [
   [5, 5, 100, 0.05, true, false],
   [7, 20, 33, 0.01, true, true],
   [128, 256, 768, 1, false, false], // the benchmark shape: B rows, a positive and a hard negative each
+  // Shapes for the GEMM behind the scores and gradients: tails of the 12 x 32 tile in every product, and more
+  // than one 256-deep block of k in S = Q Pᵀ (D), dQ = G P (M) and dP = Gᵀ Q (B).
+  [13, 37, 50, 0.5, false, false],
+  [25, 70, 300, 1, false, false],
+  [20, 300, 40, 1, false, false],
+  [270, 30, 20, 1, false, false],
 ];
 
 function positives(B: number, M: number): Int32Array {
@@ -41,6 +47,17 @@ describe.each(isas)('infoNce, %s variant', (isa) => {
     expect(got.accuracy).toBeCloseTo(Array.from(got.rank.data).filter((r) => r === 1).length / B, 12);
     expect(got.dQ!.shape).toEqual([B, D]);
     expect(got.dP!.shape).toEqual([M, D]);
+    if (!cosine && !weighted) {
+      const g = infoNceGradRef({ q, p, B, M, D, pos, temperature });
+      const close = (x: ArrayLike<number>, ref: Float64Array) => {
+        const scale = ref.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+        let worst = 0;
+        for (let i = 0; i < ref.length; i++) worst = Math.max(worst, Math.abs((x[i] as number) - (ref[i] as number)));
+        expect(worst).toBeLessThanOrEqual(1e-4 * scale + 1e-7);
+      };
+      close(got.dQ!.data, g.dq);
+      close(got.dP!.data, g.dp);
+    }
   });
 });
 

@@ -1,33 +1,57 @@
-// C += A * B for f32 matrices (B and C row-major): the backward products of the contrastive loss
-// (dQ = G P, dP = Gᵀ Q).
-// The variant computes a register tile by broadcasting one element of A against vectors of a row of B, so no
-// operand is packed or transposed.
+// C (+)= A * B for f32 matrices with any element strides: the products of the contrastive loss (S = Q Pᵀ,
+// dQ = G P, dP = Gᵀ Q) and, through the single-thread pieces below, the many-query path of scoreTopK.
+//
+// Structure (Goto / BLIS): B is packed into panels of NR columns (k x NR floats, zero-padded), so the register
+// tile reads two or more full vectors per step of k from one contiguous, L1-resident stream whatever B's
+// layout was. A is not packed: the tile broadcasts A(i, p) from MR row pointers (row-major A) or from MR
+// consecutive floats (column-major A), the two layouts our callers have; any other layout is copied into the
+// second one first. Tails are handled by zero-padded panels and masked stores, never by separate kernels.
 #pragma once
 #include <cstddef>
+#include <cstdint>
+
+#include "../common/dtype.h"
 
 namespace quorum::kernels {
 
-// A(i, p) = a[i * a_row + p * a_depth]: row-major A has (lda, 1); a transposed one, (1, lda). Only
-// broadcasts read A, so its layout costs nothing and Gᵀ Q needs no transposed copy of G.
+// A(i, p) = a[i * row + p * depth]: row-major A has (lda, 1); a transposed one, (1, lda).
 struct StridedA {
   const float* a;
   size_t row, depth;
 };
 
+// B(p, j) = b[p * row + j * col]: row-major B has (ldb, 1); Bᵀ stored row-major (B = Xᵀ), (1, ldx).
+struct StridedB {
+  const float* b;
+  size_t row, col;
+};
+
 struct GemmOps {
   const char* isa;
-  // C[i, j] (+)= sum_p A(i, p) * B[p, j] for i < m, j < n, 0 < k: accumulates into C, or overwrites it
-  // when `accumulate` is false (so outputs need no zero fill first).
-  void (*gemm)(size_t m, size_t n, size_t k, StridedA a, const float* b, size_t ldb, float* c, size_t ldc,
-               bool accumulate);
+  size_t mr, nr;  // register tile: mr rows of C by nr columns
+  // Packs B(p, j) for p < k, j < n into ceil(n / nr) panels of k x nr floats (columns >= n are zero).
+  void (*pack_b)(size_t k, size_t n, StridedB b, float* out);
+  // One tile: C[i, j] (+)= sum_{p < kc} A(i, p) * panel[p * nr + j] for i < m_used <= mr, j < n_used <= nr.
+  // tile_rows reads A(i, p) = rows[i][p] (all mr pointers valid); tile_cols reads a[p * lda + i] for i < mr.
+  void (*tile_rows)(size_t kc, const float* const* rows, const float* panel, float* c, size_t ldc, size_t m_used,
+                    size_t n_used, bool accumulate);
+  void (*tile_cols)(size_t kc, const float* a, size_t lda, const float* panel, float* c, size_t ldc,
+                    size_t m_used, size_t n_used, bool accumulate);
+  // dst[i] = float(src[i]) for f32, bf16 or f16 src.
+  void (*widen)(const void* src, Dtype t, size_t count, float* dst);
 };
 
 const GemmOps& gemm_scalar();
 const GemmOps* gemm_avx2();
 const GemmOps* gemm_avx512();
+const GemmOps& gemm_ops();  // the active variant
 
-// The active variant over the thread pool, in blocks of C (and of k, to keep a panel of B in L2).
-void gemm(size_t m, size_t n, size_t k, StridedA a, const float* b, size_t ldb, float* c, size_t ldc,
-          bool accumulate);
+// Depth of one pass over packed panels: a 256 x 32 panel is 32 KiB, read from L1/L2 by every tile of a row
+// block.
+constexpr size_t kGemmDepthBlock = 256;
+
+// C[i, j] (+)= sum_p A(i, p) B(p, j) for i < m, j < n, over the thread pool. Overwrites C when `accumulate` is
+// false (no zero fill needed). Extra memory: the packed B (k x n rounded up to whole panels).
+void gemm(size_t m, size_t n, size_t k, StridedA a, StridedB b, float* c, size_t ldc, bool accumulate);
 
 }  // namespace quorum::kernels

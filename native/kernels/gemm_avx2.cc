@@ -17,10 +17,9 @@ namespace {
 #include "simd/vec_avx2.h"
 #include "simd/vec_math.h"
 #include "gemm_body.h"
-const GemmOps kOps{"avx2", gemm_block};
 }  // namespace
 
-const GemmOps* gemm_avx2() { return &kOps; }
+const GemmOps* gemm_avx2() { return &kGemmOps; }
 
 }  // namespace quorum::kernels
 

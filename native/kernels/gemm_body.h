@@ -1,69 +1,119 @@
-// The GEMM register tile over a vector type `Vec`, compiled per ISA by gemm_<isa>.cc:
-// MR rows of C x NV vectors of columns, accumulated in registers across the whole k loop.
+// The GEMM register tile and packers over a vector type `Vec`, compiled per ISA by gemm_<isa>.cc.
 //
-// B is read in place (row stride ldb), so each step of k loads NV vectors from a new row: the tile is sized
-// so that those loads (from L2 once the panel leaves L1) feed as many FMAs as possible. AVX-512: 8 x 3
-// vectors = 24 accumulators + 3 B vectors + 1 broadcast of 32 registers, 192 bytes per 24 FMAs. AVX2:
-// 6 x 2 = 12 accumulators of 16 registers.
-constexpr int kMR = Vec::W == 16 ? 8 : Vec::W == 8 ? 6 : 4;
-constexpr int kNV = Vec::W == 16 ? 3 : Vec::W == 8 ? 2 : 4;
+// Tile: kMR rows of C x two vectors of columns, accumulated in registers over the whole depth block. Each step
+// of k loads two vectors of the packed B panel and broadcasts kMR elements of A into 2 * kMR FMAs. AVX-512:
+// 12 x 32 = 24 accumulators + 2 B vectors + 1 broadcast of 32 registers (a 14-row tile measured slower);
+// AVX2: 6 x 16 = 12 accumulators of 16.
+constexpr size_t kMR = Vec::W == 16 ? 12 : Vec::W == 8 ? 6 : 4;
+constexpr size_t kNV = 2;
+constexpr size_t kNR = kNV * Vec::W;
 
-// Full-width tile: NV * W columns starting at c.
-template <int MR>
-inline void gemm_tile(size_t k, StridedA a, const float* b, size_t ldb, float* c, size_t ldc, bool acc_c) {
+template <class AAt>
+inline void gemm_tile(size_t kc, AAt a_at, const float* panel, float* c, size_t ldc, size_t m_used, size_t n_used,
+                      bool acc_c) {
   using V = typename Vec::V;
-  V acc[MR][kNV];
-  for (int i = 0; i < MR; ++i)
-    for (int v = 0; v < kNV; ++v) acc[i][v] = acc_c ? Vec::load(c + i * ldc + v * Vec::W) : Vec::zero();
-  for (size_t p = 0; p < k; ++p) {
+  V acc[kMR][kNV];
+  for (size_t i = 0; i < kMR; ++i)
+    for (size_t v = 0; v < kNV; ++v) acc[i][v] = Vec::zero();
+  for (size_t p = 0; p < kc; ++p) {
     V bv[kNV];
-    for (int v = 0; v < kNV; ++v) bv[v] = Vec::load(b + p * ldb + v * Vec::W);
-    for (int i = 0; i < MR; ++i) {
-      V av = Vec::set1(a.a[i * a.row + p * a.depth]);
-      for (int v = 0; v < kNV; ++v) acc[i][v] = Vec::fmadd(av, bv[v], acc[i][v]);
+    for (size_t v = 0; v < kNV; ++v) bv[v] = Vec::load(panel + p * kNR + v * Vec::W);
+#pragma GCC unroll 16
+    for (size_t i = 0; i < kMR; ++i) {
+      const V av = Vec::set1(a_at(i, p));
+      for (size_t v = 0; v < kNV; ++v) acc[i][v] = Vec::fmadd(av, bv[v], acc[i][v]);
     }
   }
-  for (int i = 0; i < MR; ++i)
-    for (int v = 0; v < kNV; ++v) Vec::store(c + i * ldc + v * Vec::W, acc[i][v]);
+  for (size_t i = 0; i < kMR && i < m_used; ++i) {
+    float* row = c + i * ldc;
+    for (size_t v = 0; v < kNV; ++v) {
+      const size_t j = v * Vec::W;
+      if (j >= n_used) break;
+      const size_t w = n_used - j;
+      if (w >= Vec::W) Vec::store(row + j, acc_c ? Vec::add(Vec::load(row + j), acc[i][v]) : acc[i][v]);
+      else Vec::storen(row + j, acc_c ? Vec::add(Vec::loadn(row + j, w), acc[i][v]) : acc[i][v], w);
+    }
+  }
 }
 
-// One vector of `width` (<= W) columns.
-template <int MR>
-inline void gemm_tile_narrow(size_t k, StridedA a, const float* b, size_t ldb, float* c, size_t ldc,
-                             size_t width, bool acc_c) {
-  using V = typename Vec::V;
-  V acc[MR];
-  for (int i = 0; i < MR; ++i) acc[i] = acc_c ? Vec::loadn(c + i * ldc, width) : Vec::zero();
+void gemm_tile_rows(size_t kc, const float* const* rows, const float* panel, float* c, size_t ldc, size_t m_used,
+                    size_t n_used, bool acc_c) {
+  const float* r[kMR];
+  for (size_t i = 0; i < kMR; ++i) r[i] = rows[i];
+  gemm_tile(kc, [&](size_t i, size_t p) { return r[i][p]; }, panel, c, ldc, m_used, n_used, acc_c);
+}
+
+void gemm_tile_cols(size_t kc, const float* a, size_t lda, const float* panel, float* c, size_t ldc, size_t m_used,
+                    size_t n_used, bool acc_c) {
+  gemm_tile(kc, [&](size_t i, size_t p) { return a[p * lda + i]; }, panel, c, ldc, m_used, n_used, acc_c);
+}
+
+// One panel of a B whose columns are not contiguous: in blocks of 16 steps of k, so that the reads of one
+// column stay within a cache line and the writes within a few KiB.
+inline void pack_panel_strided(size_t k, size_t nr, StridedB b, size_t j0, float* o) {
+  for (size_t p0 = 0; p0 < k; p0 += 16) {
+    const size_t p1 = std::min(k, p0 + 16);
+    for (size_t jj = 0; jj < kNR; ++jj) {
+      if (jj >= nr) {
+        for (size_t p = p0; p < p1; ++p) o[p * kNR + jj] = 0.f;
+        continue;
+      }
+      const float* src = b.b + (j0 + jj) * b.col;
+      for (size_t p = p0; p < p1; ++p) o[p * kNR + jj] = src[p * b.row];
+    }
+  }
+}
+
+// Row-major B: each step of k copies nr contiguous floats.
+inline void pack_panel_rows(size_t k, size_t nr, StridedB b, size_t j0, float* o) {
   for (size_t p = 0; p < k; ++p) {
-    V bv = Vec::loadn(b + p * ldb, width);
-    for (int i = 0; i < MR; ++i) acc[i] = Vec::fmadd(Vec::set1(a.a[i * a.row + p * a.depth]), bv, acc[i]);
-  }
-  for (int i = 0; i < MR; ++i) Vec::storen(c + i * ldc, acc[i], width);
-}
-
-template <int MR>
-void gemm_rows(size_t n, size_t k, StridedA a, const float* b, size_t ldb, float* c, size_t ldc, bool acc_c) {
-  const size_t wide = kNV * Vec::W;
-  size_t j = 0;
-  for (; j + wide <= n; j += wide) gemm_tile<MR>(k, a, b + j, ldb, c + j, ldc, acc_c);
-  for (; j < n; j += Vec::W) gemm_tile_narrow<MR>(k, a, b + j, ldb, c + j, ldc, std::min(Vec::W, n - j), acc_c);
-}
-
-inline StridedA shift(StridedA a, size_t rows) { return {a.a + rows * a.row, a.row, a.depth}; }
-
-// The last m < kMR rows, as one tile of exactly m rows.
-template <int R>
-inline void gemm_tail_rows(size_t m, size_t n, size_t k, StridedA a, const float* b, size_t ldb,
-                           float* c, size_t ldc, bool acc_c) {
-  if constexpr (R > 0) {
-    if (m == size_t(R)) gemm_rows<R>(n, k, a, b, ldb, c, ldc, acc_c);
-    else gemm_tail_rows<R - 1>(m, n, k, a, b, ldb, c, ldc, acc_c);
+    const float* src = b.b + p * b.row + j0;
+    float* dst = o + p * kNR;
+    if (nr == kNR) {
+      for (size_t v = 0; v < kNV; ++v) Vec::store(dst + v * Vec::W, Vec::load(src + v * Vec::W));
+    } else {
+      for (size_t jj = 0; jj < kNR; ++jj) dst[jj] = jj < nr ? src[jj] : 0.f;
+    }
   }
 }
 
-void gemm_block(size_t m, size_t n, size_t k, StridedA a, const float* b, size_t ldb, float* c, size_t ldc,
-                bool accumulate) {
+// A variant may define a faster packer for B = Xᵀ (b.row == 1) before including this body.
+#ifndef QUORUM_GEMM_PACK_TRANSPOSED
+#define QUORUM_GEMM_PACK_TRANSPOSED pack_panel_strided
+#endif
+
+void gemm_pack_b(size_t k, size_t n, StridedB b, float* out) {
+  for (size_t j0 = 0; j0 < n; j0 += kNR) {
+    float* o = out + (j0 / kNR) * k * kNR;
+    const size_t nr = std::min(kNR, n - j0);
+    if (b.col == 1) pack_panel_rows(k, nr, b, j0, o);
+    else if (b.row == 1) QUORUM_GEMM_PACK_TRANSPOSED(k, nr, b, j0, o);
+    else pack_panel_strided(k, nr, b, j0, o);
+  }
+}
+
+void gemm_widen(const void* src, Dtype t, size_t count, float* dst) {
   size_t i = 0;
-  for (; i + kMR <= m; i += kMR) gemm_rows<kMR>(n, k, shift(a, i), b, ldb, c + i * ldc, ldc, accumulate);
-  gemm_tail_rows<kMR - 1>(m - i, n, k, shift(a, i), b, ldb, c + i * ldc, ldc, accumulate);
+  if (t == Dtype::F32) {
+    const float* s = static_cast<const float*>(src);
+    for (; i + Vec::W <= count; i += Vec::W) Vec::store(dst + i, Vec::load(s + i));
+    for (; i < count; ++i) dst[i] = s[i];
+    return;
+  }
+  const uint16_t* s = static_cast<const uint16_t*>(src);
+  if (t == Dtype::BF16) {
+    for (; i + Vec::W <= count; i += Vec::W) Vec::store(dst + i, Vec::load_bf16(s + i));
+    for (; i < count; ++i) dst[i] = bf16_to_f32(s[i]);
+  } else {
+    for (; i + Vec::W <= count; i += Vec::W) Vec::store(dst + i, Vec::load_f16(s + i));
+    for (; i < count; ++i) dst[i] = f16_to_f32(s[i]);
+  }
 }
+
+const GemmOps kGemmOps{Vec::W == 16 ? "avx512" : Vec::W == 8 ? "avx2" : "scalar",
+                       kMR,
+                       kNR,
+                       gemm_pack_b,
+                       gemm_tile_rows,
+                       gemm_tile_cols,
+                       gemm_widen};

@@ -11,9 +11,8 @@ namespace {
 #include "simd/vec_scalar.h"
 #include "simd/vec_math.h"
 #include "gemm_body.h"
-const GemmOps kOps{"scalar", gemm_block};
 }  // namespace
 
-const GemmOps& gemm_scalar() { return kOps; }
+const GemmOps& gemm_scalar() { return kGemmOps; }
 
 }  // namespace quorum::kernels

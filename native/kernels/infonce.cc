@@ -8,7 +8,6 @@
 #include "../common/aligned_buffer.h"
 #include "../common/error.h"
 #include "../common/thread_pool.h"
-#include "dense_search.h"
 #include "gemm.h"
 #include "softmax.h"
 
@@ -54,9 +53,9 @@ void info_nce(const InfoNceArgs& a, InfoNceOut& out) {
                                    " is outside [0, " + std::to_string(M) + ")");
   if (B == 0) return;
 
-  AlignedBuffer sbuf(B * M * sizeof(float));
-  float* S = sbuf.as<float>();
-  score_matrix({a.q, B, D}, {reinterpret_cast<const uint8_t*>(a.p), M, D, Dtype::F32}, S);
+  AlignedBuffer big_s;
+  float* S = ThreadScratch::floats(ThreadScratch::kLossScores, B * M, big_s);
+  gemm(B, M, D, {a.q, D, 1}, {a.p, 1, D}, S, M, false);
 
   std::vector<float> qn, pn;
   if (a.cosine) {
@@ -104,14 +103,14 @@ void info_nce(const InfoNceArgs& a, InfoNceOut& out) {
   // H_ij = G_ij / (tau |q_i|) (|q_i| = 1 for dot scores), so dL/dp̂ = Hᵀ Q with the raw Q, read through a
   // transposed view of S (no copy). For dL/dq̂ the scale must be 1 / (tau |p_j|): S is rescaled in place.
   if (out.dp) {
-    gemm(M, D, B, {S, 1, M}, a.q, D, out.dp, D, false);
+    gemm(M, D, B, {S, 1, M}, {a.q, D, 1}, out.dp, D, false);
     if (a.cosine) through_normalize(a.p, pn, M, D, out.dp);
   }
   if (out.dq) {
     if (a.cosine)
       for (size_t i = 0; i < B; ++i)
         for (size_t j = 0; j < M; ++j) S[i * M + j] *= qn[i] / pn[j];
-    gemm(B, D, M, {S, M, 1}, a.p, D, out.dq, D, false);
+    gemm(B, D, M, {S, M, 1}, {a.p, D, 1}, out.dq, D, false);
     if (a.cosine) through_normalize(a.q, qn, B, D, out.dq);
   }
 }
