@@ -112,17 +112,12 @@ class AlignedBuffer {
   size_t bytes_ = 0;
 };
 
-}  // namespace quorum
-
-namespace quorum {
-
 // Scratch for one kernel call, kept by the calling thread for its next call: a step of a training loop or a
 // search asks for the same sizes every time, and a kept block is already mapped. Each slot holds one
 // buffer (a caller that nests kernels uses distinct slots). Requests above kMaxBytes get a fresh block in
 // `fallback`, so no thread keeps more than kSlots x 32 MiB.
 struct ThreadScratch {
-  static constexpr unsigned kSlots = 4;
-  enum Slot : unsigned { kGemmPack = 0, kGemmA = 1, kLossScores = 2 };
+  enum Slot : unsigned { kGemmPack, kGemmA, kLossScores, kSlots };
   static float* floats(Slot slot, size_t count, AlignedBuffer& fallback) {
     const size_t bytes = count * sizeof(float);
     if (bytes > BlockCache::kMaxBytes) {

@@ -6,6 +6,7 @@
 
 #include "../common/aligned_buffer.h"
 #include "../common/error.h"
+#include "../common/int_math.h"
 #include "../common/thread_pool.h"
 #include "dispatch.h"
 #include "gemm.h"
@@ -28,8 +29,6 @@ size_t block_rows(size_t row_bytes) {
   nb = nb / 4 * 4;
   return std::clamp<size_t>(nb, 16, 4096);
 }
-
-size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 
 struct Prepared {
   AlignedBuffer buf;
@@ -58,10 +57,6 @@ struct Grid {
     n1 = std::min(nn, n0 + nblock);
   }
 };
-
-}  // namespace
-
-namespace {
 
 struct TopKWorker {
   std::vector<Hit> store;

@@ -4,13 +4,12 @@
 #include <vector>
 
 #include "../common/aligned_buffer.h"
+#include "../common/int_math.h"
 #include "../common/thread_pool.h"
 #include "dispatch.h"
 
 namespace quorum::kernels {
 namespace {
-
-size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 
 // Blocks of C given to one task: at most 8 x 8 tiles (96 x 256 on AVX-512), split further until every thread
 // has about four tasks, so that small products (the loss's 128 x 256) still use all threads evenly.
@@ -58,7 +57,7 @@ void gemm(size_t m, size_t n, size_t k, StridedA a, StridedB b, float* c, size_t
     });
     acols = dst;
   }
-  const bool padded = !rows_mode && lda >= mp * MR && acols != a.a;
+  const bool padded = acols != a.a;  // the copy covers whole tiles, zero-padded
 
   size_t pm, pn;
   task_shape(mp, np, size_t(lease.threads()), pm, pn);
