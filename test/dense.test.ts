@@ -149,6 +149,27 @@ describe('dense kernels: variants, threads, async', () => {
     corpus.dispose();
   });
 
+  // Many short parallel regions back to back: every task of every region must run exactly once while pool
+  // threads poll between regions (a late thread once claimed the next region's first task and skipped it).
+  it('runs every task of 400 back-to-back short kernel calls on 2 threads', () => {
+    const [B, N, D, k] = [40, 300, 16, 3];
+    const Q = randomF32(B * D, 41);
+    const corpus = Tensor.from(randomF32(N * D, 42), [N, D]);
+    setThreads(1);
+    const want = Array.from(scoreSync(Q, corpus).data);
+    const wantTop = Array.from(scoreTopKSync(Q, corpus, k).ids);
+    setThreads(2);
+    let bad = 0;
+    for (let i = 0; i < 200; i++) {
+      const got = scoreSync(Q, corpus).data;
+      const top = scoreTopKSync(Q, corpus, k).ids;
+      if (got.some((v, j) => v !== want[j]) || top.some((v, j) => v !== wantTop[j])) bad++;
+    }
+    setThreads(caps.threads);
+    expect(bad).toBe(0);
+    corpus.dispose();
+  });
+
   it('async forms equal the sync forms', async () => {
     const [B, N, D, k] = [3, 5000, 50, 10];
     const Q = randomF32(B * D, 31);

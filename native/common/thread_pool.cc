@@ -1,6 +1,7 @@
 #include "thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 
 namespace quorum {
@@ -36,6 +37,9 @@ void ThreadPool::set_threads(int n) {
 
 void ThreadPool::start(int n) {
   threads_ = n;
+  // More threads than cores: a polling thread would take the core of one that has work.
+  const unsigned hw = std::thread::hardware_concurrency();
+  spin_ = hw == 0 || unsigned(n) <= hw;
   stopping_ = false;
   for (int w = 1; w < n; ++w) workers_.emplace_back([this, w] { worker_loop(w); });
 }
@@ -50,19 +54,47 @@ void ThreadPool::stop() {
   workers_.clear();
 }
 
-void ThreadPool::run_tasks(int worker) {
+namespace {
+
+// How long an idle thread polls before it blocks: long enough to bridge the serial gaps between the parallel
+// regions of one kernel call, short enough not to matter to anything else (QUORUM_SPIN_US, 0 disables).
+double spin_us() {
+  static const double us = [] {
+    const char* env = std::getenv("QUORUM_SPIN_US");
+    return env ? std::max(0.0, std::atof(env)) : 50.0;
+  }();
+  return us;
+}
+
+// Polls `done()` for up to spin_us() when `allowed`; true if it came true.
+template <class Done>
+bool spin_until(bool allowed, Done done) {
+  const double limit = allowed ? spin_us() : 0.0;
+  if (limit <= 0) return done();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (unsigned i = 0;; ++i) {
+    if (done()) return true;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    if ((i & 63) == 63 &&
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() > limit)
+      return done();
+  }
+}
+
+}  // namespace
+
+void ThreadPool::run_tasks(int worker, size_t n_tasks) {
   for (;;) {
-    size_t task;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (next_ >= n_tasks_ || error_) return;
-      task = next_++;
-    }
+    const size_t task = next_.fetch_add(1, std::memory_order_relaxed);
+    if (task >= n_tasks || failed_.load(std::memory_order_relaxed)) return;
     try {
       (*job_)(task, worker);
     } catch (...) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!error_) error_ = std::current_exception();
+      failed_ = true;
     }
   }
 }
@@ -70,14 +102,20 @@ void ThreadPool::run_tasks(int worker) {
 void ThreadPool::worker_loop(int worker) {
   size_t seen = 0;
   for (;;) {
+    spin_until(spin_, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+    size_t n_tasks;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
       if (stopping_) return;
       seen = generation_;
+      n_tasks = n_tasks_;
       ++busy_;
     }
-    run_tasks(worker);
+    // n_tasks is 0 when this thread woke between the end of a job and the start of the next: it must not touch
+    // next_, which the next job may already have reset. A nonzero count belongs to a job that cannot end
+    // before busy_ drops.
+    if (n_tasks > 0) run_tasks(worker, n_tasks);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       --busy_;
@@ -99,14 +137,16 @@ void ThreadPool::parallel_for(size_t n_tasks, const Task& fn) {
     n_tasks_ = n_tasks;
     next_ = 0;
     error_ = nullptr;
+    failed_ = false;
     ++generation_;
   }
   wake_.notify_all();
-  run_tasks(0);
+  run_tasks(0, n_tasks);
+  // Every task has been claimed once run_tasks returns; wait for the ones still running elsewhere.
+  spin_until(spin_, [&] { return busy_.load(std::memory_order_acquire) == 0; });
   std::exception_ptr error;
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    // Every task has been claimed once run_tasks returns; wait for the ones still running elsewhere.
     done_.wait(lock, [&] { return busy_ == 0; });
     job_ = nullptr;
     n_tasks_ = 0;

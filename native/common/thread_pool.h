@@ -1,6 +1,8 @@
 // One process-wide pool runs every parallel kernel, so the `threads` setting is the single knob and two
-// libraries never oversubscribe the cores. Idle workers sleep on a condition variable (no spinning): on a
-// 2-core machine a spinning pool steals the core the event loop or BLAS needs.
+// libraries never oversubscribe the cores. Idle workers sleep on a condition variable. Before sleeping they
+// spin for a few tens of microseconds only: a kernel such as the contrastive loss runs several short parallel
+// regions back to back, and waking a sleeping thread costs about 20 us on a VM; spinning longer would steal the
+// core the event loop or BLAS needs.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -52,7 +54,7 @@ class ThreadPool {
   void start(int n);
   void stop();
   void worker_loop(int worker);
-  void run_tasks(int worker);
+  void run_tasks(int worker, size_t n_tasks);
 
   std::recursive_mutex run_mutex_;  // one parallel_for (or lease) at a time
   std::mutex mutex_;
@@ -61,12 +63,16 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   std::atomic<int> threads_{1};
   bool stopping_ = false;
-  // Current job, guarded by mutex_ except next_ which workers advance.
+  bool spin_ = true;  // set by start(): poll before sleeping only when every thread has a core
+  // Current job, guarded by mutex_. Tasks are claimed from next_ without the lock; a thread reads n_tasks_
+  // under the lock when it joins the job. generation_ and busy_ are also read without the lock by threads
+  // spinning briefly before they sleep (see thread_pool.cc).
   const Task* job_ = nullptr;
   size_t n_tasks_ = 0;
-  size_t next_ = 0;
-  size_t generation_ = 0;
-  int busy_ = 0;
+  std::atomic<size_t> next_{0};
+  std::atomic<size_t> generation_{0};
+  std::atomic<int> busy_{0};
+  std::atomic<bool> failed_{false};
   std::exception_ptr error_;
 };
 
