@@ -30,6 +30,17 @@ function torchBest<T>(run: () => TorchTimed<T>): { ms: number; out: T; threads: 
   return best!;
 }
 
+// This VM's speed drifts by tens of percent within a minute, so ours and libtorch alternate over rounds and
+// the medians count; returns both medians and ours per round.
+async function alternated(rounds: number, ours: () => Promise<number>, theirs: (() => number) | undefined) {
+  const oursMs: number[] = [], theirsMs: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    oursMs.push(await ours());
+    if (theirs) theirsMs.push(theirs());
+  }
+  return { ours: median(oursMs), theirs: theirs ? median(theirsMs) : undefined, oursMs, theirsMs };
+}
+
 function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   let m = 0;
   for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs((a[i] as number) - (b[i] as number)));
@@ -62,16 +73,29 @@ export async function benchKernels(opts: { quick: boolean }): Promise<{ rows: Ke
     fillRandom(docs.data, 11);
     const q = fillRandom(new Float32Array(Lq * d), 12);
     const lengths = new Int32Array(N).fill(Ld);
-    const ours = await timeIt(() => maxSimSync({ data: q, shape: [Lq, d] }, { tokens: docs, lengths }), { minReps: 5, minSeconds: 1 });
-    add('maxSim', c, 'quorum f32', ours * 1e3);
+    const got = maxSimSync({ data: q, shape: [Lq, d] }, { tokens: docs, lengths }).scores.data;
+    let torchOut: Float32Array | undefined;
+    let torchThreads = 1;
+    const m = await alternated(
+      opts.quick ? 1 : 3,
+      async () => (await timeIt(() => maxSimSync({ data: q, shape: [Lq, d] }, { tokens: docs, lengths }), { minReps: 5, minSeconds: 0.5 })) * 1e3,
+      torch
+        ? () => {
+            const t = torchBest(() => torch.maxSim(q, docs.data, lengths, N, Ld, d, Lq, 3));
+            torchOut = t.out;
+            torchThreads = t.threads;
+            return t.ms;
+          }
+        : undefined,
+    );
+    const ours = m.ours / 1e3;
+    add('maxSim', c, 'quorum f32', m.ours, `median of ${m.oursMs.length} rounds alternated with libtorch: ${m.oursMs.map((v) => fmt(v)).join(', ')} ms`);
     const bf = docs.to('bf16');
     add('maxSim', c, 'quorum bf16 docs', (await timeIt(() => maxSimSync({ data: q, shape: [Lq, d] }, { tokens: bf, lengths }), { minReps: 5 })) * 1e3);
     bf.dispose();
-    const got = maxSimSync({ data: q, shape: [Lq, d] }, { tokens: docs, lengths }).scores.data;
-    if (torch) {
-      const t = torchBest(() => torch.maxSim(q, docs.data, lengths, N, Ld, d, Lq, 3));
-      add('maxSim', c, 'libtorch matmul+max+sum', t.ms, `${t.threads} ATen thread(s); max |diff| ${fmt(maxAbsDiff(got, t.out))}`);
-      ratio(`maxSim ${N} docs vs libtorch`, ours * 1e3, t.ms, 3);
+    if (m.theirs !== undefined && torchOut) {
+      add('maxSim', c, 'libtorch matmul+max+sum', m.theirs, `median of ${m.theirsMs.length} rounds (${m.theirsMs.map((v) => fmt(v)).join(', ')} ms), best of 1 and 2 ATen threads (${torchThreads} last); max |diff| ${fmt(maxAbsDiff(got, torchOut))}`);
+      ratio(`maxSim ${N} docs vs libtorch`, m.ours, m.theirs, 3);
     }
     // Plain JS on the first 100 documents, scaled to N (the cost is linear in N).
     const sub = 100;
@@ -131,8 +155,7 @@ export async function benchKernels(opts: { quick: boolean }): Promise<{ rows: Ke
     const qt = Tensor.from(q, [B, D]);
     const pt = Tensor.from(p, [M, D]);
     // A training step consumes its gradients and disposes them, so their blocks are recycled (see
-    // native/common/aligned_buffer.h); results left to the GC are measured beside it. This VM's speed drifts
-    // by tens of percent within a minute, so ours and libtorch alternate over rounds and the medians count.
+    // native/common/aligned_buffer.h); results left to the GC are measured beside it.
     const step = () => {
       const r = infoNceSync(qt, pt, pos);
       r.dQ!.dispose();
@@ -141,18 +164,20 @@ export async function benchKernels(opts: { quick: boolean }): Promise<{ rows: Ke
       r.rank.dispose();
     };
     const rounds = opts.quick ? 1 : 5;
-    const oursMs: number[] = [], torchMs: number[] = [];
     let torchThreads = 1;
-    for (let round = 0; round < rounds; round++) {
-      oursMs.push((await timeIt(step, { minReps: 50, minSeconds: 0.5 })) * 1e3);
-      if (torch) {
-        const t = torchBest(() => torch.infoNce(q, p, pos, B, M, D, 50));
-        torchMs.push(t.ms);
-        torchThreads = t.threads;
-      }
-    }
-    const ours = median(oursMs);
-    add('infoNce', c, 'quorum fwd+bwd', ours, `median of ${rounds} rounds alternated with libtorch: ${oursMs.map((v) => fmt(v)).join(', ')} ms`);
+    const m = await alternated(
+      rounds,
+      async () => (await timeIt(step, { minReps: 50, minSeconds: 0.5 })) * 1e3,
+      torch
+        ? () => {
+            const t = torchBest(() => torch.infoNce(q, p, pos, B, M, D, 50));
+            torchThreads = t.threads;
+            return t.ms;
+          }
+        : undefined,
+    );
+    const ours = m.ours;
+    add('infoNce', c, 'quorum fwd+bwd', ours, `median of ${rounds} rounds alternated with libtorch: ${m.oursMs.map((v) => fmt(v)).join(', ')} ms`);
     const leftToGc = await timeIt(() => infoNceSync(qt, pt, pos), { minReps: 50, minSeconds: 1 });
     add('infoNce', c, 'quorum fwd+bwd, results left to GC', leftToGc * 1e3);
     const borrowed = await timeIt(() => infoNceSync({ data: q, shape: [B, D] }, { data: p, shape: [M, D] }, pos), { minReps: 50, minSeconds: 1 });
@@ -160,8 +185,8 @@ export async function benchKernels(opts: { quick: boolean }): Promise<{ rows: Ke
     if (torch) {
       const got = infoNceSync(qt, pt, pos);
       const t = torch.infoNce(q, p, pos, B, M, D, 1);
-      const tm = median(torchMs);
-      add('infoNce', c, 'libtorch autograd', tm, `median of ${rounds} rounds (${torchMs.map((v) => fmt(v)).join(', ')} ms), best of 1 and 2 ATen threads (${torchThreads} last); |loss diff| ${fmt(Math.abs(got.loss - t.out.loss))}, max |dQ diff| ${fmt(maxAbsDiff(got.dQ!.data, t.out.dq))}`);
+      const tm = m.theirs!;
+      add('infoNce', c, 'libtorch autograd', tm, `median of ${rounds} rounds (${m.theirsMs.map((v) => fmt(v)).join(', ')} ms), best of 1 and 2 ATen threads (${torchThreads} last); |loss diff| ${fmt(Math.abs(got.loss - t.out.loss))}, max |dQ diff| ${fmt(maxAbsDiff(got.dQ!.data, t.out.dq))}`);
       ratio('infoNce fwd+bwd vs libtorch autograd', ours, tm, 1.5);
     }
     const t0 = performance.now();
