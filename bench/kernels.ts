@@ -31,7 +31,7 @@ function torchBest<T>(run: () => TorchTimed<T>): { ms: number; out: T; threads: 
 }
 
 // This VM's speed drifts by tens of percent within a minute, so ours and libtorch alternate over rounds and
-// the medians count; returns both medians and ours per round.
+// the medians count; returns both medians and both per-round times (ms).
 async function alternated(rounds: number, ours: () => Promise<number>, theirs: (() => number) | undefined) {
   const oursMs: number[] = [], theirsMs: number[] = [];
   for (let r = 0; r < rounds; r++) {
@@ -88,7 +88,6 @@ export async function benchKernels(opts: { quick: boolean }): Promise<{ rows: Ke
           }
         : undefined,
     );
-    const ours = m.ours / 1e3;
     add('maxSim', c, 'quorum f32', m.ours, `median of ${m.oursMs.length} rounds alternated with libtorch: ${m.oursMs.map((v) => fmt(v)).join(', ')} ms`);
     const bf = docs.to('bf16');
     add('maxSim', c, 'quorum bf16 docs', (await timeIt(() => maxSimSync({ data: q, shape: [Lq, d] }, { tokens: bf, lengths }), { minReps: 5 })) * 1e3);
@@ -104,7 +103,7 @@ export async function benchKernels(opts: { quick: boolean }): Promise<{ rows: Ke
     maxSimRef({ q, nq: 1, lq: Lq, dim: d, tokens: docs.data.subarray(0, sub * Ld * d), start, length: lengths.subarray(0, sub) });
     const js = ((performance.now() - t0) * N) / sub;
     add('maxSim', c, 'plain JS', js, `measured on ${sub} docs, scaled`);
-    ratio(`maxSim ${N} docs vs plain JS`, ours * 1e3, js, 50);
+    ratio(`maxSim ${N} docs vs plain JS`, m.ours, js, 50);
     docs.dispose();
   }
 

@@ -66,20 +66,20 @@ double spin_us() {
   return us;
 }
 
-// Polls `done()` for up to spin_us() when `allowed`; true if it came true.
+// Polls `done()` for up to spin_us() when `allowed`; the caller then blocks on its condition variable.
 template <class Done>
-bool spin_until(bool allowed, Done done) {
+void spin_until(bool allowed, Done done) {
   const double limit = allowed ? spin_us() : 0.0;
-  if (limit <= 0) return done();
+  if (limit <= 0) return;
   const auto t0 = std::chrono::steady_clock::now();
   for (unsigned i = 0;; ++i) {
-    if (done()) return true;
+    if (done()) return;
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
     if ((i & 63) == 63 &&
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() > limit)
-      return done();
+      return;
   }
 }
 
