@@ -10,9 +10,29 @@ export interface Row {
   note?: string;
 }
 
-/** Median seconds per call of fn, after one warm-up, over at least minReps calls or minSeconds. */
+/**
+ * Waits, up to maxMs, until no thread of this process is burning CPU. The OpenBLAS and OpenMP workers behind a
+ * baseline (libtorch, faiss, sgemm) keep spinning after its last call: measured here, one of the two cores
+ * stayed busy for about 130 ms while JS slept. A contender timed inside that window shares its cores with them.
+ */
+export async function settle(maxMs = 1000): Promise<void> {
+  const start = performance.now();
+  while (performance.now() - start < maxMs) {
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    await new Promise((r) => setTimeout(r, 10));
+    const c = process.cpuUsage(c0);
+    if ((c.user + c.system) / 1e3 < 0.1 * (performance.now() - t0)) return;
+  }
+}
+
+/**
+ * Median seconds per call of fn, over at least minReps calls or minSeconds, after the process has settled (see
+ * settle) and one warm-up call.
+ */
 export async function timeIt(fn: () => unknown, opts: { minReps?: number; minSeconds?: number; maxReps?: number } = {}): Promise<number> {
   const { minReps = 3, minSeconds = 1, maxReps = 50 } = opts;
+  await settle();
   await fn();
   const times: number[] = [];
   const start = performance.now();

@@ -9,7 +9,7 @@ import { infoNceGradRef } from '../lib/reference/infonce.js';
 import { maxSimRef } from '../lib/reference/maxsim.js';
 import { spladePoolRef } from '../lib/reference/splade.js';
 import { type TorchTimed, baselinesAddon, torchBaselinesAddon } from './baselines.js';
-import { fillRandom, fmt, median, printTable, timeIt } from './harness.js';
+import { fillRandom, fmt, median, printTable, settle, timeIt } from './harness.js';
 
 export interface KernelRow {
   kernel: string;
@@ -19,11 +19,14 @@ export interface KernelRow {
   note?: string;
 }
 
-function torchBest<T>(run: () => TorchTimed<T>): { ms: number; out: T; threads: number } {
+// Each thread count starts on a settled process (see settle): the first run's BLAS threads would otherwise
+// still be spinning through the second.
+async function torchBest<T>(run: () => TorchTimed<T>): Promise<{ ms: number; out: T; threads: number }> {
   const torch = torchBaselinesAddon()!;
   let best: { ms: number; out: T; threads: number } | undefined;
   for (const threads of [1, 2]) {
     torch.setThreads(threads);
+    await settle();
     const r = run();
     if (!best || r.ms < best.ms) best = { ms: r.ms, out: r.out, threads };
   }
@@ -32,11 +35,11 @@ function torchBest<T>(run: () => TorchTimed<T>): { ms: number; out: T; threads: 
 
 // This VM's speed drifts by tens of percent within a minute, so ours and libtorch alternate over rounds and
 // the medians count; returns both medians and both per-round times (ms).
-async function alternated(rounds: number, ours: () => Promise<number>, theirs: (() => number) | undefined) {
+async function alternated(rounds: number, ours: () => Promise<number>, theirs: (() => Promise<number>) | undefined) {
   const oursMs: number[] = [], theirsMs: number[] = [];
   for (let r = 0; r < rounds; r++) {
     oursMs.push(await ours());
-    if (theirs) theirsMs.push(theirs());
+    if (theirs) theirsMs.push(await theirs());
   }
   return { ours: median(oursMs), theirs: theirs ? median(theirsMs) : undefined, oursMs, theirsMs };
 }
@@ -80,8 +83,8 @@ export async function benchKernels(opts: { quick: boolean }): Promise<{ rows: Ke
       opts.quick ? 1 : 3,
       async () => (await timeIt(() => maxSimSync({ data: q, shape: [Lq, d] }, { tokens: docs, lengths }), { minReps: 5, minSeconds: 0.5 })) * 1e3,
       torch
-        ? () => {
-            const t = torchBest(() => torch.maxSim(q, docs.data, lengths, N, Ld, d, Lq, 3));
+        ? async () => {
+            const t = await torchBest(() => torch.maxSim(q, docs.data, lengths, N, Ld, d, Lq, 3));
             torchOut = t.out;
             torchThreads = t.threads;
             return t.ms;
@@ -132,7 +135,7 @@ export async function benchKernels(opts: { quick: boolean }): Promise<{ rows: Ke
     }
     const got = spladePoolSync(x, { mask }).weights.data;
     if (torch) {
-      const t = torchBest(() => torch.spladePool(x.data, mask, B, L, V, 2));
+      const t = await torchBest(() => torch.spladePool(x.data, mask, B, L, V, 2));
       add('spladePool', c, 'libtorch max(log1p(relu(x))*mask)', t.ms, `${t.threads} ATen thread(s); max |diff| ${fmt(maxAbsDiff(got, t.out))}`);
       ratio('spladePool vs libtorch', values * 1e3, t.ms, 3);
     }
@@ -166,10 +169,10 @@ export async function benchKernels(opts: { quick: boolean }): Promise<{ rows: Ke
     let torchThreads = 1;
     const m = await alternated(
       rounds,
-      async () => (await timeIt(step, { minReps: 50, minSeconds: 0.5 })) * 1e3,
+      async () => (await timeIt(step, { minReps: 50, minSeconds: 0.5, maxReps: 1000 })) * 1e3,
       torch
-        ? () => {
-            const t = torchBest(() => torch.infoNce(q, p, pos, B, M, D, 50));
+        ? async () => {
+            const t = await torchBest(() => torch.infoNce(q, p, pos, B, M, D, 50));
             torchThreads = t.threads;
             return t.ms;
           }
@@ -206,7 +209,7 @@ export async function benchKernels(opts: { quick: boolean }): Promise<{ rows: Ke
     add('ensembleMI', c, 'quorum muf (eps 1e-6)', muf * 1e3);
     if (torch) {
       const got = ensembleMISync(z, { temperature: 1e-3, mode: 'muf' }).confidence.data;
-      const t = torchBest(() => torch.ensembleMI(z.data, Bq, K, L, 1e-3, 1e-6, 2));
+      const t = await torchBest(() => torch.ensembleMI(z.data, Bq, K, L, 1e-3, 1e-6, 2));
       add('ensembleMI', c, 'libtorch softmax/log/sum (eps 1e-6)', t.ms, `${t.threads} ATen thread(s); max |conf diff| ${fmt(maxAbsDiff(got, t.out))}`);
       ratio('ensembleMI (muf mode, the same formula) vs libtorch', muf * 1e3, t.ms, 10);
     }
