@@ -22,6 +22,9 @@ const cases: Array<[number, number, number, number, boolean, boolean]> = [
   [25, 70, 300, 1, false, false],
   [20, 300, 40, 1, false, false],
   [270, 30, 20, 1, false, false],
+  // dP = Gᵀ Q with M = 800 rows: more than one task-sized block of row tiles (64 x 12), so every panel is
+  // packed by two tasks and only the last block has a tail.
+  [9, 800, 40, 1, false, false],
 ];
 
 function positives(B: number, M: number): Int32Array {

@@ -11,15 +11,17 @@
 namespace quorum::kernels {
 namespace {
 
-// Blocks of C given to one task: at most 8 x 8 tiles (96 x 256 on AVX-512), split further until every thread
-// has about four tasks, so that small products (the loss's 128 x 256) still use all threads evenly.
+// Rows of C one task covers at most: its C block for one panel (768 x 32 floats) stays in L2 across the
+// depth blocks.
+constexpr size_t kTaskRowTiles = 64;
+
+// A task is a block of row tiles by a range of panels, and packs its own panels (see gemm below). Splitting
+// rows repacks every panel once more, so columns are split first: one panel per task, then rows are halved
+// only while there are fewer than about four tasks per thread (the loss's S = Q Pᵀ has 8 panels).
 void task_shape(size_t mp, size_t np, size_t threads, size_t& pm, size_t& pn) {
-  pm = std::min<size_t>(mp, 8);
-  pn = std::min<size_t>(np, 8);
-  while (ceil_div(mp, pm) * ceil_div(np, pn) < 4 * threads && (pm > 1 || pn > 1)) {
-    if (pm >= pn && pm > 1) pm = ceil_div(pm, 2);
-    else pn = ceil_div(pn, 2);
-  }
+  pm = std::min(mp, kTaskRowTiles);
+  pn = std::max<size_t>(1, np / (4 * threads));
+  while (ceil_div(mp, pm) * ceil_div(np, pn) < 4 * threads && pm > 1) pm = ceil_div(pm, 2);
 }
 
 }  // namespace
@@ -37,12 +39,6 @@ void gemm(size_t m, size_t n, size_t k, StridedA a, StridedB b, float* c, size_t
   const size_t MR = o.mr, NR = o.nr, mp = ceil_div(m, MR), np = ceil_div(n, NR);
   const ThreadPool::Lease lease = ThreadPool::lease();  // scratch below is sized from its threads
   ThreadPool& pool = lease.pool();
-
-  AlignedBuffer big_pack;
-  float* pb = ThreadScratch::floats(ThreadScratch::kGemmPack, np * k * NR, big_pack);
-  pool.parallel_for(np, [&](size_t t, int) {
-    o.pack_b(k, std::min(NR, n - t * NR), {b.b + t * NR * b.col, b.row, b.col}, pb + t * k * NR);
-  });
 
   // A is read in place when its rows or its columns are contiguous; otherwise it is copied column-major.
   const bool rows_mode = a.depth == 1;
@@ -66,6 +62,10 @@ void gemm(size_t m, size_t n, size_t k, StridedA a, StridedB b, float* c, size_t
   pool.parallel_for(tm * tn, [&](size_t task, int worker) {
     const size_t i_lo = (task % tm) * pm * MR, i_hi = std::min(m, i_lo + pm * MR);
     const size_t jp_lo = (task / tm) * pn, jp_hi = std::min(np, jp_lo + pn);
+    // The task packs each panel's depth block itself, just before its row tiles read it: the block stays in
+    // this core's L1 (32 KiB) instead of coming back from a shared buffer packed by another core.
+    AlignedBuffer big_panel;
+    float* panel = ThreadScratch::floats(ThreadScratch::kGemmPack, kGemmDepthBlock * NR, big_panel);
     std::vector<const float*> ptrs(MR);
     for (size_t p0 = 0; p0 < k; p0 += kGemmDepthBlock) {
       const size_t kc = std::min(kGemmDepthBlock, k - p0);
@@ -83,8 +83,8 @@ void gemm(size_t m, size_t n, size_t k, StridedA a, StridedB b, float* c, size_t
         tail = t;
       }
       for (size_t jp = jp_lo; jp < jp_hi; ++jp) {
-        const float* panel = pb + jp * k * NR + p0 * NR;
         const size_t j0 = jp * NR, nu = std::min(NR, n - j0);
+        o.pack_b(kc, nu, {b.b + p0 * b.row + j0 * b.col, b.row, b.col}, panel);
         for (size_t i0 = i_lo; i0 < i_hi; i0 += MR) {
           const size_t mu = std::min(MR, m - i0);
           float* ct = c + i0 * ldc + j0;

@@ -51,7 +51,8 @@ const GemmOps& gemm_ops();  // the active variant
 constexpr size_t kGemmDepthBlock = 256;
 
 // C[i, j] (+)= sum_p A(i, p) B(p, j) for i < m, j < n, over the thread pool. Overwrites C when `accumulate` is
-// false (no zero fill needed). Extra memory: the packed B (k x n rounded up to whole panels).
+// false (no zero fill needed). Extra memory: one depth block of one panel per thread (kGemmDepthBlock x nr
+// floats, kept by the thread for its next call).
 void gemm(size_t m, size_t n, size_t k, StridedA a, StridedB b, float* c, size_t ldc, bool accumulate);
 
 }  // namespace quorum::kernels
