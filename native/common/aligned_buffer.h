@@ -117,7 +117,7 @@ class AlignedBuffer {
 // buffer (a caller that nests kernels uses distinct slots). Requests above kMaxBytes get a fresh block in
 // `fallback`, so no thread keeps more than kSlots x 32 MiB.
 struct ThreadScratch {
-  enum Slot : unsigned { kGemmPack, kGemmA, kLossScores, kSlots };
+  enum Slot : unsigned { kGemmPack, kLossScores, kSlots };
   static float* floats(Slot slot, size_t count, AlignedBuffer& fallback) {
     const size_t bytes = count * sizeof(float);
     if (bytes > BlockCache::kMaxBytes) {

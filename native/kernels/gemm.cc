@@ -24,83 +24,107 @@ void task_shape(size_t mp, size_t np, size_t threads, size_t& pm, size_t& pn) {
   while (ceil_div(mp, pm) * ceil_div(np, pn) < 4 * threads && pm > 1) pm = ceil_div(pm, 2);
 }
 
+// One product prepared for the pool: its packed A and its grid of tasks.
+//
+// A is packed once per product into row tiles (Goto's micro-panels): for the depth block starting at p0, tile
+// t holds A(t * mr + i, p0 + p) at apack[p0 * mp * mr + t * kc * mr + p * mr + i], zero past row m. The tile
+// then reads one contiguous stream of A whatever A's layout, and tails need no special case. Every task
+// reads the whole packed A, so it is shared rather than packed per task.
+struct Plan {
+  GemmProduct g;
+  size_t mp = 0, np = 0, pm = 0, pn = 0, tm = 0;
+  size_t tasks = 0;
+  AlignedBuffer apack;
+
+  const float* a_tile(size_t p0, size_t kc, size_t t, size_t MR) const {
+    return apack.as<float>() + p0 * mp * MR + t * kc * MR;
+  }
+  void pack(const GemmOps& o, size_t t) const;
+  void run(const GemmOps& o, size_t task) const;
+};
+
+// False when the product has no tasks (empty C, or k = 0, where C is zeroed here unless accumulating).
+bool prepare(Plan& pl, const GemmOps& o, size_t threads) {
+  const GemmProduct& g = pl.g;
+  if (g.m == 0 || g.n == 0) return false;
+  if (g.k == 0) {
+    if (!g.accumulate)
+      for (size_t i = 0; i < g.m; ++i) std::fill(g.c + i * g.ldc, g.c + i * g.ldc + g.n, 0.f);
+    return false;
+  }
+  pl.mp = ceil_div(g.m, o.mr);
+  pl.np = ceil_div(g.n, o.nr);
+  pl.apack.reset(pl.mp * o.mr * g.k * sizeof(float));
+  task_shape(pl.mp, pl.np, threads, pl.pm, pl.pn);
+  pl.tm = ceil_div(pl.mp, pl.pm);
+  pl.tasks = pl.tm * ceil_div(pl.np, pl.pn);
+  return true;
+}
+
+void Plan::pack(const GemmOps& o, size_t t) const {
+  const size_t MR = o.mr, i0 = t * MR, mu = std::min(MR, g.m - i0);
+  for (size_t p0 = 0; p0 < g.k; p0 += kGemmDepthBlock) {
+    const size_t kc = std::min(kGemmDepthBlock, g.k - p0);
+    o.pack_a(kc, mu, {g.a.a + i0 * g.a.row + p0 * g.a.depth, g.a.row, g.a.depth},
+             const_cast<float*>(a_tile(p0, kc, t, MR)));
+  }
+}
+
+void Plan::run(const GemmOps& o, size_t task) const {
+  const size_t MR = o.mr, NR = o.nr, m = g.m, n = g.n, k = g.k;
+  const size_t t_lo = (task % tm) * pm, t_hi = std::min(mp, t_lo + pm);
+  const size_t jp_lo = (task / tm) * pn, jp_hi = std::min(np, jp_lo + pn);
+  // The task packs each panel's depth block itself, just before its row tiles read it: the block stays in
+  // this core's L1 (32 KiB) instead of coming back from a shared buffer packed by another core.
+  AlignedBuffer big_panel;
+  float* panel = ThreadScratch::floats(ThreadScratch::kGemmPack, kGemmDepthBlock * NR, big_panel);
+  for (size_t p0 = 0; p0 < k; p0 += kGemmDepthBlock) {
+    const size_t kc = std::min(kGemmDepthBlock, k - p0);
+    const bool acc = g.accumulate || p0 > 0;
+    for (size_t jp = jp_lo; jp < jp_hi; ++jp) {
+      const size_t j0 = jp * NR, nu = std::min(NR, n - j0);
+      o.pack_b(kc, nu, {g.b.b + p0 * g.b.row + j0 * g.b.col, g.b.row, g.b.col}, panel);
+      for (size_t t = t_lo; t < t_hi; ++t) {
+        const size_t i0 = t * MR;
+        o.tile_cols(kc, a_tile(p0, kc, t, MR), MR, panel, g.c + i0 * g.ldc + j0, g.ldc, std::min(MR, m - i0), nu, acc);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 const GemmOps& gemm_ops() { return pick(gemm_scalar(), gemm_avx2(), gemm_avx512()); }
 
-void gemm(size_t m, size_t n, size_t k, StridedA a, StridedB b, float* c, size_t ldc, bool accumulate) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    if (!accumulate)
-      for (size_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.f);
-    return;
-  }
+void gemm_batch(const GemmProduct* products, size_t count) {
   const GemmOps& o = gemm_ops();
-  const size_t MR = o.mr, NR = o.nr, mp = ceil_div(m, MR), np = ceil_div(n, NR);
-  const ThreadPool::Lease lease = ThreadPool::lease();  // scratch below is sized from its threads
+  const ThreadPool::Lease lease = ThreadPool::lease();
   ThreadPool& pool = lease.pool();
-
-  // A is read in place when its rows or its columns are contiguous; otherwise it is copied column-major.
-  const bool rows_mode = a.depth == 1;
-  AlignedBuffer big_copy;
-  const float* acols = a.a;
-  size_t lda = a.depth;
-  if (!rows_mode && a.row != 1) {
-    lda = mp * MR;
-    float* dst = ThreadScratch::floats(ThreadScratch::kGemmA, k * lda, big_copy);
-    pool.parallel_for(k, [&](size_t p, int) {
-      for (size_t i = 0; i < lda; ++i) dst[p * lda + i] = i < m ? a.a[i * a.row + p * a.depth] : 0.f;
-    });
-    acols = dst;
+  std::vector<Plan> plans;
+  plans.reserve(count);
+  size_t packs = 0, tasks = 0;
+  for (size_t i = 0; i < count; ++i) {
+    Plan pl;
+    pl.g = products[i];
+    if (!prepare(pl, o, size_t(lease.threads()))) continue;
+    packs += pl.mp;
+    tasks += pl.tasks;
+    plans.push_back(std::move(pl));
   }
-  const bool padded = acols != a.a;  // the copy covers whole tiles, zero-padded
+  if (plans.empty()) return;
+  // Two parallel regions for the whole batch: every product's A tiles, then every product's C tasks.
+  const auto locate = [&](size_t index, size_t Plan::*per_plan, auto&& fn) {
+    size_t i = 0;
+    while (index >= plans[i].*per_plan) index -= plans[i++].*per_plan;
+    fn(plans[i], index);
+  };
+  pool.parallel_for(packs, [&](size_t t, int) { locate(t, &Plan::mp, [&](const Plan& pl, size_t x) { pl.pack(o, x); }); });
+  pool.parallel_for(tasks, [&](size_t t, int) { locate(t, &Plan::tasks, [&](const Plan& pl, size_t x) { pl.run(o, x); }); });
+}
 
-  size_t pm, pn;
-  task_shape(mp, np, size_t(lease.threads()), pm, pn);
-  const size_t tm = ceil_div(mp, pm), tn = ceil_div(np, pn);
-  std::vector<AlignedBuffer> tails(size_t(lease.threads()));
-  pool.parallel_for(tm * tn, [&](size_t task, int worker) {
-    const size_t i_lo = (task % tm) * pm * MR, i_hi = std::min(m, i_lo + pm * MR);
-    const size_t jp_lo = (task / tm) * pn, jp_hi = std::min(np, jp_lo + pn);
-    // The task packs each panel's depth block itself, just before its row tiles read it: the block stays in
-    // this core's L1 (32 KiB) instead of coming back from a shared buffer packed by another core.
-    AlignedBuffer big_panel;
-    float* panel = ThreadScratch::floats(ThreadScratch::kGemmPack, kGemmDepthBlock * NR, big_panel);
-    std::vector<const float*> ptrs(MR);
-    for (size_t p0 = 0; p0 < k; p0 += kGemmDepthBlock) {
-      const size_t kc = std::min(kGemmDepthBlock, k - p0);
-      const bool acc = accumulate || p0 > 0;
-      // A column-major tail panel would read past row m: give it a zero-padded copy.
-      const float* tail = nullptr;
-      const size_t tail_i0 = i_lo + (i_hi - i_lo) / MR * MR;
-      if (!rows_mode && !padded && tail_i0 < i_hi) {
-        AlignedBuffer& buf = tails[size_t(worker)];
-        if (!buf.as<float>()) buf.reset(kGemmDepthBlock * MR * sizeof(float));
-        float* t = buf.as<float>();
-        for (size_t p = 0; p < kc; ++p)
-          for (size_t ii = 0; ii < MR; ++ii)
-            t[p * MR + ii] = tail_i0 + ii < m ? acols[(p0 + p) * lda + tail_i0 + ii] : 0.f;
-        tail = t;
-      }
-      for (size_t jp = jp_lo; jp < jp_hi; ++jp) {
-        const size_t j0 = jp * NR, nu = std::min(NR, n - j0);
-        o.pack_b(kc, nu, {b.b + p0 * b.row + j0 * b.col, b.row, b.col}, panel);
-        for (size_t i0 = i_lo; i0 < i_hi; i0 += MR) {
-          const size_t mu = std::min(MR, m - i0);
-          float* ct = c + i0 * ldc + j0;
-          if (rows_mode) {
-            // Rows past m repeat the last one; their results are not stored.
-            for (size_t ii = 0; ii < MR; ++ii) ptrs[ii] = a.a + std::min(i0 + ii, m - 1) * a.row + p0;
-            o.tile_rows(kc, ptrs.data(), panel, ct, ldc, mu, nu, acc);
-          } else if (i0 == tail_i0 && tail) {
-            o.tile_cols(kc, tail, MR, panel, ct, ldc, mu, nu, acc);
-          } else {
-            o.tile_cols(kc, acols + p0 * lda + i0, lda, panel, ct, ldc, mu, nu, acc);
-          }
-        }
-      }
-    }
-  });
+void gemm(size_t m, size_t n, size_t k, StridedA a, StridedB b, float* c, size_t ldc, bool accumulate) {
+  const GemmProduct g{m, n, k, a, b, c, ldc, accumulate};
+  gemm_batch(&g, 1);
 }
 
 }  // namespace quorum::kernels

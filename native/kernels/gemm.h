@@ -1,11 +1,12 @@
 // C (+)= A * B for f32 matrices with any element strides: the products of the contrastive loss (S = Q Pᵀ,
 // dQ = G P, dP = Gᵀ Q) and, through the single-thread pieces below, the many-query path of scoreTopK.
 //
-// Structure (Goto / BLIS): B is packed into panels of NR columns (k x NR floats, zero-padded), so the register
-// tile reads two or more full vectors per step of k from one contiguous, L1-resident stream whatever B's
-// layout was. A is not packed: the tile broadcasts A(i, p) from MR row pointers (row-major A) or from MR
-// consecutive floats (column-major A), the two layouts our callers have; any other layout is copied into the
-// second one first. Tails are handled by zero-padded panels and masked stores, never by separate kernels.
+// Structure (Goto / BLIS): B is packed into panels of NR columns (zero-padded), one depth block at a time by the
+// task that reads it, so the register tile reads two or more full vectors per step of k from one contiguous,
+// L1-resident stream whatever B's layout was. A is packed once per product into row tiles of MR rows
+// (zero-padded), so the tile broadcasts A from one contiguous stream too (tile_cols with lda = MR).
+// scoreTopK's many-query path reads corpus rows in place instead (tile_rows): they stream from memory once.
+// Tails are handled by zero padding and masked stores, never by separate kernels.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -31,6 +32,8 @@ struct GemmOps {
   size_t mr, nr;  // register tile: mr rows of C by nr columns
   // Packs B(p, j) for p < k, j < n into ceil(n / nr) panels of k x nr floats (columns >= n are zero).
   void (*pack_b)(size_t k, size_t n, StridedB b, float* out);
+  // Packs one row tile of A: out[p * mr + i] = A(i, p) for i < m_used <= mr, p < k; rows >= m_used are zero.
+  void (*pack_a)(size_t k, size_t m_used, StridedA a, float* out);
   // One tile: C[i, j] (+)= sum_{p < kc} A(i, p) * panel[p * nr + j] for i < m_used <= mr, j < n_used <= nr.
   // tile_rows reads A(i, p) = rows[i][p] (all mr pointers valid); tile_cols reads a[p * lda + i] for i < mr.
   void (*tile_rows)(size_t kc, const float* const* rows, const float* panel, float* c, size_t ldc, size_t m_used,
@@ -51,8 +54,23 @@ const GemmOps& gemm_ops();  // the active variant
 constexpr size_t kGemmDepthBlock = 256;
 
 // C[i, j] (+)= sum_p A(i, p) B(p, j) for i < m, j < n, over the thread pool. Overwrites C when `accumulate` is
-// false (no zero fill needed). Extra memory: one depth block of one panel per thread (kGemmDepthBlock x nr
-// floats, kept by the thread for its next call).
+// false (no zero fill needed). Extra memory: the packed A (m x k rounded up to whole tiles) and one depth block
+// of one panel per thread (kGemmDepthBlock x nr floats, kept by the thread for its next call).
 void gemm(size_t m, size_t n, size_t k, StridedA a, StridedB b, float* c, size_t ldc, bool accumulate);
+
+// One product of gemm_batch, with gemm's arguments.
+struct GemmProduct {
+  size_t m, n, k;
+  StridedA a;
+  StridedB b;
+  float* c;
+  size_t ldc;
+  bool accumulate;
+};
+
+// Independent products (no C overlaps another product's A, B or C) in two parallel regions in all (packing
+// every A, then every product's tasks) instead of two each: the tail of one product overlaps the start of the
+// next instead of waiting at a barrier (the loss's dP and dQ).
+void gemm_batch(const GemmProduct* products, size_t count);
 
 }  // namespace quorum::kernels

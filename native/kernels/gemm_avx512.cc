@@ -18,7 +18,9 @@ namespace {
 #include "simd/vec_avx512.h"
 #include "simd/vec_math.h"
 void pack_panel_transposed16(size_t k, size_t nr, StridedB b, size_t j0, float* o);
+void pack_a_rows16(size_t k, size_t mu, StridedA a, float* out);
 #define QUORUM_GEMM_PACK_TRANSPOSED pack_panel_transposed16
+#define QUORUM_GEMM_PACK_A_ROWS pack_a_rows16
 #include "gemm_body.h"
 
 // r[i] holds row i of a 16 x 16 block; afterwards r[j] holds column j. Four rounds of 16 shuffles: pairs of
@@ -60,6 +62,22 @@ void pack_panel_transposed16(size_t k, size_t nr, StridedB b, size_t j0, float* 
       transpose16(r);
       for (size_t t = 0; t < np; ++t) _mm512_storeu_ps(o + (p0 + t) * kNR + h, r[t]);
     }
+  }
+}
+
+// A row-major A tile (kMR = 12 rows): 16 steps of k of each row transposed at a time, the first 12 lanes of
+// each transposed row stored (rows past mu are zero).
+void pack_a_rows16(size_t k, size_t mu, StridedA a, float* out) {
+  static_assert(kMR <= 16, "one 16 x 16 transpose covers the tile's rows");
+  const __mmask16 rows = Vec::first(kMR);
+  for (size_t p0 = 0; p0 < k; p0 += 16) {
+    const size_t np = std::min<size_t>(16, k - p0);
+    const __mmask16 m = Vec::first(np);
+    __m512 r[16];
+    for (size_t i = 0; i < 16; ++i)
+      r[i] = i < mu ? _mm512_maskz_loadu_ps(m, a.a + i * a.row + p0) : _mm512_setzero_ps();
+    transpose16(r);
+    for (size_t t = 0; t < np; ++t) _mm512_mask_storeu_ps(out + (p0 + t) * kMR, rows, r[t]);
   }
 }
 

@@ -77,6 +77,41 @@ inline void pack_panel_rows(size_t k, size_t nr, StridedB b, size_t j0, float* o
   }
 }
 
+// A tile of a row-major A (a.depth == 1): kMR rows read 16 steps of k at a time, written interleaved.
+inline void pack_a_rows_scalar(size_t k, size_t mu, StridedA a, float* out) {
+  for (size_t p0 = 0; p0 < k; p0 += 16) {
+    const size_t p1 = std::min(k, p0 + 16);
+    for (size_t i = 0; i < kMR; ++i) {
+      const float* src = a.a + i * a.row;
+      for (size_t p = p0; p < p1; ++p) out[p * kMR + i] = i < mu ? src[p] : 0.f;
+    }
+  }
+}
+
+// A variant may define a faster packer for row-major A before including this body.
+#ifndef QUORUM_GEMM_PACK_A_ROWS
+#define QUORUM_GEMM_PACK_A_ROWS pack_a_rows_scalar
+#endif
+
+void gemm_pack_a(size_t k, size_t mu, StridedA a, float* out) {
+  if (a.depth == 1) {
+    QUORUM_GEMM_PACK_A_ROWS(k, mu, a, out);
+  } else if (a.row == 1) {
+    // Columns of A contiguous (A = Xᵀ): each step of k copies mu floats and zero-fills the rest of the tile.
+    for (size_t p = 0; p < k; ++p) {
+      const float* src = a.a + p * a.depth;
+      float* dst = out + p * kMR;
+      for (size_t i = 0; i < kMR; i += Vec::W) {
+        const size_t w = std::min(Vec::W, kMR - i), valid = mu > i ? std::min(w, mu - i) : 0;
+        Vec::storen(dst + i, valid ? Vec::loadn(src + i, valid) : Vec::zero(), w);
+      }
+    }
+  } else {
+    for (size_t p = 0; p < k; ++p)
+      for (size_t i = 0; i < kMR; ++i) out[p * kMR + i] = i < mu ? a.a[i * a.row + p * a.depth] : 0.f;
+  }
+}
+
 // A variant may define a faster packer for B = Xᵀ (b.row == 1) before including this body.
 #ifndef QUORUM_GEMM_PACK_TRANSPOSED
 #define QUORUM_GEMM_PACK_TRANSPOSED pack_panel_strided
@@ -114,6 +149,7 @@ const GemmOps kGemmOps{Vec::W == 16 ? "avx512" : Vec::W == 8 ? "avx2" : "scalar"
                        kMR,
                        kNR,
                        gemm_pack_b,
+                       gemm_pack_a,
                        gemm_tile_rows,
                        gemm_tile_cols,
                        gemm_widen};

@@ -102,16 +102,26 @@ void info_nce(const InfoNceArgs& a, InfoNceOut& out) {
   // With G = dL/da: dL/dp̂_j = sum_i G_ij / tau * q̂_i and dL/dq̂_i = sum_j G_ij / tau * p̂_j. S now holds
   // H_ij = G_ij / (tau |q_i|) (|q_i| = 1 for dot scores), so dL/dp̂ = Hᵀ Q with the raw Q, read through a
   // transposed view of S (no copy). For dL/dq̂ the scale must be 1 / (tau |p_j|): S is rescaled in place.
+  const GemmProduct dp{M, D, B, {S, 1, M}, {a.q, D, 1}, out.dp, D, false};
+  const GemmProduct dq{B, D, M, {S, M, 1}, {a.p, D, 1}, out.dq, D, false};
+  if (!a.cosine) {
+    // Dot scores: the two products read the same S, so they share one parallel region.
+    GemmProduct both[2];
+    size_t n = 0;
+    if (out.dp) both[n++] = dp;
+    if (out.dq) both[n++] = dq;
+    gemm_batch(both, n);
+    return;
+  }
   if (out.dp) {
-    gemm(M, D, B, {S, 1, M}, {a.q, D, 1}, out.dp, D, false);
-    if (a.cosine) through_normalize(a.p, pn, M, D, out.dp);
+    gemm_batch(&dp, 1);
+    through_normalize(a.p, pn, M, D, out.dp);
   }
   if (out.dq) {
-    if (a.cosine)
-      for (size_t i = 0; i < B; ++i)
-        for (size_t j = 0; j < M; ++j) S[i * M + j] *= qn[i] / pn[j];
-    gemm(B, D, M, {S, M, 1}, {a.p, D, 1}, out.dq, D, false);
-    if (a.cosine) through_normalize(a.q, qn, B, D, out.dq);
+    for (size_t i = 0; i < B; ++i)
+      for (size_t j = 0; j < M; ++j) S[i * M + j] *= qn[i] / pn[j];
+    gemm_batch(&dq, 1);
+    through_normalize(a.q, qn, B, D, out.dq);
   }
 }
 
