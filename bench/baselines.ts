@@ -22,7 +22,7 @@ export function baselinesAddon(): BaselinesAddon | undefined {
   }
 }
 
-/** A libtorch run: `ms` is the mean per iteration after one warm-up call; `out` is the last iteration's result. */
+/** A libtorch run: `ms` is the median per iteration (as timeIt gives ours) after one warm-up call; `out` is the last iteration's result. */
 export interface TorchTimed<T> {
   ms: number;
   out: T;

@@ -6,12 +6,13 @@
 //   ensembleMI  DPR-MUF's mutual-information confidence over an ensemble
 //   setThreads / threads  ATen's intra-op thread count
 // Each kernel takes `iters`, runs once to warm up, then `iters` times, and returns
-// { ms: mean milliseconds per iteration, out: the last iteration's result }.
+// { ms: median milliseconds per iteration, out: the last iteration's result }.
 // Inputs are borrowed from the JS typed arrays (torch::from_blob), so only the computation is timed.
 // Not shipped: built by CMake only when libtorch is found, for `npm run bench`.
 #include <napi.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -98,15 +99,20 @@ Napi::Float32Array to_js(Napi::Env env, const torch::Tensor& t) {
   return out;
 }
 
-// Returns (mean ms per iteration, last result). The warm-up call pays for first-touch allocations and
-// OpenMP/BLAS thread start-up, which every later call in a long-lived process skips too.
+// Returns (median ms per iteration, last result): the statistic bench/harness.ts's timeIt gives our kernels.
+// The warm-up call pays for first-touch allocations and OpenMP/BLAS thread start-up, which every later call in
+// a long-lived process skips too.
 template <class F>
 auto timed(int64_t iters, F&& step) {
   auto out = step();
-  auto t0 = std::chrono::steady_clock::now();
-  for (int64_t i = 0; i < iters; ++i) out = step();
-  auto t1 = std::chrono::steady_clock::now();
-  return std::make_pair(std::chrono::duration<double, std::milli>(t1 - t0).count() / double(iters), std::move(out));
+  std::vector<double> ms(size_t(std::max<int64_t>(iters, 1)));
+  for (double& m : ms) {
+    auto t0 = std::chrono::steady_clock::now();
+    out = step();
+    m = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  std::sort(ms.begin(), ms.end());
+  return std::make_pair(ms[ms.size() / 2], std::move(out));
 }
 
 Napi::Object result(Napi::Env env, double ms, Napi::Value out) {
