@@ -24,9 +24,10 @@ struct DenseDotOps {
   // prepared + i * stride.
   void (*score)(const float* prepared, size_t stride, size_t nq, const uint8_t* const* rows, size_t nrows,
                 size_t dim, Dtype corpus, float* out, size_t ldo);
-  // Writes the indices j < n with s[j] >= threshold (ordered comparison: NaN never passes) to idx; returns
-  // how many. idx must hold n entries.
-  size_t (*select_ge)(const float* s, size_t n, float threshold, uint32_t* idx);
+  // Writes the indices j < n with s[j] >= thr[j * thr_step] (ordered comparison: NaN never passes) to idx;
+  // returns how many. thr_step 0 compares with one threshold, 1 with one per element (a row of scores
+  // against per-query heaps). idx must hold n entries.
+  size_t (*select_ge)(const float* s, size_t n, const float* thr, size_t thr_step, uint32_t* idx);
 };
 
 const DenseDotOps& dense_dot_scalar();

@@ -91,7 +91,8 @@ void scan_dot(const QueryMatrix& q, const CorpusMatrix& c, std::vector<TopKWorke
     for (size_t b = b0; b < b1; ++b) {
       TopKHeap& heap = w.heaps[b];
       const float* s = S + (b - b0) * grid.nblock;
-      size_t m = ops.select_ge(s, nn, heap.threshold(), w.idx.data());
+      const float thr = heap.threshold();
+      const size_t m = ops.select_ge(s, nn, &thr, 0, w.idx.data());
       for (size_t t = 0; t < m; ++t) heap.push(Hit{s[w.idx[t]], int64_t(n0 + w.idx[t])});
     }
   });
@@ -101,6 +102,7 @@ void scan_dot(const QueryMatrix& q, const CorpusMatrix& c, std::vector<TopKWorke
 // block of rows at a time (scores [rows, queries] stay in L2), selection straight after each block.
 void scan_gemm(const QueryMatrix& q, const CorpusMatrix& c, std::vector<TopKWorker>& workers, ThreadPool& pool) {
   const GemmOps& g = gemm_ops();
+  const DenseDotOps& sel = dense_dot();
   const size_t B = q.rows, N = c.rows, D = c.dim, MR = g.mr, NR = g.nr;
   const size_t esize = dtype_size(c.dtype), row_bytes = D * esize;
   // Queries as B panels, B(p, j) = Q[j, p], packed once for every block.
@@ -115,6 +117,7 @@ void scan_gemm(const QueryMatrix& q, const CorpusMatrix& c, std::vector<TopKWork
   for (auto& w : workers) {
     w.S.reset(kGemmBlockRows * qchunk * sizeof(float));
     w.thr.assign(B, 0.f);
+    w.idx.resize(qchunk);
     for (size_t b = 0; b < B; ++b) w.thr[b] = w.heaps[b].threshold();
     if (c.dtype != Dtype::F32) w.wide.reset(kGemmBlockRows * kGemmDepthBlock * sizeof(float));
   }
@@ -150,13 +153,16 @@ void scan_gemm(const QueryMatrix& q, const CorpusMatrix& c, std::vector<TopKWork
         }
       }
     }
+    // Each column is one query, so a push moves only that column's threshold: the candidates that one vector
+    // comparison per 16 queries found for a row stay valid while they are pushed.
     for (size_t r = n0; r < n1; ++r) {
       const float* s = S + (r - n0) * ldS;
-      for (size_t b = b0; b < b1; ++b)
-        if (s[b - b0] >= w.thr[b]) {  // ordered comparison: NaN never enters
-          w.heaps[b].push(Hit{s[b - b0], int64_t(r)});
-          w.thr[b] = w.heaps[b].threshold();
-        }
+      const size_t m = sel.select_ge(s, b1 - b0, w.thr.data() + b0, 1, w.idx.data());
+      for (size_t t = 0; t < m; ++t) {
+        const size_t b = b0 + w.idx[t];
+        w.heaps[b].push(Hit{s[w.idx[t]], int64_t(r)});
+        w.thr[b] = w.heaps[b].threshold();
+      }
     }
   });
 }
