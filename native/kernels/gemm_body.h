@@ -8,23 +8,24 @@ constexpr size_t kMR = Vec::W == 16 ? 12 : Vec::W == 8 ? 6 : 4;
 constexpr size_t kNV = 2;
 constexpr size_t kNR = kNV * Vec::W;
 
-template <class AAt>
+// R <= kMR rows are computed (the caller's m_used <= R).
+template <size_t R = kMR, class AAt>
 inline void gemm_tile(size_t kc, AAt a_at, const float* panel, float* c, size_t ldc, size_t m_used, size_t n_used,
                       bool acc_c) {
   using V = typename Vec::V;
-  V acc[kMR][kNV];
-  for (size_t i = 0; i < kMR; ++i)
+  V acc[R][kNV];
+  for (size_t i = 0; i < R; ++i)
     for (size_t v = 0; v < kNV; ++v) acc[i][v] = Vec::zero();
   for (size_t p = 0; p < kc; ++p) {
     V bv[kNV];
     for (size_t v = 0; v < kNV; ++v) bv[v] = Vec::load(panel + p * kNR + v * Vec::W);
 #pragma GCC unroll 16
-    for (size_t i = 0; i < kMR; ++i) {
+    for (size_t i = 0; i < R; ++i) {
       const V av = Vec::set1(a_at(i, p));
       for (size_t v = 0; v < kNV; ++v) acc[i][v] = Vec::fmadd(av, bv[v], acc[i][v]);
     }
   }
-  for (size_t i = 0; i < kMR && i < m_used; ++i) {
+  for (size_t i = 0; i < R && i < m_used; ++i) {
     float* row = c + i * ldc;
     for (size_t v = 0; v < kNV; ++v) {
       const size_t j = v * Vec::W;
@@ -45,7 +46,11 @@ void gemm_tile_rows(size_t kc, const float* const* rows, const float* panel, flo
 
 void gemm_tile_cols(size_t kc, const float* a, size_t lda, const float* panel, float* c, size_t ldc, size_t m_used,
                     size_t n_used, bool acc_c) {
-  gemm_tile(kc, [&](size_t i, size_t p) { return a[p * lda + i]; }, panel, c, ldc, m_used, n_used, acc_c);
+  const auto a_at = [&](size_t i, size_t p) { return a[p * lda + i]; };
+  // A partial last tile of rows (the loss's 128 = 10 x 12 + 8) computes only the thirds it stores.
+  if (kMR % 3 == 0 && m_used <= kMR / 3) gemm_tile<kMR / 3>(kc, a_at, panel, c, ldc, m_used, n_used, acc_c);
+  else if (kMR % 3 == 0 && m_used <= 2 * kMR / 3) gemm_tile<2 * kMR / 3>(kc, a_at, panel, c, ldc, m_used, n_used, acc_c);
+  else gemm_tile(kc, a_at, panel, c, ldc, m_used, n_used, acc_c);
 }
 
 // One panel of a B whose columns are not contiguous: in blocks of 16 steps of k, so that the reads of one
