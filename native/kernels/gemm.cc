@@ -15,7 +15,7 @@ namespace {
 // depth blocks.
 constexpr size_t kTaskRowTiles = 64;
 
-// A task is a block of row tiles by a range of panels, and packs its own panels (see gemm below). Splitting
+// A task is a block of row tiles by a range of panels, and packs its own panels (see Plan::run). Splitting
 // rows repacks every panel once more, so columns are split first: one panel per task, then rows are halved
 // only while there are fewer than about four tasks per thread (the loss's S = Q Pᵀ has 8 panels).
 void task_shape(size_t mp, size_t np, size_t threads, size_t& pm, size_t& pn) {
@@ -36,7 +36,7 @@ struct Plan {
   size_t tasks = 0;
   AlignedBuffer apack;
 
-  const float* a_tile(size_t p0, size_t kc, size_t t, size_t MR) const {
+  float* a_tile(size_t p0, size_t kc, size_t t, size_t MR) const {
     return apack.as<float>() + p0 * mp * MR + t * kc * MR;
   }
   void pack(const GemmOps& o, size_t t) const;
@@ -65,8 +65,7 @@ void Plan::pack(const GemmOps& o, size_t t) const {
   const size_t MR = o.mr, i0 = t * MR, mu = std::min(MR, g.m - i0);
   for (size_t p0 = 0; p0 < g.k; p0 += kGemmDepthBlock) {
     const size_t kc = std::min(kGemmDepthBlock, g.k - p0);
-    o.pack_a(kc, mu, {g.a.a + i0 * g.a.row + p0 * g.a.depth, g.a.row, g.a.depth},
-             const_cast<float*>(a_tile(p0, kc, t, MR)));
+    o.pack_a(kc, mu, {g.a.a + i0 * g.a.row + p0 * g.a.depth, g.a.row, g.a.depth}, a_tile(p0, kc, t, MR));
   }
 }
 
