@@ -53,80 +53,64 @@ void gemm_tile_cols(size_t kc, const float* a, size_t lda, const float* panel, f
   else gemm_tile(kc, a_at, panel, c, ldc, m_used, n_used, acc_c);
 }
 
-// One panel of a B whose columns are not contiguous: in blocks of 16 steps of k, so that the reads of one
-// column stay within a cache line and the writes within a few KiB.
+// The packers write W lanes per step of k (W = kNR for a B panel, kMR for an A tile): out[p * W + l] holds
+// lane l < used at step p, and lanes past `used` are zero, so tails need no special case in the tile.
+
+// Lane l at step p read from src[l * lane + p * step]: in blocks of 16 steps of k, so that the reads of one
+// lane stay within a cache line and the writes within a few KiB.
+template <size_t W>
+inline void pack_strided(size_t k, size_t used, const float* src, size_t step, size_t lane, float* out) {
+  for (size_t p0 = 0; p0 < k; p0 += 16) {
+    const size_t p1 = std::min(k, p0 + 16);
+    for (size_t l = 0; l < W; ++l) {
+      const float* s = src + l * lane;
+      for (size_t p = p0; p < p1; ++p) out[p * W + l] = l < used ? s[p * step] : 0.f;
+    }
+  }
+}
+
+// The lanes of each step contiguous (lane == 1): vector copies.
+template <size_t W>
+inline void pack_contiguous(size_t k, size_t used, const float* src, size_t step, float* out) {
+  for (size_t p = 0; p < k; ++p)
+    for (size_t l = 0; l < W; l += Vec::W) {
+      const float* s = src + p * step + l;
+      float* d = out + p * W + l;
+      const size_t w = std::min(Vec::W, W - l), valid = used > l ? std::min(w, used - l) : 0;
+      const typename Vec::V v = valid == Vec::W ? Vec::load(s) : valid ? Vec::loadn(s, valid) : Vec::zero();
+      if (w == Vec::W) Vec::store(d, v);
+      else Vec::storen(d, v, w);
+    }
+}
+
 inline void pack_panel_strided(size_t k, size_t nr, StridedB b, size_t j0, float* o) {
-  for (size_t p0 = 0; p0 < k; p0 += 16) {
-    const size_t p1 = std::min(k, p0 + 16);
-    for (size_t jj = 0; jj < kNR; ++jj) {
-      if (jj >= nr) {
-        for (size_t p = p0; p < p1; ++p) o[p * kNR + jj] = 0.f;
-        continue;
-      }
-      const float* src = b.b + (j0 + jj) * b.col;
-      for (size_t p = p0; p < p1; ++p) o[p * kNR + jj] = src[p * b.row];
-    }
-  }
+  pack_strided<kNR>(k, nr, b.b + j0 * b.col, b.row, b.col, o);
 }
 
-// Row-major B: each step of k copies nr contiguous floats.
-inline void pack_panel_rows(size_t k, size_t nr, StridedB b, size_t j0, float* o) {
-  for (size_t p = 0; p < k; ++p) {
-    const float* src = b.b + p * b.row + j0;
-    float* dst = o + p * kNR;
-    if (nr == kNR) {
-      for (size_t v = 0; v < kNV; ++v) Vec::store(dst + v * Vec::W, Vec::load(src + v * Vec::W));
-    } else {
-      for (size_t jj = 0; jj < kNR; ++jj) dst[jj] = jj < nr ? src[jj] : 0.f;
-    }
-  }
+inline void pack_a_strided(size_t k, size_t mu, StridedA a, float* out) {
+  pack_strided<kMR>(k, mu, a.a, a.depth, a.row, out);
 }
 
-// A tile of a row-major A (a.depth == 1): kMR rows read 16 steps of k at a time, written interleaved.
-inline void pack_a_rows_scalar(size_t k, size_t mu, StridedA a, float* out) {
-  for (size_t p0 = 0; p0 < k; p0 += 16) {
-    const size_t p1 = std::min(k, p0 + 16);
-    for (size_t i = 0; i < kMR; ++i) {
-      const float* src = a.a + i * a.row;
-      for (size_t p = p0; p < p1; ++p) out[p * kMR + i] = i < mu ? src[p] : 0.f;
-    }
-  }
-}
-
-// A variant may define a faster packer for row-major A before including this body.
+// A variant may define faster packers for row-major A (a.depth == 1) and for B = Xᵀ (b.row == 1), the two
+// layouts that need a transpose, before including this body.
 #ifndef QUORUM_GEMM_PACK_A_ROWS
-#define QUORUM_GEMM_PACK_A_ROWS pack_a_rows_scalar
+#define QUORUM_GEMM_PACK_A_ROWS pack_a_strided
 #endif
-
-void gemm_pack_a(size_t k, size_t mu, StridedA a, float* out) {
-  if (a.depth == 1) {
-    QUORUM_GEMM_PACK_A_ROWS(k, mu, a, out);
-  } else if (a.row == 1) {
-    // Columns of A contiguous (A = Xᵀ): each step of k copies mu floats and zero-fills the rest of the tile.
-    for (size_t p = 0; p < k; ++p) {
-      const float* src = a.a + p * a.depth;
-      float* dst = out + p * kMR;
-      for (size_t i = 0; i < kMR; i += Vec::W) {
-        const size_t w = std::min(Vec::W, kMR - i), valid = mu > i ? std::min(w, mu - i) : 0;
-        Vec::storen(dst + i, valid ? Vec::loadn(src + i, valid) : Vec::zero(), w);
-      }
-    }
-  } else {
-    for (size_t p = 0; p < k; ++p)
-      for (size_t i = 0; i < kMR; ++i) out[p * kMR + i] = i < mu ? a.a[i * a.row + p * a.depth] : 0.f;
-  }
-}
-
-// A variant may define a faster packer for B = Xᵀ (b.row == 1) before including this body.
 #ifndef QUORUM_GEMM_PACK_TRANSPOSED
 #define QUORUM_GEMM_PACK_TRANSPOSED pack_panel_strided
 #endif
+
+void gemm_pack_a(size_t k, size_t mu, StridedA a, float* out) {
+  if (a.depth == 1) QUORUM_GEMM_PACK_A_ROWS(k, mu, a, out);
+  else if (a.row == 1) pack_contiguous<kMR>(k, mu, a.a, a.depth, out);  // A = Xᵀ
+  else pack_a_strided(k, mu, a, out);
+}
 
 void gemm_pack_b(size_t k, size_t n, StridedB b, float* out) {
   for (size_t j0 = 0; j0 < n; j0 += kNR) {
     float* o = out + (j0 / kNR) * k * kNR;
     const size_t nr = std::min(kNR, n - j0);
-    if (b.col == 1) pack_panel_rows(k, nr, b, j0, o);
+    if (b.col == 1) pack_contiguous<kNR>(k, nr, b.b + j0, b.row, o);
     else if (b.row == 1) QUORUM_GEMM_PACK_TRANSPOSED(k, nr, b, j0, o);
     else pack_panel_strided(k, nr, b, j0, o);
   }
