@@ -117,8 +117,12 @@ void gemm_batch(const GemmProduct* products, size_t count) {
     while (index >= plans[i].*per_plan) index -= plans[i++].*per_plan;
     fn(plans[i], index);
   };
-  pool.parallel_for(packs, [&](size_t t, int) { locate(t, &Plan::mp, [&](const Plan& pl, size_t x) { pl.pack(o, x); }); });
-  pool.parallel_for(tasks, [&](size_t t, int) { locate(t, &Plan::tasks, [&](const Plan& pl, size_t x) { pl.run(o, x); }); });
+  pool.parallel_for(packs, [&](size_t t, int) {
+    locate(t, &Plan::mp, [&](const Plan& pl, size_t x) { pl.pack(o, x); });
+  });
+  pool.parallel_for(tasks, [&](size_t t, int) {
+    locate(t, &Plan::tasks, [&](const Plan& pl, size_t x) { pl.run(o, x); });
+  });
 }
 
 void gemm(size_t m, size_t n, size_t k, StridedA a, StridedB b, float* c, size_t ldc, bool accumulate) {

@@ -49,36 +49,31 @@ inline void transpose16(__m512 (&r)[16]) {
   }
 }
 
-// B(p, j) = b.b[p + j * b.col]: each half panel of 16 columns is 16 rows of X, transposed 16 steps of k at a
-// time (masked loads for the last steps, zero rows past nr).
-void pack_panel_transposed16(size_t k, size_t nr, StridedB b, size_t j0, float* o) {
-  for (size_t h = 0; h < kNR; h += 16) {
-    for (size_t p0 = 0; p0 < k; p0 += 16) {
-      const size_t np = std::min<size_t>(16, k - p0);
-      const __mmask16 m = Vec::first(np);
-      __m512 r[16];
-      for (size_t i = 0; i < 16; ++i)
-        r[i] = h + i < nr ? _mm512_maskz_loadu_ps(m, b.b + (j0 + h + i) * b.col + p0) : _mm512_setzero_ps();
-      transpose16(r);
-      for (size_t t = 0; t < np; ++t) _mm512_storeu_ps(o + (p0 + t) * kNR + h, r[t]);
-    }
-  }
-}
-
-// A row-major A tile (kMR = 12 rows): 16 steps of k of each row transposed at a time, the first 12 lanes of
-// each transposed row stored (rows past mu are zero).
-void pack_a_rows16(size_t k, size_t mu, StridedA a, float* out) {
-  static_assert(kMR <= 16, "one 16 x 16 transpose covers the tile's rows");
-  const __mmask16 rows = Vec::first(kMR);
+// Up to 16 rows of X (row i at src + i * ld, rows >= rows_valid read as zero), transposed 16 steps of k at a
+// time (masked loads for the last steps): step p goes to out + p * out_stride, the lanes in `lanes` stored.
+void pack_transposed(size_t k, const float* src, size_t ld, size_t rows_valid, float* out, size_t out_stride,
+                     __mmask16 lanes) {
   for (size_t p0 = 0; p0 < k; p0 += 16) {
     const size_t np = std::min<size_t>(16, k - p0);
     const __mmask16 m = Vec::first(np);
     __m512 r[16];
     for (size_t i = 0; i < 16; ++i)
-      r[i] = i < mu ? _mm512_maskz_loadu_ps(m, a.a + i * a.row + p0) : _mm512_setzero_ps();
+      r[i] = i < rows_valid ? _mm512_maskz_loadu_ps(m, src + i * ld + p0) : _mm512_setzero_ps();
     transpose16(r);
-    for (size_t t = 0; t < np; ++t) _mm512_mask_storeu_ps(out + (p0 + t) * kMR, rows, r[t]);
+    for (size_t t = 0; t < np; ++t) _mm512_mask_storeu_ps(out + (p0 + t) * out_stride, lanes, r[t]);
   }
+}
+
+// B(p, j) = b.b[p + j * b.col]: each half panel of 16 columns is 16 rows of X (zero rows past nr).
+void pack_panel_transposed16(size_t k, size_t nr, StridedB b, size_t j0, float* o) {
+  for (size_t h = 0; h < kNR; h += 16)
+    pack_transposed(k, b.b + (j0 + h) * b.col, b.col, nr > h ? nr - h : 0, o + h, kNR, Vec::first(16));
+}
+
+// A row-major A tile: its kMR = 12 rows transposed, the first 12 lanes of each step stored (rows past mu zero).
+void pack_a_rows16(size_t k, size_t mu, StridedA a, float* out) {
+  static_assert(kMR <= 16, "one 16 x 16 transpose covers the tile's rows");
+  pack_transposed(k, a.a, a.row, mu, out, kMR, Vec::first(kMR));
 }
 
 }  // namespace

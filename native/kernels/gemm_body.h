@@ -49,7 +49,8 @@ void gemm_tile_cols(size_t kc, const float* a, size_t lda, const float* panel, f
   const auto a_at = [&](size_t i, size_t p) { return a[p * lda + i]; };
   // A partial last tile of rows (the loss's 128 = 10 x 12 + 8) computes only the thirds it stores.
   if (kMR % 3 == 0 && m_used <= kMR / 3) gemm_tile<kMR / 3>(kc, a_at, panel, c, ldc, m_used, n_used, acc_c);
-  else if (kMR % 3 == 0 && m_used <= 2 * kMR / 3) gemm_tile<2 * kMR / 3>(kc, a_at, panel, c, ldc, m_used, n_used, acc_c);
+  else if (kMR % 3 == 0 && m_used <= 2 * kMR / 3)
+    gemm_tile<2 * kMR / 3>(kc, a_at, panel, c, ldc, m_used, n_used, acc_c);
   else gemm_tile(kc, a_at, panel, c, ldc, m_used, n_used, acc_c);
 }
 
