@@ -38,14 +38,32 @@ export class Tensor<D extends Dtype = Dtype> {
   }
 
   /**
-   * A tensor in native memory holding a copy of `values`. For bf16 and f16, numbers (or a Float32Array) are
+   * A tensor in native memory holding a copy of `values`. Without `dtype`, a typed array keeps its own
+   * (Int32Array is i32, BigInt64Array i64, Uint8Array u8, Uint16Array raw bf16 bits, as in {@link Tensor.wrap});
+   * numbers and Float32Array / Float64Array give f32. For bf16 and f16, numbers (or a Float32Array) are
    * rounded to nearest even; a Uint16Array is taken as raw bit patterns.
+   *
+   * @example
+   * const positives = Tensor.from(Int32Array.of(0, 2, 4), [3]);  // i32
+   * const q = Tensor.from([0.1, 0.2, 0.3, 0.4], [2, 2]);          // f32
+   * const h = Tensor.from(q.data, [2, 2], 'f16');                 // rounded to f16
    */
+  static from(values: Int32Array, shape: readonly number[]): Tensor<'i32'>;
+  static from(values: BigInt64Array, shape: readonly number[]): Tensor<'i64'>;
+  static from(values: Uint8Array, shape: readonly number[]): Tensor<'u8'>;
+  static from(values: Uint16Array, shape: readonly number[]): Tensor<'bf16'>;
   static from<D extends Dtype = 'f32'>(
     values: ArrayLike<number> | ArrayLike<bigint> | AnyTypedArray,
     shape: readonly number[],
-    dtype: D = 'f32' as D,
+    dtype?: D,
+  ): Tensor<D>;
+  static from<D extends Dtype>(
+    values: ArrayLike<number> | ArrayLike<bigint> | AnyTypedArray,
+    shape: readonly number[],
+    dtypeArg?: D,
   ): Tensor<D> {
+    const own = ArrayBuffer.isView(values) && !(values instanceof Float64Array) ? dtypeOfArray(values) : undefined;
+    const dtype = (dtypeArg ?? own ?? 'f32') as D;
     checkDtype(dtype);
     const half = dtype === 'bf16' || dtype === 'f16';
     if (half && !(values instanceof Uint16Array)) {

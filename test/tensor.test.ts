@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { Tensor, capabilities, scoreTopK, scoreTopKSync } from '../lib/index.js';
+import { Tensor, capabilities, infoNceSync, scoreTopK, scoreTopKSync } from '../lib/index.js';
 import { bf16ToF32, f16ToF32 } from '../lib/reference/dense.js';
 import { randomF32 } from './helpers.js';
 
@@ -108,6 +108,26 @@ describe('Tensor', () => {
     expect(Tensor.zeros([2], 'f16').data).toBeInstanceOf(Uint16Array);
     expect(Tensor.from([1n, -2n], [2], 'i64').toArray()).toEqual([1, -2]);
     expect(Tensor.zeros([0, 5]).data.length).toBe(0);
+  });
+
+  it('from() keeps a typed array its own dtype unless one is given', () => {
+    const i = Tensor.from(Int32Array.of(3, -1, 7), [3]);
+    expect(i.dtype).toBe('i32');
+    expect(Array.from(i.data)).toEqual([3, -1, 7]);
+    expect(Tensor.from(BigInt64Array.of(5n), [1]).dtype).toBe('i64');
+    expect(Tensor.from(Uint8Array.of(1, 0), [2]).dtype).toBe('u8');
+    const bits = Tensor.from(Uint16Array.of(0x3f80), [1]);  // raw bf16 bits, as Tensor.wrap reads them
+    expect(bits.dtype).toBe('bf16');
+    expect(bits.toArray()).toEqual([1]);
+    expect(Tensor.from(Float64Array.of(0.5), [1]).dtype).toBe('f32');
+    expect(Tensor.from([1, 2], [2]).dtype).toBe('f32');
+    // An explicit dtype still converts.
+    const f = Tensor.from(Int32Array.of(3, -1), [2], 'f32');
+    expect(f.dtype).toBe('f32');
+    expect(Array.from(f.data)).toEqual([3, -1]);
+    // The positives of infoNce can now be given as an i32 Tensor built from an Int32Array.
+    const r = infoNceSync(Tensor.from(Float32Array.of(1, 0, 0, 1), [2, 2]), Tensor.from(Float32Array.of(1, 0, 0, 1), [2, 2]), Tensor.from(Int32Array.of(0, 1), [2]));
+    expect(r.accuracy).toBe(1);
   });
 
   it('reports capabilities', () => {
