@@ -51,6 +51,19 @@ describe.each(isas)('ensembleMI, %s variant', (isa) => {
     });
   });
 
+  it('many members with flat scores (a product of member sums far beyond f64) match the reference', () => {
+    setIsa(isa);
+    // Each member's sum of exp is close to L = 1000, so the product over 200 members is about 1e600.
+    const K = 200, L = 1000;
+    const z = memberScores(1, K, L, 77);
+    for (const mode of ['exact', 'muf'] as const) {
+      const got = ensembleMISync({ data: z, shape: [1, K, L] }, { temperature: 100, mode });
+      const ref = ensembleMIRef(rows(z, 0, K, L, L), 100, mode);
+      expect(Number.isFinite(got.mi.data[0])).toBe(true);
+      expect(Math.abs((got.mi.data[0] as number) - ref.mi)).toBeLessThan(2e-5);
+    }
+  });
+
   it('huge negative scores with a ragged tail stay finite (exact mode)', () => {
     setIsa(isa);
     const z = new Float32Array(2 * 9).fill(-1e36);

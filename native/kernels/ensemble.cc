@@ -27,7 +27,7 @@ void ensemble_mi(const float* z, size_t batch, size_t members, size_t len, const
   const ThreadPool::Lease lease = ThreadPool::lease();  // per-worker scratch below is sized from its threads
   ThreadPool& pool = lease.pool();
   std::vector<AlignedBuffer> scratch(size_t(lease.threads()));
-  for (auto& s : scratch) s.reset(2 * len * sizeof(float) + 64);
+  for (auto& s : scratch) s.reset(2 * ensemble_padded(len) * sizeof(float));
   const double ln_k = std::log(double(members));
   const float inv_t = 1.f / temperature;
   constexpr size_t kChunk = 64;

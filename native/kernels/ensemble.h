@@ -14,10 +14,14 @@ namespace quorum::kernels {
 
 struct EnsembleOps {
   const char* isa;
-  // MI of one query: z row k starts at z + k * ldz and holds n candidates. scratch holds 2 * n floats.
+  // MI of one query: z row k starts at z + k * ldz and holds n candidates. scratch holds
+  // 2 * ensemble_padded(n) floats.
   double (*mutual_information)(const float* z, size_t members, size_t n, size_t ldz, float inv_temp, bool eps_mode,
                                float* scratch);
 };
+
+// n rounded up to whole vectors of the widest variant (16 lanes).
+inline size_t ensemble_padded(size_t n) { return (n + 15) / 16 * 16; }
 
 const EnsembleOps& ensemble_scalar();
 const EnsembleOps* ensemble_avx2();

@@ -10,6 +10,10 @@ struct Vec {
   using V = __m256;
   using M = __m256;  // comparison results are all-ones / all-zeros lanes
 
+  // Lanes i < n set.
+  static M first(size_t n) {
+    return _mm256_cmp_ps(_mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_ps(float(std::min<size_t>(n, 8))), _CMP_LT_OQ);
+  }
   static V zero() { return _mm256_setzero_ps(); }
   static V set1(float x) { return _mm256_set1_ps(x); }
   static V load(const float* p) { return _mm256_loadu_ps(p); }
@@ -44,6 +48,7 @@ struct Vec {
   static V min(V a, V b) { return _mm256_min_ps(a, b); }
   static M gt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
   static M lt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
+  static bool any(M m) { return _mm256_movemask_ps(m) != 0; }
   static V blend(M m, V no, V yes) { return _mm256_blendv_ps(no, yes, m); }
   static float sum(V v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

@@ -5,6 +5,7 @@ struct Vec {
   using V = float;
   using M = bool;
 
+  static M first(size_t n) { return n > 0; }
   static V zero() { return 0.f; }
   static V set1(float x) { return x; }
   static V load(const float* p) { return *p; }
@@ -24,6 +25,7 @@ struct Vec {
   static V min(V a, V b) { return a < b ? a : b; }
   static M gt(V a, V b) { return a > b; }
   static M lt(V a, V b) { return a < b; }
+  static bool any(M m) { return m; }
   static V blend(M m, V no, V yes) { return m ? yes : no; }
   static float sum(V v) { return v; }
   static float hmax(V v) { return v; }
