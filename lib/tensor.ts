@@ -22,12 +22,14 @@ export class Tensor<D extends Dtype = Dtype> {
   readonly dtype: D;
   readonly shape: readonly number[];
   #view: TypedArrayOf[D] | undefined;
+  readonly #size: number;
 
   /** @internal Use the static factories. */
   constructor(handle: NativeTensorHandle) {
     this.handle = handle;
     this.dtype = dtypeNames[handle.dtype] as D;
     this.shape = Object.freeze(handle.shape.slice());
+    this.#size = this.shape.reduce((a, b) => a * b, 1);
   }
 
   /** A zero-filled tensor in native memory. */
@@ -107,15 +109,20 @@ export class Tensor<D extends Dtype = Dtype> {
 
   /** Number of elements. */
   get size(): number {
-    return this.shape.reduce((a, b) => a * b, 1);
+    return this.#size;
   }
 
   get disposed(): boolean {
     return this.handle.disposed;
   }
 
-  /** Zero-copy view of the elements. Throws ERR_DISPOSED after dispose(). */
+  /**
+   * Zero-copy view of the elements. Throws ERR_DISPOSED after dispose(). Cheap to call in a loop: after the
+   * first call it is a field read (disposing detaches native memory, so a live view is never a freed one).
+   */
   get data(): TypedArrayOf[D] {
+    const v = this.#view;
+    if (v !== undefined && v.length !== 0) return v;
     if (this.handle.disposed) throw new QuorumError('ERR_DISPOSED', 'tensor was disposed');
     if (!this.#view) {
       const b = callNative(() => this.handle.buffer());

@@ -47,9 +47,11 @@ describe('bad input gives typed errors', () => {
 
   it('disposed tensors', async () => {
     const c = Tensor.from(randomF32(20 * D, 3), [20, D]);
+    const view = c.data; // cached by the tensor: a disposed one must not hand it out again
     c.dispose();
     c.dispose(); // twice is harmless
     expect(c.disposed).toBe(true);
+    expect(view.length).toBe(0); // detached, so nothing can read freed memory through it
     expect(code(() => c.data)).toBe('ERR_DISPOSED');
     expect(code(() => scoreTopKSync(q, c, 3))).toBe('ERR_DISPOSED');
     expect(code(() => scoreSync(c as never, corpus))).toBe('ERR_DISPOSED');
