@@ -125,13 +125,28 @@ export async function benchKernels(opts: { quick: boolean }): Promise<{ rows: Ke
       used += len;
     }
     const gb = (used * V * 4) / 1e9;
-    const values = await timeIt(() => spladePoolSync(x, { mask }), { minReps: 5 });
-    add('spladePool', c, 'quorum values', values * 1e3, `${fmt(gb / values)} GB/s of unmasked logits`);
+    // The bandwidth this VM gives drifts by 10-20% within a minute, so each round measures it right before
+    // timing the kernel, and the share is the median of the rounds' shares (not our time over a bandwidth
+    // measured at the start of the bench, half a minute earlier).
+    const rounds = opts.quick ? 1 : 5;
+    const valueRounds: number[] = [], bwRounds: number[] = [], shares: number[] = [];
+    for (let r = 0; r < rounds; r++) {
+      await settle();
+      const bw = base?.memReadGBs(threads);
+      const t = await timeIt(() => spladePoolSync(x, { mask }), { minReps: 5 });
+      valueRounds.push(t);
+      if (bw) {
+        bwRounds.push(bw);
+        shares.push(gb / t / bw);
+      }
+    }
+    const values = median(valueRounds);
+    add('spladePool', c, 'quorum values', values * 1e3, `${fmt(gb / values)} GB/s of unmasked logits; median of ${rounds} rounds: ${valueRounds.map((v) => fmt(v * 1e3)).join(', ')} ms`);
     const witharg = await timeIt(() => spladePoolSync(x, { mask, argmax: true }), { minReps: 5 });
     add('spladePool', c, 'quorum values+argmax', witharg * 1e3, `${fmt(gb / witharg)} GB/s`);
-    if (memReadGBs) {
-      const share = gb / values / memReadGBs;
-      checks.push(`${share >= 0.7 ? 'PASS' : 'MISS'}  spladePool (values) at ${fmt(100 * share)}% of the measured ${fmt(memReadGBs)} GB/s read bandwidth (target >= 70%; with arg-max ${fmt((100 * gb) / witharg / memReadGBs)}%)`);
+    if (shares.length) {
+      const share = median(shares), bw = median(bwRounds);
+      checks.push(`${share >= 0.7 ? 'PASS' : 'MISS'}  spladePool (values) at ${fmt(100 * share)}% of the read bandwidth measured beside it (median of ${rounds} rounds: ${shares.map((v) => fmt(100 * v)).join(', ')}%; bandwidth ${bwRounds.map((v) => fmt(v)).join(', ')} GB/s) (target >= 70%; with arg-max ${fmt((100 * gb) / witharg / bw)}%)`);
     }
     const got = spladePoolSync(x, { mask }).weights.data;
     if (torch) {
