@@ -12,7 +12,12 @@ import { Tensor, scoreTopK } from '../lib/index.js';
 import { fillRandom } from './harness.js';
 
 export interface LagResult {
+  /** The median of the windows' maxima (a single window: its maximum). */
   maxMs: number;
+  /** Each window's maximum, when several ran. */
+  windowMaxMs?: number[];
+  /** The maximum over as long a window with no search running: this VM's own scheduling noise. */
+  idleMaxMs?: number;
   p99Ms: number;
   meanMs: number;
   gcPauseMaxMs: number;
@@ -45,7 +50,36 @@ export async function measureLag(corpus: Tensor<'f32'>, batch: number, k: number
   return { maxMs: h.max / 1e6, p99Ms: h.percentile(99) / 1e6, meanMs: h.mean / 1e6, gcPauseMaxMs: gcMax, calls, corpusRows: corpus.shape[0] as number };
 }
 
-/** Runs this file in a fresh Node process over a new random corpus of `rows` x `dim`. */
+/** The event loop's own lag over `seconds` with nothing running: the control for measureLag. */
+export async function measureIdleLag(seconds = 3): Promise<number> {
+  const h = monitorEventLoopDelay({ resolution: 1 });
+  h.enable();
+  await new Promise((r) => setTimeout(r, seconds * 1000));
+  h.disable();
+  return h.max / 1e6;
+}
+
+/**
+ * Several windows of measureLag, with an idle window first: one hypervisor stall on this 2-vCPU VM (tens of
+ * milliseconds, seen with nothing of ours running too) would otherwise decide a maximum. maxMs is the median
+ * of the windows' maxima; every window's maximum is reported.
+ */
+export async function measureLagWindows(corpus: Tensor<'f32'>, batch: number, k: number, windows = 3): Promise<LagResult> {
+  const idleMaxMs = await measureIdleLag();
+  const runs: LagResult[] = [];
+  for (let w = 0; w < windows; w++) runs.push(await measureLag(corpus, batch, k));
+  const byMax = runs.slice().sort((a, b) => a.maxMs - b.maxMs);
+  const mid = byMax[byMax.length >> 1]!;
+  return {
+    ...mid,
+    windowMaxMs: runs.map((r) => r.maxMs),
+    idleMaxMs,
+    calls: runs.reduce((n, r) => n + r.calls, 0),
+    gcPauseMaxMs: Math.max(...runs.map((r) => r.gcPauseMaxMs)),
+  };
+}
+
+/** Runs this file in a fresh Node process over a new random corpus of `rows` x `dim` (measureLagWindows). */
 export function measureLagInFreshProcess(rows: number, dim: number, batch: number, k: number): LagResult | undefined {
   const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url), String(rows), String(dim), String(batch), String(k)], {
     encoding: 'utf8',
@@ -62,5 +96,5 @@ export function measureLagInFreshProcess(rows: number, dim: number, batch: numbe
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const [rows, dim, batch, k] = process.argv.slice(2, 6).map(Number) as [number, number, number, number];
   const corpus = Tensor.wrap(fillRandom(new Float32Array(rows * dim), 1), [rows, dim]);
-  console.log(JSON.stringify(await measureLag(corpus, batch, k)));
+  console.log(JSON.stringify(await measureLagWindows(corpus, batch, k)));
 }
