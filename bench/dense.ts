@@ -161,7 +161,7 @@ export async function benchDense(opts: DenseBenchOptions): Promise<{ machine: Re
   }
   const describe = (l: LagResult) => `${fmt(l.maxMs)} ms (p99 ${fmt(l.p99Ms)} ms; ${l.calls} calls; longest GC pause in the window ${fmt(l.gcPauseMaxMs)} ms)`;
   if (freshLag) {
-    const windows = freshLag.windowMaxMs ? `median of ${freshLag.windowMaxMs.length} windows' maxima (${freshLag.windowMaxMs.map(fmt).join(', ')} ms; idle control ${fmt(freshLag.idleMaxMs ?? NaN)} ms), ` : '';
+    const windows = freshLag.windowMaxMs ? `median of ${freshLag.windowMaxMs.length} windows' maxima (${freshLag.windowMaxMs.map((v) => fmt(v)).join(', ')} ms; idle control ${fmt(freshLag.idleMaxMs ?? NaN)} ms), ` : '';
     checks.push(`${freshLag.maxMs < 10 ? 'PASS' : 'MISS'}  event-loop lag max during async scoreTopK (B=16) over ${freshLag.corpusRows} rows, fresh process: ${windows}${describe(freshLag)} (target < 10 ms)`);
   }
   if (lag) checks.push(`${lag.maxMs < 10 ? 'pass' : 'miss'}  (same, inside the benchmark process after its gigabytes of garbage: ${describe(lag)})`);
