@@ -64,7 +64,7 @@ export class Tensor<D extends Dtype = Dtype> {
     shape: readonly number[],
     dtypeArg?: D,
   ): Tensor<D> {
-    const own = ArrayBuffer.isView(values) && !(values instanceof Float64Array) ? dtypeOfArray(values) : undefined;
+    const own = ArrayBuffer.isView(values) ? dtypeOfArray(values) : undefined;  // undefined for Float64Array
     const dtype = (dtypeArg ?? own ?? 'f32') as D;
     checkDtype(dtype);
     const half = dtype === 'bf16' || dtype === 'f16';
