@@ -11,7 +11,7 @@
 #include <cmath>
 
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c,prfchw")
 
 namespace quorum::kernels {
 namespace {
