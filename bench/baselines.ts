@@ -10,7 +10,8 @@ export interface BaselinesAddon {
   FaissFlat: new (corpus: Float32Array, dim: number) => { search(q: Float32Array, k: number, threads: number): { ids: Int32Array; scores: Float32Array } };
   blasTopK(corpus: Float32Array, q: Float32Array, dim: number, k: number, threads: number): { ids: Int32Array; scores: Float32Array };
   memReadGBs(threads: number): number;
-  fmaPeakGflops(threads: number): number;
+  /** Best of 3 passes of `iters` (default 5e7) rounds of 12 independent FMAs per thread. */
+  fmaPeakGflops(threads: number, iters?: number): number;
   blasCore(): string;
 }
 

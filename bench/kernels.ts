@@ -183,9 +183,16 @@ export async function benchKernels(opts: { quick: boolean }): Promise<{ rows: Ke
     };
     const rounds = opts.quick ? 1 : 5;
     let torchThreads = 1;
+    // The loss is FMA-bound (6 B M D flops), so each round also samples the FMA peak of the moment on the
+    // pool's threads: this VM's host at times runs both vCPUs on one physical core, which halves that peak.
+    const flops = 6 * B * M * D;
+    const peaks: number[] = [];
     const m = await alternated(
       rounds,
-      async () => (await timeIt(step, { minReps: 50, minSeconds: 0.5, maxReps: 1000 })) * 1e3,
+      async () => {
+        if (base) peaks.push(base.fmaPeakGflops(threads, 3e6));
+        return (await timeIt(step, { minReps: 50, minSeconds: 0.5, maxReps: 1000 })) * 1e3;
+      },
       torch
         ? async () => {
             const t = await torchBest(() => torch.infoNce(q, p, pos, B, M, D, 50));
@@ -195,7 +202,8 @@ export async function benchKernels(opts: { quick: boolean }): Promise<{ rows: Ke
         : undefined,
     );
     const ours = m.ours;
-    add('infoNce', c, 'quorum fwd+bwd', ours, `median of ${rounds} rounds alternated with libtorch: ${m.oursMs.map((v) => fmt(v)).join(', ')} ms`);
+    const share = peaks.length ? `; FMA peak before each round ${peaks.map((g) => fmt(g)).join(', ')} GFLOP/s, ours at ${m.oursMs.map((v, i) => `${((flops / v / 1e6 / peaks[i]!) * 100).toFixed(0)}%`).join(', ')} of it` : '';
+    add('infoNce', c, 'quorum fwd+bwd', ours, `median of ${rounds} rounds alternated with libtorch: ${m.oursMs.map((v) => fmt(v)).join(', ')} ms${share}`);
     const leftToGc = await timeIt(() => infoNceSync(qt, pt, pos), { minReps: 50, minSeconds: 1 });
     add('infoNce', c, 'quorum fwd+bwd, results left to GC', leftToGc * 1e3);
     const borrowed = await timeIt(() => infoNceSync({ data: q, shape: [B, D] }, { data: p, shape: [M, D] }, pos), { minReps: 50, minSeconds: 1 });
