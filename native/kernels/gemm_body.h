@@ -40,6 +40,9 @@ inline void gemm_tile(size_t kc, AAt a_at, const float* panel, float* c, size_t 
 #pragma GCC unroll 16
   for (size_t i = 0; i < R; ++i)
     for (size_t v = 0; v < kNV; ++v) acc[i][v] = Vec::zero();
+  // Two steps of k per iteration: the loop's own uops are 3 of about 41 per step, on a front end that issues 4
+  // per cycle (measured 1.02-1.03x on the loss; 4 steps gave no more).
+#pragma GCC unroll 2
   for (size_t p = 0; p < kc; ++p) {
     V bv[kNV];
     for (size_t v = 0; v < kNV; ++v) bv[v] = Vec::load(panel + p * kNR + v * Vec::W);
