@@ -65,27 +65,26 @@ void info_nce(const InfoNceArgs& a, InfoNceOut& out) {
   const float inv_t = 1.f / a.temperature;
   const bool grads = out.dq || out.dp;
   // Row pass: logits, log-sum-exp with the max subtracted, loss, rank; S becomes dL/da (scaled below).
+  // Dot scores are logits times 1/tau > 0, which keeps their order: the max and the rank are taken on the raw
+  // scores and the scale goes into the exponentials, saving a pass over the row. Cosine scores are rescaled
+  // per column first.
   const SoftmaxOps& sm = softmax_ops();
   ThreadPool::global().parallel_for(B, [&](size_t i, int) {
     float* s = S + i * M;
     const float ri = a.cosine ? inv_t / qn[i] : inv_t;
     if (a.cosine)
       for (size_t j = 0; j < M; ++j) s[j] *= ri / pn[j];
-    else
-      for (size_t j = 0; j < M; ++j) s[j] *= ri;
+    const float k = a.cosine ? 1.f : ri;
     const float mx = sm.max(s, M);
     const float sp = s[a.pos[i]];
-    int32_t rank = 1;
-    for (size_t j = 0; j < M; ++j) rank += s[j] > sp;
-    const double sum = sm.exp_shift(s, M, mx, 1.f, s);
-    out.row_loss[i] = float(double(mx) + std::log(sum) - double(sp));
-    out.rank[i] = rank;
+    out.rank[i] = int32_t(1 + sm.count_greater(s, M, sp));
+    const double sum = sm.exp_shift(s, M, mx, k, s);
+    out.row_loss[i] = float((double(mx) - double(sp)) * double(k) + std::log(sum));
     if (grads) {
       // dL/da scaled for the backward products: by 1/tau, and for cosine by 1/|q_i| (see below).
       const double w = a.weights ? double(a.weights[i]) : 1.0;
       const double rs = double(ri);
-      const float g = float(w / double(B) / sum * rs);
-      for (size_t j = 0; j < M; ++j) s[j] *= g;
+      sm.scale(s, M, float(w / double(B) / sum * rs));
       s[a.pos[i]] -= float(w / double(B) * rs);
     }
   });

@@ -1,5 +1,5 @@
 // Row softmax pieces shared by the losses: the exponentials of a shifted, scaled row and their sum, one SIMD
-// pass (the contrastive loss calls it once per query row).
+// pass, and the row's max, rank count and rescaling (the contrastive loss calls them once per query row).
 #pragma once
 #include <cstddef>
 
@@ -12,6 +12,10 @@ struct SoftmaxOps {
   double (*exp_shift)(const float* x, size_t n, float shift, float scale, float* out);
   // The maximum of x[0..n) (-inf for n = 0; NaN entries are skipped).
   float (*max)(const float* x, size_t n);
+  // How many x[j] > t for j < n (n < 2^24 per call: the lanes count in f32).
+  size_t (*count_greater)(const float* x, size_t n, float t);
+  // x[j] *= k for j < n.
+  void (*scale)(float* x, size_t n, float k);
 };
 
 const SoftmaxOps& softmax_scalar();

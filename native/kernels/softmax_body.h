@@ -27,3 +27,21 @@ float row_max(const float* x, size_t n) {
   for (; j < n; ++j) r = x[j] > r ? x[j] : r;
   return r;
 }
+
+size_t count_greater(const float* x, size_t n, float t) {
+  using V = typename Vec::V;
+  const V tv = Vec::set1(t), one = Vec::set1(1.f);
+  V acc = Vec::zero();
+  size_t j = 0;
+  for (; j + Vec::W <= n; j += Vec::W) acc = Vec::add(acc, Vec::blend(Vec::gt(Vec::load(x + j), tv), Vec::zero(), one));
+  size_t c = size_t(Vec::sum(acc));  // whole numbers below 2^24 per lane: exact
+  for (; j < n; ++j) c += x[j] > t;
+  return c;
+}
+
+void scale(float* x, size_t n, float k) {
+  const typename Vec::V kv = Vec::set1(k);
+  size_t j = 0;
+  for (; j + Vec::W <= n; j += Vec::W) Vec::store(x + j, Vec::mul(Vec::load(x + j), kv));
+  for (; j < n; ++j) x[j] *= k;
+}
