@@ -190,6 +190,8 @@ export async function benchKernels(opts: { quick: boolean }): Promise<{ rows: Ke
     const m = await alternated(
       rounds,
       async () => {
+        // Settled first: libtorch's OpenBLAS threads spin on for about 130 ms after its round.
+        await settle();
         if (base) peaks.push(base.fmaPeakGflops(threads, 3e6));
         return (await timeIt(step, { minReps: 50, minSeconds: 0.5, maxReps: 1000 })) * 1e3;
       },
