@@ -79,8 +79,9 @@ export async function benchKernels(opts: { quick: boolean }): Promise<{ rows: Ke
     const got = maxSimSync({ data: q, shape: [Lq, d] }, { tokens: docs, lengths }).scores.data;
     let torchOut: Float32Array | undefined;
     let torchThreads = 1;
+    // Five rounds, as for InfoNCE: with three, two rounds caught in one slow phase of the VM set the median.
     const m = await alternated(
-      opts.quick ? 1 : 3,
+      opts.quick ? 1 : 5,
       async () => (await timeIt(() => maxSimSync({ data: q, shape: [Lq, d] }, { tokens: docs, lengths }), { minReps: 5, minSeconds: 0.5 })) * 1e3,
       torch
         ? async () => {
