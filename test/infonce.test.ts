@@ -62,6 +62,20 @@ describe.each(isas)('infoNce, %s variant', (isa) => {
       close(got.dP!.data, g.dp);
     }
   });
+
+  it('ranks exactly over a row of more than 2^20 passages (the rank count runs in blocks)', () => {
+    setIsa(isa);
+    const M = (1 << 20) + 37;
+    // D = 1 and q = [1]: the scores are the passages themselves, integers, so every comparison is exact.
+    const p = Float32Array.from({ length: M }, (_, j) => (j * 7919) % 1000);
+    const pos = [12345];
+    const r = infoNceSync({ data: Float32Array.of(1), shape: [1, 1] }, { data: p, shape: [M, 1] }, pos, { grad: false });
+    const sp = p[pos[0]!]!;
+    let above = 0;
+    for (let j = 0; j < M; j++) above += p[j]! > sp ? 1 : 0;
+    expect(above).toBeGreaterThan(0);
+    expect(r.rank.data[0]).toBe(1 + above);
+  });
 });
 
 describe('infoNce gradients', () => {

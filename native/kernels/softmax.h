@@ -12,7 +12,7 @@ struct SoftmaxOps {
   double (*exp_shift)(const float* x, size_t n, float shift, float scale, float* out);
   // The maximum of x[0..n) (-inf for n = 0; NaN entries are skipped).
   float (*max)(const float* x, size_t n);
-  // How many x[j] > t for j < n (n < 2^24 per call: the lanes count in f32).
+  // How many x[j] > t for j < n (NaN entries are not greater).
   size_t (*count_greater)(const float* x, size_t n, float t);
   // x[j] *= k for j < n.
   void (*scale)(float* x, size_t n, float k);

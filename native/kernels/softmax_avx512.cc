@@ -6,6 +6,7 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 
 #pragma GCC push_options

@@ -31,10 +31,14 @@ float row_max(const float* x, size_t n) {
 size_t count_greater(const float* x, size_t n, float t) {
   using V = typename Vec::V;
   const V tv = Vec::set1(t), one = Vec::set1(1.f);
-  V acc = Vec::zero();
-  size_t j = 0;
-  for (; j + Vec::W <= n; j += Vec::W) acc = Vec::add(acc, Vec::blend(Vec::gt(Vec::load(x + j), tv), Vec::zero(), one));
-  size_t c = size_t(Vec::sum(acc));  // whole numbers below 2^24 per lane: exact
+  size_t c = 0, j = 0;
+  // The lanes count in f32, exact below 2^24: blocks of 2^20 elements keep every lane far below that.
+  for (size_t end = n - n % Vec::W; j < end;) {
+    const size_t stop = std::min(end, j + (size_t(1) << 20));
+    V acc = Vec::zero();
+    for (; j < stop; j += Vec::W) acc = Vec::add(acc, Vec::blend(Vec::gt(Vec::load(x + j), tv), Vec::zero(), one));
+    c += size_t(Vec::sum(acc));
+  }
   for (; j < n; ++j) c += x[j] > t;
   return c;
 }

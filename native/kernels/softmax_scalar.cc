@@ -1,4 +1,5 @@
 // Scalar reference variant of softmax.h: the shared body over one-lane vectors.
+#include <algorithm>
 #include <cmath>
 
 #include "softmax.h"
