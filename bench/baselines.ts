@@ -10,7 +10,7 @@ export interface BaselinesAddon {
   FaissFlat: new (corpus: Float32Array, dim: number) => { search(q: Float32Array, k: number, threads: number): { ids: Int32Array; scores: Float32Array } };
   blasTopK(corpus: Float32Array, q: Float32Array, dim: number, k: number, threads: number): { ids: Int32Array; scores: Float32Array };
   memReadGBs(threads: number): number;
-  /** Best of 3 passes of `iters` (default 5e7) rounds of 12 independent FMAs per thread. */
+  /** Best of 3 passes of `iters` (default 5e7) rounds of 12 independent FMAs per thread (AVX-512: iters / 2 rounds of 24). */
   fmaPeakGflops(threads: number, iters?: number): number;
   blasCore(): string;
 }

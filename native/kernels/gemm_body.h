@@ -52,14 +52,10 @@ inline void gemm_tile(size_t kc, AAt a_at, const float* panel, float* c, size_t 
       for (size_t v = 0; v < kNV; ++v) acc[i][v] = Vec::fmadd(av, bv[v], acc[i][v]);
     }
   }
+  // A whole tile stores with a constant width: straight-line code, no masks.
   if (m_used == R && n_used == kNR) {
 #pragma GCC unroll 16
-    for (size_t i = 0; i < R; ++i)
-#pragma GCC unroll 4
-      for (size_t v = 0; v < kNV; ++v) {
-        float* p = c + i * ldc + v * Vec::W;
-        Vec::store(p, acc_c ? Vec::add(Vec::load(p), acc[i][v]) : acc[i][v]);
-      }
+    for (size_t i = 0; i < R; ++i) gemm_store_row(c + i * ldc, acc[i], kNR, acc_c);
     return;
   }
 #pragma GCC unroll 16
