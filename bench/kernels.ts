@@ -39,6 +39,12 @@ async function torchAt<T>(threads: number, run: () => TorchTimed<T>): Promise<To
 // libtorch's faster ATen thread count for `run`, by the medians of alternated rounds, chosen once before the
 // timed rounds. Taking the better of the two counts inside every round (torchBest) would give libtorch the
 // better of two timing windows per round on this VM, whose speed changes within seconds, and ours one.
+function threadNote(threads: number, quick: boolean): string {
+  return quick
+    ? `${threads} ATen thread (quick run: 1 and 2 not compared)`
+    : `${threads} ATen thread(s), the faster of 1 and 2 over 3 alternated rounds`;
+}
+
 async function torchThreadsFor(run: () => TorchTimed<unknown>, rounds = 3): Promise<number> {
   const ms: number[][] = [[], []];
   for (let r = 0; r < rounds; r++)
@@ -110,7 +116,7 @@ export async function benchKernels(opts: { quick: boolean }): Promise<{ rows: Ke
     add('maxSim', c, 'quorum bf16 docs', (await timeIt(() => maxSimSync({ data: q, shape: [Lq, d] }, { tokens: bf, lengths }), { minReps: 5 })) * 1e3);
     bf.dispose();
     if (m.theirs !== undefined && torchOut) {
-      add('maxSim', c, 'libtorch matmul+max+sum', m.theirs, `median of ${m.theirsMs.length} rounds (${m.theirsMs.map((v) => fmt(v)).join(', ')} ms), ${torchThreads} ATen thread(s), the faster of 1 and 2 over ${opts.quick ? 0 : 3} alternated rounds; max |diff| ${fmt(maxAbsDiff(got, torchOut))}`);
+      add('maxSim', c, 'libtorch matmul+max+sum', m.theirs, `median of ${m.theirsMs.length} rounds (${m.theirsMs.map((v) => fmt(v)).join(', ')} ms), ${threadNote(torchThreads, opts.quick)}; max |diff| ${fmt(maxAbsDiff(got, torchOut))}`);
       ratio(`maxSim ${N} docs vs libtorch`, m.ours, m.theirs, 3);
     }
     // Plain JS on the first 100 documents, scaled to N (the cost is linear in N).
@@ -225,7 +231,7 @@ export async function benchKernels(opts: { quick: boolean }): Promise<{ rows: Ke
       const got = infoNceSync(qt, pt, pos);
       const t = torch.infoNce(q, p, pos, B, M, D, 1);
       const tm = m.theirs!;
-      add('infoNce', c, 'libtorch autograd', tm, `median of ${rounds} rounds (${m.theirsMs.map((v) => fmt(v)).join(', ')} ms), ${torchThreads} ATen thread(s), the faster of 1 and 2 over ${opts.quick ? 0 : 3} alternated rounds; |loss diff| ${fmt(Math.abs(got.loss - t.out.loss))}, max |dQ diff| ${fmt(maxAbsDiff(got.dQ!.data, t.out.dq))}`);
+      add('infoNce', c, 'libtorch autograd', tm, `median of ${rounds} rounds (${m.theirsMs.map((v) => fmt(v)).join(', ')} ms), ${threadNote(torchThreads, opts.quick)}; |loss diff| ${fmt(Math.abs(got.loss - t.out.loss))}, max |dQ diff| ${fmt(maxAbsDiff(got.dQ!.data, t.out.dq))}`);
       ratio('infoNce fwd+bwd vs libtorch autograd', ours, tm, 1.5);
     }
     const t0 = performance.now();
