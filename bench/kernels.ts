@@ -19,8 +19,6 @@ export interface KernelRow {
   note?: string;
 }
 
-// Each thread count starts on a settled process (see settle): the first run's BLAS threads would otherwise
-// still be spinning through the second.
 async function torchBest<T>(run: () => TorchTimed<T>): Promise<{ ms: number; out: T; threads: number }> {
   let best: { ms: number; out: T; threads: number } | undefined;
   for (const threads of [1, 2]) {
@@ -30,6 +28,8 @@ async function torchBest<T>(run: () => TorchTimed<T>): Promise<{ ms: number; out
   return best!;
 }
 
+// Each thread count starts on a settled process (see settle): the first run's BLAS threads would otherwise
+// still be spinning through the second.
 async function torchAt<T>(threads: number, run: () => TorchTimed<T>): Promise<TorchTimed<T>> {
   torchBaselinesAddon()!.setThreads(threads);
   await settle();
@@ -39,17 +39,18 @@ async function torchAt<T>(threads: number, run: () => TorchTimed<T>): Promise<To
 // libtorch's faster ATen thread count for `run`, by the medians of alternated rounds, chosen once before the
 // timed rounds. Taking the better of the two counts inside every round (torchBest) would give libtorch the
 // better of two timing windows per round on this VM, whose speed changes within seconds, and ours one.
+const kThreadChoiceRounds = 3;
+async function torchThreadsFor(run: () => TorchTimed<unknown>): Promise<number> {
+  const ms: number[][] = [[], []];
+  for (let r = 0; r < kThreadChoiceRounds; r++)
+    for (const threads of [1, 2]) ms[threads - 1]!.push((await torchAt(threads, run)).ms);
+  return median(ms[0]!) <= median(ms[1]!) ? 1 : 2;
+}
+
 function threadNote(threads: number, quick: boolean): string {
   return quick
     ? `${threads} ATen thread (quick run: 1 and 2 not compared)`
-    : `${threads} ATen thread(s), the faster of 1 and 2 over 3 alternated rounds`;
-}
-
-async function torchThreadsFor(run: () => TorchTimed<unknown>, rounds = 3): Promise<number> {
-  const ms: number[][] = [[], []];
-  for (let r = 0; r < rounds; r++)
-    for (const threads of [1, 2]) ms[threads - 1]!.push((await torchAt(threads, run)).ms);
-  return median(ms[0]!) <= median(ms[1]!) ? 1 : 2;
+    : `${threads} ATen thread(s), the faster of 1 and 2 over ${kThreadChoiceRounds} alternated rounds`;
 }
 
 // This VM's speed drifts by tens of percent within a minute, so ours and libtorch alternate over rounds and

@@ -197,35 +197,41 @@ __attribute__((target("avx512f,fma"))) double fma_loop_512(size_t iters) {
   return _mm512_reduce_add_ps(s);
 }
 
+constexpr int kChains256 = 12;
 __attribute__((target("avx2,fma"))) double fma_loop_256(size_t iters) {
-  __m256 a[12];
-  for (int i = 0; i < 12; ++i) a[i] = _mm256_set1_ps(1.f + float(i) * 1e-3f);
+  __m256 a[kChains256];
+  for (int i = 0; i < kChains256; ++i) a[i] = _mm256_set1_ps(1.f + float(i) * 1e-3f);
   const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
   for (size_t it = 0; it < iters; ++it)
-    for (int i = 0; i < 12; ++i) a[i] = _mm256_fmadd_ps(a[i], m, c);
+    for (int i = 0; i < kChains256; ++i) a[i] = _mm256_fmadd_ps(a[i], m, c);
   __m256 s = a[0];
-  for (int i = 1; i < 12; ++i) s = _mm256_add_ps(s, a[i]);
+  for (int i = 1; i < kChains256; ++i) s = _mm256_add_ps(s, a[i]);
   alignas(32) float t[8];
   _mm256_store_ps(t, s);
   return double(t[0]);
 }
 
-// fmaPeakGflops(threads, iters = 5e7): best of 3 passes of iters x 12 FMAs per thread (AVX-512: iters / 2 x 24). About 0.2 s per pass at the default; a few million iterations
-// (tens of ms) sample the peak of the moment, as the kernel bench does beside each InfoNCE round.
+// fmaPeakGflops(threads, iters = 5e7): best of 3 passes of iters x 12 FMAs per thread (AVX-512: iters / 2 x
+// 24). About 0.2 s per pass at the default; a few million iterations (tens of ms) sample the peak of the
+// moment, as the kernel bench does beside each InfoNCE round.
 Napi::Value FmaPeakGflops(const Napi::CallbackInfo& info) {
   int threads = info[0].As<Napi::Number>().Int32Value();
   bool avx512 = __builtin_cpu_supports("avx512f");
-  const size_t iters = info.Length() > 1 && info[1].IsNumber() ? size_t(info[1].As<Napi::Number>().Int64Value()) : 50'000'000;
+  const size_t iters =
+      info.Length() > 1 && info[1].IsNumber() ? size_t(info[1].As<Napi::Number>().Int64Value()) : 50'000'000;
+  // AVX-512 runs twice the chains per round, so half the rounds.
+  const size_t rounds = avx512 ? iters / 2 : iters;
+  const double flops_per_round = avx512 ? kChains512 * 16 * 2.0 : kChains256 * 8 * 2.0;
   std::atomic<double> sink{0};
   double best = 1e9;
   for (int rep = 0; rep < 3; ++rep) {
     double dt = run_threads(threads, [&](int) {
-      double s = avx512 ? fma_loop_512(iters / 2) : fma_loop_256(iters);
+      double s = avx512 ? fma_loop_512(rounds) : fma_loop_256(rounds);
       sink.store(sink.load() + s);
     });
     best = std::min(best, dt);
   }
-  double flops = avx512 ? double(threads) * double(iters / 2) * kChains512 * 16 * 2.0 : double(threads) * double(iters) * 12.0 * 8 * 2.0;
+  const double flops = double(threads) * double(rounds) * flops_per_round;
   return Napi::Number::New(info.Env(), flops / best / 1e9);
 }
 
