@@ -12,6 +12,8 @@ export interface BaselinesAddon {
   memReadGBs(threads: number): number;
   /** Best of 3 passes of `iters` (default 5e7) rounds of 12 independent FMAs per thread (AVX-512: iters / 2 rounds of 24). */
   fmaPeakGflops(threads: number, iters?: number): number;
+  /** GFLOP/s of each of `threads` threads running a GEMM register tile (loads feeding FMAs, L1-resident) at once, `reps` (default 2e4) tiles each. */
+  tileRateGflops(threads: number, reps?: number): number[];
   blasCore(): string;
 }
 
@@ -53,6 +55,9 @@ export interface TorchBaselinesAddon {
    */
   setThreads(n: number): void;
   threads(): number;
+  /** The thread count of the OpenBLAS behind libtorch's matmuls (default: all cores, whatever `setThreads` says). */
+  setBlasThreads(n: number): void;
+  blasThreads(): number;
 }
 
 export function torchBaselinesAddon(): TorchBaselinesAddon | undefined {

@@ -3,6 +3,7 @@
 //   blasTopK      OpenBLAS sgemv (B = 1) or sgemm (B > 1) over row chunks, then a heap per query
 //   memReadGBs    memory read bandwidth of this machine (all threads streaming a 1 GiB buffer)
 //   fmaPeakGflops FMA peak (independent AVX-512 or AVX2 FMAs, all threads)
+//   tileRateGflops the rate of a GEMM register tile on each thread (FMAs fed by loads, as in a real GEMM)
 // Not shipped: built by CMake only, for `npm run bench`.
 #include <napi.h>
 #include <cblas.h>
@@ -235,6 +236,70 @@ Napi::Value FmaPeakGflops(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), flops / best / 1e9);
 }
 
+// A GEMM register tile shaped like the loss's: kTileRows rows of C by two vectors of columns, each step of k two
+// panel loads and kTileRows broadcasts feeding 2 x kTileRows FMAs, over an A tile and a panel small enough for
+// L1 (64 steps: 3 + 8 KiB with AVX-512). The FMA chains above issue no loads; on this VM the two rates part
+// at times by a third or more while the chains hold (bench/RESULTS.md, "GEMM-tile rate"), so this is the
+// ceiling a GEMM-bound kernel meets at that moment.
+constexpr size_t kTileSteps = 64;
+
+// The body of one ISA's tile loop; V is the vector type, W its lanes, R the tile's rows, and the macros its
+// intrinsics. A macro rather than a template: each copy must sit inside a function carrying its target
+// attribute, or GCC calls the intrinsics out of line.
+#define QUORUM_TILE_LOOP(V, W, R, ZERO, LOAD, SET1, FMADD, ADD, FIRST)         \
+  float sink = 0;                                                               \
+  for (size_t r = 0; r < reps; ++r) {                                           \
+    V acc[R][2];                                                                \
+    _Pragma("GCC unroll 16") for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = ZERO(); \
+    for (size_t p = 0; p < kTileSteps; ++p) {                                   \
+      const V b0 = LOAD(b + p * 2 * W), b1 = LOAD(b + p * 2 * W + W);          \
+      _Pragma("GCC unroll 16") for (int i = 0; i < R; ++i) {                    \
+        const V av = SET1(a[p * R + i]);                                        \
+        acc[i][0] = FMADD(av, b0, acc[i][0]);                                   \
+        acc[i][1] = FMADD(av, b1, acc[i][1]);                                   \
+      }                                                                         \
+    }                                                                           \
+    /* One lane per row leaves the loop, so that it is not optimised away. */   \
+    _Pragma("GCC unroll 16") for (int i = 0; i < R; ++i) sink += FIRST(ADD(acc[i][0], acc[i][1])); \
+  }                                                                             \
+  return sink;
+
+// The library's own tiles: 12 x 32 with AVX-512, 6 x 16 with AVX2 (native/kernels/gemm_body.h).
+__attribute__((target("avx512f,fma"))) float tile_512(const float* a, const float* b, size_t reps) {
+  QUORUM_TILE_LOOP(__m512, 16, 12, _mm512_setzero_ps, _mm512_load_ps, _mm512_set1_ps, _mm512_fmadd_ps,
+                   _mm512_add_ps, _mm512_cvtss_f32)
+}
+__attribute__((target("avx2,fma"))) float tile_256(const float* a, const float* b, size_t reps) {
+  QUORUM_TILE_LOOP(__m256, 8, 6, _mm256_setzero_ps, _mm256_load_ps, _mm256_set1_ps, _mm256_fmadd_ps,
+                   _mm256_add_ps, _mm256_cvtss_f32)
+}
+#undef QUORUM_TILE_LOOP
+
+// tileRateGflops(threads, reps = 2e4) -> number[]: GFLOP/s of each thread, all running reps tiles at once
+// (about 20 ms at the default). A thread slowed by whatever shares its core shows here as a low entry.
+Napi::Value TileRateGflops(const Napi::CallbackInfo& info) {
+  const int threads = info[0].As<Napi::Number>().Int32Value();
+  const size_t reps = info.Length() > 1 && info[1].IsNumber() ? size_t(info[1].As<Napi::Number>().Int64Value()) : 20'000;
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  const size_t rows = avx512 ? 12 : 6, cols = avx512 ? 32 : 16;
+  std::vector<double> gflops(size_t(std::max(threads, 0)));
+  std::atomic<double> sink{0};
+  run_threads(threads, [&](int t) {
+    // Per thread, so that no line is shared between cores.
+    quorum::AlignedBuffer a(kTileSteps * rows * sizeof(float)), b(kTileSteps * cols * sizeof(float));
+    for (size_t i = 0; i < kTileSteps * rows; ++i) a.as<float>()[i] = 1e-3f * float(i % 97);
+    for (size_t i = 0; i < kTileSteps * cols; ++i) b.as<float>()[i] = 1e-3f * float(i % 89);
+    const double t0 = now_s();
+    const float s = avx512 ? tile_512(a.as<float>(), b.as<float>(), reps) : tile_256(a.as<float>(), b.as<float>(), reps);
+    const double dt = now_s() - t0;
+    sink.store(sink.load() + s);
+    gflops[size_t(t)] = double(reps) * double(kTileSteps * rows * cols) * 2.0 / dt / 1e9;
+  });
+  Napi::Array out = Napi::Array::New(info.Env(), gflops.size());
+  for (size_t i = 0; i < gflops.size(); ++i) out.Set(uint32_t(i), Napi::Number::New(info.Env(), gflops[i]));
+  return out;
+}
+
 Napi::Value BlasCore(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), openblas_get_corename()); }
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
@@ -242,6 +307,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("blasTopK", Napi::Function::New(env, BlasTopK));
   exports.Set("memReadGBs", Napi::Function::New(env, MemReadGBs));
   exports.Set("fmaPeakGflops", Napi::Function::New(env, FmaPeakGflops));
+  exports.Set("tileRateGflops", Napi::Function::New(env, TileRateGflops));
   exports.Set("blasCore", Napi::Function::New(env, BlasCore));
   return exports;
 }

@@ -5,12 +5,15 @@
 //   infoNce     in-batch InfoNCE forward + backward through autograd
 //   ensembleMI  DPR-MUF's mutual-information confidence over an ensemble
 //   setThreads / threads  ATen's intra-op thread count
+//   setBlasThreads / blasThreads  the thread count of the OpenBLAS behind libtorch's matmuls
 // Each kernel takes `iters`, runs once to warm up, then `iters` times, and returns
 // { ms: median milliseconds per iteration, out: the last iteration's result }.
 // Inputs are borrowed from the JS typed arrays (torch::from_blob), so only the computation is timed.
 // Not shipped: built by CMake only when libtorch is found, for `npm run bench`.
 #include <napi.h>
 #include <torch/torch.h>
+
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <chrono>
@@ -209,6 +212,27 @@ Napi::Value SetThreads(const Napi::CallbackInfo& info) {
 
 Napi::Value Threads(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), at::get_num_threads()); }
 
+// libtorch's matmuls run in the OpenBLAS that Debian's libtorch links, on OpenBLAS's own threads (all cores by
+// default), whatever ATen's count. Its functions are looked up in the copy already loaded with libtorch, so
+// that the count set here is the one those matmuls use.
+template <class Fn>
+Fn openblas_fn(const char* name) {
+  void* lib = dlopen("libopenblas.so.0", RTLD_LAZY | RTLD_NOLOAD);
+  void* sym = lib ? dlsym(lib, name) : nullptr;
+  if (lib) dlclose(lib);  // RTLD_NOLOAD took a reference; libtorch still holds the library
+  if (!sym) throw std::invalid_argument(std::string("OpenBLAS's ") + name + " not found beside libtorch");
+  return reinterpret_cast<Fn>(sym);
+}
+
+Napi::Value SetBlasThreads(const Napi::CallbackInfo& info) {
+  openblas_fn<void (*)(int)>("openblas_set_num_threads")(int(int_arg(info, 0, "threads")));
+  return info.Env().Undefined();
+}
+
+Napi::Value BlasThreads(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), openblas_fn<int (*)()>("openblas_get_num_threads")());
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("maxSim", Napi::Function::New<guarded<MaxSim>>(env, "maxSim"));
   exports.Set("spladePool", Napi::Function::New<guarded<SpladePool>>(env, "spladePool"));
@@ -216,6 +240,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("ensembleMI", Napi::Function::New<guarded<EnsembleMI>>(env, "ensembleMI"));
   exports.Set("setThreads", Napi::Function::New<guarded<SetThreads>>(env, "setThreads"));
   exports.Set("threads", Napi::Function::New<guarded<Threads>>(env, "threads"));
+  exports.Set("setBlasThreads", Napi::Function::New<guarded<SetBlasThreads>>(env, "setBlasThreads"));
+  exports.Set("blasThreads", Napi::Function::New<guarded<BlasThreads>>(env, "blasThreads"));
   return exports;
 }
 
