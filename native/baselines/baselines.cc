@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "../common/aligned_buffer.h"
+#include "../kernels/gemm.h"
 #include "../kernels/topk.h"
 
 extern "C" void openblas_set_num_threads(int);
@@ -236,63 +237,29 @@ Napi::Value FmaPeakGflops(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), flops / best / 1e9);
 }
 
-// A GEMM register tile shaped like the loss's: kTileRows rows of C by two vectors of columns, each step of k two
-// panel loads and kTileRows broadcasts feeding 2 x kTileRows FMAs, over an A tile and a panel small enough for
-// L1 (64 steps: 3 + 8 KiB with AVX-512). The FMA chains above issue no loads; on this VM the two rates part
-// at times by a third or more while the chains hold (bench/RESULTS.md, "GEMM-tile rate"), so this is the
-// ceiling a GEMM-bound kernel meets at that moment.
+// tileRateGflops(threads, reps = 2e4) -> number[]: GFLOP/s of each thread, all running the library's own GEMM
+// register tile (gemm_ops().tile_cols: 12 x 32 with AVX-512, 6 x 16 with AVX2) reps times at once over an A tile
+// and a panel small enough for L1 (kTileSteps steps of k: 3 + 8 KiB with AVX-512); about 20 ms at the default.
+// The FMA chains above issue no loads; on this VM the two rates part at times by a third or more while the
+// chains hold (bench/RESULTS.md, "GEMM-tile rate"), so this is the ceiling a GEMM-bound kernel meets at that
+// moment. A thread slowed by whatever shares its core shows here as a low entry.
 constexpr size_t kTileSteps = 64;
-
-// The body of one ISA's tile loop; V is the vector type, W its lanes, R the tile's rows, and the macros its
-// intrinsics. A macro rather than a template: each copy must sit inside a function carrying its target
-// attribute, or GCC calls the intrinsics out of line.
-#define QUORUM_TILE_LOOP(V, W, R, ZERO, LOAD, SET1, FMADD, ADD, FIRST)         \
-  float sink = 0;                                                               \
-  for (size_t r = 0; r < reps; ++r) {                                           \
-    V acc[R][2];                                                                \
-    _Pragma("GCC unroll 16") for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = ZERO(); \
-    for (size_t p = 0; p < kTileSteps; ++p) {                                   \
-      const V b0 = LOAD(b + p * 2 * W), b1 = LOAD(b + p * 2 * W + W);          \
-      _Pragma("GCC unroll 16") for (int i = 0; i < R; ++i) {                    \
-        const V av = SET1(a[p * R + i]);                                        \
-        acc[i][0] = FMADD(av, b0, acc[i][0]);                                   \
-        acc[i][1] = FMADD(av, b1, acc[i][1]);                                   \
-      }                                                                         \
-    }                                                                           \
-    /* One lane per row leaves the loop, so that it is not optimised away. */   \
-    _Pragma("GCC unroll 16") for (int i = 0; i < R; ++i) sink += FIRST(ADD(acc[i][0], acc[i][1])); \
-  }                                                                             \
-  return sink;
-
-// The library's own tiles: 12 x 32 with AVX-512, 6 x 16 with AVX2 (native/kernels/gemm_body.h).
-__attribute__((target("avx512f,fma"))) float tile_512(const float* a, const float* b, size_t reps) {
-  QUORUM_TILE_LOOP(__m512, 16, 12, _mm512_setzero_ps, _mm512_load_ps, _mm512_set1_ps, _mm512_fmadd_ps,
-                   _mm512_add_ps, _mm512_cvtss_f32)
-}
-__attribute__((target("avx2,fma"))) float tile_256(const float* a, const float* b, size_t reps) {
-  QUORUM_TILE_LOOP(__m256, 8, 6, _mm256_setzero_ps, _mm256_load_ps, _mm256_set1_ps, _mm256_fmadd_ps,
-                   _mm256_add_ps, _mm256_cvtss_f32)
-}
-#undef QUORUM_TILE_LOOP
-
-// tileRateGflops(threads, reps = 2e4) -> number[]: GFLOP/s of each thread, all running reps tiles at once
-// (about 20 ms at the default). A thread slowed by whatever shares its core shows here as a low entry.
 Napi::Value TileRateGflops(const Napi::CallbackInfo& info) {
   const int threads = info[0].As<Napi::Number>().Int32Value();
   const size_t reps = info.Length() > 1 && info[1].IsNumber() ? size_t(info[1].As<Napi::Number>().Int64Value()) : 20'000;
-  const bool avx512 = __builtin_cpu_supports("avx512f");
-  const size_t rows = avx512 ? 12 : 6, cols = avx512 ? 32 : 16;
+  const quorum::kernels::GemmOps& o = quorum::kernels::gemm_ops();
+  const size_t rows = o.mr, cols = o.nr;
   std::vector<double> gflops(size_t(std::max(threads, 0)));
-  std::atomic<double> sink{0};
   run_threads(threads, [&](int t) {
     // Per thread, so that no line is shared between cores.
-    quorum::AlignedBuffer a(kTileSteps * rows * sizeof(float)), b(kTileSteps * cols * sizeof(float));
+    quorum::AlignedBuffer a(kTileSteps * rows * sizeof(float)), b(kTileSteps * cols * sizeof(float)),
+        c(rows * cols * sizeof(float));
     for (size_t i = 0; i < kTileSteps * rows; ++i) a.as<float>()[i] = 1e-3f * float(i % 97);
     for (size_t i = 0; i < kTileSteps * cols; ++i) b.as<float>()[i] = 1e-3f * float(i % 89);
     const double t0 = now_s();
-    const float s = avx512 ? tile_512(a.as<float>(), b.as<float>(), reps) : tile_256(a.as<float>(), b.as<float>(), reps);
+    for (size_t r = 0; r < reps; ++r)
+      o.tile_cols(kTileSteps, a.as<float>(), rows, b.as<float>(), c.as<float>(), cols, rows, cols, false);
     const double dt = now_s() - t0;
-    sink.store(sink.load() + s);
     gflops[size_t(t)] = double(reps) * double(kTileSteps * rows * cols) * 2.0 / dt / 1e9;
   });
   Napi::Array out = Napi::Array::New(info.Env(), gflops.size());
