@@ -238,6 +238,14 @@ export async function benchKernels(opts: { quick: boolean }): Promise<{ rows: Ke
     add('infoNce', c, 'quorum fwd+bwd, results left to GC', leftToGc * 1e3);
     const borrowed = await timeIt(() => infoNceSync({ data: q, shape: [B, D] }, { data: p, shape: [M, D] }, pos), { minReps: 50, minSeconds: 1 });
     add('infoNce', c, 'quorum fwd+bwd, borrowed JS arrays', borrowed * 1e3);
+    // Cosine scores (DPR variants and CAME train with them): the norms and the normalization's Jacobian are extra
+    // row passes over the pool, and dQ reads a second, rescaled score matrix.
+    const cosineStep = () => {
+      const r = infoNceSync(qt, pt, pos, { cosine: true, temperature: 0.05 });
+      for (const t of [r.dQ!, r.dP!, r.rowLoss, r.rank]) t.dispose();
+    };
+    const cosine = await timeIt(cosineStep, { minReps: 50, minSeconds: 1 });
+    add('infoNce', c, 'quorum fwd+bwd, cosine (tau 0.05)', cosine * 1e3, 'not a target; the dot-product rows above are');
     if (torch) {
       const got = infoNceSync(qt, pt, pos);
       const t = torch.infoNce(q, p, pos, B, M, D, 1);

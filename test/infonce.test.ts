@@ -32,6 +32,36 @@ function positives(B: number, M: number): Int32Array {
   return Int32Array.from({ length: B }, (_, i) => Math.min(M - 1, Math.floor((i * M) / B) + (i % 2)));
 }
 
+// Cosine InfoNCE is dot-product InfoNCE on x̂ = x / max(|x|, eps): its gradient is the dot-product reference's,
+// taken at the normalized rows, times the Jacobian of the normalization, (g - x̂ (x̂ . g)) / |x| (g / eps below
+// the clamp).
+function cosineGradRef(q: Float32Array, p: Float32Array, B: number, M: number, D: number, pos: Int32Array, temperature: number) {
+  const norms = (x: Float32Array, rows: number) => Float64Array.from({ length: rows }, (_, r) => Math.max(Math.hypot(...x.subarray(r * D, (r + 1) * D)), 1e-12));
+  const nq = norms(q, B), np = norms(p, M);
+  const unit = (x: Float32Array, n: Float64Array) => Float64Array.from(x, (v, k) => v / n[Math.floor(k / D)]!);
+  const qh = unit(q, nq), ph = unit(p, np);
+  const g = infoNceGradRef({ q: qh, p: ph, B, M, D, pos, temperature });
+  const chain = (x: Float64Array, n: Float64Array, gr: Float64Array, rows: number) => {
+    const out = new Float64Array(gr.length);
+    for (let r = 0; r < rows; r++) {
+      let dot = 0;
+      for (let k = 0; k < D; k++) dot += x[r * D + k]! * gr[r * D + k]!;
+      const c = n[r]! <= 1e-12 ? 0 : dot;
+      for (let k = 0; k < D; k++) out[r * D + k] = (gr[r * D + k]! - x[r * D + k]! * c) / n[r]!;
+    }
+    return out;
+  };
+  return { loss: g.loss, dq: chain(qh, nq, g.dq, B), dp: chain(ph, np, g.dp, M) };
+}
+
+// Largest |x - ref| within rel times the largest |ref| (plus a floor for all-zero references).
+function expectClose(x: ArrayLike<number>, ref: Float64Array, rel: number): void {
+  const scale = ref.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+  let worst = 0;
+  for (let i = 0; i < ref.length; i++) worst = Math.max(worst, Math.abs((x[i] as number) - (ref[i] as number)));
+  expect(worst).toBeLessThanOrEqual(rel * scale + 1e-7);
+}
+
 describe.each(isas)('infoNce, %s variant', (isa) => {
   it.each(cases)('B=%i M=%i D=%i tau=%f cosine=%s weighted=%s matches the reference', (B, M, D, temperature, cosine, weighted) => {
     setIsa(isa);
@@ -61,6 +91,27 @@ describe.each(isas)('infoNce, %s variant', (isa) => {
       close(got.dQ!.data, g.dq);
       close(got.dP!.data, g.dp);
     }
+  });
+
+  // Cosine gradients at shapes with many pool tasks per pass (the kernel scales the score matrix instead of
+  // normalizing copies): against the dot-product reference on normalized rows, chained through the
+  // normalization in f64. A zero query row and a zero passage row hit F.normalize's eps clamp.
+  it.each([
+    [37, 75, 130, 0.05, true],
+    [128, 256, 768, 0.05, false],
+  ])('cosine B=%i M=%i D=%i tau=%f (zero rows: %s): dQ and dP match the chained reference', (B, M, D, temperature, zeroRows) => {
+    setIsa(isa);
+    const q = randomF32(B * D, 5 + B), p = randomF32(M * D, 6 + M);
+    if (zeroRows) {
+      q.fill(0, 3 * D, 4 * D);
+      p.fill(0, 10 * D, 11 * D);
+    }
+    const pos = positives(B, M);
+    const got = infoNceSync({ data: q, shape: [B, D] }, { data: p, shape: [M, D] }, pos, { temperature, cosine: true });
+    const ref = cosineGradRef(q, p, B, M, D, pos, temperature);
+    expect(Math.abs(got.loss - ref.loss)).toBeLessThanOrEqual(1e-5 * (1 + Math.abs(ref.loss)));
+    expectClose(got.dQ!.data, ref.dq, 2e-4);
+    expectClose(got.dP!.data, ref.dp, 2e-4);
   });
 
   it('ranks exactly over a row of more than 2^20 passages (the rank count runs in blocks)', () => {

@@ -16,31 +16,36 @@ namespace quorum::kernels {
 namespace {
 
 constexpr float kNormEps = 1e-12f;  // F.normalize's eps
-constexpr size_t kRowsPerTask = 8;  // rows of the loss's row pass per pool task (1.02-1.03x over 1 at B = 128)
+constexpr size_t kRowsPerTask = 8;  // rows per pool task in the row passes (1.02-1.03x over 1 at B = 128)
 
-std::vector<float> row_norms(const float* x, size_t rows, size_t dim) {
-  std::vector<float> out(rows);
-  for (size_t r = 0; r < rows; ++r) {
-    double s = 0;
-    for (size_t j = 0; j < dim; ++j) s += double(x[r * dim + j]) * x[r * dim + j];
-    out[r] = std::max(float(std::sqrt(s)), kNormEps);
-  }
-  return out;
+// fn(r) for r < rows over the pool, kRowsPerTask rows per task: a row is well under a microsecond of work, and
+// one task per row made the two threads trade the pool's task counter more than they worked (measured: the loss's
+// row pass took 1.6x the CPU time on two threads as on one).
+template <class Fn>
+void for_rows(size_t rows, Fn&& fn) {
+  ThreadPool::global().parallel_for(ceil_div(rows, kRowsPerTask), [&](size_t t, int) {
+    for (size_t r = t * kRowsPerTask, end = std::min(rows, r + kRowsPerTask); r < end; ++r) fn(r);
+  });
 }
 
-// Turns g = dL/dx̂ (x̂ = x / n) into dL/dx in place: (g - x̂ (x̂ . g)) / n, or g / eps below the eps clamp
-// (where F.normalize divides by the constant eps).
-void through_normalize(const float* x, const std::vector<float>& norm, size_t rows, size_t dim, float* g) {
-  ThreadPool::global().parallel_for(rows, [&](size_t r, int) {
-    const float* xr = x + r * dim;
-    float* gr = g + r * dim;
-    const float n = norm[r];
-    bool clamped = n <= kNormEps;
-    double dot = 0;
-    for (size_t j = 0; j < dim; ++j) dot += double(xr[j]) * gr[j];
-    const float c = clamped ? 0.f : float(dot) / (n * n);
-    for (size_t j = 0; j < dim; ++j) gr[j] = (gr[j] - xr[j] * c) / n;
-  });
+// Row norms clamped at F.normalize's eps, and their inverses.
+struct Norms {
+  std::vector<float> n, inv;
+  explicit Norms(size_t rows = 0) : n(rows), inv(rows) {}
+  void set(const SoftmaxOps& sm, const float* x, size_t dim, size_t r) {
+    n[r] = std::max(float(std::sqrt(sm.dot(x + r * dim, x + r * dim, dim))), kNormEps);
+    inv[r] = 1.f / n[r];
+  }
+};
+
+// Turns g = dL/dx̂ (x̂ = x / n) into dL/dx for one row, in place: (g - x̂ (x̂ . g)) / n, or g / eps below the eps
+// clamp (where F.normalize divides by the constant eps).
+void through_normalize(const SoftmaxOps& sm, const float* x, const Norms& norm, size_t r, size_t dim, float* g) {
+  const float* xr = x + r * dim;
+  float* gr = g + r * dim;
+  const float n = norm.n[r];
+  const float c = n <= kNormEps ? 0.f : float(sm.dot(xr, gr, dim)) / (n * n);
+  sm.sub_scaled(gr, xr, dim, c, norm.inv[r]);
 }
 
 }  // namespace
@@ -59,23 +64,27 @@ void info_nce(const InfoNceArgs& a, InfoNceOut& out) {
   float* S = ThreadScratch::floats(ThreadScratch::kLossScores, B * M, big_s);
   gemm(B, M, D, {a.q, D, 1}, {a.p, 1, D}, S, M, false);
 
-  std::vector<float> qn, pn;
-  if (a.cosine) {
-    qn = row_norms(a.q, B, D);
-    pn = row_norms(a.p, M, D);
-  }
+  const SoftmaxOps& sm = softmax_ops();
+  Norms qn(a.cosine ? B : 0), pn(a.cosine ? M : 0);
+  if (a.cosine) for_rows(B + M, [&](size_t r) { r < B ? qn.set(sm, a.q, D, r) : pn.set(sm, a.p, D, r - B); });
   const float inv_t = 1.f / a.temperature;
   const bool grads = out.dq || out.dp;
+  // For cosine scores, dL/dq̂ needs G scaled per column rather than per row (see below): a second B x M buffer,
+  // filled by the row pass, lets both backward products run in one parallel region.
+  AlignedBuffer s2_buf;
+  float* S2 = nullptr;
+  if (a.cosine && out.dq) {
+    s2_buf.reset(B * M * sizeof(float));
+    S2 = s2_buf.as<float>();
+  }
   // Row pass: logits, log-sum-exp with the max subtracted, loss, rank; S becomes dL/da (scaled below).
   // Dot scores are logits times 1/tau > 0, which keeps their order: the max and the rank are taken on the raw
   // scores and the scale goes into the exponentials, saving a pass over the row. Cosine scores are rescaled
   // per column first.
-  const SoftmaxOps& sm = softmax_ops();
   const auto row_pass = [&](size_t i) {
     float* s = S + i * M;
-    const float ri = a.cosine ? inv_t / qn[i] : inv_t;
-    if (a.cosine)
-      for (size_t j = 0; j < M; ++j) s[j] *= ri / pn[j];
+    const float ri = a.cosine ? inv_t * qn.inv[i] : inv_t;
+    if (a.cosine) sm.scale_cols(s, pn.inv.data(), M, ri, s);
     const float k = a.cosine ? 1.f : ri;
     const float mx = sm.max(s, M);
     const float sp = s[a.pos[i]];
@@ -88,13 +97,10 @@ void info_nce(const InfoNceArgs& a, InfoNceOut& out) {
       const double rs = double(ri);
       sm.scale(s, M, float(w / double(B) / sum * rs));
       s[a.pos[i]] -= float(w / double(B) * rs);
+      if (S2) sm.scale_cols(s, pn.inv.data(), M, qn.n[i], S2 + i * M);
     }
   };
-  // A row is well under a microsecond of work: one task per row made the two threads trade the pool's task
-  // counter more than they worked (measured: this pass took 1.6x the CPU time on two threads as on one).
-  ThreadPool::global().parallel_for(ceil_div(B, kRowsPerTask), [&](size_t t, int) {
-    for (size_t i = t * kRowsPerTask, end = std::min(B, i + kRowsPerTask); i < end; ++i) row_pass(i);
-  });
+  for_rows(B, row_pass);
   double loss = 0;
   size_t hits = 0;
   for (size_t i = 0; i < B; ++i) {
@@ -107,28 +113,19 @@ void info_nce(const InfoNceArgs& a, InfoNceOut& out) {
 
   // With G = dL/da: dL/dp̂_j = sum_i G_ij / tau * q̂_i and dL/dq̂_i = sum_j G_ij / tau * p̂_j. S now holds
   // H_ij = G_ij / (tau |q_i|) (|q_i| = 1 for dot scores), so dL/dp̂ = Hᵀ Q with the raw Q, read through a
-  // transposed view of S (no copy). For dL/dq̂ the scale must be 1 / (tau |p_j|): S is rescaled in place.
-  const GemmProduct dp{M, D, B, {S, 1, M}, {a.q, D, 1}, out.dp, D, false};
-  const GemmProduct dq{B, D, M, {S, M, 1}, {a.p, D, 1}, out.dq, D, false};
-  if (!a.cosine) {
-    // Dot scores: the two products read the same S, so they share one parallel region.
-    GemmProduct both[2];
-    size_t n = 0;
-    if (out.dp) both[n++] = dp;
-    if (out.dq) both[n++] = dq;
-    gemm_batch(both, n);
-    return;
-  }
-  if (out.dp) {
-    gemm_batch(&dp, 1);
-    through_normalize(a.p, pn, M, D, out.dp);
-  }
-  if (out.dq) {
-    for (size_t i = 0; i < B; ++i)
-      for (size_t j = 0; j < M; ++j) S[i * M + j] *= qn[i] / pn[j];
-    gemm_batch(&dq, 1);
-    through_normalize(a.q, qn, B, D, out.dq);
-  }
+  // transposed view of S (no copy). For dL/dq̂ the scale must be 1 / (tau |p_j|): S2 = H_ij |q_i| / |p_j|.
+  // The two products read disjoint outputs, so they share one parallel region.
+  GemmProduct both[2];
+  size_t n = 0;
+  if (out.dp) both[n++] = {M, D, B, {S, 1, M}, {a.q, D, 1}, out.dp, D, false};
+  if (out.dq) both[n++] = {B, D, M, {S2 ? S2 : S, M, 1}, {a.p, D, 1}, out.dq, D, false};
+  gemm_batch(both, n);
+  if (!a.cosine) return;
+  const size_t p_rows = out.dp ? M : 0, q_rows = out.dq ? B : 0;
+  for_rows(p_rows + q_rows, [&](size_t r) {
+    if (r < p_rows) through_normalize(sm, a.p, pn, r, D, out.dp);
+    else through_normalize(sm, a.q, qn, r - p_rows, D, out.dq);
+  });
 }
 
 }  // namespace quorum::kernels

@@ -9,7 +9,8 @@
 // SPEC §3.3). Accuracy is the fraction of rows with rank 1. DPR's `correct` (argmax == pos, lowest index on
 // ties) differs only on exact ties.
 //
-// Extra memory: the [B, M] score matrix (which becomes the gradient of the scores).
+// Extra memory: the [B, M] score matrix (which becomes the gradient of the scores), a second one for cosine
+// scores with gradients, the norms, and the GEMM's packed operands (gemm.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>

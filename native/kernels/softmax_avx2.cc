@@ -17,7 +17,7 @@ namespace {
 #include "simd/vec_avx2.h"
 #include "simd/vec_math.h"
 #include "softmax_body.h"
-const SoftmaxOps kOps{"avx2", exp_shift, row_max, count_greater, scale};
+const SoftmaxOps kOps{"avx2", exp_shift, row_max, count_greater, scale, dot, scale_cols, sub_scaled};
 }  // namespace
 
 const SoftmaxOps* softmax_avx2() { return &kOps; }

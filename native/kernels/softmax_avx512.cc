@@ -17,7 +17,7 @@ namespace {
 #include "simd/vec_avx512.h"
 #include "simd/vec_math.h"
 #include "softmax_body.h"
-const SoftmaxOps kOps{"avx512", exp_shift, row_max, count_greater, scale};
+const SoftmaxOps kOps{"avx512", exp_shift, row_max, count_greater, scale, dot, scale_cols, sub_scaled};
 }  // namespace
 
 const SoftmaxOps* softmax_avx512() { return &kOps; }

@@ -49,3 +49,27 @@ void scale(float* x, size_t n, float k) {
   for (; j + Vec::W <= n; j += Vec::W) Vec::store(x + j, Vec::mul(Vec::load(x + j), kv));
   for (; j < n; ++j) x[j] *= k;
 }
+
+double dot(const float* x, const float* y, size_t n) {
+  typename Vec::V acc = Vec::zero();
+  size_t j = 0;
+  for (; j + Vec::W <= n; j += Vec::W) acc = Vec::fmadd(Vec::load(x + j), Vec::load(y + j), acc);
+  double sum = double(Vec::sum(acc));
+  for (; j < n; ++j) sum += double(x[j]) * double(y[j]);
+  return sum;
+}
+
+void scale_cols(const float* x, const float* k, size_t n, float a, float* out) {
+  const typename Vec::V av = Vec::set1(a);
+  size_t j = 0;
+  for (; j + Vec::W <= n; j += Vec::W) Vec::store(out + j, Vec::mul(Vec::load(x + j), Vec::mul(av, Vec::load(k + j))));
+  for (; j < n; ++j) out[j] = x[j] * (a * k[j]);
+}
+
+void sub_scaled(float* g, const float* x, size_t n, float c, float k) {
+  const typename Vec::V cv = Vec::set1(c), kv = Vec::set1(k);
+  size_t j = 0;
+  for (; j + Vec::W <= n; j += Vec::W)
+    Vec::store(g + j, Vec::mul(Vec::sub(Vec::load(g + j), Vec::mul(cv, Vec::load(x + j))), kv));
+  for (; j < n; ++j) g[j] = (g[j] - c * x[j]) * k;
+}
