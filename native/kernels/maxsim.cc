@@ -38,13 +38,29 @@ size_t max_length(const TokenDocs& d) {
 // Documents per task: enough tasks to balance the threads, few enough to amortise the scheduling.
 size_t docs_per_task(size_t n, size_t threads) { return std::clamp<size_t>(n / (8 * threads), 1, 64); }
 
+const uint8_t* stored_rows(const TokenDocs& d, size_t n) {
+  return d.data + size_t(d.start[n]) * d.dim * dtype_size(d.dtype);
+}
+
 // Token rows of document n as f32: in place for f32 storage, else converted into `scratch`.
 const float* doc_rows(const MaxSimOps& o, const TokenDocs& d, size_t n, float* scratch) {
-  const size_t row_bytes = d.dim * dtype_size(d.dtype);
-  const uint8_t* p = d.data + size_t(d.start[n]) * row_bytes;
+  const uint8_t* p = stored_rows(d, n);
   if (d.dtype == Dtype::F32) return reinterpret_cast<const float*>(p);
   o.to_f32(p, d.dtype, size_t(d.length[n]) * d.dim, scratch);
   return scratch;
+}
+
+// What the scoring of document n fetches ahead (MaxSimOps::update): rows read in place stream on into the
+// next document by themselves; a converted copy is already in cache, so the next document's stored rows are
+// fetched instead, and its conversion does not wait on memory.
+struct Ahead {
+  const void* base;
+  size_t row;
+};
+Ahead ahead(const MaxSimOps& o, const TokenDocs& d, size_t n, const float* tok) {
+  if (d.dtype == Dtype::F32) return {tok + o.tile_tokens * d.dim, d.dim * sizeof(float)};
+  if (n + 1 >= d.n) return {nullptr, 0};
+  return {stored_rows(d, n + 1), d.dim * dtype_size(d.dtype)};
 }
 
 }  // namespace
@@ -86,6 +102,7 @@ void maxsim(const TokenQueries& q, const TokenDocs& d, bool clamp_zero, float* s
     float* arg = s.arg.as<float>();
     for (size_t n = task * per, end = std::min(d.n, n + per); n < end; ++n) {
       const float* tok = doc_rows(o, d, n, s.rows.as<float>());
+      const Ahead pf = ahead(o, d, n, tok);
       const size_t len = size_t(d.length[n]);
       const uint8_t* tmask = d.token_mask ? d.token_mask + d.start[n] : nullptr;
       for (size_t b = 0; b < q.nq; ++b) {
@@ -93,13 +110,15 @@ void maxsim(const TokenQueries& q, const TokenDocs& d, bool clamp_zero, float* s
         std::fill(arg, arg + lqp, -1.f);
         const float* qb = qtp + b * dim * lqp;
         if (!tmask) {
-          o.update(qb, lqp, dim, tok, len, 0.f, best, arg);
+          o.update(qb, lqp, dim, tok, len, 0.f, pf.base, pf.row, best, arg);
         } else {
           for (size_t t = 0; t < len;) {  // runs of unmasked tokens
             while (t < len && !tmask[t]) ++t;
             size_t r0 = t;
             while (t < len && tmask[t]) ++t;
-            if (t > r0) o.update(qb, lqp, dim, tok + r0 * dim, t - r0, float(r0), best, arg);
+            if (t > r0)
+              o.update(qb, lqp, dim, tok + r0 * dim, t - r0, float(r0),
+                       pf.base ? static_cast<const char*>(pf.base) + r0 * pf.row : nullptr, pf.row, best, arg);
           }
         }
         float total = 0.f;

@@ -22,12 +22,16 @@ namespace quorum::kernels {
 // Hot loops of one ISA variant.
 struct MaxSimOps {
   const char* isa;
-  size_t lanes;  // query tokens are padded to a multiple of this
+  size_t lanes;        // query tokens are padded to a multiple of this
+  size_t tile_tokens;  // document tokens per register tile
   // Query token vectors transposed: qt[j * lqp + q] for j < dim, q < lqp. For each f32 token row
   // tokens[t * dim .. +dim), t < len, and each q: if dot > best[q] then best[q] = dot, arg[q] = base + t
   // (arg holds token indices as floats: exact below 2^24).
-  void (*update)(const float* qt, size_t lqp, size_t dim, const float* tokens, size_t len, float base, float* best,
-                 float* arg);
+  // While it computes the tile of tokens [t, t + tile), the loop fetches the bytes [t, t + tile) x prefetch_row
+  // of `prefetch` into cache: the stored rows that come next (the tokens one tile ahead when they are read in
+  // place, or the next document's stored rows while this one's converted copy is scored).
+  void (*update)(const float* qt, size_t lqp, size_t dim, const float* tokens, size_t len, float base,
+                 const void* prefetch, size_t prefetch_row, float* best, float* arg);
   // dst[i] = float(src[i]) for f32, bf16 or f16 src.
   void (*to_f32)(const void* src, Dtype t, size_t n, float* dst);
 };

@@ -14,7 +14,7 @@ namespace {
 #include "simd/vec_avx512.h"
 #include "simd/vec_math.h"
 #include "maxsim_body.h"
-const MaxSimOps kOps{"avx512", Vec::W, maxsim_update, to_f32};
+const MaxSimOps kOps{"avx512", Vec::W, size_t(kTokTile), maxsim_update, to_f32};
 }  // namespace
 
 const MaxSimOps* maxsim_avx512() { return &kOps; }

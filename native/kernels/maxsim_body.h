@@ -10,19 +10,18 @@
 // 88-92 GFLOP/s, 8 tokens 86-96, 4 tokens 47-90; without the prefetch every tile size gave 40-75.
 constexpr int kTokTile = Vec::W == 16 ? 12 : 4;
 
+// `pf` and `pf_bytes`: the stored bytes this tile fetches ahead while it computes (see MaxSimOps::update).
 template <int R, int G>
 inline void maxsim_tile(const float* qt, size_t lqp, size_t dim, const float* tok, size_t col, float base,
-                        typename Vec::V (&best)[2], typename Vec::V (&arg)[2]) {
+                        const char* pf, size_t pf_bytes, typename Vec::V (&best)[2], typename Vec::V (&arg)[2]) {
   using V = typename Vec::V;
   V acc[R][G];
   for (int r = 0; r < R; ++r)
     for (int g = 0; g < G; ++g) acc[r][g] = Vec::zero();
-  // Documents stream from memory: fetch the next tile's rows (contiguous; past a document's end, the next
-  // document's) while this one computes. A prefetch never faults, so reading past the buffer is harmless.
-  const char* next = reinterpret_cast<const char*>(tok + R * dim);
-  const size_t lines = R * dim / 16;
+  // One line per step of j. A prefetch never faults, so reading past the buffer is harmless.
+  const size_t lines = pf_bytes / 64;
   for (size_t j = 0; j < dim; ++j) {
-    if (j < lines) __builtin_prefetch(next + j * 64);
+    if (j < lines) __builtin_prefetch(pf + j * 64);
     V qv[G];
     for (int g = 0; g < G; ++g) qv[g] = Vec::load(qt + j * lqp + col + g * Vec::W);
 #pragma GCC unroll 16
@@ -44,16 +43,16 @@ inline void maxsim_tile(const float* qt, size_t lqp, size_t dim, const float* to
 // The last n < kTokTile tokens, as one tile of exactly n.
 template <int R, int G>
 inline void maxsim_tail(size_t n, const float* qt, size_t lqp, size_t dim, const float* tok, size_t col, float base,
-                        typename Vec::V (&best)[2], typename Vec::V (&arg)[2]) {
+                        const char* pf, size_t pf_row, typename Vec::V (&best)[2], typename Vec::V (&arg)[2]) {
   if constexpr (R > 0) {
-    if (n == size_t(R)) maxsim_tile<R, G>(qt, lqp, dim, tok, col, base, best, arg);
-    else maxsim_tail<R - 1, G>(n, qt, lqp, dim, tok, col, base, best, arg);
+    if (n == size_t(R)) maxsim_tile<R, G>(qt, lqp, dim, tok, col, base, pf, R * pf_row, best, arg);
+    else maxsim_tail<R - 1, G>(n, qt, lqp, dim, tok, col, base, pf, pf_row, best, arg);
   }
 }
 
 template <int G>
 inline void maxsim_columns(const float* qt, size_t lqp, size_t dim, const float* tokens, size_t len, float base,
-                           size_t col, float* best, float* arg) {
+                           const char* pf, size_t pf_row, size_t col, float* best, float* arg) {
   using V = typename Vec::V;
   V bv[2], av[2];
   for (int g = 0; g < G; ++g) {
@@ -62,20 +61,23 @@ inline void maxsim_columns(const float* qt, size_t lqp, size_t dim, const float*
   }
   size_t t = 0;
   for (; t + kTokTile <= len; t += kTokTile)
-    maxsim_tile<kTokTile, G>(qt, lqp, dim, tokens + t * dim, col, base + float(t), bv, av);
-  maxsim_tail<kTokTile - 1, G>(len - t, qt, lqp, dim, tokens + t * dim, col, base + float(t), bv, av);
+    maxsim_tile<kTokTile, G>(qt, lqp, dim, tokens + t * dim, col, base + float(t), pf + t * pf_row, kTokTile * pf_row,
+                             bv, av);
+  maxsim_tail<kTokTile - 1, G>(len - t, qt, lqp, dim, tokens + t * dim, col, base + float(t), pf + t * pf_row, pf_row,
+                               bv, av);
   for (int g = 0; g < G; ++g) {
     Vec::store(best + col + g * Vec::W, bv[g]);
     Vec::store(arg + col + g * Vec::W, av[g]);
   }
 }
 
-void maxsim_update(const float* qt, size_t lqp, size_t dim, const float* tokens, size_t len, float base, float* best,
-                   float* arg) {
+void maxsim_update(const float* qt, size_t lqp, size_t dim, const float* tokens, size_t len, float base,
+                   const void* prefetch, size_t prefetch_row, float* best, float* arg) {
+  const char* pf = static_cast<const char*>(prefetch);
   size_t col = 0;
   for (; col + 2 * Vec::W <= lqp; col += 2 * Vec::W)
-    maxsim_columns<2>(qt, lqp, dim, tokens, len, base, col, best, arg);
-  if (col < lqp) maxsim_columns<1>(qt, lqp, dim, tokens, len, base, col, best, arg);
+    maxsim_columns<2>(qt, lqp, dim, tokens, len, base, pf, prefetch_row, col, best, arg);
+  if (col < lqp) maxsim_columns<1>(qt, lqp, dim, tokens, len, base, pf, prefetch_row, col, best, arg);
 }
 
 void to_f32(const void* src, Dtype t, size_t n, float* dst) {

@@ -8,7 +8,7 @@ namespace {
 #include "simd/vec_scalar.h"
 #include "simd/vec_math.h"
 #include "maxsim_body.h"
-const MaxSimOps kOps{"scalar", Vec::W, maxsim_update, to_f32};
+const MaxSimOps kOps{"scalar", Vec::W, size_t(kTokTile), maxsim_update, to_f32};
 }  // namespace
 
 const MaxSimOps& maxsim_scalar() { return kOps; }
