@@ -82,14 +82,8 @@ describe.each(isas)('infoNce, %s variant', (isa) => {
     expect(got.dP!.shape).toEqual([M, D]);
     if (!cosine && !weighted) {
       const g = infoNceGradRef({ q, p, B, M, D, pos, temperature });
-      const close = (x: ArrayLike<number>, ref: Float64Array) => {
-        const scale = ref.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
-        let worst = 0;
-        for (let i = 0; i < ref.length; i++) worst = Math.max(worst, Math.abs((x[i] as number) - (ref[i] as number)));
-        expect(worst).toBeLessThanOrEqual(1e-4 * scale + 1e-7);
-      };
-      close(got.dQ!.data, g.dq);
-      close(got.dP!.data, g.dp);
+      expectClose(got.dQ!.data, g.dq, 1e-4);
+      expectClose(got.dP!.data, g.dp, 1e-4);
     }
   });
 

@@ -54,11 +54,14 @@ const float* doc_rows(const MaxSimOps& o, const TokenDocs& d, size_t n, float* s
 // next document by themselves; a converted copy is already in cache, so the next document's stored rows are
 // fetched instead, and its conversion does not wait on memory.
 struct Ahead {
-  const void* base;
+  const uint8_t* base;  // null: nothing to fetch
   size_t row;
+  // The stream as seen from token r of the document (a run of unmasked tokens starting there).
+  const void* from(size_t r) const { return base ? base + r * row : nullptr; }
 };
 Ahead ahead(const MaxSimOps& o, const TokenDocs& d, size_t n, const float* tok) {
-  if (d.dtype == Dtype::F32) return {tok + o.tile_tokens * d.dim, d.dim * sizeof(float)};
+  if (d.dtype == Dtype::F32)
+    return {reinterpret_cast<const uint8_t*>(tok + o.tile_tokens * d.dim), d.dim * sizeof(float)};
   if (n + 1 >= d.n) return {nullptr, 0};
   return {stored_rows(d, n + 1), d.dim * dtype_size(d.dtype)};
 }
@@ -110,15 +113,13 @@ void maxsim(const TokenQueries& q, const TokenDocs& d, bool clamp_zero, float* s
         std::fill(arg, arg + lqp, -1.f);
         const float* qb = qtp + b * dim * lqp;
         if (!tmask) {
-          o.update(qb, lqp, dim, tok, len, 0.f, pf.base, pf.row, best, arg);
+          o.update(qb, lqp, dim, tok, len, 0.f, pf.from(0), pf.row, best, arg);
         } else {
           for (size_t t = 0; t < len;) {  // runs of unmasked tokens
             while (t < len && !tmask[t]) ++t;
             size_t r0 = t;
             while (t < len && tmask[t]) ++t;
-            if (t > r0)
-              o.update(qb, lqp, dim, tok + r0 * dim, t - r0, float(r0),
-                       pf.base ? static_cast<const char*>(pf.base) + r0 * pf.row : nullptr, pf.row, best, arg);
+            if (t > r0) o.update(qb, lqp, dim, tok + r0 * dim, t - r0, float(r0), pf.from(r0), pf.row, best, arg);
           }
         }
         float total = 0.f;
