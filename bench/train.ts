@@ -1,22 +1,27 @@
-// Issue 6's acceptance experiment: on the multi-domain benchmark (default: the embedded data/multidomain-mini),
-// BM25 beside three encoders trained from scratch with GloVe token embeddings: the DPR bi-encoder, the Siamese
-// encoder and TASER (Det-R, every 2nd block specialized). Each trains under the same time budget; the best epoch by
-// dev MRR is evaluated on the test split (Recall@20, MRR@10 per task). Then training throughput: the TypeScript
-// loop against one native call running the same steps.
-//   node --import tsx bench/train.ts [--budget=900] [--epochs=4] [--lr=5e-4] [--batch=16] [--passage-length=96] [--presets=taser,bi-encoder,siamese] [--data=DIR]
+// Issue 20's experiment: on the multi-domain benchmark (default: the embedded data/multidomain-mini), BM25 and the
+// training-free GloVe average beside the three presets (DPR bi-encoder, Siamese, TASER Det-R) initialised from GloVe
+// and trained on the train split. Each preset is scored on the test split at step 0 and after every epoch (reported,
+// never used for selection: the kept checkpoint is the best by dev MRR), with the spread of its passage vectors
+// (a mean pairwise cosine near 1 is a collapse). Then training throughput: the TypeScript loop against one native
+// call running the same steps.
+//   node --import tsx bench/train.ts [--budget=600] [--epochs=8] [--lr=1e-3] [--batch=32] [--pooling=mean]
+//     [--normalize=1] [--token-weights=1] [--center=1] [--word-vocab=1] [--temperature=0.05] [--layers=2] [--hidden=100] [--dropout=0.1] [--passage-length=192]
+//     [--presets=taser,bi-encoder,siamese] [--data=DIR] [--reps=7]
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 
 import { loadBeir, type BeirDataset } from '../lib/data/beir.js';
+import { scoreTopK } from '../lib/dense.js';
+import { GloveAverageEncoder } from '../lib/encoders/glove-average.js';
 import { evaluateRun } from '../lib/eval/metrics.js';
 import { packageRoot } from '../lib/native.js';
-import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
-import type { RetrieverPreset } from '../lib/train/config.js';
+import { WordPieceTokenizer, extendVocabulary } from '../lib/text/tokenizer.js';
+import type { Pooling, RetrieverPreset } from '../lib/train/config.js';
 import { encodeTable, indexTable } from '../lib/train/encode-corpus.js';
 import { addBm25Negatives, examplesFromQrels } from '../lib/train/examples.js';
 import { loadGloveVectors } from '../lib/train/glove.js';
-import { initFromGlove } from '../lib/train/init.js';
+import { fitPoolingToCorpus, initFromGlove } from '../lib/train/init.js';
 import { Retriever } from '../lib/train/retriever.js';
 import { composeBatch, trainRetriever } from '../lib/train/trainer.js';
 import { TokenTable } from '../lib/train/token-table.js';
@@ -25,21 +30,43 @@ import { median, writeResults } from './harness.js';
 
 const arg = (name: string, fallback: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 const dir = arg('data', join(packageRoot, 'data', 'multidomain-mini'));
-const budget = Number(arg('budget', '900'));
-const epochs = Number(arg('epochs', '4'));
+const budget = Number(arg('budget', '600'));
+const epochs = Number(arg('epochs', '8'));
 // --presets= (empty) skips training and runs only the throughput comparison.
 const presets = arg('presets', 'taser,bi-encoder,siamese').split(',').filter(Boolean) as RetrieverPreset[];
 const reps = Number(arg('reps', '7'));
 const seed = 12345;
-const encoder = { hiddenSize: 128, embeddingSize: 100, layers: 4, heads: 4, ffnSize: 512, maxPositions: 256, dropout: 0.1 };
-const train = { batchSize: Number(arg('batch', '16')), hardNegatives: 1, lr: Number(arg('lr', '5e-4')), clip: 2.0, maxQueryLength: 32, maxPassageLength: Number(arg('passage-length', '96')), validationPool: 1000 };
+const hidden = Number(arg('hidden', '100'));
+const encoder = {
+  hiddenSize: hidden,
+  embeddingSize: 100,
+  layers: Number(arg('layers', '2')),
+  heads: 4,
+  ffnSize: 4 * hidden,
+  maxPositions: 256,
+  dropout: Number(arg('dropout', '0.1')),
+  pooling: arg('pooling', 'mean') as Pooling,
+  normalize: arg('normalize', '1') === '1',
+  tokenWeights: arg('token-weights', '1') === '1',
+  center: arg('center', '1') === '1',
+};
+const train = {
+  batchSize: Number(arg('batch', '32')),
+  hardNegatives: 1,
+  lr: Number(arg('lr', '1e-3')),
+  temperature: Number(arg('temperature', encoder.normalize ? '0.05' : '1')),
+  clip: 2.0,
+  maxQueryLength: 32,
+  maxPassageLength: Number(arg('passage-length', '192')),
+  validationPool: 1000,
+};
 
 const split = (s: string): BeirDataset => loadBeir(dir, s);
 const trainDs = split('train');
 const devDs = split('dev');
 const testDs = split('test');
 const passages = trainDs.corpus;
-const tokenizer = await WordPieceTokenizer.load();
+const baseTokenizer = await WordPieceTokenizer.load();
 const trainEx = examplesFromQrels(trainDs, trainDs.qrels);
 const devEx = examplesFromQrels(devDs, devDs.qrels);
 const bm25 = await addBm25Negatives(trainEx, passages, { k: 30 });
@@ -49,6 +76,13 @@ console.log(`${dir}: ${passages.length} passages; ${trainEx.length} train, ${dev
 const t0 = performance.now();
 const glove = await loadGloveVectors();
 console.log(`GloVe loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+// --word-vocab=1: BERT's WordPiece vocabulary plus the whole words of the corpus and the training questions that
+// GloVe has, so that such words keep their own GloVe vector instead of being read as pieces.
+const tokenizer = arg('word-vocab', '1') === '1'
+  ? new WordPieceTokenizer(extendVocabulary(baseTokenizer.vocabulary, [...passages.flatMap((p) => [p.title, p.text]), ...trainEx.map((e) => e.query)], { keep: (w) => glove.words.has(w) }))
+  : baseTokenizer;
+console.log(`vocabulary: ${tokenizer.size} tokens (${tokenizer.size - baseTokenizer.size} whole words added)`);
+(encoder as { vocabSize?: number }).vocabSize = tokenizer.size;
 
 // Test evaluation per task (the test split also holds XQuAD, a task no model trained on: it runs as 'wiki'-like
 // questions with no marker when markers are off).
@@ -83,28 +117,37 @@ const report = (name: string, params: number, s: Record<string, Record<string, n
   report('BM25 (k1 0.9, b 0.4)', 0, s);
 }
 
+// The training-free reference rows: plain averages, and IDF-weighted averages centred on the corpus mean.
+for (const [name, fit] of [['GloVe average', false], ['GloVe average (IDF, centred)', true]] as const) {
+  const texts = passages.map((p) => `${p.title} ${p.text}`);
+  const enc = GloveAverageEncoder.fromVectors(glove, fit ? { fitOn: texts } : {});
+  const top = await scoreTopK(enc.encode(testQueries.map((q) => q.text)), enc.encode(texts), 100);
+  const s = score(new Map(testQueries.map((q, i) => [q.id, top.hits(i).map((h) => passages[h.id]!.id)])));
+  results[name] = s;
+  report(name, 0, s);
+}
+
+// Spread of a set of vectors: mean norm and the mean cosine over all pairs (1 = every vector points the same way).
+function spread(E: Float32Array, d: number): { norm: number; pairCosine: number } {
+  const n = E.length / d;
+  const sum = new Float64Array(d);
+  let norms = 0;
+  for (let i = 0; i < n; i++) {
+    let s2 = 0;
+    for (let j = 0; j < d; j++) s2 += (E[i * d + j] as number) ** 2;
+    const norm = Math.sqrt(s2) || 1;
+    norms += norm;
+    for (let j = 0; j < d; j++) sum[j] = (sum[j] as number) + (E[i * d + j] as number) / norm;
+  }
+  const total = sum.reduce((a, v) => a + v * v, 0);
+  return { norm: norms / n, pairCosine: (total - n) / (n * (n - 1)) };
+}
+
 const passageTable = await TokenTable.passages(tokenizer, passages, train.maxPassageLength);
-for (const preset of presets) {
-  Retriever.seed(seed);
-  const model = Retriever.create({ preset, encoder, tasks });
-  const { coverage } = await initFromGlove(model, tokenizer.vocabulary, { glove, seed });
-  const ckpt = join(tmpdir(), `quorum-train-${preset}-${process.pid}`);
-  mkdirSync(ckpt, { recursive: true });
-  console.log(`\n${preset}: ${model.parameterCount.toLocaleString()} parameters, GloVe covers ${(coverage * 100).toFixed(1)}% of the vocabulary`);
-  const r = await trainRetriever(model, tokenizer, { passages, train: trainEx, dev: devEx }, {
-    ...train,
-    epochs,
-    seed,
-    layerDecay: preset === 'taser' ? 0.8 : 1,
-    timeBudgetSeconds: budget,
-    checkpointDir: ckpt,
-    log: (l) => console.log('  ' + l),
-  });
-  await model.load(join(ckpt, 'best.pt'));
-  const e0 = performance.now();
-  const { index } = await indexTable(model, passageTable);
-  const encodeSec = (performance.now() - e0) / 1000;
-  // Test questions: task markers as in training, XQuAD (unseen task) without one.
+
+// The test split through a model: task markers as in training, XQuAD (a task no model trained on) without one.
+async function testModel(model: Retriever) {
+  const { index, embeddings } = await indexTable(model, passageTable);
   const run = new Map<string, string[]>();
   for (const t of testTasks) {
     const qs = testQueries.filter((q) => (q.task ?? 'default') === t);
@@ -114,9 +157,42 @@ for (const preset of presets) {
     const top = await index.search(emb, 100);
     qs.forEach((q, i) => run.set(q.id, top.hits(i).map((h) => passages[Number(h.id)]!.id)));
   }
-  const s = score(run);
-  results[preset] = { scores: s, parameters: model.parameterCount, train: r, encodeSeconds: encodeSec };
-  report(preset, model.parameterCount, s, {
+  return { scores: score(run), spread: spread(embeddings.data, model.dim) };
+}
+
+for (const preset of presets) {
+  Retriever.seed(seed);
+  const model = Retriever.create({ preset, encoder, tasks });
+  const { coverage } = await initFromGlove(model, tokenizer.vocabulary, { glove, seed });
+  await fitPoolingToCorpus(model, tokenizer, passages, { maxPassageLength: train.maxPassageLength });
+  const ckpt = join(tmpdir(), `quorum-train-${preset}-${process.pid}`);
+  mkdirSync(ckpt, { recursive: true });
+  console.log(`\n${preset}: ${model.parameterCount.toLocaleString()} parameters, GloVe covers ${(coverage * 100).toFixed(1)}% of the vocabulary`);
+  const curve: Array<{ epoch: number; loss?: number; accuracy?: number; devMrr?: number; testMrr: number; pairCosine: number; norm: number }> = [];
+  const step0 = await testModel(model);
+  curve.push({ epoch: 0, testMrr: step0.scores['all']!['MRR@10']!, ...step0.spread });
+  console.log(`  step 0: test MRR@10 ${step0.scores['all']!['MRR@10']!.toFixed(3)}, passage vectors: norm ${step0.spread.norm.toFixed(2)}, mean pairwise cosine ${step0.spread.pairCosine.toFixed(3)}`);
+  report(`${preset}, step 0`, model.parameterCount, step0.scores);
+  const r = await trainRetriever(model, tokenizer, { passages, train: trainEx, dev: devEx }, {
+    ...train,
+    epochs,
+    seed,
+    layerDecay: Number(arg('layer-decay', preset === 'taser' ? '0.8' : '1')),
+    timeBudgetSeconds: budget,
+    checkpointDir: ckpt,
+    log: (l) => console.log('  ' + l),
+    onEpoch: async (e) => {
+      const t = await testModel(model);
+      curve.push({ epoch: e.epoch + 1, loss: e.loss, accuracy: e.accuracy, devMrr: e.validation?.mrr, testMrr: t.scores['all']!['MRR@10']!, ...t.spread });
+      console.log(`    (report only) test MRR@10 ${t.scores['all']!['MRR@10']!.toFixed(3)}, passage vectors: norm ${t.spread.norm.toFixed(2)}, mean pairwise cosine ${t.spread.pairCosine.toFixed(3)}`);
+    },
+  });
+  await model.load(join(ckpt, 'best.pt'));
+  const e0 = performance.now();
+  const best = await testModel(model);
+  const encodeSec = (performance.now() - e0) / 1000;
+  results[preset] = { scores: best.scores, parameters: model.parameterCount, train: r, encodeSeconds: encodeSec, curve };
+  report(preset, model.parameterCount, best.scores, {
     'train s': Math.round(r.seconds),
     epochs: r.epochs.length,
     'best epoch': (r.best?.epoch ?? -1) + 1,
@@ -127,9 +203,9 @@ for (const preset of presets) {
 console.log(`\ntest split (${testQueries.length} questions):`);
 table(rows);
 
-// Throughput: the same 24 batches through the TypeScript loop (accumulate + step per batch, each a Promise) and
+// Throughput (--reps=0 skips it): the same 24 batches through the TypeScript loop (accumulate + step per batch, each a Promise) and
 // through one native call, alternated, on one TASER model.
-{
+if (reps > 0) {
   Retriever.seed(seed);
   const model = Retriever.create({ preset: 'taser', encoder, tasks });
   const random = () => 0.5;

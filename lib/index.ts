@@ -147,20 +147,28 @@ export {
   type TaskName,
 } from './data/multidomain.js';
 // Tokenization and the libtorch encoders (quorum_torch.node is loaded on first use of Retriever).
-export { WordPieceTokenizer, defaultVocabPath, type EncodeOptions, type EncodedBatch } from './text/tokenizer.js';
+export { WordPieceTokenizer, defaultVocabPath, extendVocabulary, type EncodeOptions, type EncodedBatch } from './text/tokenizer.js';
 export { normalizeBert } from './text/normalize.js';
 export {
   defaultEncoderConfig,
   isSpecialized,
   parameterNames,
   type EncoderConfig,
+  type Pooling,
   type RetrieverConfig,
   type RetrieverPreset,
   type Routing,
   type TaserConfig,
 } from './train/config.js';
 export { parameterCount, parameterShapes } from './train/parameters.js';
-export { Retriever, retrieverConfig, type OptimizerOptions, type RetrieverOptions, type StepStats } from './train/retriever.js';
+export {
+  Retriever,
+  retrieverConfig,
+  type EncodeOptions as RetrieverEncodeOptions,
+  type OptimizerOptions,
+  type RetrieverOptions,
+  type StepStats,
+} from './train/retriever.js';
 export { TokenTable } from './train/token-table.js';
 export { encodeTable, indexTable, type EncodeTableOptions } from './train/encode-corpus.js';
 export { addBm25Negatives, examplesFromQrels, type PassageText, type TrainingExample } from './train/examples.js';
@@ -175,7 +183,8 @@ export {
   type TrainingData,
 } from './train/trainer.js';
 export { validate, validationPool, type ValidationResult } from './train/validate.js';
-export { initFromBertCheckpoint, initFromGlove } from './train/init.js';
+export { fitPoolingToCorpus, initFromBertCheckpoint, initFromGlove } from './train/init.js';
 export { gloveForVocab, loadGloveVectors, type GloveVectors } from './train/glove.js';
+export { GloveAverageEncoder, type GloveAverageOptions } from './encoders/glove-average.js';
 export { mapBertCheckpoint } from './train/checkpoint-map.js';
 export { loadSafetensors, readSafetensors, writeSafetensors } from './io/safetensors.js';

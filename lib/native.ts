@@ -263,6 +263,8 @@ export interface TrainBatchArg {
   ignore?: Int32Array | null;
   task?: number;
   lossScale?: number;
+  /** Scores are divided by it before the softmax (default 1). */
+  temperature?: number;
 }
 
 export interface StepStats {
@@ -280,7 +282,14 @@ export interface NativeRetriever {
   getParameter(name: string): Float32Array;
   setParameter(name: string, values: Float32Array): void;
   setOptimizer(o: { beta1?: number; beta2?: number; eps?: number; weightDecay?: number; layerDecay?: number }): void;
-  encode(batch: TokenBatchArg, side: 'query' | 'passage', task: number, out: Float32Array | null, async: boolean): MaybeAsync<Float32Array>;
+  encode(
+    batch: TokenBatchArg,
+    side: 'query' | 'passage',
+    task: number,
+    out: Float32Array | null,
+    async: boolean,
+    pooledState?: boolean,
+  ): MaybeAsync<Float32Array>;
   accumulate(batch: TrainBatchArg, async: boolean): MaybeAsync<StepStats>;
   step(lr: number, clip: number, async: boolean): MaybeAsync<{ gradNorm: number }>;
   trainLoop(

@@ -1,7 +1,7 @@
 // The `quorum` CLI end to end (through tsx, from the sources): eval on the embedded dataset, fuse, and the
 // non-zero exits with one-line messages on bad input.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -102,6 +102,82 @@ describe('quorum CLI', () => {
     ]);
   });
 
+  // A tiny BEIR dataset of real words: passage i is about topics[i]; its question names the topic's second word.
+  const topics = ['paris france', 'tokyo japan', 'cairo egypt', 'lima peru', 'oslo norway', 'rome italy', 'madrid spain', 'berlin germany',
+    'ottawa canada', 'dublin ireland', 'athens greece', 'vienna austria', 'prague czech', 'warsaw poland', 'lisbon portugal', 'moscow russia'];
+  const tiny = join(out, 'tiny');
+  const writeTiny = () => {
+    mkdirSync(join(tiny, 'qrels'), { recursive: true });
+    writeFileSync(join(tiny, 'corpus.jsonl'), topics.map((t, i) => JSON.stringify({ _id: `d${i}`, title: t.split(' ')[0], text: `the city of ${t.split(' ')[0]} is the capital of ${t.split(' ')[1]}` })).join('\n') + '\n');
+    writeFileSync(join(tiny, 'queries.jsonl'), topics.map((t, i) => JSON.stringify({ _id: `q${i}`, text: `what is the capital of ${t.split(' ')[1]}`, task: 'geo' })).join('\n') + '\n');
+    const qrels = (rows: number[]) => 'query-id\tcorpus-id\tscore\n' + rows.map((i) => `q${i}\td${i}\t1`).join('\n') + '\n';
+    writeFileSync(join(tiny, 'qrels', 'train.tsv'), qrels([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]));
+    writeFileSync(join(tiny, 'qrels', 'dev.tsv'), qrels([12, 13]));
+    writeFileSync(join(tiny, 'qrels', 'test.tsv'), qrels([14, 15]));
+  };
+
+  it('train, encode and eval --model: a model directory from a tiny dataset, its vectors and index, its scores', () => {
+    writeTiny();
+    const model = join(out, 'model');
+    const t = quorum('train', '--data', tiny, '--preset', 'taser', '--layers', '2', '--hidden', '16', '--epochs', '2', '--batch', '4', '--no-glove', '--max-passage-length', '24', '--out', model);
+    expect(t.stderr).toBe('');
+    expect(t.status).toBe(0);
+    expect(t.stdout).toMatch(/12 train and 2 dev questions/);
+    expect(t.stdout).toMatch(/epoch 2\/2: loss [\d.]+, .*dev MRR/);
+    for (const f of ['model.json', 'vocab.txt', 'weights.safetensors', 'checkpoints/best.pt']) expect(existsSync(join(model, f)), f).toBe(true);
+    const card = JSON.parse(readFileSync(join(model, 'model.json'), 'utf8'));
+    expect(card).toMatchObject({ format: 'quorum-retriever', version: 1, config: { preset: 'taser', tasks: ['geo'] }, text: { maxPassageLength: 24 } });
+    expect(card.training.epochs).toHaveLength(2);
+
+    const enc = join(out, 'encoded');
+    const e = quorum('encode', '--model', model, '--data', tiny, '--out', enc);
+    expect(e.status).toBe(0);
+    expect(readFileSync(join(enc, 'vectors.f32')).length).toBe(16 * 16 * 4);
+    expect(readFileSync(join(enc, 'ids.txt'), 'utf8').trim().split('\n')).toEqual(topics.map((_, i) => `d${i}`));
+    const s = quorum('search', '--index', join(enc, 'index.qdx'), '--query-vectors', join(enc, 'vectors.f32'), '--query-ids', join(enc, 'ids.txt'), '--k', '1', '--out', join(out, 'self.trec'));
+    expect(s.status).toBe(0);
+    // Each passage's own vector finds itself first (unit vectors, exact inner-product index).
+    expect(readFileSync(join(out, 'self.trec'), 'utf8').trim().split('\n').every((l) => l.split(' ')[0] === l.split(' ')[2])).toBe(true);
+
+    const v = quorum('eval', '--data', tiny, '--model', model, '--methods', 'dense,bm25,hybrid,rrf', '--metrics', 'mrr@10', '--k', '10');
+    expect(v.stderr).toBe('');
+    expect(v.status).toBe(0);
+    expect(v.stdout).toMatch(/dense: .*taser/);
+    expect(v.stdout).toMatch(/hybrid: alpha [\d.]+ \(MRR@10 [\d.]+ on the 2 dev queries\)/);
+    expect(v.stdout).toMatch(/^\s+hybrid\s+[\d.]+$/m);
+  });
+
+  it('train and eval give typed one-line errors on bad input', () => {
+    writeTiny();
+    const model = join(out, 'model-bad');
+    const ok = quorum('train', '--data', tiny, '--preset', 'siamese', '--layers', '0', '--hidden', '8', '--epochs', '1', '--no-glove', '--max-passage-length', '16', '--out', model);
+    expect(ok.status).toBe(0);
+    const version = join(out, 'model-v2');
+    mkdirSync(version, { recursive: true });
+    for (const f of ['vocab.txt', 'weights.safetensors']) writeFileSync(join(version, f), readFileSync(join(model, f)));
+    writeFileSync(join(version, 'model.json'), readFileSync(join(model, 'model.json'), 'utf8').replace('"version": 1', '"version": 2'));
+    const truncated = join(out, 'model-cut');
+    mkdirSync(truncated, { recursive: true });
+    for (const f of ['vocab.txt', 'model.json']) writeFileSync(join(truncated, f), readFileSync(join(model, f)));
+    const w = readFileSync(join(model, 'weights.safetensors'));
+    writeFileSync(join(truncated, 'weights.safetensors'), w.subarray(0, w.length - 100));
+    const cases: Array<[string[], RegExp]> = [
+      [['train', '--data', join(out, 'none'), '--preset', 'taser', '--out', join(out, 'm')], /^quorum: ERR_IO: cannot read/],
+      [['train', '--data', tiny, '--preset', 'colbert', '--out', join(out, 'm')], /^quorum: ERR_ARG: unknown preset 'colbert'/],
+      [['train', '--data', tiny, '--preset', 'taser', '--pooling', 'first', '--out', join(out, 'm')], /^quorum: ERR_ARG: unknown pooling 'first'/],
+      [['train', '--data', tiny, '--preset', 'taser', '--tasks', 'nq', '--no-glove', '--out', join(out, 'm')], /^quorum: ERR_ARG: task 'nq' has no training questions/],
+      [['eval', '--data', tiny, '--model', version, '--methods', 'dense'], /^quorum: ERR_FORMAT: .*format version 2/],
+      [['eval', '--data', tiny, '--model', truncated, '--methods', 'dense'], /^quorum: ERR_FORMAT: .*weights\.safetensors/],
+      [['encode', '--model', join(out, 'none'), '--data', tiny, '--out', join(out, 'e')], /^quorum: ERR_IO: .*not a model directory/],
+    ];
+    for (const [args, message] of cases) {
+      const r = quorum(...args);
+      expect(r.status, args.join(' ')).toBe(1);
+      expect(r.stderr.trim().split('\n'), args.join(' ')).toHaveLength(1);
+      expect(r.stderr, args.join(' ')).toMatch(message);
+    }
+  });
+
   it('exits 1 with a one-line message on bad input', () => {
     const cases: Array<[string[], RegExp]> = [
       [['eval', '--data', join(out, 'none'), '--methods', 'bm25'], /ERR_IO: cannot read/],
@@ -126,7 +202,9 @@ describe('quorum CLI', () => {
   it('--help describes every command', () => {
     const r = quorum('--help');
     expect(r.status).toBe(0);
-    for (const c of ['demo', 'eval', 'fuse']) expect(r.stdout).toContain(c);
+    for (const c of ['demo', 'eval', 'fuse', 'train', 'encode']) expect(r.stdout).toContain(c);
     expect(quorum('eval', '--help').stdout).toContain('--metrics');
+    expect(quorum('train', '--help').stdout).toMatch(/--preset[\s\S]*--pooling[\s\S]*--resume/);
+    expect(quorum('encode', '--help').stdout).toContain('--model');
   });
 });

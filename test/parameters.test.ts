@@ -16,6 +16,7 @@ const plain: EncoderConfig = {
   embeddingSize: 4,
   dropout: 0,
   layerNormEps: 1e-12,
+  pooling: 'cls',
   projectionDim: 0,
 };
 

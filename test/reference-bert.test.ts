@@ -58,6 +58,7 @@ const tiny: EncoderConfig = {
   embeddingSize: 2,
   dropout: 0.1,
   layerNormEps: 1,
+  pooling: 'cls',
   projectionDim: 0,
 };
 

@@ -67,6 +67,17 @@ describe('writeSafetensors / readSafetensors', () => {
     ]);
   });
 
+  it('writes BF16 rounded to nearest even (ties to even, NaN stays NaN, overflow to infinity)', () => {
+    // 1 + 2^-8 is a tie between bf16 1 and 1 + 2^-7: even mantissa wins (1); 1 + 3 * 2^-8 rounds up to 1 + 2^-6.
+    const values = Float32Array.of(1, 1 + 2 ** -8, 1 + 3 * 2 ** -8, -2.5, 3.4e38, NaN, 0, 1 + 2 ** -9);
+    const bytes = writeSafetensors({ w: { shape: [8], data: values, dtype: 'BF16' }, f: { shape: [1], data: Float32Array.of(0.1) } });
+    const back = readSafetensors(bytes);
+    expect(back.get('w')!.dtype).toBe('BF16');
+    expect(Array.from(back.get('w')!.data)).toEqual([1, 1, 1 + 2 ** -6, -2.5, Infinity, NaN, 0, 1]);
+    expect(back.get('f')!.data[0]).toBe(Math.fround(0.1));
+    expect(() => writeSafetensors({ w: { shape: [1], data: Float32Array.of(1), dtype: 'F16' as never } })).toThrow(expect.objectContaining({ code: 'ERR_ARG' }));
+  });
+
   it('decodes F16, BF16, F64, I32 and I64 from hand-made bytes', () => {
     const f64 = new Uint8Array(new Float64Array([0.1, -1e300]).buffer);
     const i32 = new Uint8Array(new Int32Array([-7, 123456]).buffer);
@@ -201,6 +212,7 @@ describe('mapBertCheckpoint', () => {
     embeddingSize: 4,
     dropout: 0,
     layerNormEps: 1e-12,
+    pooling: 'cls',
     projectionDim: 0,
   };
 

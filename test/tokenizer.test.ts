@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 
 import { code } from './basics.js';
 import { normalizeBert } from '../lib/text/normalize.js';
-import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
+import { WordPieceTokenizer, extendVocabulary } from '../lib/text/tokenizer.js';
 
 // A hand-made vocabulary: ids are positions.
 const VOCAB = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[unused0]', 'un', '##aff', '##a', '##able', 'a', 'b', '##b', 'ß', 'c', ',', '!', 'cafe'];
@@ -125,5 +125,23 @@ describe('bert-base-uncased vocabulary', async () => {
   it('segments known examples', () => {
     expect(tok.tokenize('UNwant\u00E9d,running')).toEqual(['unwanted', ',', 'running']);
     expect(tok.tokenize('Unaffable')).toEqual(['una', '##ffa', '##ble']);
+  });
+});
+
+describe('extendVocabulary', () => {
+  const base = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', 'the', 'corona', '##virus', 'a'];
+  it('appends whole words, most frequent first, that keep accepts; the tokenizer then reads them whole', () => {
+    const v = extendVocabulary(base, ['The coronavirus, the CORONAVIRUS!', 'zeta beta beta coronavirus'], { keep: (w) => w !== 'zeta' });
+    expect(v.slice(0, base.length)).toEqual(base);
+    expect(v.slice(base.length)).toEqual(['coronavirus', 'beta']);
+    expect(new WordPieceTokenizer(base).tokenize('coronavirus')).toEqual(['corona', '##virus']);
+    expect(new WordPieceTokenizer(v).tokenize('Coronavirus beta')).toEqual(['coronavirus', 'beta']);
+  });
+
+  it('minCount, maxWords (ties in code-point order) and punctuation', () => {
+    const texts = ['b b a2 a1 c !', 'a1 a2 c'];
+    expect(extendVocabulary(base, texts).slice(base.length)).toEqual(['a1', 'a2', 'b', 'c']);
+    expect(extendVocabulary(base, texts, { minCount: 2, maxWords: 2 }).slice(base.length)).toEqual(['a1', 'a2']);
+    expect(extendVocabulary(base, []).length).toBe(base.length);
   });
 });

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -12,7 +12,7 @@ import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
 import type { EncoderConfig } from '../lib/train/config.js';
 import { encodeTable, indexTable } from '../lib/train/encode-corpus.js';
 import type { TrainingExample } from '../lib/train/examples.js';
-import { initFromBertCheckpoint, initFromGlove } from '../lib/train/init.js';
+import { fitPoolingToCorpus, initFromBertCheckpoint, initFromGlove } from '../lib/train/init.js';
 import { Retriever, type RetrieverOptions, type TokenBatchArg } from '../lib/train/retriever.js';
 import { seededRandom } from '../lib/random.js';
 import { homogeneousBatches, linearSchedule } from '../lib/train/schedule.js';
@@ -69,14 +69,26 @@ describe('encoder forward against the TypeScript reference', () => {
     ['TASER Seq-R, shared gate', { preset: 'taser', encoder: tiny, taser: { every: 2, experts: 3, routing: 'seq' } }],
     ['TASER Seq-R, per-layer gates', { preset: 'taser', encoder: tiny, taser: { every: 1, experts: 2, routing: 'seq', perLayerGate: true } }],
     ['TASER Tok-R', { preset: 'taser', encoder: tiny, taser: { every: 1, experts: 3, routing: 'tok' } }],
+    ['mean pooling', { preset: 'siamese', encoder: { ...tiny, pooling: 'mean' } }],
+    ['max pooling', { preset: 'siamese', encoder: { ...tiny, pooling: 'max' } }],
+    ['TASER Det-R, mean pooling', { preset: 'taser', encoder: { ...tiny, pooling: 'mean' }, taser: { every: 2, experts: 2, routing: 'det' } }],
+    ['TASER Tok-R, max pooling', { preset: 'taser', encoder: { ...tiny, pooling: 'max' }, taser: { every: 1, experts: 2, routing: 'tok' } }],
+    ['TASER Seq-R, cls pooling, normalized', { preset: 'taser', encoder: { ...tiny, normalize: true }, taser: { every: 1, experts: 2, routing: 'seq' } }],
+    ['0 layers, mean pooling (embeddings only)', { preset: 'siamese', encoder: { ...tiny, layers: 0, pooling: 'mean' } }],
+    ['0 layers, max pooling, linear projection', { preset: 'bi-encoder', encoder: { ...tiny, layers: 0, pooling: 'max', projectionDim: 5 } }],
+    ['0 layers, mean pooling, MLP head, normalized', { preset: 'siamese', encoder: { ...tiny, layers: 0, pooling: 'mean', embeddingSize: 8, projectionDim: 6, projectionHidden: 9, normalize: true } }],
+    ['token-weighted mean pooling, centred', { preset: 'siamese', encoder: { ...tiny, pooling: 'mean', tokenWeights: true, center: true } }],
+    ['0 layers, token-weighted mean, centred, projection, normalized', { preset: 'bi-encoder', encoder: { ...tiny, layers: 0, pooling: 'mean', tokenWeights: true, center: true, projectionDim: 5, normalize: true } }],
+    ['1 layer, 3 heads of odd width, mean pooling', { preset: 'siamese', encoder: { ...tiny, layers: 1, hiddenSize: 15, heads: 3, embeddingSize: 15, pooling: 'mean' } }],
   ];
   for (const [name, options] of cases) {
     it(name, async () => {
       const model = Retriever.create(options);
       randomize(model, 7);
-      const params = encoderParams(model, 'encoder');
+      const names = model.encoderNames(); // a bi-encoder's question encoder comes first, its passage encoder last
       const batch = tok.encode(texts, { pairs: ['w20', 'w21 w22', '', 'w23'], maxLength: 14 });
       for (const side of ['query', 'passage'] as const) {
+        const params = encoderParams(model, side === 'query' ? names[0]! : names[names.length - 1]!);
         const native = await model.encode(batch, side);
         const ref = referenceEncode(model.config.encoder, params, { ...batch, batch: batch.rows, side });
         expect(maxAbsDiff(native, ref)).toBeLessThan(2e-4);
@@ -85,12 +97,28 @@ describe('encoder forward against the TypeScript reference', () => {
     });
   }
 
-  it('ignores whatever sits in padded positions', () => {
-    const model = Retriever.create({ preset: 'siamese', encoder: tiny });
-    const a = tok.encode(['w1 w2', 'w3 w4 w5 w6 w7 w8']);
-    const b = { ...a, ids: a.ids.slice() };
-    for (let i = 4; i < b.seqLen; i++) b.ids[i] = 9 + i; // row 0's padding
-    expect(maxAbsDiff(model.encodeSync(a, 'query'), model.encodeSync(b, 'query'))).toBe(0);
+  for (const pooling of ['cls', 'mean', 'max'] as const)
+    it(`ignores whatever sits in padded positions (${pooling} pooling)`, () => {
+      const model = Retriever.create({ preset: 'siamese', encoder: { ...tiny, pooling } });
+      randomize(model, 3);
+      const a = tok.encode(['w1 w2', 'w3 w4 w5 w6 w7 w8']);
+      const b = { ...a, ids: a.ids.slice() };
+      for (let i = 4; i < b.seqLen; i++) b.ids[i] = 9 + i; // row 0's padding
+      const va = model.encodeSync(a, 'query');
+      expect(maxAbsDiff(va, model.encodeSync(b, 'query'))).toBe(0);
+      // ... and the pooled row equals the row encoded alone, without padding.
+      const alone = model.encodeSync(tok.encode(['w1 w2']), 'query');
+      expect(maxAbsDiff(va.subarray(0, alone.length), alone)).toBeLessThan(1e-5);
+    });
+
+  it('rejects pooling and head options it cannot build', () => {
+    const bad = (encoder: Partial<EncoderConfig>) => () => Retriever.create({ preset: 'siamese', encoder: { ...tiny, ...encoder } });
+    expect(bad({ pooling: 'first' as never })).toThrow(expect.objectContaining({ code: 'ERR_ARG' }));
+    expect(bad({ projectionHidden: 4 })).toThrow(expect.objectContaining({ code: 'ERR_ARG' }));
+    expect(bad({ pooling: 'max', tokenWeights: true })).toThrow(expect.objectContaining({ code: 'ERR_ARG' }));
+    expect(bad({ layers: -1 })).toThrow(expect.objectContaining({ code: 'ERR_RANGE' }));
+    // With no layer the [CLS] state is the same vector for every text.
+    expect(bad({ layers: 0, pooling: 'cls' })).toThrow(expect.objectContaining({ code: 'ERR_ARG' }));
   });
 
   it('encodes a table in length-sorted batches into the right rows', async () => {
@@ -118,6 +146,23 @@ describe('contrastive loss', () => {
     expect(Math.abs(torch.loss - kernel.loss)).toBeLessThan(1e-5);
     expect(maxAbsDiff(torch.dQ, kernel.dQ!.data)).toBeLessThan(1e-6);
     expect(maxAbsDiff(torch.dP, kernel.dP!.data)).toBeLessThan(1e-6);
+  });
+
+  it('divides the scores by the temperature before the softmax (normalized embeddings, against the kernel)', () => {
+    const model = Retriever.create({ preset: 'siamese', encoder: { ...tiny, pooling: 'mean', normalize: true } });
+    randomize(model, 4);
+    const q = tok.encode(['w1 w2', 'w3', 'w4 w5 w6']);
+    const p = tok.encode(['w1 w9', 'w3 w8', 'w4', 'w10 w11 w12']);
+    const positives = Int32Array.of(0, 1, 2);
+    const Q = model.encodeSync(q, 'query');
+    const P = model.encodeSync(p, 'passage');
+    for (const temperature of [1, 0.05]) {
+      const ref = infoNceSync({ data: Q, shape: [3, 16] }, { data: P, shape: [4, 16] }, positives, { temperature });
+      const stats = model.accumulateSync({ queries: q, passages: p, positives, temperature });
+      expect(stats.loss).toBeCloseTo(ref.loss, 4);
+      model.stepSync(0, 0); // clears the gradients
+    }
+    expect(() => model.accumulateSync({ queries: q, passages: p, positives, temperature: 0 })).toThrow(expect.objectContaining({ code: 'ERR_RANGE' }));
   });
 
   it('leaves ignored pairs out of the softmax (checked by finite differences)', () => {
@@ -184,7 +229,8 @@ describe('training steps', () => {
     it(`${options.preset}${options.taser ? ' ' + options.taser.routing : ''} fits a small task`, async () => {
       Retriever.seed(1);
       const model = Retriever.create(options);
-      const batch = batchOf(model);
+      // Unit-length outputs (the default) score in [-1, 1]: the softmax needs a temperature to get peaked.
+      const batch = { ...batchOf(model), temperature: 0.05 };
       const first = model.accumulateSync(batch);
       model.stepSync(0, 0);
       let last = first;
@@ -268,6 +314,60 @@ describe('checkpoints', () => {
   });
 });
 
+describe('model directory', () => {
+  it('round-trips configuration, vocabulary and weights (f32 exact, bf16 to 8 bits); encodes as trained', async () => {
+    const dir = tempDir();
+    Retriever.seed(2);
+    const model = Retriever.create({ preset: 'taser', encoder: { ...tiny, tokenWeights: true, center: true }, tasks: ['a', 'b'] });
+    randomize(model, 6);
+    const card = model.saveModel(dir, { tokenizer: tok, maxQueryLength: 8, maxPassageLength: 12, training: { note: 'test' } });
+    expect(card.text).toEqual({ maxQueryLength: 8, maxPassageLength: 12, taskMarkers: true });
+    const back = await Retriever.load(dir);
+    expect(back.config).toEqual(model.config);
+    expect(back.loaded!.card.training).toEqual({ note: 'test' });
+    expect(back.loaded!.tokenizer.vocabulary).toEqual(tok.vocabulary);
+    for (const { name } of model.parameters()) expect(maxAbsDiff(back.getParameter(name), model.getParameter(name)), name).toBe(0);
+    // encodeQueries adds task b's marker and cuts at maxQueryLength, as the trainer's question tables do.
+    const q = await back.encodeQueries(['w1 w2 w3 w4 w5 w6 w7 w8 w9'], { task: 'b' });
+    const direct = model.encodeSync(tok.encode(['w1 w2 w3 w4 w5 w6 w7 w8 w9'], { maxLength: 8, marker: tok.markerId(2) }), 'query', { task: 1 });
+    expect(maxAbsDiff(q.data, direct)).toBeLessThan(1e-6);
+    const p = await back.encodePassages([{ title: 'w1', text: 'w2 w3' }]);
+    expect(maxAbsDiff(p.data, model.encodeSync(tok.encode(['w1'], { pairs: ['w2 w3'], maxLength: 12 }), 'passage'))).toBeLessThan(1e-6);
+
+    const half = tempDir();
+    model.saveModel(half, { tokenizer: tok, dtype: 'BF16' });
+    const h = await Retriever.load(half);
+    for (const { name } of model.parameters()) {
+      const a = model.getParameter(name);
+      const b = h.getParameter(name);
+      a.forEach((v, i) => expect(Math.abs(b[i]! - v)).toBeLessThanOrEqual(Math.abs(v) * 2 ** -8));
+    }
+    await expect(Retriever.create({ preset: 'siamese', encoder: tiny }).encodeQueries(['w1'])).rejects.toMatchObject({ code: 'ERR_STATE' });
+  });
+
+  it('ERR_IO for a missing directory, ERR_FORMAT for another version, a bad config, truncated or mismatched weights', async () => {
+    const dir = tempDir();
+    const model = Retriever.create({ preset: 'siamese', encoder: tiny });
+    model.saveModel(dir, { tokenizer: tok });
+    const card = readFileSync(join(dir, 'model.json'), 'utf8');
+    const weights = readFileSync(join(dir, 'weights.safetensors'));
+    await expect(Retriever.load(join(dir, 'none'))).rejects.toMatchObject({ code: 'ERR_IO' });
+    const variant = async (file: string, bytes: string | Uint8Array, code: string) => {
+      writeFileSync(join(dir, file), bytes);
+      await expect(Retriever.load(dir), file).rejects.toMatchObject({ code });
+      writeFileSync(join(dir, 'model.json'), card);
+      writeFileSync(join(dir, 'weights.safetensors'), weights);
+    };
+    await variant('model.json', card.replace('"version": 1', '"version": 7'), 'ERR_FORMAT');
+    await variant('model.json', card.replace('"format": "quorum-retriever"', '"format": "other"'), 'ERR_FORMAT');
+    await variant('model.json', '{ not json', 'ERR_FORMAT');
+    await variant('model.json', card.replace('"hiddenSize": 16', '"hiddenSize": 15'), 'ERR_FORMAT');
+    await variant('weights.safetensors', weights.subarray(0, weights.length - 64), 'ERR_FORMAT');
+    await variant('weights.safetensors', writeSafetensors({ x: { shape: [1], data: Float32Array.of(1) } }), 'ERR_FORMAT');
+    await expect(Retriever.load(dir)).resolves.toBeInstanceOf(Retriever);
+  });
+});
+
 describe('initialization', () => {
   it('maps GloVe vectors onto the vocabulary of every encoder', async () => {
     const model = Retriever.create({ preset: 'bi-encoder', encoder: { ...tiny, embeddingSize: 3 } });
@@ -280,6 +380,30 @@ describe('initialization', () => {
       expect(Array.from(t.subarray(row * 3, row * 3 + 3))).toEqual([4, 5, 6]);
     }
     await expect(initFromGlove(model, VOCAB, { glove: { ...glove, dim: 4, vectors: new Float32Array(8) } })).rejects.toMatchObject({ code: 'ERR_SHAPE' });
+  });
+
+  it('fits token weights to ln IDF and the centre to the mean pooled passage state, per encoder', async () => {
+    const passages = [{ title: '', text: 'w1 w2' }, { title: '', text: 'w1 w3' }, { title: '', text: 'w1 w2 w4' }];
+    const model = Retriever.create({ preset: 'bi-encoder', encoder: { ...tiny, tokenWeights: true, center: true } });
+    randomize(model, 8);
+    expect(await fitPoolingToCorpus(model, tok, passages, { maxPassageLength: 16 })).toEqual({ tokenWeights: true, center: true });
+    const id = (w: string) => tok.vocabulary.indexOf(w);
+    for (const e of ['query', 'passage']) {
+      const u = model.getParameter(`${e}.embeddings.token_weights.weight`);
+      // df: w1 3, w2 2, w4 1, w9 0 (counted as 1) over N = 3.
+      for (const [w, df] of [['w1', 3], ['w2', 2], ['w4', 1], ['w9', 1]] as const) expect(u[id(w)]).toBeCloseTo(Math.log(Math.log(1 + 3 / df)), 5);
+      // The centre is the mean of the corpus's unit-length pooled states, so the centred ones average to zero.
+      const table = await TokenTable.passages(tok, passages, 16);
+      const states = model.encodeSync(table.batch([0, 1, 2]), e === 'query' ? 'query' : 'passage', { pooledState: true });
+      const unit = [0, 1, 2].map((r) => {
+        const row = states.subarray(16 * r, 16 * r + 16);
+        return Array.from(row, (v) => v / Math.hypot(...row));
+      });
+      const center = model.getParameter(`${e}.pooler.center`);
+      for (let i = 0; i < 16; i++) expect((unit[0]![i]! + unit[1]![i]! + unit[2]![i]!) / 3).toBeCloseTo(center[i]!, 5);
+    }
+    expect(model.encodeSync(tok.encode(['w1']), 'query', { pooledState: true })).toHaveLength(16);
+    await expect(fitPoolingToCorpus(model, tok, [])).rejects.toMatchObject({ code: 'ERR_ARG' });
   });
 
   it('loads a Hugging Face BERT checkpoint, experts as copies of the FFN, and then matches the reference', async () => {
@@ -310,6 +434,39 @@ describe('training loop', () => {
     return { passages, train, dev };
   };
   const options = { epochs: 4, batchSize: 8, lr: 3e-3, warmupSteps: 2, validationPool: 16, maxPassageLength: 16, maxQueryLength: 8 };
+
+  // MRR of each question against every passage, from the model as it is (the step-0 reference).
+  const mrrNow = (model: Retriever, d: ReturnType<typeof data>) => {
+    const dim = model.dim;
+    const P = model.encodeSync(tok.encode(d.passages.map((p) => p.text), { pairs: d.passages.map((p) => p.title) }), 'passage');
+    const Q = model.encodeSync(tok.encode(d.dev.map((e) => e.query)), 'query');
+    let rr = 0;
+    d.dev.forEach((e, i) => {
+      const s = (j: number) => { let v = 0; for (let k = 0; k < dim; k++) v += Q[i * dim + k]! * P[j * dim + k]!; return v; };
+      const gold = s(e.positives[0]!);
+      // Ties count against the gold passage, so a collapsed model (every score equal) scores 1 / passages.
+      rr += 1 / (1 + d.passages.filter((_, j) => j !== e.positives[0] && s(j) >= gold).length);
+    });
+    return rr / d.dev.length;
+  };
+
+  const fits: Array<[Partial<EncoderConfig>, number]> = [
+    [{ ...tiny, pooling: 'mean', normalize: true }, 3e-3],
+    [{ ...tiny, pooling: 'cls' }, 3e-3],
+    // Embeddings alone move slowly at 3e-3 (AdamW steps of about lr per weight): the 0-layer models get 3e-2.
+    [{ ...tiny, layers: 0, pooling: 'mean' }, 3e-2],
+  ];
+  for (const [encoder, lr] of fits)
+    it(`raises MRR above its step-0 value (${encoder.layers} layers, ${encoder.pooling} pooling), calling onEpoch after each epoch`, async () => {
+      Retriever.seed(9);
+      const model = Retriever.create({ preset: 'siamese', encoder });
+      const d = data();
+      const before = mrrNow(model, d);
+      const seen: number[] = [];
+      await trainRetriever(model, tok, d, { ...options, lr, epochs: 6, temperature: encoder.normalize ? 0.1 : 1, onEpoch: (e) => void seen.push(e.epoch) });
+      expect(seen).toEqual([0, 1, 2, 3, 4, 5]);
+      expect(mrrNow(model, d)).toBeGreaterThan(before + 0.2);
+    });
 
   it('learns, validates, keeps the best checkpoint and resumes to the same weights', async () => {
     const dir = tempDir();

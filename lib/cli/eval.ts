@@ -1,6 +1,6 @@
 // `quorum eval`: retrieval methods (and/or given run files) over any BEIR-layout dataset, scored with the
 // metrics of SPEC §4; a table on screen, TREC run files and metrics.json on disk.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 
 import { Bm25Index } from '../bm25/bm25.js';
@@ -11,6 +11,9 @@ import { HashedTfidfEncoder } from '../encoders/hashed-tfidf.js';
 import { QuorumError } from '../errors.js';
 import { type Run, type ScoredDoc, evaluate, metricFn } from '../eval/ranking.js';
 import { fuse } from '../fusion/fuse.js';
+import { optimizeFusion } from '../fusion/train.js';
+import type { Tensor } from '../tensor.js';
+import { Retriever } from '../train/retriever.js';
 import { BATCH, bm25Search } from './index-search.js';
 import { inBatches, table } from './table.js';
 
@@ -24,35 +27,70 @@ export interface EvalCommandOptions {
   metrics: string[];
   k: number;
   dim: number;
-  alpha: number;
+  /** The hybrid's alpha; without it, alpha is tuned for MRR@10 on the dev split when there is one (else 1). */
+  alpha?: number;
+  /** A model directory (`quorum train`): the 'dense' method uses it instead of the hashed TF-IDF stand-in. */
+  model?: string;
   out?: string;
   /** Also report each task's mean (queries carry a `task`, as in the multi-domain benchmark). */
   byTask?: boolean;
 }
 
-async function bm25Run(corpus: Array<{ id: string; text: string }>, queries: Array<{ id: string; text: string }>, k: number): Promise<Run> {
-  return bm25Search(await Bm25Index.build(corpus, { k1: 0.9, b: 0.4 }), queries, k, 'bm25  ');
+type Texts = Array<{ id: string; text: string; task?: string }>;
+
+/** Dense retrieval with a trained model (questions with their task's marker) or the hashed TF-IDF stand-in. */
+class DenseMethod {
+  private passages?: Tensor<'f32'>;
+  private tfidf?: HashedTfidfEncoder;
+
+  constructor(
+    private readonly corpus: Array<{ id: string; title: string; text: string }>,
+    private readonly dim: number,
+    private readonly model?: Retriever,
+  ) {}
+
+  async run(queries: Texts, k: number, label = 'dense '): Promise<Run> {
+    if (!this.passages) {
+      if (this.model) this.passages = await this.model.encodePassages(this.corpus);
+      else {
+        const texts = this.corpus.map((p) => (p.title ? `${p.title}. ${p.text}` : p.text));
+        this.tfidf = HashedTfidfEncoder.fit(texts, { dim: this.dim });
+        this.passages = this.tfidf.encode(texts);
+      }
+    }
+    const run = new Map<string, ScoredDoc[]>();
+    const byTask = new Map<string | undefined, Texts>();
+    for (const q of queries) byTask.set(q.task, [...(byTask.get(q.task) ?? []), q]);
+    for (const [task, group] of byTask)
+      await inBatches(label, group.length, BATCH, async (start, end) => {
+        const batch = group.slice(start, end);
+        const texts = batch.map((x) => x.text);
+        const q = this.model ? await this.model.encodeQueries(texts, { task }) : this.tfidf!.encode(texts);
+        const top = await scoreTopK(q, this.passages!, k);
+        batch.forEach((x, j) => run.set(x.id, top.hits(j).map((h) => ({ id: this.corpus[h.id]?.id ?? '', score: h.score }))));
+        q.dispose();
+      });
+    return run;
+  }
+
+  dispose(): void {
+    this.passages?.dispose();
+  }
 }
 
-async function denseRun(corpus: Array<{ id: string; text: string }>, queries: Array<{ id: string; text: string }>, k: number, dim: number): Promise<Run> {
-  const encoder = HashedTfidfEncoder.fit(
-    corpus.map((p) => p.text),
-    { dim },
-  );
-  const passages = encoder.encode(corpus.map((p) => p.text));
-  const run = new Map<string, ScoredDoc[]>();
-  try {
-    await inBatches('dense ', queries.length, BATCH, async (start, end) => {
-      const batch = queries.slice(start, end);
-      const q = encoder.encode(batch.map((x) => x.text));
-      const top = await scoreTopK(q, passages, k);
-      batch.forEach((x, j) => run.set(x.id, top.hits(j).map((h) => ({ id: corpus[h.id]?.id ?? '', score: h.score }))));
-      q.dispose();
-    });
-  } finally {
-    passages.dispose();
+/** The hybrid's alpha that maximises MRR@10 on the dev split (ranx's grid 0..2 step 0.1), or 1 without a dev split. */
+async function tuneAlpha(o: EvalCommandOptions, bm25Index: Bm25Index, dense: DenseMethod): Promise<number> {
+  if (o.split === 'dev' || !existsSync(join(o.data, 'qrels', 'dev.tsv'))) {
+    console.log('hybrid: alpha 1 (no dev split to tune it on; --alpha sets it)');
+    return 1;
   }
-  return run;
+  const dev = await readBeir(o.data, 'dev');
+  const devQueries = dev.queries.filter((q) => dev.qrels.has(q.id));
+  const runs = [await dense.run(devQueries, o.k, 'dense (dev) '), await bm25Search(bm25Index, devQueries, o.k, 'bm25 (dev) ')];
+  const best = optimizeFusion(runs, dev.qrels, 'hybrid', { normalization: true, depth: o.k, metric: 'mrr@10' });
+  const alpha = best.options.alpha ?? 1;
+  console.log(`hybrid: alpha ${alpha} (MRR@10 ${best.value.toFixed(3)} on the ${devQueries.length} dev queries)`);
+  return alpha;
 }
 
 export async function evalCommand(o: EvalCommandOptions): Promise<void> {
@@ -73,12 +111,23 @@ export async function evalCommand(o: EvalCommandOptions): Promise<void> {
   const want = new Set(o.methods);
   const needBm25 = want.has('bm25') || want.has('hybrid') || want.has('rrf');
   const needDense = want.has('dense') || want.has('hybrid') || want.has('rrf');
-  const bm25 = needBm25 ? await bm25Run(corpus, queries, o.k) : undefined;
-  const dense = needDense ? await denseRun(corpus, queries, o.k, o.dim) : undefined;
-  if (want.has('bm25') && bm25) runs.set('bm25', bm25);
-  if (want.has('dense') && dense) runs.set('dense', dense);
-  if (want.has('hybrid') && bm25 && dense) runs.set('hybrid', fuse([dense, bm25], 'hybrid', { alpha: o.alpha, normalization: true, depth: o.k }));
-  if (want.has('rrf') && bm25 && dense) runs.set('rrf', fuse([bm25, dense], 'rrf', { depth: o.k }));
+  const model = o.model && needDense ? await Retriever.load(o.model) : undefined;
+  if (model) console.log(`dense: ${o.model} (${model.config.preset}, ${model.parameterCount.toLocaleString()} parameters, ${model.dim}-d)`);
+  const bm25Index = needBm25 ? await Bm25Index.build(corpus, { k1: 0.9, b: 0.4 }) : undefined;
+  const denseMethod = needDense ? new DenseMethod(ds.corpus, o.dim, model) : undefined;
+  try {
+    const bm25 = bm25Index ? await bm25Search(bm25Index, queries, o.k, 'bm25  ') : undefined;
+    const dense = denseMethod ? await denseMethod.run(queries, o.k) : undefined;
+    if (want.has('bm25') && bm25) runs.set('bm25', bm25);
+    if (want.has('dense') && dense) runs.set('dense', dense);
+    if (want.has('hybrid') && bm25 && dense) {
+      const alpha = o.alpha ?? (await tuneAlpha(o, bm25Index!, denseMethod!));
+      runs.set('hybrid', fuse([dense, bm25], 'hybrid', { alpha, normalization: true, depth: o.k }));
+    }
+    if (want.has('rrf') && bm25 && dense) runs.set('rrf', fuse([bm25, dense], 'rrf', { depth: o.k }));
+  } finally {
+    denseMethod?.dispose();
+  }
   for (const file of o.runs) runs.set(basename(file).replace(/\.(trec|run|txt)$/, ''), await readRun(file));
 
   const results: Record<string, Record<string, number>> = {};

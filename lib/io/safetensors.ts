@@ -19,6 +19,8 @@ export interface SafetensorsTensor {
 export interface TensorToWrite {
   shape: number[];
   data: Float32Array;
+  /** Stored as float32 (default) or bfloat16 (rounded to nearest even; half the bytes). */
+  dtype?: 'F32' | 'BF16';
 }
 
 const elementBytes: Readonly<Record<SafetensorsDtype, number>> = { F32: 4, F16: 2, BF16: 2, F64: 8, I32: 4, I64: 8 };
@@ -123,8 +125,11 @@ export function writeSafetensors(
     if (t.data.length !== count) {
       throw new QuorumError('ERR_SHAPE', `${name}: shape [${t.shape.join(', ')}] needs ${count} values, got ${t.data.length}`);
     }
-    header[name] = { dtype: 'F32', shape: t.shape, data_offsets: [offset, offset + 4 * count] };
-    offset += 4 * count;
+    const dtype = t.dtype ?? 'F32';
+    if (dtype !== 'F32' && dtype !== 'BF16') throw new QuorumError('ERR_ARG', `${name}: can write F32 or BF16, not ${String(dtype)}`);
+    const bytes = elementBytes[dtype] * count;
+    header[name] = { dtype, shape: t.shape, data_offsets: [offset, offset + bytes] };
+    offset += bytes;
   }
   const json = new TextEncoder().encode(JSON.stringify(header));
   const headerLength = Math.ceil((8 + json.length) / 8) * 8 - 8;
@@ -134,8 +139,20 @@ export function writeSafetensors(
   out.set(json, 8);
   out.fill(0x20, 8 + json.length, 8 + headerLength);
   let at = 8 + headerLength;
+  const bits = new Uint32Array(1);
+  const asFloat = new Float32Array(bits.buffer);
   for (const [, t] of list) {
-    for (let i = 0; i < t.data.length; i++, at += 4) view.setFloat32(at, t.data[i] as number, true);
+    if (t.dtype === 'BF16') {
+      for (let i = 0; i < t.data.length; i++, at += 2) {
+        asFloat[0] = t.data[i] as number;
+        const b = bits[0] as number;
+        // NaN keeps a quiet NaN (rounding could carry it into infinity); others round to nearest even.
+        const half = (b & 0x7fffffff) > 0x7f800000 ? (b >>> 16) | 0x40 : (b + 0x7fff + ((b >>> 16) & 1)) >>> 16;
+        view.setUint16(at, half & 0xffff, true);
+      }
+    } else {
+      for (let i = 0; i < t.data.length; i++, at += 4) view.setFloat32(at, t.data[i] as number, true);
+    }
   }
   return out;
 }

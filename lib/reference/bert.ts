@@ -3,7 +3,7 @@
 // each sequence over its first lengths[b] tokens only, which is what masking padded keys out of the softmax means for
 // the [CLS] output of a post-LN BERT.
 import { QuorumError } from '../errors.js';
-import { type EncoderConfig, isSpecialized } from '../train/config.js';
+import { type EncoderConfig, type Pooling, isSpecialized } from '../train/config.js';
 import { parameterShapes } from '../train/parameters.js';
 
 /** A batch of token ids for {@link referenceEncode}. */
@@ -40,14 +40,47 @@ export function referenceEncode(config: EncoderConfig, params: Map<string, Float
     const types = Array.from(input.typeIds.subarray(b * input.seqLen, b * input.seqLen + n));
     let x = embed(config, p, ids, types);
     for (let l = 0; l < config.layers; l++) x = layer(config, p, l, x, input.side);
-    let pooled = x[0] as Float64Array;
-    if (config.projectionDim > 0) pooled = linear(p, 'projection', pooled);
-    for (let i = 0; i < outDim; i++) out[b * outDim + i] = pooled[i] as number;
+    const weights = config.tokenWeights ? ids.map((id) => Math.exp(p('embeddings.token_weights.weight')[id] as number)) : undefined;
+    const pooled = pool(config.pooling ?? 'cls', x, weights);
+    if (config.center) {
+      // The centre is subtracted from the state's unit direction (lengths differ between questions and passages).
+      const norm = Math.max(Math.sqrt(pooled.reduce((a, v) => a + v * v, 0)), 1e-12);
+      pooled.forEach((v, i) => (pooled[i] = v / norm - (p('pooler.center')[i] as number)));
+    }
+    const vector = project(config, p, pooled);
+    for (let i = 0; i < outDim; i++) out[b * outDim + i] = vector[i] as number;
   }
   return out;
 }
 
 type Get = (name: string) => Float32Array;
+
+// x holds only the real tokens of one sequence (padding was never computed), so every pooling reads all of it.
+// With `weights` (one per token), mean pooling is the weighted mean.
+function pool(pooling: Pooling, x: Float64Array[], weights?: number[]): Float64Array {
+  if (pooling === 'cls') return Float64Array.from(x[0] as Float64Array);
+  const H = (x[0] as Float64Array).length;
+  const out = new Float64Array(H).fill(pooling === 'max' ? -Infinity : 0);
+  let total = 0;
+  x.forEach((xt, t) => {
+    const w = weights?.[t] ?? 1;
+    total += w;
+    for (let i = 0; i < H; i++) out[i] = pooling === 'max' ? Math.max(out[i] as number, xt[i] as number) : (out[i] as number) + w * (xt[i] as number);
+  });
+  if (pooling === 'mean') for (let i = 0; i < H; i++) out[i] = (out[i] as number) / total;
+  return out;
+}
+
+function project(c: EncoderConfig, p: Get, pooled: Float64Array): Float64Array {
+  let y = pooled;
+  if ((c.projectionHidden ?? 0) > 0) y = linear(p, 'projection', linear(p, 'projection.hidden', y).map(gelu));
+  else if (c.projectionDim > 0) y = linear(p, 'projection', y);
+  if (c.normalize) {
+    const norm = Math.sqrt(y.reduce((s, v) => s + v * v, 0));
+    y = y.map((v) => v / Math.max(norm, 1e-12));
+  }
+  return y;
+}
 
 function embed(c: EncoderConfig, p: Get, ids: number[], types: number[]): Float64Array[] {
   const H = c.hiddenSize;
@@ -194,7 +227,7 @@ export function erf(x: number): number {
 }
 
 function checkParams(config: EncoderConfig, params: Map<string, Float32Array>): void {
-  if (config.hiddenSize % config.heads !== 0) {
+  if (config.layers > 0 && config.hiddenSize % config.heads !== 0) {
     throw new QuorumError('ERR_ARG', `hiddenSize ${config.hiddenSize} is not a multiple of heads ${config.heads}`);
   }
   for (const [name, shape] of parameterShapes(config)) {

@@ -136,3 +136,35 @@ export class WordPieceTokenizer {
     return [norm(texts, 'texts'), o.pairs ? norm(o.pairs, 'pairs') : null, o.maxLength ?? 256, marker, o.padToMax ?? false];
   }
 }
+
+/**
+ * A WordPiece vocabulary extended with whole words: every word of `texts` (BERT-normalised, so lower-cased and split
+ * at punctuation) that `keep` accepts and the vocabulary does not hold whole is appended, most frequent first (ties
+ * in code-point order), up to `maxWords`. Greedy longest-match-first then reads such a word as one token instead of
+ * pieces: with GloVe embeddings, "coronavirus" keeps its own vector instead of those of "corona" and "##virus".
+ *
+ * @example
+ * const vocab = extendVocabulary(tok.vocabulary, passages.map((p) => p.text), { keep: (w) => glove.words.has(w) });
+ * const wordTok = new WordPieceTokenizer(vocab);
+ */
+export function extendVocabulary(
+  vocabulary: readonly string[],
+  texts: Iterable<string>,
+  options: { keep?: (word: string) => boolean; minCount?: number; maxWords?: number; maxWordChars?: number } = {},
+): string[] {
+  const have = new Set(vocabulary);
+  const counts = new Map<string, number>();
+  const maxChars = options.maxWordChars ?? 100;
+  for (const text of texts)
+    for (const word of normalizeBert(text).split(/\s+/)) {
+      if (!word || have.has(word) || [...word].length > maxChars || !/^[\p{L}\p{N}]/u.test(word)) continue;
+      counts.set(word, (counts.get(word) ?? 0) + 1);
+    }
+  const minCount = options.minCount ?? 1;
+  const words = [...counts]
+    .filter(([w, c]) => c >= minCount && (options.keep?.(w) ?? true))
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+    .slice(0, options.maxWords ?? Infinity)
+    .map(([w]) => w);
+  return [...vocabulary, ...words];
+}

@@ -43,11 +43,33 @@ export interface EncoderConfig {
   /** Dropout on embeddings, attention probabilities and block outputs while training (0.1 in BERT). */
   dropout: number;
   layerNormEps: number;
-  /** Output width of an optional linear projection after [CLS] pooling (`projection.*`); 0 for none. */
+  /**
+   * How token states become one vector: 'cls' takes the [CLS] state (BERT, DPR); 'mean' and 'max' take the mean or
+   * per-dimension max over the sequence's real tokens ([CLS] and [SEP] included, padding never).
+   */
+  pooling: Pooling;
+  /** Output width of an optional projection after pooling (`projection.*`); 0 for none. */
   projectionDim: number;
+  /**
+   * Hidden width of an MLP head (`projection.hidden.*`, GELU, then `projection.*`); 0 keeps the projection linear.
+   * Needs projectionDim > 0.
+   */
+  projectionHidden?: number;
+  /** L2-normalise the output, so that dot products are cosines (train with a temperature, e.g. 0.05). */
+  normalize?: boolean;
+  /**
+   * Mean pooling weighted per vocabulary entry: token t weighs exp(u[id_t]), u = `embeddings.token_weights.weight`
+   * (zeros: the plain mean; {@link fitPoolingToCorpus} sets ln IDF). Needs pooling 'mean'.
+   */
+  tokenWeights?: boolean;
+  /** Subtract a learned vector `pooler.center` from the pooled state ({@link fitPoolingToCorpus}: the corpus mean). */
+  center?: boolean;
   /** Present for a TASER encoder; absent for a plain BERT. */
   taser?: TaserConfig;
 }
+
+/** How an encoder turns its token states into one vector. */
+export type Pooling = 'cls' | 'mean' | 'max';
 
 /** How question and passage encoders are arranged. */
 export type RetrieverPreset = 'bi-encoder' | 'siamese' | 'taser';
@@ -63,7 +85,11 @@ export interface RetrieverConfig {
   perTaskQueryEncoders: boolean;
 }
 
-/** Defaults: a small BERT that trains on two CPU cores in minutes. */
+/**
+ * Defaults: a small BERT that trains on two CPU cores in minutes. Mean pooling and unit-length outputs, because
+ * [CLS] pooling over freshly initialised layers gives every text nearly the same vector (mean pairwise cosine 0.9997
+ * on the multi-domain passages) and un-normalised means rank by norm (bench/RESULTS.md, issue 20).
+ */
 export const defaultEncoderConfig: EncoderConfig = {
   vocabSize: 30522,
   hiddenSize: 128,
@@ -75,7 +101,9 @@ export const defaultEncoderConfig: EncoderConfig = {
   embeddingSize: 128,
   dropout: 0.1,
   layerNormEps: 1e-12,
+  pooling: 'mean',
   projectionDim: 0,
+  normalize: true,
 };
 
 /** Layer l is a TASER specialized block. */
@@ -85,7 +113,8 @@ export function isSpecialized(config: EncoderConfig, layer: number): boolean {
 
 /**
  * The parameter names of one encoder, in Hugging Face BertModel naming so that a BERT checkpoint loads by name.
- * Additions: `embeddings.projection.*` (factorized embeddings), `projection.*` (output projection), and for a
+ * Additions: `embeddings.projection.*` (factorized embeddings), `projection.*` (output projection, after
+ * `projection.hidden.*` for an MLP head), and for a
  * specialized block `encoder.layer.L.experts.E.{intermediate.dense,output.dense,output.LayerNorm}.*` in place of the
  * block's FFN, plus the router `encoder.layer.L.gate.*` (per-layer gate) or `encoder.gate.*` (shared gate).
  */
@@ -96,6 +125,7 @@ export function parameterNames(config: EncoderConfig): string[] {
   if (config.embeddingSize !== config.hiddenSize) linear('embeddings.projection');
   names.push('embeddings.position_embeddings.weight', 'embeddings.token_type_embeddings.weight');
   linear('embeddings.LayerNorm');
+  if (config.tokenWeights) names.push('embeddings.token_weights.weight');
   const routed = config.taser !== undefined && config.taser.routing !== 'det';
   if (routed && !config.taser!.perLayerGate) linear('encoder.gate');
   for (let l = 0; l < config.layers; l++) {
@@ -115,6 +145,8 @@ export function parameterNames(config: EncoderConfig): string[] {
       ffn(p);
     }
   }
+  if (config.center) names.push('pooler.center');
+  if ((config.projectionHidden ?? 0) > 0) linear('projection.hidden');
   if (config.projectionDim > 0) linear('projection');
   return names;
 }

@@ -13,6 +13,8 @@ export interface EncodeTableOptions {
   batchSize?: number;
   /** Encode only these rows of the table (output row i is table row rows[i]). */
   rows?: readonly number[];
+  /** Encode the pooled states (width hiddenSize) instead of the embeddings. */
+  pooledState?: boolean;
   /** Called after each batch with the rows done so far. */
   onProgress?: (done: number, total: number) => void;
 }
@@ -27,7 +29,7 @@ export interface EncodeTableOptions {
 export async function encodeTable(model: Retriever, table: TokenTable, options: EncodeTableOptions): Promise<Tensor<'f32'>> {
   const which = options.rows ?? Array.from({ length: table.size }, (_, i) => i);
   const n = which.length;
-  const dim = model.dim;
+  const dim = options.pooledState ? model.config.encoder.hiddenSize : model.dim;
   const out = Tensor.zeros([n, dim], 'f32');
   // Positions into `which`, shortest rows first.
   const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => table.length(which[a]!) - table.length(which[b]!));
@@ -36,7 +38,7 @@ export async function encodeTable(model: Retriever, table: TokenTable, options: 
   const data = out.data;
   for (let s = 0; s < n; s += size) {
     const rows = order.slice(s, s + size);
-    const emb = await model.encode(table.batch(rows.map((i) => which[i]!)), options.side, { task: options.task, out: buf.subarray(0, rows.length * dim) });
+    const emb = await model.encode(table.batch(rows.map((i) => which[i]!)), options.side, { task: options.task, out: buf.subarray(0, rows.length * dim), pooledState: options.pooledState });
     rows.forEach((r, i) => data.set(emb.subarray(i * dim, (i + 1) * dim), r * dim));
     options.onProgress?.(Math.min(n, s + size), n);
   }

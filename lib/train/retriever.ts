@@ -8,6 +8,12 @@ import {
   type TokenBatchArg,
   type TrainBatchArg,
 } from '../native.js';
+import type { WordPieceTokenizer } from '../text/tokenizer.js';
+import type { Tensor } from '../tensor.js';
+import { encodeTable } from './encode-corpus.js';
+import type { PassageText } from './examples.js';
+import { loadModelTokenizer, loadWeights, readModelCard, saveModelDir, type ModelCard, type SaveModelOptions } from './model-dir.js';
+import { TokenTable } from './token-table.js';
 import {
   defaultEncoderConfig,
   type EncoderConfig,
@@ -18,6 +24,12 @@ import {
 
 export type { StepStats, TokenBatchArg, TrainBatchArg };
 
+/** What {@link Retriever.load} attaches: the model directory's card and tokenizer. */
+export interface LoadedModel {
+  card: ModelCard;
+  tokenizer: WordPieceTokenizer;
+}
+
 /** Options of {@link Retriever.create}: a preset plus any encoder fields to override. */
 export interface RetrieverOptions {
   preset: RetrieverPreset;
@@ -27,6 +39,16 @@ export interface RetrieverOptions {
   tasks?: string[];
   /** One question encoder per task over a shared passage encoder (bi-encoder preset only). */
   perTaskQueryEncoders?: boolean;
+}
+
+/** Options of {@link Retriever.encode}. */
+export interface EncodeOptions {
+  /** Task index, for per-task question encoders. */
+  task?: number;
+  /** Where to write the rows (its length must be rows x width). */
+  out?: Float32Array;
+  /** Return the pooled states (width hiddenSize) instead of the embeddings. */
+  pooledState?: boolean;
 }
 
 /** AdamW settings (DPR's defaults) and TASER's layer-wise learning-rate decay. */
@@ -64,6 +86,8 @@ export class Retriever {
   readonly config: RetrieverConfig;
   /** Embedding width. */
   readonly dim: number;
+  /** Set by {@link Retriever.load}: the model directory's card (text settings, training record) and tokenizer. */
+  loaded?: LoadedModel;
   private readonly native: NativeRetriever;
 
   private constructor(config: RetrieverConfig) {
@@ -79,6 +103,68 @@ export class Retriever {
 
   static fromConfig(config: RetrieverConfig): Retriever {
     return new Retriever(config);
+  }
+
+  /**
+   * Loads a model directory written by {@link saveModel} (or `quorum train`): configuration, tokenizer and weights.
+   * ERR_IO when the directory or a file is missing; ERR_FORMAT for another format version, a damaged model.json,
+   * or a truncated or mismatched weights file.
+   *
+   * @example
+   * const model = await Retriever.load('models/taser');
+   * const q = await model.encodeQueries(['who wrote hamlet?']);   // f32 Tensor [1, model.dim]
+   */
+  static async load(dir: string): Promise<Retriever> {
+    const card = readModelCard(dir);
+    let model: Retriever;
+    try {
+      model = new Retriever(card.config);
+    } catch (e) {
+      if (e instanceof QuorumError && e.code !== 'ERR_BACKEND_UNAVAILABLE')
+        throw new QuorumError('ERR_FORMAT', `${dir}/model.json: bad configuration: ${e.message}`, { cause: e });
+      throw e;
+    }
+    const tokenizer = await loadModelTokenizer(dir);
+    if (tokenizer.vocabulary.length !== card.config.encoder.vocabSize)
+      throw new QuorumError('ERR_FORMAT', `${dir}: vocab.txt has ${tokenizer.vocabulary.length} tokens, the model ${card.config.encoder.vocabSize}`);
+    loadWeights(model, dir, card);
+    model.loaded = { card, tokenizer };
+    return model;
+  }
+
+  /**
+   * Writes this model as a model directory (model.json, vocab.txt, weights.safetensors), loadable by
+   * {@link Retriever.load}.
+   *
+   * @example
+   * model.saveModel('models/taser', { tokenizer: tok, dtype: 'BF16', training: { epochs: result.epochs } });
+   */
+  saveModel(dir: string, options: SaveModelOptions): ModelCard {
+    return saveModelDir(this, dir, options);
+  }
+
+  private requireLoaded(): LoadedModel {
+    if (!this.loaded) throw new QuorumError('ERR_STATE', 'encodeQueries / encodePassages need a model from Retriever.load(dir)');
+    return this.loaded;
+  }
+
+  /**
+   * Embeds questions as the model was trained to (its tokenizer, length limit and task marker), off the main thread.
+   * `task` names one of the model's tasks; without it (or for a task it was not trained on) no marker is added.
+   */
+  async encodeQueries(texts: readonly string[], options: { task?: string } = {}): Promise<Tensor<'f32'>> {
+    const { card, tokenizer } = this.requireLoaded();
+    const t = options.task === undefined ? -1 : this.config.tasks.indexOf(options.task);
+    const marker = card.text.taskMarkers && t >= 0 ? tokenizer.markerId(t + 1) : undefined;
+    const table = await TokenTable.build(tokenizer, texts, { maxLength: card.text.maxQueryLength, marker });
+    return encodeTable(this, table, { side: 'query', task: Math.max(t, 0) });
+  }
+
+  /** Embeds passages (title and text as a pair), off the main thread. */
+  async encodePassages(passages: readonly PassageText[], options: { onProgress?: (done: number, total: number) => void } = {}): Promise<Tensor<'f32'>> {
+    const { card, tokenizer } = this.requireLoaded();
+    const table = await TokenTable.passages(tokenizer, passages, card.text.maxPassageLength);
+    return encodeTable(this, table, { side: 'passage', onProgress: options.onProgress });
   }
 
   /** Seeds libtorch's generator (initialization, dropout, Gumbel noise, Det-R draws) for reproducible runs. */
@@ -120,13 +206,16 @@ export class Retriever {
     callNative(() => this.native.setOptimizer(options));
   }
 
-  /** Embeds a tokenized batch ([rows, dim] row-major) without gradients, off the main thread. */
-  async encode(batch: TokenBatchArg, side: 'query' | 'passage', options: { task?: number; out?: Float32Array } = {}): Promise<Float32Array> {
-    return awaitNative(this.native.encode(batch, side, options.task ?? 0, options.out ?? null, true) as Promise<Float32Array>);
+  /**
+   * Embeds a tokenized batch ([rows, dim] row-major) without gradients, off the main thread. With `pooledState`, the
+   * rows are the pooled states ([rows, hiddenSize]) before the centre, the head and the normalization.
+   */
+  async encode(batch: TokenBatchArg, side: 'query' | 'passage', options: EncodeOptions = {}): Promise<Float32Array> {
+    return awaitNative(this.native.encode(batch, side, options.task ?? 0, options.out ?? null, true, options.pooledState) as Promise<Float32Array>);
   }
 
-  encodeSync(batch: TokenBatchArg, side: 'query' | 'passage', options: { task?: number; out?: Float32Array } = {}): Float32Array {
-    return callNative(() => this.native.encode(batch, side, options.task ?? 0, options.out ?? null, false) as Float32Array);
+  encodeSync(batch: TokenBatchArg, side: 'query' | 'passage', options: EncodeOptions = {}): Float32Array {
+    return callNative(() => this.native.encode(batch, side, options.task ?? 0, options.out ?? null, false, options.pooledState) as Float32Array);
   }
 
   /** Forward and backward of one batch; gradients add up until {@link step}. */

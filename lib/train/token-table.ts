@@ -68,6 +68,11 @@ export class TokenTable {
     return (this.offsets[i + 1] as number) - (this.offsets[i] as number);
   }
 
+  /** The token ids of row i, framing included (a view, not a copy). */
+  tokens(i: number): Int32Array {
+    return this.ids.subarray(this.offsets[i] as number, this.offsets[i + 1] as number);
+  }
+
   /** Rows `rows` padded to their longest. */
   batch(rows: readonly number[]): TokenBatchArg {
     let seqLen = 1;

@@ -57,6 +57,10 @@ export interface TrainOptions {
   progress?: boolean;
   /** One line per epoch. */
   log?: (line: string) => void;
+  /** Divides the scores before the softmax (default: 0.05 for a model with normalized outputs, else 1 as DPR). */
+  temperature?: number;
+  /** Awaited after each epoch's validation and checkpoint, with the model in its end-of-epoch state. */
+  onEpoch?: (stats: EpochStats) => void | Promise<void>;
 }
 
 export interface EpochStats {
@@ -216,6 +220,7 @@ export async function trainRetriever(
       ignore: c.ignore,
       task: tb.task,
       lossScale: (o.lossScales?.[task] ?? 1) / o.accumulation,
+      temperature: o.temperature ?? (model.config.encoder.normalize ? 0.05 : 1),
     };
   };
 
@@ -270,6 +275,7 @@ export async function trainRetriever(
         `${Math.round(stats.tokensPerSecond)} tokens/s` +
         (v ? `, dev MRR ${v.mrr.toFixed(4)}, average rank ${v.averageRank.toFixed(1)} (pool ${v.pool})${improved ? ' *' : ''}` : ''),
     );
+    await o.onEpoch?.(stats);
     if (o.timeBudgetSeconds !== undefined && trainedSeconds >= o.timeBudgetSeconds) {
       log(`time budget of ${o.timeBudgetSeconds} s reached after epoch ${epoch + 1}`);
       break;

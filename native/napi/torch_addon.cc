@@ -5,6 +5,7 @@
 #include <napi.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -66,6 +67,18 @@ torchx::EncoderConfig encoder_config(const Napi::Object& o) {
   c.projection_dim = int_field(o, "projectionDim", 0);
   c.dropout = field(o, "dropout", c.dropout);
   c.ln_eps = field(o, "layerNormEps", c.ln_eps);
+  c.projection_hidden = int_field(o, "projectionHidden", 0);
+  c.normalize = flag(o.Get("normalize"));
+  c.token_weights = flag(o.Get("tokenWeights"));
+  c.center = flag(o.Get("center"));
+  Napi::Value pooling = o.Get("pooling");
+  if (!pooling.IsUndefined()) {
+    const std::string p = string_field(o, "pooling");
+    c.pooling = p == "cls"    ? torchx::Pooling::kCls
+                : p == "mean" ? torchx::Pooling::kMean
+                : p == "max"  ? torchx::Pooling::kMax
+                              : throw Error("ERR_ARG", "pooling must be 'cls', 'mean' or 'max', got '" + p + "'");
+  }
   Napi::Value t = o.Get("taser");
   if (!t.IsUndefined() && !t.IsNull()) {
     Napi::Object taser = object_arg(t, "taser");
@@ -179,6 +192,8 @@ torchx::TrainBatch train_batch(const Napi::Value& v, const Retriever& r) {
   b.task = int_field(o, "task", 0);
   b.loss_scale = field(o, "lossScale", 1.0);
   if (!(b.loss_scale >= 0)) throw Error("ERR_RANGE", "lossScale must be >= 0");
+  b.temperature = field(o, "temperature", 1.0);
+  if (!(b.temperature > 0) || !std::isfinite(b.temperature)) throw Error("ERR_RANGE", "temperature must be finite and > 0");
   return b;
 }
 
@@ -316,7 +331,8 @@ class RetrieverObject : public Napi::ObjectWrap<RetrieverObject> {
       torchx::TokenBatch batch = token_batch(info[0], model_->config().encoder, "batch");
       const torchx::Side side = side_arg(info[1]);
       const int64_t task = info[2].IsUndefined() ? 0 : int64_t(number_arg(info[2], "task"));
-      const int64_t rows = batch.ids.size(0), dim = model_->out_dim();
+      const bool state = flag(info[5]);
+      const int64_t rows = batch.ids.size(0), dim = state ? model_->config().encoder.hidden : model_->out_dim();
       Napi::Float32Array out = info[3].IsUndefined() || info[3].IsNull()
                                    ? Napi::Float32Array::New(env, size_t(rows * dim))
                                    : typed_array<Napi::Float32Array>(info[3], "out");
@@ -328,7 +344,7 @@ class RetrieverObject : public Napi::ObjectWrap<RetrieverObject> {
       Napi::Object result = out;
       return run(env, info[4], {result}, result, [=] {
         if (rows == 0) return;
-        torch::Tensor e = model->encode(batch, side, task);
+        torch::Tensor e = model->encode(batch, side, task, state);
         std::memcpy(dst, e.data_ptr<float>(), size_t(rows * dim) * sizeof(float));
       });
     });

@@ -1,6 +1,7 @@
 #include "encoder.h"
 
 #include <cmath>
+#include <limits>
 
 #include "../common/error.h"
 
@@ -22,15 +23,21 @@ void EncoderConfig::validate() const {
   };
   positive(vocab_size, "vocabSize", 1 << 24);
   positive(hidden, "hiddenSize", 1 << 16);
-  positive(layers, "layers", 256);
+  need(layers >= 0 && layers <= 256, "ERR_RANGE", "layers must be in [0, 256], got " + std::to_string(layers));
   positive(heads, "heads", 1024);
   positive(ffn, "ffnSize", 1 << 18);
   positive(max_positions, "maxPositions", 1 << 16);
   positive(type_vocab, "typeVocabSize", 1024);
   positive(embedding_size, "embeddingSize", 1 << 16);
-  need(hidden % heads == 0, "ERR_ARG",
+  need(layers == 0 || hidden % heads == 0, "ERR_ARG",
        "hiddenSize " + std::to_string(hidden) + " is not a multiple of heads " + std::to_string(heads));
   need(projection_dim >= 0 && projection_dim <= (1 << 16), "ERR_RANGE", "projectionDim must be in [0, 65536]");
+  need(projection_hidden >= 0 && projection_hidden <= (1 << 16), "ERR_RANGE",
+       "projectionHidden must be in [0, 65536]");
+  need(!token_weights || pooling == Pooling::kMean, "ERR_ARG", "tokenWeights needs mean pooling");
+  need(layers > 0 || pooling != Pooling::kCls, "ERR_ARG",
+       "cls pooling needs at least one layer: with 0 layers the [CLS] state is the same for every text (use mean or max)");
+  need(projection_hidden == 0 || projection_dim > 0, "ERR_ARG", "projectionHidden (an MLP head) needs projectionDim > 0");
   need(dropout >= 0 && dropout < 1, "ERR_RANGE", "dropout must be in [0, 1)");
   need(ln_eps > 0 && ln_eps < 1, "ERR_RANGE", "layerNormEps must be in (0, 1)");
   if (routing != Routing::kNone) {
@@ -72,6 +79,7 @@ BertEncoder::BertEncoder(const EncoderConfig& c) : config_(c) {
   add("embeddings.position_embeddings.weight", torch::randn({c.max_positions, c.hidden}) * 0.02);
   add("embeddings.token_type_embeddings.weight", torch::randn({c.type_vocab, c.hidden}) * 0.02);
   add_norm("embeddings.LayerNorm", c.hidden);
+  if (c.token_weights) add("embeddings.token_weights.weight", torch::zeros({c.vocab_size}));  // log-weights: 1 each
   if (c.learned_router() && !c.per_layer_gate) add_linear("encoder.gate", c.experts, c.hidden);
   for (int64_t l = 0; l < c.layers; ++l) {
     const std::string p = layer_prefix(l);
@@ -85,7 +93,13 @@ BertEncoder::BertEncoder(const EncoderConfig& c) : config_(c) {
       add_ffn(p);
     }
   }
-  if (c.projection_dim > 0) add_linear("projection", c.projection_dim, c.hidden);
+  if (c.center) add("pooler.center", torch::zeros({c.hidden}));
+  if (c.projection_hidden > 0) {
+    add_linear("projection.hidden", c.projection_hidden, c.hidden);
+    add_linear("projection", c.projection_dim, c.projection_hidden);
+  } else if (c.projection_dim > 0) {
+    add_linear("projection", c.projection_dim, c.hidden);
+  }
 }
 
 const torch::Tensor& BertEncoder::param(const std::string& name) const {
@@ -166,6 +180,32 @@ torch::Tensor BertEncoder::det_experts(int64_t rows, Side side, bool training) c
   return torch::randint(lo, hi, {rows}, torch::kLong);
 }
 
+torch::Tensor BertEncoder::pool(const torch::Tensor& x, const torch::Tensor& valid, const torch::Tensor& ids) const {
+  switch (config_.pooling) {
+    case Pooling::kCls:
+      return x.select(1, 0);
+    case Pooling::kMean: {
+      torch::Tensor w = valid.to(x.scalar_type());
+      // exp keeps the weights positive and makes the optimizer's steps relative to them.
+      if (config_.token_weights) w = w * torch::embedding(param("embeddings.token_weights.weight").unsqueeze(1), ids).squeeze(2).exp();
+      w = w.unsqueeze(2);
+      return (x * w).sum(1) / w.sum(1);  // every row has at least one real token (lengths >= 1)
+    }
+    case Pooling::kMax:
+      return x.masked_fill(~valid.unsqueeze(2), -std::numeric_limits<float>::infinity()).amax(1);
+  }
+  throw Error("ERR_ARG", "unknown pooling");
+}
+
+torch::Tensor BertEncoder::project(const torch::Tensor& pooled) const {
+  torch::Tensor y = pooled;
+  if (config_.projection_hidden > 0) y = linear("projection", torch::gelu(linear("projection.hidden", y)));
+  else if (config_.projection_dim > 0) y = linear("projection", y);
+  // eps as F.normalize's 1e-12, so a zero vector stays zero instead of NaN.
+  if (config_.normalize) y = y / y.norm(2, -1, true).clamp_min(1e-12);
+  return y;
+}
+
 EncodeOutput BertEncoder::forward(const TokenBatch& batch, Side side, bool training) const {
   const EncoderConfig& c = config_;
   const int64_t B = batch.ids.size(0), T = batch.ids.size(1);
@@ -205,10 +245,12 @@ EncodeOutput BertEncoder::forward(const TokenBatch& batch, Side side, bool train
     }
     x = routed_ffn(l, flat, expert, scale, training).view({B, T, c.hidden});
   }
-  torch::Tensor pooled = x.select(1, 0);
-  if (c.projection_dim > 0) pooled = linear("projection", pooled);
+  torch::Tensor state = pool(x, valid, batch.ids);
+  // Centring acts on the unit direction of the state: a mean state's norm shrinks with the text's length, so one
+  // centre subtracted from raw states would under-centre short questions against long passages.
+  torch::Tensor pooled = project(c.center ? state / state.norm(2, -1, true).clamp_min(1e-12) - param("pooler.center") : state);
   torch::Tensor entropy = entropies.empty() ? torch::zeros({}) : torch::stack(entropies).mean();
-  return {pooled, entropy};
+  return {pooled, entropy, state};
 }
 
 }  // namespace quorum::torchx

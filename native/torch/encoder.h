@@ -15,11 +15,23 @@ namespace quorum::torchx {
 
 enum class Routing { kNone, kDet, kSeq, kTok };
 enum class Side { kQuery, kPassage };
+// How token states become one vector: the [CLS] state (BERT, DPR), or the mean or the per-dimension max over the
+// sequence's real tokens ([CLS] and [SEP] included, padding never).
+enum class Pooling { kCls, kMean, kMax };
 
 struct EncoderConfig {
   int64_t vocab_size = 30522, hidden = 128, layers = 4, heads = 4, ffn = 512, max_positions = 512;
   int64_t type_vocab = 2, embedding_size = 128, projection_dim = 0;
   double dropout = 0.1, ln_eps = 1e-12;
+  Pooling pooling = Pooling::kCls;
+  // > 0 turns the output projection into an MLP: linear to this width, GELU, linear to projection_dim.
+  int64_t projection_hidden = 0;
+  // L2-normalise the output, so that the dot product of two embeddings is their cosine.
+  bool normalize = false;
+  // Mean pooling weighted by a learned weight per vocabulary entry (exp of "embeddings.token_weights", IDF-like).
+  bool token_weights = false;
+  // A learned vector "pooler.center" subtracted from the pooled state (the corpus mean, set by an initializer).
+  bool center = false;
   // TASER; routing kNone means a plain BERT.
   Routing routing = Routing::kNone;
   int64_t every = 2, experts = 2;
@@ -29,7 +41,7 @@ struct EncoderConfig {
   bool specialized(int64_t layer) const { return routing != Routing::kNone && (layer + 1) % every == 0; }
   bool learned_router() const { return routing == Routing::kSeq || routing == Routing::kTok; }
   int64_t out_dim() const { return projection_dim > 0 ? projection_dim : hidden; }
-  // Throws ERR_ARG / ERR_RANGE naming the first bad field.
+  // Throws ERR_ARG / ERR_RANGE naming the first bad field. layers may be 0: embeddings, pooling, projection.
   void validate() const;
 };
 
@@ -41,6 +53,7 @@ struct TokenBatch {
 struct EncodeOutput {
   torch::Tensor pooled;   // [B, out_dim]
   torch::Tensor entropy;  // scalar: mean over gate layers of mean_rows sum_e p log p (0 when nothing is routed)
+  torch::Tensor state;    // [B, hidden]: the pooled state before the centre, the head and the normalization
 };
 
 using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
@@ -73,6 +86,8 @@ class BertEncoder {
                                                 const torch::Tensor& valid, bool training,
                                                 std::vector<torch::Tensor>& entropies) const;
   torch::Tensor det_experts(int64_t rows, Side side, bool training) const;
+  torch::Tensor pool(const torch::Tensor& x, const torch::Tensor& valid, const torch::Tensor& ids) const;
+  torch::Tensor project(const torch::Tensor& pooled) const;
 
   EncoderConfig config_;
   NamedTensors params_;

@@ -83,9 +83,11 @@ void Retriever::set_optimizer(const OptimizerConfig& o) {
   decays_.clear();
   for (const auto& [name, t] : params_) {
     lr_mult_.push_back(lr_multiplier(name));
-    // DPR's no-decay group: biases and LayerNorm weights.
+    // DPR's no-decay group: biases and LayerNorm weights; also the pooling's token log-weights and centre, whose
+    // zero is no prior.
     const bool bias = name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
-    decays_.push_back(!bias && name.find("LayerNorm") == std::string::npos);
+    decays_.push_back(!bias && name.find("LayerNorm") == std::string::npos &&
+                      name.find("token_weights") == std::string::npos && name.find("pooler.center") == std::string::npos);
   }
   if (m_.empty()) {
     m_.resize(params_.size());
@@ -102,10 +104,11 @@ BertEncoder& Retriever::query_encoder(int64_t task) {
 
 BertEncoder& Retriever::passage_encoder() { return *encoders_.back(); }
 
-torch::Tensor Retriever::encode(const TokenBatch& batch, Side side, int64_t task) {
+torch::Tensor Retriever::encode(const TokenBatch& batch, Side side, int64_t task, bool state) {
   torch::NoGradGuard no_grad;
   BertEncoder& enc = side == Side::kQuery ? query_encoder(task) : passage_encoder();
-  return enc.forward(batch, side, false).pooled.contiguous();
+  EncodeOutput out = enc.forward(batch, side, false);
+  return (state ? out.state : out.pooled).contiguous();
 }
 
 torch::Tensor Retriever::batch_scores(const torch::Tensor& q, const torch::Tensor& p, const torch::Tensor& ignore) {
@@ -140,6 +143,7 @@ StepStats Retriever::accumulate(const TrainBatch& b) {
   EncodeOutput q = query_encoder(b.task).forward(b.queries, Side::kQuery, true);
   EncodeOutput p = passage_encoder().forward(b.passages, Side::kPassage, true);
   torch::Tensor scores = batch_scores(q.pooled, p.pooled, b.ignore);
+  if (b.temperature != 1.0) scores = scores / b.temperature;
   torch::Tensor loss = torch::nll_loss(torch::log_softmax(scores, 1), b.positives);
   torch::Tensor total = loss * b.loss_scale;
   torch::Tensor entropy = (q.entropy + p.entropy) / 2;

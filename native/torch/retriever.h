@@ -34,6 +34,7 @@ struct TrainBatch {
   torch::Tensor ignore;     // [K, 2] int64 (question, passage) pairs left out of the softmax, or undefined
   int64_t task = 0;
   double loss_scale = 1.0;  // per-task multiplier (and 1 / accumulation steps)
+  double temperature = 1.0; // scores are divided by it before the softmax (cosine models want ~0.05)
 };
 
 struct StepStats {
@@ -56,8 +57,9 @@ class Retriever {
   const NamedTensors& parameters() const { return params_; }
   int64_t parameter_count() const;
 
-  // Embeds a batch with the query encoder of `task` or the passage encoder, in evaluation mode, without gradients.
-  torch::Tensor encode(const TokenBatch& batch, Side side, int64_t task);
+  // Embeds a batch with the query encoder of `task` or the passage encoder, in evaluation mode, without gradients;
+  // with `state`, returns the pooled state [B, hidden] before the centre and the head.
+  torch::Tensor encode(const TokenBatch& batch, Side side, int64_t task, bool state = false);
   // Forward and backward of one batch, adding to the gradients (gradient accumulation).
   StepStats accumulate(const TrainBatch& batch);
   // Clips the global gradient norm to `clip` (0 = off), applies AdamW with learning rate lr x each parameter's

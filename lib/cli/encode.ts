@@ -1,0 +1,36 @@
+// `quorum encode`: a trained model's vectors of a BEIR corpus, as a raw float32 file with its ids (what `quorum index
+// dense` reads) and an exact DenseIndex (what `quorum search` reads).
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { readBeirCorpus } from '../data/beir.js';
+import { DenseIndex } from '../dense-index.js';
+import { Retriever } from '../train/retriever.js';
+import { progress } from './table.js';
+
+export async function encodeCommand(o: { model: string; data: string; out: string }, log: (line: string) => void = console.log): Promise<void> {
+  const model = await Retriever.load(o.model);
+  const corpus = await readBeirCorpus(o.data);
+  const bar = progress('encode', corpus.length);
+  let done = 0;
+  const t0 = performance.now();
+  const vectors = await model.encodePassages(corpus, {
+    onProgress: (n) => {
+      bar.tick(n - done);
+      done = n;
+    },
+  });
+  bar.stop();
+  const seconds = (performance.now() - t0) / 1000;
+  mkdirSync(o.out, { recursive: true });
+  const d = vectors.data;
+  writeFileSync(join(o.out, 'vectors.f32'), new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
+  const ids = corpus.map((p) => p.id).join('\n') + '\n';
+  writeFileSync(join(o.out, 'ids.txt'), ids);
+  // The index stores row numbers as its 64-bit ids; the string ids go beside it, as `quorum index dense` does.
+  const index = DenseIndex.create({ dim: model.dim });
+  await index.add(vectors, Array.from({ length: corpus.length }, (_, i) => i));
+  await index.save(join(o.out, 'index.qdx'));
+  writeFileSync(join(o.out, 'index.qdx.ids'), ids);
+  log(`encoded ${corpus.length} passages (${model.dim}-d) in ${seconds.toFixed(1)} s into ${o.out}: vectors.f32, ids.txt, index.qdx`);
+}

@@ -1,0 +1,152 @@
+// `quorum train`: a dense retriever trained on any BEIR-layout dataset's train split (dev split for checkpoint
+// selection when present), initialised from GloVe, written as a model directory (Retriever.load reads it).
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { loadBeir } from '../data/beir.js';
+import { QuorumError } from '../errors.js';
+import { WordPieceTokenizer, extendVocabulary } from '../text/tokenizer.js';
+import type { Pooling, RetrieverPreset } from '../train/config.js';
+import { addBm25Negatives, examplesFromQrels } from '../train/examples.js';
+import { loadGloveVectors } from '../train/glove.js';
+import { fitPoolingToCorpus, initFromGlove } from '../train/init.js';
+import { Retriever } from '../train/retriever.js';
+import { trainRetriever } from '../train/trainer.js';
+
+export const PRESETS: readonly RetrieverPreset[] = ['taser', 'bi-encoder', 'siamese'];
+export const POOLINGS: readonly Pooling[] = ['mean', 'max', 'cls'];
+
+export interface TrainCommandOptions {
+  data: string;
+  preset: string;
+  out: string;
+  tasks?: string[];
+  pooling: string;
+  layers: number;
+  hidden: number;
+  epochs: number;
+  batch: number;
+  lr: number;
+  temperature?: number;
+  hardNegatives: number;
+  maxQueryLength: number;
+  maxPassageLength: number;
+  seed: number;
+  /** GloVe token embeddings (default) or a random start. */
+  glove: boolean;
+  /** Add the corpus's whole words that GloVe has to the WordPiece vocabulary (default with GloVe). */
+  wordVocab: boolean;
+  /** IDF-initialised token weights and corpus centring for mean pooling (default on with mean pooling). */
+  fitPooling: boolean;
+  dtype: string;
+  resume?: boolean;
+  budget?: number;
+}
+
+function check(ok: boolean, code: 'ERR_ARG' | 'ERR_RANGE', message: string): void {
+  if (!ok) throw new QuorumError(code, message);
+}
+
+/** Validates every option before any work, so a typo costs no minutes of training. */
+function checkOptions(o: TrainCommandOptions): void {
+  check(PRESETS.includes(o.preset as RetrieverPreset), 'ERR_ARG', `unknown preset '${o.preset}': use ${PRESETS.join(', ')}`);
+  check(POOLINGS.includes(o.pooling as Pooling), 'ERR_ARG', `unknown pooling '${o.pooling}': use ${POOLINGS.join(', ')}`);
+  check(o.dtype === 'f32' || o.dtype === 'bf16', 'ERR_ARG', `--dtype must be f32 or bf16, got '${o.dtype}'`);
+  for (const [name, v, min] of [
+    ['--layers', o.layers, 0],
+    ['--hidden', o.hidden, 1],
+    ['--epochs', o.epochs, 1],
+    ['--batch', o.batch, 1],
+    ['--hard-negatives', o.hardNegatives, 0],
+    ['--max-query-length', o.maxQueryLength, 3],
+    ['--max-passage-length', o.maxPassageLength, 3],
+  ] as const)
+    check(Number.isInteger(v) && v >= min, 'ERR_RANGE', `${name} must be an integer >= ${min}, got ${v}`);
+  check(o.lr > 0 && Number.isFinite(o.lr), 'ERR_RANGE', `--lr must be > 0, got ${o.lr}`);
+  if (o.temperature !== undefined) check(o.temperature > 0 && Number.isFinite(o.temperature), 'ERR_RANGE', `--temperature must be > 0, got ${o.temperature}`);
+  check(o.layers === 0 || o.hidden % 4 === 0, 'ERR_ARG', `--hidden ${o.hidden} must be a multiple of the 4 attention heads`);
+  check(o.layers > 0 || o.pooling !== 'cls', 'ERR_ARG', 'cls pooling needs --layers >= 1 (use mean or max for an embeddings-only model)');
+}
+
+export async function trainCommand(o: TrainCommandOptions, log: (line: string) => void = console.log): Promise<Retriever> {
+  checkOptions(o);
+  const train = loadBeir(o.data, 'train');
+  const dev = existsSync(join(o.data, 'qrels', 'dev.tsv')) ? loadBeir(o.data, 'dev') : undefined;
+  const taskOf = (e: { task: string }) => !o.tasks || o.tasks.includes(e.task);
+  const trainEx = examplesFromQrels(train, train.qrels).filter(taskOf);
+  const devEx = dev ? examplesFromQrels(dev, dev.qrels).filter(taskOf) : [];
+  const known = [...new Set(examplesFromQrels(train, train.qrels).map((e) => e.task))].sort();
+  for (const t of o.tasks ?? []) check(known.includes(t), 'ERR_ARG', `task '${t}' has no training questions in ${o.data} (tasks: ${known.join(', ')})`);
+  check(trainEx.length > 0, 'ERR_ARG', `${o.data} has no training questions${o.tasks ? ` for ${o.tasks.join(', ')}` : ''}`);
+  const tasks = [...new Set(trainEx.map((e) => e.task))].sort();
+  const passages = train.corpus;
+  log(`${o.data}: ${passages.length} passages, ${trainEx.length} train and ${devEx.length} dev questions, tasks ${tasks.join(', ')}`);
+
+  const base = await WordPieceTokenizer.load();
+  const glove = o.glove ? await loadGloveVectors() : undefined;
+  const words = [...passages.flatMap((p) => [p.title, p.text]), ...trainEx.map((e) => e.query)];
+  const tokenizer =
+    glove && o.wordVocab ? new WordPieceTokenizer(extendVocabulary(base.vocabulary, words, { keep: (w) => glove.words.has(w) })) : base;
+  if (tokenizer !== base) log(`vocabulary: ${tokenizer.size} tokens (${tokenizer.size - base.size} whole words of the corpus added)`);
+  const bm25 = await addBm25Negatives(trainEx, passages, { k: 30 });
+  if (devEx.length) await addBm25Negatives(devEx, passages, { k: 30, index: bm25 });
+
+  const pooling = o.pooling as Pooling;
+  const fit = o.fitPooling && pooling === 'mean';
+  Retriever.seed(o.seed);
+  const model = Retriever.create({
+    preset: o.preset as RetrieverPreset,
+    encoder: {
+      vocabSize: tokenizer.size,
+      hiddenSize: o.hidden,
+      embeddingSize: o.glove ? 100 : o.hidden,
+      layers: o.layers,
+      heads: 4,
+      ffnSize: 4 * o.hidden,
+      maxPositions: Math.max(o.maxQueryLength, o.maxPassageLength),
+      pooling,
+      tokenWeights: fit,
+      center: fit,
+    },
+    tasks,
+  });
+  log(`${o.preset}: ${model.parameterCount.toLocaleString()} parameters, ${o.layers} layers, ${pooling} pooling`);
+  if (glove) {
+    const { coverage } = await initFromGlove(model, tokenizer.vocabulary, { glove, seed: o.seed });
+    log(`GloVe covers ${(coverage * 100).toFixed(1)}% of the vocabulary`);
+  }
+  if (fit) await fitPoolingToCorpus(model, tokenizer, passages, { maxPassageLength: o.maxPassageLength });
+
+  const checkpoints = join(o.out, 'checkpoints');
+  const options = {
+    epochs: o.epochs,
+    batchSize: o.batch,
+    lr: o.lr,
+    hardNegatives: o.hardNegatives,
+    maxQueryLength: o.maxQueryLength,
+    maxPassageLength: o.maxPassageLength,
+    seed: o.seed,
+    layerDecay: o.preset === 'taser' ? 0.8 : 1,
+    ...(o.temperature !== undefined ? { temperature: o.temperature } : {}),
+    ...(o.budget !== undefined ? { timeBudgetSeconds: o.budget } : {}),
+  };
+  const result = await trainRetriever(
+    model,
+    tokenizer,
+    { passages, train: trainEx, dev: devEx.length ? devEx : undefined },
+    { ...options, checkpointDir: checkpoints, resume: o.resume, progress: true, log },
+  );
+  if (result.best) await model.load(join(checkpoints, 'best.pt'));
+  model.saveModel(o.out, {
+    tokenizer,
+    maxQueryLength: o.maxQueryLength,
+    maxPassageLength: o.maxPassageLength,
+    dtype: o.dtype === 'bf16' ? 'BF16' : 'F32',
+    training: { data: o.data, options, epochs: result.epochs, best: result.best, seconds: result.seconds },
+  });
+  log(
+    `wrote ${o.out} (${result.best ? `best epoch ${result.best.epoch + 1} by dev MRR` : 'last epoch: no dev split'}; ` +
+      `${Math.round(result.seconds)} s, ${Math.round(result.tokensPerSecond)} tokens/s)`,
+  );
+  return model;
+}

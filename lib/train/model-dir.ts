@@ -1,0 +1,124 @@
+// A trained retriever as one directory: model.json (format version, configuration, text settings, training record),
+// vocab.txt (the tokenizer's vocabulary) and weights.safetensors (every parameter, f32 or bf16). Checkpoints with
+// optimizer state stay in the trainer's own files; this is what a user ships, loads and serves.
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { readJsonFile, writeFileAtomic } from '../data/files.js';
+import { QuorumError } from '../errors.js';
+import { readSafetensors, writeSafetensors, type TensorToWrite } from '../io/safetensors.js';
+import { WordPieceTokenizer } from '../text/tokenizer.js';
+import type { RetrieverConfig } from './config.js';
+import type { Retriever } from './retriever.js';
+
+export const MODEL_FORMAT = 'quorum-retriever';
+export const MODEL_VERSION = 1;
+
+/** How texts become token ids for this model. */
+export interface TextSettings {
+  maxQueryLength: number;
+  maxPassageLength: number;
+  /** Questions of task i start with the marker [unused<i+1>] (multi-task models). */
+  taskMarkers: boolean;
+}
+
+/** model.json. */
+export interface ModelCard {
+  format: typeof MODEL_FORMAT;
+  version: typeof MODEL_VERSION;
+  config: RetrieverConfig;
+  text: TextSettings;
+  weights: { file: string; dtype: 'F32' | 'BF16' };
+  /** Free-form: the training options, the per-epoch record, the data it was trained on. */
+  training?: Record<string, unknown>;
+}
+
+export interface SaveModelOptions extends Partial<TextSettings> {
+  tokenizer: WordPieceTokenizer;
+  /** Weight storage (default F32; BF16 halves the size, rounding each weight to 8 significant bits). */
+  dtype?: 'F32' | 'BF16';
+  training?: Record<string, unknown>;
+}
+
+/**
+ * Writes a model directory (created if needed; each file written atomically).
+ *
+ * @example
+ * await saveModelDir(model, 'models/taser', { tokenizer: tok, dtype: 'BF16', training: { epochs: result.epochs } });
+ */
+export function saveModelDir(model: Retriever, dir: string, o: SaveModelOptions): ModelCard {
+  mkdirSync(dir, { recursive: true });
+  const dtype = o.dtype ?? 'F32';
+  const tensors = new Map<string, TensorToWrite>();
+  for (const { name, shape } of model.parameters()) tensors.set(name, { shape, data: model.getParameter(name), dtype });
+  writeFileAtomic(join(dir, 'weights.safetensors'), writeSafetensors(tensors, { format: MODEL_FORMAT }));
+  writeFileAtomic(join(dir, 'vocab.txt'), Buffer.from(o.tokenizer.vocabulary.join('\n') + '\n'));
+  const card: ModelCard = {
+    format: MODEL_FORMAT,
+    version: MODEL_VERSION,
+    config: model.config,
+    text: {
+      maxQueryLength: o.maxQueryLength ?? 32,
+      maxPassageLength: o.maxPassageLength ?? 128,
+      taskMarkers: o.taskMarkers ?? model.config.tasks.length > 1,
+    },
+    weights: { file: 'weights.safetensors', dtype },
+    ...(o.training ? { training: o.training } : {}),
+  };
+  writeFileAtomic(join(dir, 'model.json'), Buffer.from(JSON.stringify(card, null, 1) + '\n'));
+  return card;
+}
+
+/** Reads and checks model.json: ERR_IO when missing, ERR_FORMAT when it is not a model card of this version. */
+export function readModelCard(dir: string): ModelCard {
+  const path = join(dir, 'model.json');
+  if (!existsSync(path)) throw new QuorumError('ERR_IO', `${dir} is not a model directory (no model.json)`);
+  const card = readJsonFile(path) as Partial<ModelCard> | null;
+  if (!card || typeof card !== 'object' || card.format !== MODEL_FORMAT)
+    throw new QuorumError('ERR_FORMAT', `${path} is not a Quorum retriever (format ${JSON.stringify(card?.format)})`);
+  if (card.version !== MODEL_VERSION)
+    throw new QuorumError('ERR_FORMAT', `${path} has format version ${JSON.stringify(card.version)}; this Quorum reads version ${MODEL_VERSION}`);
+  const t = card.text;
+  if (!card.config || typeof card.config !== 'object' || !t || !Number.isInteger(t.maxQueryLength) || !Number.isInteger(t.maxPassageLength))
+    throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed config / text settings`);
+  if (!card.weights || typeof card.weights.file !== 'string' || /[\\/]/.test(card.weights.file))
+    throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed weights entry`);
+  return card as ModelCard;
+}
+
+/**
+ * Loads the weights of a model directory into `model` (built from the card's config), checking that the file holds
+ * every parameter with its shape; a bad file changes nothing (ERR_FORMAT).
+ */
+export function loadWeights(model: Retriever, dir: string, card: ModelCard): void {
+  const path = join(dir, card.weights.file);
+  let bytes: Uint8Array;
+  try {
+    bytes = readFileSync(path);
+  } catch (e) {
+    throw new QuorumError('ERR_IO', `cannot read ${path}: ${(e as Error).message}`);
+  }
+  let tensors;
+  try {
+    tensors = readSafetensors(bytes);
+  } catch (e) {
+    throw new QuorumError('ERR_FORMAT', `${path}: ${(e as Error).message}`, { cause: e });
+  }
+  const params = model.parameters();
+  for (const { name, shape } of params) {
+    const t = tensors.get(name);
+    if (!t) throw new QuorumError('ERR_FORMAT', `${path} has no tensor ${name}`);
+    if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i]))
+      throw new QuorumError('ERR_FORMAT', `${path}: ${name} is [${t.shape.join(', ')}], the model needs [${shape.join(', ')}]`);
+    if (!t.data.every(Number.isFinite)) throw new QuorumError('ERR_FORMAT', `${path}: ${name} holds non-finite values`);
+  }
+  if (tensors.size !== params.length) throw new QuorumError('ERR_FORMAT', `${path} holds ${tensors.size} tensors, the model ${params.length}`);
+  for (const { name } of params) model.setParameter(name, tensors.get(name)!.data);
+}
+
+/** The model directory's tokenizer (its vocab.txt). */
+export async function loadModelTokenizer(dir: string): Promise<WordPieceTokenizer> {
+  const path = join(dir, 'vocab.txt');
+  if (!existsSync(path)) throw new QuorumError('ERR_FORMAT', `${dir} has no vocab.txt`);
+  return WordPieceTokenizer.load(path);
+}
