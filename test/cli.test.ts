@@ -178,6 +178,26 @@ describe('quorum CLI', () => {
     }
   });
 
+  it('demo retrieves with the shipped trained model by default (and with hashed TF-IDF on request)', () => {
+    const r = quorum('demo', '--no-bench');
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/encoded with trained siamese \(default, 100-d\)/);
+    expect(r.stdout).toContain('f32 ids identical to the plain-JS reference: yes');
+    // The shipped model (data/models/default) scored MRR@10 0.658 on this split when it was trained.
+    const mrr = Number(/quorum scoreTopK f32\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)/.exec(r.stdout)?.[1]);
+    expect(mrr).toBeGreaterThan(0.6);
+    const t = quorum('demo', '--no-bench', '--model', 'tfidf');
+    expect(t.status).toBe(0);
+    expect(t.stdout).toMatch(/encoded with hashed TF-IDF \(768-d\)/);
+  });
+
+  it('eval --methods glove scores the GloVe-average baseline', () => {
+    const r = quorum('eval', '--data', data, '--methods', 'glove', '--metrics', 'mrr@10');
+    expect(r.status).toBe(0);
+    expect(Number(/^\s+glove\s+([\d.]+)$/m.exec(r.stdout)?.[1])).toBeGreaterThan(0.5);
+  });
+
   it('exits 1 with a one-line message on bad input', () => {
     const cases: Array<[string[], RegExp]> = [
       [['eval', '--data', join(out, 'none'), '--methods', 'bm25'], /ERR_IO: cannot read/],

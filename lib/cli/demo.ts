@@ -4,6 +4,8 @@ import { join } from 'node:path';
 
 import { loadBeir } from '../data/beir.js';
 import { HashedTfidfEncoder } from '../encoders/hashed-tfidf.js';
+import { QuorumError } from '../errors.js';
+import { Retriever } from '../train/retriever.js';
 import { evaluateRun } from '../eval/metrics.js';
 import { packageRoot } from '../native.js';
 import { plainJsTopK } from '../reference/dense.js';
@@ -25,7 +27,38 @@ function seconds(fn: () => void, minMs = 400): number {
   return (performance.now() - t0) / 1000 / n;
 }
 
-export async function demo(options: { data?: string; dim?: number; bench?: boolean }): Promise<void> {
+/** The demo's dense encoder: the shipped trained model (or another model directory), or hashed TF-IDF. */
+async function encodeDense(
+  ds: { corpus: Array<{ id: string; title: string; text: string }>; queries: Array<{ id: string; text: string; task?: string }> },
+  texts: string[],
+  options: { model?: string; dim?: number },
+): Promise<{ corpus: Tensor<'f32'>; queries: Tensor<'f32'>; dim: number; name: string }> {
+  if (options.model !== 'tfidf') {
+    try {
+      const model = await Retriever.load(options.model ?? 'default');
+      const corpus = await model.encodePassages(ds.corpus);
+      // Questions are encoded per task (each with its task's marker, if the model was trained with markers).
+      const queries = Tensor.zeros([ds.queries.length, model.dim]);
+      for (const task of new Set(ds.queries.map((q) => q.task))) {
+        const rows = ds.queries.flatMap((q, i) => (q.task === task ? [i] : []));
+        const emb = await model.encodeQueries(rows.map((i) => ds.queries[i]!.text), { task });
+        rows.forEach((r, j) => queries.data.set(emb.data.subarray(j * model.dim, (j + 1) * model.dim), r * model.dim));
+        emb.dispose();
+      }
+      const name = `trained ${model.config.preset} (${options.model ?? 'default'}, ${model.dim}-d)`;
+      return { corpus, queries, dim: model.dim, name };
+    } catch (e) {
+      // Without the torch module (or the model) the demo still runs, on the training-free encoder.
+      if (!(e instanceof QuorumError) || e.code !== 'ERR_BACKEND_UNAVAILABLE' || options.model) throw e;
+      console.log(`(the trained model needs quorum_torch: ${e.message}; using hashed TF-IDF)`);
+    }
+  }
+  const dim = options.dim ?? 768;
+  const encoder = HashedTfidfEncoder.fit(texts, { dim });
+  return { corpus: encoder.encode(texts), queries: encoder.encode(ds.queries.map((q) => q.text)), dim, name: `hashed TF-IDF (${dim}-d)` };
+}
+
+export async function demo(options: { data?: string; dim?: number; bench?: boolean; model?: string }): Promise<void> {
   const caps = capabilities();
   console.log(`Quorum demo: kernels ${caps.isa} (available: ${caps.availableIsas.join(', ')}), ${caps.threads} threads\n`);
   const dir = options.data ?? join(packageRoot, 'data', 'multidomain-mini');
@@ -35,13 +68,10 @@ export async function demo(options: { data?: string; dim?: number; bench?: boole
   const tasks = [...new Set(ds.queries.map((q) => q.task).filter(Boolean))];
   console.log(`dataset ${dir}: ${ds.corpus.length} passages, ${ds.queries.length} test queries${tasks.length ? ` (tasks: ${tasks.join(', ')})` : ''}`);
 
-  const dim = options.dim ?? 768;
   const t0 = performance.now();
   const passages = ds.corpus.map((p) => `${p.title}. ${p.text}`);
-  const encoder = HashedTfidfEncoder.fit(passages, { dim });
-  const corpus = encoder.encode(passages);
-  const queries = encoder.encode(ds.queries.map((q) => q.text));
-  console.log(`encoded with hashed TF-IDF (dim ${dim}, a lexical stand-in until trained encoders) in ${((performance.now() - t0) / 1000).toFixed(2)} s\n`);
+  const { corpus, queries, dim, name } = await encodeDense(ds, passages, options);
+  console.log(`encoded with ${name} in ${((performance.now() - t0) / 1000).toFixed(2)} s\n`);
 
   const k = 20;
   const B = ds.queries.length;
@@ -89,7 +119,7 @@ export async function demo(options: { data?: string; dim?: number; bench?: boole
     const qrels = new Map([...ds.qrels].filter(([qid]) => run.has(qid)));
     testRows.push({ method: name, ...evaluateRun(run, qrels, [1, 5, 20]) });
   };
-  evalHalf('dense (hashed TF-IDF)', (b) => (denseHits[b] ?? []).map((h) => h.id));
+  evalHalf(`dense (${name.replace(/ \(.*/, '')})`, (b) => (denseHits[b] ?? []).map((h) => h.id));
   evalHalf('BM25 (k1 0.9, b 0.4)', (b) => (sparseHits[b] ?? []).map((h) => h.id));
   evalHalf(`hybrid, alpha ${tuned.alpha}`, (b) => hybridFuse(denseHits[b] ?? [], sparseHits[b] ?? [], { alpha: tuned.alpha, normalization: true }).map((h) => h.id));
   console.log(`BM25 and the dense + BM25 hybrid (normalized; alpha tuned for MRR@10 on the ${even.length} even-numbered queries, evaluated on the ${odd.length} odd ones; ${((performance.now() - t1) / 1000).toFixed(2)} s):`);

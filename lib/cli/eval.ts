@@ -7,6 +7,7 @@ import { Bm25Index } from '../bm25/bm25.js';
 import { readBeir } from '../data/beir.js';
 import { readRun, writeRun } from '../data/trec-files.js';
 import { scoreTopK } from '../dense.js';
+import { GloveAverageEncoder } from '../encoders/glove-average.js';
 import { HashedTfidfEncoder } from '../encoders/hashed-tfidf.js';
 import { QuorumError } from '../errors.js';
 import { type Run, type ScoredDoc, evaluate, metricFn } from '../eval/ranking.js';
@@ -17,7 +18,7 @@ import { Retriever } from '../train/retriever.js';
 import { BATCH, bm25Search } from './index-search.js';
 import { inBatches, table } from './table.js';
 
-export const EVAL_METHODS = ['bm25', 'dense', 'hybrid', 'rrf'] as const;
+export const EVAL_METHODS = ['bm25', 'dense', 'hybrid', 'rrf', 'glove'] as const;
 
 export interface EvalCommandOptions {
   data: string;
@@ -78,6 +79,25 @@ class DenseMethod {
   }
 }
 
+/** The training-free GloVe average (IDF-weighted, centred on the corpus): the baseline a trained model must beat. */
+async function gloveRun(corpus: Array<{ id: string; text: string }>, queries: Texts, k: number): Promise<Run> {
+  const encoder = await GloveAverageEncoder.load({ fitOn: corpus.map((p) => p.text) });
+  const passages = encoder.encode(corpus.map((p) => p.text));
+  const run = new Map<string, ScoredDoc[]>();
+  try {
+    await inBatches('glove ', queries.length, BATCH, async (start, end) => {
+      const batch = queries.slice(start, end);
+      const q = encoder.encode(batch.map((x) => x.text));
+      const top = await scoreTopK(q, passages, k);
+      batch.forEach((x, j) => run.set(x.id, top.hits(j).map((h) => ({ id: corpus[h.id]?.id ?? '', score: h.score }))));
+      q.dispose();
+    });
+  } finally {
+    passages.dispose();
+  }
+  return run;
+}
+
 /** The hybrid's alpha that maximises MRR@10 on the dev split (ranx's grid 0..2 step 0.1), or 1 without a dev split. */
 async function tuneAlpha(o: EvalCommandOptions, bm25Index: Bm25Index, dense: DenseMethod): Promise<number> {
   if (o.split === 'dev' || !existsSync(join(o.data, 'qrels', 'dev.tsv'))) {
@@ -125,6 +145,7 @@ export async function evalCommand(o: EvalCommandOptions): Promise<void> {
       runs.set('hybrid', fuse([dense, bm25], 'hybrid', { alpha, normalization: true, depth: o.k }));
     }
     if (want.has('rrf') && bm25 && dense) runs.set('rrf', fuse([bm25, dense], 'rrf', { depth: o.k }));
+    if (want.has('glove')) runs.set('glove', await gloveRun(corpus, queries, o.k));
   } finally {
     denseMethod?.dispose();
   }

@@ -37,9 +37,10 @@ program
   .command('demo')
   .description('retrieval over the embedded dataset (or a BEIR-layout --data DIR), checked against plain JS, then a speed check')
   .option('--data <dir>', 'a BEIR-layout dataset instead of the embedded one')
+  .option('--model <dir>', "the dense encoder: a model directory, 'default' (the shipped trained model) or 'tfidf' (hashed TF-IDF)", 'default')
   .option('--dim <n>', 'hashed TF-IDF dimension', int, 768)
   .option('--no-bench', 'skip the speed check')
-  .action(async (o: { data?: string; dim: number; bench: boolean }) => demo(o));
+  .action(async (o: { data?: string; dim: number; bench: boolean; model: string }) => demo({ ...o, model: o.model === 'default' ? undefined : o.model }));
 
 program
   .command('eval')
@@ -52,7 +53,7 @@ program
   .option('--k <n>', 'retrieval depth', int, 100)
   .option('--dim <n>', "the 'dense' method's hashed TF-IDF dimension", int, 768)
   .option('--alpha <x>', "the 'hybrid' method's alpha (normalized scores, weight on BM25; default: tuned for MRR@10 on the dev split, else 1)", num)
-  .option('--model <dir>', "a model directory from `quorum train`: the 'dense' method uses it (default: hashed TF-IDF)")
+  .option('--model <dir>', "a model directory from `quorum train`, or 'default' (the shipped model): the 'dense' method uses it (default: hashed TF-IDF)")
   .option('--out <dir>', 'write <method>.trec run files and metrics.json here')
   .option('--by-task', "also each task's mean (the queries' `task` field)")
   .action(async (o: { data: string; split: string; methods: string[]; run: string[]; metrics: string[]; k: number; dim: number; alpha?: number; model?: string; out?: string; byTask?: boolean }) =>

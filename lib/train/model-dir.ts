@@ -6,10 +6,19 @@ import { join } from 'node:path';
 
 import { readJsonFile, writeFileAtomic } from '../data/files.js';
 import { QuorumError } from '../errors.js';
+import { packageRoot } from '../native.js';
 import { readSafetensors, writeSafetensors, type TensorToWrite } from '../io/safetensors.js';
 import { WordPieceTokenizer } from '../text/tokenizer.js';
 import type { RetrieverConfig } from './config.js';
 import type { Retriever } from './retriever.js';
+
+/** Where the package's shipped model lives (trained by scripts/train-default-model.sh). */
+export const defaultModelDir: string = join(packageRoot, 'data', 'models', 'default');
+
+/** A model directory path, or the shipped model for the name 'default'. */
+export function modelDir(nameOrPath: string): string {
+  return nameOrPath === 'default' ? defaultModelDir : nameOrPath;
+}
 
 export const MODEL_FORMAT = 'quorum-retriever';
 export const MODEL_VERSION = 1;

@@ -12,7 +12,7 @@ import type { WordPieceTokenizer } from '../text/tokenizer.js';
 import type { Tensor } from '../tensor.js';
 import { encodeTable } from './encode-corpus.js';
 import type { PassageText } from './examples.js';
-import { loadModelTokenizer, loadWeights, readModelCard, saveModelDir, type ModelCard, type SaveModelOptions } from './model-dir.js';
+import { loadModelTokenizer, loadWeights, modelDir, readModelCard, saveModelDir, type ModelCard, type SaveModelOptions } from './model-dir.js';
 import { TokenTable } from './token-table.js';
 import {
   defaultEncoderConfig,
@@ -106,7 +106,8 @@ export class Retriever {
   }
 
   /**
-   * Loads a model directory written by {@link saveModel} (or `quorum train`): configuration, tokenizer and weights.
+   * Loads a model directory written by {@link saveModel} (or `quorum train`): configuration, tokenizer and weights;
+   * `'default'` is the model shipped in the package (data/models/default).
    * ERR_IO when the directory or a file is missing; ERR_FORMAT for another format version, a damaged model.json,
    * or a truncated or mismatched weights file.
    *
@@ -114,7 +115,8 @@ export class Retriever {
    * const model = await Retriever.load('models/taser');
    * const q = await model.encodeQueries(['who wrote hamlet?']);   // f32 Tensor [1, model.dim]
    */
-  static async load(dir: string): Promise<Retriever> {
+  static async load(nameOrDir: string): Promise<Retriever> {
+    const dir = modelDir(nameOrDir);
     const card = readModelCard(dir);
     let model: Retriever;
     try {
