@@ -147,6 +147,23 @@ describe('quorum CLI', () => {
     expect(v.stdout).toMatch(/^\s+hybrid\s+[\d.]+$/m);
   });
 
+  it('train --resume continues from the last completed epoch', () => {
+    writeTiny();
+    const model = join(out, 'model-resume');
+    const args = ['train', '--data', tiny, '--preset', 'siamese', '--layers', '1', '--hidden', '8', '--epochs', '3', '--batch', '4', '--no-glove', '--max-passage-length', '16', '--out', model];
+    // A zero time budget stops after the first epoch, as an interrupted run would.
+    const first = quorum(...args, '--budget', '0');
+    expect(first.status).toBe(0);
+    expect(first.stdout).toMatch(/epoch 1\/3/);
+    expect(first.stdout).not.toMatch(/epoch 2\/3/);
+    const rest = quorum(...args, '--resume');
+    expect(rest.status).toBe(0);
+    expect(rest.stdout).toMatch(/resumed after epoch 1/);
+    expect(rest.stdout).not.toMatch(/epoch 1\/3/);
+    expect(rest.stdout).toMatch(/epoch 3\/3/);
+    expect(JSON.parse(readFileSync(join(model, 'model.json'), 'utf8')).training.epochs).toHaveLength(3);
+  });
+
   it('train and eval give typed one-line errors on bad input', () => {
     writeTiny();
     const model = join(out, 'model-bad');
