@@ -95,7 +95,8 @@ function floatsOf(x: VectorsInput, dim: number, what: string): { data: Float32Ar
 }
 
 function idArray(ids: VectorIdsInput | bigint | number): BigInt64Array {
-  if (typeof ids === 'bigint' || typeof ids === 'number') return BigInt64Array.of(BigInt(ids));
+  if (typeof ids === 'bigint' || typeof ids === 'number') return idsOf([ids], 1);
+  if (ids === null || typeof ids !== 'object') throw new QuorumError('ERR_ARG', 'ids must be a BigInt64Array, an array of integers or one id');
   return idsOf(ids, ids.length);
 }
 
@@ -163,7 +164,7 @@ export class DenseIndex {
   }
 
   /** Trains IVF / PQ / PCA stages (ERR_STATE if already trained). Use a sample like the data you will add. */
-  train(vectors: VectorsInput): Promise<void> {
+  async train(vectors: VectorsInput): Promise<void> {
     const x = floatsOf(vectors, this.dim, 'vectors');
     return this.#async(x, () => this.#native.train(x.data, true));
   }
@@ -178,7 +179,7 @@ export class DenseIndex {
    * Adds vectors with their ids. ERR_STATE before training where the factory needs it, ERR_DUPLICATE_ID for an
    * id already held or repeated, ERR_NONFINITE for NaN / infinity; a failed batch adds nothing.
    */
-  add(vectors: VectorsInput, ids: VectorIdsInput): Promise<void> {
+  async add(vectors: VectorsInput, ids: VectorIdsInput): Promise<void> {
     const x = floatsOf(vectors, this.dim, 'vectors');
     const i = idArray(ids);
     return this.#async(x, () => this.#native.add(x.data, i, true));
@@ -240,7 +241,7 @@ export class DenseIndex {
    * Writes the index to `path` atomically (a temporary file beside it, fsync, rename), streamed without an extra
    * in-memory copy: versioned header, faiss's own serialization, checksum. ERR_IO on failure.
    */
-  save(path: string): Promise<void> {
+  async save(path: string): Promise<void> {
     return this.#async(undefined, () => this.#native.save(path, true));
   }
 

@@ -1,4 +1,10 @@
 // Dense + sparse (BM25) hybrid as Ma et al. / pyserini's HybridSearcher (SPEC §2.9).
+import { QuorumError } from './errors.js';
+import { checkHits, finite, parse, positiveInt, z } from './validate.js';
+
+const hybridOptionsSchema = z
+  .object({ alpha: finite.optional(), normalization: z.boolean().optional(), weightOnDense: z.boolean().optional(), k: positiveInt.optional() })
+  .strict();
 
 export type RankedHit<Id> = { id: Id; score: number };
 
@@ -42,6 +48,9 @@ export function hybridFuse<Id extends string | number | bigint>(
   sparse: ReadonlyArray<RankedHit<Id>>,
   options: HybridOptions = {},
 ): Array<RankedHit<Id>> {
+  parse(hybridOptionsSchema, options, 'hybridFuse options');
+  checkHits(dense, 'dense');
+  checkHits(sparse, 'sparse');
   const alpha = options.alpha ?? 0.1;
   const [minD, maxD] = range(dense);
   const [minS, maxS] = range(sparse);
@@ -79,11 +88,13 @@ export function searchAlpha<Id extends string | number | bigint>(
     metric?: (ranked: readonly Id[], relevant: ReadonlySet<Id>) => number;
   } = {},
 ): AlphaSearch {
-  const grid = options.grid ?? Array.from({ length: 21 }, (_, i) => i / 10);
-  const metric = options.metric ?? ((ranked, relevant) => (relevant.size ? ranked.slice(0, 20).filter((x) => relevant.has(x)).length / relevant.size : 0));
+  const { grid: given, metric: metricOption, ...fuseOptions } = options;
+  const grid = parse(z.array(finite).nonempty().optional(), given, 'searchAlpha grid') ?? Array.from({ length: 21 }, (_, i) => i / 10);
+  if (metricOption !== undefined && typeof metricOption !== 'function') throw new QuorumError('ERR_ARG', 'searchAlpha metric must be a function');
+  const metric = metricOption ?? ((ranked, relevant) => (relevant.size ? ranked.slice(0, 20).filter((x) => relevant.has(x)).length / relevant.size : 0));
   const tried = grid.map((alpha) => {
     let total = 0;
-    for (const q of dev) total += metric(hybridFuse(q.dense, q.sparse, { ...options, alpha }).map((h) => h.id), q.relevant);
+    for (const q of dev) total += metric(hybridFuse(q.dense, q.sparse, { ...fuseOptions, alpha }).map((h) => h.id), q.relevant);
     return { alpha, value: dev.length ? total / dev.length : 0 };
   });
   let best = tried[0] ?? { alpha: 0.1, value: 0 };

@@ -62,7 +62,7 @@ function wrap(r: Raw): InfoNceResult {
  * const r = await infoNce(q, p, Int32Array.from({ length: B }, (_, i) => 2 * i));
  * r.loss; r.dQ; r.dP;
  */
-export function infoNce(queries: TensorInput, passages: TensorInput, positives: Int32Input, options: InfoNceOptions = {}): Promise<InfoNceResult> {
+export async function infoNce(queries: TensorInput, passages: TensorInput, positives: Int32Input, options: InfoNceOptions = {}): Promise<InfoNceResult> {
   return runAsync(call(queries, passages, positives, options), wrap);
 }
 

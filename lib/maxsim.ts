@@ -1,4 +1,5 @@
 // MaxSim late interaction (ColBERT), SPEC §1.2. See native/kernels/maxsim.h for the contract.
+import { QuorumError } from './errors.js';
 import { coreAddon, type NativeTensorHandle } from './native.js';
 import {
   type Int32Input,
@@ -47,6 +48,7 @@ type RawScores = { scores: NativeTensorHandle; argmax?: NativeTensorHandle };
 function call(queries: TensorInput, docs: TokenDocuments, o: MaxSimOptions) {
   const core = coreAddon();
   const q = tensorOf(queries, 'queries');
+  if (docs === null || typeof docs !== 'object') throw new QuorumError('ERR_ARG', 'documents must be { tokens, lengths, tokenMask? }');
   const d = tensorOf(docs.tokens, 'documents');
   const lengths = int32Of(docs.lengths, 'lengths');
   const qm = maskOf(o.queryMask, 'queryMask');
@@ -70,7 +72,7 @@ function wrap(r: RawScores): MaxSimResult {
  * const { scores } = await maxSim(queryTokens, { tokens: docTokens, lengths: docLengths });
  * scores.data[n] // score of document n
  */
-export function maxSim(queries: TensorInput, docs: TokenDocuments, options: MaxSimOptions = {}): Promise<MaxSimResult> {
+export async function maxSim(queries: TensorInput, docs: TokenDocuments, options: MaxSimOptions = {}): Promise<MaxSimResult> {
   return runAsync(call(queries, docs, options), wrap);
 }
 
@@ -97,6 +99,7 @@ function backwardCall(
 ) {
   const core = coreAddon();
   const q = tensorOf(queries, 'queries');
+  if (docs === null || typeof docs !== 'object') throw new QuorumError('ERR_ARG', 'documents must be { tokens, lengths, tokenMask? }');
   const d = tensorOf(docs.tokens, 'documents');
   const lengths = int32Of(docs.lengths, 'lengths');
   const g = grad instanceof Tensor ? grad : Tensor.wrap(grad, [q.shape.length === 3 ? (q.shape[0] ?? 0) : 1, lengths.size], 'f32');

@@ -49,9 +49,38 @@ export function maskOf(mask: MaskInput | undefined, what: string): Tensor | unde
   throw new QuorumError('ERR_ARG', `${what} must be a Uint8Array, an array of numbers or booleans, or a u8 Tensor`);
 }
 
-/** Ids for n items as a BigInt64Array (borrowed when it already is one); ERR_SHAPE when the count differs. */
+const MIN_I64 = -(2n ** 63n);
+const MAX_I64 = 2n ** 63n - 1n;
+
+/**
+ * Ids for n items as a BigInt64Array (borrowed when it already is one); ERR_SHAPE when the count differs.
+ * Every entry must be an integer that fits a signed 64-bit id: a safe-integer number or a bigint. Anything else
+ * is an error rather than a silent conversion (BigInt64Array.from wraps 2^64 + 5 to 5; BigInt(1.7) throws a
+ * RangeError).
+ */
 export function idsOf(ids: BigInt64Array | ArrayLike<number | bigint>, n: number): BigInt64Array {
-  const out = ids instanceof BigInt64Array ? ids : BigInt64Array.from(Array.from(ids, (x) => BigInt(x)));
+  let out: BigInt64Array;
+  if (ids instanceof BigInt64Array) {
+    out = ids;
+  } else {
+    if (ids === null || typeof ids !== 'object' || typeof (ids as { length?: unknown }).length !== 'number')
+      throw new QuorumError('ERR_ARG', 'ids must be a BigInt64Array or an array of integers');
+    out = new BigInt64Array(ids.length);
+    for (let i = 0; i < ids.length; i++) {
+      const x = ids[i];
+      if (typeof x === 'bigint') {
+        if (x < MIN_I64 || x > MAX_I64) throw new QuorumError('ERR_RANGE', `ids[${i}] = ${x} does not fit in a signed 64-bit id`);
+        out[i] = x;
+      } else if (typeof x === 'number' && Number.isSafeInteger(x)) {
+        out[i] = BigInt(x);
+      } else {
+        throw new QuorumError(
+          typeof x === 'number' ? 'ERR_RANGE' : 'ERR_ARG',
+          `ids[${i}] must be an integer (a safe-integer number or a bigint), got ${typeof x === 'number' ? x : typeof x}`,
+        );
+      }
+    }
+  }
   if (out.length !== n) throw new QuorumError('ERR_SHAPE', `${out.length} ids for ${n} items`);
   return out;
 }

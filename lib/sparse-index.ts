@@ -1,6 +1,6 @@
 // An inverted index over sparse vectors (SPLADE term weights, BM25 weights). Contract:
 // native/kernels/sparse_index.h.
-import { callNative } from './errors.js';
+import { QuorumError, callNative } from './errors.js';
 import { type NativeTensorHandle, coreAddon } from './native.js';
 import { idsOf, runAsync, runSync } from './operand.js';
 import { type SearchResult, searchResult } from './search-result.js';
@@ -26,23 +26,35 @@ export interface SparseSearchOptions {
 /** Sparse rows as `SparseVectors`, or as arrays of `{ index, value }` entries (any order). */
 export type SparseRowsInput = SparseVectors | ReadonlyArray<ReadonlyArray<{ index: number; value: number }>>;
 
+const MAX_TERM = 2 ** 31 - 1;
+
+/** Rows of `{ index, value }` entries as SparseVectors; every entry checked (an Int32Array would wrap 2^32 + 3). */
 function asVectors(rows: SparseRowsInput): SparseVectors {
-  if (!Array.isArray(rows)) return rows as SparseVectors;
+  if (!Array.isArray(rows)) {
+    if (rows && typeof rows === 'object' && 'offsets' in rows && 'indices' in rows && 'values' in rows) return rows as SparseVectors;
+    throw new QuorumError('ERR_ARG', 'sparse rows must be SparseVectors or an array of arrays of { index, value }');
+  }
   const list = rows as ReadonlyArray<ReadonlyArray<{ index: number; value: number }>>;
   const offsets = new BigInt64Array(list.length + 1);
   let nnz = 0;
   list.forEach((r, i) => {
+    if (!Array.isArray(r)) throw new QuorumError('ERR_ARG', `sparse row ${i} must be an array of { index, value }`);
     nnz += r.length;
     offsets[i + 1] = BigInt(nnz);
   });
   const indices = new Int32Array(nnz);
   const values = new Float32Array(nnz);
   let e = 0;
-  for (const r of list)
-    for (const { index, value } of r) {
+  list.forEach((r, i) => {
+    for (const entry of r) {
+      const { index, value } = (entry ?? {}) as { index?: unknown; value?: unknown };
+      if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index > MAX_TERM)
+        throw new QuorumError(typeof index === 'number' ? 'ERR_RANGE' : 'ERR_ARG', `sparse row ${i}: index must be an integer in [0, 2^31 - 1], got ${String(index)}`);
+      if (typeof value !== 'number') throw new QuorumError('ERR_ARG', `sparse row ${i}: value must be a number, got ${typeof value}`);
       indices[e] = index;
       values[e++] = value;
     }
+  });
   return sparseVectors(offsets, indices, values);
 }
 
@@ -103,7 +115,7 @@ export class SparseIndex {
   }
 
   /** Adds documents with the given ids. Term ids must be >= 0 and weights finite; a bad batch adds nothing. */
-  add(ids: BigInt64Array | ArrayLike<number | bigint>, docs: SparseRowsInput): Promise<void> {
+  async add(ids: BigInt64Array | ArrayLike<number | bigint>, docs: SparseRowsInput): Promise<void> {
     return runAsync(this.#addCall(ids, docs), () => undefined);
   }
 
@@ -122,7 +134,7 @@ export class SparseIndex {
    * Writes the index to `path` atomically (a temporary file beside it, fsync, rename): a crash leaves either the
    * old file or the new one. Versioned header and checksum. ERR_IO on failure.
    */
-  save(path: string): Promise<void> {
+  async save(path: string): Promise<void> {
     return runAsync((async) => this.#native.save(path, async), () => undefined);
   }
 
@@ -158,7 +170,7 @@ export class SparseIndex {
   }
 
   /** The k best documents for each query row. */
-  search(queries: SparseRowsInput, k: number, options: SparseSearchOptions = {}): Promise<SparseSearchResult> {
+  async search(queries: SparseRowsInput, k: number, options: SparseSearchOptions = {}): Promise<SparseSearchResult> {
     return runAsync(this.#searchCall(queries, k, options), wrapResult);
   }
 

@@ -41,7 +41,7 @@ function wrapPool(r: RawPool): SpladePoolResult {
  * const { weights } = await spladePool(logits, { mask: attentionMask });
  * const sparse = toSparseSync(weights, { topK: 256 });
  */
-export function spladePool(logits: TensorInput, options: SpladePoolOptions = {}): Promise<SpladePoolResult> {
+export async function spladePool(logits: TensorInput, options: SpladePoolOptions = {}): Promise<SpladePoolResult> {
   return runAsync(poolCall(logits, options), wrapPool);
 }
 
@@ -61,7 +61,7 @@ function backwardCall(logits: TensorInput, argmax: Tensor<'i32'>, grad: TensorIn
  * Gradient of the pooling with respect to the logits `[B, L, V]`: `grad[b, v] / (1 + x)` at the arg-max token,
  * 0 elsewhere and wherever the weight is 0.
  */
-export function spladePoolBackward(logits: TensorInput, argmax: Tensor<'i32'>, grad: TensorInput): Promise<Tensor<'f32'>> {
+export async function spladePoolBackward(logits: TensorInput, argmax: Tensor<'i32'>, grad: TensorInput): Promise<Tensor<'f32'>> {
   return runAsync(backwardCall(logits, argmax, grad), (h: NativeTensorHandle) => Tensor.fromHandle<'f32'>(h));
 }
 
@@ -93,7 +93,7 @@ function wrapReg(r: { value: number; grad?: NativeTensorHandle }): RegularizerRe
  * The FLOPS or L1 regularizer of a batch of SPLADE weights `[B, V]` (f64 sums), with its gradient on request.
  * FLOPS is defined over the batch: it cannot be computed one example at a time.
  */
-export function regularizer(weights: TensorInput, kind: SparseRegularizer, options: { grad?: boolean } = {}): Promise<RegularizerResult> {
+export async function regularizer(weights: TensorInput, kind: SparseRegularizer, options: { grad?: boolean } = {}): Promise<RegularizerResult> {
   return runAsync(regCall(weights, kind, options.grad === true), wrapReg);
 }
 
@@ -176,7 +176,7 @@ function wrapSparse(r: RawSparse): SparseVectors {
 }
 
 /** Sparse (index, value) rows from dense weights `[B, V]` by threshold and/or top-k. */
-export function toSparse(weights: TensorInput, options: ToSparseOptions = {}): Promise<SparseVectors> {
+export async function toSparse(weights: TensorInput, options: ToSparseOptions = {}): Promise<SparseVectors> {
   return runAsync(sparseCall(weights, options), wrapSparse);
 }
 
@@ -187,6 +187,8 @@ export function toSparseSync(weights: TensorInput, options: ToSparseOptions = {}
 
 /** @internal The three arrays of sparse rows as borrowed Tensors (offsets i64, indices i32, values f32). */
 export function sparseTensors(s: SparseVectors): [Tensor, Tensor, Tensor] {
+  if (s === null || typeof s !== 'object' || !(s.offsets instanceof BigInt64Array) || !(s.indices instanceof Int32Array) || !(s.values instanceof Float32Array))
+    throw new QuorumError('ERR_ARG', 'sparse vectors must be { offsets: BigInt64Array, indices: Int32Array, values: Float32Array } (see sparseVectors)');
   return [
     Tensor.wrap(s.offsets, [s.offsets.length], 'i64'),
     Tensor.wrap(s.indices, [s.indices.length], 'i32'),
@@ -204,7 +206,7 @@ function sparseScoresCall(a: SparseVectors, b: SparseVectors) {
 const asF32 = (h: NativeTensorHandle) => Tensor.fromHandle<'f32'>(h);
 
 /** Dot products of every row of `a` with every row of `b`: `[a.rows, b.rows]`. */
-export function sparseScores(a: SparseVectors, b: SparseVectors): Promise<Tensor<'f32'>> {
+export async function sparseScores(a: SparseVectors, b: SparseVectors): Promise<Tensor<'f32'>> {
   return runAsync(sparseScoresCall(a, b), asF32);
 }
 
@@ -221,7 +223,7 @@ function sparseDenseCall(a: SparseVectors, dense: TensorInput) {
 }
 
 /** Dot products of sparse rows with dense rows `[N, V]` (f32): `[a.rows, N]`. */
-export function sparseDenseScores(a: SparseVectors, dense: TensorInput): Promise<Tensor<'f32'>> {
+export async function sparseDenseScores(a: SparseVectors, dense: TensorInput): Promise<Tensor<'f32'>> {
   return runAsync(sparseDenseCall(a, dense), asF32);
 }
 

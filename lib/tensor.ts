@@ -5,6 +5,34 @@ import { type NativeTensorHandle, coreAddon } from './native.js';
 /** Where a tensor's memory lives. Only 'cpu' exists today; kernels dispatch on it. */
 export type Device = 'cpu';
 
+const INT_RANGE: Partial<Record<Dtype, [number, number]>> = { i32: [-(2 ** 31), 2 ** 31 - 1], u8: [0, 255] };
+
+/**
+ * Values of another type than the dtype's own typed array, checked (a typed array's set() would turn a string
+ * into NaN, truncate 1.7 to 1 and wrap 2^32 + 3 to 3) and, for i64, converted to bigints.
+ */
+function checkedValues(values: ArrayLike<unknown>, dtype: Dtype): ArrayLike<number | bigint> {
+  const range = INT_RANGE[dtype];
+  if (dtype === 'i64') {
+    return Array.from({ length: values.length }, (_, i) => {
+      const v = values[i];
+      if (typeof v === 'bigint') {
+        if (v < -(2n ** 63n) || v >= 2n ** 63n) throw new QuorumError('ERR_RANGE', `value ${i} (${v}) does not fit in i64`);
+        return v;
+      }
+      if (typeof v === 'number' && Number.isSafeInteger(v)) return BigInt(v);
+      throw new QuorumError(typeof v === 'number' ? 'ERR_RANGE' : 'ERR_ARG', `value ${i} must be an integer for i64, got ${String(v)}`);
+    });
+  }
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (typeof v !== 'number') throw new QuorumError('ERR_ARG', `value ${i} must be a number, got ${typeof v}`);
+    if (range && !(Number.isInteger(v) && v >= range[0] && v <= range[1]))
+      throw new QuorumError('ERR_RANGE', `value ${i} (${v}) is not an integer in [${range[0]}, ${range[1]}] for ${dtype}`);
+  }
+  return values as ArrayLike<number>;
+}
+
 /**
  * An n-dimensional array in native memory (64-byte aligned), or borrowing a JS typed array without a copy.
  * `data` is a zero-copy typed-array view. Free it early with `dispose()` (or `using`); otherwise GC frees it.
@@ -64,9 +92,12 @@ export class Tensor<D extends Dtype = Dtype> {
     shape: readonly number[],
     dtypeArg?: D,
   ): Tensor<D> {
+    if (values === null || typeof values !== 'object' || typeof (values as { length?: unknown }).length !== 'number')
+      throw new QuorumError('ERR_ARG', 'Tensor.from needs an array or a typed array of values');
     const own = ArrayBuffer.isView(values) ? dtypeOfArray(values) : undefined;  // undefined for Float64Array
     const dtype = (dtypeArg ?? own ?? 'f32') as D;
     checkDtype(dtype);
+    if (own !== dtype) values = checkedValues(values, dtype) as ArrayLike<number>;
     const half = dtype === 'bf16' || dtype === 'f16';
     if (half && !(values instanceof Uint16Array)) {
       const f32 = values instanceof Float32Array ? values : Float32Array.from(values as ArrayLike<number>);

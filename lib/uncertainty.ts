@@ -46,7 +46,7 @@ function wrap(r: { mi: NativeTensorHandle; confidence: NativeTensorHandle }): En
  * @example
  * const { confidence } = await ensembleMI(z, { temperature: 1e-3 });
  */
-export function ensembleMI(scores: TensorInput, options: EnsembleMIOptions = {}): Promise<EnsembleMIResult> {
+export async function ensembleMI(scores: TensorInput, options: EnsembleMIOptions = {}): Promise<EnsembleMIResult> {
   return runAsync(call(scores, options), wrap);
 }
 
@@ -68,6 +68,13 @@ export function ece(confidence: ArrayLike<number>, hit: ArrayLike<number | boole
   if (!Number.isInteger(bins) || bins < 1) throw new QuorumError('ERR_RANGE', 'bins must be a positive integer');
   const n = confidence.length;
   if (n === 0) throw new QuorumError('ERR_SHAPE', 'ece needs at least one value');
+  for (let i = 0; i < n; i++) {
+    const c = confidence[i];
+    // A NaN confidence falls in no bin yet would count in n. (Finite values outside [0, 1] count in n and no
+    // bin, as in DPR-MUF's own ECE.)
+    if (typeof c !== 'number') throw new QuorumError('ERR_ARG', `confidence ${i} must be a number, got ${typeof c}`);
+    if (!Number.isFinite(c)) throw new QuorumError('ERR_RANGE', `confidence ${i} must be finite, got ${c}`);
+  }
   const step = 1 / bins;
   const ticks = Array.from({ length: bins + 1 }, (_, i) => i * step);
   const count = new Float64Array(bins);

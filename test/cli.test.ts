@@ -228,11 +228,18 @@ describe('quorum CLI', () => {
       [['search', '--index', join(out, 'qrels.txt'), '--data', data, '--out', join(out, 'x.trec')], /ERR_FORMAT: .* is not a Quorum BM25 or dense index/],
       [['index', 'dense', '--vectors', join(out, 'q.f32'), '--ids', join(out, 'v.ids'), '--dim', '4', '--out', join(out, 'x.qdx')], /ERR_FORMAT: .*2 vectors/],
       [['data', 'build', '--data', out, '--out', join(out, 'md'), '--tasks', 'nq'], /ERR_ARG: unknown task 'nq'/],
+      [['eval', '--data', data, '--no-such-option'], /ERR_ARG: unknown option '--no-such-option'/],
+      [['eval', '--methods', 'bm25'], /ERR_ARG: required option '--data <dir>' not specified/],
+      [['train', '--data', data, '--preset', 'taser', '--epochs', 'many', '--out', join(out, 'm')], /ERR_ARG: .*'many' is invalid/],
     ];
     for (const [args, message] of cases) {
       const r = quorum(...args);
       expect(r.status, args.join(' ')).toBe(1);
       expect(r.stderr, args.join(' ')).toMatch(message);
+      // One line, `quorum: ERR_...`, system errors in words (no "ENOENT: ..., open '...'").
+      expect(r.stderr.trim().split('\n'), args.join(' ')).toHaveLength(1);
+      expect(r.stderr, args.join(' ')).toMatch(/^quorum: ERR_[A-Z_]+: /);
+      expect(r.stderr, args.join(' ')).not.toMatch(/\bE[A-Z]{3,}\b/);
     }
   });
 

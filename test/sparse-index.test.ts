@@ -150,7 +150,7 @@ describe('SparseIndex persistence', () => {
   const dir = mkdtempSync(join(tmpdir(), 'quorum-sparse-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   const docs = randomRows(120, 40, 6, 5);
-  const ids = BigInt64Array.from(docs, (_, i) => BigInt(i * 7 - 50));
+  const ids = BigInt64Array.from(docs, (_, i) => BigInt(i * 7 + 50));
   const queries = randomRows(6, 40, 4, 6);
 
   function built(): SparseIndex {

@@ -8,8 +8,18 @@ import { QuorumError } from '../errors.js';
 import { SparseIndex, type SparseSearchOptions, type SparseSearchResult } from '../sparse-index.js';
 import { type Analyzer, englishAnalyzer } from './analyzer.js';
 import { luceneQuantizedLength } from './length-norm.js';
+import { finite, parse, z } from '../validate.js';
 
 const BM25_MAGIC = Array.from('QBM25V01', (c) => c.charCodeAt(0));
+
+const bm25OptionsSchema = z
+  .object({
+    k1: finite.nonnegative().optional(),
+    b: finite.min(0).max(1).optional(),
+    analyzer: z.function().optional(),
+    lengthNorm: z.enum(['lucene', 'exact']).optional(),
+  })
+  .strict();
 
 export interface Bm25Options {
   k1?: number;
@@ -72,9 +82,14 @@ export class Bm25Index {
 
   /** Analyzes and indexes the documents. Ids must be unique. */
   static async build(docs: ReadonlyArray<{ id: string; text: string }>, options: Bm25Options = {}): Promise<Bm25Index> {
+    parse(bm25OptionsSchema, options, 'BM25 options');
+    if (!Array.isArray(docs)) throw new QuorumError('ERR_ARG', 'BM25 needs an array of { id, text } documents');
+    docs.forEach((d, i) => {
+      if (d === null || typeof d !== 'object' || typeof d.id !== 'string' || typeof d.text !== 'string')
+        throw new QuorumError('ERR_ARG', `document ${i} must be { id: string, text: string }`);
+    });
     const k1 = options.k1 ?? 0.9;
     const b = options.b ?? 0.4;
-    if (!(k1 >= 0) || !(b >= 0 && b <= 1)) throw new QuorumError('ERR_RANGE', 'BM25 needs k1 >= 0 and b in [0, 1]');
     const analyzer = options.analyzer ?? englishAnalyzer();
     const vocab = new Map<string, number>();
     const seen = new Set<string>();
@@ -205,7 +220,9 @@ export class Bm25Index {
   }
 
   private queryRows(queries: readonly string[]) {
-    return queries.map((q) => {
+    if (!Array.isArray(queries)) throw new QuorumError('ERR_ARG', 'BM25 queries must be an array of strings');
+    return queries.map((q, i) => {
+      if (typeof q !== 'string') throw new QuorumError('ERR_ARG', `BM25 query ${i} must be a string, got ${q === null ? 'null' : typeof q}`);
       const counts = new Map<number, number>();
       for (const term of this.analyzer(q)) {
         const t = this.vocab.get(term);

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // The `quorum` command line (commander). Every command exits non-zero with a one-line message on bad input.
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
 
 import { QuorumError } from '../errors.js';
+import { describeError } from './errors.js';
 import { demo } from './demo.js';
 import { EVAL_METHODS, evalCommand } from './eval.js';
 import { encodeCommand } from './encode.js';
@@ -29,9 +30,12 @@ const num = (v: string) => {
 };
 const numbers = (v: string) => list(v).map(num);
 
+// Commander's own errors (unknown option, bad value) go through the same one-line `quorum: ERR_...` report as
+// ours: exitOverride makes them exceptions, and its own error printing is silenced. Subcommands inherit both.
 const program = new Command('quorum')
   .description('Multi-expert dense retrieval: native kernels, indexes, fusion and evaluation')
-  .showHelpAfterError('(add --help for usage)');
+  .exitOverride()
+  .configureOutput({ outputError: () => {} });
 
 program
   .command('demo')
@@ -177,6 +181,12 @@ data
   });
 
 program.parseAsync(process.argv).catch((e: unknown) => {
-  console.error(`quorum: ${e instanceof QuorumError ? `${e.code}: ${e.message}` : e instanceof Error ? e.message : String(e)}`);
+  if (e instanceof CommanderError) {
+    // --help and --version end here too, with exit code 0.
+    if (e.exitCode === 0) process.exit(0);
+    console.error(`quorum: ERR_ARG: ${e.message.replace(/^error: /, '')} (add --help for usage)`);
+    process.exit(1);
+  }
+  console.error(`quorum: ${describeError(e)}`);
   process.exit(1);
 });

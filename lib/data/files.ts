@@ -1,10 +1,62 @@
 // Small file helpers shared by the TypeScript-side formats.
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readFileSync, readdirSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 
 import { QuorumError } from '../errors.js';
 
-/** Writes `bytes` to `path` so that a crash leaves the old file or the new one: a temporary file, fsync, rename. */
+/** Whether process `pid` is still running (EPERM: it is, under another user). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes `<name>.tmp-<pid>-<n>` files beside `path` left by saves whose process is gone (killed mid-write, so
+ * their cleanup never ran). The native indexes do the same (native/common/persist.cc). Best effort.
+ */
+export function removeStaleTemporaries(path: string): void {
+  const prefix = `${basename(path)}.tmp-`;
+  let names: string[];
+  try {
+    names = readdirSync(dirname(path));
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (!name.startsWith(prefix)) continue;
+    const pid = Number(/^(\d+)-/.exec(name.slice(prefix.length))?.[1]);
+    if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid || alive(pid)) continue;
+    try {
+      unlinkSync(join(dirname(path), name));
+    } catch {
+      // raced with another cleaner, or not ours to remove
+    }
+  }
+}
+
+/** fsync of `path`'s directory, so that a rename into it survives a power loss. */
+function syncDirectory(path: string): void {
+  let fd: number | undefined;
+  try {
+    fd = openSync(dirname(path), 'r');
+    fsyncSync(fd);
+  } catch {
+    // some file systems refuse to open or sync a directory; the rename itself happened
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/**
+ * Writes `bytes` to `path` so that a crash leaves the old file or the new one: a temporary file, fsync, rename,
+ * directory fsync. Temporary files of earlier, killed saves to the same path are removed first.
+ */
 export function writeFileAtomic(path: string, bytes: Uint8Array): void {
+  removeStaleTemporaries(path);
   const tmp = `${path}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
   let fd: number | undefined;
   try {
@@ -24,6 +76,7 @@ export function writeFileAtomic(path: string, bytes: Uint8Array): void {
     }
     throw new QuorumError('ERR_IO', `cannot write ${path}: ${(e as Error).message}`);
   }
+  syncDirectory(path);
 }
 
 /** FNV-1a 32 over bytes (a corruption check, not a cryptographic one). */

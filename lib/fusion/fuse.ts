@@ -5,6 +5,7 @@
 import { QuorumError } from '../errors.js';
 import { type Run, type ScoredDoc } from '../eval/ranking.js';
 import { hybridFuse } from '../hybrid.js';
+import { checkRun, count, finite, parse, positiveInt, z } from '../validate.js';
 import { type Normalization, type RankedList, bordaMissing, normalizeLists, sortList } from './normalize.js';
 
 export type FusionMethod =
@@ -97,6 +98,32 @@ export interface FuseOptions {
   normalization?: boolean;
   weightOnDense?: boolean;
 }
+
+const NORMALIZATIONS = ['none', 'min-max', 'min-max-inverted', 'max', 'sum', 'zmuv', 'rank', 'borda'] as const;
+const MISSING = ['zero', 'min', 'kth', 'exclude', '-inf', '+inf'] as const;
+const nonNegative = finite.nonnegative();
+
+const fuseOptionsSchema = z
+  .object({
+    norm: z.enum(NORMALIZATIONS).optional(),
+    missing: z.enum(MISSING).optional(),
+    k: positiveInt.optional(),
+    depth: positiveInt.optional(),
+    weights: z.array(finite).optional(),
+    rrfK: nonNegative.optional(),
+    gamma: finite.optional(),
+    // rbc's persistence: (1 - phi) phi^r must stay a decreasing positive weight
+    phi: finite.gt(0).lt(1).optional(),
+    sigma: finite.positive().optional(),
+    window: count.optional(),
+    segments: positiveInt.optional(),
+    trained: z.object({ method: z.string(), tables: z.array(z.array(z.number())), maps: z.array(z.number()).optional() }).optional(),
+    confidence: z.union([z.array(nonNegative), z.map(z.string(), z.array(nonNegative))]).optional(),
+    alpha: finite.optional(),
+    normalization: z.boolean().optional(),
+    weightOnDense: z.boolean().optional(),
+  })
+  .strict();
 
 /** ranx normalizes with min-max unless told otherwise; MUF, CAME's raw and rank variants and the hybrid use raw scores. */
 export function defaultNormalization(method: FusionMethod): Normalization {
@@ -347,10 +374,12 @@ function fuseQuery(qid: string, lists: RankedList[], method: FusionMethod, o: Fu
 }
 
 function confidenceFor(qid: string, n: number, o: FuseOptions): number[] {
-  const c = o.confidence instanceof Map ? o.confidence.get(qid) : (o.confidence as readonly number[] | undefined);
-  const out = Array.from({ length: n }, (_, i) => c?.[i] ?? 1);
-  if (out.some((x) => !Number.isFinite(x) || x < 0)) throw new QuorumError('ERR_RANGE', `MUF confidences must be finite and >= 0 (query ${qid})`);
-  return out;
+  // MUF without its confidences would silently weigh every expert 1: that is 'sum', not MUF.
+  if (o.confidence === undefined) throw new QuorumError('ERR_ARG', "muf needs 'confidence' (one per run, or a Map of them per query)");
+  const c = o.confidence instanceof Map ? o.confidence.get(qid) : (o.confidence as readonly number[]);
+  if (c === undefined) throw new QuorumError('ERR_ARG', `muf: no confidences for query ${qid}`);
+  if (c.length !== n) throw new QuorumError('ERR_SHAPE', `muf: ${c.length} confidences for ${n} runs (query ${qid})`);
+  return [...c];
 }
 
 // Segment edges of SegFuse (SPEC §2.5).
@@ -447,10 +476,10 @@ function listsFor(runs: readonly Run[], qid: string, norm: Normalization): Ranke
  * fuse(expertRuns, 'came-sum', { k: 100 });                          // missing -> each expert's 100th score
  */
 export function fuse(runs: readonly Run[], method: FusionMethod, options: FuseOptions = {}): Map<string, ScoredDoc[]> {
-  if (runs.length === 0) throw new QuorumError('ERR_ARG', 'fuse needs at least one run');
-  if (options.depth !== undefined && !(Number.isInteger(options.depth) && options.depth > 0))
-    throw new QuorumError('ERR_RANGE', 'depth must be a positive integer');
-  if (options.k !== undefined && !(Number.isInteger(options.k) && options.k > 0)) throw new QuorumError('ERR_RANGE', 'k must be a positive integer');
+  if (!Array.isArray(runs) || runs.length === 0) throw new QuorumError('ERR_ARG', 'fuse needs an array of at least one run');
+  if (typeof method !== 'string') throw new QuorumError('ERR_ARG', 'fuse needs a method name');
+  parse(fuseOptionsSchema, options, 'fuse options');
+  runs.forEach((r, i) => checkRun(r, `runs[${i}]`));
   const norm = options.norm ?? defaultNormalization(method);
   const queries = [...new Set(runs.flatMap((r) => [...r.keys()]))];
   const fused = new Map<string, ScoredDoc[]>();

@@ -118,7 +118,7 @@ export class WordPieceTokenizer {
   /** Encodes a batch with the segmentation off the main thread (normalization stays on it). */
   async encodeAsync(texts: readonly string[], options: EncodeOptions = {}): Promise<EncodedBatch> {
     const a = this.args(texts, options);
-    return awaitNative(this.native.encode(a[0], a[1], a[2], a[3], a[4], true) as Promise<EncodedBatch>);
+    return awaitNative(callNative(() => this.native.encode(a[0], a[1], a[2], a[3], a[4], true)) as Promise<EncodedBatch>);
   }
 
   private args(texts: readonly string[], o: EncodeOptions): [string[], string[] | null, number, number, boolean] {

@@ -213,7 +213,7 @@ export class Retriever {
    * rows are the pooled states ([rows, hiddenSize]) before the centre, the head and the normalization.
    */
   async encode(batch: TokenBatchArg, side: 'query' | 'passage', options: EncodeOptions = {}): Promise<Float32Array> {
-    return awaitNative(this.native.encode(batch, side, options.task ?? 0, options.out ?? null, true, options.pooledState) as Promise<Float32Array>);
+    return awaitNative(callNative(() => this.native.encode(batch, side, options.task ?? 0, options.out ?? null, true, options.pooledState)) as Promise<Float32Array>);
   }
 
   encodeSync(batch: TokenBatchArg, side: 'query' | 'passage', options: EncodeOptions = {}): Float32Array {
@@ -222,7 +222,7 @@ export class Retriever {
 
   /** Forward and backward of one batch; gradients add up until {@link step}. */
   async accumulate(batch: TrainBatchArg): Promise<StepStats> {
-    return awaitNative(this.native.accumulate(batch, true) as Promise<StepStats>);
+    return awaitNative(callNative(() => this.native.accumulate(batch, true)) as Promise<StepStats>);
   }
 
   accumulateSync(batch: TrainBatchArg): StepStats {
@@ -231,7 +231,7 @@ export class Retriever {
 
   /** Clips the gradient norm to `clip` (0: off), applies AdamW at `lr`, clears gradients; returns the norm. */
   async step(lr: number, clip: number): Promise<number> {
-    return (await awaitNative(this.native.step(lr, clip, true) as Promise<{ gradNorm: number }>)).gradNorm;
+    return (await awaitNative(callNative(() => this.native.step(lr, clip, true)) as Promise<{ gradNorm: number }>)).gradNorm;
   }
 
   stepSync(lr: number, clip: number): number {
@@ -242,16 +242,16 @@ export class Retriever {
    * @internal Runs the given steps in one native loop (benchmark baseline for the TypeScript trainer's overhead).
    */
   async trainLoopNative(batches: TrainBatchArg[], lrs: Float64Array, clip: number, accumulation = 1) {
-    return awaitNative(this.native.trainLoop(batches, lrs, clip, accumulation, true) as Promise<StepStats & { ms: number }>);
+    return awaitNative(callNative(() => this.native.trainLoop(batches, lrs, clip, accumulation, true)) as Promise<StepStats & { ms: number }>);
   }
 
   /** Parameters and optimizer state to one file (written atomically). */
   async save(path: string): Promise<void> {
-    await awaitNative(this.native.save(path, true) as Promise<object>);
+    await awaitNative(callNative(() => this.native.save(path, true)) as Promise<object>);
   }
 
   /** Restores {@link save}'s file into a model of the same configuration; a bad file changes nothing. */
   async load(path: string): Promise<void> {
-    await awaitNative(this.native.load(path, true) as Promise<object>);
+    await awaitNative(callNative(() => this.native.load(path, true)) as Promise<object>);
   }
 }

@@ -51,7 +51,7 @@ export class TokenTable {
    * @example
    * const table = await TokenTable.passages(tok, corpus, 128);
    */
-  static passages(tokenizer: WordPieceTokenizer, passages: readonly PassageText[], maxLength: number): Promise<TokenTable> {
+  static async passages(tokenizer: WordPieceTokenizer, passages: readonly PassageText[], maxLength: number): Promise<TokenTable> {
     return TokenTable.build(
       tokenizer,
       passages.map((p) => p.title),

@@ -1,11 +1,14 @@
 #include "persist.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 
 namespace quorum::persist {
@@ -14,6 +17,42 @@ namespace {
 constexpr uint64_t kPrime = 1099511628211ull;
 
 std::string errno_text() { return std::strerror(errno); }
+
+std::pair<std::string, std::string> split_path(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return {".", path};
+  return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
+}
+
+// Removes `<name>.tmp-<pid>-<n>` files beside `path` whose writer process is gone: a save killed mid-write
+// (kill -9, power loss) cannot run its destructor, and each such file can be as large as the index. Files of a
+// live process (another save in progress, in this process or another) are left alone. Best effort: errors are
+// ignored, since the save itself does not depend on it.
+void remove_stale_temporaries(const std::string& path) {
+  const auto [dir, name] = split_path(path);
+  const std::string prefix = name + ".tmp-";
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string f = e->d_name;
+    if (f.compare(0, prefix.size(), prefix) != 0) continue;
+    char* end = nullptr;
+    const long pid = std::strtol(f.c_str() + prefix.size(), &end, 10);
+    if (pid <= 0 || !end || *end != '-') continue;
+    if (pid == long(::getpid())) continue;
+    if (::kill(pid_t(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge (EPERM)
+    ::unlink((dir + "/" + f).c_str());
+  }
+  ::closedir(d);
+}
+
+// Makes a rename durable: the directory entry itself must reach the disk.
+void sync_directory(const std::string& path) {
+  const int fd = ::open(split_path(path).first.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;  // some file systems do not let a directory be opened; the rename still happened
+  ::fsync(fd);
+  ::close(fd);
+}
 
 }  // namespace
 
@@ -55,6 +94,7 @@ uint64_t word_hash(const uint8_t* p, size_t n) {
 }
 
 AtomicFile::AtomicFile(const std::string& path) : path_(path) {
+  remove_stale_temporaries(path);
   std::random_device rd;
   tmp_ = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(rd());
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -102,6 +142,7 @@ void AtomicFile::commit() {
   if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
     throw Error("ERR_IO", "cannot rename " + tmp_ + " to " + path_ + ": " + errno_text());
   done_ = true;
+  sync_directory(path_);
 }
 
 std::vector<uint8_t> read_file(const std::string& path) {

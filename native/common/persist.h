@@ -57,7 +57,9 @@ struct Reader {
 };
 
 // Writes `path` so that a crash leaves either the old file or the complete new one: pieces go to a temporary
-// file beside it; commit() fsyncs and renames it over `path`. ERR_IO on failure.
+// file beside it (`<path>.tmp-<pid>-<n>`); commit() fsyncs it, renames it over `path` and fsyncs the directory.
+// Opening one removes the temporary files that earlier, killed saves to the same path left (their process is
+// gone). ERR_IO on failure.
 class AtomicFile {
  public:
   explicit AtomicFile(const std::string& path);

@@ -26,6 +26,7 @@
 #include "../common/error.h"
 #include "../common/persist.h"
 #include "../common/thread_pool.h"
+#include "faiss_checks.h"
 #include "simd_flat.h"
 
 namespace quorum::index {
@@ -59,18 +60,130 @@ void check_finite(const float* x, size_t count, const char* what) {
 }
 
 // faiss's reader over bytes we have already checked; a short read makes faiss throw, which becomes ERR_FORMAT.
+//
+// faiss sizes its allocations from counts in the payload before it reads what they count (a vector's length,
+// then resize, then the data; an inverted-list table's sizes, then every list resized at once). A corrupt count
+// would allocate and zero-fill gigabytes before the short read is noticed. So the reader refuses (as a short
+// read) any count that the bytes left cannot hold:
+//   - a single 8-byte field (every vector length, and the header's scalars) above max(bytes left, 2^20): the
+//     only legitimate 8-byte field that may exceed what follows is the header's constant 2^20;
+//   - the list sizes after an "ilar" (ArrayInvertedLists) tag, whose codes and ids must fit in the bytes left.
 struct SpanReader : faiss::IOReader {
   const uint8_t* p;
   size_t n, at = 0;
+  // After "ilar": 1 nlist, 2 code_size, 3 list type, 4 sizes length, 5 the sizes; 0 otherwise.
+  int ilar_stage = 0;
+  uint64_t ilar_code_size = 0;
+  bool ilar_sparse = false;
   SpanReader(const uint8_t* data, size_t size) : p(data), n(size) {}
+
   size_t operator()(void* ptr, size_t size, size_t nitems) override {
     if (size == 0) return 0;
     const size_t items = std::min(nitems, (n - at) / size);
     std::memcpy(ptr, p + at, items * size);
     at += items * size;
-    return items;
+    if (items != nitems) return items;
+    return plausible(ptr, size, nitems) ? items : 0;
+  }
+
+ private:
+  bool plausible(const void* ptr, size_t size, size_t nitems) {
+    const size_t left = n - at;
+    if (size == 8 && nitems == 1) {
+      uint64_t v;
+      std::memcpy(&v, ptr, 8);
+      if (v > std::max<uint64_t>(left, uint64_t(1) << 20)) return false;
+      if (ilar_stage == 2) ilar_code_size = v;
+    }
+    if (size == 4 && nitems == 1) {
+      // Types faiss itself crashes on while reading a corrupt payload, and that DenseIndex never nests: an id
+      // map (rebuilds its reverse map from ntotal ids without checking there are that many; DenseIndex reads its
+      // own top-level one, see read_payload), and HNSW over PQ (computes a table through a cast it does not check).
+      uint32_t tag;
+      std::memcpy(&tag, ptr, 4);
+      if (tag == faiss::fourcc("IxM2") || tag == faiss::fourcc("IxMp") || tag == faiss::fourcc("IHNp")) return false;
+    }
+    if (ilar_stage == 3 && size == 4 && nitems == 1) {
+      uint32_t list_type;
+      std::memcpy(&list_type, ptr, 4);
+      ilar_sparse = list_type == faiss::fourcc("sprs");
+    }
+    if (ilar_stage == 5) {
+      // Every list's codes and ids follow: they must fit in what is left.
+      const auto* sizes = static_cast<const uint64_t*>(ptr);
+      uint64_t total = 0;
+      for (size_t i = ilar_sparse ? 1 : 0; i < nitems; i += ilar_sparse ? 2 : 1) {
+        if (sizes[i] > left) return false;
+        total += sizes[i];
+        if (total > left) return false;
+      }
+      if (total > 0 && (ilar_code_size + 8) > left / total) return false;
+      ilar_stage = 0;
+    } else if (ilar_stage > 0) {
+      ++ilar_stage;
+    }
+    if (size == 4 && nitems == 1) {
+      uint32_t tag;
+      std::memcpy(&tag, ptr, 4);
+      if (tag == faiss::fourcc("ilar")) ilar_stage = 1;
+    }
+    return true;
   }
 };
+
+// faiss's read_index over exactly these bytes (ERR_FORMAT for anything else).
+std::unique_ptr<faiss::Index> read_faiss(const uint8_t* p, size_t n) {
+  SpanReader reader(p, n);
+  std::unique_ptr<faiss::Index> out;
+  try {
+    // IVF-PQ's precomputed table is built from the coarse centroids and codebooks: only after they are checked.
+    out.reset(faiss::read_index(&reader, faiss::IO_FLAG_SKIP_PRECOMPUTE_TABLE));
+  } catch (const std::exception& e) {
+    // faiss's own checks, and allocations sized by a corrupt field (bad_alloc, length_error)
+    throw Error("ERR_FORMAT", std::string("dense index payload is corrupt: ") + e.what());
+  }
+  if (reader.at != n) throw Error("ERR_FORMAT", "dense index payload has trailing bytes");
+  return out;
+}
+
+// The payload. faiss's IndexIDMap2 reader rebuilds the reverse map from the header's ntotal without checking
+// that the id vector holds that many (an out-of-bounds read on a corrupt file), so DenseIndex reads the
+// top-level id map itself: fourcc "IxM2", faiss's index header, the wrapped index, then the ids (a u64 count
+// and the ids), which end the payload.
+std::unique_ptr<faiss::Index> read_payload(const uint8_t* p, size_t n) {
+  if (n < 4 || std::memcmp(p, "IxM2", 4) != 0) return read_faiss(p, n);
+  persist::Reader r{p, n, 4, "dense index payload"};
+  const int32_t d = r.get<int32_t>();
+  const int64_t ntotal = r.get<int64_t>();
+  r.get<int64_t>();
+  r.get<int64_t>();
+  const bool is_trained = r.get<uint8_t>() != 0;
+  const int32_t metric = r.get<int32_t>();
+  if (metric != faiss::METRIC_INNER_PRODUCT && metric != faiss::METRIC_L2)
+    throw Error("ERR_FORMAT", "dense index payload is corrupt: id map metric");
+  if (ntotal < 0 || n - r.at < 8 || uint64_t(ntotal) > (n - r.at - 8) / 8) throw Error("ERR_FORMAT", "dense index payload is corrupt: id count");
+  const size_t ids_at = n - 8 * size_t(ntotal);
+  uint64_t count;
+  std::memcpy(&count, p + ids_at - 8, 8);
+  if (count != uint64_t(ntotal) || ids_at - 8 < r.at) throw Error("ERR_FORMAT", "dense index payload is corrupt: id map size");
+  std::unique_ptr<faiss::Index> sub = read_faiss(p + r.at, ids_at - 8 - r.at);
+  if (sub->d != d || sub->ntotal != ntotal || sub->metric_type != faiss::MetricType(metric))
+    throw Error("ERR_FORMAT", "dense index payload is corrupt: the id map does not match the index below it");
+  auto map = std::make_unique<faiss::IndexIDMap2>();
+  map->d = d;
+  map->ntotal = ntotal;
+  map->is_trained = is_trained;
+  map->metric_type = faiss::MetricType(metric);
+  map->id_map.resize(size_t(ntotal));
+  std::memcpy(map->id_map.data(), p + ids_at, 8 * size_t(ntotal));
+  map->rev_map.reserve(size_t(ntotal));
+  for (size_t i = 0; i < map->id_map.size(); ++i)
+    if (map->id_map[i] < 0 || !map->rev_map.emplace(map->id_map[i], Idx(i)).second)
+      throw Error("ERR_FORMAT", "dense index payload is corrupt: negative or repeated ids");
+  map->index = sub.release();
+  map->own_fields = true;
+  return map;
+}
 
 // faiss's writer into one of our sinks, hashing as it goes.
 template <class Sink>
@@ -111,6 +224,7 @@ DenseIndex::DenseIndex(const DenseIndexOptions& options) : options_(options) {
   std::unique_ptr<faiss::Index> made(faiss_call("ERR_ARG", "faiss cannot build '" + options_.factory + "'", [&] {
     return faiss::index_factory(int(stored_dim()), options_.factory.c_str(), metric);
   }));
+  check_built(made.get());
   if (faiss::IndexIVF* ivf = faiss::ivflib::try_extract_index_ivf(made.get())) {
     // IVF keeps ids itself; the hash-table direct map makes remove and reconstruct by id work.
     ivf->set_direct_map_type(faiss::DirectMap::Hashtable);
@@ -350,11 +464,13 @@ void DenseIndex::search_locked(const float* q, size_t n, size_t k, const SearchO
   }
 }
 
-void DenseIndex::reconstruct(const int64_t* ids, size_t n, float* out) const {
+std::vector<float> DenseIndex::reconstruct(const int64_t* ids, size_t n) const {
   std::shared_lock<std::shared_mutex> lock(mutex_);
   for (size_t i = 0; i < n; ++i)
     if (!contains(ids[i])) throw Error("ERR_NOT_FOUND", "id " + std::to_string(ids[i]) + " is not in the index");
   const size_t d = options_.dim, sd = stored_dim();
+  std::vector<float> result(n * d);
+  float* out = result.data();
   std::vector<float> buf(sd);
   faiss_call("ERR_UNSUPPORTED", "faiss cannot reconstruct from '" + options_.factory + "'", [&] {
     for (size_t i = 0; i < n; ++i) {
@@ -362,6 +478,7 @@ void DenseIndex::reconstruct(const int64_t* ids, size_t n, float* out) const {
       std::memcpy(out + i * d, buf.data(), d * sizeof(float));
     }
   });
+  return result;
 }
 
 size_t DenseIndex::size() const {
@@ -464,10 +581,12 @@ std::unique_ptr<DenseIndex> DenseIndex::from_bytes(const uint8_t* data, size_t n
   uint64_t payload;
   std::memcpy(&payload, data + n - 16, 8);
   if (payload != r.n - r.at) throw Error("ERR_FORMAT", "dense index sizes are corrupt");
-  SpanReader reader(data + r.at, payload);
-  out->top_.reset(faiss_call("ERR_FORMAT", "dense index payload is corrupt", [&] { return faiss::read_index(&reader); }));
-  if (reader.at != payload) throw Error("ERR_FORMAT", "dense index data has trailing bytes");
+  out->top_ = read_payload(data + r.at, payload);
+  // faiss trusts the sizes and links inside the payload: check them before anything searches it.
+  check_loaded(out->top_.get());
   out->bind();
+  if (auto* ivfpq = dynamic_cast<faiss::IndexIVFPQ*>(out->core_); ivfpq && ivfpq->is_trained && ivfpq->by_residual)
+    faiss_call("ERR_FORMAT", "dense index payload is corrupt", [&] { ivfpq->precompute_table(); });
   return out;
 }
 

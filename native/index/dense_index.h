@@ -58,7 +58,8 @@ struct SearchOptions {
 
 class DenseIndex {
  public:
-  // ERR_ARG for a factory string faiss rejects or one that asks for IDMap itself, ERR_RANGE for dim 0.
+  // ERR_ARG for a factory string faiss rejects, one that asks for IDMap itself, or parameters that cannot work
+  // (faiss_checks.h), ERR_UNSUPPORTED for an index type outside faiss_checks.h's list, ERR_RANGE for dim 0.
   explicit DenseIndex(const DenseIndexOptions& options);
   ~DenseIndex();
 
@@ -71,9 +72,9 @@ class DenseIndex {
   size_t remove(const int64_t* ids, size_t n);
   // Top-k of n queries into ids / scores [n, k].
   void search(const float* q, size_t n, size_t k, const SearchOptions& opt, int64_t* ids, float* scores) const;
-  // The stored vectors of the given ids into out [n, dim] (approximate for PQ / SQ / PCA). ERR_NOT_FOUND for
-  // an id not held.
-  void reconstruct(const int64_t* ids, size_t n, float* out) const;
+  // The stored vectors of the given ids, [n, dim] (approximate for PQ / SQ / PCA). ERR_NOT_FOUND for an id not
+  // held, checked before the result is allocated.
+  std::vector<float> reconstruct(const int64_t* ids, size_t n) const;
 
   size_t size() const;
   size_t dim() const { return options_.dim; }

@@ -1,11 +1,12 @@
 #include "sparse_index.h"
 
 #include <algorithm>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <mutex>
 #include <string>
+#include <unordered_set>
 
 #include "../common/error.h"
 #include "../common/persist.h"
@@ -31,6 +32,15 @@ void SparseIndex::add(const int64_t* ids, const SparseView& rows, size_t nnz) {
   std::unique_lock<std::shared_mutex> lock(mutex_);
   if (ids_.size() + rows.rows > size_t(std::numeric_limits<uint32_t>::max()))
     throw Error("ERR_RANGE", "a sparse index holds at most 2^32 - 1 documents");
+  // As DenseIndex: -1 marks an empty result slot, and one id twice would fill two slots of one top-k.
+  std::unordered_set<int64_t> batch;
+  batch.reserve(rows.rows);
+  for (size_t i = 0; i < rows.rows; ++i) {
+    if (ids[i] < 0) throw Error("ERR_RANGE", "ids must be >= 0 (-1 marks an empty result slot), got " + std::to_string(ids[i]));
+    if (!batch.insert(ids[i]).second || id_set_.count(ids[i]))
+      throw Error("ERR_DUPLICATE_ID", "id " + std::to_string(ids[i]) + " is already in the index or repeated in the batch");
+  }
+  id_set_.insert(batch.begin(), batch.end());
   int32_t max_term = -1;
   for (size_t e = 0; e < nnz; ++e) max_term = std::max(max_term, rows.indices[e]);
   if (size_t(max_term + 1) > terms_.size()) terms_.resize(size_t(max_term) + 1);
@@ -240,7 +250,12 @@ void SparseIndex::from_bytes(const uint8_t* data, size_t n) {
   if (ndocs > std::numeric_limits<uint32_t>::max()) throw Error("ERR_FORMAT", "sparse index document count is corrupt");
   r.need(ndocs, 8);
   std::vector<int64_t> ids(ndocs);
-  for (auto& id : ids) id = r.get<int64_t>();
+  std::unordered_set<int64_t> id_set;
+  id_set.reserve(ndocs);
+  for (auto& id : ids) {
+    id = r.get<int64_t>();
+    if (id < 0 || !id_set.insert(id).second) throw Error("ERR_FORMAT", "sparse index ids are corrupt (negative or repeated)");
+  }
   r.need(nterms, 8);
   std::vector<uint64_t> counts(nterms);
   uint64_t total = 0;
@@ -254,16 +269,22 @@ void SparseIndex::from_bytes(const uint8_t* data, size_t n) {
   std::vector<std::vector<Posting>> terms(nterms);
   for (size_t t = 0; t < nterms; ++t) {
     terms[t].resize(counts[t]);
+    int64_t previous = -1;
     for (auto& p : terms[t]) {
       p.doc = r.get<uint32_t>();
       p.weight = r.get<float>();
       if (p.doc >= ndocs) throw Error("ERR_FORMAT", "sparse index posting points past the documents");
+      // add() keeps a term's postings in increasing document order, which the searches rely on.
+      if (int64_t(p.doc) <= previous) throw Error("ERR_FORMAT", "sparse index postings are out of order");
+      if (!std::isfinite(p.weight)) throw Error("ERR_FORMAT", "sparse index holds a non-finite weight");
+      previous = p.doc;
     }
   }
   if (r.at != r.n) throw Error("ERR_FORMAT", "sparse index data has trailing bytes");
   std::unique_lock<std::shared_mutex> lock(mutex_);
   terms_ = std::move(terms);
   ids_ = std::move(ids);
+  id_set_ = std::move(id_set);
   postings_ = npost;
   refresh_bounds();
 }

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <shared_mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "splade.h"
@@ -36,7 +37,8 @@ class SparseIndex {
  public:
   // Adds n documents: doc i has ids[i] and entries rows.offsets[i] .. rows.offsets[i + 1]. Term ids must be
   // >= 0 and weights finite (ERR_RANGE / ERR_NONFINITE; nothing is added then). Term ids need not be sorted;
-  // a repeated term within a document adds up.
+  // a repeated term within a document adds up. Ids must be >= 0 (ERR_RANGE) and new: an id already held or
+  // repeated in the batch is ERR_DUPLICATE_ID, and the batch adds nothing.
   void add(const int64_t* ids, const SparseView& rows, size_t nnz);
   // For each query row: the k best documents by sparse dot product. ids/scores are [q.rows, k].
   void search(const SparseView& q, size_t nnz, size_t k, int64_t* ids, float* scores,
@@ -68,6 +70,7 @@ class SparseIndex {
   mutable std::shared_mutex mutex_;
   std::vector<std::vector<Posting>> terms_;
   std::vector<int64_t> ids_;
+  std::unordered_set<int64_t> id_set_;  // ids_ as a set: duplicates are ERR_DUPLICATE_ID
   std::vector<float> max_weight_, min_weight_;  // per term, for MaxScore's bounds
   size_t postings_ = 0;
 };

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "../common/error.h"
 #include "../index/dense_index.h"
@@ -38,6 +39,28 @@ ArrayArg<float, napi_float32_array> f32_arg(const Napi::Value& v, const char* wh
 }
 ArrayArg<int64_t, napi_bigint64_array> i64_arg(const Napi::Value& v, const char* what) {
   return array_arg<int64_t, napi_bigint64_array>(v, what, "BigInt64Array");
+}
+
+// The most result slots (rows x k, or ids x dim) one call returns: 2^31 elements is 16 GiB of ids already, and
+// past V8's typed-array limits on some builds.
+constexpr size_t kMaxResultSlots = size_t(1) << 31;
+
+// A JS ArrayBuffer over a vector's memory (no copy), freed with the buffer; V8 hears of its size so that GC
+// runs as often as the memory warrants.
+template <class T>
+Napi::ArrayBuffer external_buffer(Napi::Env env, std::vector<T>&& v) {
+  if (v.empty()) return Napi::ArrayBuffer::New(env, 0);
+  auto* held = new std::vector<T>(std::move(v));
+  const int64_t bytes = int64_t(held->size() * sizeof(T));
+  Napi::ArrayBuffer ab = Napi::ArrayBuffer::New(
+      env, held->data(), size_t(bytes),
+      [bytes](Napi::Env env, void*, std::vector<T>* h) {
+        Napi::MemoryManagement::AdjustExternalMemory(env, -bytes);
+        delete h;
+      },
+      held);
+  Napi::MemoryManagement::AdjustExternalMemory(env, bytes);
+  return ab;
 }
 
 // An optional count (undefined -> 0).
@@ -155,6 +178,8 @@ class DenseIndexObject : public Napi::ObjectWrap<DenseIndexObject> {
   }
 
   // search(q, k, efSearch, nprobe, async) -> { ids: BigInt64Array [rows * k], scores: Float32Array, rows, k }
+  // The results are allocated natively by the work (a size V8 cannot hold is ERR_RANGE / ERR_NOMEM, never
+  // V8's fatal allocation failure) and handed to JS as external buffers without a copy.
   Napi::Value Search(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       Napi::Env env = info.Env();
@@ -162,37 +187,49 @@ class DenseIndexObject : public Napi::ObjectWrap<DenseIndexObject> {
       auto q = f32_arg(info[0], "queries");
       const size_t n = rows_of(q.length, index->dim(), "queries");
       const size_t k = k_arg(info[1]);
+      if (n > kMaxResultSlots / k)
+        throw Error("ERR_RANGE", std::to_string(n) + " queries x k " + std::to_string(k) + " result slots exceed 2^31: search in batches");
       index::SearchOptions opt;
       opt.ef_search = count_arg(info[2], "efSearch");
       opt.nprobe = count_arg(info[3], "nprobe");
-      auto ids = Napi::BigInt64Array::New(env, n * k);
-      auto scores = Napi::Float32Array::New(env, n * k);
       Napi::Object result = Napi::Object::New(env);
-      result.Set("ids", ids);
-      result.Set("scores", scores);
       result.Set("rows", Napi::Number::New(env, double(n)));
       result.Set("k", Napi::Number::New(env, double(k)));
       const float* qp = q.data;
-      int64_t* ip = ids.Data();
-      float* sp = scores.Data();
-      return run_work(env, flag(info[4]), {q.object, ids, scores}, result,
-                      [=] { index->search(qp, n, k, opt, ip, sp); });
+      auto ids = std::make_shared<std::vector<int64_t>>();
+      auto scores = std::make_shared<std::vector<float>>();
+      return run_work(
+          env, flag(info[4]), {q.object}, result,
+          [=] {
+            ids->resize(n * k);
+            scores->resize(n * k);
+            index->search(qp, n, k, opt, ids->data(), scores->data());
+          },
+          [ids, scores, n, k](Napi::Env env, Napi::Object result) {
+            result.Set("ids", Napi::BigInt64Array::New(env, n * k, external_buffer(env, std::move(*ids)), 0));
+            result.Set("scores", Napi::Float32Array::New(env, n * k, external_buffer(env, std::move(*scores)), 0));
+          });
     });
   }
 
-  // reconstruct(ids, async) -> { vectors: Float32Array [n * dim] }
+  // reconstruct(ids, async) -> { vectors: Float32Array [n * dim] }; the ids are checked before anything is
+  // allocated, and the vectors allocated natively (see search).
   Napi::Value Reconstruct(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       Napi::Env env = info.Env();
       auto index = held();
       auto ids = i64_arg(info[0], "ids");
-      auto out = Napi::Float32Array::New(env, ids.length * index->dim());
-      Napi::Object result = Napi::Object::New(env);
-      result.Set("vectors", out);
       const int64_t* ip = ids.data;
       const size_t n = ids.length;
-      float* op = out.Data();
-      return run_work(env, flag(info[1]), {ids.object, out}, result, [=] { index->reconstruct(ip, n, op); });
+      if (n > kMaxResultSlots / index->dim())
+        throw Error("ERR_RANGE", std::to_string(n) + " ids x dim " + std::to_string(index->dim()) + " floats exceed 2^31: reconstruct in batches");
+      auto out = std::make_shared<std::vector<float>>();
+      return run_work(
+          env, flag(info[1]), {ids.object}, Napi::Object::New(env), [=] { *out = index->reconstruct(ip, n); },
+          [out](Napi::Env env, Napi::Object result) {
+            const size_t len = out->size();
+            result.Set("vectors", Napi::Float32Array::New(env, len, external_buffer(env, std::move(*out)), 0));
+          });
     });
   }
 

@@ -128,7 +128,18 @@ TensorObject* TensorObject::From(Napi::Env env, const Napi::Value& v, const char
   if (!IsTensor(env, v)) throw Error("ERR_ARG", std::string(what) + " must be a Tensor");
   TensorObject* t = Napi::ObjectWrap<TensorObject>::Unwrap(v.As<Napi::Object>());
   if (t->disposed_) throw Error("ERR_DISPOSED", std::string(what) + " was disposed");
+  if (!t->borrowed_.IsEmpty()) t->RefreshBorrowed(what);
   return t;
+}
+
+void TensorObject::RefreshBorrowed(const char* what) {
+  // The borrowed array's memory belongs to V8: a transfer (postMessage, structuredClone) detaches the buffer and
+  // moves the memory elsewhere, so the address taken at wrap time may be freed. Re-read it at every use.
+  Napi::TypedArray ta = borrowed_.Value().As<Napi::TypedArray>();
+  Napi::ArrayBuffer ab = ta.ArrayBuffer();
+  if (ab.IsDetached() || ta.ByteLength() != bytes_)
+    throw Error("ERR_DISPOSED", std::string(what) + " wraps a buffer that was transferred or detached");
+  ptr_ = bytes_ ? static_cast<uint8_t*>(ab.Data()) + ta.ByteOffset() : nullptr;
 }
 
 void TensorObject::FreeOwned(Napi::Env env) {

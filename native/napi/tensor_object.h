@@ -1,6 +1,8 @@
 // The native object behind lib/tensor.ts. It either owns 64-byte-aligned memory (exposed to JS as an external
 // ArrayBuffer, so a typed-array view is zero-copy) or borrows the memory of a JS typed array (held by a
-// reference for as long as the tensor lives).
+// reference for as long as the tensor lives; its address is re-read at every use, so a transferred buffer is
+// ERR_DISPOSED rather than freed memory). A transfer while an async kernel runs is not caught: do not transfer a
+// wrapped buffer before the kernel's Promise settles.
 //
 // dispose() detaches the ArrayBuffer (every JS view becomes empty) and frees the memory at once, or, while an
 // async kernel still uses the tensor (pins > 0), when the last such kernel finishes. A tensor that is never
@@ -55,6 +57,9 @@ class TensorObject : public Napi::ObjectWrap<TensorObject> {
   Napi::Value Device(const Napi::CallbackInfo& info);
   Napi::Value Owned(const Napi::CallbackInfo& info);
   void FreeOwned(Napi::Env env);
+  // A borrowed tensor's address, re-read from its typed array; ERR_DISPOSED once that array's buffer was
+  // transferred or detached.
+  void RefreshBorrowed(const char* what);
 
   std::shared_ptr<AlignedBuffer> owned_;  // shared with the external ArrayBuffer's finalizer
   Napi::ObjectReference borrowed_;        // the borrowed typed array

@@ -3,8 +3,10 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <sstream>
 
 #include "../common/error.h"
+#include "../common/persist.h"
 
 namespace quorum::torchx {
 namespace {
@@ -231,17 +233,18 @@ void Retriever::save(const std::string& path) const {
       archive.write("v" + std::to_string(i), v_[i]);
     }
   }
-  const std::string tmp = path + ".tmp";
+  // Serialized to memory, then written like every index (persist::AtomicFile: temporary file, fsync, rename,
+  // directory fsync, stale temporaries of killed saves removed).
+  std::ostringstream bytes;
   try {
-    archive.save_to(tmp);
+    archive.save_to(bytes);
   } catch (const c10::Error& e) {
-    std::remove(tmp.c_str());
-    throw Error("ERR_IO", "cannot write " + path + ": " + e.what_without_backtrace());
+    throw Error("ERR_NATIVE", std::string("cannot serialize the checkpoint: ") + e.what_without_backtrace());
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw Error("ERR_IO", "cannot rename " + tmp + " to " + path);
-  }
+  const std::string data = std::move(bytes).str();
+  persist::AtomicFile file(path);
+  file.write(reinterpret_cast<const uint8_t*>(data.data()), data.size());
+  file.commit();
 }
 
 void Retriever::load(const std::string& path) {

@@ -1,0 +1,70 @@
+// Checks of the option objects and plain inputs the TypeScript API takes, through one schema library (zod), so
+// that every bad value becomes a QuorumError with a code: ERR_ARG for a wrong type or unknown key, ERR_RANGE for
+// a value out of range (NaN and infinities included). Large arrays (runs, hit lists) are checked by the loops
+// below instead: a schema per element costs too much on a 100k-document run.
+import { z } from 'zod';
+
+import { QuorumError } from './errors.js';
+
+export { z };
+
+/** A finite number (NaN and infinities are out of range). */
+export const finite = z.number().finite();
+/** An integer >= 1. */
+export const positiveInt = z.number().int().positive();
+/** An integer >= 0. */
+export const count = z.number().int().nonnegative();
+
+function codeOf(issue: z.ZodIssue): 'ERR_ARG' | 'ERR_RANGE' {
+  switch (issue.code) {
+    case 'too_small':
+    case 'too_big':
+    case 'not_finite':
+    case 'not_multiple_of':
+      return 'ERR_RANGE';
+    case 'invalid_type':
+      // NaN for a number, and a fraction for an integer, are values out of range rather than wrong types
+      return issue.received === 'nan' || (issue.expected === 'integer' && issue.received === 'float') ? 'ERR_RANGE' : 'ERR_ARG';
+    case 'custom':
+      return (issue.params as { code?: string } | undefined)?.code === 'ERR_RANGE' ? 'ERR_RANGE' : 'ERR_ARG';
+    default:
+      return 'ERR_ARG';
+  }
+}
+
+/**
+ * `value` checked against `schema`; the first problem is a QuorumError naming `what` and the path to the bad
+ * field, e.g. "fuse options.rrfK: Number must be greater than or equal to 0".
+ */
+export function parse<S extends z.ZodTypeAny>(schema: S, value: unknown, what: string): z.output<S> {
+  const r = schema.safeParse(value);
+  if (r.success) return r.data;
+  let issue = r.error.issues[0] as z.ZodIssue;
+  // Of a union (an array or a Map of them), report why the first alternative failed.
+  while (issue.code === 'invalid_union' && issue.unionErrors[0]?.issues[0]) issue = issue.unionErrors[0].issues[0];
+  const path = issue.path.length ? `.${issue.path.join('.')}` : '';
+  throw new QuorumError(codeOf(issue), `${what}${path}: ${issue.message}`);
+}
+
+/** A ranked list of `{ id, score }` with string (or number / bigint, `ids`) ids and finite scores. */
+export function checkHits(list: unknown, what: string, ids: 'string' | 'any' = 'any'): void {
+  if (!Array.isArray(list)) throw new QuorumError('ERR_ARG', `${what} must be an array of { id, score }`);
+  for (let i = 0; i < list.length; i++) {
+    const h = list[i] as { id?: unknown; score?: unknown } | null;
+    if (h === null || typeof h !== 'object') throw new QuorumError('ERR_ARG', `${what}[${i}] must be { id, score }`);
+    const t = typeof h.id;
+    if (ids === 'string' ? t !== 'string' : t !== 'string' && t !== 'number' && t !== 'bigint')
+      throw new QuorumError('ERR_ARG', `${what}[${i}].id must be a ${ids === 'string' ? 'string' : 'string, number or bigint'}`);
+    if (typeof h.score !== 'number') throw new QuorumError('ERR_ARG', `${what}[${i}].score must be a number, got ${typeof h.score}`);
+    if (!Number.isFinite(h.score)) throw new QuorumError('ERR_RANGE', `${what}[${i}].score must be finite, got ${h.score}`);
+  }
+}
+
+/** A run: a Map from query id to its `{ id, score }` list. */
+export function checkRun(run: unknown, what: string): void {
+  if (!(run instanceof Map)) throw new QuorumError('ERR_ARG', `${what} must be a Map from query id to [{ id, score }]`);
+  for (const [qid, list] of run) {
+    if (typeof qid !== 'string') throw new QuorumError('ERR_ARG', `${what} has a query id that is not a string`);
+    checkHits(list, `${what}[${qid}]`, 'string');
+  }
+}
