@@ -58,8 +58,12 @@ function topKResult(r: { ids: NativeTensorHandle; scores: NativeTensorHandle }):
   const ids = Tensor.fromHandle<'i32'>(r.ids);
   const scores = Tensor.fromHandle<'f32'>(r.scores);
   const [rows = 0, k = 0] = ids.shape;
-  const idv = ids.data;
-  const sv = scores.data;
+  // Copied to V8's memory (rows x k, small beside the kernel's work) and the native tensors freed now: their
+  // finalizers would run only when the event loop turns, so a Sync loop that never yields held every result.
+  const idv = ids.data.slice();
+  const sv = scores.data.slice();
+  ids.dispose();
+  scores.dispose();
   return {
     ids: idv,
     scores: sv,
@@ -93,9 +97,20 @@ export async function scoreTopK(queries: QueryInput, corpus: MatrixInput, k: num
 export function scoreTopKSync(queries: QueryInput, corpus: MatrixInput, k: number, options: DenseOptions = {}): TopKResult {
   const core = coreAddon();
   const [q, c] = operands(queries, corpus);
-  return topKResult(callNative(() => core.scoreTopK(q.handle, c.handle, k, options.checkFinite === true, false)) as {
-    ids: NativeTensorHandle;
-    scores: NativeTensorHandle;
+  try {
+    return topKResult(callNative(() => core.scoreTopK(q.handle, c.handle, k, options.checkFinite === true, false)) as {
+      ids: NativeTensorHandle;
+      scores: NativeTensorHandle;
+    });
+  } finally {
+    releaseWraps([q, c], [queries, corpus]);
+  }
+}
+
+/** Drops the wraps this module made around the caller's arrays at once (not the caller's own Tensors). */
+function releaseWraps(made: readonly Tensor[], given: readonly unknown[]): void {
+  made.forEach((t, i) => {
+    if (t !== given[i]) t.dispose();
   });
 }
 

@@ -67,7 +67,10 @@ void check_finite(const float* x, size_t count, const char* what) {
 // read) any count that the bytes left cannot hold:
 //   - a single 8-byte field (every vector length, and the header's scalars) above max(bytes left, 2^20): the
 //     only legitimate 8-byte field that may exceed what follows is the header's constant 2^20;
-//   - the list sizes after an "ilar" (ArrayInvertedLists) tag, whose codes and ids must fit in the bytes left.
+//   - the list sizes after an "ilar" (ArrayInvertedLists) tag, whose codes and ids must fit in the bytes left;
+//   - a product quantizer's (d, M, nbits), which faiss divides by and shifts by before checking: after "IxPq"
+//     (IndexPQ) they are the 4th to 6th 8-byte fields (the header has three); after "IwPQ" (IVF-PQ) they follow
+//     code_size, the first run of four 8-byte fields after a 1-byte one (by_residual).
 struct SpanReader : faiss::IOReader {
   const uint8_t* p;
   size_t n, at = 0;
@@ -75,6 +78,10 @@ struct SpanReader : faiss::IOReader {
   int ilar_stage = 0;
   uint64_t ilar_code_size = 0;
   bool ilar_sparse = false;
+  // 1 after "IxPq", 2 after "IwPQ" (waiting for the 1-byte by_residual), 3 counting after it; 0 otherwise.
+  int pq_mode = 0;
+  int pq_count = 0;
+  uint64_t pq_fields[4] = {};
   SpanReader(const uint8_t* data, size_t size) : p(data), n(size) {}
 
   size_t operator()(void* ptr, size_t size, size_t nitems) override {
@@ -87,8 +94,42 @@ struct SpanReader : faiss::IOReader {
   }
 
  private:
+  // (d, M, nbits) of a product quantizer: faiss computes d / M and 1 << nbits, then sizes d << nbits centroids.
+  bool pq_plausible(uint64_t d, uint64_t m, uint64_t nbits, size_t left) const {
+    return m >= 1 && m <= d && d % m == 0 && nbits >= 1 && nbits <= 16 && d <= (left / 4) >> nbits;
+  }
+
+  // Tracks where a product quantizer's fields are (see above); false when they cannot be valid.
+  bool pq_track(size_t size, size_t nitems, const void* ptr, size_t left) {
+    if (pq_mode == 0) return true;
+    const bool field8 = size == 8 && nitems == 1;
+    uint64_t v = 0;
+    if (field8) std::memcpy(&v, ptr, 8);
+    if (pq_mode == 1) {
+      if (!field8) return true;
+      if (++pq_count >= 4) pq_fields[pq_count - 4] = v;
+      if (pq_count < 6) return true;
+      pq_mode = 0;
+      return pq_plausible(pq_fields[0], pq_fields[1], pq_fields[2], left);
+    }
+    if (pq_mode == 2) {
+      if (size == 1 && nitems == 1) pq_mode = 3, pq_count = 0;
+      return true;
+    }
+    if (!field8) {  // the run was not by_residual's: wait for the next 1-byte field
+      pq_mode = size == 1 && nitems == 1 ? 3 : 2;
+      pq_count = 0;
+      return true;
+    }
+    pq_fields[pq_count++] = v;
+    if (pq_count < 4) return true;
+    pq_mode = 0;
+    return pq_plausible(pq_fields[1], pq_fields[2], pq_fields[3], left);
+  }
+
   bool plausible(const void* ptr, size_t size, size_t nitems) {
     const size_t left = n - at;
+    if (!pq_track(size, nitems, ptr, left)) return false;
     if (size == 8 && nitems == 1) {
       uint64_t v;
       std::memcpy(&v, ptr, 8);
@@ -102,6 +143,12 @@ struct SpanReader : faiss::IOReader {
       uint32_t tag;
       std::memcpy(&tag, ptr, 4);
       if (tag == faiss::fourcc("IxM2") || tag == faiss::fourcc("IxMp") || tag == faiss::fourcc("IHNp")) return false;
+      // Legacy and refined PQ layouts, which DenseIndex never writes and whose fields the tracking above does not know.
+      if (tag == faiss::fourcc("IxPQ") || tag == faiss::fourcc("IxPo") || tag == faiss::fourcc("IvPQ") ||
+          tag == faiss::fourcc("IvQR") || tag == faiss::fourcc("IwQR"))
+        return false;
+      if (tag == faiss::fourcc("IxPq")) pq_mode = 1, pq_count = 0;
+      if (tag == faiss::fourcc("IwPQ")) pq_mode = 2, pq_count = 0;
     }
     if (ilar_stage == 3 && size == 4 && nitems == 1) {
       uint32_t list_type;

@@ -4,6 +4,7 @@
 // them referenced until the work ends.
 #include <napi.h>
 
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,11 +46,21 @@ ArrayArg<int64_t, napi_bigint64_array> i64_arg(const Napi::Value& v, const char*
 // past V8's typed-array limits on some builds.
 constexpr size_t kMaxResultSlots = size_t(1) << 31;
 
-// A JS ArrayBuffer over a vector's memory (no copy), freed with the buffer; V8 hears of its size so that GC
-// runs as often as the memory warrants.
+// Results up to this size are copied into V8's own memory, which GC frees directly; Node runs the finalizers
+// of external buffers only when the event loop turns, so a loop of Sync searches that never yields would hold
+// every result until it did. Larger results stay external (no copy, and no V8 allocation that could fail fatally).
+constexpr size_t kCopyResultBytes = size_t(64) << 20;
+
+// A JS ArrayBuffer holding a vector's contents: a V8 copy when small, else the vector's own memory, freed with
+// the buffer, with V8 told of its size so that GC runs as often as the memory warrants.
 template <class T>
 Napi::ArrayBuffer external_buffer(Napi::Env env, std::vector<T>&& v) {
   if (v.empty()) return Napi::ArrayBuffer::New(env, 0);
+  if (v.size() * sizeof(T) <= kCopyResultBytes) {
+    Napi::ArrayBuffer ab = Napi::ArrayBuffer::New(env, v.size() * sizeof(T));
+    std::memcpy(ab.Data(), v.data(), v.size() * sizeof(T));
+    return ab;
+  }
   auto* held = new std::vector<T>(std::move(v));
   const int64_t bytes = int64_t(held->size() * sizeof(T));
   Napi::ArrayBuffer ab = Napi::ArrayBuffer::New(
