@@ -169,6 +169,7 @@ export class Bm25Index {
    * custom analyzer needs that analyzer again (`options.analyzer`), since functions are not saved.
    */
   static fromBuffer(bytes: Uint8Array, options: { analyzer?: Analyzer } = {}): Bm25Index {
+    if (!(bytes instanceof Uint8Array)) throw new QuorumError('ERR_ARG', 'fromBuffer needs a Buffer or Uint8Array');
     const bad = (why: string) => new QuorumError('ERR_FORMAT', `not an intact Quorum BM25 index: ${why}`);
     if (bytes.length < 24 || !BM25_MAGIC.every((c, i) => bytes[i] === c)) throw bad('wrong magic or too short');
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);

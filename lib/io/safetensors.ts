@@ -55,6 +55,7 @@ const bad = (message: string) => new QuorumError('ERR_FORMAT', `safetensors: ${m
  * tensors.get('embeddings.word_embeddings.weight')?.shape; // [30522, 768]
  */
 export function readSafetensors(bytes: Uint8Array): Map<string, SafetensorsTensor> {
+  if (!(bytes instanceof Uint8Array)) throw new QuorumError('ERR_ARG', 'readSafetensors needs a Buffer or Uint8Array');
   const { entries, dataStart } = parseHeader(bytes);
   const out = new Map<string, SafetensorsTensor>();
   for (const e of entries) {

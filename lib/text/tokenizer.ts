@@ -76,7 +76,8 @@ export class WordPieceTokenizer {
 
   /** The id of a token, or -1. */
   idOf(token: string): number {
-    return this.native.idOf(token);
+    if (typeof token !== 'string') throw new QuorumError('ERR_ARG', 'token must be a string');
+    return callNative(() => this.native.idOf(token));
   }
 
   /** The id of the task marker `[unused<i>]` (BERT's vocabulary has [unused0] .. [unused993]). */
@@ -93,6 +94,7 @@ export class WordPieceTokenizer {
 
   /** The WordPiece ids of a text, without framing. */
   ids(text: string): Int32Array {
+    if (typeof text !== 'string') throw new QuorumError('ERR_ARG', `text must be a string, got ${text === null ? 'null' : typeof text}`);
     return callNative(() => this.native.pieces(normalizeBert(text)));
   }
 

@@ -64,6 +64,8 @@ export interface OptimizerOptions {
 
 /** The full configuration a preset expands to. */
 export function retrieverConfig(o: RetrieverOptions): RetrieverConfig {
+  if (o === null || typeof o !== 'object') throw new QuorumError('ERR_ARG', 'Retriever options must be an object ({ preset, encoder, ... })');
+  if (o.encoder !== undefined && (o.encoder === null || typeof o.encoder !== 'object')) throw new QuorumError('ERR_ARG', 'encoder options must be an object');
   const encoder: EncoderConfig = { ...defaultEncoderConfig, ...o.encoder };
   if (o.encoder?.embeddingSize === undefined) encoder.embeddingSize = encoder.hiddenSize;
   if (o.preset === 'taser') encoder.taser = { every: 2, experts: 2, routing: 'det', ...o.taser };
