@@ -15,6 +15,6 @@ const o = new Command()
   .option('--trace <file>', 'write each input here before running it, and its number to stderr (to find a crash)')
   .parse()
   .opts<{ iterations: number; seed: number; kinds: Array<'dense' | 'sparse'>; trace?: string; flips?: string; stride: number }>();
-const report = o.flips ? byteFlips(o.flips, 0x41, o.seed, o.trace, o.stride) : fuzzLoaders(o.iterations, o.seed, o.kinds, o.trace);
+const report = o.flips ? byteFlips(o.flips, 0x41, o.seed, o.trace, o.stride) : await fuzzLoaders(o.iterations, o.seed, o.kinds, o.trace);
 console.log(JSON.stringify({ isa: capabilities().isa, seed: o.seed, ...report }, null, 1));
 if (report.untyped.length) process.exitCode = 1;

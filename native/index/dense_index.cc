@@ -87,7 +87,7 @@ struct SpanReader : faiss::IOReader {
   size_t operator()(void* ptr, size_t size, size_t nitems) override {
     if (size == 0) return 0;
     const size_t items = std::min(nitems, (n - at) / size);
-    std::memcpy(ptr, p + at, items * size);
+    if (items > 0) std::memcpy(ptr, p + at, items * size);  // an empty vector's data() may be null
     at += items * size;
     if (items != nitems) return items;
     return plausible(ptr, size, nitems) ? items : 0;
@@ -222,7 +222,7 @@ std::unique_ptr<faiss::Index> read_payload(const uint8_t* p, size_t n) {
   map->is_trained = is_trained;
   map->metric_type = faiss::MetricType(metric);
   map->id_map.resize(size_t(ntotal));
-  std::memcpy(map->id_map.data(), p + ids_at, 8 * size_t(ntotal));
+  if (ntotal > 0) std::memcpy(map->id_map.data(), p + ids_at, 8 * size_t(ntotal));
   map->rev_map.reserve(size_t(ntotal));
   for (size_t i = 0; i < map->id_map.size(); ++i)
     if (map->id_map[i] < 0 || !map->rev_map.emplace(map->id_map[i], Idx(i)).second)

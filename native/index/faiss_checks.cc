@@ -15,7 +15,9 @@
 #include <cxxabi.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <typeinfo>
 
@@ -45,6 +47,26 @@ std::string type_name(const T& x) {
   return out;
 }
 
+// A bool or enum field as the bytes faiss copied into it from the file: loading it as its own type before it is
+// known to hold a valid value would be undefined behaviour (UBSan: "load of value 64 ... for type 'bool'").
+template <class T>
+int64_t raw(const T& field) {
+  static_assert(sizeof(T) <= 8, "a scalar field");
+  int64_t v = 0;
+  if constexpr (sizeof(T) == 1) {
+    uint8_t b;
+    std::memcpy(&b, &field, 1);
+    v = b;
+  } else if constexpr (sizeof(T) == 4) {
+    int32_t i;
+    std::memcpy(&i, &field, 4);
+    v = i;
+  } else {
+    std::memcpy(&v, &field, sizeof(T));
+  }
+  return v;
+}
+
 struct Checker {
   bool loaded;  // a file's contents (ERR_FORMAT, sizes checked) or a factory's product (ERR_ARG, parameters)
 
@@ -62,10 +84,11 @@ struct Checker {
   }
 
   void common(const faiss::Index* ix, const char* role) const {
+    require(raw(ix->is_trained) <= 1, std::string(role) + " trained flag is not a boolean");
+    require(raw(ix->metric_type) == faiss::METRIC_INNER_PRODUCT || raw(ix->metric_type) == faiss::METRIC_L2,
+            std::string(role) + " metric is neither inner product nor L2");
     require(ix->d >= 1, std::string(role) + " dimension is not positive");
     require(ix->ntotal >= 0, std::string(role) + " vector count is negative");
-    require(ix->metric_type == faiss::METRIC_INNER_PRODUCT || ix->metric_type == faiss::METRIC_L2,
-            std::string(role) + " metric is neither inner product nor L2");
   }
 
   // Storage whose vectors are ntotal codes of code_size bytes.
@@ -85,8 +108,10 @@ struct Checker {
   }
 
   void sq(const faiss::ScalarQuantizer& q, size_t d, bool trained, const char* role) const {
-    require(q.qtype >= faiss::ScalarQuantizer::QT_8bit && q.qtype <= faiss::ScalarQuantizer::QT_6bit,
+    require(raw(q.qtype) >= faiss::ScalarQuantizer::QT_8bit && raw(q.qtype) <= faiss::ScalarQuantizer::QT_6bit,
             std::string(role) + " scalar quantizer type is unknown");
+    require(raw(q.rangestat) >= faiss::ScalarQuantizer::RS_minmax && raw(q.rangestat) <= faiss::ScalarQuantizer::RS_optim,
+            std::string(role) + " scalar quantizer range statistic is unknown");
     require(q.d == d, std::string(role) + " scalar quantizer dimension does not match");
     const faiss::ScalarQuantizer fresh(d, q.qtype);
     require(q.code_size == fresh.code_size, std::string(role) + " scalar quantizer code size is inconsistent");
@@ -120,7 +145,7 @@ struct Checker {
       auto* p = static_cast<const faiss::IndexPQ*>(ix);
       pq(p->pq, size_t(ix->d), role);
       flat_codes(p, p->pq.code_size, role);
-      require(p->search_type == faiss::IndexPQ::ST_PQ, std::string(role) + " uses a polysemous search DenseIndex does not set");
+      require(raw(p->search_type) == faiss::IndexPQ::ST_PQ && raw(p->encode_signs) <= 1, std::string(role) + " uses a polysemous search DenseIndex does not set");
       return true;
     }
     if (t == typeid(faiss::IndexScalarQuantizer)) {
@@ -183,16 +208,19 @@ struct Checker {
       unsupported(q, "IVF coarse quantizer");
     }
     require(q->d == ix->d, "IVF coarse quantizer dimension does not match");
+    require(raw(ix->own_fields) <= 1, "IVF flags are not booleans");
     if (loaded && ix->is_trained) require(size_t(q->ntotal) == ix->nlist, "IVF coarse quantizer does not hold nlist centroids");
     const std::type_info& t = typeid(*ix);
     if (t == typeid(faiss::IndexIVFFlat)) {
       require(ix->code_size == size_t(ix->d) * sizeof(float), "IVF-Flat code size is inconsistent");
     } else if (t == typeid(faiss::IndexIVFPQ)) {
       auto* p = static_cast<const faiss::IndexIVFPQ*>(ix);
+      require(raw(p->by_residual) <= 1, "IVF-PQ residual flag is not a boolean");
       pq(p->pq, size_t(ix->d), "IVF-PQ");
       require(ix->code_size == p->pq.code_size, "IVF-PQ code size is inconsistent");
     } else if (t == typeid(faiss::IndexIVFScalarQuantizer)) {
       auto* s = static_cast<const faiss::IndexIVFScalarQuantizer*>(ix);
+      require(raw(s->by_residual) <= 1, "IVF-SQ residual flag is not a boolean");
       sq(s->sq, size_t(ix->d), ix->is_trained, "IVF-SQ");
       require(ix->code_size == s->sq.code_size, "IVF-SQ code size is inconsistent");
     } else {
@@ -212,7 +240,7 @@ struct Checker {
       total += lists->ids[l].size();
     }
     require(total == size_t(ix->ntotal), "IVF lists do not add up to the index size");
-    require(ix->direct_map.type == faiss::DirectMap::Hashtable && ix->direct_map.hashtable.size() == total,
+    require(raw(ix->direct_map.type) == faiss::DirectMap::Hashtable && ix->direct_map.hashtable.size() == total,
             "IVF id map does not match its lists");
     for (const auto& [id, lo] : ix->direct_map.hashtable) {
       const uint64_t list = uint64_t(lo) >> 32, offset = uint64_t(lo) & 0xffffffffu;
@@ -223,6 +251,10 @@ struct Checker {
 
   void transform(const faiss::VectorTransform* vt) const {
     require(vt != nullptr && vt->d_in >= 1 && vt->d_out >= 1, "vector transform dimensions are not positive");
+    require(raw(vt->is_trained) <= 1, "vector transform trained flag is not a boolean");
+    if (auto* lt = dynamic_cast<const faiss::LinearTransform*>(vt))
+      require(raw(lt->have_bias) <= 1 && raw(lt->is_orthonormal) <= 1, "linear transform flags are not booleans");
+    if (auto* pca = dynamic_cast<const faiss::PCAMatrix*>(vt)) require(raw(pca->random_rotation) <= 1, "PCA flags are not booleans");
     const std::type_info& t = typeid(*vt);
     if (auto* lt = dynamic_cast<const faiss::LinearTransform*>(vt);
         lt && (t == typeid(faiss::PCAMatrix) || t == typeid(faiss::OPQMatrix) || t == typeid(faiss::RandomRotationMatrix) ||
