@@ -137,6 +137,8 @@ export interface SparseVectors {
 }
 
 export function sparseVectors(offsets: BigInt64Array, indices: Int32Array, values: Float32Array): SparseVectors {
+  if (!(offsets instanceof BigInt64Array) || !(indices instanceof Int32Array) || !(values instanceof Float32Array))
+    throw new QuorumError('ERR_ARG', 'sparseVectors needs offsets: BigInt64Array, indices: Int32Array, values: Float32Array');
   const rows = Math.max(0, offsets.length - 1);
   return {
     offsets,

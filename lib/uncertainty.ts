@@ -4,6 +4,7 @@ import { QuorumError } from './errors.js';
 import { coreAddon, type NativeTensorHandle } from './native.js';
 import { type Int32Input, type TensorInput, handleOf, int32Of, runAsync, runSync, tensorOf } from './operand.js';
 import { Tensor } from './tensor.js';
+import { mustBeArray, mustBeObject } from './validate.js';
 
 export interface EnsembleMIOptions {
   /**
@@ -64,6 +65,8 @@ export function ensembleMISync(scores: TensorInput, options: EnsembleMIOptions =
  * @param hit per-query outcome (1 / true = the first-stage top-k contains an answer)
  */
 export function ece(confidence: ArrayLike<number>, hit: ArrayLike<number | boolean>, bins = 10): number {
+  mustBeArray(confidence, 'confidences', true);
+  mustBeArray(hit, 'outcomes', true);
   if (confidence.length !== hit.length) throw new QuorumError('ERR_SHAPE', `${confidence.length} confidences but ${hit.length} outcomes`);
   if (!Number.isInteger(bins) || bins < 1) throw new QuorumError('ERR_RANGE', 'bins must be a positive integer');
   const n = confidence.length;
@@ -127,6 +130,8 @@ export async function calibrateTemperature(
   calibration: CalibrationSplit,
   options: { grid?: readonly number[]; bins?: number; mode?: 'exact' | 'muf' } = {},
 ): Promise<TemperatureSearch> {
+  mustBeObject(calibration, 'calibration split');
+  mustBeObject(options, 'calibrateTemperature options');
   const grid = options.grid ?? mufTemperatureGrid;
   if (grid.length === 0) throw new QuorumError('ERR_ARG', 'the temperature grid is empty');
   const tried: Array<{ temperature: number; ece: number }> = [];

@@ -46,8 +46,8 @@ export function parse<S extends z.ZodTypeAny>(schema: S, value: unknown, what: s
   throw new QuorumError(codeOf(issue), `${what}${path}: ${issue.message}`);
 }
 
-/** A ranked list of `{ id, score }` with string (or number / bigint, `ids`) ids and finite scores. */
-export function checkHits(list: unknown, what: string, ids: 'string' | 'any' = 'any'): void {
+/** A ranked list of `{ id, score }` with string (or number / bigint, `ids`) ids and finite (or any, `finite` false) number scores. */
+export function checkHits(list: unknown, what: string, ids: 'string' | 'any' = 'any', finite = true): void {
   if (!Array.isArray(list)) throw new QuorumError('ERR_ARG', `${what} must be an array of { id, score }`);
   for (let i = 0; i < list.length; i++) {
     const h = list[i] as { id?: unknown; score?: unknown } | null;
@@ -56,15 +56,35 @@ export function checkHits(list: unknown, what: string, ids: 'string' | 'any' = '
     if (ids === 'string' ? t !== 'string' : t !== 'string' && t !== 'number' && t !== 'bigint')
       throw new QuorumError('ERR_ARG', `${what}[${i}].id must be a ${ids === 'string' ? 'string' : 'string, number or bigint'}`);
     if (typeof h.score !== 'number') throw new QuorumError('ERR_ARG', `${what}[${i}].score must be a number, got ${typeof h.score}`);
-    if (!Number.isFinite(h.score)) throw new QuorumError('ERR_RANGE', `${what}[${i}].score must be finite, got ${h.score}`);
+    if (finite ? !Number.isFinite(h.score) : Number.isNaN(h.score)) throw new QuorumError('ERR_RANGE', `${what}[${i}].score must be ${finite ? 'finite' : 'a number'}, got ${h.score}`);
   }
 }
 
-/** A run: a Map from query id to its `{ id, score }` list. */
-export function checkRun(run: unknown, what: string): void {
+/** A run: a Map from query id to its `{ id, score }` list (scores finite unless `finite` is false). */
+export function checkRun(run: unknown, what: string, finite = true): void {
   if (!(run instanceof Map)) throw new QuorumError('ERR_ARG', `${what} must be a Map from query id to [{ id, score }]`);
   for (const [qid, list] of run) {
     if (typeof qid !== 'string') throw new QuorumError('ERR_ARG', `${what} has a query id that is not a string`);
-    checkHits(list, `${what}[${qid}]`, 'string');
+    checkHits(list, `${what}[${qid}]`, 'string', finite);
   }
+}
+
+/** ERR_ARG unless `v` is a string. */
+export function mustBeString(v: unknown, what: string): asserts v is string {
+  if (typeof v !== 'string') throw new QuorumError('ERR_ARG', `${what} must be a string, got ${v === null ? 'null' : typeof v}`);
+}
+
+/** ERR_ARG unless `v` is an array (or, with `arrayLike`, a typed array too). */
+export function mustBeArray(v: unknown, what: string, arrayLike = false): void {
+  if (!Array.isArray(v) && !(arrayLike && ArrayBuffer.isView(v))) throw new QuorumError('ERR_ARG', `${what} must be an array, got ${v === null ? 'null' : typeof v}`);
+}
+
+/** ERR_ARG unless `v` is a Map. */
+export function mustBeMap(v: unknown, what: string): void {
+  if (!(v instanceof Map)) throw new QuorumError('ERR_ARG', `${what} must be a Map, got ${v === null ? 'null' : typeof v}`);
+}
+
+/** ERR_ARG unless `v` is a non-null object. */
+export function mustBeObject(v: unknown, what: string): void {
+  if (v === null || typeof v !== 'object') throw new QuorumError('ERR_ARG', `${what} must be an object, got ${v === null ? 'null' : typeof v}`);
 }

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { QuorumError } from '../errors.js';
 import { readTextFile } from './files.js';
 import { lineError, parseJsonObjectLine, readJsonLines, readLines } from './lines.js';
+import { mustBeString } from '../validate.js';
 
 export interface Passage {
   id: string;
@@ -65,6 +66,8 @@ function addQrelsLine(qrels: Qrels, line: string, index: number): boolean {
 
 /** Reads a BEIR-layout dataset (corpus.jsonl, queries.jsonl, qrels/<split>.tsv) whole; see readBeir for streaming. */
 export function loadBeir(dir: string, split = 'test'): BeirDataset {
+  mustBeString(dir, 'dataset directory');
+  mustBeString(split, 'split');
   const corpus = readJsonl(join(dir, 'corpus.jsonl'), passageOf);
   const queries = readJsonl(join(dir, 'queries.jsonl'), queryOf);
   const qrels: Qrels = new Map();
@@ -77,6 +80,8 @@ export function loadBeir(dir: string, split = 'test'): BeirDataset {
 
 /** {@link loadBeir}, streamed line by line (for corpora that do not fit a string); errors name file:line. */
 export async function readBeir(dir: string, split = 'test'): Promise<BeirDataset> {
+  mustBeString(dir, 'dataset directory');
+  mustBeString(split, 'split');
   const corpus = await readBeirCorpus(dir);
   const queries: Query[] = [];
   for await (const { value, line } of readJsonLines(join(dir, 'queries.jsonl'))) queries.push(wrapLine(() => queryOf(value, ''), join(dir, 'queries.jsonl'), line));
@@ -89,6 +94,7 @@ export async function readBeir(dir: string, split = 'test'): Promise<BeirDataset
 
 /** Only corpus.jsonl of a BEIR-layout dataset, streamed (what an index needs). */
 export async function readBeirCorpus(dir: string): Promise<Passage[]> {
+  mustBeString(dir, 'dataset directory');
   const corpus: Passage[] = [];
   const path = join(dir, 'corpus.jsonl');
   for await (const { value, line } of readJsonLines(path)) corpus.push(wrapLine(() => passageOf(value, ''), path, line));

@@ -6,6 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { QuorumError } from '../errors.js';
 import { type GradedQrels, type Run, type ScoredDoc, rankDocs } from '../eval/ranking.js';
 import { lineError, readLines } from './lines.js';
+import { checkRun, mustBeArray, mustBeObject, mustBeString } from '../validate.js';
 
 /**
  * Reads a TREC run file. Scores are kept; the rank column is checked to be an integer but not used (trec_eval
@@ -13,6 +14,7 @@ import { lineError, readLines } from './lines.js';
  * a document repeated within a query is ERR_FORMAT as well.
  */
 export async function readRun(path: string): Promise<Map<string, ScoredDoc[]>> {
+  mustBeString(path, 'run path');
   const run = new Map<string, ScoredDoc[]>();
   const seen = new Map<string, Set<string>>();
   for await (const { text, line } of readLines(path)) {
@@ -38,6 +40,7 @@ export async function readRun(path: string): Promise<Map<string, ScoredDoc[]>> {
 
 /** Reads TREC qrels (`qid iter docid grade`); grades are kept (graded qrels), the iteration column ignored. */
 export async function readQrels(path: string): Promise<Map<string, Map<string, number>>> {
+  mustBeString(path, 'qrels path');
   const qrels = new Map<string, Map<string, number>>();
   for await (const { text, line } of readLines(path)) {
     if (!text.trim()) continue;
@@ -54,6 +57,7 @@ export async function readQrels(path: string): Promise<Map<string, Map<string, n
 
 /** A run as TREC text, each query ranked in trec_eval's order, ranks from 1, cut at `depth`. */
 export function formatRun(run: Run, tag = 'quorum', depth?: number): string {
+  checkRun(run, 'run', false);
   if (/\s/.test(tag) || !tag) throw new QuorumError('ERR_ARG', 'the run tag must be one non-empty word');
   const out: string[] = [];
   for (const [qid, docs] of run) {
@@ -89,6 +93,7 @@ export interface TrecTopic {
  * blocks, or CACM-style `<DOC> <DOCNO> 1 </DOCNO> text </DOC>` blocks. ERR_FORMAT when neither is found.
  */
 export function parseTrecTopics(text: string, source = 'topics'): TrecTopic[] {
+  mustBeString(text, 'topics text');
   const tops = [...text.matchAll(/<top>([\s\S]*?)<\/top>/gi)];
   if (tops.length) {
     return tops.map((m, i) => {
@@ -114,6 +119,8 @@ export function parseTrecTopics(text: string, source = 'topics'): TrecTopic[] {
 
 /** Topics as TREC `<top>` blocks. */
 export function formatTrecTopics(topics: readonly TrecTopic[]): string {
+  mustBeArray(topics, 'topics');
+  topics.forEach((t, i) => mustBeObject(t, `topics[${i}]`));
   return topics
     .map((t) =>
       [

@@ -2,6 +2,7 @@
 // mode) or by regular expression (regex mode, CuratedTREC); then, per question, the first passage with a hit.
 // Also DPR's validation "average rank" (SPEC §4.5).
 import { QuorumError } from '../errors.js';
+import { mustBeArray, mustBeObject, mustBeString } from '../validate.js';
 
 // DPR's SimpleTokenizer: a run of letters, numbers or combining marks, or any single character that is neither a
 // separator nor a control character.
@@ -9,6 +10,7 @@ const TOKEN = /([\p{L}\p{N}\p{M}]+)|([^\p{Z}\p{C}])/gu;
 
 /** DPR's tokens of `text`: NFD-normalized, lowercased (Unicode default lowercasing, not case folding). */
 export function dprTokens(text: string): string[] {
+  mustBeString(text, 'text');
   return Array.from(text.normalize('NFD').matchAll(TOKEN), (m) => m[0].toLowerCase());
 }
 
@@ -25,6 +27,8 @@ export type AnswerMatcher = (passageText: string) => boolean;
  * Only the passage text should be given, never its title (DPR searches `doc[0]`, the text).
  */
 export function answerMatcher(answers: readonly string[], mode: 'string' | 'regex' = 'string'): AnswerMatcher {
+  mustBeArray(answers, 'answers');
+  answers.forEach((a, i) => mustBeString(a, `answers[${i}]`));
   if (mode === 'regex') {
     const patterns: RegExp[] = [];
     for (const a of answers) {
@@ -65,6 +69,9 @@ export function answerMatcher(answers: readonly string[], mode: 'string' | 'rege
  * topKAccuracy([[false, true], [false, false]], [1, 2]); // { 1: 0, 2: 0.5 }
  */
 export function topKAccuracy(hits: ReadonlyArray<readonly boolean[]>, ks: readonly number[]): Record<number, number> {
+  mustBeArray(hits, 'hits');
+  hits.forEach((h, i) => mustBeArray(h, `hits[${i}]`));
+  mustBeArray(ks, 'ks');
   const out: Record<number, number> = {};
   if (hits.length === 0) {
     for (const k of ks) out[k] = 0;
@@ -81,6 +88,7 @@ export function topKAccuracy(hits: ReadonlyArray<readonly boolean[]>, ks: readon
  * arbitrary; name the rule you report.
  */
 export function goldRank(scores: ArrayLike<number>, gold: number, ties: 'pessimistic' | 'optimistic' = 'pessimistic'): number {
+  mustBeArray(scores, 'scores', true);
   if (!Number.isInteger(gold) || gold < 0 || gold >= scores.length) throw new QuorumError('ERR_RANGE', `gold index ${gold} is outside [0, ${scores.length})`);
   const g = scores[gold] as number;
   let rank = 0;
@@ -94,6 +102,8 @@ export function goldRank(scores: ArrayLike<number>, gold: number, ties: 'pessimi
 
 /** Mean {@link goldRank} over questions (lower is better). */
 export function averageRank(rows: ReadonlyArray<{ scores: ArrayLike<number>; gold: number }>, ties: 'pessimistic' | 'optimistic' = 'pessimistic'): number {
+  mustBeArray(rows, 'rows');
+  rows.forEach((r, i) => mustBeObject(r, `rows[${i}]`));
   if (rows.length === 0) return 0;
   return rows.reduce((s, r) => s + goldRank(r.scores, r.gold, ties), 0) / rows.length;
 }

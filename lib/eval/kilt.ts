@@ -1,7 +1,11 @@
 // KILT's R-precision (SPEC §4.2): page or passage level, the best over the gold evidence sets.
+import { mustBeArray, mustBeObject } from '../validate.js';
+
 
 /** KILT's provenance id: the given keys' values joined by '+' (default: the Wikipedia page id, page level). */
 export function provenanceId(prov: Readonly<Record<string, unknown>>, keys: readonly string[] = ['wikipedia_id']): string {
+  mustBeObject(prov, 'provenance');
+  mustBeArray(keys, 'keys');
   return keys.map((k) => String(prov[k] ?? '').trim()).join('+');
 }
 
@@ -19,6 +23,9 @@ function dedupe(ids: readonly string[]): string[] {
  * kiltRPrecision(['p1', 'p1', 'p7', 'p3'], [['p3', 'p7'], ['p9']]); // guess [p1, p7, p3]: set 1 -> 1/2, set 2 -> 0
  */
 export function kiltRPrecision(guess: readonly string[], goldSets: ReadonlyArray<readonly string[]>): number {
+  mustBeArray(guess, 'guess');
+  mustBeArray(goldSets, 'gold sets');
+  goldSets.forEach((g, i) => mustBeArray(g, `gold set ${i}`));
   const ranked = dedupe(guess);
   let best = 0;
   for (const set of goldSets) {

@@ -1,6 +1,7 @@
 // Ranked-list metrics (SPEC §4.3, ranx and trec_eval definitions), per query and averaged, with graded
 // judgments and trec_eval's tie order.
 import { QuorumError } from '../errors.js';
+import { checkHits, checkRun, mustBeArray, mustBeMap, mustBeObject } from '../validate.js';
 
 /** A scored candidate of one query. */
 export interface ScoredDoc {
@@ -24,6 +25,7 @@ export type TieOrder = 'trec_eval' | 'id-asc' | 'as-given';
 
 /** Document ids of one query's candidates in rank order. */
 export function rankDocs(docs: readonly ScoredDoc[], tieOrder: TieOrder = 'trec_eval'): string[] {
+  checkHits(docs, 'docs', 'string', false);
   if (tieOrder === 'as-given') return docs.map((d) => d.id);
   const byId = tieOrder === 'trec_eval' ? -1 : 1;
   // Code-unit comparison: strcmp's byte order for ASCII ids.
@@ -39,6 +41,11 @@ function relevantCount(rel: Judged, relLevel: number): number {
   return n;
 }
 
+function checkJudged(ranked: unknown, rel: unknown): void {
+  mustBeArray(ranked, 'ranked ids');
+  mustBeMap(rel, 'judgements');
+}
+
 const isRel = (rel: Judged, id: string, relLevel: number) => (rel.get(id) ?? 0) >= relLevel;
 
 /** ranx's fix_k: k = 0, or k beyond the run, means the whole run. */
@@ -46,6 +53,7 @@ const cut = (ranked: readonly string[], k: number) => (k === 0 || k > ranked.len
 
 /** #relevant in the top k / #relevant (0 when nothing is relevant). */
 export function recall(ranked: readonly string[], rel: Judged, k = 0, relLevel = 1): number {
+  checkJudged(ranked, rel);
   const total = relevantCount(rel, relLevel);
   if (total === 0) return 0;
   let hits = 0;
@@ -55,6 +63,7 @@ export function recall(ranked: readonly string[], rel: Judged, k = 0, relLevel =
 
 /** #relevant in the top k / k, even when the run is shorter than k (k = 0: the whole run). */
 export function precision(ranked: readonly string[], rel: Judged, k = 0, relLevel = 1): number {
+  checkJudged(ranked, rel);
   const kk = k === 0 ? ranked.length : k;
   if (kk === 0 || relevantCount(rel, relLevel) === 0) return 0;
   let hits = 0;
@@ -64,12 +73,14 @@ export function precision(ranked: readonly string[], rel: Judged, k = 0, relLeve
 
 /** 1 / (i + 1) for the first relevant position i < k, else 0. */
 export function reciprocalRank(ranked: readonly string[], rel: Judged, k = 0, relLevel = 1): number {
+  checkJudged(ranked, rel);
   for (let i = 0; i < cut(ranked, k); i++) if (isRel(rel, ranked[i] as string, relLevel)) return 1 / (i + 1);
   return 0;
 }
 
 /** 1 if any relevant document is in the top k (success@k; DPR's top-k accuracy with qrels). */
 export function hitRate(ranked: readonly string[], rel: Judged, k = 0, relLevel = 1): number {
+  checkJudged(ranked, rel);
   return reciprocalRank(ranked, rel, k, relLevel) > 0 ? 1 : 0;
 }
 
@@ -79,6 +90,7 @@ export function hitRate(ranked: readonly string[], rel: Judged, k = 0, relLevel 
  * (`'exponential'`, Burges; ranx's ndcg_burges). Grades below relLevel give no gain.
  */
 export function ndcg(ranked: readonly string[], rel: Judged, k = 0, relLevel = 1, gain: 'linear' | 'exponential' = 'linear'): number {
+  checkJudged(ranked, rel);
   const g = (grade: number) => (grade < relLevel ? 0 : gain === 'linear' ? grade : 2 ** grade - 1);
   let dcg = 0;
   for (let i = 0; i < cut(ranked, k); i++) dcg += g(rel.get(ranked[i] as string) ?? 0) / Math.log2(i + 2);
@@ -90,6 +102,7 @@ export function ndcg(ranked: readonly string[], rel: Judged, k = 0, relLevel = 1
 
 /** Average precision over the top k (k = 0: the whole run), divided by the number of relevant documents. */
 export function averagePrecision(ranked: readonly string[], rel: Judged, k = 0, relLevel = 1): number {
+  checkJudged(ranked, rel);
   const total = relevantCount(rel, relLevel);
   if (total === 0) return 0;
   let hits = 0;
@@ -101,6 +114,7 @@ export function averagePrecision(ranked: readonly string[], rel: Judged, k = 0, 
 
 /** ranx's R-precision: precision at R = #relevant (no evidence sets; see kiltRPrecision for KILT's). */
 export function rPrecision(ranked: readonly string[], rel: Judged, relLevel = 1): number {
+  checkJudged(ranked, rel);
   const r = relevantCount(rel, relLevel);
   return r === 0 ? 0 : precision(ranked, rel, r, relLevel);
 }
@@ -166,6 +180,10 @@ export interface Evaluation {
  * const { mean, perQuery } = evaluate(run, qrels, ['ndcg@10', 'recall@100', 'mrr@10']);
  */
 export function evaluate(run: Run, qrels: GradedQrels, metrics: readonly MetricName[], options: EvaluateOptions = {}): Evaluation {
+  checkRun(run, 'run', false);
+  mustBeMap(qrels, 'qrels');
+  mustBeArray(metrics, 'metrics');
+  mustBeObject(options, 'evaluate options');
   const relLevel = options.relLevel ?? 1;
   const tieOrder = options.tieOrder ?? 'trec_eval';
   const fns = metrics.map((m) => [m, metricFn(m)] as const);

@@ -1,6 +1,7 @@
 // Comparing two systems on the same queries: the paired two-tailed t-test and the paired randomization
 // (sign-flip permutation) test, over per-query metric values.
 import { QuorumError } from '../errors.js';
+import { mustBeArray, mustBeObject } from '../validate.js';
 
 export interface PairedTest {
   /** Mean of b - a. */
@@ -83,6 +84,8 @@ export function studentTwoTailed(t: number, df: number): number {
  * pairedTTest(perQuery(runA, 'ndcg@10'), perQuery(runB, 'ndcg@10')); // { meanDifference: 0.021, p: 0.003, n: 300 }
  */
 export function pairedTTest(a: readonly number[], b: readonly number[]): PairedTest & { t: number } {
+  mustBeArray(a, 'a', true);
+  mustBeArray(b, 'b', true);
   const d = differences(a, b);
   const n = d.length;
   const mean = d.reduce((s, x) => s + x, 0) / n;
@@ -97,6 +100,9 @@ export function pairedTTest(a: readonly number[], b: readonly number[]): PairedT
  * least as large in magnitude as the observed one. p = (count + 1) / (trials + 1). Seeded, so it reproduces.
  */
 export function randomizationTest(a: readonly number[], b: readonly number[], options: { trials?: number; seed?: number } = {}): PairedTest {
+  mustBeArray(a, 'a', true);
+  mustBeArray(b, 'b', true);
+  mustBeObject(options, 'options');
   const d = differences(a, b);
   const n = d.length;
   const trials = options.trials ?? 10_000;

@@ -1,11 +1,13 @@
 // TREC-style evaluation (as trec_eval computes it): average precision over the judged queries, P@k.
 import { averagePrecision, precision } from './ranking.js';
+import { mustBeMap, mustBeString } from '../validate.js';
 
 /** qrels: query id -> relevant document ids (judgment > 0). */
 export type Qrels = Map<string, Set<string>>;
 
 /** Parses TREC qrels lines `qid 0 docid rel`. */
 export function parseQrels(text: string): Qrels {
+  mustBeString(text, 'qrels text');
   const out: Qrels = new Map();
   for (const line of text.split('\n')) {
     const [qid, , doc, rel] = line.trim().split(/\s+/);
@@ -21,6 +23,8 @@ export function parseQrels(text: string): Qrels {
  * run should already be ordered; trec_eval orders equal scores by document id descending.
  */
 export function evaluateTrec(run: Map<string, string[]>, qrels: Qrels, k = 30): { map: number; pAtK: number; queries: number } {
+  mustBeMap(run, 'run');
+  mustBeMap(qrels, 'qrels');
   let ap = 0;
   let p = 0;
   let n = 0;

@@ -1,5 +1,6 @@
 // Per-run, per-query score normalizations before fusion (SPEC §2.2, ranx's definitions).
 import { QuorumError } from '../errors.js';
+import { mustBeArray, mustBeObject } from '../validate.js';
 
 /** A candidate list of one run for one query, sorted best first. */
 export interface RankedList {
@@ -13,6 +14,8 @@ const EPS = 1e-9;
 
 /** The list sorted best first: score descending, ties by id ascending (a defined order; ranx leaves ties open). */
 export function sortList(ids: readonly string[], scores: readonly number[]): RankedList {
+  mustBeArray(ids, 'ids');
+  mustBeArray(scores, 'scores', true);
   const order = ids.map((_, i) => i).sort((a, b) => (scores[b] as number) - (scores[a] as number) || ((ids[a] as string) < (ids[b] as string) ? -1 : 1));
   return { ids: order.map((i) => ids[i] as string), scores: order.map((i) => scores[i] as number) };
 }
@@ -38,6 +41,8 @@ function maxOf(s: readonly number[]): number {
  *   applied by the fusion through {@link bordaMissing})
  */
 export function normalizeLists(lists: readonly RankedList[], norm: Normalization): RankedList[] {
+  mustBeArray(lists, 'lists');
+  lists.forEach((l, i) => mustBeObject(l, `lists[${i}]`));
   switch (norm) {
     case 'none':
       return [...lists];

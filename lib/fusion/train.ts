@@ -3,6 +3,7 @@
 import { QuorumError } from '../errors.js';
 import { type GradedQrels, type Run, evaluate } from '../eval/ranking.js';
 import { BAYESFUSE_CUTS, type FuseOptions, type FusionMethod, SEGFUSE_EDGES, type TrainedFusion, fuse, hitLists } from './fuse.js';
+import { checkRun, mustBeArray, mustBeMap, mustBeObject } from '../validate.js';
 
 const mean = (v: number[]) => (v.length ? v.reduce((a, b) => a + b, 0) / v.length : 0);
 
@@ -24,6 +25,10 @@ function positionProbabilities(hits: number[][]): number[] {
  * - segfuse: the probability per fixed segment [0, 5, 15, 35, ..., 5115).
  */
 export function trainFusion(method: FusionMethod, runs: readonly Run[], qrels: GradedQrels, options: { segments?: number; relLevel?: number } = {}): TrainedFusion {
+  mustBeArray(runs, 'runs');
+  runs.forEach((r, i) => checkRun(r, `runs[${i}]`, false));
+  mustBeMap(qrels, 'qrels');
+  mustBeObject(options, 'trainFusion options');
   const hits = hitLists(runs, qrels, options.relLevel ?? 1);
   switch (method) {
     case 'bayesfuse':

@@ -107,6 +107,7 @@ export function writeSafetensors(
   tensors: Map<string, TensorToWrite> | Record<string, TensorToWrite>,
   metadata?: Record<string, string>,
 ): Uint8Array {
+  if (tensors === null || typeof tensors !== 'object') throw new QuorumError('ERR_ARG', 'writeSafetensors needs a Map or an object of tensors');
   const list = tensors instanceof Map ? [...tensors] : Object.entries(tensors);
   const header: Record<string, unknown> = {};
   if (metadata !== undefined) {

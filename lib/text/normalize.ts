@@ -7,6 +7,8 @@
 //   5. every punctuation character (Unicode category P, plus the ASCII symbols BERT counts as punctuation:
 //      $ + < = > ^ ` | ~) becomes a word of its own.
 // Text is never scanned for special tokens: "[SEP]" in a passage is three words, not a separator.
+import { mustBeString } from '../validate.js';
+
 
 const CONTROL = /[\0\uFFFD]|(?![\t\n\r])\p{C}/gu;
 const WHITESPACE = /\s+/gu;
@@ -23,6 +25,7 @@ const PUNCT = /([\p{P}!-/:-@[-`{-~])/gu;
  * normalizeBert("Héllo, World!") // "hello , world !"
  */
 export function normalizeBert(text: string): string {
+  mustBeString(text, 'text');
   return text
     .replace(CONTROL, '')
     .replace(CJK, ' $1 ')

@@ -154,6 +154,9 @@ export function extendVocabulary(
   texts: Iterable<string>,
   options: { keep?: (word: string) => boolean; minCount?: number; maxWords?: number; maxWordChars?: number } = {},
 ): string[] {
+  if (!Array.isArray(vocabulary)) throw new QuorumError('ERR_ARG', 'vocabulary must be an array of tokens');
+  if (texts === null || typeof (texts as Iterable<string>)?.[Symbol.iterator] !== 'function' || typeof texts === 'string')
+    throw new QuorumError('ERR_ARG', 'texts must be an iterable of strings');
   const have = new Set(vocabulary);
   const counts = new Map<string, number>();
   const maxChars = options.maxWordChars ?? 100;

@@ -4,6 +4,7 @@ import { QuorumError } from '../errors.js';
 import type { EncoderConfig } from './config.js';
 import { parameterNames } from './config.js';
 import { parameterShapes } from './parameters.js';
+import { mustBeMap, mustBeObject } from '../validate.js';
 
 /** A checkpoint tensor: its shape and row-major float32 values. */
 export interface CheckpointTensor {
@@ -31,6 +32,8 @@ export interface MappedCheckpoint {
  * const { tensors, missing } = mapBertCheckpoint(await loadSafetensors('bert/model.safetensors'), config);
  */
 export function mapBertCheckpoint(source: Map<string, CheckpointTensor>, config: EncoderConfig): MappedCheckpoint {
+  mustBeMap(source, 'checkpoint');
+  mustBeObject(config, 'encoder config');
   const byName = new Map<string, string>();
   for (const original of source.keys()) {
     const name = canonicalName(original);

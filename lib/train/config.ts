@@ -1,5 +1,7 @@
 // Encoder and retriever configuration shared by the TypeScript API, the native torch module (which receives it as
 // JSON) and the plain TypeScript reference forward (lib/reference/bert.ts).
+import { mustBeObject } from '../validate.js';
+
 
 /** How a TASER specialized block picks its expert (SPEC §1.7). */
 export type Routing = 'det' | 'seq' | 'tok';
@@ -108,6 +110,7 @@ export const defaultEncoderConfig: EncoderConfig = {
 
 /** Layer l is a TASER specialized block. */
 export function isSpecialized(config: EncoderConfig, layer: number): boolean {
+  mustBeObject(config, 'encoder config');
   return config.taser !== undefined && (layer + 1) % config.taser.every === 0;
 }
 
@@ -119,6 +122,7 @@ export function isSpecialized(config: EncoderConfig, layer: number): boolean {
  * block's FFN, plus the router `encoder.layer.L.gate.*` (per-layer gate) or `encoder.gate.*` (shared gate).
  */
 export function parameterNames(config: EncoderConfig): string[] {
+  mustBeObject(config, 'encoder config');
   const names: string[] = [];
   const linear = (p: string) => names.push(`${p}.weight`, `${p}.bias`);
   names.push('embeddings.word_embeddings.weight');

@@ -4,6 +4,7 @@ import { DenseIndex, type DenseIndexOptions } from '../dense-index.js';
 import { Tensor } from '../tensor.js';
 import type { Retriever } from './retriever.js';
 import type { TokenTable } from './token-table.js';
+import { mustBeObject } from '../validate.js';
 
 export interface EncodeTableOptions {
   side: 'query' | 'passage';
@@ -27,6 +28,9 @@ export interface EncodeTableOptions {
  * const emb = await encodeTable(model, table, { side: 'passage' });
  */
 export async function encodeTable(model: Retriever, table: TokenTable, options: EncodeTableOptions): Promise<Tensor<'f32'>> {
+  mustBeObject(model, 'model');
+  mustBeObject(table, 'token table');
+  mustBeObject(options, 'encodeTable options');
   const which = options.rows ?? Array.from({ length: table.size }, (_, i) => i);
   const n = which.length;
   const dim = options.pooledState ? model.config.encoder.hiddenSize : model.dim;
@@ -57,6 +61,9 @@ export async function indexTable(
   table: TokenTable,
   options: Partial<DenseIndexOptions> & Omit<EncodeTableOptions, 'side'> = {},
 ): Promise<{ embeddings: Tensor<'f32'>; index: DenseIndex }> {
+  mustBeObject(model, 'model');
+  mustBeObject(table, 'token table');
+  mustBeObject(options, 'indexTable options');
   const embeddings = await encodeTable(model, table, { ...options, side: 'passage' });
   const index = DenseIndex.create({ ...options, dim: model.dim });
   if (!index.info.trained) await index.train(embeddings);

@@ -4,6 +4,7 @@
 import { Bm25Index } from '../bm25/bm25.js';
 import type { BeirDataset, Qrels } from '../data/beir.js';
 import { QuorumError } from '../errors.js';
+import { mustBeArray, mustBeMap, mustBeObject } from '../validate.js';
 
 export interface TrainingExample {
   query: string;
@@ -29,6 +30,10 @@ export interface PassageText {
  * const train = examplesFromQrels(ds, ds.qrels);
  */
 export function examplesFromQrels(ds: BeirDataset, qrels: Qrels, defaultTask = 'default'): TrainingExample[] {
+  mustBeObject(ds, 'dataset');
+  mustBeArray(ds.corpus, 'dataset corpus');
+  mustBeArray(ds.queries, 'dataset queries');
+  mustBeMap(qrels, 'qrels');
   const row = new Map(ds.corpus.map((p, i) => [p.id, i]));
   const out: TrainingExample[] = [];
   for (const q of ds.queries) {
@@ -58,6 +63,9 @@ export async function addBm25Negatives(
   passages: readonly PassageText[],
   options: { k?: number; index?: Bm25Index } = {},
 ): Promise<Bm25Index> {
+  mustBeArray(examples, 'examples');
+  mustBeArray(passages, 'passages');
+  mustBeObject(options, 'addBm25Negatives options');
   const k = options.k ?? 30;
   const index =
     options.index ?? (await Bm25Index.build(passages.map((p, i) => ({ id: String(i), text: `${p.title} ${p.text}` })), { k1: 0.9, b: 0.4 }));

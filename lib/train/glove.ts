@@ -5,6 +5,7 @@ import { createRequire } from 'node:module';
 
 import { QuorumError } from '../errors.js';
 import { seededNormal } from '../random.js';
+import { mustBeArray, mustBeObject } from '../validate.js';
 
 /** A word-vector table: row words.get(w) of the [words.size, dim] row-major `vectors`. */
 export interface GloveVectors {
@@ -243,6 +244,8 @@ function isSpecial(token: string): boolean {
  * const { table, covered } = gloveForVocab(vocab, await loadGloveVectors(), { seed: 1 });
  */
 export function gloveForVocab(vocab: string[], glove: GloveVectors, options: { seed?: number } = {}): VocabEmbeddings {
+  mustBeArray(vocab, 'vocabulary');
+  mustBeObject(glove, 'GloVe vectors');
   const { dim, vectors } = glove;
   const table = new Float32Array(vocab.length * dim);
   const sd = standardDeviation(vectors);

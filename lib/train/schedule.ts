@@ -1,4 +1,5 @@
 // Learning-rate schedules and batch composition for contrastive training.
+import { QuorumError } from '../errors.js';
 import { seededRandom } from '../random.js';
 
 /**
@@ -45,6 +46,7 @@ export function homogeneousBatches(
   batchSize: number,
   options: { rates?: readonly number[]; seed?: number; epoch?: number } = {},
 ): TaskBatch[] {
+  if (!Array.isArray(sizes)) throw new QuorumError('ERR_ARG', 'sizes must be an array of task sizes');
   const random = seededRandom((options.seed ?? 0) + (options.epoch ?? 0));
   const out: TaskBatch[] = [];
   sizes.forEach((n, task) => {

@@ -14,7 +14,8 @@ import type { Retriever } from './retriever.js';
 import { seededRandom } from '../random.js';
 import { homogeneousBatches, linearSchedule, type TaskBatch } from './schedule.js';
 import { TokenTable } from './token-table.js';
-import { validate, validationPool, type ValidationResult } from './validate.js';
+import { type ValidationResult, validate, validationPool } from './validate.js';
+import { mustBeArray, mustBeObject } from '../validate.js';
 
 export interface TrainOptions {
   /** Passes over the training data (default 10). */
@@ -126,6 +127,8 @@ export function composeBatch(
   hardNegatives: number,
   random: () => number,
 ): { passageRows: number[]; positives: Int32Array; ignore: Int32Array } {
+  mustBeArray(examples, 'examples');
+  mustBeArray(members, 'members');
   const passageRows: number[] = [];
   const positives = new Int32Array(members.length);
   members.forEach((ei, i) => {
@@ -301,6 +304,10 @@ export async function mineHardNegatives(
   examples: readonly TrainingExample[],
   options: { k?: number; maxQueryLength?: number; maxPassageLength?: number; taskMarkers?: boolean } = {},
 ): Promise<TrainingExample[]> {
+  mustBeObject(model, 'model');
+  mustBeObject(tokenizer, 'tokenizer');
+  mustBeArray(passages, 'passages');
+  mustBeArray(examples, 'examples');
   const { indexTable, encodeTable } = await import('./encode-corpus.js');
   const k = options.k ?? 30;
   const tasks = model.config.tasks.length ? [...model.config.tasks] : [...new Set(examples.map((e) => e.task))].sort();

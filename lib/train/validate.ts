@@ -9,6 +9,7 @@ import { seededRandom } from '../random.js';
 import { shuffle } from './schedule.js';
 import type { TokenTable } from './token-table.js';
 import { encodeTable } from './encode-corpus.js';
+import { mustBeArray, mustBeMap, mustBeObject } from '../validate.js';
 
 export interface ValidationResult {
   /** mean 1 / (rank + 1) */
@@ -21,6 +22,8 @@ export interface ValidationResult {
 
 /** The pool of corpus rows for a set of dev examples: gold, then hard negatives (up to 30 each), then random rows. */
 export function validationPool(examples: readonly TrainingExample[], corpusSize: number, size: number, seed = 0): number[] {
+  mustBeArray(examples, 'examples');
+  examples.forEach((e, i) => mustBeObject(e, `examples[${i}]`));
   const pool = new Set<number>();
   for (const e of examples) e.positives.forEach((r) => pool.add(r));
   for (const e of examples) e.hardNegatives.slice(0, 30).forEach((r) => pool.size < size && pool.add(r));
@@ -50,6 +53,14 @@ export async function validate(
     pool: readonly number[];
   },
 ): Promise<ValidationResult> {
+  mustBeObject(model, 'model');
+  mustBeObject(input, 'validation input');
+  mustBeObject(input.passages, 'validation passages');
+  mustBeMap(input.queries, 'validation queries');
+  mustBeMap(input.taskIndex, 'validation taskIndex');
+  mustBeArray(input.rows, 'validation rows');
+  mustBeArray(input.examples, 'validation examples');
+  mustBeArray(input.pool, 'validation pool');
   const { examples, pool } = input;
   if (examples.length === 0) throw new QuorumError('ERR_ARG', 'validation needs at least one dev question');
   const P = await encodeTable(model, input.passages, { side: 'passage', rows: pool });
