@@ -31,3 +31,22 @@ export async function asyncCode(p: Promise<unknown>): Promise<string | undefined
   }
   return undefined;
 }
+
+/**
+ * The code a Promise form rejects with. The call must return a Promise rather than throw synchronously, and reject
+ * with a QuorumError ('resolved' when it does not reject).
+ */
+export async function rejection(make: () => unknown): Promise<string> {
+  let p: unknown;
+  expect(() => {
+    p = make();
+  }).not.toThrow();
+  expect(p).toBeInstanceOf(Promise);
+  try {
+    await p;
+  } catch (e) {
+    expect(e).toBeInstanceOf(QuorumError);
+    return (e as QuorumError).code;
+  }
+  return 'resolved';
+}

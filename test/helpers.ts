@@ -4,7 +4,7 @@ import { QuorumError, Tensor, type Dtype } from '../lib/index.js';
 import { bf16ToF32, f16ToF32 } from '../lib/reference/dense.js';
 import { rng } from './basics.js';
 
-export { asyncCode, code, rng } from './basics.js';
+export { asyncCode, code, rejection, rng } from './basics.js';
 
 
 export function randomF32(n: number, seed: number): Float32Array {

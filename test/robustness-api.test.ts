@@ -26,23 +26,7 @@ import {
 } from '../lib/index.js';
 import { fuse, type FuseOptions, type FusionMethod } from '../lib/fusion/fuse.js';
 import { hybridFuse } from '../lib/hybrid.js';
-import { code } from './helpers.js';
-
-/** The code a Promise form rejects with; it must return a Promise rather than throw. */
-async function rejection(make: () => unknown): Promise<string> {
-  let p: unknown;
-  expect(() => {
-    p = make();
-  }).not.toThrow();
-  expect(p).toBeInstanceOf(Promise);
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(QuorumError);
-    return (e as QuorumError).code;
-  }
-  return 'resolved';
-}
+import { code, rejection } from './helpers.js';
 
 const q2 = () => Tensor.from([1, 0, 0, 1], [2, 2]);
 const c3 = () => Tensor.from([1, 0, 0, 1, 1, 1], [3, 2]);

@@ -11,25 +11,10 @@ import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
 import { Retriever } from '../lib/train/retriever.js';
 import { Bm25Index } from '../lib/bm25/bm25.js';
 import { loadBeir } from '../lib/data/beir.js';
-import { code } from './helpers.js';
+import { code, rejection } from './helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'quorum-robust-train-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-async function rejection(make: () => unknown): Promise<string> {
-  let p: unknown;
-  expect(() => {
-    p = make();
-  }).not.toThrow();
-  expect(p).toBeInstanceOf(Promise);
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(QuorumError);
-    return (e as QuorumError).code;
-  }
-  return 'resolved';
-}
 
 const VOCAB = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', 'the', 'cat', 'sat', '##s'];
 const enc = { vocabSize: VOCAB.length, hiddenSize: 8, heads: 2, ffnSize: 16, layers: 1, maxPositions: 16, dropout: 0 };
