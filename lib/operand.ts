@@ -5,6 +5,7 @@ import { type AnyTypedArray, type Dtype } from './dtype.js';
 import { QuorumError, awaitNative, callNative } from './errors.js';
 import { type NativeTensorHandle } from './native.js';
 import { Tensor } from './tensor.js';
+import { int64 } from './validate.js';
 
 /** A tensor operand: a {@link Tensor}, or a typed array with its shape (and dtype for 16-bit floats). */
 export type TensorInput = Tensor | { data: AnyTypedArray; shape: readonly number[]; dtype?: Dtype };
@@ -49,9 +50,6 @@ export function maskOf(mask: MaskInput | undefined, what: string): Tensor | unde
   throw new QuorumError('ERR_ARG', `${what} must be a Uint8Array, an array of numbers or booleans, or a u8 Tensor`);
 }
 
-const MIN_I64 = -(2n ** 63n);
-const MAX_I64 = 2n ** 63n - 1n;
-
 /**
  * Ids for n items as a BigInt64Array (borrowed when it already is one); ERR_SHAPE when the count differs.
  * Every entry must be an integer that fits a signed 64-bit id: a safe-integer number or a bigint. Anything else
@@ -66,20 +64,7 @@ export function idsOf(ids: BigInt64Array | ArrayLike<number | bigint>, n: number
     if (ids === null || typeof ids !== 'object' || typeof (ids as { length?: unknown }).length !== 'number')
       throw new QuorumError('ERR_ARG', 'ids must be a BigInt64Array or an array of integers');
     out = new BigInt64Array(ids.length);
-    for (let i = 0; i < ids.length; i++) {
-      const x = ids[i];
-      if (typeof x === 'bigint') {
-        if (x < MIN_I64 || x > MAX_I64) throw new QuorumError('ERR_RANGE', `ids[${i}] = ${x} does not fit in a signed 64-bit id`);
-        out[i] = x;
-      } else if (typeof x === 'number' && Number.isSafeInteger(x)) {
-        out[i] = BigInt(x);
-      } else {
-        throw new QuorumError(
-          typeof x === 'number' ? 'ERR_RANGE' : 'ERR_ARG',
-          `ids[${i}] must be an integer (a safe-integer number or a bigint), got ${typeof x === 'number' ? x : typeof x}`,
-        );
-      }
-    }
+    for (let i = 0; i < ids.length; i++) out[i] = int64(ids[i], `ids[${i}]`);
   }
   if (out.length !== n) throw new QuorumError('ERR_SHAPE', `${out.length} ids for ${n} items`);
   return out;

@@ -136,9 +136,15 @@ export interface SparseVectors {
   row(r: number): Array<{ index: number; value: number }>;
 }
 
+/** ERR_ARG unless `s` holds the three typed arrays of sparse vectors. */
+function checkSparseVectors(s: unknown): void {
+  const v = s as Partial<SparseVectors> | null;
+  if (v === null || typeof v !== 'object' || !(v.offsets instanceof BigInt64Array) || !(v.indices instanceof Int32Array) || !(v.values instanceof Float32Array))
+    throw new QuorumError('ERR_ARG', 'sparse vectors need offsets: BigInt64Array, indices: Int32Array, values: Float32Array (see sparseVectors)');
+}
+
 export function sparseVectors(offsets: BigInt64Array, indices: Int32Array, values: Float32Array): SparseVectors {
-  if (!(offsets instanceof BigInt64Array) || !(indices instanceof Int32Array) || !(values instanceof Float32Array))
-    throw new QuorumError('ERR_ARG', 'sparseVectors needs offsets: BigInt64Array, indices: Int32Array, values: Float32Array');
+  checkSparseVectors({ offsets, indices, values });
   const rows = Math.max(0, offsets.length - 1);
   return {
     offsets,
@@ -189,8 +195,7 @@ export function toSparseSync(weights: TensorInput, options: ToSparseOptions = {}
 
 /** @internal The three arrays of sparse rows as borrowed Tensors (offsets i64, indices i32, values f32). */
 export function sparseTensors(s: SparseVectors): [Tensor, Tensor, Tensor] {
-  if (s === null || typeof s !== 'object' || !(s.offsets instanceof BigInt64Array) || !(s.indices instanceof Int32Array) || !(s.values instanceof Float32Array))
-    throw new QuorumError('ERR_ARG', 'sparse vectors must be { offsets: BigInt64Array, indices: Int32Array, values: Float32Array } (see sparseVectors)');
+  checkSparseVectors(s);
   return [
     Tensor.wrap(s.offsets, [s.offsets.length], 'i64'),
     Tensor.wrap(s.indices, [s.indices.length], 'i32'),

@@ -1,6 +1,7 @@
 import { type AnyTypedArray, type Dtype, type TypedArrayOf, dtypeCode, dtypeNames, dtypeOfArray, isDtype, viewOf } from './dtype.js';
 import { QuorumError, awaitNative, callNative } from './errors.js';
 import { type NativeTensorHandle, coreAddon } from './native.js';
+import { int64 } from './validate.js';
 
 /** Where a tensor's memory lives. Only 'cpu' exists today; kernels dispatch on it. */
 export type Device = 'cpu';
@@ -13,17 +14,7 @@ const INT_RANGE: Partial<Record<Dtype, [number, number]>> = { i32: [-(2 ** 31), 
  */
 function checkedValues(values: ArrayLike<unknown>, dtype: Dtype): ArrayLike<number | bigint> {
   const range = INT_RANGE[dtype];
-  if (dtype === 'i64') {
-    return Array.from({ length: values.length }, (_, i) => {
-      const v = values[i];
-      if (typeof v === 'bigint') {
-        if (v < -(2n ** 63n) || v >= 2n ** 63n) throw new QuorumError('ERR_RANGE', `value ${i} (${v}) does not fit in i64`);
-        return v;
-      }
-      if (typeof v === 'number' && Number.isSafeInteger(v)) return BigInt(v);
-      throw new QuorumError(typeof v === 'number' ? 'ERR_RANGE' : 'ERR_ARG', `value ${i} must be an integer for i64, got ${String(v)}`);
-    });
-  }
+  if (dtype === 'i64') return Array.from({ length: values.length }, (_, i) => int64(values[i], `value ${i}`));
   for (let i = 0; i < values.length; i++) {
     const v = values[i];
     if (typeof v !== 'number') throw new QuorumError('ERR_ARG', `value ${i} must be a number, got ${typeof v}`);

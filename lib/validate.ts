@@ -88,3 +88,23 @@ export function mustBeMap(v: unknown, what: string): void {
 export function mustBeObject(v: unknown, what: string): void {
   if (v === null || typeof v !== 'object') throw new QuorumError('ERR_ARG', `${what} must be an object, got ${v === null ? 'null' : typeof v}`);
 }
+
+const MIN_I64 = -(2n ** 63n);
+const MAX_I64 = 2n ** 63n - 1n;
+
+/**
+ * `v` as a signed 64-bit integer: a bigint that fits, or a number that is a safe integer. Anything else is an
+ * error (ERR_RANGE for a number or bigint out of range, ERR_ARG for another type) rather than a silent wrap
+ * (BigInt64Array.from turns 2^64 + 5 into 5) or a RangeError (BigInt(1.7)).
+ */
+export function int64(v: unknown, what: string): bigint {
+  if (typeof v === 'bigint') {
+    if (v < MIN_I64 || v > MAX_I64) throw new QuorumError('ERR_RANGE', `${what} = ${v} does not fit in a signed 64-bit integer`);
+    return v;
+  }
+  if (typeof v === 'number' && Number.isSafeInteger(v)) return BigInt(v);
+  throw new QuorumError(
+    typeof v === 'number' ? 'ERR_RANGE' : 'ERR_ARG',
+    `${what} must be an integer (a safe-integer number or a bigint), got ${typeof v === 'number' ? v : typeof v}`,
+  );
+}

@@ -130,18 +130,20 @@ struct SpanReader : faiss::IOReader {
   bool plausible(const void* ptr, size_t size, size_t nitems) {
     const size_t left = n - at;
     if (!pq_track(size, nitems, ptr, left)) return false;
+    // A single 4-byte field may be a type tag (fourcc).
+    uint32_t tag = 0;
+    const bool field4 = size == 4 && nitems == 1;
+    if (field4) std::memcpy(&tag, ptr, 4);
     if (size == 8 && nitems == 1) {
       uint64_t v;
       std::memcpy(&v, ptr, 8);
       if (v > std::max<uint64_t>(left, uint64_t(1) << 20)) return false;
       if (ilar_stage == 2) ilar_code_size = v;
     }
-    if (size == 4 && nitems == 1) {
+    if (field4) {
       // Types faiss itself crashes on while reading a corrupt payload, and that DenseIndex never nests: an id
       // map (rebuilds its reverse map from ntotal ids without checking there are that many; DenseIndex reads its
       // own top-level one, see read_payload), and HNSW over PQ (computes a table through a cast it does not check).
-      uint32_t tag;
-      std::memcpy(&tag, ptr, 4);
       if (tag == faiss::fourcc("IxM2") || tag == faiss::fourcc("IxMp") || tag == faiss::fourcc("IHNp")) return false;
       // Legacy and refined PQ layouts, which DenseIndex never writes and whose fields the tracking above does not know.
       if (tag == faiss::fourcc("IxPQ") || tag == faiss::fourcc("IxPo") || tag == faiss::fourcc("IvPQ") ||
@@ -150,11 +152,7 @@ struct SpanReader : faiss::IOReader {
       if (tag == faiss::fourcc("IxPq")) pq_mode = 1, pq_count = 0;
       if (tag == faiss::fourcc("IwPQ")) pq_mode = 2, pq_count = 0;
     }
-    if (ilar_stage == 3 && size == 4 && nitems == 1) {
-      uint32_t list_type;
-      std::memcpy(&list_type, ptr, 4);
-      ilar_sparse = list_type == faiss::fourcc("sprs");
-    }
+    if (ilar_stage == 3 && field4) ilar_sparse = tag == faiss::fourcc("sprs");
     if (ilar_stage == 5) {
       // Every list's codes and ids follow: they must fit in what is left.
       const auto* sizes = static_cast<const uint64_t*>(ptr);
@@ -169,11 +167,7 @@ struct SpanReader : faiss::IOReader {
     } else if (ilar_stage > 0) {
       ++ilar_stage;
     }
-    if (size == 4 && nitems == 1) {
-      uint32_t tag;
-      std::memcpy(&tag, ptr, 4);
-      if (tag == faiss::fourcc("ilar")) ilar_stage = 1;
-    }
+    if (field4 && tag == faiss::fourcc("ilar")) ilar_stage = 1;  // after the stage step above: it counts from here
     return true;
   }
 };
