@@ -163,8 +163,8 @@ async function testModel(model: Retriever) {
 for (const preset of presets) {
   Retriever.seed(seed);
   const model = Retriever.create({ preset, encoder, tasks });
-  const { coverage } = await initFromGlove(model, tokenizer.vocabulary, { glove, seed });
-  await fitPoolingToCorpus(model, tokenizer, passages, { maxPassageLength: train.maxPassageLength });
+  const { coverage, uncovered } = await initFromGlove(model, tokenizer.vocabulary, { glove, seed });
+  await fitPoolingToCorpus(model, tokenizer, passages, { maxPassageLength: train.maxPassageLength, mute: arg('mute', '1') === '1' ? uncovered : [] });
   const ckpt = join(tmpdir(), `quorum-train-${preset}-${process.pid}`);
   mkdirSync(ckpt, { recursive: true });
   console.log(`\n${preset}: ${model.parameterCount.toLocaleString()} parameters, GloVe covers ${(coverage * 100).toFixed(1)}% of the vocabulary`);

@@ -188,3 +188,25 @@ export { gloveForVocab, loadGloveVectors, type GloveVectors } from './train/glov
 export { GloveAverageEncoder, type GloveAverageOptions } from './encoders/glove-average.js';
 export { mapBertCheckpoint } from './train/checkpoint-map.js';
 export { loadSafetensors, readSafetensors, writeSafetensors } from './io/safetensors.js';
+// DPR-MUF (lib/methods/muf): per-task experts, ensemble heads, calibrated confidence, fused retrieval.
+export {
+  MlpEnsemble,
+  type EnsembleConfig,
+  type EnsembleEpoch,
+  type EnsembleTrainData,
+  type EnsembleTrainOptions,
+} from './methods/muf/ensemble.js';
+export {
+  MUF_TEMPERATURE_GRID,
+  MufRetriever,
+  type ExpertCalibration,
+  type MufAllRuns,
+  type MufExpertSpec,
+  type MufFusion,
+  type MufHits,
+  type MufJudgedQuery,
+  type MufOptions,
+  type MufPassage,
+  type MufSearchOptions,
+  type MufTimings,
+} from './methods/muf/retriever.js';

@@ -303,9 +303,30 @@ export interface NativeRetriever {
   load(path: string, async: boolean): MaybeAsync<object>;
 }
 
+/** The MUF ensemble heads (native/napi/mlp_ensemble_object.cc). */
+export interface NativeMlpEnsemble {
+  info(): { parameterCount: number; optimizerSteps: number };
+  parameters(): { name: string; shape: number[] }[];
+  getParameter(name: string): Float32Array;
+  setParameter(name: string, values: Float32Array): void;
+  step(
+    questions: Float32Array,
+    passages: Float32Array,
+    qRows: Int32Array,
+    pRows: Int32Array,
+    group: number,
+    lr: number,
+    clip: number,
+    async: boolean,
+  ): MaybeAsync<{ loss: number; memberLoss: Float64Array; correct: number; questions: number }>;
+  score(q: Float32Array, passages: Float32Array, ids: Int32Array, L: number, out: Float32Array, async: boolean): MaybeAsync<Float32Array>;
+  members(q: Float32Array, async: boolean): MaybeAsync<Float32Array>;
+}
+
 /** quorum_torch.node's exports. */
 export interface TorchAddon {
   Retriever: new (config: object) => NativeRetriever;
+  MlpEnsemble: new (config: { dim: number; hidden?: number; layers?: number; members?: number }) => NativeMlpEnsemble;
   contrastiveLoss(
     q: Float32Array,
     p: Float32Array,

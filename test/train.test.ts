@@ -372,8 +372,10 @@ describe('initialization', () => {
   it('maps GloVe vectors onto the vocabulary of every encoder', async () => {
     const model = Retriever.create({ preset: 'bi-encoder', encoder: { ...tiny, embeddingSize: 3 } });
     const glove = { words: new Map([['w1', 0], ['w2', 1]]), dim: 3, vectors: Float32Array.from([1, 2, 3, 4, 5, 6]) };
-    const { covered } = await initFromGlove(model, VOCAB, { glove });
+    const { covered, uncovered } = await initFromGlove(model, VOCAB, { glove });
     expect(covered).toBe(2);
+    // Every token but [PAD] and the two covered words got a random vector.
+    expect(uncovered).toEqual(VOCAB.map((_, i) => i).filter((i) => i > 0 && VOCAB[i] !== 'w1' && VOCAB[i] !== 'w2'));
     for (const e of ['query', 'passage']) {
       const t = model.getParameter(`${e}.embeddings.word_embeddings.weight`);
       const row = VOCAB.indexOf('w2');
@@ -404,6 +406,28 @@ describe('initialization', () => {
     }
     expect(model.encodeSync(tok.encode(['w1']), 'query', { pooledState: true })).toHaveLength(16);
     await expect(fitPoolingToCorpus(model, tok, [])).rejects.toMatchObject({ code: 'ERR_ARG' });
+  });
+
+  it('starts content-free tokens and the muted ids near weight 0, so a marker or a "?" does not shift every question', async () => {
+    const vocab = [...VOCAB, '?', '##-', '.'];
+    const t = new WordPieceTokenizer(vocab);
+    const passages = [{ title: '', text: 'w1 w2 .' }, { title: '', text: 'w1 w3' }];
+    const model = Retriever.create({ preset: 'siamese', encoder: { ...tiny, vocabSize: vocab.length, layers: 0, tokenWeights: true, center: true } });
+    randomize(model, 9);
+    const id = (w: string) => vocab.indexOf(w);
+    await fitPoolingToCorpus(model, t, passages, { maxPassageLength: 16, mute: [id('w5')] });
+    const u = model.getParameter('encoder.embeddings.token_weights.weight');
+    for (const w of ['[CLS]', '[SEP]', '[unused1]', '[MASK]', '?', '##-', '.', 'w5']) expect(u[id(w)], w).toBe(-10);
+    // Unmuted: ln IDF, a token in no passage counted as df 1.
+    expect(u[id('w1')]).toBeCloseTo(Math.log(Math.log(1 + 2 / 2)), 5);
+    expect(u[id('w9')]).toBeCloseTo(Math.log(Math.log(1 + 2 / 1)), 5);
+    // A muted marker changes a question's vector by less than 1e-3 (its weight is 4.5e-5 of 1); positions are
+    // zeroed so that the marker's shift of the words' positions does not count.
+    model.setParameter('encoder.embeddings.position_embeddings.weight', new Float32Array(32 * 16));
+    const plain = model.encodeSync(t.encode(['w1 w2']), 'query');
+    const marked = model.encodeSync(t.encode(['w1 w2'], { marker: t.markerId(1) }), 'query');
+    for (let i = 0; i < plain.length; i++) expect(Math.abs(plain[i]! - marked[i]!)).toBeLessThan(1e-3);
+    await expect(fitPoolingToCorpus(model, t, passages, { mute: [vocab.length] })).rejects.toMatchObject({ code: 'ERR_RANGE' });
   });
 
   it('loads a Hugging Face BERT checkpoint, experts as copies of the FFN, and then matches the reference', async () => {

@@ -13,6 +13,7 @@ import { QuorumError } from '../errors.js';
 import { type Run, type ScoredDoc, evaluate, metricFn } from '../eval/ranking.js';
 import { fuse } from '../fusion/fuse.js';
 import type { Tensor } from '../tensor.js';
+import { MufRetriever } from '../methods/muf/retriever.js';
 import { Retriever } from '../train/retriever.js';
 import { BATCH, bm25Search } from './index-search.js';
 import { inBatches, table } from './table.js';
@@ -29,11 +30,18 @@ export interface EvalCommandOptions {
   dim: number;
   /** The hybrid's alpha; without it, alpha is tuned for MRR@10 on the dev split when there is one (else 1). */
   alpha?: number;
+  /** Tune the hybrid's alpha per task as well (default true; only when queries carry two or more tasks). */
+  alphaPerTask?: boolean;
   /** A model directory (`quorum train`): the 'dense' method uses it instead of the hashed TF-IDF stand-in. */
   model?: string;
   out?: string;
   /** Also report each task's mean (queries carry a `task`, as in the multi-domain benchmark). */
   byTask?: boolean;
+  /**
+   * A MUF directory (`quorum muf train`): adds its runs 'muf', 'muf-uniform', 'muf-oracle' (the query's own task's
+   * expert), 'expert:<name>' for each expert, and 'muf-hybrid' (MUF + BM25, alpha tuned on dev).
+   */
+  muf?: string;
 }
 
 type Texts = Array<{ id: string; text: string; task?: string }>;
@@ -97,25 +105,103 @@ async function gloveRun(corpus: Array<{ id: string; text: string }>, queries: Te
   return run;
 }
 
-/** The hybrid's alpha that maximises MRR@10 on the dev split (0..10 step 0.1), or 1 without a dev split. */
-async function tuneAlpha(o: EvalCommandOptions, bm25Index: Bm25Index, dense: DenseMethod): Promise<number> {
+/** The hybrid's alpha: for all queries, and for each task that has dev questions. */
+interface HybridAlpha {
+  all: number;
+  byTask: Map<string, number>;
+}
+
+// ranx's grid stops at 2, where lexical-overlap questions still want more BM25 weight: 0..10 by 0.1, then coarser
+// steps up to 100 (the dense side only breaks BM25's ties there).
+const ALPHA_GRID = [...Array.from({ length: 101 }, (_, i) => i / 10), 12, 15, 20, 30, 50, 100];
+
+/** The grid's alpha with the best MRR@10 over `qids` (ties go to the smaller alpha: more weight on the dense model). */
+function bestAlpha(runs: Run[], qrels: Map<string, Map<string, number>>, qids: ReadonlySet<string>, k: number): { alpha: number; value: number } {
+  const pick = (run: Run): Run => new Map([...run].filter(([q]) => qids.has(q)));
+  const subset = runs.map(pick);
+  const judged = new Map([...qrels].filter(([q]) => qids.has(q)));
+  let best = { alpha: 1, value: -Infinity };
+  for (const alpha of ALPHA_GRID) {
+    const value = evaluate(fuse(subset, 'hybrid', { alpha, normalization: true, depth: k }), judged, ['mrr@10']).mean['mrr@10'] as number;
+    if (value > best.value) best = { alpha, value };
+  }
+  return best;
+}
+
+/**
+ * The hybrid's alpha tuned for MRR@10 on the dev split, over all dev queries and, when queries carry a `task` (the
+ * dense side already reads it: each task's marker), per task; a task with no dev questions takes the all-task alpha.
+ * Without a dev split: 1.
+ */
+async function tuneAlpha(o: EvalCommandOptions, bm25Index: Bm25Index, denseDev: (queries: Texts) => Promise<Run>, label = 'hybrid'): Promise<HybridAlpha> {
   if (o.split === 'dev' || !existsSync(join(o.data, 'qrels', 'dev.tsv'))) {
-    console.log('hybrid: alpha 1 (no dev split to tune it on; --alpha sets it)');
-    return 1;
+    console.log(`${label}: alpha 1 (no dev split to tune it on; --alpha sets it)`);
+    return { all: 1, byTask: new Map() };
   }
   const dev = await readBeir(o.data, 'dev');
   const devQueries = dev.queries.filter((q) => dev.qrels.has(q.id));
-  const runs = [await dense.run(devQueries, o.k, 'dense (dev) '), await bm25Search(bm25Index, devQueries, o.k, 'bm25 (dev) ')];
-  // ranx's grid stops at 2, where lexical-overlap questions still want more BM25 weight: search 0..10 by 0.1.
-  // Ties go to the smaller alpha (more weight on the dense model).
-  let best = { alpha: 1, value: -Infinity };
-  for (let i = 0; i <= 100; i++) {
-    const alpha = i / 10;
-    const value = evaluate(fuse(runs, 'hybrid', { alpha, normalization: true, depth: o.k }), dev.qrels, ['mrr@10']).mean['mrr@10'] as number;
-    if (value > best.value) best = { alpha, value };
+  const runs = [await denseDev(devQueries), await bm25Search(bm25Index, devQueries, o.k, 'bm25 (dev) ')];
+  const all = bestAlpha(runs, dev.qrels, new Set(devQueries.map((q) => q.id)), o.k);
+  console.log(`${label}: alpha ${all.alpha} (MRR@10 ${all.value.toFixed(3)} on the ${devQueries.length} dev queries)`);
+  const byTask = new Map<string, number>();
+  if (o.alphaPerTask === false) return { all: all.alpha, byTask };
+  const tasks = [...new Set(devQueries.map((q) => q.task).filter((t): t is string => t !== undefined))].sort();
+  if (tasks.length < 2) return { all: all.alpha, byTask };
+  for (const task of tasks) {
+    const ids = new Set(devQueries.filter((q) => q.task === task).map((q) => q.id));
+    const t = bestAlpha(runs, dev.qrels, ids, o.k);
+    byTask.set(task, t.alpha);
+    console.log(`${label}: alpha ${t.alpha} for ${task} (MRR@10 ${t.value.toFixed(3)} on its ${ids.size} dev queries)`);
   }
-  console.log(`hybrid: alpha ${best.alpha} (MRR@10 ${best.value.toFixed(3)} on the ${devQueries.length} dev queries)`);
-  return best.alpha;
+  return { all: all.alpha, byTask };
+}
+
+/** The hybrid run with each query's task's alpha. */
+function hybridRun(dense: Run, bm25: Run, alpha: HybridAlpha, taskOf: ReadonlyMap<string, string | undefined>, k: number): Run {
+  const groups = new Map<number, Set<string>>();
+  for (const q of new Set([...dense.keys(), ...bm25.keys()])) {
+    const task = taskOf.get(q);
+    const a = (task !== undefined ? alpha.byTask.get(task) : undefined) ?? alpha.all;
+    groups.set(a, (groups.get(a) ?? new Set()).add(q));
+  }
+  const out = new Map<string, ScoredDoc[]>();
+  for (const [a, qids] of groups) {
+    const pick = (run: Run): Run => new Map([...run].filter(([q]) => qids.has(q)));
+    for (const [q, list] of fuse([pick(dense), pick(bm25)], 'hybrid', { alpha: a, normalization: true, depth: k })) out.set(q, list);
+  }
+  return out;
+}
+
+/** The MUF directory's runs on `queries`: its fusions, each expert alone, and MUF + BM25. */
+async function mufRuns(o: EvalCommandOptions, bm25Index: Bm25Index, queries: Texts, bm25: Run): Promise<Map<string, Run>> {
+  const muf = await MufRetriever.load(o.muf!);
+  try {
+    console.log(`muf: ${o.muf} (experts ${muf.experts.map((e) => `${e.name} at temperature ${e.calibration?.temperature ?? '-'}`).join(', ')})`);
+    const all = async (qs: Texts, label: string) => {
+      const out = new Map<string, Map<string, ScoredDoc[]>>();
+      const put = (name: string, id: string, hits: ScoredDoc[]) => {
+        if (!out.has(name)) out.set(name, new Map());
+        out.get(name)!.set(id, hits);
+      };
+      await inBatches(label, qs.length, BATCH, async (start, end) => {
+        const batch = qs.slice(start, end);
+        const r = await muf.searchAll(batch.map((q) => q.text), o.k, { tasks: batch.map((q) => q.task) });
+        batch.forEach((q, b) => {
+          put('muf', q.id, r.muf[b]!.hits);
+          put('muf-uniform', q.id, r.uniform[b]!.hits);
+          put('muf-oracle', q.id, r.oracle![b]!.hits);
+          muf.experts.forEach((e, i) => put(`expert:${e.name}`, q.id, r.experts[i]![b]!));
+        });
+      });
+      return out;
+    };
+    const runs: Map<string, Run> = await all(queries, 'muf   ');
+    const alpha = o.alpha !== undefined ? { all: o.alpha, byTask: new Map<string, number>() } : await tuneAlpha(o, bm25Index, async (qs) => (await all(qs, 'muf (dev) ')).get('muf')!, 'muf-hybrid');
+    runs.set('muf-hybrid', hybridRun(runs.get('muf')!, bm25, alpha, new Map(queries.map((q) => [q.id, q.task])), o.k));
+    return runs;
+  } finally {
+    muf.dispose();
+  }
 }
 
 export async function evalCommand(o: EvalCommandOptions): Promise<void> {
@@ -124,7 +210,7 @@ export async function evalCommand(o: EvalCommandOptions): Promise<void> {
     if (!(EVAL_METHODS as readonly string[]).includes(m))
       throw new QuorumError('ERR_ARG', `unknown method '${m}': use ${EVAL_METHODS.join(', ')} (or --run FILE for a TREC run)`);
   if (!Number.isInteger(o.k) || o.k < 1) throw new QuorumError('ERR_RANGE', `--k must be a positive integer, got ${o.k}`);
-  if (o.methods.length === 0 && o.runs.length === 0) throw new QuorumError('ERR_ARG', 'nothing to evaluate: give --methods and/or --run');
+  if (o.methods.length === 0 && o.runs.length === 0 && !o.muf) throw new QuorumError('ERR_ARG', 'nothing to evaluate: give --methods, --run and/or --muf');
 
   const ds = await readBeir(o.data, o.split);
   const judged = new Set(ds.qrels.keys());
@@ -146,11 +232,15 @@ export async function evalCommand(o: EvalCommandOptions): Promise<void> {
     if (want.has('bm25') && bm25) runs.set('bm25', bm25);
     if (want.has('dense') && dense) runs.set('dense', dense);
     if (want.has('hybrid') && bm25 && dense) {
-      const alpha = o.alpha ?? (await tuneAlpha(o, bm25Index!, denseMethod!));
-      runs.set('hybrid', fuse([dense, bm25], 'hybrid', { alpha, normalization: true, depth: o.k }));
+      const alpha = o.alpha !== undefined ? { all: o.alpha, byTask: new Map<string, number>() } : await tuneAlpha(o, bm25Index!, (qs) => denseMethod!.run(qs, o.k, 'dense (dev) '));
+      runs.set('hybrid', hybridRun(dense, bm25, alpha, new Map(queries.map((q) => [q.id, q.task])), o.k));
     }
     if (want.has('rrf') && bm25 && dense) runs.set('rrf', fuse([bm25, dense], 'rrf', { depth: o.k }));
     if (want.has('glove')) runs.set('glove', await gloveRun(corpus, queries, o.k));
+    if (o.muf) {
+      const index = bm25Index ?? (await Bm25Index.build(corpus, { k1: 0.9, b: 0.4 }));
+      for (const [name, run] of await mufRuns(o, index, queries, bm25 ?? (await bm25Search(index, queries, o.k, 'bm25  ')))) runs.set(name, run);
+    }
   } finally {
     denseMethod?.dispose();
   }
@@ -183,8 +273,11 @@ export async function evalCommand(o: EvalCommandOptions): Promise<void> {
   }
   if (o.out) {
     mkdirSync(o.out, { recursive: true });
-    for (const [name, run] of runs) if (o.methods.includes(name)) writeRun(join(o.out, `${name}.trec`), run, name);
+    // Runs this command made (not the --run files it read), with ':' out of file names.
+    const made = [...runs.keys()].filter((n) => o.methods.includes(n) || (o.muf && (n.startsWith('muf') || n.startsWith('expert:'))));
+    const file = (n: string) => `${n.replace(/:/g, '-')}.trec`;
+    for (const name of made) writeRun(join(o.out, file(name)), runs.get(name)!, name);
     writeFileSync(join(o.out, 'metrics.json'), JSON.stringify({ dataset: o.data, split: o.split, queries: queries.length, metrics: results, ...(o.byTask ? { byTask } : {}) }, null, 2) + '\n');
-    console.log(`\nwrote ${[...runs.keys()].filter((n) => o.methods.includes(n)).map((n) => `${n}.trec`).join(', ')}${o.methods.length ? ' and ' : ''}metrics.json to ${o.out}`);
+    console.log(`\nwrote ${made.map(file).join(', ')}${made.length ? ' and ' : ''}metrics.json to ${o.out}`);
   }
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // The `quorum` command line (commander). Every command exits non-zero with a one-line message on bad input.
-import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { Command, CommanderError } from 'commander';
 
 import { QuorumError } from '../errors.js';
+import { count, int, list, num, numbers } from './args.js';
 import { describeError } from './errors.js';
 import { demo } from './demo.js';
 import { EVAL_METHODS, evalCommand } from './eval.js';
@@ -11,24 +12,7 @@ import { POOLINGS, PRESETS, trainCommand, type TrainCommandOptions } from './tra
 import { fuseCommand } from './fuse.js';
 import { indexBm25, indexDense, searchCommand } from './index-search.js';
 import { TASKS, type TaskName, buildMultiDomain, writeMultiDomain } from '../data/multidomain.js';
-
-const list = (v: string) => v.split(',').map((x) => x.trim()).filter(Boolean);
-const int = (v: string) => {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a positive integer');
-  return n;
-};
-const count = (v: string) => {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('expected a non-negative integer');
-  return n;
-};
-const num = (v: string) => {
-  const n = Number(v);
-  if (!Number.isFinite(n)) throw new InvalidArgumentError('expected a number');
-  return n;
-};
-const numbers = (v: string) => list(v).map(num);
+import { registerMufCommands } from '../methods/muf/cli.js';
 
 // Commander's own errors (unknown option, bad value) go through the same one-line `quorum: ERR_...` report as
 // ours: exitOverride makes them exceptions, and its own error printing is silenced. Subcommands inherit both.
@@ -56,11 +40,13 @@ program
   .option('--metrics <list>', 'e.g. ndcg@10,recall@100,mrr@10,map', list, ['ndcg@10', 'recall@100', 'mrr@10'])
   .option('--k <n>', 'retrieval depth', int, 100)
   .option('--dim <n>', "the 'dense' method's hashed TF-IDF dimension", int, 768)
-  .option('--alpha <x>', "the 'hybrid' method's alpha (normalized scores, weight on BM25; default: tuned for MRR@10 on the dev split over 0..10, else 1)", num)
+  .option('--alpha <x>', "the 'hybrid' method's alpha (normalized scores, weight on BM25; default: tuned for MRR@10 on the dev split over 0..100, per task when queries carry tasks, else 1)", num)
+  .option('--no-alpha-per-task', "tune one alpha for all tasks")
   .option('--model <dir>', "a model directory from `quorum train`, or 'default' (the shipped model): the 'dense' method uses it (default: hashed TF-IDF)")
   .option('--out <dir>', 'write <method>.trec run files and metrics.json here')
   .option('--by-task', "also each task's mean (the queries' `task` field)")
-  .action(async (o: { data: string; split: string; methods: string[]; run: string[]; metrics: string[]; k: number; dim: number; alpha?: number; model?: string; out?: string; byTask?: boolean }) =>
+  .option('--muf <dir>', "a MUF directory (`quorum muf train`): adds muf, muf-uniform, muf-oracle, expert:<name> and muf-hybrid")
+  .action(async (o: { data: string; split: string; methods: string[]; run: string[]; metrics: string[]; k: number; dim: number; alpha?: number; alphaPerTask: boolean; model?: string; out?: string; byTask?: boolean; muf?: string }) =>
     evalCommand({ ...o, runs: o.run }),
   );
 
@@ -88,9 +74,12 @@ program
   .option('--dtype <name>', 'weight storage: f32 or bf16', 'f32')
   .option('--budget <seconds>', 'stop after the epoch that passes this much training time', num)
   .option('--resume', 'continue from <out>/checkpoints')
+  .option('--no-task-markers', "no task marker before the questions (default: markers when training on several tasks); a model for questions of unknown task")
   .action(async (o: Omit<TrainCommandOptions, 'hardNegatives'> & { hardNegatives: number }) => {
     await trainCommand(o);
   });
+
+registerMufCommands(program);
 
 program
   .command('encode')

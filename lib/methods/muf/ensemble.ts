@@ -1,0 +1,278 @@
+// DPR-MUF's ensemble heads (SPEC §1.5, §3.2): the typed front of the native MlpEnsemble. K small MLPs over one
+// expert's frozen question vectors, trained each on its own sub-batches with the DPR NLL against the expert's frozen
+// passage vectors; at query time they score the expert's top-L passages, and their disagreement (ensembleMI) is
+// the expert's confidence.
+import { readFileSync } from 'node:fs';
+
+import { writeFileAtomic } from '../../data/files.js';
+import { QuorumError, awaitNative, callNative } from '../../errors.js';
+import { readSafetensors, safetensorsMetadata, writeSafetensors, type SafetensorsTensor, type TensorToWrite } from '../../io/safetensors.js';
+import { torchAddon, type NativeMlpEnsemble } from '../../native.js';
+import { seededRandom } from '../../random.js';
+import { Tensor } from '../../tensor.js';
+import { ParameterTable } from '../../train/parameter-table.js';
+import { mustBeObject, mustBeString, parse, positiveInt, z } from '../../validate.js';
+
+/** The heads' shape: `layers` hidden ReLU layers of `hidden` units between `dim` and `dim`, K = `members`. */
+export interface EnsembleConfig {
+  /** The expert's embedding width. */
+  dim: number;
+  /** Hidden width (default 512, DPR-MUF's). */
+  hidden?: number;
+  /** Hidden layers (default 2: DPR-MUF's "two-layer MLP" is 3 linear layers). */
+  layers?: number;
+  /** K, the ensemble size (default 20). */
+  members?: number;
+}
+
+const configSchema = z
+  .object({ dim: positiveInt, hidden: positiveInt.optional(), layers: z.number().int().min(0).max(16).optional(), members: positiveInt.optional() })
+  .strict();
+
+/** What the heads train on: one expert's frozen vectors. */
+export interface EnsembleTrainData {
+  /** The expert's question vectors `[n, dim]` (train questions of its task). */
+  questions: Float32Array;
+  /** The expert's passage vectors `[N, dim]` (its corpus encoding). */
+  passages: Float32Array;
+  /** Per question, the passage row of its positive `[n]`. */
+  positives: Int32Array;
+  /** Per question, passage rows of hard negatives (e.g. BM25's); a question without one gets a random passage. */
+  hardNegatives?: ReadonlyArray<readonly number[]>;
+}
+
+export interface EnsembleTrainOptions {
+  /** Epochs over the questions (default 100, DPR-MUF's: it deliberately fits the training domain). */
+  epochs?: number;
+  /** Questions per step, split into K contiguous sub-batches, one per member (default 128, DPR-MUF's). */
+  batchSize?: number;
+  /** Adam's learning rate (default 1e-3; DPR-MUF's 2e-5 barely moves heads on a few thousand questions). */
+  lr?: number;
+  /** Gradient-norm clip (default 2, DPR's). */
+  clip?: number;
+  /** Hard negatives per question (default 1, DPR-MUF's). */
+  hardNegatives?: number;
+  /** Seeds the shuffling and the random negatives (the initialization follows `Retriever.seed`). */
+  seed?: number;
+  onEpoch?: (e: EnsembleEpoch) => void;
+}
+
+export interface EnsembleEpoch {
+  epoch: number;
+  /** Mean over steps of the members' mean NLL. */
+  loss: number;
+  /** Each member's mean NLL over the epoch. */
+  memberLoss: number[];
+  /** Share of sub-batch questions whose positive scored highest. */
+  accuracy: number;
+}
+
+const trainOptionsSchema = z
+  .object({
+    epochs: z.number().int().min(0).optional(),
+    batchSize: positiveInt.optional(),
+    lr: z.number().finite().nonnegative().optional(),
+    clip: z.number().finite().nonnegative().optional(),
+    hardNegatives: z.number().int().min(0).optional(),
+    seed: z.number().int().nonnegative().optional(),
+    onEpoch: z.function().optional(),
+  })
+  .strict();
+
+const FORMAT = 'quorum-muf-ensemble';
+
+/**
+ * K independent MLP heads over one expert's question vectors (DPR-MUF). Train with {@link train}, then
+ * {@link score} the expert's top-L passages: `z [B, K, L]`, the input of `ensembleMI`.
+ *
+ * @example
+ * const heads = MlpEnsemble.create({ dim: expert.dim, members: 20 });
+ * await heads.train({ questions, passages, positives, hardNegatives }, { epochs: 100 });
+ * const z = await heads.score(queryVectors, passages, topIds, 100);   // Tensor [B, 20, 100]
+ * const { confidence } = await ensembleMI(z, { temperature });
+ */
+export class MlpEnsemble extends ParameterTable {
+  readonly config: Required<EnsembleConfig>;
+  protected readonly native: NativeMlpEnsemble;
+
+  private constructor(config: Required<EnsembleConfig>) {
+    super();
+    this.config = config;
+    const addon = torchAddon();
+    this.native = callNative(() => new addon.MlpEnsemble(config));
+  }
+
+  static create(config: EnsembleConfig): MlpEnsemble {
+    parse(configSchema, config, 'ensemble config');
+    return new MlpEnsemble({ hidden: 512, layers: 2, members: 20, ...config });
+  }
+
+  get members(): number {
+    return this.config.members;
+  }
+
+
+  /**
+   * Trains every member off the main thread: each step shuffles `batchSize` questions into K contiguous
+   * sub-batches, member k sees only sub-batch k (its positives, hard negatives and the sub-batch's other passages).
+   */
+  async train(data: EnsembleTrainData, options: EnsembleTrainOptions = {}): Promise<{ epochs: EnsembleEpoch[]; seconds: number }> {
+    mustBeObject(data, 'ensemble training data');
+    parse(trainOptionsSchema, options, 'ensemble training options');
+    const { dim, members: K } = this.config;
+    const { questions, passages, positives } = data;
+    if (!(questions instanceof Float32Array) || !(passages instanceof Float32Array)) throw new QuorumError('ERR_DTYPE', 'questions and passages must be Float32Arrays');
+    if (!(positives instanceof Int32Array)) throw new QuorumError('ERR_DTYPE', 'positives must be an Int32Array');
+    const n = questions.length / dim;
+    const nPassages = passages.length / dim;
+    if (!Number.isInteger(n) || n < 1 || !Number.isInteger(nPassages) || nPassages < 1)
+      throw new QuorumError('ERR_SHAPE', `questions and passages must be [rows, ${dim}] with rows >= 1`);
+    if (positives.length !== n) throw new QuorumError('ERR_SHAPE', `${positives.length} positives for ${n} questions`);
+    if (data.hardNegatives !== undefined && data.hardNegatives.length !== n) throw new QuorumError('ERR_SHAPE', `hardNegatives needs one list per question (${n})`);
+    const batchSize = options.batchSize ?? 128;
+    const perMember = Math.floor(Math.min(batchSize, n) / K);
+    if (perMember < 1)
+      throw new QuorumError('ERR_RANGE', `${K} members need at least ${K} questions per step (batchSize ${batchSize}, ${n} questions)`);
+    const h = options.hardNegatives ?? 1;
+    const group = 1 + h;
+    const rand = seededRandom(options.seed ?? 0);
+    const order = Int32Array.from({ length: n }, (_, i) => i);
+    const qRows = new Int32Array(K * perMember);
+    const pRows = new Int32Array(K * perMember * group);
+    const epochs: EnsembleEpoch[] = [];
+    const t0 = performance.now();
+    for (let epoch = 0; epoch < (options.epochs ?? 100); epoch++) {
+      for (let i = n - 1; i > 0; i--) {
+        const j = Math.floor(rand() * (i + 1));
+        [order[i], order[j]] = [order[j]!, order[i]!];
+      }
+      const memberLoss = new Float64Array(K);
+      let loss = 0;
+      let correct = 0;
+      let seen = 0;
+      let steps = 0;
+      // Whole steps only: the last partial batch would give its members fewer in-batch negatives.
+      for (let start = 0; start + K * perMember <= n; start += K * perMember) {
+        for (let r = 0; r < K * perMember; r++) {
+          const q = order[start + r]!;
+          qRows[r] = q;
+          pRows[r * group] = positives[q]!;
+          const negs = data.hardNegatives?.[q] ?? [];
+          for (let j = 0; j < h; j++) pRows[r * group + 1 + j] = negs[j] ?? Math.floor(rand() * nPassages);
+        }
+        const s = await awaitNative(
+          callNative(() => this.native.step(questions, passages, qRows, pRows, group, options.lr ?? 1e-3, options.clip ?? 2, true)) as Promise<{
+            loss: number;
+            memberLoss: Float64Array;
+            correct: number;
+            questions: number;
+          }>,
+        );
+        loss += s.loss;
+        for (let k = 0; k < K; k++) memberLoss[k] = (memberLoss[k] as number) + (s.memberLoss[k] as number);
+        correct += s.correct;
+        seen += s.questions;
+        steps++;
+      }
+      const e: EnsembleEpoch = {
+        epoch,
+        loss: loss / Math.max(steps, 1),
+        memberLoss: Array.from(memberLoss, (v) => v / Math.max(steps, 1)),
+        accuracy: correct / Math.max(seen, 1),
+      };
+      epochs.push(e);
+      options.onEpoch?.(e);
+    }
+    return { epochs, seconds: (performance.now() - t0) / 1000 };
+  }
+
+  private scoreCall(q: Float32Array, passages: Float32Array, ids: Int32Array, L: number) {
+    const { dim, members: K } = this.config;
+    if (!(q instanceof Float32Array) || !(passages instanceof Float32Array)) throw new QuorumError('ERR_DTYPE', 'queries and passages must be Float32Arrays');
+    if (!(ids instanceof Int32Array)) throw new QuorumError('ERR_DTYPE', 'ids must be an Int32Array');
+    const B = q.length / dim;
+    if (!Number.isInteger(B)) throw new QuorumError('ERR_SHAPE', `queries must be [rows, ${dim}]`);
+    if (!Number.isInteger(L) || L < 1) throw new QuorumError('ERR_RANGE', `L must be a positive integer, got ${L}`);
+    const out = new Float32Array(B * K * L);
+    return { out, shape: [B, K, L], call: (async: boolean) => this.native.score(q, passages, ids, L, out, async) };
+  }
+
+  /**
+   * Every member's score of each query's L candidates, off the main thread: `z[b, k, l] = f_k(q_b) . passages[ids[b, l]]`,
+   * an f32 Tensor `[B, K, L]`. `q` is `[B, dim]`, `passages` `[N, dim]`, `ids` `[B, L]` rows of `passages`.
+   */
+  async score(q: Float32Array, passages: Float32Array, ids: Int32Array, L: number): Promise<Tensor<'f32'>> {
+    const c = this.scoreCall(q, passages, ids, L);
+    await awaitNative(callNative(() => c.call(true)) as Promise<Float32Array>);
+    return Tensor.wrap(c.out, c.shape);
+  }
+
+  /** {@link score} on the calling thread. */
+  scoreSync(q: Float32Array, passages: Float32Array, ids: Int32Array, L: number): Tensor<'f32'> {
+    const c = this.scoreCall(q, passages, ids, L);
+    callNative(() => c.call(false));
+    return Tensor.wrap(c.out, c.shape);
+  }
+
+  /** Every member's vector for each query: `[B, K, dim]` row-major (for tests and analysis). */
+  membersSync(q: Float32Array): Float32Array {
+    return callNative(() => this.native.members(q, false) as Float32Array);
+  }
+
+  /** The heads as safetensors bytes (configuration in the metadata). */
+  toBytes(): Uint8Array {
+    const tensors = new Map<string, TensorToWrite>();
+    for (const { name, shape } of this.parameters()) tensors.set(name, { shape, data: this.getParameter(name), dtype: 'F32' });
+    return writeSafetensors(tensors, { format: FORMAT, config: JSON.stringify(this.config) });
+  }
+
+  /** Writes {@link toBytes} atomically. */
+  save(path: string): void {
+    mustBeString(path, 'path');
+    writeFileAtomic(path, this.toBytes());
+  }
+
+  /** Heads from {@link toBytes}' output: ERR_FORMAT for another format, a bad configuration or missing tensors. */
+  static fromBytes(bytes: Uint8Array, where = 'ensemble'): MlpEnsemble {
+    if (!(bytes instanceof Uint8Array)) throw new QuorumError('ERR_ARG', 'fromBytes needs a Uint8Array');
+    let tensors: Map<string, SafetensorsTensor>;
+    let header: Record<string, string>;
+    try {
+      tensors = readSafetensors(bytes);
+      header = safetensorsMetadata(bytes);
+    } catch (e) {
+      if (e instanceof QuorumError) throw new QuorumError(e.code, `${where}: ${e.message}`, { cause: e });
+      throw e;
+    }
+    if (header.format !== FORMAT) throw new QuorumError('ERR_FORMAT', `${where}: not a MUF ensemble file (format '${header.format ?? ''}')`);
+    let config: EnsembleConfig;
+    try {
+      config = JSON.parse(header.config ?? '') as EnsembleConfig;
+    } catch {
+      throw new QuorumError('ERR_FORMAT', `${where}: its configuration is not JSON`);
+    }
+    let heads: MlpEnsemble;
+    try {
+      heads = MlpEnsemble.create(config);
+    } catch (e) {
+      throw new QuorumError('ERR_FORMAT', `${where}: bad configuration: ${(e as Error).message}`, { cause: e });
+    }
+    for (const { name, shape } of heads.parameters()) {
+      const t = tensors.get(name);
+      if (!t || t.dtype !== 'F32' || t.shape.join(',') !== shape.join(',')) throw new QuorumError('ERR_FORMAT', `${where}: tensor ${name} is missing or has another shape`);
+      heads.setParameter(name, t.data);
+    }
+    return heads;
+  }
+
+  static load(path: string): MlpEnsemble {
+    mustBeString(path, 'path');
+    let bytes: Uint8Array;
+    try {
+      bytes = readFileSync(path);
+    } catch (e) {
+      throw new QuorumError('ERR_IO', `cannot read ${path}`, { cause: e });
+    }
+    return MlpEnsemble.fromBytes(bytes, path);
+  }
+}

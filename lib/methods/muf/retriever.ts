@@ -1,0 +1,490 @@
+// DPR-MUF end to end (SPEC §1.5, §1.6, §2.7, §3.2): one trained retriever per task (the experts), each with its own
+// corpus encoding and an ensemble of K MLP heads; at query time every expert retrieves its top-L, its heads score
+// those L passages, their mutual information gives the expert's confidence, and the experts' raw scores are fused
+// with confidence weights. One directory holds it all: muf.json, corpus-ids.txt and, per expert, its model
+// directory, its passage vectors and its heads.
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { readJsonFile, writeFileAtomic } from '../../data/files.js';
+import { scoreTopK } from '../../dense.js';
+import { QuorumError } from '../../errors.js';
+import type { ScoredDoc } from '../../eval/ranking.js';
+import { fuse } from '../../fusion/fuse.js';
+import { readSafetensors, writeSafetensors } from '../../io/safetensors.js';
+import { Tensor } from '../../tensor.js';
+import type { PassageText, TrainingExample } from '../../train/examples.js';
+import { modelDir } from '../../train/model-dir.js';
+import { Retriever } from '../../train/retriever.js';
+import { ece, ensembleMI } from '../../uncertainty.js';
+import { mustBeArray, mustBeObject, mustBeString } from '../../validate.js';
+import { MlpEnsemble, type EnsembleConfig, type EnsembleEpoch, type EnsembleTrainOptions } from './ensemble.js';
+
+export const MUF_FORMAT = 'quorum-muf';
+export const MUF_VERSION = 1;
+
+/** DPR-MUF's temperature grid (0.001 .. 0.010) and, for heads whose scores are not DPR's dot-product scale, wider values. */
+export const MUF_TEMPERATURE_GRID: readonly number[] = Object.freeze([
+  ...Array.from({ length: 10 }, (_, i) => Math.round((0.001 + i * 0.001) * 1000) / 1000),
+  0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10,
+]);
+
+/** One expert's calibration: the temperature ECE chose on the calibration split, and the ECE before and after. */
+export interface ExpertCalibration {
+  temperature: number;
+  /** ECE at DPR-MUF's fixed temperature 1e-3. */
+  eceBefore: number;
+  eceAfter: number;
+  /** The split's size and the share of its questions whose top-`hitTopK` held a relevant passage. */
+  questions: number;
+  hitRate: number;
+  tried: Array<{ temperature: number; ece: number }>;
+}
+
+interface ExpertState {
+  name: string;
+  /** The task this expert was trained for (its model's only task, or the name given). */
+  task: string;
+  model: Retriever;
+  modelPath: string;
+  /** Its corpus encoding [N, dim], in the corpus order. */
+  passages: Tensor<'f32'>;
+  heads?: MlpEnsemble;
+  training?: { epochs: EnsembleEpoch[]; seconds: number; questions: number };
+  calibration?: ExpertCalibration;
+}
+
+/** muf.json. */
+interface MufCard {
+  format: typeof MUF_FORMAT;
+  version: typeof MUF_VERSION;
+  dim: number;
+  topL: number;
+  hitTopK: number;
+  heads: Required<Omit<EnsembleConfig, 'dim'>>;
+  experts: Array<{ name: string; task: string; training?: ExpertState['training']; calibration?: ExpertCalibration }>;
+}
+
+export interface MufExpertSpec {
+  /** A model directory (`quorum train --tasks <task>`) or a loaded Retriever (from `Retriever.load`). */
+  model: string | Retriever;
+  /** Default: the model's single task, else the directory's base name. */
+  name?: string;
+  /** The task whose questions this expert is for (default: the model's single task, else `name`). */
+  task?: string;
+}
+
+export interface MufOptions {
+  /** The ensemble heads (default K = 20 members, 2 hidden layers of 512). */
+  heads?: Omit<EnsembleConfig, 'dim'>;
+  /** Passages each expert retrieves and its heads score (default 100). */
+  topL?: number;
+  /** The calibration target: a relevant passage among the expert's first `hitTopK` (default 1, DPR-MUF's README). */
+  hitTopK?: number;
+  onProgress?: (message: string) => void;
+}
+
+/** A corpus passage: id, title and text. */
+export type MufPassage = PassageText & { id: string };
+
+/** Training questions of one or more tasks, as `examplesFromQrels` (+ `addBm25Negatives`) gives them. */
+export type MufTrainData = readonly TrainingExample[];
+
+/** A calibration (dev) split: questions with their task and the ids of their relevant passages. */
+export interface MufJudgedQuery {
+  id: string;
+  text: string;
+  task?: string;
+  relevant: ReadonlySet<string>;
+}
+
+export type MufFusion = 'muf' | 'uniform' | 'oracle';
+
+export interface MufSearchOptions {
+  /** 'muf' (confidence-weighted, default), 'uniform' (every expert weight 1), 'oracle' (only the query's task's expert). */
+  fusion?: MufFusion;
+  /** Per query, its task: needed by 'oracle'. */
+  tasks?: ReadonlyArray<string | undefined>;
+}
+
+export interface MufHits {
+  hits: ScoredDoc[];
+  /** Per expert (in {@link MufRetriever.experts} order): its confidence for this query (1 for 'uniform'). */
+  confidence: number[];
+}
+
+interface Collected {
+  size: number;
+  runs: Array<Map<string, ScoredDoc[]>>;
+  conf: Float32Array[];
+}
+
+/** {@link MufRetriever.searchAll}'s result: per query, each fusion's hits and each expert's own. */
+export interface MufAllRuns {
+  muf: MufHits[];
+  uniform: MufHits[];
+  oracle?: MufHits[];
+  /** experts[i][b]: expert i's own top-k for query b. */
+  experts: ScoredDoc[][][];
+  /** confidence[b][i]: expert i's confidence for query b. */
+  confidence: number[][];
+}
+
+/** Milliseconds per stage of one search call. */
+export interface MufTimings {
+  encode: number;
+  retrieve: number;
+  heads: number;
+  mi: number;
+  fuse: number;
+}
+
+/**
+ * DPR-MUF over trained experts: build from expert model directories and a corpus, train each expert's heads,
+ * calibrate each expert's temperature on a dev split, search with uncertainty-weighted fusion, save / load.
+ *
+ * @example
+ * const muf = await MufRetriever.build([{ model: 'models/covid' }, { model: 'models/selqa' }], corpus);
+ * await muf.train(trainExamples);            // examplesFromQrels + addBm25Negatives, every task's questions
+ * await muf.calibrate(devQueries);           // [{ id, text, task, relevant }]
+ * const [first] = await muf.search(['what is covid-19?'], 10);
+ * console.log(first.hits, first.confidence);
+ * await muf.save('muf');
+ */
+export class MufRetriever {
+  readonly dim: number;
+  readonly corpusIds: readonly string[];
+  readonly topL: number;
+  readonly hitTopK: number;
+  readonly headsConfig: Required<Omit<EnsembleConfig, 'dim'>>;
+  private readonly state: ExpertState[];
+  private readonly log: (message: string) => void;
+  /** Stage times of the last search call. */
+  lastTimings?: MufTimings;
+
+  private constructor(state: ExpertState[], corpusIds: string[], o: MufOptions) {
+    this.state = state;
+    this.corpusIds = corpusIds;
+    this.dim = state[0]!.model.dim;
+    this.topL = o.topL ?? 100;
+    this.hitTopK = o.hitTopK ?? 1;
+    this.headsConfig = { hidden: 512, layers: 2, members: 20, ...o.heads };
+    this.log = o.onProgress ?? (() => {});
+    if (!Number.isInteger(this.topL) || this.topL < 2) throw new QuorumError('ERR_RANGE', `topL must be an integer >= 2, got ${this.topL}`);
+    if (!Number.isInteger(this.hitTopK) || this.hitTopK < 1) throw new QuorumError('ERR_RANGE', `hitTopK must be a positive integer, got ${this.hitTopK}`);
+  }
+
+  /** Expert names and tasks, in fusion order. */
+  get experts(): Array<{ name: string; task: string; calibration?: ExpertCalibration }> {
+    return this.state.map((e) => ({ name: e.name, task: e.task, ...(e.calibration ? { calibration: e.calibration } : {}) }));
+  }
+
+  /**
+   * Loads the experts and encodes the corpus with each. ERR_ARG without experts or with two of one name; ERR_SHAPE
+   * for experts of different widths.
+   */
+  static async build(experts: readonly MufExpertSpec[], corpus: readonly MufPassage[], options: MufOptions = {}): Promise<MufRetriever> {
+    mustBeArray(experts, 'experts');
+    mustBeArray(corpus, 'corpus');
+    mustBeObject(options, 'MUF options');
+    if (experts.length === 0) throw new QuorumError('ERR_ARG', 'MUF needs at least one expert');
+    if (corpus.length === 0) throw new QuorumError('ERR_ARG', 'the corpus is empty');
+    const log = options.onProgress ?? (() => {});
+    const state: ExpertState[] = [];
+    for (const spec of experts) {
+      mustBeObject(spec, 'expert');
+      const model = typeof spec.model === 'string' ? await Retriever.load(spec.model) : spec.model;
+      if (!(model instanceof Retriever) || !model.loaded) throw new QuorumError('ERR_ARG', 'an expert model must be a model directory or a Retriever from Retriever.load');
+      const path = typeof spec.model === 'string' ? modelDir(spec.model) : '';
+      const tasks = model.config.tasks;
+      const name = spec.name ?? (tasks.length === 1 ? tasks[0]! : path.split('/').filter(Boolean).pop() ?? `expert${state.length}`);
+      if (state.some((e) => e.name === name)) throw new QuorumError('ERR_ARG', `two experts are named '${name}' (give each a name)`);
+      if (state.length && model.dim !== state[0]!.model.dim)
+        throw new QuorumError('ERR_SHAPE', `expert '${name}' embeds in ${model.dim} dimensions, '${state[0]!.name}' in ${state[0]!.model.dim}: MUF fuses raw scores of one width`);
+      log(`${name}: encoding ${corpus.length.toLocaleString()} passages`);
+      const passages = await model.encodePassages(corpus);
+      state.push({ name, task: spec.task ?? (tasks.length === 1 ? tasks[0]! : name), model, modelPath: path, passages });
+    }
+    return new MufRetriever(state, corpus.map((p) => p.id), options);
+  }
+
+  /**
+   * Trains each expert's heads on the training questions of its task, with the expert's frozen question and
+   * passage vectors (positive first, then the hard negatives). ERR_ARG when an expert's task has no question.
+   */
+  async train(examples: MufTrainData, options: EnsembleTrainOptions = {}): Promise<void> {
+    mustBeArray(examples, 'training examples');
+    for (const e of this.state) {
+      const mine = examples.filter((x) => x.task === e.task && x.positives.length > 0);
+      if (mine.length === 0) throw new QuorumError('ERR_ARG', `no training question of task '${e.task}' for expert '${e.name}'`);
+      const q = await e.model.encodeQueries(mine.map((x) => x.query), { task: e.task });
+      try {
+        e.heads = MlpEnsemble.create({ dim: this.dim, ...this.headsConfig });
+        this.log(`${e.name}: training ${e.heads.members} heads on ${mine.length.toLocaleString()} questions`);
+        const r = await e.heads.train(
+          { questions: q.data, passages: e.passages.data, positives: Int32Array.from(mine, (x) => x.positives[0]!), hardNegatives: mine.map((x) => x.hardNegatives) },
+          {
+            ...options,
+            onEpoch: (ep) => {
+              options.onEpoch?.(ep);
+              if (ep.epoch === 0 || (ep.epoch + 1) % 10 === 0) this.log(`${e.name}: epoch ${ep.epoch + 1}, loss ${ep.loss.toFixed(4)}, accuracy ${(ep.accuracy * 100).toFixed(1)}%`);
+            },
+          },
+        );
+        e.training = { ...r, questions: mine.length };
+      } finally {
+        q.dispose();
+      }
+    }
+  }
+
+  private requireHeads(): void {
+    const missing = this.state.find((e) => !e.heads);
+    if (missing) throw new QuorumError('ERR_STATE', `expert '${missing.name}' has no trained heads (call train first)`);
+  }
+
+  /** Each expert's top-L for the queries and its heads' scores of them: what confidence and fusion read. */
+  private async expertPass(texts: readonly string[], e: ExpertState, t: MufTimings) {
+    let t0 = performance.now();
+    const q = await e.model.encodeQueries(texts, { task: e.task });
+    t.encode += performance.now() - t0;
+    try {
+      t0 = performance.now();
+      const L = Math.min(this.topL, this.corpusIds.length);
+      const top = await scoreTopK(q, e.passages, L);
+      t.retrieve += performance.now() - t0;
+      t0 = performance.now();
+      const z = await e.heads!.score(q.data, e.passages.data, top.ids, L);
+      t.heads += performance.now() - t0;
+      return { top, z };
+    } finally {
+      q.dispose();
+    }
+  }
+
+  /**
+   * Picks each expert's temperature by ECE on a calibration split (never the evaluation set): per question, the
+   * outcome is whether the expert's first `hitTopK` passages hold a relevant one. Every question counts for every
+   * expert: a good confidence is low for the questions an expert gets wrong, whatever their task.
+   */
+  async calibrate(dev: readonly MufJudgedQuery[], options: { grid?: readonly number[] } = {}): Promise<ExpertCalibration[]> {
+    mustBeArray(dev, 'calibration queries');
+    if (dev.length === 0) throw new QuorumError('ERR_ARG', 'the calibration split is empty');
+    this.requireHeads();
+    const grid = options.grid ?? MUF_TEMPERATURE_GRID;
+    const t: MufTimings = { encode: 0, retrieve: 0, heads: 0, mi: 0, fuse: 0 };
+    const out: ExpertCalibration[] = [];
+    for (const e of this.state) {
+      const { top, z } = await this.expertPass(dev.map((q) => q.text), e, t);
+      const hit = dev.map((q, b) => {
+        for (let j = 0; j < this.hitTopK; j++) if (q.relevant.has(this.corpusIds[top.ids[b * top.k + j]!] ?? '')) return 1;
+        return 0;
+      });
+      const eceAt = async (temperature: number) => {
+        if (e.heads!.members === 1) return ece(new Float32Array(dev.length).fill(1), hit);
+        const r = await ensembleMI(z, { temperature });
+        const v = ece(r.confidence.data, hit);
+        r.mi.dispose();
+        r.confidence.dispose();
+        return v;
+      };
+      const tried: Array<{ temperature: number; ece: number }> = [];
+      for (const temperature of grid) tried.push({ temperature, ece: await eceAt(temperature) });
+      let best = tried[0]!;
+      for (const x of tried) if (x.ece < best.ece) best = x;
+      e.calibration = {
+        temperature: best.temperature,
+        eceBefore: await eceAt(1e-3),
+        eceAfter: best.ece,
+        questions: dev.length,
+        hitRate: hit.reduce((a: number, v) => a + v, 0) / dev.length,
+        tried,
+      };
+      this.log(`${e.name}: temperature ${best.temperature} (ECE ${e.calibration.eceBefore.toFixed(3)} at 1e-3 -> ${best.ece.toFixed(3)})`);
+      out.push(e.calibration);
+    }
+    return out;
+  }
+
+  /** Every expert's top-L and (for 'muf') confidence for a batch of queries. */
+  private async collect(queries: readonly string[], withConfidence: boolean, t: MufTimings): Promise<Collected> {
+    mustBeArray(queries, 'queries');
+    queries.forEach((q, i) => {
+      if (typeof q !== 'string') throw new QuorumError('ERR_ARG', `queries[${i}] must be a string`);
+    });
+    this.requireHeads();
+    if (withConfidence) {
+      const uncalibrated = this.state.find((e) => !e.calibration);
+      if (uncalibrated) throw new QuorumError('ERR_STATE', `expert '${uncalibrated.name}' is not calibrated (call calibrate on a dev split first)`);
+    }
+    const B = queries.length;
+    const runs: Array<Map<string, ScoredDoc[]>> = [];
+    const conf = this.state.map(() => new Float32Array(B).fill(1));
+    for (const [i, e] of this.state.entries()) {
+      const { top, z } = await this.expertPass(queries, e, t);
+      // One member cannot disagree with itself: MI is 0 and the confidence 1 (the kernel needs K >= 2).
+      if (withConfidence && e.heads!.members > 1) {
+        const t0 = performance.now();
+        const r = await ensembleMI(z, { temperature: e.calibration!.temperature });
+        conf[i]!.set(r.confidence.data);
+        r.mi.dispose();
+        r.confidence.dispose();
+        t.mi += performance.now() - t0;
+      }
+      const run = new Map<string, ScoredDoc[]>();
+      for (let b = 0; b < B; b++) run.set(String(b), top.hits(b).map((h) => ({ id: this.corpusIds[h.id]!, score: h.score })));
+      runs.push(run);
+    }
+    return { size: B, runs, conf };
+  }
+
+  /**
+   * DPR-MUF's dense fusion of collected lists with the weights of `fusion`; 'oracle' returns the query's own task's
+   * expert's list as it is (the fusion's fill rule would otherwise append the other experts' passages at its minimum).
+   */
+  private fuseCollected(c: Collected, fusion: MufFusion, k: number, tasks?: ReadonlyArray<string | undefined>): MufHits[] {
+    const weights = new Map<string, number[]>();
+    for (let b = 0; b < c.size; b++) {
+      const w = this.state.map((e, i) => (fusion === 'oracle' ? (e.task === tasks![b] ? 1 : 0) : fusion === 'uniform' ? 1 : (c.conf[i]![b] as number)));
+      // A query whose task has no expert (oracle), or whom every expert gives confidence 0: weigh all equally.
+      weights.set(String(b), w.some((v) => v > 0) ? w : w.map(() => 1));
+    }
+    const fused = fuse(c.runs, 'muf', { confidence: weights, depth: k });
+    return Array.from({ length: c.size }, (_, b) => {
+      const w = weights.get(String(b))!;
+      const own = fusion === 'oracle' && w.filter((v) => v > 0).length === 1 ? w.indexOf(1) : -1;
+      const hits = own >= 0 ? (c.runs[own]!.get(String(b)) ?? []).slice(0, k) : (fused.get(String(b)) ?? []);
+      return { hits, confidence: w };
+    });
+  }
+
+  private checkSearch(k: number, fusion: MufFusion, n: number, tasks?: ReadonlyArray<string | undefined>): void {
+    if (!Number.isInteger(k) || k < 1) throw new QuorumError('ERR_RANGE', `k must be a positive integer, got ${k}`);
+    if (!['muf', 'uniform', 'oracle'].includes(fusion)) throw new QuorumError('ERR_ARG', `fusion must be 'muf', 'uniform' or 'oracle', got '${String(fusion)}'`);
+    if (fusion === 'oracle' && (!tasks || tasks.length !== n)) throw new QuorumError('ERR_ARG', "'oracle' fusion needs each query's task (options.tasks, one per query)");
+  }
+
+  /**
+   * Searches every expert and fuses their raw scores (SPEC §2.7: a passage missing from an expert's list takes that
+   * list's minimum), weighted by each expert's confidence per query ('muf') or uniformly ('uniform'); or returns the
+   * list of the query's own task's expert ('oracle', the indicator baseline, needing `tasks`). Stage times of the
+   * call are in {@link lastTimings}.
+   */
+  async search(queries: readonly string[], k: number, options: MufSearchOptions = {}): Promise<MufHits[]> {
+    mustBeObject(options, 'MUF search options');
+    const fusion = options.fusion ?? 'muf';
+    this.checkSearch(k, fusion, Array.isArray(queries) ? queries.length : 0, options.tasks);
+    const t: MufTimings = { encode: 0, retrieve: 0, heads: 0, mi: 0, fuse: 0 };
+    const c = await this.collect(queries, fusion === 'muf', t);
+    const t0 = performance.now();
+    const out = this.fuseCollected(c, fusion, k, options.tasks);
+    t.fuse += performance.now() - t0;
+    this.lastTimings = t;
+    return out;
+  }
+
+  /**
+   * One pass over the experts giving every fusion and each single expert's list (for evaluation): `muf`, `uniform`,
+   * `oracle` (when `tasks` is given), `experts[i]` per expert, and each expert's confidence per query.
+   */
+  async searchAll(queries: readonly string[], k: number, options: { tasks?: ReadonlyArray<string | undefined> } = {}): Promise<MufAllRuns> {
+    mustBeObject(options, 'MUF search options');
+    if (options.tasks) this.checkSearch(k, 'oracle', Array.isArray(queries) ? queries.length : 0, options.tasks);
+    else this.checkSearch(k, 'muf', 0);
+    const t: MufTimings = { encode: 0, retrieve: 0, heads: 0, mi: 0, fuse: 0 };
+    const c = await this.collect(queries, true, t);
+    const t0 = performance.now();
+    const muf = this.fuseCollected(c, 'muf', k);
+    const out: MufAllRuns = {
+      muf,
+      uniform: this.fuseCollected(c, 'uniform', k),
+      experts: c.runs.map((run) => Array.from({ length: c.size }, (_, b) => (run.get(String(b)) ?? []).slice(0, k))),
+      confidence: muf.map((h) => h.confidence),
+    };
+    if (options.tasks) out.oracle = this.fuseCollected(c, 'oracle', k, options.tasks);
+    t.fuse += performance.now() - t0;
+    this.lastTimings = t;
+    return out;
+  }
+
+  /** Writes everything to one directory (created if needed): muf.json, corpus-ids.txt, experts/<name>/{model, vectors, heads}. */
+  save(dir: string): void {
+    mustBeString(dir, 'MUF directory');
+    mkdirSync(join(dir, 'experts'), { recursive: true });
+    writeFileAtomic(join(dir, 'corpus-ids.txt'), Buffer.from(this.corpusIds.join('\n') + '\n'));
+    for (const e of this.state) {
+      const base = join(dir, 'experts', e.name);
+      const { card, tokenizer } = e.model.loaded!;
+      e.model.saveModel(join(base, 'model'), { tokenizer, dtype: card.weights.dtype, ...card.text, ...(card.training ? { training: card.training } : {}) });
+      writeFileAtomic(join(base, 'passages.safetensors'), writeSafetensors({ passages: { shape: [...e.passages.shape], data: e.passages.data } }));
+      if (e.heads) e.heads.save(join(base, 'heads.safetensors'));
+    }
+    const card: MufCard = {
+      format: MUF_FORMAT,
+      version: MUF_VERSION,
+      dim: this.dim,
+      topL: this.topL,
+      hitTopK: this.hitTopK,
+      heads: this.headsConfig,
+      experts: this.state.map((e) => ({ name: e.name, task: e.task, ...(e.training ? { training: e.training } : {}), ...(e.calibration ? { calibration: e.calibration } : {}) })),
+    };
+    writeFileAtomic(join(dir, 'muf.json'), Buffer.from(JSON.stringify(card, null, 1) + '\n'));
+  }
+
+  /** Loads {@link save}'s directory. ERR_IO for a missing file, ERR_FORMAT for another version or a damaged file. */
+  static async load(dir: string, options: Pick<MufOptions, 'onProgress'> = {}): Promise<MufRetriever> {
+    mustBeString(dir, 'MUF directory');
+    mustBeObject(options, 'MUF load options');
+    const cardPath = join(dir, 'muf.json');
+    if (!existsSync(cardPath)) throw new QuorumError('ERR_IO', `${dir} is not a MUF directory (no muf.json)`);
+    const card = readJsonFile(cardPath) as MufCard;
+    if (card === null || typeof card !== 'object' || card.format !== MUF_FORMAT) throw new QuorumError('ERR_FORMAT', `${cardPath}: not a MUF directory card`);
+    if (card.version !== MUF_VERSION) throw new QuorumError('ERR_FORMAT', `${cardPath}: format version ${String(card.version)}, this Quorum reads ${MUF_VERSION}`);
+    if (!Array.isArray(card.experts) || card.experts.length === 0) throw new QuorumError('ERR_FORMAT', `${cardPath}: no experts`);
+    const ids = readText(join(dir, 'corpus-ids.txt')).split('\n');
+    if (ids.at(-1) === '') ids.pop();
+    const state: ExpertState[] = [];
+    for (const x of card.experts) {
+      const base = join(dir, 'experts', String(x.name));
+      const model = await Retriever.load(join(base, 'model'));
+      const tensors = readSafetensors(readBytes(join(base, 'passages.safetensors')));
+      const p = tensors.get('passages');
+      if (!p || p.shape.length !== 2 || p.shape[0] !== ids.length || p.shape[1] !== model.dim)
+        throw new QuorumError('ERR_FORMAT', `${base}/passages.safetensors: expected [${ids.length}, ${model.dim}] passage vectors`);
+      const headsPath = join(base, 'heads.safetensors');
+      const heads = existsSync(headsPath) ? MlpEnsemble.load(headsPath) : undefined;
+      if (heads && heads.config.dim !== model.dim) throw new QuorumError('ERR_FORMAT', `${headsPath}: heads of width ${heads.config.dim} for a ${model.dim}-d expert`);
+      state.push({
+        name: x.name,
+        task: x.task,
+        model,
+        modelPath: join(base, 'model'),
+        passages: Tensor.from(p.data, [p.shape[0], p.shape[1]]),
+        ...(heads ? { heads } : {}),
+        ...(x.training ? { training: x.training } : {}),
+        ...(x.calibration ? { calibration: x.calibration } : {}),
+      });
+    }
+    const muf = new MufRetriever(state, ids, { topL: card.topL, hitTopK: card.hitTopK, heads: card.heads, ...options });
+    if (muf.dim !== card.dim) throw new QuorumError('ERR_FORMAT', `${cardPath}: dim ${card.dim}, experts ${muf.dim}`);
+    return muf;
+  }
+
+  /** Frees the experts' passage vectors. */
+  dispose(): void {
+    for (const e of this.state) e.passages.dispose();
+  }
+}
+
+function readBytes(path: string): Uint8Array {
+  try {
+    return readFileSync(path);
+  } catch (e) {
+    throw new QuorumError('ERR_IO', `cannot read ${path}`, { cause: e });
+  }
+}
+
+function readText(path: string): string {
+  return Buffer.from(readBytes(path)).toString('utf8');
+}
+
