@@ -5,7 +5,7 @@
 //     scan, the heads' MLPs, softmax and MI, the fusion) from the same question vectors, checked to give the same
 //     fused lists.
 //   node --import tsx bench/muf.ts --data=DIR --muf=MUF_DIR [--sizes=DIR1,DIR2,...] [--queries=256] [--reps=3]
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { capabilities } from '../lib/index.js';
@@ -15,6 +15,9 @@ import { fuse } from '../lib/fusion/fuse.js';
 import { readSafetensors } from '../lib/io/safetensors.js';
 import { MufRetriever } from '../lib/methods/muf/retriever.js';
 import { Retriever } from '../lib/train/retriever.js';
+import { packageRoot } from '../lib/native.js';
+import { confidenceHistogramsSvg, reliabilityDiagramSvg } from '../lib/report/charts.js';
+import { ece } from '../lib/uncertainty.js';
 import { median, printTable, writeResults } from './harness.js';
 
 const arg = (name: string, fallback?: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
@@ -63,6 +66,37 @@ const L = muf.topL;
 const card = JSON.parse(readFileSync(join(mainDir, 'muf.json'), 'utf8')) as { heads: { members: number; hidden: number; layers: number } };
 const { members: K, layers } = card.heads;
 const texts = judged.slice(0, nQueries).map((q) => q.text);
+
+// Calibration on the test split (the temperatures were chosen on dev): per expert, ECE of its confidence against
+// whether its own top-1 is relevant; the reliability diagram and the confidence histograms as SVG.
+const conf: number[][] = experts.map(() => []);
+const hits: number[][] = experts.map(() => []);
+const taskOf: string[] = [];
+for (let s0 = 0; s0 < judged.length; s0 += 256) {
+  const batch = judged.slice(s0, s0 + 256);
+  const r = await muf.searchAll(batch.map((q) => q.text), 10);
+  batch.forEach((q, b) => {
+    taskOf.push(q.task ?? '');
+    experts.forEach((_, i) => {
+      conf[i]!.push(r.confidence[b]![i]!);
+      const top = r.experts[i]![b]![0];
+      hits[i]!.push(top && (test.qrels.get(q.id)?.get(top.id) ?? 0) > 0 ? 1 : 0);
+    });
+  });
+}
+const series = experts.map((e, i) => ({ name: e.name, confidence: conf[i]!, hit: hits[i]! }));
+const calRows = experts.map((e, i) => {
+  const own = taskOf.map((t, b) => (t === e.task ? b : -1)).filter((b) => b >= 0);
+  const meanOf = (xs: number[], idx: number[]) => idx.reduce((a, b) => a + xs[b]!, 0) / Math.max(idx.length, 1);
+  const other = taskOf.map((t, b) => (t !== e.task ? b : -1)).filter((b) => b >= 0);
+  return [e.name, e.calibration!.temperature, e.calibration!.eceBefore.toFixed(3), e.calibration!.eceAfter.toFixed(3), ece(conf[i]!, hits[i]!).toFixed(3),
+    meanOf(conf[i]!, own).toFixed(3), meanOf(conf[i]!, other).toFixed(3), meanOf(hits[i]!, own).toFixed(3), meanOf(hits[i]!, other).toFixed(3)];
+});
+printTable(['expert', 'temperature', 'dev ECE at 1e-3', 'dev ECE tuned', 'test ECE', 'conf own task', 'conf other', 'top-1 own', 'top-1 other'], calRows);
+const svgDir = join(packageRoot, 'bench', 'results');
+writeFileSync(join(svgDir, 'muf-reliability.svg'), await reliabilityDiagramSvg(series, { title: 'DPR-MUF experts on the test split (temperature tuned on dev)' }));
+writeFileSync(join(svgDir, 'muf-confidence.svg'), await confidenceHistogramsSvg(series, { title: 'Confidence per expert, test split' }));
+console.log(`wrote bench/results/muf-reliability.svg and muf-confidence.svg`);
 
 // B = 1 latency with stages, and B = 64 throughput.
 const stages = { encode: [] as number[], retrieve: [] as number[], heads: [] as number[], mi: [] as number[], fuse: [] as number[] };
@@ -229,6 +263,7 @@ writeResults('muf', {
   L,
   sizes: sizeResults,
   b1: { p50: percentile(lat1, 50), p99: percentile(lat1, 99), stages: Object.fromEntries(Object.entries(stages).map(([k, v]) => [k, median(v)])) },
+  calibration: calRows,
   b64: { oursMs, oursPipelineMs: oursPipe, jsMs, speedupPipeline: jsMs / oursPipe, speedupEndToEnd: (jsMs + oursEncode) / oursMs, sameTop10: same },
 });
 for (const q of qvec) q.dispose();

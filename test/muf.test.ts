@@ -220,6 +220,10 @@ describe('quorum muf', () => {
     const e = quorum('eval', '--data', data, '--muf', dir, '--metrics', 'mrr@10', '--k', '10', '--by-task', '--out', out);
     expect(e.stderr).toBe('');
     expect(e.status).toBe(0);
+    // The MUF + BM25 hybrid's alpha is tuned on dev for all questions and per task (the questions carry tasks).
+    expect(e.stdout).toMatch(/muf-hybrid: alpha [\d.]+ \(MRR@10 [\d.]+ on the 32 dev queries\)/);
+    expect(e.stdout).toMatch(/muf-hybrid: alpha [\d.]+ for food \(MRR@10 [\d.]+ on its 16 dev queries\)/);
+    expect(e.stdout).toMatch(/muf-hybrid: alpha [\d.]+ for geo \(MRR@10 [\d.]+ on its 16 dev queries\)/);
     const metrics = JSON.parse(readFileSync(join(out, 'metrics.json'), 'utf8'));
     expect(Object.keys(metrics.metrics).sort()).toEqual(['expert:food', 'expert:geo', 'muf', 'muf-hybrid', 'muf-oracle', 'muf-uniform']);
     // The oracle takes each question's own expert, which finds its passage here.
