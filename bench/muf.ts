@@ -29,7 +29,7 @@ const reps = Number(arg('reps', '3'));
 if (!data || !mainDir) throw new Error('usage: bench/muf.ts --data=DIR --muf=MUF_DIR [--sizes=...]');
 
 const caps = capabilities();
-console.log(`isa ${caps.isa}, ${caps.threads} threads, ${caps.cpu}`);
+console.log(`isa ${caps.isa}, ${caps.threads} threads, ${JSON.stringify(caps.cpu)}`);
 const test = loadBeir(data, 'test');
 const judged = test.queries.filter((q) => test.qrels.has(q.id));
 const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;

@@ -211,6 +211,9 @@ describe('quorum muf', () => {
     expect(card.experts.map((e: { name: string }) => e.name)).toEqual(['geo', 'food']);
     expect(card.experts[0].training.epochs).toHaveLength(20);
 
+    const c = quorum('muf', 'calibrate', '--muf', dir, '--data', data);
+    expect(c.status).toBe(0);
+    expect(c.stdout).toMatch(/calibrating on 32 dev questions[\s\S]*food: temperature/);
     const s = quorum('muf', 'search', '--muf', dir, '--k', '3', `what is the capital of g${N + 180}`);
     expect(s.status).toBe(0);
     expect(s.stdout).toMatch(/confidence: geo [\d.]+, food [\d.]+/);
@@ -239,6 +242,7 @@ describe('quorum muf', () => {
       [['muf', 'train', '--data', data, '--experts', `${join(root, 'geo')},${wide}`, '--out', join(root, 'x')], /^quorum: ERR_SHAPE: .*dimensions/],
       [['muf', 'search', '--muf', join(root, 'nowhere'), 'q'], /^quorum: ERR_IO/],
       [['muf', 'search', '--muf', dir, '--fusion', 'best', 'q'], /^quorum: ERR_ARG: --fusion/],
+      [['muf', 'calibrate', '--muf', dir, '--data', data, '--split', 'test'], /^quorum: ERR_ARG: calibrating on the test split/],
     ] as const) {
       const r = quorum(...args);
       expect(r.status, args.join(' ')).toBe(1);

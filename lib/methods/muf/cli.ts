@@ -71,6 +71,20 @@ export async function mufTrainCommand(o: MufTrainOptions, log: (line: string) =>
   }
 }
 
+/** Re-chooses every expert's temperature on a split (default dev) and rewrites the directory's card. */
+export async function mufCalibrateCommand(o: { muf: string; data: string; split: string }, log: (line: string) => void = console.log): Promise<void> {
+  const muf = await MufRetriever.load(o.muf, { onProgress: log });
+  try {
+    if (o.split === 'test') throw new QuorumError('ERR_ARG', 'calibrating on the test split would tune on the evaluation labels: use dev');
+    const queries = judgedQueries(o.data, o.split);
+    log(`calibrating on ${queries.length} ${o.split} questions`);
+    await muf.calibrate(queries);
+    muf.save(o.muf);
+  } finally {
+    muf.dispose();
+  }
+}
+
 export async function mufSearchCommand(queries: string[], o: { muf: string; k: number; fusion: string }): Promise<void> {
   if (!['muf', 'uniform'].includes(o.fusion)) throw new QuorumError('ERR_ARG', `--fusion must be muf or uniform, got '${o.fusion}'`);
   if (queries.length === 0) throw new QuorumError('ERR_ARG', 'give at least one query');
@@ -109,6 +123,13 @@ export function registerMufCommands(program: Command): void {
     .action(async (o: MufTrainOptions) => {
       (await mufTrainCommand(o)).dispose();
     });
+  muf
+    .command('calibrate')
+    .description("choose each expert's temperature again by ECE (e.g. after a new grid), without retraining the heads")
+    .requiredOption('--muf <dir>', 'a directory from `quorum muf train` (rewritten)')
+    .requiredOption('--data <dir>', 'the BEIR dataset it was trained on')
+    .option('--split <name>', 'the calibration split (never test)', 'dev')
+    .action(async (o: { muf: string; data: string; split: string }) => mufCalibrateCommand(o));
   muf
     .command('search')
     .description('search a MUF directory: fused hits and each expert\'s confidence')

@@ -23,8 +23,12 @@ import { MlpEnsemble, type EnsembleConfig, type EnsembleEpoch, type EnsembleTrai
 export const MUF_FORMAT = 'quorum-muf';
 export const MUF_VERSION = 1;
 
-/** DPR-MUF's temperature grid (0.001 .. 0.010) and, for heads whose scores are not DPR's dot-product scale, wider values. */
+/**
+ * DPR-MUF's temperature grid (0.001 .. 0.010) widened on both sides, since these heads' scores are not on DPR's
+ * dot-product scale: 1e-5 .. 5e-4 below, 0.02 .. 10 above.
+ */
 export const MUF_TEMPERATURE_GRID: readonly number[] = Object.freeze([
+  1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4,
   ...Array.from({ length: 10 }, (_, i) => Math.round((0.001 + i * 0.001) * 1000) / 1000),
   0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10,
 ]);
