@@ -54,7 +54,7 @@ for (const dir of sizes) {
     lat.push(performance.now() - t0);
   }
   sizeResults.push({ K, mrr10: m['mrr@10']!, r20: m['recall@20']!, r100: m['recall@100']!, p50: percentile(lat, 50), p99: percentile(lat, 99) });
-  sizeRows.push([K, m['mrr@10']!.toFixed(3), m['recall@20']!.toFixed(3), m['recall@100']!.toFixed(3), percentile(lat, 50).toFixed(2), percentile(lat, 99).toFixed(2)]);
+  sizeRows.push([String(K), m['mrr@10']!.toFixed(3), m['recall@20']!.toFixed(3), m['recall@100']!.toFixed(3), percentile(lat, 50).toFixed(2), percentile(lat, 99).toFixed(2)]);
   muf.dispose();
 }
 if (sizeRows.length) printTable(['K', 'mixed MRR@10', 'R@20', 'R@100', 'B=1 p50 ms', 'p99 ms'], sizeRows);
