@@ -339,6 +339,22 @@ export interface TorchAddon {
   setThreads(n: number): void;
   threads(): number;
   manualSeed(seed: number): void;
+  /** One forward + backward of MaxSim through the kernels' autograd function, or (reference) libtorch's own ops. */
+  maxSimAutograd(
+    q: Float32Array,
+    qMask: Int32Array,
+    d: Float32Array,
+    dLengths: Int32Array,
+    grad: Float32Array,
+    B: number,
+    Lq: number,
+    N: number,
+    Ld: number,
+    dim: number,
+    reference: boolean,
+  ): { scores: Float32Array; dQ: Float32Array; dD: Float32Array };
+  /** The same for SPLADE pooling. */
+  spladePoolAutograd(logits: Float32Array, mask: Int32Array, grad: Float32Array, B: number, T: number, V: number, reference: boolean): { w: Float32Array; dLogits: Float32Array };
 }
 
 let torchModule: TorchAddon | undefined;

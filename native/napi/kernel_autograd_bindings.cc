@@ -1,0 +1,101 @@
+// Test and benchmark hooks of the kernel-backed autograd functions (native/torch/kernel_autograd.h): one forward and
+// backward through Quorum's kernels or through a pure-libtorch reference built from libtorch's own ops, so the two
+// can be compared value for value and gradient for gradient.
+#include <napi.h>
+#include <torch/torch.h>
+
+#include <limits>
+
+#include "../torch/kernel_autograd.h"
+#include "errors.h"
+#include "scalar_args.h"
+#include "torch_args.h"
+
+namespace quorum::napi {
+namespace {
+
+torch::Tensor floats(const Napi::Value& v, std::vector<int64_t> shape, const char* what) {
+  auto a = typed_array<Napi::Float32Array>(v, what);
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  if (int64_t(a.ElementLength()) != n) throw Error("ERR_SHAPE", std::string(what) + " has the wrong length");
+  return torch::from_blob(a.Data(), shape, torch::kFloat).clone();
+}
+
+torch::Tensor ints(const Napi::Value& v, std::vector<int64_t> shape, const char* what) {
+  auto a = typed_array<Napi::Int32Array>(v, what);
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  if (int64_t(a.ElementLength()) != n) throw Error("ERR_SHAPE", std::string(what) + " has the wrong length");
+  return torch::from_blob(a.Data(), shape, torch::kInt).to(torch::kLong);
+}
+
+int64_t dim_arg(const Napi::Value& v, const char* what) {
+  const double d = number_arg(v, what);
+  if (d < 1 || d != double(int64_t(d))) throw Error("ERR_RANGE", std::string(what) + " must be a positive integer");
+  return int64_t(d);
+}
+
+// The pure-libtorch MaxSim: every (query token, document token) product, padding at -inf, max, masked sum.
+torch::Tensor maxsim_reference(const torch::Tensor& q, const torch::Tensor& q_mask, const torch::Tensor& d,
+                               const torch::Tensor& lengths) {
+  torch::Tensor sim = torch::einsum("bqe,nte->bnqt", {q, d});
+  torch::Tensor pad = torch::arange(d.size(1), torch::kLong).unsqueeze(0).ge(lengths.unsqueeze(1));  // [N, Ld]
+  sim = sim.masked_fill(pad.view({1, d.size(0), 1, d.size(1)}), -std::numeric_limits<float>::infinity());
+  torch::Tensor best = std::get<0>(sim.max(3));                                                  // [B, N, Lq]
+  return torch::where(q_mask.ne(0).unsqueeze(1), best, torch::zeros_like(best)).sum(2);
+}
+
+// The pure-libtorch SPLADE pooling.
+torch::Tensor splade_reference(const torch::Tensor& x, const torch::Tensor& mask) {
+  torch::Tensor y = torch::log1p(torch::relu(x)).masked_fill(mask.eq(0).unsqueeze(2), 0.0);
+  return std::get<0>(y.max(1));
+}
+
+// maxSimAutograd(q, qMask: Int32Array, d, dLengths: Int32Array, grad, B, Lq, N, Ld, dim, reference: bool)
+//   -> { scores, dQ, dD }
+Napi::Value MaxSimAutograd(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int64_t B = dim_arg(info[5], "B"), Lq = dim_arg(info[6], "Lq"), N = dim_arg(info[7], "N"),
+                Ld = dim_arg(info[8], "Ld"), D = dim_arg(info[9], "dim");
+  torch::Tensor q = floats(info[0], {B, Lq, D}, "q").set_requires_grad(true);
+  torch::Tensor qm = ints(info[1], {B, Lq}, "qMask");
+  torch::Tensor d = floats(info[2], {N, Ld, D}, "d").set_requires_grad(true);
+  torch::Tensor len = ints(info[3], {N}, "dLengths");
+  torch::Tensor grad = floats(info[4], {B, N}, "grad");
+  return torch_call([&] {
+    torch::Tensor s = flag(info[10]) ? maxsim_reference(q, qm, d, len) : torchx::maxsim_scores(q, qm, d, len);
+    s.backward(grad);
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("scores", float_array_of(env, s));
+    o.Set("dQ", float_array_of(env, q.grad()));
+    o.Set("dD", float_array_of(env, d.grad()));
+    return Napi::Value(o);
+  });
+}
+
+// spladePoolAutograd(logits, mask: Int32Array, grad, B, T, V, reference: bool) -> { w, dLogits }
+Napi::Value SpladePoolAutograd(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int64_t B = dim_arg(info[3], "B"), T = dim_arg(info[4], "T"), V = dim_arg(info[5], "V");
+  torch::Tensor x = floats(info[0], {B, T, V}, "logits").set_requires_grad(true);
+  torch::Tensor m = ints(info[1], {B, T}, "mask");
+  torch::Tensor grad = floats(info[2], {B, V}, "grad");
+  return torch_call([&] {
+    torch::Tensor w = flag(info[6]) ? splade_reference(x, m) : torchx::splade_pool(x, m);
+    w.backward(grad);
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("w", float_array_of(env, w));
+    o.Set("dLogits", float_array_of(env, x.grad()));
+    return Napi::Value(o);
+  });
+}
+
+}  // namespace
+
+void InitKernelAutograd(Napi::Env env, Napi::Object exports) {
+  exports.Set("maxSimAutograd", Napi::Function::New<guarded<MaxSimAutograd>>(env));
+  exports.Set("spladePoolAutograd", Napi::Function::New<guarded<SpladePoolAutograd>>(env));
+}
+
+}  // namespace quorum::napi

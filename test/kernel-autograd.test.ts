@@ -1,0 +1,124 @@
+// CAME's kernel-backed autograd functions (native/torch/kernel_autograd.h): MaxSim and SPLADE pooling forward and
+// backward through Quorum's kernels, against a pure-libtorch autograd reference (to 1e-5 relative) and against
+// finite differences of the forward, over random shapes with padding and masks.
+import { describe, expect, it } from 'vitest';
+
+import { torchAddon } from '../lib/native.js';
+import { rng } from './basics.js';
+
+const close = (a: ArrayLike<number>, b: ArrayLike<number>, rel = 1e-5, abs = 1e-5) => {
+  expect(a.length).toBe(b.length);
+  for (let i = 0; i < a.length; i++) expect(Math.abs((a[i] as number) - (b[i] as number)), `index ${i}: ${a[i]} vs ${b[i]}`).toBeLessThanOrEqual(abs + rel * Math.abs(b[i] as number));
+};
+
+const randoms = (n: number, r: () => number) => Float32Array.from({ length: n }, r);
+
+describe('MaxSim as an autograd function', () => {
+  it('equals the libtorch reference in value and gradients, for random shapes, padding and query masks', () => {
+    const addon = torchAddon();
+    for (const [B, Lq, N, Ld, D, seed] of [
+      [1, 1, 1, 1, 1, 1],
+      [2, 3, 4, 5, 8, 2],
+      [3, 32, 6, 17, 128, 3],
+      [1, 7, 9, 3, 33, 4],
+    ] as const) {
+      const r = rng(seed);
+      const q = randoms(B * Lq * D, r);
+      const d = randoms(N * Ld * D, r);
+      const qMask = Int32Array.from({ length: B * Lq }, (_, i) => (i % Lq === 0 || r() > -0.5 ? 1 : 0)); // first token always used
+      const lengths = Int32Array.from({ length: N }, (_, n) => 1 + ((n * 7 + seed) % Ld));
+      const grad = randoms(B * N, r);
+      const ours = addon.maxSimAutograd(q, qMask, d, lengths, grad, B, Lq, N, Ld, D, false);
+      const ref = addon.maxSimAutograd(q, qMask, d, lengths, grad, B, Lq, N, Ld, D, true);
+      close(ours.scores, ref.scores);
+      close(ours.dQ, ref.dQ);
+      close(ours.dD, ref.dD);
+      // Padding rows of a document and masked query tokens get no gradient.
+      for (let n = 0; n < N; n++) for (let t = lengths[n]!; t < Ld; t++) for (let e = 0; e < D; e++) expect(ours.dD[(n * Ld + t) * D + e]).toBe(0);
+      for (let i = 0; i < B * Lq; i++) if (!qMask[i]) for (let e = 0; e < D; e++) expect(ours.dQ[i * D + e]).toBe(0);
+    }
+  });
+
+  it('matches finite differences of its own forward', () => {
+    const addon = torchAddon();
+    const [B, Lq, N, Ld, D] = [2, 3, 3, 4, 5];
+    const r = rng(9);
+    const q = randoms(B * Lq * D, r);
+    const d = randoms(N * Ld * D, r);
+    const qMask = Int32Array.from({ length: B * Lq }, () => 1);
+    const lengths = Int32Array.of(4, 2, 3);
+    const grad = randoms(B * N, r);
+    const loss = (qq: Float32Array, dd: Float32Array) => {
+      const s = addon.maxSimAutograd(qq, qMask, dd, lengths, grad, B, Lq, N, Ld, D, false).scores;
+      return s.reduce((a, v, i) => a + v * grad[i]!, 0);
+    };
+    const g = addon.maxSimAutograd(q, qMask, d, lengths, grad, B, Lq, N, Ld, D, false);
+    const eps = 1e-3;
+    for (const [x, dx] of [
+      [q, g.dQ],
+      [d, g.dD],
+    ] as const) {
+      for (let i = 0; i < x.length; i += 3) {
+        const plus = Float32Array.from(x);
+        const minus = Float32Array.from(x);
+        plus[i] = plus[i]! + eps;
+        minus[i] = minus[i]! - eps;
+        const fd = x === q ? (loss(plus, d) - loss(minus, d)) / (2 * eps) : (loss(q, plus) - loss(q, minus)) / (2 * eps);
+        expect(Math.abs(fd - dx[i]!), `${x === q ? 'dQ' : 'dD'}[${i}]`).toBeLessThan(2e-3);
+      }
+    }
+  });
+
+  it('gives typed errors for bad shapes and lengths', () => {
+    const addon = torchAddon();
+    const one = Float32Array.of(1);
+    expect(() => addon.maxSimAutograd(one, Int32Array.of(1), one, Int32Array.of(2), one, 1, 1, 1, 1, 1, false)).toThrow(expect.objectContaining({ code: 'ERR_RANGE' }));
+    expect(() => addon.maxSimAutograd(one, Int32Array.of(1), one, Int32Array.of(1), one, 1, 1, 1, 1, 2, false)).toThrow(expect.objectContaining({ code: 'ERR_SHAPE' }));
+  });
+});
+
+describe('SPLADE pooling as an autograd function', () => {
+  it('equals the libtorch reference in value and gradients, with masks, negative logits and empty rows', () => {
+    const addon = torchAddon();
+    for (const [B, T, V, seed] of [
+      [1, 1, 1, 1],
+      [2, 5, 7, 2],
+      [3, 16, 300, 3],
+    ] as const) {
+      const r = rng(seed);
+      const x = randoms(B * T * V, () => 2 * r());
+      const mask = Int32Array.from({ length: B * T }, (_, i) => (i % T === 0 || r() > -0.3 ? 1 : 0));
+      if (B > 2) for (let t = 0; t < T; t++) mask[2 * T + t] = 0; // a row with no token: w = 0, no gradient
+      const grad = randoms(B * V, r);
+      const ours = addon.spladePoolAutograd(x, mask, grad, B, T, V, false);
+      const ref = addon.spladePoolAutograd(x, mask, grad, B, T, V, true);
+      close(ours.w, ref.w);
+      close(ours.dLogits, ref.dLogits);
+      for (let i = 0; i < B * T; i++) if (!mask[i]) for (let v = 0; v < V; v++) expect(ours.dLogits[i * V + v]).toBe(0);
+    }
+  });
+
+  it('matches finite differences of its own forward', () => {
+    const addon = torchAddon();
+    const [B, T, V] = [2, 4, 6];
+    const r = rng(11);
+    const x = randoms(B * T * V, () => 2 * r());
+    const mask = Int32Array.from({ length: B * T }, () => 1);
+    const grad = randoms(B * V, r);
+    const g = addon.spladePoolAutograd(x, mask, grad, B, T, V, false);
+    const loss = (xx: Float32Array) => addon.spladePoolAutograd(xx, mask, grad, B, T, V, false).w.reduce((a, v, i) => a + v * grad[i]!, 0);
+    const eps = 1e-3;
+    for (let i = 0; i < x.length; i++) {
+      // Skip logits within eps of a kink (0, or a tie with another token of the same column): the derivative jumps.
+      const [b, t, v] = [Math.floor(i / (T * V)), Math.floor(i / V) % T, i % V];
+      const others = Array.from({ length: T }, (_, u) => u).filter((u) => u !== t).map((u) => x[(b * T + u) * V + v]!);
+      if (Math.abs(x[i]!) < 2 * eps || others.some((o) => Math.abs(o - x[i]!) < 2 * eps)) continue;
+      const plus = Float32Array.from(x);
+      const minus = Float32Array.from(x);
+      plus[i] = plus[i]! + eps;
+      minus[i] = minus[i]! - eps;
+      const fd = (loss(plus) - loss(minus)) / (2 * eps);
+      expect(Math.abs(fd - g.dLogits[i]!), `dLogits[${i}]`).toBeLessThan(2e-3);
+    }
+  });
+});
