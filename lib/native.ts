@@ -355,6 +355,8 @@ export interface TorchAddon {
   ): { scores: Float32Array; dQ: Float32Array; dD: Float32Array };
   /** The same for SPLADE pooling. */
   spladePoolAutograd(logits: Float32Array, mask: Int32Array, grad: Float32Array, B: number, T: number, V: number, reference: boolean): { w: Float32Array; dLogits: Float32Array };
+  /** CAME's batch loss (standardized, or with the competitive weights) and its gradient. */
+  cameLoss(scores: Float32Array, E: number, B: number, P: number, positives: Int32Array, tau: number, competitive: boolean): { loss: number; weights: Float32Array; dScores: Float32Array };
 }
 
 let torchModule: TorchAddon | undefined;

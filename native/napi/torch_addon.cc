@@ -387,7 +387,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   using namespace quorum::napi;
   exports.Set("Retriever", RetrieverObject::Init(env));
   exports.Set("MlpEnsemble", MlpEnsembleClass(env));
-  InitKernelAutograd(env, exports);
+  InitTorchTestHooks(env, exports);
   exports.Set("contrastiveLoss", Napi::Function::New<guarded<ContrastiveLoss>>(env));
   exports.Set("setThreads", Napi::Function::New<guarded<SetThreads>>(env));
   exports.Set("threads", Napi::Function::New<guarded<Threads>>(env));

@@ -91,7 +91,7 @@ Napi::Value run_locked(Napi::Env env, const Napi::Value& async, const std::share
 // The ensemble's JS class (mlp_ensemble_object.cc).
 Napi::Function MlpEnsembleClass(Napi::Env env);
 
-// maxSimAutograd and spladePoolAutograd (kernel_autograd_bindings.cc).
-void InitKernelAutograd(Napi::Env env, Napi::Object exports);
+// maxSimAutograd, spladePoolAutograd and cameLoss (torch_test_hooks.cc).
+void InitTorchTestHooks(Napi::Env env, Napi::Object exports);
 
 }  // namespace quorum::napi

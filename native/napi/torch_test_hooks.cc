@@ -1,11 +1,13 @@
-// Test and benchmark hooks of the kernel-backed autograd functions (native/torch/kernel_autograd.h): one forward and
-// backward through Quorum's kernels or through a pure-libtorch reference built from libtorch's own ops, so the two
-// can be compared value for value and gradient for gradient.
+// Test and benchmark hooks of quorum_torch's training pieces: the kernel-backed autograd functions
+// (native/torch/kernel_autograd.h), one forward and backward through Quorum's kernels or through a pure-libtorch
+// reference built from libtorch's own ops, so the two can be compared value for value and gradient for gradient;
+// and CAME's losses (native/torch/came_loss.h) with their gradients.
 #include <napi.h>
 #include <torch/torch.h>
 
 #include <limits>
 
+#include "../torch/came_loss.h"
 #include "../torch/kernel_autograd.h"
 #include "errors.h"
 #include "scalar_args.h"
@@ -91,11 +93,33 @@ Napi::Value SpladePoolAutograd(const Napi::CallbackInfo& info) {
   });
 }
 
+// cameLoss(scores: Float32Array [E, B, P], E, B, P, positives: Int32Array [B], tau, competitive: bool)
+//   -> { loss, weights: Float32Array [B, E], dScores: Float32Array [E, B, P] }
+Napi::Value CameLoss(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int64_t E = dim_arg(info[1], "E"), B = dim_arg(info[2], "B"), P = dim_arg(info[3], "P");
+  torch::Tensor all = floats(info[0], {E, B, P}, "scores").set_requires_grad(true);
+  torch::Tensor pos = ints(info[4], {B}, "positives");
+  const double tau = number_arg(info[5], "tau");
+  return torch_call([&] {
+    std::vector<torch::Tensor> scores;
+    for (int64_t e = 0; e < E; ++e) scores.push_back(all.select(0, e));
+    torch::Tensor loss = torchx::came_loss(scores, pos, tau, flag(info[6]));
+    loss.backward();
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("loss", loss.item<double>());
+    o.Set("weights", float_array_of(env, torchx::competitive_weights(scores, pos, tau)));
+    o.Set("dScores", float_array_of(env, all.grad()));
+    return Napi::Value(o);
+  });
+}
+
 }  // namespace
 
-void InitKernelAutograd(Napi::Env env, Napi::Object exports) {
+void InitTorchTestHooks(Napi::Env env, Napi::Object exports) {
   exports.Set("maxSimAutograd", Napi::Function::New<guarded<MaxSimAutograd>>(env));
   exports.Set("spladePoolAutograd", Napi::Function::New<guarded<SpladePoolAutograd>>(env));
+  exports.Set("cameLoss", Napi::Function::New<guarded<CameLoss>>(env));
 }
 
 }  // namespace quorum::napi
