@@ -164,6 +164,9 @@ describe('MufRetriever', () => {
     expect(await asyncCode(MufRetriever.build([], corpus))).toBe('ERR_ARG');
     expect(await asyncCode(MufRetriever.build([{ model: join(root, 'geo') }, { model: join(root, 'geo') }], corpus))).toBe('ERR_ARG');
     expect(await asyncCode(muf.train([]))).toBe('ERR_ARG');
+    expect(await asyncCode(muf.train([1 as never]))).toBe('ERR_ARG');
+    expect(await asyncCode(muf.train([{ query: 'q', task: 'geo' } as never]))).toBe('ERR_ARG');
+    expect(await asyncCode(MufRetriever.build([{ model: join(root, 'geo'), name: '../evil' }], corpus))).toBe('ERR_ARG');
     expect(await asyncCode(muf.search(['a'], 0))).toBe('ERR_RANGE');
     expect(await asyncCode(muf.search(['a'], 3, { fusion: 'oracle' }))).toBe('ERR_ARG');
     expect(await asyncCode(muf.search(['a'], 3, { fusion: 'best' as never }))).toBe('ERR_ARG');

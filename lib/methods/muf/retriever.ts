@@ -195,21 +195,32 @@ export class MufRetriever {
     if (corpus.length === 0) throw new QuorumError('ERR_ARG', 'the corpus is empty');
     const log = options.onProgress ?? (() => {});
     const state: ExpertState[] = [];
-    for (const spec of experts) {
-      mustBeObject(spec, 'expert');
-      const model = typeof spec.model === 'string' ? await Retriever.load(spec.model) : spec.model;
-      if (!(model instanceof Retriever) || !model.loaded) throw new QuorumError('ERR_ARG', 'an expert model must be a model directory or a Retriever from Retriever.load');
-      const path = typeof spec.model === 'string' ? modelDir(spec.model) : '';
-      const tasks = model.config.tasks;
-      const name = spec.name ?? (tasks.length === 1 ? tasks[0]! : path.split('/').filter(Boolean).pop() ?? `expert${state.length}`);
-      if (state.some((e) => e.name === name)) throw new QuorumError('ERR_ARG', `two experts are named '${name}' (give each a name)`);
-      if (state.length && model.dim !== state[0]!.model.dim)
-        throw new QuorumError('ERR_SHAPE', `expert '${name}' embeds in ${model.dim} dimensions, '${state[0]!.name}' in ${state[0]!.model.dim}: MUF fuses raw scores of one width`);
-      log(`${name}: encoding ${corpus.length.toLocaleString()} passages`);
-      const passages = await model.encodePassages(corpus);
-      state.push({ name, task: spec.task ?? (tasks.length === 1 ? tasks[0]! : name), model, modelPath: path, passages });
+    try {
+      for (const spec of experts) await MufRetriever.addExpert(state, spec, corpus, log);
+      return new MufRetriever(state, corpus.map((p) => p.id), options);
+    } catch (e) {
+      // The experts encoded so far hold native memory: free it now rather than at garbage collection.
+      for (const x of state) x.passages.dispose();
+      throw e;
     }
-    return new MufRetriever(state, corpus.map((p) => p.id), options);
+  }
+
+  /** Loads one expert, checks it against those before, and encodes the corpus with it. */
+  private static async addExpert(state: ExpertState[], spec: MufExpertSpec, corpus: readonly MufPassage[], log: (message: string) => void): Promise<void> {
+    mustBeObject(spec, 'expert');
+    const model = typeof spec.model === 'string' ? await Retriever.load(spec.model) : spec.model;
+    if (!(model instanceof Retriever) || !model.loaded) throw new QuorumError('ERR_ARG', 'an expert model must be a model directory or a Retriever from Retriever.load');
+    const path = typeof spec.model === 'string' ? modelDir(spec.model) : '';
+    const tasks = model.config.tasks;
+    const name = spec.name ?? (tasks.length === 1 ? tasks[0]! : path.split('/').filter(Boolean).pop() ?? `expert${state.length}`);
+    // The name becomes a directory of the saved MUF directory.
+    if (!/^[\w.-]+$/.test(name) || name === '.' || name === '..') throw new QuorumError('ERR_ARG', `expert name '${name}' must be letters, digits, '.', '_' or '-'`);
+    if (state.some((e) => e.name === name)) throw new QuorumError('ERR_ARG', `two experts are named '${name}' (give each a name)`);
+    if (state.length && model.dim !== state[0]!.model.dim)
+      throw new QuorumError('ERR_SHAPE', `expert '${name}' embeds in ${model.dim} dimensions, '${state[0]!.name}' in ${state[0]!.model.dim}: MUF fuses raw scores of one width`);
+    log(`${name}: encoding ${corpus.length.toLocaleString()} passages`);
+    const passages = await model.encodePassages(corpus);
+    state.push({ name, task: spec.task ?? (tasks.length === 1 ? tasks[0]! : name), model, modelPath: path, passages });
   }
 
   /**
@@ -218,6 +229,11 @@ export class MufRetriever {
    */
   async train(examples: MufTrainData, options: EnsembleTrainOptions = {}): Promise<void> {
     mustBeArray(examples, 'training examples');
+    examples.forEach((x, i) => {
+      mustBeObject(x, `examples[${i}]`);
+      if (typeof x.query !== 'string' || !Array.isArray(x.positives) || !Array.isArray(x.hardNegatives))
+        throw new QuorumError('ERR_ARG', `examples[${i}] must be { query, task, positives: number[], hardNegatives: number[] }`);
+    });
     for (const e of this.state) {
       const mine = examples.filter((x) => x.task === e.task && x.positives.length > 0);
       if (mine.length === 0) throw new QuorumError('ERR_ARG', `no training question of task '${e.task}' for expert '${e.name}'`);
