@@ -12,7 +12,7 @@ import { packageRoot } from '../lib/native.js';
 import { WordPieceTokenizer, extendVocabulary } from '../lib/text/tokenizer.js';
 import { encodeTable, indexTable } from '../lib/train/encode-corpus.js';
 import { loadGloveVectors } from '../lib/train/glove.js';
-import { initFromGlove } from '../lib/train/init.js';
+import { MUTED_LOG_WEIGHT, corpusLogIdf, fitCentre, initFromGlove, isContentFree } from '../lib/train/init.js';
 import { Retriever } from '../lib/train/retriever.js';
 import { TokenTable } from '../lib/train/token-table.js';
 
@@ -40,29 +40,17 @@ const perTask = (run: Map<string, string[]>) =>
 }
 const table = await TokenTable.passages(tok, passages, 192);
 // ln(idf) per token over the passages, as fitPoolingToCorpus computes it before muting anything.
-const df = new Float64Array(tok.size);
-for (let r = 0; r < table.size; r++) for (const id of new Set(table.tokens(r))) df[id] = (df[id] as number) + 1;
-const logIdf = Float32Array.from(df, (d) => Math.log(Math.log(1 + table.size / Math.max(d, 1))));
-const punct = (t: string) => /^(##)?[^\p{L}\p{N}]+$/u.test(t) || /^\[[^\]]+\]$/.test(t);
+const logIdf = corpusLogIdf(table, tok.size);
 for (const variant of ['IDF for every token', 'task markers near 0', '+ punctuation and specials near 0', '+ tokens without a GloVe vector near 0']) {
   Retriever.seed(12345);
   const m = Retriever.create({ preset: 'siamese', tasks, encoder: { vocabSize: tok.size, hiddenSize: 100, embeddingSize: 100, layers: 0, maxPositions: 256, pooling: 'mean', normalize: true, tokenWeights: true, center: true } });
   const { uncovered } = await initFromGlove(m, tok.vocabulary, { glove, seed: 12345 });
   const w = Float32Array.from(logIdf);
-  if (variant !== 'IDF for every token') for (const t of [1, 2]) w[tok.markerId(t)] = -10;
-  if (variant.startsWith('+')) tok.vocabulary.forEach((t, i) => punct(t) && (w[i] = -10));
-  if (variant.includes('GloVe')) for (const i of uncovered) w[i] = -10;
+  if (variant !== 'IDF for every token') for (const t of [1, 2]) w[tok.markerId(t)] = MUTED_LOG_WEIGHT;
+  if (variant.startsWith('+')) tok.vocabulary.forEach((t, i) => isContentFree(t) && (w[i] = MUTED_LOG_WEIGHT));
+  if (variant.includes('GloVe')) for (const i of uncovered) w[i] = MUTED_LOG_WEIGHT;
   m.setParameter('encoder.embeddings.token_weights.weight', w);
-  // The centre: the mean unit-length pooled passage state.
-  m.setParameter('encoder.pooler.center', new Float32Array(100));
-  const states = (await encodeTable(m, table, { side: 'passage', pooledState: true })).data;
-  const centre = new Float32Array(100);
-  for (let r = 0; r < table.size; r++) {
-    const row = states.subarray(r * 100, (r + 1) * 100);
-    const norm = Math.max(Math.hypot(...row), 1e-12);
-    for (let k = 0; k < 100; k++) centre[k] = (centre[k] as number) + (row[k] as number) / norm / table.size;
-  }
-  m.setParameter('encoder.pooler.center', centre);
+  await fitCentre(m, table);
   const { index } = await indexTable(m, table);
   const run = new Map<string, string[]>();
   for (const t of ['covid', 'selqa', 'xquad']) {

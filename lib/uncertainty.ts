@@ -57,6 +57,35 @@ export function ensembleMISync(scores: TensorInput, options: EnsembleMIOptions =
 }
 
 /**
+ * Per-bin question count, confidence sum and hit sum with DPR-MUF's binning (see {@link ece}): edges `i / bins` as
+ * floating point, each value in the first bin whose closed interval holds it, values outside [0, 1] in none.
+ * Inputs are not validated here: {@link ece} and the reliability diagram check them.
+ */
+export function calibrationBins(
+  confidence: ArrayLike<number>,
+  hit: ArrayLike<number | boolean>,
+  bins: number,
+): { count: Float64Array; sumConf: Float64Array; sumHit: Float64Array } {
+  const step = 1 / bins;
+  const ticks = Array.from({ length: bins + 1 }, (_, i) => i * step);
+  const count = new Float64Array(bins);
+  const sumConf = new Float64Array(bins);
+  const sumHit = new Float64Array(bins);
+  for (let i = 0; i < confidence.length; i++) {
+    const c = confidence[i] as number;
+    for (let b = 0; b < bins; b++) {
+      if ((ticks[b] as number) <= c && c <= (ticks[b + 1] as number)) {
+        count[b]! += 1;
+        sumConf[b]! += c;
+        sumHit[b]! += hit[i] ? 1 : 0;
+        break;
+      }
+    }
+  }
+  return { count, sumConf, sumHit };
+}
+
+/**
  * Expected calibration error with DPR-MUF's binning: bin edges `i / bins` (floating point, as numpy's
  * `arange`), each value in the FIRST bin whose closed interval holds it (so a boundary value goes to the
  * lower bin), empty bins contribute 0, and N counts every value, including any outside [0, 1].
@@ -78,22 +107,7 @@ export function ece(confidence: ArrayLike<number>, hit: ArrayLike<number | boole
     if (typeof c !== 'number') throw new QuorumError('ERR_ARG', `confidence ${i} must be a number, got ${typeof c}`);
     if (!Number.isFinite(c)) throw new QuorumError('ERR_RANGE', `confidence ${i} must be finite, got ${c}`);
   }
-  const step = 1 / bins;
-  const ticks = Array.from({ length: bins + 1 }, (_, i) => i * step);
-  const count = new Float64Array(bins);
-  const sumConf = new Float64Array(bins);
-  const sumHit = new Float64Array(bins);
-  for (let i = 0; i < n; i++) {
-    const c = confidence[i] as number;
-    for (let b = 0; b < bins; b++) {
-      if ((ticks[b] as number) <= c && c <= (ticks[b + 1] as number)) {
-        count[b]! += 1;
-        sumConf[b]! += c;
-        sumHit[b]! += hit[i] ? 1 : 0;
-        break;
-      }
-    }
-  }
+  const { count, sumConf, sumHit } = calibrationBins(confidence, hit, bins);
   let total = 0;
   for (let b = 0; b < bins; b++) {
     const m = count[b] as number;

@@ -115,11 +115,15 @@ interface HybridAlpha {
 // steps up to 100 (the dense side only breaks BM25's ties there).
 const ALPHA_GRID = [...Array.from({ length: 101 }, (_, i) => i / 10), 12, 15, 20, 30, 50, 100];
 
+/** The entries of `run` whose query is in `qids`. */
+function pick<V>(run: ReadonlyMap<string, V>, qids: ReadonlySet<string>): Map<string, V> {
+  return new Map([...run].filter(([q]) => qids.has(q)));
+}
+
 /** The grid's alpha with the best MRR@10 over `qids` (ties go to the smaller alpha: more weight on the dense model). */
 function bestAlpha(runs: Run[], qrels: Map<string, Map<string, number>>, qids: ReadonlySet<string>, k: number): { alpha: number; value: number } {
-  const pick = (run: Run): Run => new Map([...run].filter(([q]) => qids.has(q)));
-  const subset = runs.map(pick);
-  const judged = new Map([...qrels].filter(([q]) => qids.has(q)));
+  const subset = runs.map((run) => pick(run, qids));
+  const judged = pick(qrels, qids);
   let best = { alpha: 1, value: -Infinity };
   for (const alpha of ALPHA_GRID) {
     const value = evaluate(fuse(subset, 'hybrid', { alpha, normalization: true, depth: k }), judged, ['mrr@10']).mean['mrr@10'] as number;
@@ -129,11 +133,12 @@ function bestAlpha(runs: Run[], qrels: Map<string, Map<string, number>>, qids: R
 }
 
 /**
- * The hybrid's alpha tuned for MRR@10 on the dev split, over all dev queries and, when queries carry a `task` (the
- * dense side already reads it: each task's marker), per task; a task with no dev questions takes the all-task alpha.
- * Without a dev split: 1.
+ * The hybrid's alpha: `--alpha` when given; else tuned for MRR@10 on the dev split, over all dev queries and, when
+ * queries carry a `task` (the dense side already reads it: each task's marker), per task; a task with no dev
+ * questions takes the all-task alpha. Without a dev split: 1.
  */
 async function tuneAlpha(o: EvalCommandOptions, bm25Index: Bm25Index, denseDev: (queries: Texts) => Promise<Run>, label = 'hybrid'): Promise<HybridAlpha> {
+  if (o.alpha !== undefined) return { all: o.alpha, byTask: new Map() };
   if (o.split === 'dev' || !existsSync(join(o.data, 'qrels', 'dev.tsv'))) {
     console.log(`${label}: alpha 1 (no dev split to tune it on; --alpha sets it)`);
     return { all: 1, byTask: new Map() };
@@ -166,8 +171,7 @@ function hybridRun(dense: Run, bm25: Run, alpha: HybridAlpha, taskOf: ReadonlyMa
   }
   const out = new Map<string, ScoredDoc[]>();
   for (const [a, qids] of groups) {
-    const pick = (run: Run): Run => new Map([...run].filter(([q]) => qids.has(q)));
-    for (const [q, list] of fuse([pick(dense), pick(bm25)], 'hybrid', { alpha: a, normalization: true, depth: k })) out.set(q, list);
+    for (const [q, list] of fuse([pick(dense, qids), pick(bm25, qids)], 'hybrid', { alpha: a, normalization: true, depth: k })) out.set(q, list);
   }
   return out;
 }
@@ -196,7 +200,7 @@ async function mufRuns(o: EvalCommandOptions, bm25Index: Bm25Index, queries: Tex
       return out;
     };
     const runs: Map<string, Run> = await all(queries, 'muf   ');
-    const alpha = o.alpha !== undefined ? { all: o.alpha, byTask: new Map<string, number>() } : await tuneAlpha(o, bm25Index, async (qs) => (await all(qs, 'muf (dev) ')).get('muf')!, 'muf-hybrid');
+    const alpha = await tuneAlpha(o, bm25Index, async (qs) => (await all(qs, 'muf (dev) ')).get('muf')!, 'muf-hybrid');
     runs.set('muf-hybrid', hybridRun(runs.get('muf')!, bm25, alpha, new Map(queries.map((q) => [q.id, q.task])), o.k));
     return runs;
   } finally {
@@ -232,7 +236,7 @@ export async function evalCommand(o: EvalCommandOptions): Promise<void> {
     if (want.has('bm25') && bm25) runs.set('bm25', bm25);
     if (want.has('dense') && dense) runs.set('dense', dense);
     if (want.has('hybrid') && bm25 && dense) {
-      const alpha = o.alpha !== undefined ? { all: o.alpha, byTask: new Map<string, number>() } : await tuneAlpha(o, bm25Index!, (qs) => denseMethod!.run(qs, o.k, 'dense (dev) '));
+      const alpha = await tuneAlpha(o, bm25Index!, (qs) => denseMethod!.run(qs, o.k, 'dense (dev) '));
       runs.set('hybrid', hybridRun(dense, bm25, alpha, new Map(queries.map((q) => [q.id, q.task])), o.k));
     }
     if (want.has('rrf') && bm25 && dense) runs.set('rrf', fuse([bm25, dense], 'rrf', { depth: o.k }));

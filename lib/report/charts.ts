@@ -4,6 +4,7 @@ import * as vega from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
 
 import { QuorumError } from '../errors.js';
+import { calibrationBins } from '../uncertainty.js';
 import { mustBeArray, mustBeObject } from '../validate.js';
 
 /** Renders a Vega-Lite spec to an SVG document string. */
@@ -24,24 +25,19 @@ export interface CalibrationSeries {
   hit: ArrayLike<number | boolean>;
 }
 
-/** Mean confidence, accuracy and count per bin (DPR-MUF's 10 bins; a value on an edge goes to the lower bin). */
+/**
+ * Mean confidence, accuracy and count per non-empty bin, with {@link ece}'s binning (DPR-MUF's 10 bins; a value on
+ * an edge goes to the lower bin); confidences outside [0, 1] are clamped into the end bins first.
+ */
 export function reliabilityBins(confidence: ArrayLike<number>, hit: ArrayLike<number | boolean>, bins = 10): Array<{ bin: number; confidence: number; accuracy: number; count: number }> {
   if (confidence.length !== hit.length) throw new QuorumError('ERR_SHAPE', `${confidence.length} confidences for ${hit.length} outcomes`);
   if (!Number.isInteger(bins) || bins < 1) throw new QuorumError('ERR_RANGE', `bins must be a positive integer, got ${bins}`);
-  const sum = new Float64Array(bins);
-  const acc = new Float64Array(bins);
-  const count = new Float64Array(bins);
-  for (let i = 0; i < confidence.length; i++) {
-    const c = Math.min(1, Math.max(0, confidence[i] as number));
-    const b = Math.min(bins - 1, Math.max(0, Math.ceil(c * bins) - 1));
-    sum[b] = (sum[b] as number) + c;
-    acc[b] = (acc[b] as number) + Number(hit[i]);
-    count[b] = (count[b] as number) + 1;
-  }
+  const clamped = Array.from(confidence, (c) => Math.min(1, Math.max(0, c)));
+  const { count, sumConf, sumHit } = calibrationBins(clamped, hit, bins);
   const out: Array<{ bin: number; confidence: number; accuracy: number; count: number }> = [];
   for (let b = 0; b < bins; b++) {
     const n = count[b] as number;
-    if (n > 0) out.push({ bin: (b + 0.5) / bins, confidence: (sum[b] as number) / n, accuracy: (acc[b] as number) / n, count: n });
+    if (n > 0) out.push({ bin: (b + 0.5) / bins, confidence: (sumConf[b] as number) / n, accuracy: (sumHit[b] as number) / n, count: n });
   }
   return out;
 }

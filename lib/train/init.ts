@@ -56,11 +56,40 @@ export async function initFromBertCheckpoint(model: Retriever, path: string): Pr
 
 // The log-weight of a muted token: exp(-10) = 4.5e-5 against IDFs of 0.7-10, yet Adam's steps (about lr each,
 // whatever the gradient's size) can still raise it.
-const MUTED_LOG_WEIGHT = -10;
+export const MUTED_LOG_WEIGHT = -10;
 
 /** Tokens that carry no content: bracketed specials ([CLS], [SEP], [UNK], [MASK], task markers) and punctuation. */
-function contentFree(token: string): boolean {
+export function isContentFree(token: string): boolean {
   return /^\[[^\]]+\]$/.test(token) || /^(##)?[^\p{L}\p{N}]+$/u.test(token);
+}
+
+/** ln(idf) per vocabulary entry, idf = ln(1 + N / df) over a table's rows (a token in no row counted as df 1). */
+export function corpusLogIdf(table: TokenTable, vocabSize: number): Float32Array {
+  const df = new Float64Array(vocabSize);
+  for (let r = 0; r < table.size; r++) for (const id of new Set(table.tokens(r))) df[id] = (df[id] as number) + 1;
+  const n = table.size;
+  return Float32Array.from(df, (d) => Math.log(Math.log(1 + n / Math.max(d, 1))));
+}
+
+/**
+ * Sets every encoder's `pooler.center` to the mean unit-length pooled state of a table's passages through that
+ * encoder (a bi-encoder's question encoders, all but the last, read them through the question side).
+ */
+export async function fitCentre(model: Retriever, table: TokenTable): Promise<void> {
+  const names = model.encoderNames();
+  const H = model.config.encoder.hiddenSize;
+  for (const [i, e] of names.entries()) {
+    model.setParameter(`${e}.pooler.center`, new Float32Array(H));
+    const side = names.length > 1 && i < names.length - 1 ? 'query' : 'passage';
+    const states = (await encodeTable(model, table, { side, task: side === 'query' ? i : 0, pooledState: true })).data;
+    const mean = new Float32Array(H);
+    for (let r = 0; r < table.size; r++) {
+      const row = states.subarray(r * H, (r + 1) * H);
+      const norm = Math.max(Math.hypot(...row), 1e-12);
+      for (let k = 0; k < H; k++) mean[k] = (mean[k] as number) + (row[k] as number) / norm / table.size;
+    }
+    model.setParameter(`${e}.pooler.center`, mean);
+  }
 }
 
 /**
@@ -93,36 +122,17 @@ export async function fitPoolingToCorpus(
   const enc = model.config.encoder;
   if (!passages.length) throw new QuorumError('ERR_ARG', 'fitPoolingToCorpus needs at least one passage');
   const table = await TokenTable.passages(tokenizer, passages, options.maxPassageLength ?? 128);
-  const names = model.encoderNames();
   if (enc.tokenWeights) {
-    const df = new Float64Array(enc.vocabSize);
-    for (let r = 0; r < table.size; r++) for (const id of new Set(table.tokens(r))) df[id] = (df[id] as number) + 1;
-    const n = table.size;
-    const logIdf = Float32Array.from(df, (d) => Math.log(Math.log(1 + n / Math.max(d, 1))));
+    const logIdf = corpusLogIdf(table, enc.vocabSize);
     tokenizer.vocabulary.forEach((token, id) => {
-      if (contentFree(token)) logIdf[id] = MUTED_LOG_WEIGHT;
+      if (isContentFree(token)) logIdf[id] = MUTED_LOG_WEIGHT;
     });
     for (const id of options.mute ?? []) {
       if (!Number.isInteger(id) || id < 0 || id >= enc.vocabSize) throw new QuorumError('ERR_RANGE', `mute: token id ${id} is outside the vocabulary (${enc.vocabSize})`);
       logIdf[id] = MUTED_LOG_WEIGHT;
     }
-    for (const e of names) model.setParameter(`${e}.embeddings.token_weights.weight`, logIdf);
+    for (const e of model.encoderNames()) model.setParameter(`${e}.embeddings.token_weights.weight`, logIdf);
   }
-  if (enc.center) {
-    for (const [i, e] of names.entries()) {
-      model.setParameter(`${e}.pooler.center`, new Float32Array(enc.hiddenSize));
-      // A bi-encoder's question encoders (all but the last) see the passages through the question side.
-      const side = names.length > 1 && i < names.length - 1 ? 'query' : 'passage';
-      const states = (await encodeTable(model, table, { side, task: side === 'query' ? i : 0, pooledState: true })).data;
-      const H = enc.hiddenSize;
-      const mean = new Float32Array(H);
-      for (let r = 0; r < table.size; r++) {
-        const row = states.subarray(r * H, (r + 1) * H);
-        const norm = Math.max(Math.hypot(...row), 1e-12);
-        for (let k = 0; k < H; k++) mean[k] = (mean[k] as number) + (row[k] as number) / norm / table.size;
-      }
-      model.setParameter(`${e}.pooler.center`, mean);
-    }
-  }
+  if (enc.center) await fitCentre(model, table);
   return { tokenWeights: !!enc.tokenWeights, center: !!enc.center };
 }

@@ -18,11 +18,11 @@ export function linearSchedule(warmup: number, total: number, floor = 1e-7): (st
 }
 
 
-/** Fisher-Yates in place. */
-export function shuffle<T>(xs: T[], random: () => number): T[] {
+/** Fisher-Yates in place, on an array or a typed array. */
+export function shuffle<A extends { length: number; [i: number]: unknown }>(xs: A, random: () => number): A {
   for (let i = xs.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
-    [xs[i], xs[j]] = [xs[j] as T, xs[i] as T];
+    [xs[i], xs[j]] = [xs[j], xs[i]];
   }
   return xs;
 }

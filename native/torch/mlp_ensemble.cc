@@ -86,11 +86,8 @@ EnsembleStepStats MlpEnsemble::step(const torch::Tensor& questions, const torch:
   // DPR-MUF's loss: the mean over members (Adam makes each member's step independent of the 1/K).
   optimizer_->zero_grad();
   member_loss.mean().backward();
-  if (clip > 0) {
-    std::vector<torch::Tensor> all;
-    for (const auto& p2 : params_) all.push_back(p2.second);
-    torch::nn::utils::clip_grad_norm_(all, clip);
-  }
+  // One parameter group holds every parameter (Optimizer::parameters() is deprecated and logs a warning).
+  if (clip > 0) torch::nn::utils::clip_grad_norm_(optimizer_->param_groups()[0].params(), clip);
   for (auto& g : optimizer_->param_groups()) static_cast<torch::optim::AdamOptions&>(g.options()).lr(lr);
   optimizer_->step();
   ++steps_;

@@ -11,6 +11,7 @@ import { torchAddon, type NativeMlpEnsemble } from '../../native.js';
 import { seededRandom } from '../../random.js';
 import { Tensor } from '../../tensor.js';
 import { ParameterTable } from '../../train/parameter-table.js';
+import { shuffle } from '../../train/schedule.js';
 import { mustBeObject, mustBeString, parse, positiveInt, z } from '../../validate.js';
 
 /** The heads' shape: `layers` hidden ReLU layers of `hidden` units between `dim` and `dim`, K = `members`. */
@@ -142,10 +143,7 @@ export class MlpEnsemble extends ParameterTable {
     const epochs: EnsembleEpoch[] = [];
     const t0 = performance.now();
     for (let epoch = 0; epoch < (options.epochs ?? 100); epoch++) {
-      for (let i = n - 1; i > 0; i--) {
-        const j = Math.floor(rand() * (i + 1));
-        [order[i], order[j]] = [order[j]!, order[i]!];
-      }
+      shuffle(order, rand);
       const memberLoss = new Float64Array(K);
       let loss = 0;
       let correct = 0;

@@ -282,6 +282,18 @@ export class MufRetriever {
     }
   }
 
+  /** The expert's confidence per query from its heads' scores `z [B, K, L]` at `temperature`. */
+  private async confidence(e: ExpertState, z: Tensor<'f32'>, temperature: number): Promise<Float32Array> {
+    const B = z.shape[0] ?? 0;
+    // One member cannot disagree with itself: MI is 0 and the confidence 1 (the kernel needs K >= 2).
+    if (e.heads!.members === 1) return new Float32Array(B).fill(1);
+    const r = await ensembleMI(z, { temperature });
+    const c = r.confidence.data.slice();
+    r.mi.dispose();
+    r.confidence.dispose();
+    return c;
+  }
+
   /**
    * Picks each expert's temperature by ECE on a calibration split (never the evaluation set): per question, the
    * outcome is whether the expert's first `hitTopK` passages hold a relevant one. Every question counts for every
@@ -300,21 +312,14 @@ export class MufRetriever {
         for (let j = 0; j < this.hitTopK; j++) if (q.relevant.has(this.corpusIds[top.ids[b * top.k + j]!] ?? '')) return 1;
         return 0;
       });
-      const eceAt = async (temperature: number) => {
-        if (e.heads!.members === 1) return ece(new Float32Array(dev.length).fill(1), hit);
-        const r = await ensembleMI(z, { temperature });
-        const v = ece(r.confidence.data, hit);
-        r.mi.dispose();
-        r.confidence.dispose();
-        return v;
-      };
+      const eceAt = async (temperature: number) => ece(await this.confidence(e, z, temperature), hit);
       const tried: Array<{ temperature: number; ece: number }> = [];
       for (const temperature of grid) tried.push({ temperature, ece: await eceAt(temperature) });
       let best = tried[0]!;
       for (const x of tried) if (x.ece < best.ece) best = x;
       e.calibration = {
         temperature: best.temperature,
-        eceBefore: await eceAt(1e-3),
+        eceBefore: tried.find((x) => x.temperature === 1e-3)?.ece ?? (await eceAt(1e-3)),
         eceAfter: best.ece,
         questions: dev.length,
         hitRate: hit.reduce((a: number, v) => a + v, 0) / dev.length,
@@ -339,16 +344,12 @@ export class MufRetriever {
     }
     const B = queries.length;
     const runs: Array<Map<string, ScoredDoc[]>> = [];
-    const conf = this.state.map(() => new Float32Array(B).fill(1));
+    const conf: Float32Array[] = this.state.map(() => new Float32Array(B).fill(1));
     for (const [i, e] of this.state.entries()) {
       const { top, z } = await this.expertPass(queries, e, t);
-      // One member cannot disagree with itself: MI is 0 and the confidence 1 (the kernel needs K >= 2).
-      if (withConfidence && e.heads!.members > 1) {
+      if (withConfidence) {
         const t0 = performance.now();
-        const r = await ensembleMI(z, { temperature: e.calibration!.temperature });
-        conf[i]!.set(r.confidence.data);
-        r.mi.dispose();
-        r.confidence.dispose();
+        conf[i] = await this.confidence(e, z, e.calibration!.temperature);
         t.mi += performance.now() - t0;
       }
       const run = new Map<string, ScoredDoc[]>();
