@@ -6,7 +6,7 @@
 // call running the same steps.
 //   node --import tsx bench/train.ts [--budget=600] [--epochs=8] [--lr=1e-3] [--batch=32] [--pooling=mean]
 //     [--normalize=1] [--token-weights=1] [--center=1] [--word-vocab=1] [--temperature=0.05] [--layers=2] [--hidden=100] [--dropout=0.1] [--passage-length=192]
-//     [--presets=taser,bi-encoder,siamese] [--data=DIR] [--reps=7]
+//     [--presets=taser,bi-encoder,siamese] [--data=DIR] [--reps=7] [--hard-negatives=1] [--layer-decay=0.8 taser, 1 others]
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
@@ -52,7 +52,7 @@ const encoder = {
 };
 const train = {
   batchSize: Number(arg('batch', '32')),
-  hardNegatives: 1,
+  hardNegatives: Number(arg('hard-negatives', '1')),
   lr: Number(arg('lr', '1e-3')),
   temperature: Number(arg('temperature', encoder.normalize ? '0.05' : '1')),
   clip: 2.0,

@@ -67,7 +67,7 @@ export interface NativeCapabilities {
   devices: string[];
 }
 
-type MaybeAsync<T> = T | Promise<T>;
+export type MaybeAsync<T> = T | Promise<T>;
 
 /** quorum_core.node's exports. */
 export interface CoreAddon {
@@ -327,6 +327,8 @@ export interface NativeMlpEnsemble {
 export interface TorchAddon {
   Retriever: new (config: object) => NativeRetriever;
   MlpEnsemble: new (config: { dim: number; hidden?: number; layers?: number; members?: number }) => NativeMlpEnsemble;
+  /** CAME's model (native/napi/came_object.cc); typed by lib/methods/came/model.ts. */
+  CameModel: new (config: object) => unknown;
   contrastiveLoss(
     q: Float32Array,
     p: Float32Array,
@@ -355,6 +357,19 @@ export interface TorchAddon {
   ): { scores: Float32Array; dQ: Float32Array; dD: Float32Array };
   /** The same for SPLADE pooling. */
   spladePoolAutograd(logits: Float32Array, mask: Int32Array, grad: Float32Array, B: number, T: number, V: number, reference: boolean): { w: Float32Array; dLogits: Float32Array };
+  /** SPLADE pooling fused with its MLM decoder (logits = h emb^T + bias), through the kernels or libtorch's ops. */
+  spladeDecoderAutograd(
+    h: Float32Array,
+    mask: Int32Array,
+    emb: Float32Array,
+    bias: Float32Array,
+    grad: Float32Array,
+    B: number,
+    T: number,
+    V: number,
+    dim: number,
+    reference: boolean,
+  ): { w: Float32Array; dH: Float32Array; dEmb: Float32Array; dBias: Float32Array };
   /** CAME's batch loss (standardized, or with the competitive weights) and its gradient. */
   cameLoss(scores: Float32Array, E: number, B: number, P: number, positives: Int32Array, tau: number, competitive: boolean): { loss: number; weights: Float32Array; dScores: Float32Array };
 }

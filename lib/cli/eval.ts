@@ -13,7 +13,10 @@ import { QuorumError } from '../errors.js';
 import { type Run, type ScoredDoc, evaluate, metricFn } from '../eval/ranking.js';
 import { fuse } from '../fusion/fuse.js';
 import type { Tensor } from '../tensor.js';
+import { CAME_FUSIONS, fuseExperts, type Hit } from '../methods/came/fusion.js';
+import { CameRetriever } from '../methods/came/retriever.js';
 import { MufRetriever } from '../methods/muf/retriever.js';
+import type { PassageText } from '../train/examples.js';
 import { Retriever } from '../train/retriever.js';
 import { BATCH, bm25Search } from './index-search.js';
 import { inBatches, table } from './table.js';
@@ -42,6 +45,11 @@ export interface EvalCommandOptions {
    * expert), 'expert:<name>' for each expert, and 'muf-hybrid' (MUF + BM25, alpha tuned on dev).
    */
   muf?: string;
+  /**
+   * A CAME directory (`quorum came train`): indexes the corpus with its experts and adds 'came' (Sum), 'came:<fusion>'
+   * for NormSum, NormMax, SumRR, MaxRR (and Linear when fitted) and 'came-expert:<name>' for each expert alone.
+   */
+  came?: string;
 }
 
 type Texts = Array<{ id: string; text: string; task?: string }>;
@@ -208,13 +216,37 @@ async function mufRuns(o: EvalCommandOptions, bm25Index: Bm25Index, queries: Tex
   }
 }
 
+/** The CAME directory's runs on `queries`: each fusion of its experts, and each expert alone. */
+async function cameRuns(o: EvalCommandOptions, corpus: readonly PassageText[], ids: readonly string[], queries: Texts): Promise<Map<string, Run>> {
+  const came = await CameRetriever.load(o.came!);
+  console.log(`came: ${o.came} (${came.experts.join(', ')}${came.independent ? ', independent' : ''}, ${came.parameterCount.toLocaleString()} parameters)`);
+  await came.index(corpus);
+  const fusions = CAME_FUSIONS.filter((f) => f !== 'linear' || came.linear);
+  const runs = new Map<string, Map<string, ScoredDoc[]>>();
+  const put = (name: string, id: string, hits: readonly Hit[]) => {
+    if (!runs.has(name)) runs.set(name, new Map());
+    runs.get(name)!.set(id, hits.map((h) => ({ id: ids[h.id]!, score: h.score })));
+  };
+  await inBatches('came  ', queries.length, BATCH, async (start, end) => {
+    const batch = queries.slice(start, end);
+    const r = await came.search(batch.map((q) => q.text), { k: o.k, expertK: o.k });
+    const lists = came.experts.map((e) => r.experts[e]!);
+    for (const f of fusions) {
+      const fused = f === 'sum' ? r.fused : fuseExperts(lists, f, o.k, o.k, came.linear);
+      batch.forEach((q, b) => put(f === 'sum' ? 'came' : `came:${f}`, q.id, fused[b]!));
+    }
+    for (const e of came.experts) batch.forEach((q, b) => put(`came-expert:${e}`, q.id, r.experts[e]![b]!));
+  });
+  return runs;
+}
+
 export async function evalCommand(o: EvalCommandOptions): Promise<void> {
   for (const m of o.metrics) metricFn(m); // ERR_ARG for an unknown metric, before any work
   for (const m of o.methods)
     if (!(EVAL_METHODS as readonly string[]).includes(m))
       throw new QuorumError('ERR_ARG', `unknown method '${m}': use ${EVAL_METHODS.join(', ')} (or --run FILE for a TREC run)`);
   if (!Number.isInteger(o.k) || o.k < 1) throw new QuorumError('ERR_RANGE', `--k must be a positive integer, got ${o.k}`);
-  if (o.methods.length === 0 && o.runs.length === 0 && !o.muf) throw new QuorumError('ERR_ARG', 'nothing to evaluate: give --methods, --run and/or --muf');
+  if (o.methods.length === 0 && o.runs.length === 0 && !o.muf && !o.came) throw new QuorumError('ERR_ARG', 'nothing to evaluate: give --methods, --run, --muf and/or --came');
 
   const ds = await readBeir(o.data, o.split);
   const judged = new Set(ds.qrels.keys());
@@ -245,6 +277,7 @@ export async function evalCommand(o: EvalCommandOptions): Promise<void> {
       const index = bm25Index ?? (await Bm25Index.build(corpus, { k1: 0.9, b: 0.4 }));
       for (const [name, run] of await mufRuns(o, index, queries, bm25 ?? (await bm25Search(index, queries, o.k, 'bm25  ')))) runs.set(name, run);
     }
+    if (o.came) for (const [name, run] of await cameRuns(o, ds.corpus, ds.corpus.map((p) => p.id), queries)) runs.set(name, run);
   } finally {
     denseMethod?.dispose();
   }
@@ -278,7 +311,7 @@ export async function evalCommand(o: EvalCommandOptions): Promise<void> {
   if (o.out) {
     mkdirSync(o.out, { recursive: true });
     // Runs this command made (not the --run files it read), with ':' out of file names.
-    const made = [...runs.keys()].filter((n) => o.methods.includes(n) || (o.muf && (n.startsWith('muf') || n.startsWith('expert:'))));
+    const made = [...runs.keys()].filter((n) => o.methods.includes(n) || (o.muf && (n.startsWith('muf') || n.startsWith('expert:'))) || (o.came && n.startsWith('came')));
     const file = (n: string) => `${n.replace(/:/g, '-')}.trec`;
     for (const name of made) writeRun(join(o.out, file(name)), runs.get(name)!, name);
     writeFileSync(join(o.out, 'metrics.json'), JSON.stringify({ dataset: o.data, split: o.split, queries: queries.length, metrics: results, ...(o.byTask ? { byTask } : {}) }, null, 2) + '\n');

@@ -12,6 +12,7 @@ import { POOLINGS, PRESETS, trainCommand, type TrainCommandOptions } from './tra
 import { fuseCommand } from './fuse.js';
 import { indexBm25, indexDense, searchCommand } from './index-search.js';
 import { TASKS, type TaskName, buildMultiDomain, writeMultiDomain } from '../data/multidomain.js';
+import { registerCameCommands } from '../methods/came/cli.js';
 import { registerMufCommands } from '../methods/muf/cli.js';
 
 // Commander's own errors (unknown option, bad value) go through the same one-line `quorum: ERR_...` report as
@@ -46,7 +47,8 @@ program
   .option('--out <dir>', 'write <method>.trec run files and metrics.json here')
   .option('--by-task', "also each task's mean (the queries' `task` field)")
   .option('--muf <dir>', "a MUF directory (`quorum muf train`): adds muf, muf-uniform, muf-oracle, expert:<name> and muf-hybrid")
-  .action(async (o: { data: string; split: string; methods: string[]; run: string[]; metrics: string[]; k: number; dim: number; alpha?: number; alphaPerTask: boolean; model?: string; out?: string; byTask?: boolean; muf?: string }) =>
+  .option('--came <dir>', 'a CAME directory (`quorum came train`): adds came (Sum), came:<fusion> for the other fusions and came-expert:<name>')
+  .action(async (o: { data: string; split: string; methods: string[]; run: string[]; metrics: string[]; k: number; dim: number; alpha?: number; alphaPerTask: boolean; model?: string; out?: string; byTask?: boolean; muf?: string; came?: string }) =>
     evalCommand({ ...o, runs: o.run }),
   );
 
@@ -80,6 +82,7 @@ program
   });
 
 registerMufCommands(program);
+registerCameCommands(program);
 
 program
   .command('encode')

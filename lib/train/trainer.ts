@@ -6,7 +6,8 @@ import { join } from 'node:path';
 
 import { readJsonFile, writeFileAtomic } from '../data/files.js';
 import { QuorumError } from '../errors.js';
-import type { TrainBatchArg } from '../native.js';
+import type { StepStats, TrainBatchArg } from '../native.js';
+import type { OptimizerOptions } from './parameter-table.js';
 import type { WordPieceTokenizer } from '../text/tokenizer.js';
 import { progress } from '../cli/table.js';
 import type { PassageText, TrainingExample } from './examples.js';
@@ -14,7 +15,7 @@ import type { Retriever } from './retriever.js';
 import { seededRandom } from '../random.js';
 import { homogeneousBatches, linearSchedule, type TaskBatch } from './schedule.js';
 import { TokenTable } from './token-table.js';
-import { type ValidationResult, validate, validationPool } from './validate.js';
+import { type ValidationInput, type ValidationResult, validate, validationPool } from './validate.js';
 import { mustBeArray, mustBeObject } from '../validate.js';
 
 export interface TrainOptions {
@@ -60,6 +61,10 @@ export interface TrainOptions {
   log?: (line: string) => void;
   /** Divides the scores before the softmax (default: 0.05 for a model with normalized outputs, else 1 as DPR). */
   temperature?: number;
+  /** Ranks the dev pool (default: {@link validate}, a dense Retriever's dot products). */
+  validator?: (input: ValidationInput) => Promise<ValidationResult>;
+  /** Called with each batch's statistics (e.g. CAME's per-expert losses). */
+  onBatch?: (stats: StepStats) => void;
   /** Awaited after each epoch's validation and checkpoint, with the model in its end-of-epoch state. */
   onEpoch?: (stats: EpochStats) => void | Promise<void>;
 }
@@ -82,6 +87,16 @@ export interface TrainResult {
   tokens: number;
   seconds: number;
   tokensPerSecond: number;
+}
+
+/** What the loop needs of a model: a native training step, AdamW, checkpoints (Retriever, CAME). */
+export interface TrainableModel {
+  readonly config: { readonly tasks?: readonly string[]; readonly encoder: { readonly normalize?: boolean } };
+  setOptimizer(options: OptimizerOptions): void;
+  accumulate(batch: TrainBatchArg): Promise<StepStats>;
+  step(lr: number, clip: number): Promise<number>;
+  save(path: string): Promise<void>;
+  load(path: string): Promise<void>;
 }
 
 export interface TrainingData {
@@ -159,7 +174,7 @@ export function composeBatch(
  * console.log(result.best, result.tokensPerSecond);
  */
 export async function trainRetriever(
-  model: Retriever,
+  model: TrainableModel,
   tokenizer: WordPieceTokenizer,
   data: TrainingData,
   options: TrainOptions = {},
@@ -181,7 +196,7 @@ export async function trainRetriever(
   if (!data.train.length) throw new QuorumError('ERR_ARG', 'no training examples');
   for (const [k, v] of Object.entries({ epochs: o.epochs, batchSize: o.batchSize, accumulation: o.accumulation }))
     if (!Number.isInteger(v) || v < 1) throw new QuorumError('ERR_RANGE', `${k} must be a positive integer, got ${v}`);
-  const tasks = model.config.tasks.length ? [...model.config.tasks] : [...new Set(data.train.map((e) => e.task))].sort();
+  const tasks = model.config.tasks?.length ? [...model.config.tasks] : [...new Set(data.train.map((e) => e.task))].sort();
   const taskIndex = new Map(tasks.map((t, i) => [t, i]));
   for (const e of [...data.train, ...(data.dev ?? [])])
     if (!taskIndex.has(e.task)) throw new QuorumError('ERR_ARG', `example task '${e.task}' is not one of the model's tasks (${tasks.join(', ')})`);
@@ -240,6 +255,7 @@ export async function trainRetriever(
     let steps = 0;
     for (let b = 0; b < batches.length; b++) {
       const s = await model.accumulate(batchOf(batches[b]!, random));
+      o.onBatch?.(s);
       loss += s.loss * s.questions;
       correct += s.correct;
       questions += s.questions;
@@ -257,7 +273,9 @@ export async function trainRetriever(
     trainedSeconds += seconds;
     let improved = false;
     if (dev && devQ) {
-      stats.validation = await validate(model, { passages, queries: devQ.tables, rows: devQ.rows, examples: dev, taskIndex, pool });
+      const input = { passages, queries: devQ.tables, rows: devQ.rows, examples: dev, taskIndex, pool };
+      // Without a validator the model is a dense Retriever (the only TrainableModel that validate() scores).
+      stats.validation = await (o.validator ? o.validator(input) : validate(model as Retriever, input));
       // Lower is better for both (TASER returns -MRR); an explicit best flag, not DPR's falsy 0.0 check.
       const value = o.validation === 'mrr' ? -stats.validation.mrr : stats.validation.averageRank;
       if (state.best === null || value < state.best.value) {

@@ -34,26 +34,24 @@ export function validationPool(examples: readonly TrainingExample[], corpusSize:
   return [...pool];
 }
 
+/** What validation ranks: the dev questions (tokenized per task) against one pool of passages. */
+export interface ValidationInput {
+  passages: TokenTable;
+  /** Question rows per task: queries.get(task) is that task's table, `rows[i]` example i's row in it. */
+  queries: ReadonlyMap<string, TokenTable>;
+  rows: readonly number[];
+  examples: readonly TrainingExample[];
+  taskIndex: ReadonlyMap<string, number>;
+  pool: readonly number[];
+}
+
 /**
- * Ranks each dev question against the pool.
- *
- * @example
- * const v = await validate(model, { passages, queries: devQueries, examples: dev, taskIndex, pool });
- * console.log(v.mrr, v.averageRank);
+ * Scores the questions of one task against the pool: `[questions.length, pool.length]` row-major, question i being
+ * row `rows[i]` of `table`.
  */
-export async function validate(
-  model: Retriever,
-  input: {
-    passages: TokenTable;
-    /** Question rows per task: queries.get(task) is that task's table, `rows[i]` example i's row in it. */
-    queries: ReadonlyMap<string, TokenTable>;
-    rows: readonly number[];
-    examples: readonly TrainingExample[];
-    taskIndex: ReadonlyMap<string, number>;
-    pool: readonly number[];
-  },
-): Promise<ValidationResult> {
-  mustBeObject(model, 'model');
+export type PoolScores = (task: string, table: TokenTable, rows: readonly number[]) => Promise<Float32Array>;
+
+function checkInput(input: ValidationInput): void {
   mustBeObject(input, 'validation input');
   mustBeObject(input.passages, 'validation passages');
   mustBeMap(input.queries, 'validation queries');
@@ -61,29 +59,54 @@ export async function validate(
   mustBeArray(input.rows, 'validation rows');
   mustBeArray(input.examples, 'validation examples');
   mustBeArray(input.pool, 'validation pool');
+  if (input.examples.length === 0) throw new QuorumError('ERR_ARG', 'validation needs at least one dev question');
+}
+
+/**
+ * Ranks each dev question against the pool with any scorer (a dense model's dot products, CAME's fused experts).
+ *
+ * @example
+ * const v = await rankAgainstPool(input, async (task, table, rows) => myScores(task, table, rows));
+ */
+export async function rankAgainstPool(input: ValidationInput, scores: PoolScores): Promise<ValidationResult> {
+  checkInput(input);
   const { examples, pool } = input;
-  if (examples.length === 0) throw new QuorumError('ERR_ARG', 'validation needs at least one dev question');
-  const P = await encodeTable(model, input.passages, { side: 'passage', rows: pool });
   const where = new Map(pool.map((r, i) => [r, i]));
   let rr = 0;
   let rankSum = 0;
   for (const [task, table] of input.queries) {
     const idx = examples.map((e, i) => (e.task === task ? i : -1)).filter((i) => i >= 0);
     if (!idx.length) continue;
-    const Q = await encodeTable(model, table, { side: 'query', task: input.taskIndex.get(task) ?? 0, rows: idx.map((i) => input.rows[i]!) });
-    const S = (await score(Q, P)).data;
+    const S = await scores(task, table, idx.map((i) => input.rows[i]!));
     idx.forEach((ei, qi) => {
-      const scores = S.subarray(qi * pool.length, (qi + 1) * pool.length);
+      const row = S.subarray(qi * pool.length, (qi + 1) * pool.length);
       let gold = -Infinity;
       for (const r of examples[ei]!.positives) {
         const j = where.get(r);
-        if (j !== undefined) gold = Math.max(gold, scores[j] as number);
+        if (j !== undefined) gold = Math.max(gold, row[j] as number);
       }
       let rank = 0;
-      for (const s of scores) if (s > gold) rank++;
+      for (const s of row) if (s > gold) rank++;
       rr += 1 / (rank + 1);
       rankSum += rank;
     });
   }
   return { mrr: rr / examples.length, averageRank: rankSum / examples.length, questions: examples.length, pool: pool.length };
+}
+
+/**
+ * Ranks each dev question against the pool by a dense retriever's dot products.
+ *
+ * @example
+ * const v = await validate(model, { passages, queries: devQueries, rows, examples: dev, taskIndex, pool });
+ * console.log(v.mrr, v.averageRank);
+ */
+export async function validate(model: Retriever, input: ValidationInput): Promise<ValidationResult> {
+  mustBeObject(model, 'model');
+  checkInput(input);
+  const P = await encodeTable(model, input.passages, { side: 'passage', rows: input.pool });
+  return rankAgainstPool(input, async (task, table, rows) => {
+    const Q = await encodeTable(model, table, { side: 'query', task: input.taskIndex.get(task) ?? 0, rows });
+    return (await score(Q, P)).data;
+  });
 }

@@ -26,20 +26,17 @@ torch::Tensor table_of(Napi::Float32Array a, int64_t dim, const char* what) {
   return torch::from_blob(a.Data(), {int64_t(a.ElementLength()) / dim, dim}, torch::kFloat);
 }
 
-class MlpEnsembleObject : public Napi::ObjectWrap<MlpEnsembleObject> {
+class MlpEnsembleObject : public TorchObject<MlpEnsembleObject, MlpEnsemble> {
  public:
   static Napi::Function Init(Napi::Env env) {
     return DefineClass(env, "MlpEnsemble",
-                       {InstanceMethod<&MlpEnsembleObject::Info>("info"),
-                        InstanceMethod<&MlpEnsembleObject::Parameters>("parameters"),
-                        InstanceMethod<&MlpEnsembleObject::GetParameter>("getParameter"),
-                        InstanceMethod<&MlpEnsembleObject::SetParameter>("setParameter"),
-                        InstanceMethod<&MlpEnsembleObject::Step>("step"),
-                        InstanceMethod<&MlpEnsembleObject::Score>("score"),
-                        InstanceMethod<&MlpEnsembleObject::Members>("members")});
+                       with_parameter_methods({InstanceMethod<&MlpEnsembleObject::Info>("info"),
+                                               InstanceMethod<&MlpEnsembleObject::Step>("step"),
+                                               InstanceMethod<&MlpEnsembleObject::Score>("score"),
+                                               InstanceMethod<&MlpEnsembleObject::Members>("members")}));
   }
 
-  explicit MlpEnsembleObject(const Napi::CallbackInfo& info) : Napi::ObjectWrap<MlpEnsembleObject>(info) {
+  explicit MlpEnsembleObject(const Napi::CallbackInfo& info) : TorchObject<MlpEnsembleObject, MlpEnsemble>(info) {
     guard(info.Env(), [&] {
       Napi::Object o = object_arg(info[0], "ensemble config");
       torchx::EnsembleConfig c;
@@ -53,11 +50,6 @@ class MlpEnsembleObject : public Napi::ObjectWrap<MlpEnsembleObject> {
   }
 
  private:
-  Napi::Value run(Napi::Env env, const Napi::Value& async, std::vector<Napi::Object> keep, Napi::Value result,
-                  std::function<void()> work, Finish finish = nullptr) {
-    return run_locked(env, async, model_, std::move(keep), result, std::move(work), std::move(finish));
-  }
-
   Napi::Value Info(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       std::lock_guard<std::mutex> lock(model_->mutex());
@@ -66,18 +58,6 @@ class MlpEnsembleObject : public Napi::ObjectWrap<MlpEnsembleObject> {
       o.Set("optimizerSteps", double(model_->optimizer_steps()));
       return Napi::Value(o);
     });
-  }
-
-  Napi::Value Parameters(const Napi::CallbackInfo& info) {
-    return guard(info.Env(), [&] { return Napi::Value(parameter_list(info.Env(), model_->parameters())); });
-  }
-
-  Napi::Value GetParameter(const Napi::CallbackInfo& info) {
-    return guard(info.Env(), [&] { return get_parameter(info, *model_); });
-  }
-
-  Napi::Value SetParameter(const Napi::CallbackInfo& info) {
-    return guard(info.Env(), [&] { return set_parameter(info, *model_); });
   }
 
   // step(questions: F32 [Nq*dim], passages: F32 [Np*dim], qRows: I32 [K*b], pRows: I32 [K*b*group], group, lr,
@@ -157,7 +137,6 @@ class MlpEnsembleObject : public Napi::ObjectWrap<MlpEnsembleObject> {
     });
   }
 
-  std::shared_ptr<MlpEnsemble> model_;
 };
 
 }  // namespace

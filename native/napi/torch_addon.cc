@@ -17,52 +17,12 @@
 #include "errors.h"
 #include "scalar_args.h"
 #include "torch_args.h"
+#include "torch_batch_args.h"
 
 namespace quorum::napi {
 namespace {
 
 using torchx::Retriever;
-
-torchx::EncoderConfig encoder_config(const Napi::Object& o) {
-  torchx::EncoderConfig c;
-  c.vocab_size = int_field(o, "vocabSize", c.vocab_size);
-  c.hidden = int_field(o, "hiddenSize", c.hidden);
-  c.layers = int_field(o, "layers", c.layers);
-  c.heads = int_field(o, "heads", c.heads);
-  c.ffn = int_field(o, "ffnSize", c.ffn);
-  c.max_positions = int_field(o, "maxPositions", c.max_positions);
-  c.type_vocab = int_field(o, "typeVocabSize", c.type_vocab);
-  c.embedding_size = int_field(o, "embeddingSize", c.hidden);
-  c.projection_dim = int_field(o, "projectionDim", 0);
-  c.dropout = field(o, "dropout", c.dropout);
-  c.ln_eps = field(o, "layerNormEps", c.ln_eps);
-  c.projection_hidden = int_field(o, "projectionHidden", 0);
-  c.normalize = flag(o.Get("normalize"));
-  c.token_weights = flag(o.Get("tokenWeights"));
-  c.center = flag(o.Get("center"));
-  Napi::Value pooling = o.Get("pooling");
-  if (!pooling.IsUndefined()) {
-    const std::string p = string_field(o, "pooling");
-    c.pooling = p == "cls"    ? torchx::Pooling::kCls
-                : p == "mean" ? torchx::Pooling::kMean
-                : p == "max"  ? torchx::Pooling::kMax
-                              : throw Error("ERR_ARG", "pooling must be 'cls', 'mean' or 'max', got '" + p + "'");
-  }
-  Napi::Value t = o.Get("taser");
-  if (!t.IsUndefined() && !t.IsNull()) {
-    Napi::Object taser = object_arg(t, "taser");
-    const std::string r = string_field(taser, "routing");
-    c.routing = r == "det"   ? torchx::Routing::kDet
-                : r == "seq" ? torchx::Routing::kSeq
-                : r == "tok" ? torchx::Routing::kTok
-                             : throw Error("ERR_ARG", "taser.routing must be 'det', 'seq' or 'tok', got '" + r + "'");
-    c.every = int_field(taser, "every", c.every);
-    c.experts = int_field(taser, "experts", c.experts);
-    c.per_layer_gate = flag(taser.Get("perLayerGate"));
-    c.entropy_weight = field(taser, "entropyWeight", 0.0);
-  }
-  return c;
-}
 
 torchx::RetrieverConfig retriever_config(const Napi::Object& o) {
   torchx::RetrieverConfig c;
@@ -84,90 +44,17 @@ torchx::RetrieverConfig retriever_config(const Napi::Object& o) {
   return c;
 }
 
-// { ids, typeIds, lengths: Int32Array, rows, seqLen } as produced by lib/text/tokenizer.ts.
-torchx::TokenBatch token_batch(const Napi::Value& v, const torchx::EncoderConfig& c, const char* what) {
-  Napi::Object o = object_arg(v, what);
-  const int64_t rows = int_field(o, "rows", -1), len = int_field(o, "seqLen", -1);
-  if (rows < 0 || len < 1) throw Error("ERR_ARG", std::string(what) + " needs rows >= 0 and seqLen >= 1");
-  if (len > c.max_positions)
-    throw Error("ERR_RANGE", std::string(what) + ": seqLen " + std::to_string(len) + " exceeds maxPositions " +
-                                 std::to_string(c.max_positions));
-  auto ids = typed_array<Napi::Int32Array>(o.Get("ids"), "ids");
-  auto types = typed_array<Napi::Int32Array>(o.Get("typeIds"), "typeIds");
-  auto lengths = typed_array<Napi::Int32Array>(o.Get("lengths"), "lengths");
-  if (int64_t(ids.ElementLength()) != rows * len || int64_t(types.ElementLength()) != rows * len ||
-      int64_t(lengths.ElementLength()) != rows)
-    throw Error("ERR_SHAPE", std::string(what) + ": ids and typeIds need rows x seqLen = " + std::to_string(rows * len) +
-                                 " values and lengths " + std::to_string(rows));
-  torchx::TokenBatch b;
-  b.ids = long_tensor(ids, {rows, len}, 0, c.vocab_size, "ids");
-  b.types = long_tensor(types, {rows, len}, 0, c.type_vocab, "typeIds");
-  b.lengths = long_tensor(lengths, {rows}, 1, len + 1, "lengths");
-  return b;
-}
-
-torchx::Side side_arg(const Napi::Value& v) {
-  const std::string s = v.IsString() ? v.As<Napi::String>().Utf8Value() : "";
-  if (s == "query") return torchx::Side::kQuery;
-  if (s == "passage") return torchx::Side::kPassage;
-  throw Error("ERR_ARG", "side must be 'query' or 'passage'");
-}
-
-// (question, passage) pairs as an Int32Array of even length, or null / undefined for none.
-torch::Tensor ignore_arg(const Napi::Value& v, int64_t questions, int64_t passages) {
-  if (v.IsUndefined() || v.IsNull()) return torch::Tensor();
-  auto a = typed_array<Napi::Int32Array>(v, "ignore");
-  if (a.ElementLength() % 2) throw Error("ERR_SHAPE", "ignore holds (question, passage) pairs: its length must be even");
-  return long_tensor(a, {int64_t(a.ElementLength() / 2), 2}, 0, std::max(questions, passages), "ignore");
-}
-
-// { queries, passages, positives: Int32Array, ignore?: Int32Array (pairs), task?, lossScale? }
-torchx::TrainBatch train_batch(const Napi::Value& v, const Retriever& r) {
-  Napi::Object o = object_arg(v, "batch");
-  const auto& c = r.config().encoder;
-  torchx::TrainBatch b;
-  b.queries = token_batch(o.Get("queries"), c, "queries");
-  b.passages = token_batch(o.Get("passages"), c, "passages");
-  const int64_t nq = b.queries.ids.size(0), np = b.passages.ids.size(0);
-  auto pos = typed_array<Napi::Int32Array>(o.Get("positives"), "positives");
-  if (int64_t(pos.ElementLength()) != nq)
-    throw Error("ERR_SHAPE", std::to_string(pos.ElementLength()) + " positives for " + std::to_string(nq) + " questions");
-  b.positives = long_tensor(pos, {nq}, 0, np, "positives");
-  b.ignore = ignore_arg(o.Get("ignore"), nq, np);
-  b.task = int_field(o, "task", 0);
-  b.loss_scale = field(o, "lossScale", 1.0);
-  if (!(b.loss_scale >= 0)) throw Error("ERR_RANGE", "lossScale must be >= 0");
-  b.temperature = field(o, "temperature", 1.0);
-  if (!(b.temperature > 0) || !std::isfinite(b.temperature)) throw Error("ERR_RANGE", "temperature must be finite and > 0");
-  return b;
-}
-
-void put_stats(Napi::Object o, const torchx::StepStats& s) {
-  o.Set("loss", s.loss);
-  o.Set("entropy", s.entropy);
-  o.Set("correct", double(s.correct));
-  o.Set("questions", double(s.questions));
-  o.Set("tokens", double(s.tokens));
-}
-
-class RetrieverObject : public Napi::ObjectWrap<RetrieverObject> {
+class RetrieverObject : public TrainableObject<RetrieverObject, Retriever> {
  public:
   static Napi::Function Init(Napi::Env env) {
     return DefineClass(env, "Retriever",
-                       {InstanceMethod<&RetrieverObject::Info>("info"),
-                        InstanceMethod<&RetrieverObject::Parameters>("parameters"),
-                        InstanceMethod<&RetrieverObject::GetParameter>("getParameter"),
-                        InstanceMethod<&RetrieverObject::SetParameter>("setParameter"),
-                        InstanceMethod<&RetrieverObject::SetOptimizer>("setOptimizer"),
-                        InstanceMethod<&RetrieverObject::Encode>("encode"),
-                        InstanceMethod<&RetrieverObject::Accumulate>("accumulate"),
-                        InstanceMethod<&RetrieverObject::Step>("step"),
-                        InstanceMethod<&RetrieverObject::TrainLoop>("trainLoop"),
-                        InstanceMethod<&RetrieverObject::Save>("save"),
-                        InstanceMethod<&RetrieverObject::Load>("load")});
+                       with_trainable_methods({InstanceMethod<&RetrieverObject::Info>("info"),
+                                               InstanceMethod<&RetrieverObject::Encode>("encode"),
+                                               InstanceMethod<&RetrieverObject::Accumulate>("accumulate"),
+                                               InstanceMethod<&RetrieverObject::TrainLoop>("trainLoop")}));
   }
 
-  explicit RetrieverObject(const Napi::CallbackInfo& info) : Napi::ObjectWrap<RetrieverObject>(info) {
+  explicit RetrieverObject(const Napi::CallbackInfo& info) : TrainableObject<RetrieverObject, Retriever>(info) {
     guard(info.Env(), [&] {
       auto config = retriever_config(object_arg(info[0], "config"));
       model_ = torch_call([&] { return std::make_shared<Retriever>(std::move(config)); });
@@ -176,11 +63,6 @@ class RetrieverObject : public Napi::ObjectWrap<RetrieverObject> {
   }
 
  private:
-  Napi::Value run(Napi::Env env, const Napi::Value& async, std::vector<Napi::Object> keep, Napi::Value result,
-                  std::function<void()> work, Finish finish = nullptr) {
-    return run_locked(env, async, model_, std::move(keep), result, std::move(work), std::move(finish));
-  }
-
   Napi::Value Info(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       Napi::Env env = info.Env();
@@ -193,35 +75,6 @@ class RetrieverObject : public Napi::ObjectWrap<RetrieverObject> {
       for (size_t i = 0; i < model_->encoder_names().size(); ++i) names.Set(uint32_t(i), model_->encoder_names()[i]);
       o.Set("encoders", names);
       return Napi::Value(o);
-    });
-  }
-
-  // parameters() -> [{ name, shape }]
-  Napi::Value Parameters(const Napi::CallbackInfo& info) {
-    return guard(info.Env(), [&] { return Napi::Value(parameter_list(info.Env(), model_->parameters())); });
-  }
-
-  Napi::Value GetParameter(const Napi::CallbackInfo& info) {
-    return guard(info.Env(), [&] { return get_parameter(info, *model_); });
-  }
-
-  Napi::Value SetParameter(const Napi::CallbackInfo& info) {
-    return guard(info.Env(), [&] { return set_parameter(info, *model_); });
-  }
-
-  // setOptimizer({ beta1, beta2, eps, weightDecay, layerDecay })
-  Napi::Value SetOptimizer(const Napi::CallbackInfo& info) {
-    return guard(info.Env(), [&] {
-      Napi::Object o = object_arg(info[0], "optimizer options");
-      torchx::OptimizerConfig c;
-      c.beta1 = field(o, "beta1", c.beta1);
-      c.beta2 = field(o, "beta2", c.beta2);
-      c.eps = field(o, "eps", c.eps);
-      c.weight_decay = field(o, "weightDecay", c.weight_decay);
-      c.layer_decay = field(o, "layerDecay", c.layer_decay);
-      std::lock_guard<std::mutex> lock(model_->mutex());
-      model_->set_optimizer(c);
-      return info.Env().Undefined();
     });
   }
 
@@ -255,23 +108,11 @@ class RetrieverObject : public Napi::ObjectWrap<RetrieverObject> {
   Napi::Value Accumulate(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       Napi::Env env = info.Env();
-      auto batch = std::make_shared<torchx::TrainBatch>(train_batch(info[0], *model_));
+      auto batch = std::make_shared<torchx::TrainBatch>(train_batch(info[0], model_->config().encoder));
       auto stats = std::make_shared<torchx::StepStats>();
       auto model = model_;
       return run(env, info[1], {}, Napi::Object::New(env), [=] { *stats = model->accumulate(*batch); },
                  [stats](Napi::Env, Napi::Object result) { put_stats(result, *stats); });
-    });
-  }
-
-  // step(lr, clip, async) -> { gradNorm }
-  Napi::Value Step(const Napi::CallbackInfo& info) {
-    return guard(info.Env(), [&] {
-      Napi::Env env = info.Env();
-      const double lr = number_arg(info[0], "lr"), clip = number_arg(info[1], "clip");
-      auto norm = std::make_shared<double>(0);
-      auto model = model_;
-      return run(env, info[2], {}, Napi::Object::New(env), [=] { *norm = model->step(lr, clip); },
-                 [norm](Napi::Env, Napi::Object result) { result.Set("gradNorm", *norm); });
     });
   }
 
@@ -284,7 +125,7 @@ class RetrieverObject : public Napi::ObjectWrap<RetrieverObject> {
       if (!info[0].IsArray()) throw Error("ERR_ARG", "batches must be an array");
       Napi::Array arr = info[0].As<Napi::Array>();
       auto batches = std::make_shared<std::vector<torchx::TrainBatch>>();
-      for (uint32_t i = 0; i < arr.Length(); ++i) batches->push_back(train_batch(arr.Get(i), *model_));
+      for (uint32_t i = 0; i < arr.Length(); ++i) batches->push_back(train_batch(arr.Get(i), model_->config().encoder));
       if (!info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array)
         throw Error("ERR_ARG", "lrs must be a Float64Array");
       auto lr_arr = info[1].As<Napi::Float64Array>();
@@ -319,23 +160,6 @@ class RetrieverObject : public Napi::ObjectWrap<RetrieverObject> {
     });
   }
 
-  Napi::Value Save(const Napi::CallbackInfo& info) {
-    return guard(info.Env(), [&] {
-      const std::string path = path_arg(info[0]);
-      auto model = model_;
-      return run(info.Env(), info[1], {}, Napi::Object::New(info.Env()), [=] { model->save(path); });
-    });
-  }
-
-  Napi::Value Load(const Napi::CallbackInfo& info) {
-    return guard(info.Env(), [&] {
-      const std::string path = path_arg(info[0]);
-      auto model = model_;
-      return run(info.Env(), info[1], {}, Napi::Object::New(info.Env()), [=] { model->load(path); });
-    });
-  }
-
-  std::shared_ptr<Retriever> model_;
 };
 
 // contrastiveLoss(q, p: Float32Array, rows, passages, dim, positives: Int32Array, ignore: Int32Array | null)
@@ -387,6 +211,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   using namespace quorum::napi;
   exports.Set("Retriever", RetrieverObject::Init(env));
   exports.Set("MlpEnsemble", MlpEnsembleClass(env));
+  exports.Set("CameModel", CameModelClass(env));
   InitTorchTestHooks(env, exports);
   exports.Set("contrastiveLoss", Napi::Function::New<guarded<ContrastiveLoss>>(env));
   exports.Set("setThreads", Napi::Function::New<guarded<SetThreads>>(env));

@@ -14,6 +14,7 @@
 
 #include "../common/error.h"
 #include "async_call.h"
+#include "errors.h"
 #include "scalar_args.h"
 
 namespace quorum::napi {
@@ -87,6 +88,46 @@ Napi::Value run_locked(Napi::Env env, const Napi::Value& async, const std::share
                   },
                   std::move(finish));
 }
+
+// The JS class of a torch-backed model held as `model_` (Derived's base, CRTP): the parameter-table methods every
+// such object answers alike (parameters, getParameter, setParameter), and `run` for work under the model's mutex.
+template <class Derived, class Model>
+class TorchObject : public Napi::ObjectWrap<Derived> {
+ public:
+  explicit TorchObject(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Derived>(info) {}
+
+ protected:
+  using Methods = std::vector<Napi::ClassPropertyDescriptor<Derived>>;
+
+  // Derived's own methods plus parameters / getParameter / setParameter.
+  static Methods with_parameter_methods(Methods own) {
+    using W = Napi::ObjectWrap<Derived>;
+    own.push_back(W::InstanceMethod("parameters", &TorchObject::Parameters));
+    own.push_back(W::InstanceMethod("getParameter", &TorchObject::GetParameter));
+    own.push_back(W::InstanceMethod("setParameter", &TorchObject::SetParameter));
+    return own;
+  }
+
+  Napi::Value run(Napi::Env env, const Napi::Value& async, std::vector<Napi::Object> keep, Napi::Value result,
+                  std::function<void()> work, Finish finish = nullptr) {
+    return run_locked(env, async, model_, std::move(keep), result, std::move(work), std::move(finish));
+  }
+
+  // parameters() -> [{ name, shape }]
+  Napi::Value Parameters(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] { return Napi::Value(parameter_list(info.Env(), model_->parameters())); });
+  }
+
+  Napi::Value GetParameter(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] { return get_parameter(info, *model_); });
+  }
+
+  Napi::Value SetParameter(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] { return set_parameter(info, *model_); });
+  }
+
+  std::shared_ptr<Model> model_;
+};
 
 // The ensemble's JS class (mlp_ensemble_object.cc).
 Napi::Function MlpEnsembleClass(Napi::Env env);

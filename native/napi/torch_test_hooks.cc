@@ -5,8 +5,6 @@
 #include <napi.h>
 #include <torch/torch.h>
 
-#include <limits>
-
 #include "../torch/came_loss.h"
 #include "../torch/kernel_autograd.h"
 #include "errors.h"
@@ -38,22 +36,6 @@ int64_t dim_arg(const Napi::Value& v, const char* what) {
   return int64_t(d);
 }
 
-// The pure-libtorch MaxSim: every (query token, document token) product, padding at -inf, max, masked sum.
-torch::Tensor maxsim_reference(const torch::Tensor& q, const torch::Tensor& q_mask, const torch::Tensor& d,
-                               const torch::Tensor& lengths) {
-  torch::Tensor sim = torch::einsum("bqe,nte->bnqt", {q, d});
-  torch::Tensor pad = torch::arange(d.size(1), torch::kLong).unsqueeze(0).ge(lengths.unsqueeze(1));  // [N, Ld]
-  sim = sim.masked_fill(pad.view({1, d.size(0), 1, d.size(1)}), -std::numeric_limits<float>::infinity());
-  torch::Tensor best = std::get<0>(sim.max(3));                                                  // [B, N, Lq]
-  return torch::where(q_mask.ne(0).unsqueeze(1), best, torch::zeros_like(best)).sum(2);
-}
-
-// The pure-libtorch SPLADE pooling.
-torch::Tensor splade_reference(const torch::Tensor& x, const torch::Tensor& mask) {
-  torch::Tensor y = torch::log1p(torch::relu(x)).masked_fill(mask.eq(0).unsqueeze(2), 0.0);
-  return std::get<0>(y.max(1));
-}
-
 // maxSimAutograd(q, qMask: Int32Array, d, dLengths: Int32Array, grad, B, Lq, N, Ld, dim, reference: bool)
 //   -> { scores, dQ, dD }
 Napi::Value MaxSimAutograd(const Napi::CallbackInfo& info) {
@@ -66,7 +48,7 @@ Napi::Value MaxSimAutograd(const Napi::CallbackInfo& info) {
   torch::Tensor len = ints(info[3], {N}, "dLengths");
   torch::Tensor grad = floats(info[4], {B, N}, "grad");
   return torch_call([&] {
-    torch::Tensor s = flag(info[10]) ? maxsim_reference(q, qm, d, len) : torchx::maxsim_scores(q, qm, d, len);
+    torch::Tensor s = flag(info[10]) ? torchx::maxsim_scores_reference(q, qm, d, len) : torchx::maxsim_scores(q, qm, d, len);
     s.backward(grad);
     Napi::Object o = Napi::Object::New(env);
     o.Set("scores", float_array_of(env, s));
@@ -84,11 +66,34 @@ Napi::Value SpladePoolAutograd(const Napi::CallbackInfo& info) {
   torch::Tensor m = ints(info[1], {B, T}, "mask");
   torch::Tensor grad = floats(info[2], {B, V}, "grad");
   return torch_call([&] {
-    torch::Tensor w = flag(info[6]) ? splade_reference(x, m) : torchx::splade_pool(x, m);
+    torch::Tensor w = flag(info[6]) ? torchx::splade_pool_reference(x, m) : torchx::splade_pool(x, m);
     w.backward(grad);
     Napi::Object o = Napi::Object::New(env);
     o.Set("w", float_array_of(env, w));
     o.Set("dLogits", float_array_of(env, x.grad()));
+    return Napi::Value(o);
+  });
+}
+
+// spladeDecoderAutograd(h, mask: Int32Array, emb, bias, grad, B, T, V, dim, reference: bool)
+//   -> { w, dH, dEmb, dBias }
+Napi::Value SpladeDecoderAutograd(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int64_t B = dim_arg(info[5], "B"), T = dim_arg(info[6], "T"), V = dim_arg(info[7], "V"), D = dim_arg(info[8], "dim");
+  torch::Tensor h = floats(info[0], {B, T, D}, "h").set_requires_grad(true);
+  torch::Tensor m = ints(info[1], {B, T}, "mask");
+  torch::Tensor emb = floats(info[2], {V, D}, "emb").set_requires_grad(true);
+  torch::Tensor bias = floats(info[3], {V}, "bias").set_requires_grad(true);
+  torch::Tensor grad = floats(info[4], {B, V}, "grad");
+  return torch_call([&] {
+    torch::Tensor w = flag(info[9]) ? torchx::splade_decoder_pool_reference(h, m, emb, bias)
+                                    : torchx::splade_decoder_pool(h, m, emb, bias);
+    w.backward(grad);
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("w", float_array_of(env, w));
+    o.Set("dH", float_array_of(env, h.grad()));
+    o.Set("dEmb", float_array_of(env, emb.grad()));
+    o.Set("dBias", float_array_of(env, bias.grad()));
     return Napi::Value(o);
   });
 }
@@ -119,6 +124,7 @@ Napi::Value CameLoss(const Napi::CallbackInfo& info) {
 void InitTorchTestHooks(Napi::Env env, Napi::Object exports) {
   exports.Set("maxSimAutograd", Napi::Function::New<guarded<MaxSimAutograd>>(env));
   exports.Set("spladePoolAutograd", Napi::Function::New<guarded<SpladePoolAutograd>>(env));
+  exports.Set("spladeDecoderAutograd", Napi::Function::New<guarded<SpladeDecoderAutograd>>(env));
   exports.Set("cameLoss", Napi::Function::New<guarded<CameLoss>>(env));
 }
 

@@ -35,14 +35,20 @@ torch::Tensor competitive_weights(const std::vector<torch::Tensor>& scores, cons
   return torch::softmax(torch::stack(inverse_ranks, 1).div(tau), 1).to(torch::kFloat);
 }
 
-torch::Tensor came_loss(const std::vector<torch::Tensor>& scores, const torch::Tensor& positives, double tau, bool competitive) {
+torch::Tensor came_loss(const std::vector<torch::Tensor>& scores, const torch::Tensor& positives, double tau, bool competitive,
+                        CameLossParts* parts) {
   check(scores, positives, tau);
   std::vector<torch::Tensor> nll;
   for (const auto& s : scores)
     nll.push_back(torch::nll_loss(torch::log_softmax(s, 1), positives, {}, at::Reduction::None));  // [B]
   const torch::Tensor per_expert = torch::stack(nll, 1);                                               // [B, E]
-  if (!competitive) return per_expert.sum(1).mean();
-  return (competitive_weights(scores, positives, tau) * per_expert).sum(1).mean();
+  const torch::Tensor weights = competitive ? competitive_weights(scores, positives, tau)
+                                            : torch::ones_like(per_expert.detach());
+  if (parts) {
+    parts->nll = per_expert.detach().mean(0);
+    parts->weights = weights.mean(0);
+  }
+  return (weights * per_expert).sum(1).mean();
 }
 
 }  // namespace quorum::torchx

@@ -16,6 +16,11 @@ torch::Tensor competitive_weights(const std::vector<torch::Tensor>& scores, cons
 
 // The batch loss: mean over questions of sum_e c[b, e] * NLL_e(b), with c = 1 (standardized) or the competitive
 // weights (specialized). NLL_e(b) = -log softmax_p(S_e[b, p])[pos(b)].
-torch::Tensor came_loss(const std::vector<torch::Tensor>& scores, const torch::Tensor& positives, double tau, bool competitive);
+// With `parts`, also each expert's mean NLL and mean weight over the batch ([E] each, no gradient).
+struct CameLossParts {
+  torch::Tensor nll, weights;
+};
+torch::Tensor came_loss(const std::vector<torch::Tensor>& scores, const torch::Tensor& positives, double tau, bool competitive,
+                        CameLossParts* parts = nullptr);
 
 }  // namespace quorum::torchx

@@ -35,7 +35,8 @@ void EncoderConfig::validate() const {
   need(projection_hidden >= 0 && projection_hidden <= (1 << 16), "ERR_RANGE",
        "projectionHidden must be in [0, 65536]");
   need(!token_weights || pooling == Pooling::kMean, "ERR_ARG", "tokenWeights needs mean pooling");
-  need(layers > 0 || pooling != Pooling::kCls, "ERR_ARG",
+  need(embeddings || !token_weights, "ERR_ARG", "tokenWeights needs the embedding tables");
+  need(layers > 0 || pooling != Pooling::kCls || !embeddings, "ERR_ARG",
        "cls pooling needs at least one layer: with 0 layers the [CLS] state is the same for every text (use mean or max)");
   need(projection_hidden == 0 || projection_dim > 0, "ERR_ARG", "projectionHidden (an MLP head) needs projectionDim > 0");
   need(dropout >= 0 && dropout < 1, "ERR_RANGE", "dropout must be in [0, 1)");
@@ -72,14 +73,16 @@ void BertEncoder::add_ffn(const std::string& p) {
 BertEncoder::BertEncoder(const EncoderConfig& c) : config_(c) {
   c.validate();
   torch::NoGradGuard no_grad;
-  torch::Tensor word = torch::randn({c.vocab_size, c.embedding_size}) * 0.02;
-  word[0].zero_();  // [PAD]
-  add("embeddings.word_embeddings.weight", word);
-  if (c.embedding_size != c.hidden) add_linear("embeddings.projection", c.hidden, c.embedding_size);
-  add("embeddings.position_embeddings.weight", torch::randn({c.max_positions, c.hidden}) * 0.02);
-  add("embeddings.token_type_embeddings.weight", torch::randn({c.type_vocab, c.hidden}) * 0.02);
-  add_norm("embeddings.LayerNorm", c.hidden);
-  if (c.token_weights) add("embeddings.token_weights.weight", torch::zeros({c.vocab_size}));  // log-weights: 1 each
+  if (c.embeddings) {
+    torch::Tensor word = torch::randn({c.vocab_size, c.embedding_size}) * 0.02;
+    word[0].zero_();  // [PAD]
+    add("embeddings.word_embeddings.weight", word);
+    if (c.embedding_size != c.hidden) add_linear("embeddings.projection", c.hidden, c.embedding_size);
+    add("embeddings.position_embeddings.weight", torch::randn({c.max_positions, c.hidden}) * 0.02);
+    add("embeddings.token_type_embeddings.weight", torch::randn({c.type_vocab, c.hidden}) * 0.02);
+    add_norm("embeddings.LayerNorm", c.hidden);
+    if (c.token_weights) add("embeddings.token_weights.weight", torch::zeros({c.vocab_size}));  // log-weights: 1 each
+  }
   if (c.learned_router() && !c.per_layer_gate) add_linear("encoder.gate", c.experts, c.hidden);
   for (int64_t l = 0; l < c.layers; ++l) {
     const std::string p = layer_prefix(l);
@@ -206,23 +209,12 @@ torch::Tensor BertEncoder::project(const torch::Tensor& pooled) const {
   return y;
 }
 
-EncodeOutput BertEncoder::forward(const TokenBatch& batch, Side side, bool training) const {
+torch::Tensor BertEncoder::blocks(torch::Tensor x, const torch::Tensor& valid, Side side, bool training,
+                                  std::vector<torch::Tensor>& entropies) const {
   const EncoderConfig& c = config_;
-  const int64_t B = batch.ids.size(0), T = batch.ids.size(1);
-  need(T <= c.max_positions, "ERR_RANGE",
-       "sequence length " + std::to_string(T) + " exceeds maxPositions " + std::to_string(c.max_positions));
-  torch::Tensor positions = torch::arange(T, torch::kLong);
-  torch::Tensor valid = positions.unsqueeze(0) < batch.lengths.unsqueeze(1);  // [B, T]
+  const int64_t B = x.size(0), T = x.size(1);
   // -1e9 rather than -inf: exp underflows to exactly 0 for padded keys, with no NaN risk.
   torch::Tensor key_bias = (~valid).to(torch::kFloat).mul(-1e9).view({B, 1, 1, T});
-
-  torch::Tensor x = torch::embedding(param("embeddings.word_embeddings.weight"), batch.ids);
-  if (c.embedding_size != c.hidden) x = linear("embeddings.projection", x);
-  x = x + torch::embedding(param("embeddings.position_embeddings.weight"), positions).unsqueeze(0) +
-      torch::embedding(param("embeddings.token_type_embeddings.weight"), batch.types);
-  x = torch::dropout(norm("embeddings.LayerNorm", x), c.dropout, training);
-
-  std::vector<torch::Tensor> entropies;
   for (int64_t l = 0; l < c.layers; ++l) {
     const std::string p = layer_prefix(l);
     const torch::Tensor layer_input = x;
@@ -245,11 +237,42 @@ EncodeOutput BertEncoder::forward(const TokenBatch& batch, Side side, bool train
     }
     x = routed_ffn(l, flat, expert, scale, training).view({B, T, c.hidden});
   }
-  torch::Tensor state = pool(x, valid, batch.ids);
+  return x;
+}
+
+TokenStates BertEncoder::token_states(const TokenBatch& batch, Side side, bool training, torch::Tensor* entropy) const {
+  const EncoderConfig& c = config_;
+  need(c.embeddings, "ERR_ARG", "this encoder has no embeddings: it transforms given token states");
+  const int64_t T = batch.ids.size(1);
+  need(T <= c.max_positions, "ERR_RANGE",
+       "sequence length " + std::to_string(T) + " exceeds maxPositions " + std::to_string(c.max_positions));
+  torch::Tensor positions = torch::arange(T, torch::kLong);
+  torch::Tensor valid = positions.unsqueeze(0) < batch.lengths.unsqueeze(1);  // [B, T]
+  torch::Tensor x = torch::embedding(param("embeddings.word_embeddings.weight"), batch.ids);
+  if (c.embedding_size != c.hidden) x = linear("embeddings.projection", x);
+  x = x + torch::embedding(param("embeddings.position_embeddings.weight"), positions).unsqueeze(0) +
+      torch::embedding(param("embeddings.token_type_embeddings.weight"), batch.types);
+  x = torch::dropout(norm("embeddings.LayerNorm", x), c.dropout, training);
+  std::vector<torch::Tensor> entropies;
+  x = blocks(x, valid, side, training, entropies);
+  if (entropy) *entropy = entropies.empty() ? torch::zeros({}) : torch::stack(entropies).mean();
+  return {x, valid};
+}
+
+torch::Tensor BertEncoder::transform(const TokenStates& in, Side side, bool training) const {
+  need(in.x.dim() == 3 && in.x.size(2) == config_.hidden, "ERR_SHAPE", "token states must be [B, T, hiddenSize]");
+  std::vector<torch::Tensor> entropies;
+  return blocks(in.x, in.valid, side, training, entropies);
+}
+
+EncodeOutput BertEncoder::forward(const TokenBatch& batch, Side side, bool training) const {
+  const EncoderConfig& c = config_;
+  torch::Tensor entropy;
+  TokenStates t = token_states(batch, side, training, &entropy);
+  torch::Tensor state = pool(t.x, t.valid, batch.ids);
   // Centring acts on the unit direction of the state: a mean state's norm shrinks with the text's length, so one
   // centre subtracted from raw states would under-centre short questions against long passages.
   torch::Tensor pooled = project(c.center ? state / state.norm(2, -1, true).clamp_min(1e-12) - param("pooler.center") : state);
-  torch::Tensor entropy = entropies.empty() ? torch::zeros({}) : torch::stack(entropies).mean();
   return {pooled, entropy, state};
 }
 

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "trainable.h"
+
 namespace quorum::torchx {
 
 enum class Routing { kNone, kDet, kSeq, kTok };
@@ -37,6 +39,9 @@ struct EncoderConfig {
   int64_t every = 2, experts = 2;
   bool per_layer_gate = false;
   double entropy_weight = 0.0;
+  // false: a stack of Transformer blocks over given token states (CAME's per-expert upper layers), with no
+  // embedding tables; forward() is then unavailable and transform() takes the states.
+  bool embeddings = true;
 
   bool specialized(int64_t layer) const { return routing != Routing::kNone && (layer + 1) % every == 0; }
   bool learned_router() const { return routing == Routing::kSeq || routing == Routing::kTok; }
@@ -50,13 +55,16 @@ struct TokenBatch {
   torch::Tensor ids, types, lengths;
 };
 
+// Token states [B, T, hidden] and which positions are real tokens (valid [B, T] bool).
+struct TokenStates {
+  torch::Tensor x, valid;
+};
+
 struct EncodeOutput {
   torch::Tensor pooled;   // [B, out_dim]
   torch::Tensor entropy;  // scalar: mean over gate layers of mean_rows sum_e p log p (0 when nothing is routed)
   torch::Tensor state;    // [B, hidden]: the pooled state before the centre, the head and the normalization
 };
-
-using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
 
 class BertEncoder {
  public:
@@ -64,6 +72,12 @@ class BertEncoder {
   explicit BertEncoder(const EncoderConfig& config);
 
   EncodeOutput forward(const TokenBatch& batch, Side side, bool training) const;
+  // The last block's token states (embeddings, then every block), and the routers' mean negative entropy.
+  TokenStates token_states(const TokenBatch& batch, Side side, bool training, torch::Tensor* entropy = nullptr) const;
+  // Runs this encoder's blocks over given token states (an encoder built with embeddings = false).
+  torch::Tensor transform(const TokenStates& in, Side side, bool training) const;
+  // The configured pooling of token states: [CLS], or the mean / max over real tokens ([B, hidden]).
+  torch::Tensor pool(const torch::Tensor& x, const torch::Tensor& valid, const torch::Tensor& ids) const;
 
   const EncoderConfig& config() const { return config_; }
   const NamedTensors& parameters() const { return params_; }
@@ -86,7 +100,8 @@ class BertEncoder {
                                                 const torch::Tensor& valid, bool training,
                                                 std::vector<torch::Tensor>& entropies) const;
   torch::Tensor det_experts(int64_t rows, Side side, bool training) const;
-  torch::Tensor pool(const torch::Tensor& x, const torch::Tensor& valid, const torch::Tensor& ids) const;
+  torch::Tensor blocks(torch::Tensor x, const torch::Tensor& valid, Side side, bool training,
+                       std::vector<torch::Tensor>& entropies) const;
   torch::Tensor project(const torch::Tensor& pooled) const;
 
   EncoderConfig config_;

@@ -1,5 +1,9 @@
 #include "kernel_autograd.h"
 
+#include <ATen/Parallel.h>
+
+#include <cmath>
+#include <limits>
 #include <string>
 
 #include "../common/error.h"
@@ -105,7 +109,93 @@ struct SpladePoolFunction : torch::autograd::Function<SpladePoolFunction> {
   }
 };
 
+// Rows of h whose [rows, T, V] logits are computed at once in the fused forward pass (16 x 192 x 42k floats =
+// 0.5 GB).
+constexpr int64_t kDecoderChunk = 16;
+
+struct SpladeDecoderFunction : torch::autograd::Function<SpladeDecoderFunction> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& h_in, const torch::Tensor& mask_in,
+                               const torch::Tensor& emb_in, const torch::Tensor& bias_in) {
+    torch::Tensor h = f32(h_in, "token states"), emb = f32(emb_in, "embeddings"), bias = f32(bias_in, "decoder bias");
+    need(h.dim() == 3 && emb.dim() == 2 && h.size(2) == emb.size(1) && bias.dim() == 1 && bias.size(0) == emb.size(0),
+         "ERR_SHAPE", "the decoder pooling needs states [B, T, dim], embeddings [V, dim] and a bias [V]");
+    const int64_t B = h.size(0), T = h.size(1), V = emb.size(0), D = h.size(2);
+    torch::Tensor mask = mask_u8(mask_in, B, T, "token mask");
+    torch::Tensor w = torch::empty({B, V}), argmax = torch::empty({B, V}, torch::kInt);
+    const torch::Tensor emb_t = emb.t();
+    for (int64_t r = 0; r < B; r += kDecoderChunk) {
+      const int64_t n = std::min(kDecoderChunk, B - r);
+      const torch::Tensor logits = torch::addmm(bias, h.narrow(0, r, n).reshape({n * T, D}), emb_t).contiguous();
+      const kernels::Logits view{logits.data_ptr<float>(), Dtype::F32, size_t(n), size_t(T), size_t(V),
+                                 mask.data_ptr<uint8_t>() + r * T};
+      kernels::splade_pool(view, w.data_ptr<float>() + r * V, argmax.data_ptr<int32_t>() + r * V);
+    }
+    ctx->save_for_backward({h, emb, w, argmax});
+    return w;
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &h = saved[0], &emb = saved[1], &w = saved[2], &argmax = saved[3];
+    const int64_t B = h.size(0), T = h.size(1), V = emb.size(0), D = h.size(2);
+    // d w / d logit at the arg-max = 1 / (1 + logit) = exp(-w); 0 where nothing was positive (arg-max -1).
+    const torch::Tensor coef = (grads[0].to(torch::kFloat) * torch::exp(-w)).masked_fill(argmax.lt(0), 0.0).contiguous();
+    torch::Tensor dh = torch::zeros_like(h), demb = torch::zeros_like(emb);
+    const float *c = coef.data_ptr<float>(), *hp = h.data_ptr<float>(), *ep = emb.data_ptr<float>();
+    const int32_t* am = argmax.data_ptr<int32_t>();
+    float *dhp = dh.data_ptr<float>(), *dep = demb.data_ptr<float>();
+    // Each thread owns whole rows of its output: questions b for dh, vocabulary entries v for demb.
+    at::parallel_for(0, B, 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; ++b)
+        for (int64_t v = 0; v < V; ++v) {
+          const int32_t t = am[b * V + v];
+          const float k = c[b * V + v];
+          if (t < 0 || k == 0.0f) continue;
+          float* dst = dhp + (b * T + t) * D;
+          const float* src = ep + v * D;
+          for (int64_t j = 0; j < D; ++j) dst[j] += k * src[j];
+        }
+    });
+    at::parallel_for(0, V, 1024, [&](int64_t v0, int64_t v1) {
+      for (int64_t v = v0; v < v1; ++v)
+        for (int64_t b = 0; b < B; ++b) {
+          const int32_t t = am[b * V + v];
+          const float k = c[b * V + v];
+          if (t < 0 || k == 0.0f) continue;
+          float* dst = dep + v * D;
+          const float* src = hp + (b * T + t) * D;
+          for (int64_t j = 0; j < D; ++j) dst[j] += k * src[j];
+        }
+    });
+    return {dh, torch::Tensor(), demb, coef.sum(0)};
+  }
+};
+
 }  // namespace
+
+torch::Tensor maxsim_scores_reference(const torch::Tensor& q, const torch::Tensor& q_mask, const torch::Tensor& d,
+                                      const torch::Tensor& lengths) {
+  torch::Tensor sim = torch::einsum("bqe,nte->bnqt", {q, d});
+  torch::Tensor pad = torch::arange(d.size(1), torch::kLong).unsqueeze(0).ge(lengths.unsqueeze(1));  // [N, Ld]
+  sim = sim.masked_fill(pad.view({1, d.size(0), 1, d.size(1)}), -std::numeric_limits<float>::infinity());
+  torch::Tensor best = std::get<0>(sim.max(3));  // [B, N, Lq]
+  return torch::where(q_mask.ne(0).unsqueeze(1), best, torch::zeros_like(best)).sum(2);
+}
+
+torch::Tensor splade_pool_reference(const torch::Tensor& x, const torch::Tensor& mask) {
+  torch::Tensor y = torch::log1p(torch::relu(x)).masked_fill(mask.eq(0).unsqueeze(2), 0.0);
+  return std::get<0>(y.max(1));
+}
+
+torch::Tensor splade_decoder_pool_reference(const torch::Tensor& h, const torch::Tensor& mask, const torch::Tensor& emb,
+                                            const torch::Tensor& bias) {
+  return splade_pool_reference(torch::linear(h, emb, bias), mask);
+}
+
+torch::Tensor splade_decoder_pool(const torch::Tensor& h, const torch::Tensor& mask, const torch::Tensor& emb,
+                                  const torch::Tensor& bias) {
+  return SpladeDecoderFunction::apply(h, mask, emb, bias);
+}
 
 torch::Tensor maxsim_scores(const torch::Tensor& q, const torch::Tensor& q_mask, const torch::Tensor& d,
                             const torch::Tensor& d_lengths) {

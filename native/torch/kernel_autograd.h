@@ -18,4 +18,21 @@ torch::Tensor maxsim_scores(const torch::Tensor& q, const torch::Tensor& q_mask,
 // the max is 0.
 torch::Tensor splade_pool(const torch::Tensor& logits, const torch::Tensor& mask);
 
+// SPLADE pooling fused with the MLM decoder that produces its logits (CAME's lexical head):
+//   w[b, v] = max over unmasked t of log(1 + relu(<h[b, t], emb[v]> + bias[v]))
+// h [B, T, dim], mask [B, T], emb [V, dim] (the tied word embeddings), bias [V]. The forward pass computes the logits
+// a few rows at a time and pools each slice with Quorum's SPLADE kernel, so [B, T, V] never exists at once; the
+// backward pass sends each (b, v)'s gradient grad[b, v] / (1 + max logit) = grad[b, v] exp(-w[b, v]) to its arg-max
+// token only: O(B V dim) work instead of the O(B T V dim) of the decoder's dense backward.
+torch::Tensor splade_decoder_pool(const torch::Tensor& h, const torch::Tensor& mask, const torch::Tensor& emb,
+                                  const torch::Tensor& bias);
+
+// The same three functions from libtorch's own ops (einsum, relu, log1p, max, masked_fill): the references the
+// tests compare against, and the "pure libtorch" side of bench/came-kernels.ts.
+torch::Tensor maxsim_scores_reference(const torch::Tensor& q, const torch::Tensor& q_mask, const torch::Tensor& d,
+                                      const torch::Tensor& d_lengths);
+torch::Tensor splade_pool_reference(const torch::Tensor& logits, const torch::Tensor& mask);
+torch::Tensor splade_decoder_pool_reference(const torch::Tensor& h, const torch::Tensor& mask, const torch::Tensor& emb,
+                                            const torch::Tensor& bias);
+
 }  // namespace quorum::torchx

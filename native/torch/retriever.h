@@ -9,11 +9,11 @@
 #include <torch/torch.h>
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "encoder.h"
+#include "trainable.h"
 
 namespace quorum::torchx {
 
@@ -37,71 +37,45 @@ struct TrainBatch {
   double temperature = 1.0; // scores are divided by it before the softmax (cosine models want ~0.05)
 };
 
-struct StepStats {
-  double loss = 0, entropy = 0;
-  int64_t correct = 0, questions = 0, tokens = 0;
-};
+// ERR_SHAPE / ERR_RANGE / ERR_ARG for a batch with no questions or passages, a positive outside the passages, an
+// ignored pair outside the batch or a question's own positive in its ignore list.
+void check_batch(const TrainBatch& b);
 
-struct OptimizerConfig {
-  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
-  double layer_decay = 1.0;  // TASER's layer-wise learning-rate decay (1 = off)
-};
-
-class Retriever {
+class Retriever : public Trainable {
  public:
   explicit Retriever(RetrieverConfig config);
 
   const RetrieverConfig& config() const { return config_; }
   int64_t out_dim() const { return config_.encoder.out_dim(); }
-  // Every trainable tensor, "<encoder>.<name>", in a fixed order.
-  const NamedTensors& parameters() const { return params_; }
-  int64_t parameter_count() const;
 
   // Embeds a batch with the query encoder of `task` or the passage encoder, in evaluation mode, without gradients;
   // with `state`, returns the pooled state [B, hidden] before the centre and the head.
   torch::Tensor encode(const TokenBatch& batch, Side side, int64_t task, bool state = false);
   // Forward and backward of one batch, adding to the gradients (gradient accumulation).
   StepStats accumulate(const TrainBatch& batch);
-  // Clips the global gradient norm to `clip` (0 = off), applies AdamW with learning rate lr x each parameter's
-  // multiplier, clears the gradients. Returns the norm before clipping.
-  double step(double lr, double clip);
-  void set_optimizer(const OptimizerConfig& o);
 
   // q p^T with the ignored (question, passage) pairs at -inf: what the loss and the in-batch accuracy read.
   static torch::Tensor batch_scores(const torch::Tensor& q, const torch::Tensor& p, const torch::Tensor& ignore);
+  // `scores` [questions, passages] with the ignored pairs at -inf.
+  static torch::Tensor mask_ignored(torch::Tensor scores, const torch::Tensor& ignore);
   // The loss the training step uses, on given embeddings (for tests against the infoNce kernel).
   static torch::Tensor contrastive_loss(const torch::Tensor& q, const torch::Tensor& p, const torch::Tensor& positives,
                                         const torch::Tensor& ignore);
 
-  // The parameter `name`; throws ERR_NOT_FOUND.
-  const torch::Tensor& parameter(const std::string& name) const;
-  // Copies `values` into parameter `name` (shape must match). Throws ERR_NOT_FOUND / ERR_SHAPE.
-  void set_parameter(const std::string& name, const torch::Tensor& values);
-  // Parameters and optimizer state to one file, written atomically; load checks names and shapes.
-  void save(const std::string& path) const;
-  void load(const std::string& path);
-  int64_t optimizer_steps() const { return steps_; }
   // "query", "passage", "query.<task>" or "encoder": the prefixes of the parameter names.
   const std::vector<std::string>& encoder_names() const { return encoder_names_; }
 
-  // Serializes every call on this model: async work from several JS calls must not interleave.
-  std::mutex& mutex() { return mutex_; }
+
+ protected:
+  double lr_multiplier(const std::string& name, const OptimizerConfig& o) const override;
 
  private:
   BertEncoder& query_encoder(int64_t task);
   BertEncoder& passage_encoder();
-  double lr_multiplier(const std::string& name) const;
 
   RetrieverConfig config_;
   std::vector<std::unique_ptr<BertEncoder>> encoders_;
   std::vector<std::string> encoder_names_;
-  NamedTensors params_;
-  std::vector<double> lr_mult_;
-  std::vector<bool> decays_;
-  std::vector<torch::Tensor> m_, v_;
-  OptimizerConfig opt_;
-  int64_t steps_ = 0;
-  std::mutex mutex_;
 };
 
 }  // namespace quorum::torchx

@@ -1,0 +1,161 @@
+// `quorum came train | index | search`: CAME trained on a BEIR dataset (train split; dev for checkpoints and the
+// linear fusion), its corpus indexes built and saved into the CAME directory, and searching it.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+
+import type { Command } from 'commander';
+
+import { count, int, num } from '../../cli/args.js';
+import { loadBeir } from '../../data/beir.js';
+import { QuorumError } from '../../errors.js';
+import { initFromGlove } from '../../train/init.js';
+import { prepareTraining } from '../../train/prepare.js';
+import { Retriever } from '../../train/retriever.js';
+import { CAME_FUSIONS, type CameFusion } from './fusion.js';
+import { CameRetriever } from './retriever.js';
+import { fitCameLinear, trainCame } from './train.js';
+
+export interface CameTrainCommandOptions {
+  data: string;
+  out: string;
+  mode: string;
+  independent?: boolean;
+  epochs: number;
+  hardEpochs: number;
+  negatives: number;
+  batch: number;
+  lr: number;
+  tau: number;
+  flops: number;
+  sharedLayers: number;
+  expertLayers: number;
+  hidden: number;
+  maxQueryLength: number;
+  maxPassageLength: number;
+  glove: boolean;
+  seed: number;
+  budget?: number;
+  dtype: string;
+}
+
+function check(ok: boolean, code: 'ERR_ARG' | 'ERR_RANGE', message: string): void {
+  if (!ok) throw new QuorumError(code, message);
+}
+
+/** Trains, fits the linear fusion on dev, and writes a CAME directory. */
+export async function cameTrainCommand(o: CameTrainCommandOptions, log: (line: string) => void = console.log): Promise<CameRetriever> {
+  check(o.mode === 'competitive' || o.mode === 'standardized', 'ERR_ARG', `--mode must be competitive or standardized, got '${o.mode}'`);
+  check(o.dtype === 'f32' || o.dtype === 'bf16', 'ERR_ARG', `--dtype must be f32 or bf16, got '${o.dtype}'`);
+  check(o.hidden % 4 === 0, 'ERR_ARG', `--hidden ${o.hidden} must be a multiple of the 4 attention heads`);
+  check(o.lr > 0 && o.tau > 0 && o.flops >= 0, 'ERR_RANGE', '--lr and --tau must be > 0, --flops >= 0');
+  const d = await prepareTraining(o.data, { glove: o.glove, wordVocab: o.glove, log });
+  Retriever.seed(o.seed);
+  const came = CameRetriever.create({
+    tokenizer: d.tokenizer,
+    independent: o.independent === true,
+    model: {
+      encoder: {
+        hiddenSize: o.hidden,
+        embeddingSize: o.glove ? 100 : o.hidden,
+        layers: o.sharedLayers,
+        ffnSize: 4 * o.hidden,
+        maxPositions: Math.max(o.maxQueryLength, o.maxPassageLength),
+      },
+      expertLayers: o.expertLayers,
+    },
+    text: { maxQueryLength: o.maxQueryLength, maxPassageLength: o.maxPassageLength },
+  });
+  log(`CAME${came.independent ? ' (independent experts)' : ''}: ${came.parameterCount.toLocaleString()} parameters, ${o.sharedLayers} shared + ${o.expertLayers} per expert layers`);
+  if (d.glove) for (const m of came.models) await initFromGlove(m, d.tokenizer.vocabulary, { glove: d.glove, seed: o.seed });
+  const record = await trainCame(came, { passages: d.passages, train: d.train, ...(d.dev.length ? { dev: d.dev } : {}) }, {
+    mode: o.mode as 'competitive' | 'standardized',
+    epochs: o.epochs,
+    hardNegativeEpochs: o.hardEpochs,
+    negatives: o.negatives,
+    batchSize: o.batch,
+    lr: o.lr,
+    tau: o.tau,
+    flops: o.flops,
+    seed: o.seed,
+    checkpointDir: join(o.out, 'checkpoints'),
+    ...(o.budget !== undefined ? { timeBudgetSeconds: o.budget } : {}),
+    progress: true,
+    log,
+  });
+  if (d.dev.length) {
+    await came.index(d.passages);
+    came.linear = await fitCameLinear(came, d.dev);
+    log(`linear fusion fitted on ${d.dev.length} dev questions: weights ${came.linear.weights.map((w) => w.toPrecision(3)).join(', ')}, bias ${came.linear.bias.toPrecision(3)}`);
+  }
+  came.training = { data: o.data, ...(came.training ?? {}) };
+  came.save(o.out, { dtype: o.dtype === 'bf16' ? 'BF16' : 'F32' });
+  log(`wrote ${o.out} (${Math.round(record.seconds)} s of training)`);
+  return came;
+}
+
+/** Encodes a dataset's corpus with a CAME directory's experts and saves the indexes into it. */
+export async function cameIndexCommand(o: { came: string; data: string }, log: (line: string) => void = console.log): Promise<void> {
+  const came = await CameRetriever.load(o.came);
+  const ds = loadBeir(o.data, existsSync(join(o.data, 'qrels', 'test.tsv')) ? 'test' : 'train');
+  const t0 = performance.now();
+  await came.index(ds.corpus);
+  await came.saveIndex(join(o.came, 'index'), ds.corpus.map((p) => p.id));
+  log(`indexed ${ds.corpus.length} passages with ${came.experts.join(', ')} in ${((performance.now() - t0) / 1000).toFixed(1)} s; wrote ${join(o.came, 'index')}`);
+}
+
+export async function cameSearchCommand(queries: string[], o: { came: string; k: number; fusion: string }): Promise<void> {
+  check(CAME_FUSIONS.includes(o.fusion as CameFusion), 'ERR_ARG', `--fusion must be one of ${CAME_FUSIONS.join(', ')}, got '${o.fusion}'`);
+  check(queries.length > 0, 'ERR_ARG', 'give at least one query');
+  const came = await CameRetriever.load(o.came);
+  const ids = await came.loadIndex(join(o.came, 'index'));
+  const r = await came.search(queries, { k: o.k, fusion: o.fusion as CameFusion });
+  queries.forEach((q, i) => {
+    console.log(q);
+    r.fused[i]!.forEach((h, rank) => console.log(`  ${String(rank + 1).padStart(3)}  ${ids[h.id]}  ${h.score.toFixed(4)}`));
+  });
+}
+
+/** Adds `came train`, `came index` and `came search` to the program. */
+export function registerCameCommands(program: Command): void {
+  const came = program.command('came').description('CAME: lexical, local and global experts on a shared bottom, competitive learning, fused retrieval');
+  came
+    .command('train')
+    .description('train CAME on a BEIR dataset (train split; dev picks checkpoints and fits the linear fusion) into a CAME directory')
+    .requiredOption('--data <dir>', 'BEIR layout: corpus.jsonl, queries.jsonl, qrels/train.tsv (qrels/dev.tsv)')
+    .requiredOption('--out <dir>', 'the CAME directory to write')
+    .option('--mode <name>', 'competitive (standardized, then specialized) or standardized (sum of losses throughout)', 'competitive')
+    .option('--independent', 'one model per expert, trained alone (the paper\'s baseline)')
+    .option('--epochs <n>', 'epochs on BM25 negatives', count, 3)
+    .option('--hard-epochs <n>', 'epochs on hard negatives mined from the experts (0: none)', count, 1)
+    .option('--negatives <n>', 'negatives per positive', count, 7)
+    .option('--batch <n>', 'questions per batch', int, 16)
+    .option('--lr <x>', 'peak learning rate', num, 1e-3)
+    .option('--tau <x>', "the competition's temperature", num, 0.5)
+    .option('--flops <x>', 'FLOPS weight of the lexical expert', num, 0.01)
+    .option('--shared-layers <n>', 'Transformer blocks shared by the experts', count, 1)
+    .option('--expert-layers <n>', "each expert's own blocks", count, 1)
+    .option('--hidden <n>', 'hidden size', int, 100)
+    .option('--max-query-length <n>', 'question tokens', int, 32)
+    .option('--max-passage-length <n>', 'passage tokens', int, 192)
+    .option('--no-glove', 'random token embeddings instead of GloVe')
+    .option('--seed <n>', 'seed', count, 12345)
+    .option('--budget <s>', 'stop each stage after the first epoch past this many seconds', int)
+    .option('--dtype <t>', 'weight storage: f32 or bf16', 'f32')
+    .action(async (o: CameTrainCommandOptions) => {
+      await cameTrainCommand(o);
+    });
+  came
+    .command('index')
+    .description("encode a dataset's corpus with every expert and save the three indexes into the CAME directory")
+    .requiredOption('--came <dir>', 'a directory from `quorum came train`')
+    .requiredOption('--data <dir>', 'the BEIR dataset whose corpus to index')
+    .action(async (o: { came: string; data: string }) => cameIndexCommand(o));
+  came
+    .command('search')
+    .description('search an indexed CAME directory: the fused top-k')
+    .argument('<queries...>', 'question texts')
+    .requiredOption('--came <dir>', 'a directory from `quorum came train`, indexed by `quorum came index`')
+    .option('--k <n>', 'hits per query', int, 10)
+    .option('--fusion <name>', CAME_FUSIONS.join(', '), 'sum')
+    .action(async (queries: string[], o: { came: string; k: number; fusion: string }) => cameSearchCommand(queries, o));
+}

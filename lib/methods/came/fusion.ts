@@ -1,0 +1,105 @@
+// CAME's inference fusion (SPEC §2.8; the paper's Table 4) over the experts' top-K lists, by lib/fusion's CAME
+// methods: a passage missing from an expert's list takes that expert's K-th score (sum, linear), min-max normalised
+// lists (normsum, normmax; a missing passage adds nothing), reciprocal ranks (sumrr, maxrr). This file adapts the
+// experts' per-question lists to runs, and fits the linear layer on dev.
+import { QuorumError } from '../../errors.js';
+import type { Run, ScoredDoc } from '../../eval/ranking.js';
+import { fuse, type FusionMethod } from '../../fusion/fuse.js';
+
+export type CameFusion = 'sum' | 'normsum' | 'normmax' | 'sumrr' | 'maxrr' | 'linear';
+export const CAME_FUSIONS: readonly CameFusion[] = ['sum', 'normsum', 'normmax', 'sumrr', 'maxrr', 'linear'];
+
+export interface Hit {
+  id: number;
+  score: number;
+}
+
+/** The learned linear layer: one weight per expert list (in the order the lists are given) and a bias. */
+export interface LinearFusion {
+  weights: number[];
+  bias: number;
+}
+
+/**
+ * Fuses the experts' lists question by question: `lists[e][q]` is expert e's top-K for question q (best first, ids
+ * are corpus rows). Returns each question's fused top `k`.
+ *
+ * @example
+ * fuseExperts([lexical, local, global], 'sum', 100, 100);
+ * fuseExperts(lists, 'linear', 10, 100, { weights: [0.2, 1.1, 0.7], bias: 0 });
+ */
+export function fuseExperts(lists: ReadonlyArray<ReadonlyArray<readonly Hit[]>>, method: CameFusion, k: number, K: number, linear?: LinearFusion): Hit[][] {
+  if (!Array.isArray(lists) || lists.length === 0) throw new QuorumError('ERR_ARG', 'fusion needs at least one expert list');
+  if (!CAME_FUSIONS.includes(method)) throw new QuorumError('ERR_ARG', `fusion must be one of ${CAME_FUSIONS.join(', ')}, got '${String(method)}'`);
+  if (method === 'linear' && (!linear || linear.weights.length !== lists.length))
+    throw new QuorumError('ERR_ARG', `linear fusion needs ${lists.length} fitted weights (fitLinearFusion)`);
+  const questions = lists[0]!.length;
+  const runs: Run[] = lists.map((l) => new Map(l.map((hits: readonly Hit[], q: number) => [String(q), hits.map((h) => ({ id: String(h.id), score: h.score }))])));
+  const fused = fuse(runs, `came-${method}` as FusionMethod, { k: K, depth: k, ...(linear ? { weights: linear.weights } : {}) });
+  const bias = method === 'linear' ? linear!.bias : 0;
+  return Array.from({ length: questions }, (_, q) => (fused.get(String(q)) ?? []).map((d: ScoredDoc) => ({ id: Number(d.id), score: d.score + bias })));
+}
+
+/** Each list's scores for every candidate, missing ones filled with the list's K-th (last) score. */
+function filledScores(lists: ReadonlyArray<readonly Hit[]>): { ids: number[]; scores: number[][] } {
+  const ids = [...new Set(lists.flatMap((l) => l.map((h) => h.id)))];
+  const scores = lists.map((l) => {
+    const by = new Map(l.map((h) => [h.id, h.score]));
+    const fill = l.length ? l[l.length - 1]!.score : 0;
+    return ids.map((id) => by.get(id) ?? fill);
+  });
+  return { ids, scores };
+}
+
+/**
+ * Fits the linear fusion layer on dev questions: logistic regression of relevance on the experts' filled scores
+ * over each question's candidates (features standardised while fitting, the result mapped back to raw scores), by
+ * full-batch gradient descent.
+ *
+ * @param questions per dev question: its expert lists and its relevant passage ids
+ * @example
+ * const linear = fitLinearFusion(dev.map((q) => ({ lists: q.lists, relevant: new Set(q.gold) })));
+ */
+export function fitLinearFusion(
+  questions: ReadonlyArray<{ lists: ReadonlyArray<readonly Hit[]>; relevant: ReadonlySet<number> }>,
+  options: { iterations?: number; lr?: number } = {},
+): LinearFusion {
+  if (!questions.length) throw new QuorumError('ERR_ARG', 'fitting the linear fusion needs dev questions');
+  const E = questions[0]!.lists.length;
+  const X: number[][] = [];
+  const y: number[] = [];
+  for (const q of questions) {
+    if (q.lists.length !== E) throw new QuorumError('ERR_SHAPE', 'every question needs the same number of expert lists');
+    const { ids, scores } = filledScores(q.lists);
+    ids.forEach((id, i) => {
+      X.push(scores.map((s) => s[i]!));
+      y.push(q.relevant.has(id) ? 1 : 0);
+    });
+  }
+  const n = X.length;
+  const pos = y.reduce((a, b) => a + b, 0);
+  if (pos === 0 || pos === n) throw new QuorumError('ERR_ARG', 'the dev lists need relevant and non-relevant candidates to fit a linear fusion');
+  const mean = Array.from({ length: E }, (_, e) => X.reduce((a, x) => a + x[e]!, 0) / n);
+  const sd = Array.from({ length: E }, (_, e) => Math.sqrt(X.reduce((a, x) => a + (x[e]! - mean[e]!) ** 2, 0) / n) || 1);
+  const Z = X.map((x) => x.map((v, e) => (v - mean[e]!) / sd[e]!));
+  // Relevant candidates are rare: each class carries half the loss.
+  const cw = y.map((t) => (t ? n / (2 * pos) : n / (2 * (n - pos))));
+  const w = new Array<number>(E).fill(0);
+  let b = 0;
+  const iterations = options.iterations ?? 500;
+  const lr = options.lr ?? 0.5;
+  for (let it = 0; it < iterations; it++) {
+    const gw = new Array<number>(E).fill(0);
+    let gb = 0;
+    for (let i = 0; i < n; i++) {
+      const z = Z[i]!.reduce((a, v, e) => a + w[e]! * v, b);
+      const g = (cw[i]! * (1 / (1 + Math.exp(-z)) - y[i]!)) / n;
+      Z[i]!.forEach((v, e) => (gw[e] = gw[e]! + g * v));
+      gb += g;
+    }
+    for (let e = 0; e < E; e++) w[e] = w[e]! - lr * gw[e]!;
+    b -= lr * gb;
+  }
+  const weights = w.map((v, e) => v / sd[e]!);
+  return { weights, bias: b - weights.reduce((a, v, e) => a + v * mean[e]!, 0) };
+}

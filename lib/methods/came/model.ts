@@ -1,0 +1,199 @@
+// CAME's model (Cai et al.; native/torch/came_model.h): the typed front of the native CameModel. One Transformer
+// shared by questions and passages, a shared bottom, and per expert its own upper blocks and head: lexical (SPLADE
+// over an MLM head tied to the embeddings), local (ColBERT token vectors, MaxSim) and global (one pooled vector).
+import { QuorumError, awaitNative, callNative } from '../../errors.js';
+import { torchAddon, type MaybeAsync, type StepStats, type TokenBatchArg, type TrainBatchArg } from '../../native.js';
+import { defaultEncoderConfig, type EncoderConfig } from '../../train/config.js';
+import { TrainableTable, type OptimizerOptions } from '../../train/parameter-table.js';
+import { mustBeObject } from '../../validate.js';
+
+export type CameExpertName = 'lexical' | 'local' | 'global';
+/** The three experts in their fixed order. */
+export const CAME_EXPERTS: readonly CameExpertName[] = ['lexical', 'local', 'global'];
+
+export interface CameConfig {
+  /**
+   * Embeddings and the shared bottom (`layers` blocks). `pooling` and `normalize` shape the global head; token
+   * weights, centring, projections and TASER routing are not part of CAME.
+   */
+  encoder: EncoderConfig;
+  /** Private Transformer blocks per expert (paper: 2 above 10 shared). */
+  expertLayers: number;
+  /** Which experts the model holds (an independently trained expert is a one-expert model). */
+  experts: CameExpertName[];
+  /** Width of the local expert's token vectors (ColBERT's 128). */
+  localDim: number;
+  /** MaxSim and SPLADE pooling from libtorch's own ops instead of Quorum's kernels (a benchmark reference). */
+  referenceOps?: boolean;
+}
+
+/** How the next training steps run: the stage and its hyper-parameters. */
+export interface CameTraining {
+  /** false: the standardized stage (sum of the experts' losses); true: the specialized stage (competitive weights). */
+  competitive: boolean;
+  /** The competition's temperature: w_e = softmax_e((1 / rank_e) / tau); the paper uses 0.5 (MS MARCO), 2 (NQ). */
+  tau: number;
+  /** FLOPS weights of the question and passage SPLADE vectors (paper: 0.01). */
+  flopsQuery: number;
+  flopsPassage: number;
+  /** Steps over which the FLOPS weights ramp up quadratically (SPLADE's scheduler); 0 = full weight at once. */
+  flopsRamp: number;
+  /** Each expert's scores are divided by its temperature before its softmax. */
+  temperatures: Record<CameExpertName, number>;
+}
+
+export interface CameStepStats extends StepStats {
+  /** The FLOPS regularizer (unweighted) and its ramp factor at this step. */
+  flops: number;
+  flopsLambda: number;
+  /** Per expert: mean NLL, mean weight in the loss (1 in the standardized stage), questions ranked first. */
+  experts: Partial<Record<CameExpertName, { loss: number; weight: number; correct: number }>>;
+}
+
+/** One side's representations ([rows, ...] row-major); only the experts asked for. */
+export interface CameEncoded {
+  /** SPLADE weights `[rows, vocabSize]` (>= 0, mostly 0). */
+  lexical?: Float32Array;
+  /** Unit token vectors `[rows, seqLen, localDim]`, zero past each row's length. */
+  local?: Float32Array;
+  /** `[rows, globalDim]`. */
+  global?: Float32Array;
+}
+
+interface NativeCameModel {
+  info(): {
+    parameterCount: number;
+    optimizerSteps: number;
+    experts: CameExpertName[];
+    vocabSize: number;
+    globalDim: number;
+    localDim: number;
+    training: CameTraining;
+  };
+  parameters(): { name: string; shape: number[] }[];
+  getParameter(name: string): Float32Array;
+  setParameter(name: string, values: Float32Array): void;
+  setOptimizer(o: OptimizerOptions): void;
+  setTraining(t: Partial<CameTraining>): void;
+  encode(batch: TokenBatchArg, side: 'query' | 'passage', experts: CameExpertName[], async: boolean): MaybeAsync<CameEncoded>;
+  accumulate(batch: TrainBatchArg, async: boolean): MaybeAsync<CameStepStats>;
+  step(lr: number, clip: number, async: boolean): MaybeAsync<{ gradNorm: number }>;
+  save(path: string, async: boolean): MaybeAsync<object>;
+  load(path: string, async: boolean): MaybeAsync<object>;
+}
+
+/** Options of {@link CameModel.create}: any fields to override. */
+export interface CameModelOptions {
+  encoder?: Partial<EncoderConfig>;
+  expertLayers?: number;
+  experts?: CameExpertName[];
+  localDim?: number;
+  referenceOps?: boolean;
+}
+
+/**
+ * CAME's defaults in small: GloVe-sized embeddings (100), one shared block and one block per expert of hidden 100,
+ * mean pooling with unit vectors for the global expert (SPEC: [CLS] pooling over fresh layers starts collapsed).
+ */
+export function cameConfig(o: CameModelOptions = {}): CameConfig {
+  mustBeObject(o, 'CAME options');
+  if (o.encoder !== undefined) mustBeObject(o.encoder, 'encoder options');
+  const encoder: EncoderConfig = {
+    ...defaultEncoderConfig,
+    hiddenSize: 100,
+    embeddingSize: 100,
+    layers: 1,
+    heads: 4,
+    ffnSize: 400,
+    maxPositions: 256,
+    ...o.encoder,
+  };
+  if (o.encoder?.embeddingSize === undefined) encoder.embeddingSize = encoder.hiddenSize;
+  const experts = o.experts ?? [...CAME_EXPERTS];
+  for (const e of experts)
+    if (!CAME_EXPERTS.includes(e)) throw new QuorumError('ERR_ARG', `a CAME expert is 'lexical', 'local' or 'global', got '${String(e)}'`);
+  return {
+    encoder,
+    expertLayers: o.expertLayers ?? 1,
+    experts: CAME_EXPERTS.filter((e) => experts.includes(e)),
+    localDim: o.localDim ?? 128,
+    ...(o.referenceOps ? { referenceOps: true } : {}),
+  };
+}
+
+/**
+ * CAME's three-expert model in libtorch (CPU). Parameter names: `bottom.<BERT name>` for the shared part,
+ * `<expert>.encoder.layer.<l>.*` for an expert's own blocks, `lexical.head.*` and `local.head.*` for the heads (the
+ * lexical decoder is tied to `bottom.embeddings.word_embeddings.weight`).
+ *
+ * @example
+ * const model = CameModel.create({ encoder: { vocabSize: tokenizer.size } });
+ * model.setTraining({ competitive: true, tau: 0.5 });
+ * const stats = await model.accumulate(batch);  // per-expert losses and competitive weights
+ * await model.step(1e-3, 2);
+ */
+export class CameModel extends TrainableTable {
+  readonly config: CameConfig;
+  protected readonly native: NativeCameModel;
+
+  private constructor(config: CameConfig) {
+    super();
+    this.config = config;
+    const addon = torchAddon();
+    this.native = callNative(() => new addon.CameModel(config) as NativeCameModel);
+  }
+
+  static create(options: CameModelOptions = {}): CameModel {
+    return new CameModel(cameConfig(options));
+  }
+
+  static fromConfig(config: CameConfig): CameModel {
+    mustBeObject(config, 'CAME config');
+    return new CameModel(config);
+  }
+
+  /** The experts this model holds, in lexical, local, global order. */
+  get experts(): CameExpertName[] {
+    return this.native.info().experts;
+  }
+
+  get globalDim(): number {
+    return this.config.encoder.hiddenSize;
+  }
+
+  get vocabSize(): number {
+    return this.config.encoder.vocabSize;
+  }
+
+  /** The prefix of the token embedding table's name (for initFromGlove). */
+  encoderNames(): string[] {
+    return ['bottom'];
+  }
+
+  get training(): CameTraining {
+    return this.native.info().training;
+  }
+
+  /** Changes how the next steps train (fields left out keep their value). */
+  setTraining(t: Partial<CameTraining>): void {
+    callNative(() => this.native.setTraining(t));
+  }
+
+  /** The asked-for experts' representations of a tokenized batch, without gradients, off the main thread. */
+  async encode(batch: TokenBatchArg, side: 'query' | 'passage', experts: readonly CameExpertName[] = this.experts): Promise<CameEncoded> {
+    return awaitNative(callNative(() => this.native.encode(batch, side, [...experts], true)) as Promise<CameEncoded>);
+  }
+
+  encodeSync(batch: TokenBatchArg, side: 'query' | 'passage', experts: readonly CameExpertName[] = this.experts): CameEncoded {
+    return callNative(() => this.native.encode(batch, side, [...experts], false) as CameEncoded);
+  }
+
+  /** Forward and backward of one batch with the current {@link training} settings; gradients add up until step. */
+  async accumulate(batch: TrainBatchArg): Promise<CameStepStats> {
+    return awaitNative(callNative(() => this.native.accumulate(batch, true)) as Promise<CameStepStats>);
+  }
+
+  accumulateSync(batch: TrainBatchArg): CameStepStats {
+    return callNative(() => this.native.accumulate(batch, false) as CameStepStats);
+  }
+}

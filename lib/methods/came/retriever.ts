@@ -1,0 +1,342 @@
+// CAME end to end (Cai et al.; SPEC §2.8, §3.3): the model (one joint three-expert model, or one model per expert
+// for independently trained experts), its tokenizer and text settings, an index per expert over the corpus (lexical:
+// SparseIndex of SPLADE weights; local: token vectors in faiss, then exact MaxSim; global: DenseIndex), and fused
+// search. One directory holds it: came.json, vocab.txt and one weights file per model.
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { readJsonFile, writeFileAtomic } from '../../data/files.js';
+import { DenseIndex } from '../../dense-index.js';
+import { QuorumError } from '../../errors.js';
+import { SparseIndex } from '../../sparse-index.js';
+import { Tensor } from '../../tensor.js';
+import { WordPieceTokenizer } from '../../text/tokenizer.js';
+import type { PassageText } from '../../train/examples.js';
+import { readWeights, writeWeights } from '../../train/model-dir.js';
+import { TokenTable } from '../../train/token-table.js';
+import { mustBeArray, mustBeObject } from '../../validate.js';
+import { encodeCame, type CameEncoding } from './encode.js';
+import { CAME_FUSIONS, fuseExperts, type CameFusion, type Hit, type LinearFusion } from './fusion.js';
+import { CAME_EXPERTS, CameModel, cameConfig, type CameConfig, type CameExpertName, type CameModelOptions } from './model.js';
+import { TokenIndex, type TokenIndexOptions } from './token-index.js';
+
+export const CAME_FORMAT = 'quorum-came';
+export const CAME_VERSION = 1;
+
+export interface CameTextSettings {
+  maxQueryLength: number;
+  maxPassageLength: number;
+}
+
+export interface CameRetrieverOptions {
+  tokenizer: WordPieceTokenizer;
+  model?: CameModelOptions;
+  /** One model per expert (CAME's "independently trained" baseline) instead of one joint model. */
+  independent?: boolean;
+  text?: Partial<CameTextSettings>;
+}
+
+export interface CameIndexOptions {
+  /** SPLADE terms kept per passage (default 256) and per question (default 64): the largest weights. */
+  passageTerms?: number;
+  queryTerms?: number;
+  /** The local expert's token index (faiss factory, nprobe). */
+  tokens?: TokenIndexOptions;
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface CameSearchOptions {
+  /** Fused results per question (default 100). */
+  k?: number;
+  /** Results each expert retrieves, K in the paper's filling rule (default 100). */
+  expertK?: number;
+  fusion?: CameFusion;
+  /** The experts to fuse (default all the retriever has): for ablations. */
+  experts?: readonly CameExpertName[];
+  /** The local expert's candidate generation: nearest passage tokens per question token, or 'all'. */
+  localCandidates?: number | 'all';
+}
+
+export interface CameSearchResult {
+  /** Per question, the fused top-k (ids are corpus rows). */
+  fused: Hit[][];
+  /** Per expert, per question, its own top-expertK. */
+  experts: Partial<Record<CameExpertName, Hit[][]>>;
+  /** Milliseconds per stage: encode (all experts), each expert's search, fuse. */
+  timings: Record<string, number>;
+}
+
+interface CameCard {
+  format: typeof CAME_FORMAT;
+  version: typeof CAME_VERSION;
+  independent: boolean;
+  models: Array<{ config: CameConfig; weights: string }>;
+  text: CameTextSettings;
+  linear?: LinearFusion;
+  training?: Record<string, unknown>;
+}
+
+interface Indexes {
+  size: number;
+  lexical?: SparseIndex;
+  local?: TokenIndex;
+  global?: DenseIndex;
+  queryTerms: number;
+}
+
+/**
+ * CAME: train (see trainCame), index a corpus, search with one of the six fusions; save and load as a directory.
+ *
+ * @example
+ * const came = CameRetriever.create({ tokenizer, model: { encoder: { vocabSize: tokenizer.size } } });
+ * await trainCame(came, { passages, train, dev }, { epochs: 3 });
+ * await came.index(passages);
+ * const { fused } = await came.search(['what is covid?'], { k: 10 });
+ * came.save('models/came');
+ */
+export class CameRetriever {
+  readonly tokenizer: WordPieceTokenizer;
+  /** One joint model, or one model per expert (independent). */
+  readonly models: CameModel[];
+  readonly independent: boolean;
+  readonly text: CameTextSettings;
+  /** The linear fusion layer, once fitted (fitLinearFusion on dev). */
+  linear?: LinearFusion;
+  /** Free-form training record (trainCame writes it). */
+  training?: Record<string, unknown>;
+  private indexes?: Indexes;
+
+  private constructor(tokenizer: WordPieceTokenizer, models: CameModel[], independent: boolean, text: CameTextSettings) {
+    this.tokenizer = tokenizer;
+    this.models = models;
+    this.independent = independent;
+    this.text = text;
+  }
+
+  static create(options: CameRetrieverOptions): CameRetriever {
+    mustBeObject(options, 'CAME options');
+    if (!(options.tokenizer instanceof WordPieceTokenizer)) throw new QuorumError('ERR_ARG', 'CAME needs a WordPieceTokenizer');
+    const base = cameConfig({ ...options.model, encoder: { vocabSize: options.tokenizer.size, ...options.model?.encoder } });
+    if (base.encoder.vocabSize !== options.tokenizer.size)
+      throw new QuorumError('ERR_SHAPE', `vocabSize ${base.encoder.vocabSize} differs from the tokenizer's ${options.tokenizer.size} tokens`);
+    const models = options.independent
+      ? base.experts.map((e) => CameModel.fromConfig({ ...base, experts: [e] }))
+      : [CameModel.fromConfig(base)];
+    const text = { maxQueryLength: 32, maxPassageLength: 192, ...options.text };
+    for (const [k, v] of Object.entries(text))
+      if (!Number.isInteger(v) || v < 2 || v > base.encoder.maxPositions) throw new QuorumError('ERR_RANGE', `${k} must be an integer in [2, maxPositions], got ${v}`);
+    return new CameRetriever(options.tokenizer, models, options.independent === true, text);
+  }
+
+  /** The experts, in lexical, local, global order. */
+  get experts(): CameExpertName[] {
+    const have = new Set(this.models.flatMap((m) => m.config.experts));
+    return CAME_EXPERTS.filter((e) => have.has(e));
+  }
+
+  /** The model holding expert `e`. */
+  modelOf(e: CameExpertName): CameModel {
+    const m = this.models.find((x) => x.config.experts.includes(e));
+    if (!m) throw new QuorumError('ERR_ARG', `this CAME retriever has no ${e} expert`);
+    return m;
+  }
+
+  get parameterCount(): number {
+    return this.models.reduce((a, m) => a + m.parameterCount, 0);
+  }
+
+  /** Questions as token rows (no task markers: CAME's experts are task-agnostic). */
+  questionTable(questions: readonly string[]): Promise<TokenTable> {
+    return TokenTable.build(this.tokenizer, questions, { maxLength: this.text.maxQueryLength });
+  }
+
+  passageTable(passages: readonly PassageText[]): Promise<TokenTable> {
+    return TokenTable.passages(this.tokenizer, passages, this.text.maxPassageLength);
+  }
+
+  /** Every expert's encoding of rows of a table, each from its own model (one pass per model). */
+  async encode(table: TokenTable, side: 'query' | 'passage', options: { rows?: readonly number[]; maxTerms?: number; experts?: readonly CameExpertName[]; onProgress?: (d: number, t: number) => void } = {}): Promise<CameEncoding> {
+    const want = options.experts ?? this.experts;
+    let out: CameEncoding = { rows: options.rows?.length ?? table.size };
+    for (const m of this.models) {
+      const experts = m.config.experts.filter((e) => want.includes(e));
+      if (!experts.length) continue;
+      const enc = await encodeCame(m, table, { side, experts, ...(options.rows ? { rows: options.rows } : {}), ...(options.maxTerms ? { maxTerms: options.maxTerms } : {}), ...(options.onProgress ? { onProgress: options.onProgress } : {}) });
+      out = { ...out, ...enc };
+    }
+    return out;
+  }
+
+  /** Encodes the corpus and builds each expert's index (row i of `passages` is id i). */
+  async index(passages: readonly PassageText[], options: CameIndexOptions = {}): Promise<void> {
+    mustBeArray(passages, 'passages');
+    mustBeObject(options, 'index options');
+    if (!passages.length) throw new QuorumError('ERR_ARG', 'the corpus is empty');
+    const table = await this.passageTable(passages);
+    const enc = await this.encode(table, 'passage', { maxTerms: options.passageTerms ?? 256, onProgress: options.onProgress });
+    const ids = Array.from({ length: passages.length }, (_, i) => i);
+    const indexes: Indexes = { size: passages.length, queryTerms: options.queryTerms ?? 64 };
+    if (enc.lexical) {
+      indexes.lexical = new SparseIndex();
+      await indexes.lexical.add(ids, enc.lexical);
+    }
+    if (enc.local) indexes.local = await TokenIndex.build(enc.local, options.tokens);
+    if (enc.global) {
+      const G = enc.global.length / passages.length;
+      indexes.global = DenseIndex.create({ dim: G });
+      await indexes.global.add(Tensor.wrap(enc.global, [passages.length, G], 'f32'), ids);
+    }
+    this.indexes = indexes;
+  }
+
+  /**
+   * Saves the indexes under `dir` with the corpus ids (`ids[i]` names row i), so that {@link loadIndex} serves
+   * searches without encoding the corpus again.
+   */
+  async saveIndex(dir: string, ids: readonly string[]): Promise<void> {
+    const ix = this.indexes;
+    if (!ix) throw new QuorumError('ERR_STATE', 'index a corpus first (CameRetriever.index)');
+    if (ids.length !== ix.size) throw new QuorumError('ERR_SHAPE', `${ids.length} ids for ${ix.size} indexed passages`);
+    mkdirSync(dir, { recursive: true });
+    if (ix.lexical) await ix.lexical.save(join(dir, 'lexical.sparse'));
+    if (ix.global) await ix.global.save(join(dir, 'global.faiss'));
+    if (ix.local) await ix.local.save(join(dir, 'local'));
+    writeFileAtomic(join(dir, 'index.json'), Buffer.from(JSON.stringify({ format: 'quorum-came-index', version: 1, size: ix.size, queryTerms: ix.queryTerms, experts: this.experts }) + '\n'));
+    writeFileAtomic(join(dir, 'ids.txt'), Buffer.from(ids.join('\n') + '\n'));
+  }
+
+  /** Loads {@link saveIndex}'s directory; returns the corpus ids. ERR_IO when missing, ERR_FORMAT when damaged. */
+  async loadIndex(dir: string): Promise<string[]> {
+    const path = join(dir, 'index.json');
+    if (!existsSync(path)) throw new QuorumError('ERR_IO', `${dir} holds no CAME index (run quorum came index)`);
+    const card = readJsonFile(path) as { format?: string; version?: number; size?: number; queryTerms?: number; experts?: string[] } | null;
+    if (!card || card.format !== 'quorum-came-index' || card.version !== 1 || !Number.isInteger(card.size) || !Number.isInteger(card.queryTerms))
+      throw new QuorumError('ERR_FORMAT', `${path} is not a CAME index of version 1`);
+    if (JSON.stringify(card.experts) !== JSON.stringify(this.experts)) throw new QuorumError('ERR_FORMAT', `${path} indexes experts ${String(card.experts)}, this retriever has ${this.experts.join(',')}`);
+    const ids = readFileSync(join(dir, 'ids.txt'), 'utf8').split('\n').slice(0, card.size);
+    const ix: Indexes = { size: card.size!, queryTerms: card.queryTerms! };
+    if (this.experts.includes('lexical')) ix.lexical = await SparseIndex.load(join(dir, 'lexical.sparse'));
+    if (this.experts.includes('global')) ix.global = await DenseIndex.load(join(dir, 'global.faiss'));
+    if (this.experts.includes('local')) ix.local = await TokenIndex.load(join(dir, 'local'));
+    for (const [name, n] of [['lexical', ix.lexical?.size], ['global', ix.global?.size], ['local', ix.local?.size]] as const)
+      if (n !== undefined && n !== ix.size) throw new QuorumError('ERR_FORMAT', `${dir}: the ${name} index holds ${n} passages, index.json ${ix.size}`);
+    this.indexes = ix;
+    return ids;
+  }
+
+  /** Passages indexed (0 before {@link index}). */
+  get indexed(): number {
+    return this.indexes?.size ?? 0;
+  }
+
+  /**
+   * Each expert's top-expertK over the whole corpus, fused per question.
+   *
+   * @example
+   * const r = await came.search(['who wrote hamlet?'], { k: 10, fusion: 'sum' });
+   * r.fused[0];            // [{ id, score }, ...]
+   * r.experts.local![0];   // the local expert's own list
+   */
+  async search(questions: readonly string[], options: CameSearchOptions = {}): Promise<CameSearchResult> {
+    mustBeArray(questions, 'questions');
+    mustBeObject(options, 'search options');
+    const ix = this.indexes;
+    if (!ix) throw new QuorumError('ERR_STATE', 'index a corpus first (CameRetriever.index)');
+    const k = options.k ?? 100;
+    const K = options.expertK ?? 100;
+    const fusion = options.fusion ?? 'sum';
+    if (!CAME_FUSIONS.includes(fusion)) throw new QuorumError('ERR_ARG', `fusion must be one of ${CAME_FUSIONS.join(', ')}, got '${String(fusion)}'`);
+    const experts = options.experts ?? this.experts;
+    for (const e of experts) this.modelOf(e);
+    const timings: Record<string, number> = {};
+    let t = performance.now();
+    const lap = (name: string) => {
+      const now = performance.now();
+      timings[name] = (timings[name] ?? 0) + now - t;
+      t = now;
+    };
+    const enc = await this.encode(await this.questionTable(questions), 'query', { experts, maxTerms: ix.queryTerms });
+    lap('encode');
+    const lists: Partial<Record<CameExpertName, Hit[][]>> = {};
+    for (const e of experts) {
+      if (e === 'lexical') {
+        const r = await ix.lexical!.search(enc.lexical!, K);
+        lists.lexical = questions.map((_, q) => r.hits(q).map((h) => ({ id: Number(h.id), score: h.score })));
+      } else if (e === 'local') {
+        lists.local = await ix.local!.search(enc.local!, K, { candidates: options.localCandidates ?? 64 });
+      } else {
+        const G = enc.global!.length / questions.length;
+        const r = await ix.global!.search(Tensor.wrap(enc.global!, [questions.length, G], 'f32'), Math.min(K, ix.size));
+        lists.global = questions.map((_, q) => r.hits(q).map((h) => ({ id: Number(h.id), score: h.score })));
+      }
+      lap(e);
+    }
+    const linear = fusion === 'linear' ? this.linearFor(experts) : undefined;
+    const fused = fuseExperts(experts.map((e) => lists[e]!), fusion, k, K, linear);
+    lap('fuse');
+    return { fused, experts: lists, timings };
+  }
+
+  /** The fitted linear layer restricted to `experts` (it is fitted over all of them). */
+  private linearFor(experts: readonly CameExpertName[]): LinearFusion {
+    if (!this.linear) throw new QuorumError('ERR_STATE', 'linear fusion needs fitted weights (fitCameLinear on dev)');
+    const all = this.experts;
+    return { weights: experts.map((e) => this.linear!.weights[all.indexOf(e)]!), bias: this.linear.bias };
+  }
+
+  /**
+   * Writes the retriever as one directory: came.json, vocab.txt and model-<i>.safetensors per model (f32 or bf16).
+   * The indexes are not saved: `index` rebuilds them from the corpus.
+   */
+  save(dir: string, options: { dtype?: 'F32' | 'BF16' } = {}): void {
+    mkdirSync(dir, { recursive: true });
+    const dtype = options.dtype ?? 'F32';
+    const models = this.models.map((m, i) => {
+      const weights = `model-${i}.safetensors`;
+      writeWeights(m, join(dir, weights), dtype, CAME_FORMAT);
+      return { config: m.config, weights };
+    });
+    writeFileAtomic(join(dir, 'vocab.txt'), Buffer.from(this.tokenizer.vocabulary.join('\n') + '\n'));
+    const card: CameCard = {
+      format: CAME_FORMAT,
+      version: CAME_VERSION,
+      independent: this.independent,
+      models,
+      text: this.text,
+      ...(this.linear ? { linear: this.linear } : {}),
+      ...(this.training ? { training: this.training } : {}),
+    };
+    writeFileAtomic(join(dir, 'came.json'), Buffer.from(JSON.stringify(card, null, 1) + '\n'));
+  }
+
+  /** Loads {@link save}'s directory. ERR_IO for a missing directory or file, ERR_FORMAT for another version or damage. */
+  static async load(dir: string): Promise<CameRetriever> {
+    const path = join(dir, 'came.json');
+    if (!existsSync(path)) throw new QuorumError('ERR_IO', `${dir} is not a CAME directory (no came.json)`);
+    const card = readJsonFile(path) as Partial<CameCard> | null;
+    if (!card || typeof card !== 'object' || card.format !== CAME_FORMAT) throw new QuorumError('ERR_FORMAT', `${path} is not a Quorum CAME retriever`);
+    if (card.version !== CAME_VERSION) throw new QuorumError('ERR_FORMAT', `${path} has format version ${JSON.stringify(card.version)}; this Quorum reads ${CAME_VERSION}`);
+    if (!Array.isArray(card.models) || !card.models.length || !card.text || !Number.isInteger(card.text.maxQueryLength) || !Number.isInteger(card.text.maxPassageLength))
+      throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed models / text settings`);
+    const vocab = join(dir, 'vocab.txt');
+    if (!existsSync(vocab)) throw new QuorumError('ERR_FORMAT', `${dir} has no vocab.txt`);
+    const tokenizer = await WordPieceTokenizer.load(vocab);
+    const models = card.models.map((m) => {
+      if (!m || typeof m.weights !== 'string' || /[\\/]/.test(m.weights) || !m.config) throw new QuorumError('ERR_FORMAT', `${path}: a malformed model entry`);
+      let model: CameModel;
+      try {
+        model = CameModel.fromConfig(m.config);
+      } catch (e) {
+        if (e instanceof QuorumError && e.code !== 'ERR_BACKEND_UNAVAILABLE') throw new QuorumError('ERR_FORMAT', `${path}: bad configuration: ${e.message}`, { cause: e });
+        throw e;
+      }
+      if (m.config.encoder.vocabSize !== tokenizer.size) throw new QuorumError('ERR_FORMAT', `${dir}: vocab.txt has ${tokenizer.size} tokens, the model ${m.config.encoder.vocabSize}`);
+      readWeights(model, join(dir, m.weights));
+      return model;
+    });
+    const r = new CameRetriever(tokenizer, models, card.independent === true, card.text);
+    if (card.linear) r.linear = card.linear;
+    if (card.training) r.training = card.training;
+    return r;
+  }
+}

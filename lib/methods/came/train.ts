@@ -1,0 +1,253 @@
+// CAME's training schedule (Cai et al.; PAPERS.md, SPEC §3.3), on the shared contrastive loop (lib/train/trainer.ts):
+//   1. BM25 negatives: the standardized stage (sum of the experts' losses) for the first `standardizedShare` of the
+//      steps, then the specialized stage (competitive weights) for the rest;
+//   2. hard negatives mined from the union of the three experts' top results (minus the gold), then more
+//      specialized training.
+// mode 'standardized' keeps the standardized loss throughout (the paper's "w/o competitive" row); an independent
+// retriever (one model per expert) trains each model alone on the same schedule, mining from its own results.
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+
+import { QuorumError } from '../../errors.js';
+import type { StepStats } from '../../native.js';
+import type { TrainingExample, PassageText } from '../../train/examples.js';
+import { trainRetriever, type EpochStats, type TrainOptions } from '../../train/trainer.js';
+import { rankAgainstPool, type ValidationInput } from '../../train/validate.js';
+import { mustBeObject } from '../../validate.js';
+import type { TokenTable } from '../../train/token-table.js';
+import { encodeCame } from './encode.js';
+import type { CameStepStats, CameExpertName, CameModel } from './model.js';
+import type { CameRetriever } from './retriever.js';
+import { expertScores } from './scores.js';
+import { fitLinearFusion, type LinearFusion } from './fusion.js';
+
+export interface CameTrainOptions {
+  /** 'competitive' (default): standardized, then specialized; 'standardized': the sum of losses throughout. */
+  mode?: 'competitive' | 'standardized';
+  /** Epochs on BM25 negatives (default 3). */
+  epochs?: number;
+  /** Share of those steps in the standardized stage (default 0.2; the paper found 13-27% fine). */
+  standardizedShare?: number;
+  /** Epochs on mined hard negatives (default 1; 0 skips mining). */
+  hardNegativeEpochs?: number;
+  /** Top results per expert that hard negatives are drawn from (default 30; the paper 100-200). */
+  mineDepth?: number;
+  /** Negatives per positive (default 7, the paper's). */
+  negatives?: number;
+  /** Questions per batch (default 16). */
+  batchSize?: number;
+  /** Peak learning rate, linear warmup (10%) and decay per stage (default 1e-3: small models from GloVe). */
+  lr?: number;
+  /** The competition's temperature (default 0.5, the paper's MS MARCO value). */
+  tau?: number;
+  /** FLOPS weight of both sides (default 0.01, the paper's) and its ramp in steps (default a third of stage 1). */
+  flops?: number;
+  flopsRamp?: number;
+  /** Score temperatures per expert (default 1, 1, and 0.05 for a normalized global expert). */
+  temperatures?: Partial<Record<CameExpertName, number>>;
+  clip?: number;
+  seed?: number;
+  /** Checkpoints of each stage go under it (default a temporary directory). */
+  checkpointDir?: string;
+  /** Stop a stage after the first epoch past this many seconds. */
+  timeBudgetSeconds?: number;
+  progress?: boolean;
+  log?: (line: string) => void;
+}
+
+/** Per stage and model: the loop's epochs plus each expert's mean loss and weight per epoch. */
+export interface CameStageRecord {
+  stage: 'bm25' | 'hard-negatives';
+  experts: CameExpertName[];
+  epochs: Array<EpochStats & { experts: Partial<Record<CameExpertName, { loss: number; weight: number; accuracy: number }>> }>;
+  best?: { epoch: number; value: number };
+  seconds: number;
+  tokensPerSecond: number;
+}
+
+export interface CameTrainRecord {
+  mode: 'competitive' | 'standardized';
+  independent: boolean;
+  stages: CameStageRecord[];
+  seconds: number;
+  options: Record<string, unknown>;
+}
+
+/** The dev pool ranked by the sum of the model's experts' scores, each divided by its training temperature. */
+function cameValidator(model: CameModel) {
+  return async (input: ValidationInput) => {
+    const temps = model.training.temperatures;
+    const experts = model.config.experts;
+    const P = await encodeFor(model, input.passages, 'passage', input.pool);
+    return rankAgainstPool(input, async (_task, table, rows) => {
+      const Q = await encodeFor(model, table, 'query', rows);
+      const s = await expertScores(Q, P, experts);
+      const out = new Float32Array(rows.length * input.pool.length);
+      for (const e of experts) {
+        const x = s[e]!;
+        const t = temps[e];
+        for (let i = 0; i < out.length; i++) out[i] = (out[i] as number) + (x[i] as number) / t;
+      }
+      return out;
+    });
+  };
+}
+
+function encodeFor(model: CameModel, table: TokenTable, side: 'query' | 'passage', rows: readonly number[]) {
+  return encodeCame(model, table, { side, rows, maxTerms: side === 'passage' ? 256 : 64 });
+}
+
+/** Adds each batch's per-expert figures to an epoch's running sums. */
+class ExpertTally {
+  private sums = new Map<CameExpertName, { loss: number; weight: number; correct: number }>();
+  private questions = 0;
+
+  add(s: StepStats): void {
+    const c = s as CameStepStats;
+    this.questions += c.questions;
+    for (const [e, v] of Object.entries(c.experts ?? {}) as Array<[CameExpertName, { loss: number; weight: number; correct: number }]>) {
+      const t = this.sums.get(e) ?? { loss: 0, weight: 0, correct: 0 };
+      t.loss += v.loss * c.questions;
+      t.weight += v.weight * c.questions;
+      t.correct += v.correct;
+      this.sums.set(e, t);
+    }
+  }
+
+  take(): Partial<Record<CameExpertName, { loss: number; weight: number; accuracy: number }>> {
+    const out: Partial<Record<CameExpertName, { loss: number; weight: number; accuracy: number }>> = {};
+    const n = Math.max(this.questions, 1);
+    for (const [e, t] of this.sums) out[e] = { loss: t.loss / n, weight: t.weight / n, accuracy: t.correct / n };
+    this.sums = new Map();
+    this.questions = 0;
+    return out;
+  }
+}
+
+/**
+ * Trains a CAME retriever's model(s) on the schedule above; the best epoch of each stage by dev MRR (fused experts)
+ * is kept. Writes the record to `came.training` and returns it.
+ *
+ * @example
+ * const came = CameRetriever.create({ tokenizer });
+ * await initFromGlove(came.models[0]!, tokenizer.vocabulary);
+ * const record = await trainCame(came, { passages, train, dev }, { epochs: 3, negatives: 3 });
+ */
+export async function trainCame(
+  came: CameRetriever,
+  data: { passages: readonly PassageText[]; train: readonly TrainingExample[]; dev?: readonly TrainingExample[] },
+  options: CameTrainOptions = {},
+): Promise<CameTrainRecord> {
+  mustBeObject(came, 'CAME retriever');
+  mustBeObject(data, 'training data');
+  mustBeObject(options, 'CAME training options');
+  const o = { mode: 'competitive' as const, epochs: 3, standardizedShare: 0.2, hardNegativeEpochs: 1, mineDepth: 30, negatives: 7, batchSize: 16, lr: 1e-3, tau: 0.5, flops: 0.01, clip: 2, seed: 12345, ...options };
+  if (o.mode !== 'competitive' && o.mode !== 'standardized') throw new QuorumError('ERR_ARG', `mode must be 'competitive' or 'standardized', got '${String(o.mode)}'`);
+  if (!(o.standardizedShare >= 0 && o.standardizedShare <= 1)) throw new QuorumError('ERR_RANGE', `standardizedShare must be in [0, 1], got ${o.standardizedShare}`);
+  for (const [k, v] of Object.entries({ epochs: o.epochs, hardNegativeEpochs: o.hardNegativeEpochs, mineDepth: o.mineDepth, negatives: o.negatives }))
+    if (!Number.isInteger(v) || v < 0) throw new QuorumError('ERR_RANGE', `${k} must be a non-negative integer, got ${v}`);
+  if (!data.train.length) throw new QuorumError('ERR_ARG', 'no training examples');
+  const log = o.log ?? (() => {});
+  const base = o.checkpointDir ?? join(tmpdir(), `quorum-came-${process.pid}-${Date.now()}`);
+  const t0 = performance.now();
+  const stages: CameStageRecord[] = [];
+  const batchesPerEpoch = Math.ceil(data.train.length / o.batchSize);
+  const competitive = o.mode === 'competitive' && !came.independent;
+
+  // The loop's options for one stage of one model, and where its per-epoch records land.
+  const loop = (model: CameModel, epochs: number, dir: string, switchAt: number): { options: TrainOptions; records: CameStageRecord['epochs'] } => {
+    let batches = 0;
+    const tally = new ExpertTally();
+    const records: CameStageRecord['epochs'] = [];
+    const options: TrainOptions = {
+      epochs,
+      batchSize: o.batchSize,
+      hardNegatives: o.negatives,
+      lr: o.lr,
+      clip: o.clip,
+      seed: o.seed,
+      taskMarkers: false,
+      maxQueryLength: came.text.maxQueryLength,
+      maxPassageLength: came.text.maxPassageLength,
+      checkpointDir: dir,
+      ...(o.timeBudgetSeconds !== undefined ? { timeBudgetSeconds: o.timeBudgetSeconds } : {}),
+      ...(o.progress ? { progress: true } : {}),
+      log: (l) => log(`  [${model.config.experts.join('+')}] ${l}`),
+      validator: cameValidator(model),
+      onBatch: (s) => {
+        tally.add(s);
+        if (++batches === switchAt) {
+          model.setTraining({ competitive: true });
+          log(`  [${model.config.experts.join('+')}] specialized stage from batch ${batches}`);
+        }
+      },
+      onEpoch: (e) => void records.push({ ...e, experts: tally.take() }),
+    };
+    return { options, records };
+  };
+
+  for (const [i, model] of came.models.entries()) {
+    const temps = { ...model.training.temperatures, ...o.temperatures };
+    const stage1Steps = o.epochs * batchesPerEpoch;
+    model.setTraining({ competitive: false, tau: o.tau, flopsQuery: o.flops, flopsPassage: o.flops, flopsRamp: o.flopsRamp ?? Math.max(1, Math.round(stage1Steps / 3)), temperatures: temps });
+    if (o.epochs > 0) {
+      const switchAt = competitive ? Math.max(1, Math.round(o.standardizedShare * stage1Steps)) : -1;
+      const dir = join(base, `model-${i}`, 'bm25');
+      const { options: opts, records } = loop(model, o.epochs, dir, switchAt);
+      log(`model ${i + 1}/${came.models.length} (${model.config.experts.join(', ')}): ${o.epochs} epochs on BM25 negatives`);
+      const r = await trainRetriever(model, came.tokenizer, { passages: data.passages, train: data.train, ...(data.dev ? { dev: data.dev } : {}) }, opts);
+      if (r.best) await model.load(join(dir, 'best.pt'));
+      stages.push({ stage: 'bm25', experts: [...model.config.experts], epochs: records, ...(r.best ? { best: r.best } : {}), seconds: r.seconds, tokensPerSecond: r.tokensPerSecond });
+    }
+  }
+
+  if (o.hardNegativeEpochs > 0) {
+    log(`mining hard negatives: top ${o.mineDepth} of each expert over ${data.passages.length} passages`);
+    await came.index(data.passages);
+    const lists = await came.search(data.train.map((e) => e.query), { k: 1, expertK: o.mineDepth });
+    for (const [i, model] of came.models.entries()) {
+      // Independent experts mine from their own results; a joint model from the union of its three experts'.
+      const experts = model.config.experts;
+      const mined = data.train.map((e, q) => {
+        const gold = new Set(e.positives);
+        const union = new Set<number>();
+        for (let r = 0; r < o.mineDepth; r++) for (const x of experts) {
+          const h = lists.experts[x]![q]![r];
+          if (h && !gold.has(h.id)) union.add(h.id);
+        }
+        return { ...e, hardNegatives: [...union] };
+      });
+      if (competitive) model.setTraining({ competitive: true });
+      const dir = join(base, `model-${i}`, 'hard-negatives');
+      const { options: opts, records } = loop(model, o.hardNegativeEpochs, dir, -1);
+      log(`model ${i + 1}/${came.models.length}: ${o.hardNegativeEpochs} epochs on mined negatives`);
+      const r = await trainRetriever(model, came.tokenizer, { passages: data.passages, train: mined, ...(data.dev ? { dev: data.dev } : {}) }, opts);
+      if (r.best) await model.load(join(dir, 'best.pt'));
+      stages.push({ stage: 'hard-negatives', experts: [...experts], epochs: records, ...(r.best ? { best: r.best } : {}), seconds: r.seconds, tokensPerSecond: r.tokensPerSecond });
+    }
+  }
+  const record: CameTrainRecord = {
+    mode: o.mode,
+    independent: came.independent,
+    stages,
+    seconds: (performance.now() - t0) / 1000,
+    options: { ...o, log: undefined, checkpointDir: undefined },
+  };
+  came.training = record as unknown as Record<string, unknown>;
+  return record;
+}
+
+/**
+ * Fits the linear fusion layer on dev questions: each expert's top-100 from the indexed corpus, relevance from the
+ * questions' gold passages (corpus rows). The retriever must be indexed over the corpus the rows refer to.
+ *
+ * @example
+ * await came.index(passages);
+ * came.linear = await fitCameLinear(came, dev);
+ */
+export async function fitCameLinear(came: CameRetriever, dev: readonly TrainingExample[], options: { expertK?: number } = {}): Promise<LinearFusion> {
+  if (!dev.length) throw new QuorumError('ERR_ARG', 'fitting the linear fusion needs dev questions');
+  const r = await came.search(dev.map((e) => e.query), { k: 1, expertK: options.expertK ?? 100 });
+  const experts = came.experts;
+  return fitLinearFusion(dev.map((e, q) => ({ lists: experts.map((x) => r.experts[x]![q]!), relevant: new Set(e.positives) })));
+}

@@ -1,0 +1,56 @@
+// What every training command reads before it trains: a BEIR dataset's train split (and dev split when present) as
+// training examples with BM25 hard negatives, and the tokenizer: BERT's WordPiece vocabulary, extended with the
+// corpus's and the questions' whole words that GloVe has a vector for (so such words keep their own vector).
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { loadBeir } from '../data/beir.js';
+import { QuorumError } from '../errors.js';
+import { WordPieceTokenizer, extendVocabulary } from '../text/tokenizer.js';
+import { addBm25Negatives, examplesFromQrels, type PassageText, type TrainingExample } from './examples.js';
+import { loadGloveVectors, type GloveVectors } from './glove.js';
+
+export interface PreparedData {
+  passages: PassageText[];
+  train: TrainingExample[];
+  dev: TrainingExample[];
+  tasks: string[];
+  tokenizer: WordPieceTokenizer;
+  glove?: GloveVectors;
+}
+
+/**
+ * Loads `dir`'s train (and dev) questions, optionally of some tasks only, adds 30 BM25 negatives to each, loads GloVe
+ * when asked and extends the vocabulary with it (`wordVocab`).
+ *
+ * @example
+ * const d = await prepareTraining('data/multidomain-mini', { glove: true, wordVocab: true, log: console.log });
+ */
+export async function prepareTraining(
+  dir: string,
+  o: { tasks?: readonly string[]; glove: boolean; wordVocab: boolean; log?: (line: string) => void },
+): Promise<PreparedData> {
+  const log = o.log ?? (() => {});
+  const train = loadBeir(dir, 'train');
+  const dev = existsSync(join(dir, 'qrels', 'dev.tsv')) ? loadBeir(dir, 'dev') : undefined;
+  const taskOf = (e: { task: string }) => !o.tasks || o.tasks.includes(e.task);
+  const all = examplesFromQrels(train, train.qrels);
+  const trainEx = all.filter(taskOf);
+  const devEx = dev ? examplesFromQrels(dev, dev.qrels).filter(taskOf) : [];
+  const known = [...new Set(all.map((e) => e.task))].sort();
+  for (const t of o.tasks ?? [])
+    if (!known.includes(t)) throw new QuorumError('ERR_ARG', `task '${t}' has no training questions in ${dir} (tasks: ${known.join(', ')})`);
+  if (!trainEx.length) throw new QuorumError('ERR_ARG', `${dir} has no training questions${o.tasks ? ` for ${o.tasks.join(', ')}` : ''}`);
+  const tasks = [...new Set(trainEx.map((e) => e.task))].sort();
+  const passages = train.corpus;
+  log(`${dir}: ${passages.length} passages, ${trainEx.length} train and ${devEx.length} dev questions, tasks ${tasks.join(', ')}`);
+
+  const base = await WordPieceTokenizer.load();
+  const glove = o.glove ? await loadGloveVectors() : undefined;
+  const words = [...passages.flatMap((p) => [p.title, p.text]), ...trainEx.map((e) => e.query)];
+  const tokenizer = glove && o.wordVocab ? new WordPieceTokenizer(extendVocabulary(base.vocabulary, words, { keep: (w) => glove.words.has(w) })) : base;
+  if (tokenizer !== base) log(`vocabulary: ${tokenizer.size} tokens (${tokenizer.size - base.size} whole words of the corpus added)`);
+  const bm25 = await addBm25Negatives(trainEx, passages, { k: 30 });
+  if (devEx.length) await addBm25Negatives(devEx, passages, { k: 30, index: bm25 });
+  return { passages, train: trainEx, dev: devEx, tasks, tokenizer, ...(glove ? { glove } : {}) };
+}

@@ -1,0 +1,369 @@
+// CAME end to end (lib/methods/came, native/torch/came_model.h) on a tiny synthetic corpus: the model's structure and
+// typed errors, one training step against its parts (standardized sum, competitive weights, kernels against
+// libtorch's own ops), each expert's index against brute force, the fusions, training, save / load, and the CLI.
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterAll, describe, expect, it } from 'vitest';
+
+import { rbo } from '../lib/eval/rbo.js';
+import { expertScores } from '../lib/methods/came/scores.js';
+import { fitLinearFusion, fuseExperts, type Hit } from '../lib/methods/came/fusion.js';
+import { CameModel } from '../lib/methods/came/model.js';
+import { CameRetriever } from '../lib/methods/came/retriever.js';
+import { trainCame } from '../lib/methods/came/train.js';
+import { packageRoot } from '../lib/native.js';
+import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
+import type { TrainingExample } from '../lib/train/examples.js';
+import { Retriever } from '../lib/train/retriever.js';
+import { asyncCode, code } from './basics.js';
+
+const N = 48;
+const SPECIALS = ['[PAD]', '[unused0]', '[unused1]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'];
+const WORDS = ['what', 'is', 'the', 'and', 'of'];
+const VOCAB = [...SPECIALS, ...WORDS, ...['k', 't', 'w', 'q'].flatMap((p) => Array.from({ length: N }, (_, i) => `${p}${i}`))];
+const tokenizer = new WordPieceTokenizer(VOCAB);
+// Passage i holds its key word k_i; question i names k_i (the local and lexical experts can match it) and q_i.
+const corpus = Array.from({ length: N }, (_, i) => ({ id: `p${i}`, title: `t${i}`, text: `the k${i} is w${i} and w${(i + 1) % N}` }));
+const question = (i: number) => `what is k${i} q${i}`;
+const examples = (lo: number, hi: number): TrainingExample[] =>
+  Array.from({ length: hi - lo }, (_, j) => ({ query: question(lo + j), task: 'default', positives: [lo + j], hardNegatives: [(lo + j + 1) % N, (lo + j + 7) % N, (lo + j + 13) % N] }));
+const small = { encoder: { hiddenSize: 16, embeddingSize: 16, heads: 4, ffnSize: 32, maxPositions: 32, layers: 1 }, expertLayers: 1, localDim: 8 };
+
+const root = mkdtempSync(join(tmpdir(), 'quorum-came-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+function batchOf(questions: number[], passages: number[], positives: number[]) {
+  const q = tokenizer.encode(questions.map(question), { maxLength: 16 });
+  const p = tokenizer.encode(passages.map((i) => corpus[i]!.title), { pairs: passages.map((i) => corpus[i]!.text), maxLength: 24 });
+  return { queries: q, passages: p, positives: Int32Array.from(positives) };
+}
+
+describe('CAME model', () => {
+  it('names its parameters by part, holds only the experts asked for, and rejects bad configurations', () => {
+    Retriever.seed(1);
+    const m = CameModel.create({ ...small, encoder: { ...small.encoder, vocabSize: VOCAB.length } });
+    const names = m.parameters().map((p) => p.name);
+    expect(names).toContain('bottom.embeddings.word_embeddings.weight');
+    expect(names).toContain('bottom.encoder.layer.0.attention.self.query.weight');
+    for (const e of ['lexical', 'local', 'global']) expect(names).toContain(`${e}.encoder.layer.0.output.dense.weight`);
+    expect(names).toContain('lexical.head.decoder.bias');
+    expect(m.parameters().find((p) => p.name === 'local.head.weight')!.shape).toEqual([8, 16]);
+    // The lexical decoder is tied to the embeddings: no decoder weight of its own.
+    expect(names.filter((n) => n.startsWith('lexical.head.decoder'))).toEqual(['lexical.head.decoder.bias']);
+    const one = CameModel.create({ ...small, encoder: { ...small.encoder, vocabSize: VOCAB.length }, experts: ['local'] });
+    expect(one.experts).toEqual(['local']);
+    expect(one.parameters().some((p) => p.name.startsWith('lexical.') || p.name.startsWith('global.'))).toBe(false);
+    expect(code(() => one.encodeSync(batchOf([0], [0], [0]).queries, 'query', ['global']))).toBe('ERR_ARG');
+    expect(code(() => CameModel.create({ ...small, encoder: { ...small.encoder, vocabSize: VOCAB.length }, experts: [] }))).toBe('ERR_ARG');
+    expect(code(() => CameModel.create({ ...small, encoder: { ...small.encoder, vocabSize: VOCAB.length }, experts: ['sparse' as 'local'] }))).toBe('ERR_ARG');
+    expect(code(() => CameModel.create({ ...small, encoder: { ...small.encoder, vocabSize: VOCAB.length, taser: { every: 1, experts: 2, routing: 'det' } } }))).toBe('ERR_ARG');
+    expect(code(() => CameModel.create({ ...small, encoder: { ...small.encoder, vocabSize: VOCAB.length, tokenWeights: true } }))).toBe('ERR_ARG');
+    expect(code(() => m.setTraining({ tau: 0 }))).toBe('ERR_RANGE');
+    expect(code(() => m.setTraining({ temperatures: { lexical: -1 } as never }))).toBe('ERR_RANGE');
+    expect(m.training.temperatures).toEqual({ lexical: 1, local: 1, global: 0.05 });
+  });
+
+  it('encodes unit token vectors (zero past each length), non-negative SPLADE weights and unit global vectors', () => {
+    Retriever.seed(2);
+    const m = CameModel.create({ ...small, encoder: { ...small.encoder, vocabSize: VOCAB.length } });
+    const b = batchOf([0, 1, 2], [0, 1, 2], [0, 1, 2]).passages;
+    const e = m.encodeSync(b, 'passage');
+    const L = 8;
+    for (let r = 0; r < b.rows; r++)
+      for (let t = 0; t < b.seqLen; t++) {
+        const v = e.local!.subarray((r * b.seqLen + t) * L, (r * b.seqLen + t + 1) * L);
+        const norm = Math.hypot(...v);
+        if (t < b.lengths[r]!) expect(norm).toBeCloseTo(1, 5);
+        else expect(norm).toBe(0);
+      }
+    expect(e.lexical!.length).toBe(3 * VOCAB.length);
+    expect(e.lexical!.every((x) => x >= 0)).toBe(true);
+    for (let r = 0; r < 3; r++) expect(Math.hypot(...e.global!.subarray(r * 16, (r + 1) * 16))).toBeCloseTo(1, 5);
+  });
+
+  it('a training step: the standardized loss is the sum of the experts\' losses, the competitive one their weighted sum', async () => {
+    Retriever.seed(3);
+    const m = CameModel.create({ ...small, encoder: { ...small.encoder, vocabSize: VOCAB.length, dropout: 0 } });
+    // One question, so the batch mean is that question's loss.
+    const b = batchOf([5], [5, 6, 7, 8], [0]);
+    const st = await m.accumulate(b);
+    const parts = Object.values(st.experts);
+    expect(parts).toHaveLength(3);
+    expect(st.loss).toBeCloseTo(parts.reduce((a, x) => a + x.loss, 0), 4);
+    for (const x of parts) expect(x.weight).toBe(1);
+    m.setTraining({ competitive: true, tau: 0.5 });
+    const sp = await m.accumulate(b);
+    const w = Object.values(sp.experts).map((x) => x.weight);
+    expect(w.reduce((a, x) => a + x, 0)).toBeCloseTo(1, 5);
+    expect(sp.loss).toBeCloseTo(Object.values(sp.experts).reduce((a, x) => a + x.weight * x.loss, 0), 4);
+    // The weights follow softmax((1 / rank) / tau) over the experts' ranks of the positive (rank 1..4 here).
+    const ranks = [1, 2, 3, 4];
+    const allowed = ranks.flatMap((a) => ranks.flatMap((c) => ranks.map((d) => [a, c, d])));
+    expect(
+      allowed.some((r) => {
+        const z = r.map((x) => Math.exp(1 / x / 0.5));
+        const s = z.reduce((a, x) => a + x, 0);
+        return z.every((x, i) => Math.abs(x / s - w[i]!) < 1e-5);
+      }),
+    ).toBe(true);
+    expect(sp.flops).toBeGreaterThan(0);
+  });
+
+  it("Quorum's kernels and libtorch's own ops give the same loss and the same update", async () => {
+    const make = (referenceOps: boolean) => {
+      Retriever.seed(4);
+      return CameModel.create({ ...small, encoder: { ...small.encoder, vocabSize: VOCAB.length, dropout: 0 }, referenceOps });
+    };
+    const ours = make(false);
+    const ref = make(true);
+    const b = batchOf([1, 2, 3], [1, 9, 2, 10, 3, 11], [0, 2, 4]);
+    const a = await ours.accumulate(b);
+    const r = await ref.accumulate(b);
+    expect(a.loss).toBeCloseTo(r.loss, 4);
+    for (const e of ['lexical', 'local', 'global'] as const) expect(a.experts[e]!.loss).toBeCloseTo(r.experts[e]!.loss, 4);
+    await ours.step(1e-2, 0);
+    await ref.step(1e-2, 0);
+    for (const name of ['bottom.embeddings.word_embeddings.weight', 'lexical.head.decoder.bias', 'local.head.weight', 'bottom.encoder.layer.0.attention.self.query.weight']) {
+      const x = ours.getParameter(name);
+      const y = ref.getParameter(name);
+      let worst = 0;
+      for (let i = 0; i < x.length; i++) worst = Math.max(worst, Math.abs(x[i]! - y[i]!));
+      expect(worst, name).toBeLessThan(1e-5);
+    }
+  });
+});
+
+describe('CAME retrieval', () => {
+  let came: CameRetriever;
+  const questions = Array.from({ length: 12 }, (_, i) => question(i * 4));
+
+  it('each expert\'s index returns the brute-force top-k (local: exhaustive and wide candidates)', async () => {
+    Retriever.seed(5);
+    came = CameRetriever.create({ tokenizer, model: small, text: { maxQueryLength: 16, maxPassageLength: 24 } });
+    await came.index(corpus, { passageTerms: 20, queryTerms: 8 });
+    expect(came.indexed).toBe(N);
+    const pt = await came.passageTable(corpus);
+    const P = await came.encode(pt, 'passage', { maxTerms: 20 });
+    const Q = await came.encode(await came.questionTable(questions), 'query', { maxTerms: 8 });
+    const brute = await expertScores(Q, P, ['lexical', 'local', 'global']);
+    const k = 10;
+    for (const [name, options] of [
+      ['lexical', {}],
+      ['global', {}],
+      ['local', { localCandidates: 'all' as const }],
+      ['local', { localCandidates: 1000 }],
+    ] as const) {
+      const r = await came.search(questions, { k, expertK: k, ...options });
+      questions.forEach((_, q) => {
+        const row = brute[name]!.subarray(q * N, (q + 1) * N);
+        const want = [...row].map((s, id) => ({ id, s })).sort((a, b) => b.s - a.s || a.id - b.id).slice(0, k);
+        const got = r.experts[name]![q]!;
+        // Scores agree to f32 summation order; ids agree wherever the brute-force scores are not tied.
+        got.forEach((h, i) => expect(h.score, `${name} q${q} rank ${i}`).toBeCloseTo(want[i]!.s, 4));
+        got.forEach((h, i) => {
+          if (Math.abs(want[i]!.s - (want[i + 1]?.s ?? -Infinity)) > 1e-4 && Math.abs(want[i]!.s - (want[i - 1]?.s ?? Infinity)) > 1e-4) expect(h.id).toBe(want[i]!.id);
+        });
+      });
+    }
+    // The default candidate generation (64 nearest tokens per question token) against brute force: recall of the
+    // top 10 (reported, and high on this corpus of ~900 tokens).
+    const approx = await came.search(questions, { k, expertK: k, localCandidates: 8 });
+    const exact = await came.search(questions, { k, expertK: k, localCandidates: 'all' });
+    let hit = 0;
+    questions.forEach((_, q) => {
+      const want = new Set(exact.experts.local![q]!.map((h) => h.id));
+      hit += approx.experts.local![q]!.filter((h) => want.has(h.id)).length;
+    });
+    expect(hit / (questions.length * k)).toBeGreaterThan(0.5);
+  });
+
+  it('fuses by Sum with the K-th score filling, and by every other variant', async () => {
+    const r = await came.search(questions, { k: 5, expertK: 10 });
+    expect(r.fused).toHaveLength(questions.length);
+    for (const hits of r.fused) expect(hits).toHaveLength(5);
+    // Sum by hand for the first question.
+    const lists = (['lexical', 'local', 'global'] as const).map((e) => r.experts[e]![0]!);
+    const ids = [...new Set(lists.flatMap((l) => l.map((h) => h.id)))];
+    const fused = ids.map((id) => ({ id, score: lists.reduce((a, l) => a + (l.find((h) => h.id === id)?.score ?? l[l.length - 1]!.score), 0) }));
+    fused.sort((a, b) => b.score - a.score);
+    r.fused[0]!.forEach((h, i) => expect(h.score).toBeCloseTo(fused[i]!.score, 4));
+    expect(Object.keys(r.timings).sort()).toEqual(['encode', 'fuse', 'global', 'lexical', 'local']);
+    for (const f of ['normsum', 'normmax', 'sumrr', 'maxrr'] as const) expect((await came.search(questions, { k: 5, fusion: f })).fused[0]).toHaveLength(5);
+    expect(await asyncCode(came.search(questions, { fusion: 'linear' }))).toBe('ERR_STATE');
+    expect(await asyncCode(came.search(questions, { fusion: 'best' as 'sum' }))).toBe('ERR_ARG');
+    const only = await came.search(questions, { k: 5, experts: ['local', 'global'] });
+    expect(Object.keys(only.experts).sort()).toEqual(['global', 'local']);
+  });
+
+  it('saves and loads the retriever and its indexes; bad directories are typed errors', async () => {
+    const dir = join(root, 'saved');
+    came.linear = { weights: [0.1, 1, 0.5], bias: 0.25 };
+    came.save(dir);
+    await came.saveIndex(join(dir, 'index'), corpus.map((p) => p.id));
+    const back = await CameRetriever.load(dir);
+    expect(back.experts).toEqual(['lexical', 'local', 'global']);
+    expect(back.linear).toEqual(came.linear);
+    expect(await back.loadIndex(join(dir, 'index'))).toEqual(corpus.map((p) => p.id));
+    const a = await came.search(questions, { k: 5, fusion: 'linear' });
+    const b = await back.search(questions, { k: 5, fusion: 'linear' });
+    expect(b.fused).toEqual(a.fused);
+    // Linear fusion: w . s + b with the K-th score filling.
+    const l = (['lexical', 'local', 'global'] as const).map((e) => a.experts[e]![0]!);
+    const top = a.fused[0]![0]!;
+    const s = l.reduce((acc, list, e) => acc + came.linear!.weights[e]! * (list.find((h) => h.id === top.id)?.score ?? list[list.length - 1]!.score), came.linear.bias);
+    expect(top.score).toBeCloseTo(s, 4);
+
+    expect(await asyncCode(CameRetriever.load(join(root, 'nowhere')))).toBe('ERR_IO');
+    const card = JSON.parse(readFileSync(join(dir, 'came.json'), 'utf8'));
+    writeFileSync(join(dir, 'came.json'), JSON.stringify({ ...card, version: 99 }));
+    expect(await asyncCode(CameRetriever.load(dir))).toBe('ERR_FORMAT');
+    writeFileSync(join(dir, 'came.json'), JSON.stringify(card));
+    const weights = readFileSync(join(dir, 'model-0.safetensors'));
+    writeFileSync(join(dir, 'model-0.safetensors'), weights.subarray(0, weights.length - 100));
+    expect(await asyncCode(CameRetriever.load(dir))).toBe('ERR_FORMAT');
+    expect(await asyncCode(back.loadIndex(join(root, 'nowhere')))).toBe('ERR_IO');
+  });
+});
+
+describe('CAME fusion and overlap', () => {
+  const L = (...pairs: Array<[number, number]>): Hit[] => pairs.map(([id, score]) => ({ id, score }));
+  const a = L([1, 9], [2, 5], [3, 1]);
+  const b = L([2, 0.9], [4, 0.5], [1, 0.1]);
+
+  it('computes each variant as defined (K-th filling, min-max, reciprocal ranks, linear)', () => {
+    const one = (m: Parameters<typeof fuseExperts>[1], linear?: { weights: number[]; bias: number }) => fuseExperts([[a], [b]], m, 10, 3, linear)[0]!;
+    const byId = (hits: Hit[]) => Object.fromEntries(hits.map((h) => [h.id, h.score]));
+    // sum: 1 = 9 + 0.1, 2 = 5 + 0.9, 3 = 1 + 0.1 (b's K-th), 4 = 1 (a's K-th) + 0.5
+    expect(byId(one('sum'))).toEqual({ 1: 9.1, 2: 5.9, 3: 1.1, 4: 1.5 });
+    expect(one('sum').map((h) => h.id)).toEqual([1, 2, 4, 3]);
+    // min-max: a -> 1: 1, 2: 0.5, 3: 0; b -> 2: 1, 4: 0.5, 1: 0
+    const ns = byId(one('normsum'));
+    expect(ns[1]).toBeCloseTo(1);
+    expect(ns[2]).toBeCloseTo(1.5);
+    expect(ns[3]).toBeCloseTo(0);
+    expect(ns[4]).toBeCloseTo(0.5);
+    expect(byId(one('normmax'))).toMatchObject({ 1: 1, 2: 1 });
+    const rr = byId(one('sumrr'));
+    expect(rr[1]).toBeCloseTo(1 + 1 / 3);
+    expect(rr[2]).toBeCloseTo(1 / 2 + 1);
+    expect(rr[4]).toBeCloseTo(1 / 2);
+    expect(byId(one('maxrr'))[3]).toBeCloseTo(1 / 3);
+    const lin = byId(one('linear', { weights: [2, -1], bias: 0.5 }));
+    expect(lin[1]).toBeCloseTo(2 * 9 - 0.1 + 0.5);
+    expect(lin[4]).toBeCloseTo(2 * 1 - 0.5 + 0.5);
+    expect(code(() => fuseExperts([[a], [b]], 'linear', 10, 3))).toBe('ERR_ARG');
+    expect(code(() => fuseExperts([], 'sum', 10, 3))).toBe('ERR_ARG');
+  });
+
+  it('fits a linear layer that weighs the informative expert', () => {
+    // Expert 0's score marks the relevant passage, expert 1's is noise.
+    const qs = Array.from({ length: 40 }, (_, q) => {
+      const rel = q % 5;
+      const lists = [0, 1].map((e) => Array.from({ length: 5 }, (_, i) => ({ id: i, score: e === 0 ? (i === rel ? 2 : 0) + 0.1 * i : Math.sin(q * 7 + i) })).sort((x, y) => y.score - x.score));
+      return { lists, relevant: new Set([rel]) };
+    });
+    const fit = fitLinearFusion(qs);
+    expect(fit.weights[0]!).toBeGreaterThan(0);
+    expect(fit.weights[0]!).toBeGreaterThan(5 * Math.abs(fit.weights[1]!));
+    expect(code(() => fitLinearFusion([]))).toBe('ERR_ARG');
+  });
+
+  it('rank-biased overlap: 1 for equal lists, 0 for disjoint ones, and the extrapolated formula by hand', () => {
+    expect(rbo([1, 2, 3], [1, 2, 3])).toBeCloseTo(1, 12);
+    expect(rbo([1, 2], [3, 4])).toBe(0);
+    // A = [1, 2], B = [2, 1]: X_1 = 0, X_2 = 2 -> (2/2) p^2 + ((1-p)/p)(0 + (2/2) p^2)
+    const p = 0.9;
+    expect(rbo([1, 2], [2, 1], p)).toBeCloseTo(p ** 2 + ((1 - p) / p) * p ** 2, 12);
+    expect(rbo([1, 2, 3, 4], [1, 5, 2, 6], p)).toBeGreaterThan(rbo([1, 2, 3, 4], [5, 1, 6, 2], p));
+    expect(code(() => rbo([1], [1], 1))).toBe('ERR_RANGE');
+  });
+});
+
+describe('CAME training', () => {
+  it('trains the joint model (standardized, then competitive, then mined negatives) and the independent experts', async () => {
+    for (const independent of [false, true]) {
+      Retriever.seed(6);
+      const came = CameRetriever.create({ tokenizer, independent, model: small, text: { maxQueryLength: 16, maxPassageLength: 24 } });
+      const train = examples(0, 40);
+      const dev = examples(0, 8); // questions it trains on: the test is that it fits them
+      await came.index(corpus);
+      const mrr = async () => {
+        const r = await came.search(dev.map((e) => e.query), { k: 10 });
+        return r.fused.reduce((a, hits, q) => {
+          const at = hits.findIndex((h) => h.id === dev[q]!.positives[0]);
+          return a + (at < 0 ? 0 : 1 / (at + 1));
+        }, 0) / dev.length;
+      };
+      const before = await mrr();
+      const lines: string[] = [];
+      const rec = await trainCame(came, { passages: corpus, train, dev }, { epochs: 6, hardNegativeEpochs: 1, negatives: 3, batchSize: 8, lr: 5e-3, mineDepth: 5, log: (l) => lines.push(l), checkpointDir: join(root, `ckpt-${independent}`) });
+      expect(rec.stages.map((s) => s.stage)).toEqual(independent ? ['bm25', 'bm25', 'bm25', 'hard-negatives', 'hard-negatives', 'hard-negatives'] : ['bm25', 'hard-negatives']);
+      const first = rec.stages[0]!;
+      expect(first.epochs).toHaveLength(6);
+      expect(first.epochs[5]!.loss).toBeLessThan(first.epochs[0]!.loss);
+      if (!independent) {
+        // 20% of 30 steps standardized (weights 1), the rest competitive (weights summing to 1).
+        expect(lines.some((l) => /specialized stage from batch 6/.test(l))).toBe(true);
+        const w = first.epochs[5]!.experts;
+        expect(w.lexical!.weight + w.local!.weight + w.global!.weight).toBeCloseTo(1, 5);
+        expect(first.epochs[0]!.experts.local!.weight).toBeGreaterThan(0.5);
+      }
+      await came.index(corpus);
+      expect(await mrr()).toBeGreaterThan(before);
+      expect(came.training).toMatchObject({ independent, mode: 'competitive' });
+    }
+  });
+});
+
+function quorum(...args: string[]) {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', join(packageRoot, 'lib', 'cli', 'main.ts'), ...args], { cwd: packageRoot, encoding: 'utf8', timeout: 240_000 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+describe('quorum came', () => {
+  it('came train, came index, came search and eval --came on a tiny dataset; typed one-line errors', () => {
+    const data = join(root, 'beir');
+    mkdirSync(join(data, 'qrels'), { recursive: true });
+    writeFileSync(join(data, 'corpus.jsonl'), corpus.map((p) => JSON.stringify({ _id: p.id, title: p.title, text: p.text })).join('\n') + '\n');
+    writeFileSync(join(data, 'queries.jsonl'), Array.from({ length: N }, (_, i) => JSON.stringify({ _id: `q${i}`, text: question(i) })).join('\n') + '\n');
+    for (const [name, lo, hi] of [['train', 0, 32], ['dev', 32, 40], ['test', 40, 48]] as const)
+      writeFileSync(join(data, 'qrels', `${name}.tsv`), 'query-id\tcorpus-id\tscore\n' + Array.from({ length: hi - lo }, (_, j) => `q${lo + j}\tp${lo + j}\t1`).join('\n') + '\n');
+    const dir = join(root, 'came-cli');
+    const t = quorum('came', 'train', '--data', data, '--out', dir, '--no-glove', '--hidden', '16', '--epochs', '1', '--hard-epochs', '1', '--negatives', '1', '--batch', '8', '--max-passage-length', '24', '--max-query-length', '16');
+    expect(t.stderr).toBe('');
+    expect(t.status).toBe(0);
+    expect(t.stdout).toMatch(/linear fusion fitted on 8 dev questions/);
+    const card = JSON.parse(readFileSync(join(dir, 'came.json'), 'utf8'));
+    expect(card).toMatchObject({ format: 'quorum-came', version: 1, independent: false });
+    expect(card.training.stages).toHaveLength(2);
+    const ix = quorum('came', 'index', '--came', dir, '--data', data);
+    expect(ix.status).toBe(0);
+    expect(ix.stdout).toMatch(/indexed 48 passages with lexical, local, global/);
+    const s = quorum('came', 'search', '--came', dir, '--k', '3', question(41));
+    expect(s.status).toBe(0);
+    expect(s.stdout.trim().split('\n')).toHaveLength(4);
+    const out = join(root, 'eval-came');
+    const e = quorum('eval', '--data', data, '--came', dir, '--metrics', 'mrr@10', '--k', '10', '--out', out);
+    expect(e.stderr).toBe('');
+    expect(e.status).toBe(0);
+    const metrics = JSON.parse(readFileSync(join(out, 'metrics.json'), 'utf8'));
+    expect(Object.keys(metrics.metrics).sort()).toEqual([
+      'came', 'came-expert:global', 'came-expert:lexical', 'came-expert:local', 'came:linear', 'came:maxrr', 'came:normmax', 'came:normsum', 'came:sumrr',
+    ]);
+    for (const [args, message] of [
+      [['came', 'train', '--data', join(root, 'nowhere'), '--out', join(root, 'x')], /^quorum: ERR_IO/],
+      [['came', 'train', '--data', data, '--out', join(root, 'x'), '--mode', 'rival'], /^quorum: ERR_ARG: --mode/],
+      [['came', 'search', '--came', join(root, 'nowhere'), 'q'], /^quorum: ERR_IO/],
+      [['came', 'search', '--came', dir, '--fusion', 'best', 'q'], /^quorum: ERR_ARG: --fusion/],
+    ] as const) {
+      const r = quorum(...args);
+      expect(r.status, args.join(' ')).toBe(1);
+      expect(r.stderr.trim().split('\n'), args.join(' ')).toHaveLength(1);
+      expect(r.stderr.trim()).toMatch(message);
+    }
+    expect(quorum('came', 'train', '--help').stdout).toMatch(/--mode[\s\S]*--independent[\s\S]*--tau/);
+  });
+});
