@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { rbo } from '../lib/eval/rbo.js';
+import { fitLexicalBias } from '../lib/methods/came/encode.js';
 import { expertScores } from '../lib/methods/came/scores.js';
 import { fitLinearFusion, fuseExperts, type Hit } from '../lib/methods/came/fusion.js';
 import { CameModel } from '../lib/methods/came/model.js';
@@ -17,6 +18,7 @@ import { trainCame } from '../lib/methods/came/train.js';
 import { packageRoot } from '../lib/native.js';
 import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
 import type { TrainingExample } from '../lib/train/examples.js';
+import { TokenTable } from '../lib/train/token-table.js';
 import { Retriever } from '../lib/train/retriever.js';
 import { asyncCode, code } from './basics.js';
 
@@ -82,6 +84,22 @@ describe('CAME model', () => {
     expect(e.lexical!.length).toBe(3 * VOCAB.length);
     expect(e.lexical!.every((x) => x >= 0)).toBe(true);
     for (let r = 0; r < 3; r++) expect(Math.hypot(...e.global!.subarray(r * 16, (r + 1) * 16))).toBeCloseTo(1, 5);
+  });
+
+  it('fitLexicalBias starts the median passage with about the asked number of terms', async () => {
+    Retriever.seed(7);
+    const m = CameModel.create({ ...small, encoder: { ...small.encoder, vocabSize: VOCAB.length } });
+    const table = await TokenTable.passages(tokenizer, corpus, 24);
+    const before = m.encodeSync(table.batch([0]), 'passage', ['lexical']).lexical!.filter((x) => x > 0).length;
+    const bias = await fitLexicalBias(m, table, { terms: 20 });
+    expect(bias).toBeLessThan(0);
+    expect(m.getParameter('lexical.head.decoder.bias').every((b) => b === Math.fround(bias))).toBe(true);
+    const counts = Array.from({ length: N }, (_, i) => m.encodeSync(table.batch([i]), 'passage', ['lexical']).lexical!.filter((x) => x > 0).length).sort((a, b) => a - b);
+    expect(counts[N >> 1]!).toBeGreaterThanOrEqual(17);
+    expect(counts[N >> 1]!).toBeLessThanOrEqual(20);
+    expect(before).toBeGreaterThan(40);
+    const global = CameModel.create({ ...small, encoder: { ...small.encoder, vocabSize: VOCAB.length }, experts: ['global'] });
+    expect(await asyncCode(fitLexicalBias(global, table))).toBe('ERR_ARG');
   });
 
   it('a training step: the standardized loss is the sum of the experts\' losses, the competitive one their weighted sum', async () => {

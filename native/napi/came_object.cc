@@ -4,7 +4,6 @@
 #include <torch/torch.h>
 
 #include <array>
-#include <cstring>
 #include <memory>
 #include <string>
 
@@ -83,14 +82,6 @@ Napi::Object training_object(Napi::Env env, const torchx::CameTraining& t) {
   return o;
 }
 
-// Copies a float tensor into a new Float32Array (the result of an encode).
-Napi::Float32Array copy_out(Napi::Env env, const torch::Tensor& t) {
-  const torch::Tensor c = t.contiguous();
-  Napi::Float32Array a = Napi::Float32Array::New(env, size_t(c.numel()));
-  if (c.numel()) std::memcpy(a.Data(), c.data_ptr<float>(), size_t(c.numel()) * sizeof(float));
-  return a;
-}
-
 class CameObject : public TrainableObject<CameObject, CameModel> {
  public:
   static Napi::Function Init(Napi::Env env) {
@@ -155,9 +146,9 @@ class CameObject : public TrainableObject<CameObject, CameModel> {
       return run(env, info[3], {}, Napi::Object::New(env),
                         [=] { *out = model->encode(*batch, side, which); },
                         [out](Napi::Env env, Napi::Object result) {
-                          if (out->lexical.defined()) result.Set("lexical", copy_out(env, out->lexical));
-                          if (out->local.defined()) result.Set("local", copy_out(env, out->local));
-                          if (out->global.defined()) result.Set("global", copy_out(env, out->global));
+                          if (out->lexical.defined()) result.Set("lexical", float_array_of(env, out->lexical));
+                          if (out->local.defined()) result.Set("local", float_array_of(env, out->local));
+                          if (out->global.defined()) result.Set("global", float_array_of(env, out->global));
                         });
     });
   }

@@ -8,12 +8,11 @@ import type { Command } from 'commander';
 import { count, int, num } from '../../cli/args.js';
 import { loadBeir } from '../../data/beir.js';
 import { QuorumError } from '../../errors.js';
-import { initFromGlove } from '../../train/init.js';
 import { prepareTraining } from '../../train/prepare.js';
 import { Retriever } from '../../train/retriever.js';
 import { CAME_FUSIONS, type CameFusion } from './fusion.js';
 import { CameRetriever } from './retriever.js';
-import { fitCameLinear, trainCame } from './train.js';
+import { fitCameLinear, initCame, trainCame } from './train.js';
 
 export interface CameTrainCommandOptions {
   data: string;
@@ -66,7 +65,8 @@ export async function cameTrainCommand(o: CameTrainCommandOptions, log: (line: s
     text: { maxQueryLength: o.maxQueryLength, maxPassageLength: o.maxPassageLength },
   });
   log(`CAME${came.independent ? ' (independent experts)' : ''}: ${came.parameterCount.toLocaleString()} parameters, ${o.sharedLayers} shared + ${o.expertLayers} per expert layers`);
-  if (d.glove) for (const m of came.models) await initFromGlove(m, d.tokenizer.vocabulary, { glove: d.glove, seed: o.seed });
+  const init = await initCame(came, d.passages, { ...(d.glove ? { glove: d.glove } : {}), seed: o.seed });
+  if (init.lexicalBias !== undefined) log(`lexical expert: decoder bias ${init.lexicalBias.toFixed(2)} (about 128 terms per passage at step 0)`);
   const record = await trainCame(came, { passages: d.passages, train: d.train, ...(d.dev.length ? { dev: d.dev } : {}) }, {
     mode: o.mode as 'competitive' | 'standardized',
     epochs: o.epochs,

@@ -15,7 +15,9 @@ import { trainRetriever, type EpochStats, type TrainOptions } from '../../train/
 import { rankAgainstPool, type ValidationInput } from '../../train/validate.js';
 import { mustBeObject } from '../../validate.js';
 import type { TokenTable } from '../../train/token-table.js';
-import { encodeCame } from './encode.js';
+import { encodeCame, fitLexicalBias } from './encode.js';
+import { initFromGlove } from '../../train/init.js';
+import type { GloveVectors } from '../../train/glove.js';
 import type { CameStepStats, CameExpertName, CameModel } from './model.js';
 import type { CameRetriever } from './retriever.js';
 import { expertScores } from './scores.js';
@@ -250,4 +252,20 @@ export async function fitCameLinear(came: CameRetriever, dev: readonly TrainingE
   const r = await came.search(dev.map((e) => e.query), { k: 1, expertK: options.expertK ?? 100 });
   const experts = came.experts;
   return fitLinearFusion(dev.map((e, q) => ({ lists: experts.map((x) => r.experts[x]![q]!), relevant: new Set(e.positives) })));
+}
+
+/**
+ * CAME's start from GloVe: every model's token embeddings from the vectors ({@link initFromGlove}), then the lexical
+ * expert's decoder bias fitted to start sparse ({@link fitLexicalBias}, about `lexicalTerms` terms per passage).
+ *
+ * @example
+ * await initCame(came, passages, { glove });
+ */
+export async function initCame(came: CameRetriever, passages: readonly PassageText[], options: { glove?: GloveVectors; seed?: number; lexicalTerms?: number } = {}): Promise<{ coverage: number; lexicalBias?: number }> {
+  let coverage = 0;
+  if (options.glove) for (const m of came.models) coverage = (await initFromGlove(m, came.tokenizer.vocabulary, { glove: options.glove, seed: options.seed ?? 12345 })).coverage;
+  const lexical = came.models.find((m) => m.experts.includes('lexical'));
+  if (!lexical) return { coverage };
+  const lexicalBias = await fitLexicalBias(lexical, await came.passageTable(passages), { terms: options.lexicalTerms ?? 128 });
+  return { coverage, lexicalBias };
 }
