@@ -8,7 +8,7 @@
 //   - the training-step time with Quorum's kernels against libtorch's own ops (one model, the same batches).
 //   node --import tsx bench/came.ts [--data=DIR] [--variants=independent,standardized,competitive] [--epochs=2]
 //     [--hard=1] [--negatives=1] [--batch=32] [--lr=1e-3] [--tau=0.5] [--budget=S] [--latency=100] [--step-batches=2]
-//     [--recall=200] [--save=DIR]
+//     [--recall=200] [--save=DIR | --load=DIR] [--train-sample=N]
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 
@@ -18,11 +18,12 @@ import { rbo } from '../lib/eval/rbo.js';
 import { CAME_FUSIONS, fuseExperts, type Hit } from '../lib/methods/came/fusion.js';
 import type { CameExpertName } from '../lib/methods/came/model.js';
 import { CameRetriever } from '../lib/methods/came/retriever.js';
-import { fitCameLinear, initCame, trainCame } from '../lib/methods/came/train.js';
+import { fitCameLinear, initCame, trainCame, type CameTrainRecord } from '../lib/methods/came/train.js';
 import { capabilities } from '../lib/index.js';
 import { packageRoot } from '../lib/native.js';
 import { seededRandom } from '../lib/random.js';
 import { composeBatch } from '../lib/train/trainer.js';
+import { shuffle } from '../lib/train/schedule.js';
 import { prepareTraining } from '../lib/train/prepare.js';
 import { Retriever } from '../lib/train/retriever.js';
 import { median, writeResults } from './harness.js';
@@ -42,11 +43,19 @@ const stepBatches = Number(arg('step-batches', '2'));
 const recallQueries = Number(arg('recall', '200'));
 // Each variant's trained retriever is saved here (<dir>/<variant>), for `quorum eval --came` and later runs.
 const saveDir = arg('save', '');
+const loadDir = arg('load', '');
 const seed = 12345;
 
 const caps = capabilities();
 console.log(`isa ${caps.isa}, ${caps.threads} threads, ${JSON.stringify(caps.cpu)}`);
 const d = await prepareTraining(dir, { glove: true, wordVocab: true, log: console.log });
+// --train-sample=N: a seeded sample of N training questions (the full benchmark's 16k questions cost ~45 minutes
+// per epoch of the three experts on 2 cores).
+const sample = Number(arg('train-sample', '0'));
+if (sample > 0 && sample < d.train.length) {
+  d.train = shuffle(d.train.slice(), seededRandom(seed)).slice(0, sample);
+  console.log(`training on a sample of ${sample} questions`);
+}
 const test = loadBeir(dir, 'test');
 const testQ = test.queries.filter((q) => test.qrels.has(q.id));
 const tasks = [...new Set(testQ.map((q) => q.task ?? 'default'))].sort();
@@ -80,28 +89,36 @@ const markdown: string[] = [];
 
 for (const variant of variants) {
   console.log(`\n=== ${variant} ===`);
-  Retriever.seed(seed);
-  const came = CameRetriever.create({ tokenizer: d.tokenizer, independent: variant === 'independent' });
-  const init = await initCame(came, d.passages, { ...(d.glove ? { glove: d.glove } : {}), seed });
-  console.log(`${came.parameterCount.toLocaleString()} parameters; lexical bias ${init.lexicalBias?.toFixed(2)}`);
-  const record = await trainCame(came, { passages: d.passages, train: d.train, dev: d.dev }, {
-    mode: variant === 'standardized' ? 'standardized' : 'competitive',
-    epochs,
-    hardNegativeEpochs: hard,
-    negatives,
-    batchSize: batch,
-    lr,
-    tau,
-    seed,
-    checkpointDir: join(tmpdir(), `quorum-came-bench-${variant}-${process.pid}`),
-    ...(budget ? { timeBudgetSeconds: Number(budget) } : {}),
-    log: console.log,
-  });
+  let came: CameRetriever;
+  let record: CameTrainRecord;
+  if (loadDir) {
+    // --load=DIR: the retriever a run with --save=DIR trained, scored again (e.g. after a change to the fusion).
+    came = await CameRetriever.load(join(loadDir, variant));
+    record = came.training as unknown as CameTrainRecord;
+  } else {
+    Retriever.seed(seed);
+    came = CameRetriever.create({ tokenizer: d.tokenizer, independent: variant === 'independent' });
+    const init = await initCame(came, d.passages, { ...(d.glove ? { glove: d.glove } : {}), seed });
+    console.log(`${came.parameterCount.toLocaleString()} parameters; lexical bias ${init.lexicalBias?.toFixed(2)}`);
+    record = await trainCame(came, { passages: d.passages, train: d.train, dev: d.dev }, {
+      mode: variant === 'standardized' ? 'standardized' : 'competitive',
+      epochs,
+      hardNegativeEpochs: hard,
+      negatives,
+      batchSize: batch,
+      lr,
+      tau,
+      seed,
+      checkpointDir: join(tmpdir(), `quorum-came-bench-${variant}-${process.pid}`),
+      ...(budget ? { timeBudgetSeconds: Number(budget) } : {}),
+      log: console.log,
+    });
+  }
   await came.index(test.corpus);
   const linear = d.dev.length ? await fitCameLinear(came, d.dev) : undefined;
   // (fitCameLinear searched the train corpus rows; the test corpus is the same corpus in this benchmark's layout.)
   came.linear = linear;
-  if (saveDir) came.save(join(saveDir, variant));
+  if (saveDir && !loadDir) came.save(join(saveDir, variant));
   const t0 = performance.now();
   const r = await came.search(testQ.map((q) => q.text), { k: 100, expertK: 100 });
   const searchSeconds = (performance.now() - t0) / 1000;
@@ -153,8 +170,9 @@ for (const variant of variants) {
     lat.push(performance.now() - s0);
     for (const [k, v] of Object.entries(one.timings)) (parts[k] ??= []).push(v);
   }
-  const latency = { p50: percentile(lat, 50), p99: percentile(lat, 99), parts: Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, median(v)])) };
-  markdown.push(`${variant}: B = 1 latency over ${lat.length} questions: p50 ${latency.p50.toFixed(1)} ms, p99 ${latency.p99.toFixed(1)} ms (medians: ${Object.entries(latency.parts).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')} ms); all ${testQ.length} test questions in ${searchSeconds.toFixed(1)} s`);
+  const latency = lat.length ? { p50: percentile(lat, 50), p99: percentile(lat, 99), parts: Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, median(v)])) } : undefined;
+  if (latency)
+    markdown.push(`${variant}: B = 1 latency over ${lat.length} questions: p50 ${latency.p50.toFixed(1)} ms, p99 ${latency.p99.toFixed(1)} ms (medians: ${Object.entries(latency.parts).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')} ms); all ${testQ.length} test questions in ${searchSeconds.toFixed(1)} s`);
   const tokens = record.stages.reduce((a, s) => a + s.tokensPerSecond * s.seconds, 0);
   const seconds = record.stages.reduce((a, s) => a + s.seconds, 0);
   markdown.push(`${variant}: training ${Math.round(record.seconds)} s in all (${Math.round(seconds)} s in the loop, ${Math.round(tokens / Math.max(seconds, 1e-9))} tokens/s); ${came.parameterCount.toLocaleString()} parameters`);

@@ -319,6 +319,7 @@ describe('CAME training', () => {
       const lines: string[] = [];
       const rec = await trainCame(came, { passages: corpus, train, dev }, { epochs: 6, hardNegativeEpochs: 1, negatives: 3, batchSize: 8, lr: 5e-3, mineDepth: 5, log: (l) => lines.push(l), checkpointDir: join(root, `ckpt-${independent}`) });
       expect(rec.stages.map((s) => s.stage)).toEqual(independent ? ['bm25', 'bm25', 'bm25', 'hard-negatives', 'hard-negatives', 'hard-negatives'] : ['bm25', 'hard-negatives']);
+      for (const s of rec.stages.filter((x) => x.stage === 'hard-negatives')) expect(['bm25', 'hard-negatives']).toContain(s.kept);
       const first = rec.stages[0]!;
       expect(first.epochs).toHaveLength(6);
       expect(first.epochs[5]!.loss).toBeLessThan(first.epochs[0]!.loss);

@@ -52,9 +52,12 @@ function filledScores(lists: ReadonlyArray<readonly Hit[]>): { ids: number[]; sc
 }
 
 /**
- * Fits the linear fusion layer on dev questions: logistic regression of relevance on the experts' filled scores
- * over each question's candidates (features standardised while fitting, the result mapped back to raw scores), by
- * full-batch gradient descent.
+ * Fits the linear fusion layer on dev questions by a listwise objective: per question, the softmax over its
+ * candidates (the union of the experts' lists, missing scores filled with the list's K-th) of w . s must put its mass
+ * on the relevant ones (-log sum over relevant of softmax), by full-batch gradient descent on standardised scores,
+ * mapped back to raw scores. Raw scores are on per-question scales (MaxSim grows with the question's length), which
+ * is why a pointwise fit across questions fails here. The bias shifts every candidate alike, so a ranking loss gives
+ * it no gradient: it stays 0 (kept in the layer for the w . s + b form).
  *
  * @param questions per dev question: its expert lists and its relevant passage ids
  * @example
@@ -66,40 +69,38 @@ export function fitLinearFusion(
 ): LinearFusion {
   if (!questions.length) throw new QuorumError('ERR_ARG', 'fitting the linear fusion needs dev questions');
   const E = questions[0]!.lists.length;
-  const X: number[][] = [];
-  const y: number[] = [];
+  const groups: Array<{ x: number[][]; rel: boolean[] }> = [];
   for (const q of questions) {
     if (q.lists.length !== E) throw new QuorumError('ERR_SHAPE', 'every question needs the same number of expert lists');
     const { ids, scores } = filledScores(q.lists);
-    ids.forEach((id, i) => {
-      X.push(scores.map((s) => s[i]!));
-      y.push(q.relevant.has(id) ? 1 : 0);
-    });
+    const rel = ids.map((id) => q.relevant.has(id));
+    // A question whose candidates are all relevant or all not says nothing about the weights.
+    if (rel.some(Boolean) && !rel.every(Boolean)) groups.push({ x: ids.map((_, i) => scores.map((s) => s[i]!)), rel });
   }
-  const n = X.length;
-  const pos = y.reduce((a, b) => a + b, 0);
-  if (pos === 0 || pos === n) throw new QuorumError('ERR_ARG', 'the dev lists need relevant and non-relevant candidates to fit a linear fusion');
-  const mean = Array.from({ length: E }, (_, e) => X.reduce((a, x) => a + x[e]!, 0) / n);
-  const sd = Array.from({ length: E }, (_, e) => Math.sqrt(X.reduce((a, x) => a + (x[e]! - mean[e]!) ** 2, 0) / n) || 1);
-  const Z = X.map((x) => x.map((v, e) => (v - mean[e]!) / sd[e]!));
-  // Relevant candidates are rare: each class carries half the loss.
-  const cw = y.map((t) => (t ? n / (2 * pos) : n / (2 * (n - pos))));
-  const w = new Array<number>(E).fill(0);
-  let b = 0;
-  const iterations = options.iterations ?? 500;
+  if (!groups.length) throw new QuorumError('ERR_ARG', 'the dev lists need relevant and non-relevant candidates to fit a linear fusion');
+  const all = groups.flatMap((g) => g.x);
+  const mean = Array.from({ length: E }, (_, e) => all.reduce((a, x) => a + x[e]!, 0) / all.length);
+  const sd = Array.from({ length: E }, (_, e) => Math.sqrt(all.reduce((a, x) => a + (x[e]! - mean[e]!) ** 2, 0) / all.length) || 1);
+  for (const g of groups) g.x = g.x.map((x) => x.map((v, e) => (v - mean[e]!) / sd[e]!));
+  const w = new Array<number>(E).fill(1 / E);
+  const iterations = options.iterations ?? 300;
   const lr = options.lr ?? 0.5;
   for (let it = 0; it < iterations; it++) {
     const gw = new Array<number>(E).fill(0);
-    let gb = 0;
-    for (let i = 0; i < n; i++) {
-      const z = Z[i]!.reduce((a, v, e) => a + w[e]! * v, b);
-      const g = (cw[i]! * (1 / (1 + Math.exp(-z)) - y[i]!)) / n;
-      Z[i]!.forEach((v, e) => (gw[e] = gw[e]! + g * v));
-      gb += g;
+    for (const g of groups) {
+      const z = g.x.map((x) => x.reduce((a, v, e) => a + w[e]! * v, 0));
+      const m = Math.max(...z);
+      const ez = z.map((v) => Math.exp(v - m));
+      const total = ez.reduce((a, b) => a + b, 0);
+      const relTotal = ez.reduce((a, v, i) => a + (g.rel[i] ? v : 0), 0);
+      // d/dz_i of -log(sum_R e^z / sum e^z) = p_i - (i in R) e^z_i / sum_R e^z
+      g.x.forEach((x, i) => {
+        const d = ez[i]! / total - (g.rel[i] ? ez[i]! / relTotal : 0);
+        x.forEach((v, e) => (gw[e] = gw[e]! + (d * v) / groups.length));
+      });
     }
     for (let e = 0; e < E; e++) w[e] = w[e]! - lr * gw[e]!;
-    b -= lr * gb;
   }
-  const weights = w.map((v, e) => v / sd[e]!);
-  return { weights, bias: b - weights.reduce((a, v, e) => a + v * mean[e]!, 0) };
+  // Standardised back to raw: w_raw = w / sd; the shift by the means is the same for every candidate.
+  return { weights: w.map((v, e) => v / sd[e]!), bias: 0 };
 }

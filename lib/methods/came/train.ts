@@ -2,7 +2,8 @@
 //   1. BM25 negatives: the standardized stage (sum of the experts' losses) for the first `standardizedShare` of the
 //      steps, then the specialized stage (competitive weights) for the rest;
 //   2. hard negatives mined from the union of the three experts' top results (minus the gold), then more
-//      specialized training.
+//      specialized training; the model keeps this stage's best checkpoint or the first stage's, the better by dev
+//      MRR.
 // mode 'standardized' keeps the standardized loss throughout (the paper's "w/o competitive" row); an independent
 // retriever (one model per expert) trains each model alone on the same schedule, mining from its own results.
 import { join } from 'node:path';
@@ -63,6 +64,8 @@ export interface CameStageRecord {
   experts: CameExpertName[];
   epochs: Array<EpochStats & { experts: Partial<Record<CameExpertName, { loss: number; weight: number; accuracy: number }>> }>;
   best?: { epoch: number; value: number };
+  /** The hard-negative stage: which stage's best checkpoint the model kept (the better by dev MRR). */
+  kept?: 'bm25' | 'hard-negatives';
   seconds: number;
   tokensPerSecond: number;
 }
@@ -224,8 +227,13 @@ export async function trainCame(
       const { options: opts, records } = loop(model, o.hardNegativeEpochs, dir, -1);
       log(`model ${i + 1}/${came.models.length}: ${o.hardNegativeEpochs} epochs on mined negatives`);
       const r = await trainRetriever(model, came.tokenizer, { passages: data.passages, train: mined, ...(data.dev ? { dev: data.dev } : {}) }, opts);
-      if (r.best) await model.load(join(dir, 'best.pt'));
-      stages.push({ stage: 'hard-negatives', experts: [...experts], epochs: records, ...(r.best ? { best: r.best } : {}), seconds: r.seconds, tokensPerSecond: r.tokensPerSecond });
+      // Keep the better of the two stages by dev MRR (values are -MRR): mined negatives can overfit a small set.
+      const before = stages.find((s) => s.stage === 'bm25' && s.experts.join() === experts.join())?.best;
+      const kept = r.best && before && before.value <= r.best.value ? 'bm25' : 'hard-negatives';
+      if (kept === 'bm25') await model.load(join(base, `model-${i}`, 'bm25', 'best.pt'));
+      else if (r.best) await model.load(join(dir, 'best.pt'));
+      if (kept === 'bm25') log(`  [${experts.join('+')}] kept the BM25 stage's checkpoint (dev MRR ${(-before!.value).toFixed(4)} against ${(-r.best!.value).toFixed(4)})`);
+      stages.push({ stage: 'hard-negatives', experts: [...experts], epochs: records, ...(r.best ? { best: r.best } : {}), kept, seconds: r.seconds, tokensPerSecond: r.tokensPerSecond });
     }
   }
   const record: CameTrainRecord = {
