@@ -9,6 +9,7 @@ import { QuorumError } from '../errors.js';
 import { WordPieceTokenizer, extendVocabulary } from '../text/tokenizer.js';
 import { addBm25Negatives, examplesFromQrels, type PassageText, type TrainingExample } from './examples.js';
 import { loadGloveVectors, type GloveVectors } from './glove.js';
+import { mustBeObject, mustBeString } from '../validate.js';
 
 export interface PreparedData {
   passages: PassageText[];
@@ -30,6 +31,8 @@ export async function prepareTraining(
   dir: string,
   o: { tasks?: readonly string[]; glove: boolean; wordVocab: boolean; log?: (line: string) => void },
 ): Promise<PreparedData> {
+  mustBeString(dir, 'dataset directory');
+  mustBeObject(o, 'prepareTraining options');
   const log = o.log ?? (() => {});
   const train = loadBeir(dir, 'train');
   const dev = existsSync(join(dir, 'qrels', 'dev.tsv')) ? loadBeir(dir, 'dev') : undefined;

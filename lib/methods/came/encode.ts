@@ -4,9 +4,9 @@
 import { QuorumError } from '../../errors.js';
 import { sparseVectors, toSparse, type SparseVectors } from '../../splade.js';
 import { Tensor } from '../../tensor.js';
-import type { TokenTable } from '../../train/token-table.js';
+import { TokenTable } from '../../train/token-table.js';
 import { mustBeObject } from '../../validate.js';
-import type { CameExpertName, CameModel } from './model.js';
+import { CameModel, type CameExpertName } from './model.js';
 
 /** One side's encoding of a set of texts, row i = text i. */
 export interface CameEncoding {
@@ -120,7 +120,9 @@ function packSparse(rows: ReadonlyArray<{ indices: Int32Array; values: Float32Ar
  * await fitLexicalBias(model, await TokenTable.passages(tokenizer, corpus, 192), { terms: 128 });
  */
 export async function fitLexicalBias(model: CameModel, table: TokenTable, options: { terms?: number; sample?: number } = {}): Promise<number> {
-  mustBeObject(model, 'model');
+  if (!(model instanceof CameModel)) throw new QuorumError('ERR_ARG', 'fitLexicalBias needs a CameModel');
+  if (!(table instanceof TokenTable)) throw new QuorumError('ERR_ARG', 'fitLexicalBias needs a TokenTable of passages');
+  mustBeObject(options, 'fitLexicalBias options');
   if (!model.experts.includes('lexical')) throw new QuorumError('ERR_ARG', 'the model has no lexical expert');
   const terms = options.terms ?? 128;
   const n = Math.min(table.size, options.sample ?? 256);

@@ -5,6 +5,7 @@
 import { QuorumError } from '../../errors.js';
 import type { Run, ScoredDoc } from '../../eval/ranking.js';
 import { fuse, type FusionMethod } from '../../fusion/fuse.js';
+import { mustBeArray, mustBeObject } from '../../validate.js';
 
 export type CameFusion = 'sum' | 'normsum' | 'normmax' | 'sumrr' | 'maxrr' | 'linear';
 export const CAME_FUSIONS: readonly CameFusion[] = ['sum', 'normsum', 'normmax', 'sumrr', 'maxrr', 'linear'];
@@ -67,7 +68,14 @@ export function fitLinearFusion(
   questions: ReadonlyArray<{ lists: ReadonlyArray<readonly Hit[]>; relevant: ReadonlySet<number> }>,
   options: { iterations?: number; lr?: number } = {},
 ): LinearFusion {
+  mustBeArray(questions, 'dev questions');
+  mustBeObject(options, 'fit options');
   if (!questions.length) throw new QuorumError('ERR_ARG', 'fitting the linear fusion needs dev questions');
+  questions.forEach((q, i) => {
+    mustBeObject(q, `questions[${i}]`);
+    mustBeArray(q.lists, `questions[${i}].lists`);
+    if (!(q.relevant instanceof Set)) throw new QuorumError('ERR_ARG', `questions[${i}].relevant must be a Set of passage ids`);
+  });
   const E = questions[0]!.lists.length;
   const groups: Array<{ x: number[][]; rel: boolean[] }> = [];
   for (const q of questions) {

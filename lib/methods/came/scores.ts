@@ -6,7 +6,9 @@ import { maxSim } from '../../maxsim.js';
 import { sparseScores } from '../../splade.js';
 import { Tensor } from '../../tensor.js';
 import type { CameEncoding } from './encode.js';
-import type { CameExpertName } from './model.js';
+import { QuorumError } from '../../errors.js';
+import { mustBeArray, mustBeObject } from '../../validate.js';
+import { CAME_EXPERTS, type CameExpertName } from './model.js';
 
 /** Packed token vectors `[sum of lengths, dim]` as a padded `[rows, Lmax, dim]` tensor and its token mask. */
 export function padTokens(local: NonNullable<CameEncoding['local']>): { tokens: Tensor<'f32'>; mask: Uint8Array; maxLength: number } {
@@ -33,6 +35,13 @@ export function padTokens(local: NonNullable<CameEncoding['local']>): { tokens: 
  * s.local![i * pEnc.rows + j]; // MaxSim of question i and passage j
  */
 export async function expertScores(q: CameEncoding, p: CameEncoding, experts: readonly CameExpertName[]): Promise<Partial<Record<CameExpertName, Float32Array>>> {
+  mustBeObject(q, 'question encoding');
+  mustBeObject(p, 'passage encoding');
+  mustBeArray(experts, 'experts');
+  for (const e of experts) {
+    if (!CAME_EXPERTS.includes(e)) throw new QuorumError('ERR_ARG', `a CAME expert is 'lexical', 'local' or 'global', got '${String(e)}'`);
+    if (!q[e] || !p[e]) throw new QuorumError('ERR_ARG', `both encodings need the ${e} expert's part`);
+  }
   const out: Partial<Record<CameExpertName, Float32Array>> = {};
   for (const e of experts) {
     if (e === 'lexical') out.lexical = (await sparseScores(q.lexical!, p.lexical!)).data;

@@ -14,13 +14,13 @@ import type { StepStats } from '../../native.js';
 import type { TrainingExample, PassageText } from '../../train/examples.js';
 import { trainRetriever, type EpochStats, type TrainOptions } from '../../train/trainer.js';
 import { rankAgainstPool, type ValidationInput } from '../../train/validate.js';
-import { mustBeObject } from '../../validate.js';
+import { mustBeArray, mustBeObject } from '../../validate.js';
 import type { TokenTable } from '../../train/token-table.js';
 import { encodeCame, fitLexicalBias } from './encode.js';
 import { initFromGlove } from '../../train/init.js';
 import type { GloveVectors } from '../../train/glove.js';
 import type { CameStepStats, CameExpertName, CameModel } from './model.js';
-import type { CameRetriever } from './retriever.js';
+import { CameRetriever } from './retriever.js';
 import { expertScores } from './scores.js';
 import { fitLinearFusion, type LinearFusion } from './fusion.js';
 
@@ -143,8 +143,11 @@ export async function trainCame(
   data: { passages: readonly PassageText[]; train: readonly TrainingExample[]; dev?: readonly TrainingExample[] },
   options: CameTrainOptions = {},
 ): Promise<CameTrainRecord> {
-  mustBeObject(came, 'CAME retriever');
+  if (!(came instanceof CameRetriever)) throw new QuorumError('ERR_ARG', 'trainCame needs a CameRetriever');
   mustBeObject(data, 'training data');
+  mustBeArray(data.passages, 'passages');
+  mustBeArray(data.train, 'training examples');
+  if (data.dev !== undefined) mustBeArray(data.dev, 'dev examples');
   mustBeObject(options, 'CAME training options');
   const o = { mode: 'competitive' as const, epochs: 3, standardizedShare: 0.2, hardNegativeEpochs: 1, mineDepth: 30, negatives: 7, batchSize: 16, lr: 1e-3, tau: 0.5, flops: 0.01, clip: 2, seed: 12345, ...options };
   if (o.mode !== 'competitive' && o.mode !== 'standardized') throw new QuorumError('ERR_ARG', `mode must be 'competitive' or 'standardized', got '${String(o.mode)}'`);
@@ -256,6 +259,9 @@ export async function trainCame(
  * came.linear = await fitCameLinear(came, dev);
  */
 export async function fitCameLinear(came: CameRetriever, dev: readonly TrainingExample[], options: { expertK?: number } = {}): Promise<LinearFusion> {
+  if (!(came instanceof CameRetriever)) throw new QuorumError('ERR_ARG', 'fitCameLinear needs a CameRetriever');
+  mustBeArray(dev, 'dev examples');
+  mustBeObject(options, 'fit options');
   if (!dev.length) throw new QuorumError('ERR_ARG', 'fitting the linear fusion needs dev questions');
   const r = await came.search(dev.map((e) => e.query), { k: 1, expertK: options.expertK ?? 100 });
   const experts = came.experts;
@@ -270,6 +276,9 @@ export async function fitCameLinear(came: CameRetriever, dev: readonly TrainingE
  * await initCame(came, passages, { glove });
  */
 export async function initCame(came: CameRetriever, passages: readonly PassageText[], options: { glove?: GloveVectors; seed?: number; lexicalTerms?: number } = {}): Promise<{ coverage: number; lexicalBias?: number }> {
+  if (!(came instanceof CameRetriever)) throw new QuorumError('ERR_ARG', 'initCame needs a CameRetriever');
+  mustBeArray(passages, 'passages');
+  mustBeObject(options, 'initCame options');
   let coverage = 0;
   if (options.glove) for (const m of came.models) coverage = (await initFromGlove(m, came.tokenizer.vocabulary, { glove: options.glove, seed: options.seed ?? 12345 })).coverage;
   const lexical = came.models.find((m) => m.experts.includes('lexical'));
