@@ -26,7 +26,7 @@ import { composeBatch } from '../lib/train/trainer.js';
 import { shuffle } from '../lib/train/schedule.js';
 import { prepareTraining } from '../lib/train/prepare.js';
 import { Retriever } from '../lib/train/retriever.js';
-import { median, writeResults } from './harness.js';
+import { median, percentile, writeResults } from './harness.js';
 
 const arg = (name: string, fallback: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 const dir = arg('data', join(packageRoot, 'data', 'multidomain-mini'));
@@ -59,7 +59,6 @@ if (sample > 0 && sample < d.train.length) {
 const test = loadBeir(dir, 'test');
 const testQ = test.queries.filter((q) => test.qrels.has(q.id));
 const tasks = [...new Set(testQ.map((q) => q.task ?? 'default'))].sort();
-const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 
 /** Recall@20 and MRR@10 per task and all-task of per-question lists (ids are corpus rows). */
 function score(lists: readonly (readonly Hit[])[]): Record<string, { r20: number; mrr10: number }> {

@@ -82,6 +82,12 @@ export function writeResults(name: string, payload: unknown): string {
 }
 
 /** The middle value (the mean of the two middle ones for an even count). */
+/** The p-th percentile (nearest rank, from below) of a non-empty list. */
+export function percentile(values: readonly number[], p: number): number {
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] as number;
+}
+
 export function median(values: readonly number[]): number {
   const s = [...values].sort((a, b) => a - b);
   const m = s.length >> 1;

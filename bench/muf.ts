@@ -18,7 +18,7 @@ import { Retriever } from '../lib/train/retriever.js';
 import { packageRoot } from '../lib/native.js';
 import { confidenceHistogramsSvg, reliabilityDiagramSvg } from '../lib/report/charts.js';
 import { ece } from '../lib/uncertainty.js';
-import { median, printTable, writeResults } from './harness.js';
+import { median, percentile, printTable, writeResults } from './harness.js';
 
 const arg = (name: string, fallback?: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 const data = arg('data')!;
@@ -32,7 +32,6 @@ const caps = capabilities();
 console.log(`isa ${caps.isa}, ${caps.threads} threads, ${JSON.stringify(caps.cpu)}`);
 const test = loadBeir(data, 'test');
 const judged = test.queries.filter((q) => test.qrels.has(q.id));
-const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 
 // Ensemble size: mixed-test MRR@10 over every judged test question, and B = 1 latency over the first 100.
 const sizeRows: Array<Array<string | number>> = [];

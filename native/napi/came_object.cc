@@ -93,11 +93,7 @@ class CameObject : public TrainableObject<CameObject, CameModel> {
   }
 
   explicit CameObject(const Napi::CallbackInfo& info) : TrainableObject<CameObject, CameModel>(info) {
-    guard(info.Env(), [&] {
-      auto config = came_config(info[0]);
-      model_ = torch_call([&] { return std::make_shared<CameModel>(std::move(config)); });
-      return info.Env().Undefined();
-    });
+    create(info, [&] { return std::make_shared<CameModel>(came_config(info[0])); });
   }
 
  private:
@@ -137,10 +133,7 @@ class CameObject : public TrainableObject<CameObject, CameModel> {
       Napi::Env env = info.Env();
       auto batch = std::make_shared<torchx::TokenBatch>(token_batch(info[0], model_->config().encoder, "batch"));
       const torchx::Side side = side_arg(info[1]);
-      const auto which = experts_arg(info[2]);
-      for (int e = 0; e < kCameExperts; ++e)
-        if (which[e] && !model_->config().experts[e])
-          throw Error("ERR_ARG", std::string("this CAME model has no ") + torchx::came_expert_name(e) + " expert");
+      const auto which = experts_arg(info[2]);  // CameModel::encode refuses an expert it does not hold
       auto out = std::make_shared<torchx::CameEncoded>();
       auto model = model_;
       return run(env, info[3], {}, Napi::Object::New(env),

@@ -37,15 +37,14 @@ class MlpEnsembleObject : public TorchObject<MlpEnsembleObject, MlpEnsemble> {
   }
 
   explicit MlpEnsembleObject(const Napi::CallbackInfo& info) : TorchObject<MlpEnsembleObject, MlpEnsemble>(info) {
-    guard(info.Env(), [&] {
+    create(info, [&] {
       Napi::Object o = object_arg(info[0], "ensemble config");
       torchx::EnsembleConfig c;
       c.dim = int_field(o, "dim", -1);
       c.hidden = int_field(o, "hidden", c.hidden);
       c.layers = int_field(o, "layers", c.layers);
       c.members = int_field(o, "members", c.members);
-      model_ = torch_call([&] { return std::make_shared<MlpEnsemble>(c); });
-      return info.Env().Undefined();
+      return std::make_shared<MlpEnsemble>(c);
     });
   }
 

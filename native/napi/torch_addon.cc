@@ -55,11 +55,7 @@ class RetrieverObject : public TrainableObject<RetrieverObject, Retriever> {
   }
 
   explicit RetrieverObject(const Napi::CallbackInfo& info) : TrainableObject<RetrieverObject, Retriever>(info) {
-    guard(info.Env(), [&] {
-      auto config = retriever_config(object_arg(info[0], "config"));
-      model_ = torch_call([&] { return std::make_shared<Retriever>(std::move(config)); });
-      return info.Env().Undefined();
-    });
+    create(info, [&] { return std::make_shared<Retriever>(retriever_config(object_arg(info[0], "config"))); });
   }
 
  private:

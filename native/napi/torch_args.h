@@ -108,6 +108,16 @@ class TorchObject : public Napi::ObjectWrap<Derived> {
     return own;
   }
 
+  // The constructor's body: model_ = make(), which parses the arguments and builds the model; quorum and c10
+  // errors become a thrown JS error.
+  template <class F>
+  void create(const Napi::CallbackInfo& info, F make) {
+    guard(info.Env(), [&] {
+      model_ = torch_call(make);
+      return info.Env().Undefined();
+    });
+  }
+
   Napi::Value run(Napi::Env env, const Napi::Value& async, std::vector<Napi::Object> keep, Napi::Value result,
                   std::function<void()> work, Finish finish = nullptr) {
     return run_locked(env, async, model_, std::move(keep), result, std::move(work), std::move(finish));

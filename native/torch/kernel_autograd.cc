@@ -109,6 +109,11 @@ struct SpladePoolFunction : torch::autograd::Function<SpladePoolFunction> {
   }
 };
 
+// dst += k * src over n floats.
+inline void add_scaled(float* dst, float k, const float* src, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) dst[j] += k * src[j];
+}
+
 // Rows of h whose [rows, T, V] logits are computed at once in the fused forward pass (16 x 192 x 42k floats =
 // 0.5 GB).
 constexpr int64_t kDecoderChunk = 16;
@@ -150,10 +155,7 @@ struct SpladeDecoderFunction : torch::autograd::Function<SpladeDecoderFunction> 
         for (int64_t v = 0; v < V; ++v) {
           const int32_t t = am[b * V + v];
           const float k = c[b * V + v];
-          if (t < 0 || k == 0.0f) continue;
-          float* dst = dhp + (b * T + t) * D;
-          const float* src = ep + v * D;
-          for (int64_t j = 0; j < D; ++j) dst[j] += k * src[j];
+          if (t >= 0 && k != 0.0f) add_scaled(dhp + (b * T + t) * D, k, ep + v * D, D);
         }
     });
     at::parallel_for(0, V, 1024, [&](int64_t v0, int64_t v1) {
@@ -161,10 +163,7 @@ struct SpladeDecoderFunction : torch::autograd::Function<SpladeDecoderFunction> 
         for (int64_t b = 0; b < B; ++b) {
           const int32_t t = am[b * V + v];
           const float k = c[b * V + v];
-          if (t < 0 || k == 0.0f) continue;
-          float* dst = dep + v * D;
-          const float* src = hp + (b * T + t) * D;
-          for (int64_t j = 0; j < D; ++j) dst[j] += k * src[j];
+          if (t >= 0 && k != 0.0f) add_scaled(dep + v * D, k, hp + (b * T + t) * D, D);
         }
     });
     return {dh, torch::Tensor(), demb, coef.sum(0)};

@@ -20,6 +20,10 @@ import { CAME_FUSIONS, fuseExperts, type CameFusion, type Hit, type LinearFusion
 import { CAME_EXPERTS, CameModel, cameConfig, type CameConfig, type CameExpertName, type CameModelOptions } from './model.js';
 import { TokenIndex, type TokenIndexOptions } from './token-index.js';
 
+/** SPLADE weights kept per passage and per question (the largest): what the index holds and searches with. */
+export const CAME_PASSAGE_TERMS = 256;
+export const CAME_QUERY_TERMS = 64;
+
 export const CAME_FORMAT = 'quorum-came';
 export const CAME_VERSION = 1;
 
@@ -173,9 +177,9 @@ export class CameRetriever {
     mustBeObject(options, 'index options');
     if (!passages.length) throw new QuorumError('ERR_ARG', 'the corpus is empty');
     const table = await this.passageTable(passages);
-    const enc = await this.encode(table, 'passage', { maxTerms: options.passageTerms ?? 256, onProgress: options.onProgress });
+    const enc = await this.encode(table, 'passage', { maxTerms: options.passageTerms ?? CAME_PASSAGE_TERMS, onProgress: options.onProgress });
     const ids = Array.from({ length: passages.length }, (_, i) => i);
-    const indexes: Indexes = { size: passages.length, queryTerms: options.queryTerms ?? 64 };
+    const indexes: Indexes = { size: passages.length, queryTerms: options.queryTerms ?? CAME_QUERY_TERMS };
     if (enc.lexical) {
       indexes.lexical = new SparseIndex();
       await indexes.lexical.add(ids, enc.lexical);

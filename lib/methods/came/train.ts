@@ -20,7 +20,7 @@ import { encodeCame, fitLexicalBias } from './encode.js';
 import { initFromGlove } from '../../train/init.js';
 import type { GloveVectors } from '../../train/glove.js';
 import type { CameStepStats, CameExpertName, CameModel } from './model.js';
-import { CameRetriever } from './retriever.js';
+import { CAME_PASSAGE_TERMS, CAME_QUERY_TERMS, CameRetriever } from './retriever.js';
 import { expertScores } from './scores.js';
 import { fitLinearFusion, type LinearFusion } from './fusion.js';
 
@@ -99,7 +99,7 @@ function cameValidator(model: CameModel) {
 }
 
 function encodeFor(model: CameModel, table: TokenTable, side: 'query' | 'passage', rows: readonly number[]) {
-  return encodeCame(model, table, { side, rows, maxTerms: side === 'passage' ? 256 : 64 });
+  return encodeCame(model, table, { side, rows, maxTerms: side === 'passage' ? CAME_PASSAGE_TERMS : CAME_QUERY_TERMS });
 }
 
 /** Adds each batch's per-expert figures to an epoch's running sums. */
