@@ -330,6 +330,9 @@ describe('CAME training', () => {
         expect(w.lexical!.weight + w.local!.weight + w.global!.weight).toBeCloseTo(1, 5);
         expect(first.epochs[0]!.experts.local!.weight).toBeGreaterThan(0.5);
       }
+      // Training leaves no index behind (the mining one holds encodings from before its last stage).
+      expect(came.indexed).toBe(0);
+      expect(await asyncCode(came.search(['q'], { k: 1 }))).toBe('ERR_STATE');
       await came.index(corpus);
       expect(await mrr()).toBeGreaterThan(before);
       expect(came.training).toMatchObject({ independent, mode: 'competitive' });

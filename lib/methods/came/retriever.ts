@@ -228,6 +228,11 @@ export class CameRetriever {
     return ids;
   }
 
+  /** Forgets the indexes (they hold the experts' encodings of the moment: training makes them stale). */
+  dropIndex(): void {
+    this.indexes = undefined;
+  }
+
   /** Passages indexed (0 before {@link index}). */
   get indexed(): number {
     return this.indexes?.size ?? 0;

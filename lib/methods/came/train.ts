@@ -131,7 +131,7 @@ class ExpertTally {
 
 /**
  * Trains a CAME retriever's model(s) on the schedule above; the best epoch of each stage by dev MRR (fused experts)
- * is kept. Writes the record to `came.training` and returns it.
+ * is kept. Writes the record to `came.training` and returns it. Any index is dropped: call `index` again.
  *
  * @example
  * const came = CameRetriever.create({ tokenizer });
@@ -239,6 +239,8 @@ export async function trainCame(
       stages.push({ stage: 'hard-negatives', experts: [...experts], epochs: records, ...(r.best ? { best: r.best } : {}), kept, seconds: r.seconds, tokensPerSecond: r.tokensPerSecond });
     }
   }
+  // An index built before or during training (the mining one) holds old encodings: search must re-index.
+  came.dropIndex();
   const record: CameTrainRecord = {
     mode: o.mode,
     independent: came.independent,
