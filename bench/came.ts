@@ -74,8 +74,8 @@ function score(lists: readonly (readonly Hit[])[]): Record<string, { r20: number
 }
 
 const row = (name: string, s: Record<string, { r20: number; mrr10: number }>) =>
-  `| ${name} | ${tasks.map((t) => s[t]!.mrr10.toFixed(3)).join(' | ')} | ${s['all']!.mrr10.toFixed(3)} | ${s['all']!.r20.toFixed(3)} |`;
-const header = `| run | ${tasks.join(' | ')} | all MRR@10 | all R@20 |\n|${'---|'.repeat(tasks.length + 3)}`;
+  `| ${name} | ${tasks.map((t) => `${s[t]!.mrr10.toFixed(3)} / ${s[t]!.r20.toFixed(3)}`).join(' | ')} | ${s['all']!.mrr10.toFixed(3)} | ${s['all']!.r20.toFixed(3)} |`;
+const header = `| run (MRR@10 / R@20) | ${tasks.join(' | ')} | all MRR@10 | all R@20 |\n|${'---|'.repeat(tasks.length + 3)}`;
 
 const subsets = (experts: CameExpertName[]) => {
   const out: CameExpertName[][] = [];
@@ -124,7 +124,7 @@ for (const variant of variants) {
   const experts = came.experts;
   const lists = (subset: CameExpertName[]) => (subset.length === 1 ? r.experts[subset[0]!]! : fuseExperts(subset.map((e) => r.experts[e]!), 'sum', 100, 100));
   const ablation: Record<string, unknown> = {};
-  markdown.push(`\n#### ${variant}: experts alone, in pairs and all three (Sum), test MRR@10 per task\n\n${header}`);
+  markdown.push(`\n#### ${variant}: experts alone, in pairs and all three (Sum), test MRR@10 / Recall@20 per task\n\n${header}`);
   for (const s of subsets(experts)) {
     const sc = score(lists(s));
     ablation[s.join('+')] = sc;
