@@ -329,6 +329,8 @@ export interface TorchAddon {
   MlpEnsemble: new (config: { dim: number; hidden?: number; layers?: number; members?: number }) => NativeMlpEnsemble;
   /** CAME's model (native/napi/came_object.cc); typed by lib/methods/came/model.ts. */
   CameModel: new (config: object) => unknown;
+  /** ROM's model (native/napi/rom_object.cc); typed by lib/methods/rom/model.ts. */
+  RomModel: new (config: object) => unknown;
   contrastiveLoss(
     q: Float32Array,
     p: Float32Array,

@@ -19,7 +19,8 @@ import { MufRetriever } from '../methods/muf/retriever.js';
 import type { PassageText } from '../train/examples.js';
 import { Retriever } from '../train/retriever.js';
 import { BATCH, bm25Search } from './index-search.js';
-import { inBatches, table } from './table.js';
+import { inBatches } from '../progress.js';
+import { table } from './table.js';
 
 export const EVAL_METHODS = ['bm25', 'dense', 'hybrid', 'rrf', 'glove'] as const;
 

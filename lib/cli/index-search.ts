@@ -10,7 +10,7 @@ import { writeRun } from '../data/trec-files.js';
 import { DenseIndex, type Mips } from '../dense-index.js';
 import { QuorumError } from '../errors.js';
 import { type ScoredDoc } from '../eval/ranking.js';
-import { inBatches } from './table.js';
+import { inBatches } from '../progress.js';
 
 /** Queries per native search call in the CLI. */
 export const BATCH = 256;

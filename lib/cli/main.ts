@@ -14,6 +14,7 @@ import { indexBm25, indexDense, searchCommand } from './index-search.js';
 import { TASKS, type TaskName, buildMultiDomain, writeMultiDomain } from '../data/multidomain.js';
 import { registerCameCommands } from '../methods/came/cli.js';
 import { registerMufCommands } from '../methods/muf/cli.js';
+import { registerRomCommands } from '../methods/rom/cli.js';
 
 // Commander's own errors (unknown option, bad value) go through the same one-line `quorum: ERR_...` report as
 // ours: exitOverride makes them exceptions, and its own error printing is silenced. Subcommands inherit both.
@@ -83,6 +84,7 @@ program
 
 registerMufCommands(program);
 registerCameCommands(program);
+registerRomCommands(program);
 
 program
   .command('encode')

@@ -1,8 +1,8 @@
-// Encoding a corpus with a trained Retriever: rows sorted by length so batches carry little padding, each batch
+// Encoding a corpus with a trained Retriever (or any TableEncoder): rows sorted by length so batches carry little padding, each batch
 // encoded off the main thread straight into its rows of one f32 Tensor, optionally added to a DenseIndex.
 import { DenseIndex, type DenseIndexOptions } from '../dense-index.js';
 import { Tensor } from '../tensor.js';
-import type { Retriever } from './retriever.js';
+import type { TokenBatchArg } from '../native.js';
 import type { TokenTable } from './token-table.js';
 import { mustBeObject } from '../validate.js';
 
@@ -20,6 +20,13 @@ export interface EncodeTableOptions {
   onProgress?: (done: number, total: number) => void;
 }
 
+/** What encoding a table needs of a model: a Retriever, or one of ROM's heads (RomNetwork.head). */
+export interface TableEncoder {
+  readonly dim: number;
+  readonly config: { readonly encoder: { readonly hiddenSize: number } };
+  encode(batch: TokenBatchArg, side: 'query' | 'passage', options?: { task?: number; out?: Float32Array; pooledState?: boolean }): Promise<Float32Array>;
+}
+
 /**
  * Embeds the rows of a token table into a [rows, dim] f32 tensor (row i is text i, or table row options.rows[i]).
  *
@@ -27,7 +34,7 @@ export interface EncodeTableOptions {
  * const table = await TokenTable.build(tok, titles, { pairs: texts, maxLength: 128 });
  * const emb = await encodeTable(model, table, { side: 'passage' });
  */
-export async function encodeTable(model: Retriever, table: TokenTable, options: EncodeTableOptions): Promise<Tensor<'f32'>> {
+export async function encodeTable(model: TableEncoder, table: TokenTable, options: EncodeTableOptions): Promise<Tensor<'f32'>> {
   mustBeObject(model, 'model');
   mustBeObject(table, 'token table');
   mustBeObject(options, 'encodeTable options');
@@ -42,7 +49,11 @@ export async function encodeTable(model: Retriever, table: TokenTable, options: 
   const data = out.data;
   for (let s = 0; s < n; s += size) {
     const rows = order.slice(s, s + size);
-    const emb = await model.encode(table.batch(rows.map((i) => which[i]!)), options.side, { task: options.task, out: buf.subarray(0, rows.length * dim), pooledState: options.pooledState });
+    const emb = await model.encode(table.batch(rows.map((i) => which[i]!)), options.side, {
+      ...(options.task !== undefined ? { task: options.task } : {}),
+      out: buf.subarray(0, rows.length * dim),
+      ...(options.pooledState ? { pooledState: true } : {}),
+    });
     rows.forEach((r, i) => data.set(emb.subarray(i * dim, (i + 1) * dim), r * dim));
     options.onProgress?.(Math.min(n, s + size), n);
   }
@@ -57,7 +68,7 @@ export async function encodeTable(model: Retriever, table: TokenTable, options: 
  * const hits = await index.search(queryEmbeddings, 20);
  */
 export async function indexTable(
-  model: Retriever,
+  model: TableEncoder,
   table: TokenTable,
   options: Partial<DenseIndexOptions> & Omit<EncodeTableOptions, 'side'> = {},
 ): Promise<{ embeddings: Tensor<'f32'>; index: DenseIndex }> {

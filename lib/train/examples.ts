@@ -14,6 +14,8 @@ export interface TrainingExample {
   positives: number[];
   /** Corpus rows of hard negatives, best first; never gold. */
   hardNegatives: number[];
+  /** Answer strings, when the dataset has them (the reader's spans: ROM). */
+  answers?: string[];
 }
 
 /** The text a passage is encoded from: its title and text as a pair ("[CLS] title [SEP] text [SEP]"). */
@@ -47,7 +49,8 @@ export function examplesFromQrels(ds: BeirDataset, qrels: Qrels, defaultTask = '
       positives.push(r);
     }
     // DPR's question hygiene: a typographic apostrophe becomes a plain one.
-    if (positives.length) out.push({ query: q.text.replace(/\u2019/g, "'"), task: q.task ?? defaultTask, positives, hardNegatives: [] });
+    if (positives.length)
+      out.push({ query: q.text.replace(/\u2019/g, "'"), task: q.task ?? defaultTask, positives, hardNegatives: [], ...(q.answers?.length ? { answers: q.answers } : {}) });
   }
   return out;
 }

@@ -9,7 +9,7 @@ import { QuorumError } from '../errors.js';
 import type { StepStats, TrainBatchArg } from '../native.js';
 import type { OptimizerOptions } from './parameter-table.js';
 import type { WordPieceTokenizer } from '../text/tokenizer.js';
-import { progress } from '../cli/table.js';
+import { progress } from '../progress.js';
 import type { PassageText, TrainingExample } from './examples.js';
 import type { Retriever } from './retriever.js';
 import { seededRandom } from '../random.js';

@@ -3,12 +3,11 @@
 // the number of pool passages scoring strictly above its best gold passage (0 = first; ties count in its favour).
 import { QuorumError } from '../errors.js';
 import type { TrainingExample } from './examples.js';
-import type { Retriever } from './retriever.js';
 import { score } from '../dense.js';
 import { seededRandom } from '../random.js';
 import { shuffle } from './schedule.js';
 import type { TokenTable } from './token-table.js';
-import { encodeTable } from './encode-corpus.js';
+import { encodeTable, type TableEncoder } from './encode-corpus.js';
 import { mustBeArray, mustBeMap, mustBeObject } from '../validate.js';
 
 export interface ValidationResult {
@@ -101,7 +100,7 @@ export async function rankAgainstPool(input: ValidationInput, scores: PoolScores
  * const v = await validate(model, { passages, queries: devQueries, rows, examples: dev, taskIndex, pool });
  * console.log(v.mrr, v.averageRank);
  */
-export async function validate(model: Retriever, input: ValidationInput): Promise<ValidationResult> {
+export async function validate(model: TableEncoder, input: ValidationInput): Promise<ValidationResult> {
   mustBeObject(model, 'model');
   checkInput(input);
   const P = await encodeTable(model, input.passages, { side: 'passage', rows: input.pool });

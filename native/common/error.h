@@ -14,4 +14,9 @@ class Error : public std::runtime_error {
   const char* code_;  // always a string literal, e.g. "ERR_SHAPE"
 };
 
+// Throws Error(code, message) unless ok: argument checks read as one line each.
+inline void need(bool ok, const char* code, const std::string& message) {
+  if (!ok) throw Error(code, message);
+}
+
 }  // namespace quorum

@@ -102,9 +102,7 @@ class CameObject : public TrainableObject<CameObject, CameModel> {
     return guard(info.Env(), [&] {
       Napi::Env env = info.Env();
       std::lock_guard<std::mutex> lock(model_->mutex());
-      Napi::Object o = Napi::Object::New(env);
-      o.Set("parameterCount", double(model_->parameter_count()));
-      o.Set("optimizerSteps", double(model_->optimizer_steps()));
+      Napi::Object o = count_info(env);
       Napi::Array experts = Napi::Array::New(env);
       for (int e = 0; e < kCameExperts; ++e)
         if (model_->config().experts[e]) experts.Set(experts.Length(), torchx::came_expert_name(e));

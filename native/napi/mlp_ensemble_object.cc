@@ -52,10 +52,7 @@ class MlpEnsembleObject : public TorchObject<MlpEnsembleObject, MlpEnsemble> {
   Napi::Value Info(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       std::lock_guard<std::mutex> lock(model_->mutex());
-      Napi::Object o = Napi::Object::New(info.Env());
-      o.Set("parameterCount", double(model_->parameter_count()));
-      o.Set("optimizerSteps", double(model_->optimizer_steps()));
-      return Napi::Value(o);
+      return Napi::Value(count_info(info.Env()));
     });
   }
 

@@ -63,10 +63,8 @@ class RetrieverObject : public TrainableObject<RetrieverObject, Retriever> {
     return guard(info.Env(), [&] {
       Napi::Env env = info.Env();
       std::lock_guard<std::mutex> lock(model_->mutex());
-      Napi::Object o = Napi::Object::New(env);
-      o.Set("parameterCount", double(model_->parameter_count()));
+      Napi::Object o = count_info(env);
       o.Set("outDim", double(model_->out_dim()));
-      o.Set("optimizerSteps", double(model_->optimizer_steps()));
       Napi::Array names = Napi::Array::New(env, model_->encoder_names().size());
       for (size_t i = 0; i < model_->encoder_names().size(); ++i) names.Set(uint32_t(i), model_->encoder_names()[i]);
       o.Set("encoders", names);
@@ -208,6 +206,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("Retriever", RetrieverObject::Init(env));
   exports.Set("MlpEnsemble", MlpEnsembleClass(env));
   exports.Set("CameModel", CameModelClass(env));
+  exports.Set("RomModel", RomModelClass(env));
   InitTorchTestHooks(env, exports);
   exports.Set("contrastiveLoss", Napi::Function::New<guarded<ContrastiveLoss>>(env));
   exports.Set("setThreads", Napi::Function::New<guarded<SetThreads>>(env));

@@ -118,6 +118,14 @@ class TorchObject : public Napi::ObjectWrap<Derived> {
     });
   }
 
+  // { parameterCount, optimizerSteps }: the start of every model's info(); the caller holds the model's mutex.
+  Napi::Object count_info(Napi::Env env) const {
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("parameterCount", double(model_->parameter_count()));
+    o.Set("optimizerSteps", double(model_->optimizer_steps()));
+    return o;
+  }
+
   Napi::Value run(Napi::Env env, const Napi::Value& async, std::vector<Napi::Object> keep, Napi::Value result,
                   std::function<void()> work, Finish finish = nullptr) {
     return run_locked(env, async, model_, std::move(keep), result, std::move(work), std::move(finish));

@@ -89,5 +89,7 @@ class TrainableObject : public TorchObject<Derived, Model> {
 
 // The CAME model's JS class (came_object.cc).
 Napi::Function CameModelClass(Napi::Env env);
+// The ROM model's JS class (rom_object.cc).
+Napi::Function RomModelClass(Napi::Env env);
 
 }  // namespace quorum::napi

@@ -8,16 +8,6 @@
 #include "kernel_autograd.h"
 
 namespace quorum::torchx {
-namespace {
-
-void need(bool ok, const char* code, const std::string& message) {
-  if (!ok) throw Error(code, message);
-}
-
-torch::Tensor unit_rows(const torch::Tensor& x) { return x / x.norm(2, -1, true).clamp_min(1e-12); }
-
-}  // namespace
-
 const char* came_expert_name(int e) {
   static const char* names[kCameExperts] = {"lexical", "local", "global"};
   return e >= 0 && e < kCameExperts ? names[e] : "?";

@@ -8,13 +8,11 @@
 namespace quorum::torchx {
 namespace {
 
-void need(bool ok, const char* code, const std::string& message) {
-  if (!ok) throw Error(code, message);
-}
-
 std::string layer_prefix(int64_t l) { return "encoder.layer." + std::to_string(l); }
 
 }  // namespace
+
+torch::Tensor unit_rows(const torch::Tensor& x) { return x / x.norm(2, -1, true).clamp_min(1e-12); }
 
 void EncoderConfig::validate() const {
   auto positive = [](int64_t v, const char* name, int64_t max) {
@@ -205,7 +203,7 @@ torch::Tensor BertEncoder::project(const torch::Tensor& pooled) const {
   if (config_.projection_hidden > 0) y = linear("projection", torch::gelu(linear("projection.hidden", y)));
   else if (config_.projection_dim > 0) y = linear("projection", y);
   // eps as F.normalize's 1e-12, so a zero vector stays zero instead of NaN.
-  if (config_.normalize) y = y / y.norm(2, -1, true).clamp_min(1e-12);
+  if (config_.normalize) y = unit_rows(y);
   return y;
 }
 
@@ -272,7 +270,7 @@ EncodeOutput BertEncoder::forward(const TokenBatch& batch, Side side, bool train
   torch::Tensor state = pool(t.x, t.valid, batch.ids);
   // Centring acts on the unit direction of the state: a mean state's norm shrinks with the text's length, so one
   // centre subtracted from raw states would under-centre short questions against long passages.
-  torch::Tensor pooled = project(c.center ? state / state.norm(2, -1, true).clamp_min(1e-12) - param("pooler.center") : state);
+  torch::Tensor pooled = project(c.center ? unit_rows(state) - param("pooler.center") : state);
   return {pooled, entropy, state};
 }
 

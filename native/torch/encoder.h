@@ -66,6 +66,9 @@ struct EncodeOutput {
   torch::Tensor state;    // [B, hidden]: the pooled state before the centre, the head and the normalization
 };
 
+// Each row (last dimension) scaled to unit L2 norm; a zero row stays zero.
+torch::Tensor unit_rows(const torch::Tensor& x);
+
 class BertEncoder {
  public:
   // Parameters initialised as BERT does: N(0, 0.02) weights, zero biases, LayerNorm (1, 0), [PAD] row zero.

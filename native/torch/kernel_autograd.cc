@@ -16,10 +16,6 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
 
-void need(bool ok, const char* code, const std::string& message) {
-  if (!ok) throw Error(code, message);
-}
-
 torch::Tensor f32(const torch::Tensor& t, const char* what) {
   need(t.device().is_cpu(), "ERR_ARG", std::string(what) + " must be on the CPU");
   need(t.scalar_type() == torch::kFloat, "ERR_DTYPE", std::string(what) + " must be float32");

@@ -1,0 +1,155 @@
+// `quorum rom train | index` and `quorum ask`: ROM trained on a BEIR dataset with answers (train split; dev for the
+// average rank that picks checkpoints and triggers index refreshes), its corpus index saved into the model
+// directory, and open-domain questions answered from it.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+
+import type { Command } from 'commander';
+
+import { count, int, num } from '../../cli/args.js';
+import { loadBeir } from '../../data/beir.js';
+import { QuorumError } from '../../errors.js';
+import { initFromGlove } from '../../train/init.js';
+import { prepareTraining } from '../../train/prepare.js';
+import { Retriever } from '../../train/retriever.js';
+import { RomModel } from './model.js';
+import { ROM_SCHEDULES, type RomSchedule } from './schedule.js';
+import { trainRom } from './train.js';
+
+export interface RomTrainCommandOptions {
+  data: string;
+  out: string;
+  tasks?: string;
+  schedule: string;
+  pretrain?: string;
+  pretrainEpochs: number;
+  retrievalEpochs: number;
+  jointEpochs: number;
+  batch: number;
+  readerQuestions: number;
+  readerPassages: number;
+  lr: number;
+  hidden: number;
+  layers: number;
+  readerLength: number;
+  refresh: boolean;
+  glove: boolean;
+  seed: number;
+  dtype: string;
+}
+
+function check(ok: boolean, code: 'ERR_ARG' | 'ERR_RANGE', message: string): void {
+  if (!ok) throw new QuorumError(code, message);
+}
+
+/** Trains ROM on a dataset and writes its model directory. */
+export async function romTrainCommand(o: RomTrainCommandOptions, log: (line: string) => void = console.log): Promise<RomModel> {
+  check(ROM_SCHEDULES.includes(o.schedule as RomSchedule), 'ERR_ARG', `--schedule must be one of ${ROM_SCHEDULES.join(', ')}, got '${o.schedule}'`);
+  check(o.dtype === 'f32' || o.dtype === 'bf16', 'ERR_ARG', `--dtype must be f32 or bf16, got '${o.dtype}'`);
+  check(o.hidden % 4 === 0, 'ERR_ARG', `--hidden ${o.hidden} must be a multiple of the 4 attention heads`);
+  check(o.lr > 0, 'ERR_RANGE', '--lr must be > 0');
+  const pretrain = (o.pretrain ?? '').split(',').filter(Boolean);
+  for (const t of pretrain) check(t === 'ict' || t === 'phrase_ict', 'ERR_ARG', `--pretrain takes ict and phrase_ict, got '${t}'`);
+  const tasks = o.tasks?.split(',').filter(Boolean);
+  const d = await prepareTraining(o.data, { glove: o.glove, wordVocab: o.glove, log, ...(tasks ? { tasks } : {}) });
+  Retriever.seed(o.seed);
+  const rom = RomModel.create({
+    tokenizer: d.tokenizer,
+    network: { encoder: { hiddenSize: o.hidden, embeddingSize: o.glove ? 100 : o.hidden, layers: o.layers, ffnSize: 4 * o.hidden, maxPositions: Math.max(o.readerLength, 128) } },
+    text: { readerLength: o.readerLength },
+  });
+  if (d.glove) await initFromGlove(rom.network, d.tokenizer.vocabulary, { glove: d.glove, seed: o.seed });
+  log(`ROM: ${rom.parameterCount.toLocaleString()} parameters, ${o.layers} blocks of ${o.hidden}; schedule ${o.schedule}`);
+  const record = await trainRom(rom, { passages: d.passages, train: d.train, ...(d.dev.length ? { dev: d.dev } : {}) }, {
+    schedule: o.schedule as RomSchedule,
+    ...(pretrain.length ? { pretrain: { tasks: pretrain as Array<'ict' | 'phrase_ict'>, epochs: o.pretrainEpochs } } : {}),
+    retrievalEpochs: o.retrievalEpochs,
+    jointEpochs: o.jointEpochs,
+    batchSize: o.batch,
+    readerQuestions: o.readerQuestions,
+    readerPassages: o.readerPassages,
+    lr: o.lr,
+    refresh: o.refresh,
+    seed: o.seed,
+    progress: true,
+    log,
+  });
+  rom.training = { data: o.data, ...(rom.training ?? {}) };
+  rom.save(o.out, { dtype: o.dtype === 'bf16' ? 'BF16' : 'F32' });
+  log(`wrote ${o.out} (${Math.round(record.seconds)} s of training, ${record.refreshes.length} index refreshes, ${record.readerExamples} reader questions)`);
+  return rom;
+}
+
+function corpusOf(data: string) {
+  return loadBeir(data, existsSync(join(data, 'qrels', 'test.tsv')) ? 'test' : 'train').corpus;
+}
+
+/** Encodes a dataset's corpus and saves the index into the model directory. */
+export async function romIndexCommand(o: { model: string; data: string }, log: (line: string) => void = console.log): Promise<void> {
+  const rom = await RomModel.load(o.model);
+  const corpus = corpusOf(o.data);
+  const t0 = performance.now();
+  await rom.index(corpus);
+  rom.saveIndex(join(o.model, 'index'), corpus.map((p) => p.id));
+  log(`indexed ${corpus.length} passages in ${((performance.now() - t0) / 1000).toFixed(1)} s; wrote ${join(o.model, 'index')}`);
+}
+
+/** Answers questions from a dataset's corpus (the saved index when it matches the corpus, else encoded now). */
+export async function askCommand(questions: string[], o: { model: string; data: string; k: number }, log: (line: string) => void = console.log): Promise<void> {
+  check(questions.length > 0, 'ERR_ARG', 'give at least one question');
+  const rom = await RomModel.load(o.model);
+  const corpus = corpusOf(o.data);
+  if (existsSync(join(o.model, 'index', 'index.json'))) rom.loadIndex(join(o.model, 'index'), corpus);
+  else await rom.index(corpus);
+  const answers = await rom.answer(questions, { k: o.k });
+  questions.forEach((q, i) => {
+    const a = answers[i]!;
+    const p = corpus[a.passage];
+    log(q);
+    log(a.passage < 0 ? '  (no answer)' : `  ${a.answer}\n  from ${p!.id} "${p!.title}" (reader ${a.passageScore.toFixed(2)}, span ${a.spanScore.toFixed(2)}, retrieval ${a.retrievalScore.toFixed(3)})`);
+  });
+}
+
+/** Adds `rom train`, `rom index` and `ask` to the program. */
+export function registerRomCommands(program: Command): void {
+  const rom = program.command('rom').description('ROM: one encoder for retrieval and reading, ICT / PhraseICT, learning schedules, index refresh');
+  rom
+    .command('train')
+    .description('train ROM on a BEIR dataset whose questions carry answers (train split; dev for average rank and refreshes)')
+    .requiredOption('--data <dir>', 'BEIR layout: corpus.jsonl, queries.jsonl (with answers), qrels/train.tsv (qrels/dev.tsv)')
+    .requiredOption('--out <dir>', 'the model directory to write')
+    .option('--tasks <list>', 'train on these tasks only (comma-separated)')
+    .option('--schedule <name>', `joint-phase schedule: ${ROM_SCHEDULES.join(', ')}`, 'random')
+    .option('--pretrain <list>', 'self-supervised pre-training: ict, phrase_ict (comma-separated; default none)')
+    .option('--pretrain-epochs <n>', 'epochs of pre-training', count, 1)
+    .option('--retrieval-epochs <n>', 'epochs of retrieval alone', count, 2)
+    .option('--joint-epochs <n>', 'epochs of joint retrieval + reader training', count, 4)
+    .option('--batch <n>', 'questions per retrieval batch', int, 16)
+    .option('--reader-questions <n>', 'questions per reader batch', int, 4)
+    .option('--reader-passages <n>', 'passages per question in reader batches (1 positive + negatives)', int, 10)
+    .option('--lr <x>', 'peak learning rate', num, 1e-3)
+    .option('--hidden <n>', 'hidden size', int, 100)
+    .option('--layers <n>', 'Transformer blocks', count, 2)
+    .option('--reader-length <n>', 'tokens of a reader row (question + passage)', int, 192)
+    .option('--no-refresh', 'keep the index the joint phase starts from (no refresh on improvement)')
+    .option('--no-glove', 'random token embeddings instead of GloVe')
+    .option('--seed <n>', 'seed', count, 12345)
+    .option('--dtype <t>', 'weight storage: f32 or bf16', 'f32')
+    .action(async (o: RomTrainCommandOptions) => {
+      await romTrainCommand(o);
+    });
+  rom
+    .command('index')
+    .description("encode a dataset's corpus with the retrieval head and save the index into the model directory")
+    .requiredOption('--model <dir>', 'a directory from `quorum rom train`')
+    .requiredOption('--data <dir>', 'the BEIR dataset whose corpus to index')
+    .action(async (o: { model: string; data: string }) => romIndexCommand(o));
+  program
+    .command('ask')
+    .description('answer questions from a corpus with a ROM model: retrieve, read, return the span')
+    .argument('<questions...>', 'question texts')
+    .requiredOption('--model <dir>', 'a directory from `quorum rom train`')
+    .requiredOption('--data <dir>', 'the BEIR dataset whose corpus to answer from')
+    .option('--k <n>', 'passages to read per question', int, 10)
+    .action(async (questions: string[], o: { model: string; data: string; k: number }) => askCommand(questions, o));
+}

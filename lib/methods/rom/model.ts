@@ -1,0 +1,338 @@
+// ROM end to end (Fun, Gandhi, Ravi): one network that retrieves (its retrieval head over questions and passages)
+// and reads (its span and relevance logits), an exact in-memory index of the corpus, and open-domain QA: retrieve
+// the top passages, read each, answer with the best span of the passage the reader ranks first. The retrieval side
+// may be another model: the pipeline schedule's retrieval checkpoint, or a separately trained bi-encoder (the
+// "three models" baseline).
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { readJsonFile, writeFileAtomic } from '../../data/files.js';
+import { scoreTopK } from '../../dense.js';
+import { QuorumError } from '../../errors.js';
+import { readSafetensors, writeSafetensors } from '../../io/safetensors.js';
+import { Tensor } from '../../tensor.js';
+import { WordPieceTokenizer } from '../../text/tokenizer.js';
+import { encodeTable, type TableEncoder } from '../../train/encode-corpus.js';
+import type { PassageText } from '../../train/examples.js';
+import { readWeights, writeWeights } from '../../train/model-dir.js';
+import { Retriever } from '../../train/retriever.js';
+import { TokenTable } from '../../train/token-table.js';
+import { mustBeArray, mustBeObject } from '../../validate.js';
+import { RomNetwork, type RomConfig, type RomNetworkOptions } from './network.js';
+import { passagePieces, readerRows, spanText, type PassagePieces } from './reader-inputs.js';
+import { bestSpans } from './spans.js';
+
+export const ROM_FORMAT = 'quorum-rom';
+export const ROM_VERSION = 1;
+
+/** How texts become the network's inputs. */
+export interface RomTextSettings {
+  /** Question pieces for retrieval (with framing) and, cut to this, in the reader's rows. */
+  maxQueryLength: number;
+  /** A passage row for retrieval ("[CLS] title [SEP] text [SEP]"). */
+  maxPassageLength: number;
+  /** A reader row ("[CLS] question [SEP] passage [SEP]"). */
+  readerLength: number;
+  /** Longest answer in pieces. */
+  maxAnswerLength: number;
+}
+
+export const defaultRomText: RomTextSettings = { maxQueryLength: 32, maxPassageLength: 128, readerLength: 192, maxAnswerLength: 10 };
+
+/** One answer of {@link RomModel.answer}. */
+export interface RomAnswer {
+  /** The span as it stands in the passage's text ('' when no passage had a span). */
+  answer: string;
+  /** Corpus row of the passage the answer comes from (-1 when none). */
+  passage: number;
+  /** The reader's relevance logit of that passage, its span's start + end logit, and the retrieval score. */
+  passageScore: number;
+  spanScore: number;
+  retrievalScore: number;
+}
+
+/** Where the retrieval side comes from when it is not the network's own retrieval head. */
+export type RomRetrievalSide = { kind: 'rom'; network: RomNetwork } | { kind: 'retriever'; model: Retriever };
+
+interface RomCard {
+  format: typeof ROM_FORMAT;
+  version: typeof ROM_VERSION;
+  config: RomConfig;
+  text: RomTextSettings;
+  weights: string;
+  retrieval?: { kind: 'rom'; config: RomConfig; weights: string } | { kind: 'retriever'; dir: string };
+  training?: Record<string, unknown>;
+}
+
+/**
+ * ROM: train (see trainRom), index a corpus, search, answer; save and load as a directory.
+ *
+ * @example
+ * const rom = RomModel.create({ tokenizer });
+ * await trainRom(rom, { passages, train, dev }, { schedule: 'random' });
+ * await rom.index(passages);
+ * const [a] = await rom.answer(['who founded the monastery?']); // { answer: 'St. Gregory', passage: 812, ... }
+ * rom.save('models/rom');
+ */
+export class RomModel {
+  /** The free-form training record (options, per-phase figures, index refreshes), saved with the model. */
+  training?: Record<string, unknown>;
+  private corpus?: { passages: readonly PassageText[]; vectors: Tensor<'f32'> };
+  private readonly pieces = new Map<number, PassagePieces>();
+
+  private constructor(
+    readonly tokenizer: WordPieceTokenizer,
+    public network: RomNetwork,
+    readonly text: RomTextSettings,
+    /** The retrieval side when it is not `network`'s retrieval head. */
+    public retrieval?: RomRetrievalSide,
+  ) {}
+
+  static create(o: { tokenizer: WordPieceTokenizer; network?: RomNetworkOptions; text?: Partial<RomTextSettings> }): RomModel {
+    mustBeObject(o, 'RomModel options');
+    if (!(o.tokenizer instanceof WordPieceTokenizer)) throw new QuorumError('ERR_ARG', 'RomModel needs a WordPieceTokenizer');
+    const net = o.network ?? {};
+    mustBeObject(net, 'network options');
+    const network = RomNetwork.create({ ...net, encoder: { ...net.encoder, vocabSize: o.tokenizer.size } });
+    const text = { ...defaultRomText, ...o.text };
+    for (const [k, v] of Object.entries(text))
+      if (!Number.isInteger(v) || v < 1) throw new QuorumError('ERR_RANGE', `text setting ${k} must be a positive integer`);
+    if (text.readerLength < 8) throw new QuorumError('ERR_RANGE', 'readerLength must be at least 8');
+    return new RomModel(o.tokenizer, network, text);
+  }
+
+  /** Trainable values of the network and of a separate retrieval side. */
+  get parameterCount(): number {
+    const r = this.retrieval;
+    return this.network.parameterCount + (r ? (r.kind === 'rom' ? r.network.parameterCount : r.model.parameterCount) : 0);
+  }
+
+  /** What encodes questions and passages for retrieval. */
+  retrievalEncoder(): TableEncoder {
+    const r = this.retrieval;
+    if (!r) return this.network.head('retrieval');
+    return r.kind === 'rom' ? r.network.head('retrieval') : r.model;
+  }
+
+  /** Passages as the retrieval side reads them. */
+  passageTable(passages: readonly PassageText[]): Promise<TokenTable> {
+    return TokenTable.passages(this.tokenizer, passages, this.text.maxPassageLength);
+  }
+
+  /** Questions as the retrieval side reads them. */
+  questionTable(questions: readonly string[]): Promise<TokenTable> {
+    return TokenTable.build(this.tokenizer, questions, { maxLength: this.text.maxQueryLength });
+  }
+
+  /** Encodes the corpus with the retrieval side (replacing any earlier index); row i is passages[i]. */
+  async index(passages: readonly PassageText[], table?: TokenTable): Promise<void> {
+    mustBeArray(passages, 'passages');
+    passages.forEach((p, i) => mustBeObject(p, `passages[${i}]`));
+    const t = table ?? (await this.passageTable(passages));
+    const vectors = await encodeTable(this.retrievalEncoder(), t, { side: 'passage' });
+    this.corpus = { passages, vectors };
+    if (this.pieces.size && this.corpus.passages !== passages) this.pieces.clear();
+  }
+
+  /** Forgets the index (e.g. after training changed the encoder). */
+  dropIndex(): void {
+    this.corpus = undefined;
+  }
+
+  get indexed(): boolean {
+    return this.corpus !== undefined;
+  }
+
+  /** The top `k` corpus rows of each question by the retrieval side's dot product. */
+  async search(questions: readonly string[], options: { k?: number } = {}): Promise<Array<Array<{ id: number; score: number }>>> {
+    const corpus = this.requireIndex();
+    mustBeArray(questions, 'questions');
+    const k = options.k ?? 20;
+    if (!Number.isInteger(k) || k < 1) throw new QuorumError('ERR_RANGE', 'k must be an integer >= 1');
+    if (!questions.length) return [];
+    const q = await encodeTable(this.retrievalEncoder(), await this.questionTable(questions), { side: 'query' });
+    const top = await scoreTopK(q, corpus.vectors, Math.min(k, corpus.passages.length));
+    return questions.map((_, i) => top.hits(i));
+  }
+
+  /** A corpus passage's pieces (cached). */
+  passagePieces(row: number, passages: readonly PassageText[] = this.requireIndex().passages): PassagePieces {
+    let p = this.pieces.get(row);
+    if (!p) {
+      const passage = passages[row];
+      if (!passage) throw new QuorumError('ERR_RANGE', `passage row ${row} outside the corpus of ${passages.length}`);
+      p = passagePieces(this.tokenizer, passage.text);
+      this.pieces.set(row, p);
+    }
+    return p;
+  }
+
+  /**
+   * Reads each question's candidate passages and answers with the best span (at most maxAnswerLength pieces) of
+   * the passage whose relevance logit is highest.
+   */
+  async read(questions: readonly string[], candidates: readonly (readonly { id: number; score: number }[])[], passages?: readonly PassageText[]): Promise<RomAnswer[]> {
+    mustBeArray(questions, 'questions');
+    mustBeArray(candidates, 'candidates');
+    if (candidates.length !== questions.length) throw new QuorumError('ERR_SHAPE', `${candidates.length} candidate lists for ${questions.length} questions`);
+    const out: RomAnswer[] = [];
+    for (let i = 0; i < questions.length; i++) {
+      const list = candidates[i]!;
+      if (!list.length) {
+        out.push({ answer: '', passage: -1, passageScore: -Infinity, spanScore: -Infinity, retrievalScore: -Infinity });
+        continue;
+      }
+      const pieces = list.map((h) => this.passagePieces(h.id, passages));
+      const rows = readerRows(this.tokenizer, [this.tokenizer.ids(questions[i]!)], list.map(() => 0), pieces, {
+        maxLength: this.text.readerLength,
+        maxQuestion: this.text.maxQueryLength,
+      });
+      const logits = await this.network.read(rows.inputs);
+      const T = rows.inputs.seqLen;
+      let best = 0;
+      for (let r = 1; r < list.length; r++) if (logits.relevance[r]! > logits.relevance[best]!) best = r;
+      const span = bestSpans(logits.start, logits.end, { offset: best * T + rows.offset[best]!, length: rows.count[best]!, maxLength: this.text.maxAnswerLength })[0];
+      out.push({
+        answer: span ? spanText(pieces[best]!, span.start, span.end) : '',
+        passage: list[best]!.id,
+        passageScore: logits.relevance[best]!,
+        spanScore: span ? span.score : -Infinity,
+        retrievalScore: list[best]!.score,
+      });
+    }
+    return out;
+  }
+
+  /**
+   * Open-domain QA: retrieve the top `k` passages (default 10, the reader's training width), read them, answer.
+   *
+   * @example
+   * const [a] = await rom.answer(['how many brotherhoods are in the Armenian church?']);
+   * console.log(a.answer, a.passage);
+   */
+  async answer(questions: readonly string[], options: { k?: number } = {}): Promise<RomAnswer[]> {
+    const hits = await this.search(questions, { k: options.k ?? 10 });
+    return this.read(questions, hits);
+  }
+
+  /**
+   * Saves the index's vectors under `dir` with the corpus ids (`ids[i]` names row i); {@link loadIndex} restores it
+   * for the same corpus.
+   */
+  saveIndex(dir: string, ids: readonly string[]): void {
+    const corpus = this.requireIndex();
+    mustBeArray(ids, 'ids');
+    if (ids.length !== corpus.passages.length) throw new QuorumError('ERR_SHAPE', `${ids.length} ids for an index of ${corpus.passages.length} passages`);
+    mkdirSync(dir, { recursive: true });
+    const [n, d] = corpus.vectors.shape as [number, number];
+    writeFileAtomic(join(dir, 'vectors.safetensors'), writeSafetensors({ vectors: { shape: [n, d], data: corpus.vectors.data } }, { format: ROM_FORMAT }));
+    writeFileAtomic(join(dir, 'index.json'), Buffer.from(JSON.stringify({ format: 'quorum-rom-index', version: 1, ids }) + '\n'));
+  }
+
+  /**
+   * Loads {@link saveIndex}'s directory as the index of `passages` (the corpus it was built from, with the same
+   * ids in the same order). ERR_IO when missing, ERR_FORMAT when damaged or built from another corpus.
+   */
+  loadIndex(dir: string, passages: readonly (PassageText & { id: string })[]): void {
+    mustBeArray(passages, 'passages');
+    const path = join(dir, 'index.json');
+    if (!existsSync(path)) throw new QuorumError('ERR_IO', `${dir} holds no ROM index (no index.json)`);
+    const card = readJsonFile(path) as { format?: string; version?: number; ids?: unknown } | null;
+    if (!card || card.format !== 'quorum-rom-index' || card.version !== 1 || !Array.isArray(card.ids)) throw new QuorumError('ERR_FORMAT', `${path} is not a ROM index of version 1`);
+    if (card.ids.length !== passages.length || card.ids.some((id, i) => id !== passages[i]!.id))
+      throw new QuorumError('ERR_FORMAT', `${dir} indexes another corpus (${card.ids.length} passages; rebuild it with \`quorum rom index\`)`);
+    let tensors;
+    try {
+      tensors = readSafetensors(readFileSync(join(dir, 'vectors.safetensors')));
+    } catch (e) {
+      throw new QuorumError(e instanceof QuorumError ? 'ERR_FORMAT' : 'ERR_IO', `${dir}/vectors.safetensors: ${(e as Error).message}`, { cause: e });
+    }
+    const v = tensors.get('vectors');
+    const dim = this.retrievalEncoder().dim;
+    if (!v || v.shape.length !== 2 || v.shape[0] !== passages.length || v.shape[1] !== dim)
+      throw new QuorumError('ERR_FORMAT', `${dir}/vectors.safetensors does not hold [${passages.length}, ${dim}] vectors`);
+    this.corpus = { passages, vectors: Tensor.from(v.data, [passages.length, dim], 'f32') };
+    this.pieces.clear();
+  }
+
+  private requireIndex(): { passages: readonly PassageText[]; vectors: Tensor<'f32'> } {
+    if (!this.corpus) throw new QuorumError('ERR_STATE', 'no index: call index(passages) first (and again after training)');
+    return this.corpus;
+  }
+
+  /**
+   * Writes rom.json, vocab.txt and network.safetensors (plus the separate retrieval side: retrieval.safetensors, or
+   * a bi-encoder's model directory under retriever/). The index is not saved: `index` rebuilds it.
+   */
+  save(dir: string, options: { dtype?: 'F32' | 'BF16' } = {}): void {
+    if (typeof dir !== 'string' || !dir) throw new QuorumError('ERR_ARG', 'dir must be a non-empty string');
+    mkdirSync(dir, { recursive: true });
+    const dtype = options.dtype ?? 'F32';
+    writeWeights(this.network, join(dir, 'network.safetensors'), dtype, ROM_FORMAT);
+    writeFileAtomic(join(dir, 'vocab.txt'), Buffer.from(this.tokenizer.vocabulary.join('\n') + '\n'));
+    let retrieval: RomCard['retrieval'];
+    const r = this.retrieval;
+    if (r?.kind === 'rom') {
+      writeWeights(r.network, join(dir, 'retrieval.safetensors'), dtype, ROM_FORMAT);
+      retrieval = { kind: 'rom', config: r.network.config, weights: 'retrieval.safetensors' };
+    } else if (r?.kind === 'retriever') {
+      r.model.saveModel(join(dir, 'retriever'), { tokenizer: this.tokenizer, dtype, maxQueryLength: this.text.maxQueryLength, maxPassageLength: this.text.maxPassageLength, taskMarkers: false });
+      retrieval = { kind: 'retriever', dir: 'retriever' };
+    }
+    const card: RomCard = {
+      format: ROM_FORMAT,
+      version: ROM_VERSION,
+      config: this.network.config,
+      text: this.text,
+      weights: 'network.safetensors',
+      ...(retrieval ? { retrieval } : {}),
+      ...(this.training ? { training: this.training } : {}),
+    };
+    writeFileAtomic(join(dir, 'rom.json'), Buffer.from(JSON.stringify(card, null, 1) + '\n'));
+  }
+
+  /** Loads {@link save}'s directory. ERR_IO for a missing directory or file, ERR_FORMAT for another version or damage. */
+  static async load(dir: string): Promise<RomModel> {
+    if (typeof dir !== 'string' || !dir) throw new QuorumError('ERR_ARG', 'dir must be a non-empty string');
+    const path = join(dir, 'rom.json');
+    if (!existsSync(path)) throw new QuorumError('ERR_IO', `${dir} is not a ROM model directory (no rom.json)`);
+    const card = readJsonFile(path) as Partial<RomCard> | null;
+    if (!card || typeof card !== 'object' || card.format !== ROM_FORMAT) throw new QuorumError('ERR_FORMAT', `${path} is not a Quorum ROM model`);
+    if (card.version !== ROM_VERSION) throw new QuorumError('ERR_FORMAT', `${path} has format version ${JSON.stringify(card.version)}; this Quorum reads ${ROM_VERSION}`);
+    const t = card.text;
+    if (!card.config || !t || !Object.keys(defaultRomText).every((k) => Number.isInteger(t[k as keyof RomTextSettings])) || typeof card.weights !== 'string' || /[\\/]/.test(card.weights))
+      throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed config, text settings or weights entry`);
+    const vocab = join(dir, 'vocab.txt');
+    if (!existsSync(vocab)) throw new QuorumError('ERR_FORMAT', `${dir} has no vocab.txt`);
+    const tokenizer = await WordPieceTokenizer.load(vocab);
+    const network = networkOf(card.config, tokenizer, path);
+    readWeights(network, join(dir, card.weights));
+    const model = new RomModel(tokenizer, network, t as RomTextSettings);
+    const r = card.retrieval;
+    if (r?.kind === 'rom') {
+      if (typeof r.weights !== 'string' || /[\\/]/.test(r.weights)) throw new QuorumError('ERR_FORMAT', `${path}: malformed retrieval entry`);
+      const side = networkOf(r.config, tokenizer, path);
+      readWeights(side, join(dir, r.weights));
+      model.retrieval = { kind: 'rom', network: side };
+    } else if (r?.kind === 'retriever') {
+      if (r.dir !== 'retriever') throw new QuorumError('ERR_FORMAT', `${path}: malformed retrieval entry`);
+      model.retrieval = { kind: 'retriever', model: await Retriever.load(join(dir, r.dir)) };
+    } else if (r !== undefined) {
+      throw new QuorumError('ERR_FORMAT', `${path}: unknown retrieval side`);
+    }
+    if (card.training) model.training = card.training;
+    return model;
+  }
+}
+
+function networkOf(config: RomConfig, tokenizer: WordPieceTokenizer, path: string): RomNetwork {
+  let network: RomNetwork;
+  try {
+    network = RomNetwork.fromConfig(config);
+  } catch (e) {
+    if (e instanceof QuorumError && e.code !== 'ERR_BACKEND_UNAVAILABLE') throw new QuorumError('ERR_FORMAT', `${path}: bad configuration: ${e.message}`, { cause: e });
+    throw e;
+  }
+  if (config.encoder.vocabSize !== tokenizer.size) throw new QuorumError('ERR_FORMAT', `${path}: vocab.txt has ${tokenizer.size} tokens, the network ${config.encoder.vocabSize}`);
+  return network;
+}

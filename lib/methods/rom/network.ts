@@ -1,0 +1,194 @@
+// ROM's network (Fun, Gandhi, Ravi; native/torch/rom_model.h): the typed front of the native RomModel. One Transformer
+// for questions, passages and the extractive reader, with a linear head per retrieval task (retrieval, ICT,
+// PhraseICT) and the reader's span and relevance logits.
+import { QuorumError, awaitNative, callNative } from '../../errors.js';
+import { torchAddon, type MaybeAsync, type StepStats, type TokenBatchArg, type TrainBatchArg } from '../../native.js';
+import { defaultEncoderConfig, type EncoderConfig } from '../../train/config.js';
+import type { TableEncoder } from '../../train/encode-corpus.js';
+import { TrainableTable, type OptimizerOptions } from '../../train/parameter-table.js';
+import { mustBeObject } from '../../validate.js';
+
+export type RomHead = 'retrieval' | 'ict' | 'phrase_ict';
+export const ROM_HEADS: readonly RomHead[] = ['retrieval', 'ict', 'phrase_ict'];
+
+export interface RomConfig {
+  /** The one encoder; `pooling` and `normalize` shape the heads. Token weights, centre, projections and routing are not part of ROM. */
+  encoder: EncoderConfig;
+  /** Width of the heads' vectors (0: the hidden width, each head starting as the identity). */
+  headDim: number;
+}
+
+/**
+ * The reader's batch: row `q * passages + j` of `inputs` is "[CLS] question q [SEP] its passage j [SEP]" (type 1
+ * on the passage and its [SEP]); `start` / `end` are the answer's first and last token in row
+ * `q * passages + positive[q]`.
+ */
+export interface ReaderBatchArg {
+  inputs: TokenBatchArg;
+  passages: number;
+  positive: Int32Array;
+  start: Int32Array;
+  end: Int32Array;
+  /** lambda (and 1 / accumulation steps); default 1. */
+  lossScale?: number;
+  /** Divide the loss by a uniform guess's loss on this batch (default true). */
+  normalize?: boolean;
+}
+
+export interface RomStepStats extends StepStats {
+  /** The loss of a uniform guess on this batch (what normalization divides by). */
+  chance: number;
+  /** Reader: questions whose positive passage, and whose exact span, ranked first (`correct`: both). */
+  passageCorrect: number;
+  spanCorrect: number;
+}
+
+/** The reader's logits: start and end `[rows, seqLen]` (-Infinity outside the passage), relevance `[rows]`. */
+export interface ReaderLogits {
+  start: Float32Array;
+  end: Float32Array;
+  relevance: Float32Array;
+}
+
+interface NativeRomModel {
+  info(): { parameterCount: number; optimizerSteps: number; outDim: number };
+  parameters(): { name: string; shape: number[] }[];
+  getParameter(name: string): Float32Array;
+  setParameter(name: string, values: Float32Array): void;
+  setOptimizer(o: OptimizerOptions): void;
+  encode(batch: TokenBatchArg, side: 'query' | 'passage', head: RomHead, async: boolean): MaybeAsync<{ vectors: Float32Array }>;
+  read(inputs: TokenBatchArg, async: boolean): MaybeAsync<ReaderLogits>;
+  accumulate(batch: TrainBatchArg, head: RomHead, normalize: boolean, async: boolean): MaybeAsync<RomStepStats>;
+  accumulateReader(batch: ReaderBatchArg, async: boolean): MaybeAsync<RomStepStats>;
+  step(lr: number, clip: number, async: boolean): MaybeAsync<{ gradNorm: number }>;
+  save(path: string, async: boolean): MaybeAsync<object>;
+  load(path: string, async: boolean): MaybeAsync<object>;
+}
+
+/** Options of {@link RomNetwork.create}: any fields to override. */
+export interface RomNetworkOptions {
+  encoder?: Partial<EncoderConfig>;
+  headDim?: number;
+}
+
+/**
+ * ROM's defaults in small: GloVe-sized embeddings and hidden width (100), two blocks, mean pooling with unit vectors
+ * (issue 20: [CLS] pooling over fresh layers starts collapsed), heads of the hidden width (identity at step 0).
+ */
+export function romConfig(o: RomNetworkOptions = {}): RomConfig {
+  mustBeObject(o, 'ROM options');
+  if (o.encoder !== undefined) mustBeObject(o.encoder, 'encoder options');
+  const encoder: EncoderConfig = {
+    ...defaultEncoderConfig,
+    hiddenSize: 100,
+    embeddingSize: 100,
+    layers: 2,
+    heads: 4,
+    ffnSize: 400,
+    maxPositions: 256,
+    pooling: 'mean',
+    normalize: true,
+    ...o.encoder,
+  };
+  if (o.encoder?.embeddingSize === undefined) encoder.embeddingSize = encoder.hiddenSize;
+  return { encoder, headDim: o.headDim ?? 0 };
+}
+
+/**
+ * ROM's one-encoder model in libtorch (CPU). Parameter names: `encoder.<BERT name>`, `<head>.weight|bias` for the
+ * retrieval, ICT and PhraseICT heads, `reader.span.*` ([2, hidden]: start, end) and `reader.relevance.*`.
+ *
+ * @example
+ * const model = RomNetwork.create({ encoder: { vocabSize: tokenizer.size } });
+ * await model.accumulate(ictBatch, 'ict', { lossScale: 0.5 });
+ * await model.accumulateReader(readerBatch);
+ * await model.step(1e-3, 2);
+ */
+export class RomNetwork extends TrainableTable {
+  readonly config: RomConfig;
+  protected readonly native: NativeRomModel;
+
+  private constructor(config: RomConfig) {
+    super();
+    this.config = config;
+    const addon = torchAddon();
+    this.native = callNative(() => new addon.RomModel(config) as NativeRomModel);
+  }
+
+  static create(options: RomNetworkOptions = {}): RomNetwork {
+    return new RomNetwork(romConfig(options));
+  }
+
+  static fromConfig(config: RomConfig): RomNetwork {
+    mustBeObject(config, 'ROM config');
+    return new RomNetwork(config);
+  }
+
+  /** Width of the heads' vectors. */
+  get dim(): number {
+    return this.native.info().outDim;
+  }
+
+  /** The prefix of the token embedding table's name (for initFromGlove). */
+  encoderNames(): string[] {
+    return ['encoder'];
+  }
+
+  /** A head's vectors `[rows, dim]` of a tokenized batch, without gradients, off the main thread. */
+  async encode(batch: TokenBatchArg, side: 'query' | 'passage', head: RomHead = 'retrieval'): Promise<Float32Array> {
+    return (await awaitNative(callNative(() => this.native.encode(batch, side, head, true)) as Promise<{ vectors: Float32Array }>)).vectors;
+  }
+
+  encodeSync(batch: TokenBatchArg, side: 'query' | 'passage', head: RomHead = 'retrieval'): Float32Array {
+    return callNative(() => (this.native.encode(batch, side, head, false) as { vectors: Float32Array }).vectors);
+  }
+
+  /** The reader's logits for "[CLS] question [SEP] passage [SEP]" rows, off the main thread. */
+  async read(inputs: TokenBatchArg): Promise<ReaderLogits> {
+    return awaitNative(callNative(() => this.native.read(inputs, true)) as Promise<ReaderLogits>);
+  }
+
+  readSync(inputs: TokenBatchArg): ReaderLogits {
+    return callNative(() => this.native.read(inputs, false) as ReaderLogits);
+  }
+
+  /**
+   * One head as a {@link TableEncoder}, for encodeTable / indexTable / validate.
+   *
+   * @example
+   * const { index } = await indexTable(network.head('retrieval'), passages);
+   */
+  head(head: RomHead): TableEncoder {
+    if (!ROM_HEADS.includes(head)) throw new QuorumError('ERR_ARG', `a ROM head is ${ROM_HEADS.join(', ')}, got ${String(head)}`);
+    const dim = this.dim;
+    return {
+      dim,
+      config: this.config,
+      encode: async (batch, side, options = {}) => {
+        if (options.pooledState) throw new QuorumError('ERR_ARG', "ROM's heads have no pooled-state output");
+        const v = await this.encode(batch, side, head);
+        if (!options.out) return v;
+        options.out.set(v);
+        return options.out;
+      },
+    };
+  }
+
+  /** Forward and backward of a contrastive batch through one head; gradients add up until {@link step}. */
+  async accumulate(batch: TrainBatchArg, head: RomHead = 'retrieval', options: { normalize?: boolean } = {}): Promise<RomStepStats> {
+    return awaitNative(callNative(() => this.native.accumulate(batch, head, options.normalize ?? true, true)) as Promise<RomStepStats>);
+  }
+
+  accumulateSync(batch: TrainBatchArg, head: RomHead = 'retrieval', options: { normalize?: boolean } = {}): RomStepStats {
+    return callNative(() => this.native.accumulate(batch, head, options.normalize ?? true, false) as RomStepStats);
+  }
+
+  /** Forward and backward of a reader batch. */
+  async accumulateReader(batch: ReaderBatchArg): Promise<RomStepStats> {
+    return awaitNative(callNative(() => this.native.accumulateReader(batch, true)) as Promise<RomStepStats>);
+  }
+
+  accumulateReaderSync(batch: ReaderBatchArg): RomStepStats {
+    return callNative(() => this.native.accumulateReader(batch, false) as RomStepStats);
+  }
+}

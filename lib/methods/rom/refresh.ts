@@ -1,0 +1,88 @@
+// ROM's joint optimization (the paper's Algorithm 1): after each round of joint training the retrieval validation
+// (DPR's average rank, SPEC §4.5: lower is better) is read; only a strict improvement re-encodes the corpus and
+// rebuilds the index, and the reader's training passages are replaced only when the new retrieval is better too.
+import { QuorumError } from '../../errors.js';
+
+export interface RefreshEvent {
+  /** The joint round (epoch) that triggered it. */
+  round: number;
+  averageRank: number;
+  /** Seconds spent re-encoding and re-indexing. */
+  seconds: number;
+  /** The new index's retrieval figure (higher is better), and whether the reader's passages were updated. */
+  retrieval: number;
+  updatedReader: boolean;
+}
+
+export interface RefreshHooks {
+  /** Re-encodes the corpus and rebuilds the index; returns the new retrieval's figure (e.g. dev Recall@k). */
+  refresh(): Promise<number>;
+  /** Replaces the reader's training passages with the new retrieval's. */
+  updateReader(): Promise<void>;
+  log?: (line: string) => void;
+}
+
+/**
+ * Decides when to refresh the index.
+ *
+ * @example
+ * const r = new IndexRefresh(hooks, { averageRank: v0, retrieval: recall0 });
+ * for (let round = 0; round < rounds; round++) { await trainRound(); await r.observe(round, (await validate()).averageRank); }
+ */
+export class IndexRefresh {
+  readonly events: RefreshEvent[] = [];
+  private bestRank: number;
+  private bestRetrieval: number;
+
+  constructor(
+    private readonly hooks: RefreshHooks,
+    start: { averageRank?: number; retrieval?: number } = {},
+  ) {
+    if (typeof hooks?.refresh !== 'function' || typeof hooks.updateReader !== 'function')
+      throw new QuorumError('ERR_ARG', 'IndexRefresh needs refresh() and updateReader() hooks');
+    this.bestRank = start.averageRank ?? Infinity;
+    this.bestRetrieval = start.retrieval ?? -Infinity;
+  }
+
+  /** The best (lowest) average rank seen so far. */
+  get best(): number {
+    return this.bestRank;
+  }
+
+  /**
+   * Refreshes the index and the reader's passages whatever the figures say (the index the joint phase starts from,
+   * or the pipeline's switch to the reader); later rounds must beat `averageRank`.
+   */
+  async force(round: number, averageRank: number): Promise<void> {
+    this.bestRank = Math.min(this.bestRank, averageRank);
+    await this.apply(round, averageRank, true);
+  }
+
+  /** Reads one round's validation; refreshes on a strict improvement. Returns whether it refreshed. */
+  async observe(round: number, averageRank: number): Promise<boolean> {
+    if (typeof averageRank !== 'number' || Number.isNaN(averageRank)) throw new QuorumError('ERR_ARG', 'averageRank must be a number');
+    if (!(averageRank < this.bestRank)) {
+      this.hooks.log?.(`round ${round}: average rank ${averageRank.toFixed(2)}, not below ${this.bestRank.toFixed(2)}: index kept`);
+      return false;
+    }
+    this.bestRank = averageRank;
+    await this.apply(round, averageRank);
+    return true;
+  }
+
+  private async apply(round: number, averageRank: number, always = false): Promise<void> {
+    const t0 = performance.now();
+    const retrieval = await this.hooks.refresh();
+    const seconds = (performance.now() - t0) / 1000;
+    const updatedReader = always || retrieval > this.bestRetrieval;
+    if (updatedReader) {
+      this.bestRetrieval = retrieval;
+      await this.hooks.updateReader();
+    }
+    this.events.push({ round, averageRank, seconds, retrieval, updatedReader });
+    this.hooks.log?.(
+      `round ${round}: average rank ${averageRank.toFixed(2)}: index refreshed in ${seconds.toFixed(1)} s, retrieval ${retrieval.toFixed(3)}` +
+        (updatedReader ? ', reader passages updated' : ', reader passages kept (retrieval not better)'),
+    );
+  }
+}

@@ -1,0 +1,466 @@
+// ROM's training (PAPERS.md; the paper's §3 and Algorithm 1) in three phases over one network:
+//   1. self-supervised: ICT and / or PhraseICT batches (in-batch negatives), each through its own head
+//   2. retrieval alone (DPR's NLL with BM25 hard negatives), the best epoch by dev average rank kept
+//   3. joint: per epoch lambda_retrieval from the schedule and lambda_reader = 1 - lambda_retrieval; after each
+//      epoch the dev average rank decides whether the corpus is re-encoded and the index rebuilt, and the reader's
+//      negatives are replaced by the new retrieval when its dev recall is better (refresh.ts)
+// Each task's loss is divided by the loss of a uniform guess on its batch (the paper normalises losses of different
+// scales), so the lambdas alone set the balance. The pipeline schedule trains retrieval for the first half, keeps
+// its best checkpoint as the retrieval side, and trains the reader alone on that retrieval for the second half.
+// A model whose retrieval side is a separate bi-encoder trains only its reader here.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { QuorumError } from '../../errors.js';
+import type { TokenBatchArg, TrainBatchArg } from '../../native.js';
+import { progress } from '../../progress.js';
+import { seededRandom } from '../../random.js';
+import { encodeTable } from '../../train/encode-corpus.js';
+import type { PassageText, TrainingExample } from '../../train/examples.js';
+import { linearSchedule, shuffle } from '../../train/schedule.js';
+import { TokenTable } from '../../train/token-table.js';
+import { composeBatch } from '../../train/trainer.js';
+import { validate, validationPool, type ValidationInput } from '../../train/validate.js';
+import { mustBeArray, mustBeObject } from '../../validate.js';
+import { scoreTopK } from '../../dense.js';
+import type { RomModel } from './model.js';
+import { RomNetwork, type ReaderBatchArg, type RomHead, type RomStepStats } from './network.js';
+import { findAnswer, passagePieces, readerRows, type PassagePieces } from './reader-inputs.js';
+import { IndexRefresh, type RefreshEvent } from './refresh.js';
+import { ROM_SCHEDULES, retrievalWeight, type RomSchedule } from './schedule.js';
+import { TermIdf, ictExamples, phraseIctExamples, type SelfSupervisedExample } from './self-supervised.js';
+
+export interface RomTrainOptions {
+  /** Phase 1: self-supervised pre-training (default none). */
+  pretrain?: {
+    tasks?: Array<'ict' | 'phrase_ict'>;
+    epochs?: number;
+    /** Examples per epoch and task (default: one per passage). */
+    examplesPerEpoch?: number;
+    /** Share of examples that keep the pseudo-query in the evidence (default 0.1). */
+    keepRate?: number;
+  };
+  /** Phase 2: epochs of retrieval alone (default 2). */
+  retrievalEpochs?: number;
+  /** Phase 3: epochs of joint training (default 4; 0 = a retriever only). */
+  jointEpochs?: number;
+  /** Phase 3's schedule (default 'random', the paper's main runs). */
+  schedule?: RomSchedule;
+  /** iterative: the weight of the task off duty (default 0.01). */
+  scheduleFloor?: number;
+  /** Questions (or pseudo-queries) per contrastive batch (default 16). */
+  batchSize?: number;
+  /** BM25 hard negatives per question in retrieval batches (default 1). */
+  hardNegatives?: number;
+  /** Questions per reader batch (default 4). */
+  readerQuestions?: number;
+  /** Passages the reader reads per question in training: 1 positive + the rest negatives (default 10). */
+  readerPassages?: number;
+  /** Retrieved passages the reader's negatives are drawn from (default 30). */
+  readerDepth?: number;
+  /** Peak learning rate of every phase (default 1e-3: the encoder trains from GloVe, not from BERT). */
+  lr?: number;
+  clip?: number;
+  /** Divides retrieval scores before the softmax (default 0.05 for unit vectors, else 1). */
+  temperature?: number;
+  /** Divide each task's loss by a uniform guess's loss (default true). */
+  normalizeLosses?: boolean;
+  /** Algorithm 1's refresh on improvement (default true); false keeps the index the joint phase starts from. */
+  refresh?: boolean;
+  /** Passages in the dev average-rank pool (default 1000). */
+  validationPool?: number;
+  seed?: number;
+  log?: (line: string) => void;
+  /** Progress bars on stderr. */
+  progress?: boolean;
+}
+
+export interface RomEpochRecord {
+  phase: 'pretrain' | 'retrieval' | 'joint';
+  epoch: number;
+  lambdas: Partial<Record<RomHead | 'reader', number>>;
+  /** Mean loss per task over the epoch (unnormalized) and its chance level. */
+  losses: Partial<Record<RomHead | 'reader', { loss: number; chance: number; accuracy: number }>>;
+  averageRank?: number;
+  seconds: number;
+  tokens: number;
+}
+
+export interface RomTrainRecord {
+  options: Omit<RomTrainOptions, 'log'>;
+  epochs: RomEpochRecord[];
+  refreshes: RefreshEvent[];
+  /** Training questions the reader could learn from (an answer string found in a gold passage). */
+  readerExamples: number;
+  seconds: number;
+}
+
+export interface RomTrainingData {
+  passages: readonly PassageText[];
+  /** Questions with gold passages; those with `answers` also train the reader. */
+  train: readonly TrainingExample[];
+  dev?: readonly TrainingExample[];
+}
+
+/** A training question the reader learns from: its gold passage holding an answer, and where. */
+interface ReaderExample {
+  example: number;
+  positive: number;
+  start: number;
+  end: number;
+}
+
+const positiveInt = (v: number, name: string, zero = false) => {
+  if (!Number.isInteger(v) || v < (zero ? 0 : 1)) throw new QuorumError('ERR_RANGE', `${name} must be an integer >= ${zero ? 0 : 1}, got ${v}`);
+};
+
+/**
+ * Trains a ROM model in place and records what happened (also kept in `model.training`). The model's index is
+ * dropped at the end: the encoder changed.
+ *
+ * @example
+ * const rom = RomModel.create({ tokenizer });
+ * const record = await trainRom(rom, { passages, train, dev }, { pretrain: { tasks: ['ict'] }, schedule: 'equal' });
+ * console.log(record.refreshes.length, 'index refreshes');
+ */
+export async function trainRom(model: RomModel, data: RomTrainingData, options: RomTrainOptions = {}): Promise<RomTrainRecord> {
+  mustBeObject(model, 'model');
+  mustBeObject(data, 'training data');
+  mustBeObject(options, 'options');
+  mustBeArray(data.passages, 'passages');
+  mustBeArray(data.train, 'train');
+  if (data.dev !== undefined) mustBeArray(data.dev, 'dev');
+  const o = {
+    retrievalEpochs: 2,
+    jointEpochs: 4,
+    schedule: 'random' as RomSchedule,
+    batchSize: 16,
+    hardNegatives: 1,
+    readerQuestions: 4,
+    readerPassages: 10,
+    readerDepth: 30,
+    lr: 1e-3,
+    clip: 2,
+    normalizeLosses: true,
+    refresh: true,
+    validationPool: 1000,
+    seed: 12345,
+    ...options,
+  };
+  const pre = { tasks: ['ict' as const], epochs: 0, keepRate: 0.1, ...o.pretrain };
+  if (!ROM_SCHEDULES.includes(o.schedule)) throw new QuorumError('ERR_ARG', `schedule must be one of ${ROM_SCHEDULES.join(', ')}`);
+  positiveInt(o.retrievalEpochs, 'retrievalEpochs', true);
+  positiveInt(o.jointEpochs, 'jointEpochs', true);
+  positiveInt(pre.epochs, 'pretrain.epochs', true);
+  for (const [k, v] of Object.entries({ batchSize: o.batchSize, readerQuestions: o.readerQuestions, readerPassages: o.readerPassages, readerDepth: o.readerDepth }))
+    positiveInt(v, k);
+  positiveInt(o.hardNegatives, 'hardNegatives', true);
+  if (!(o.lr > 0)) throw new QuorumError('ERR_RANGE', 'lr must be > 0');
+  for (const t of pre.tasks) if (t !== 'ict' && t !== 'phrase_ict') throw new QuorumError('ERR_ARG', `a pre-training task is 'ict' or 'phrase_ict', got ${String(t)}`);
+  if (!data.train.length && (o.retrievalEpochs > 0 || o.jointEpochs > 0)) throw new QuorumError('ERR_ARG', 'no training questions');
+  const log = o.log ?? (() => {});
+  const network = model.network;
+  const tok = model.tokenizer;
+  const text = model.text;
+  const separate = model.retrieval?.kind === 'retriever';
+  const temperature = o.temperature ?? (network.config.encoder.normalize ? 0.05 : 1);
+  const random = seededRandom(o.seed);
+  const scratch = mkdtempSync(join(tmpdir(), 'quorum-rom-train-'));
+  const t0 = performance.now();
+  const { log: _log, ...recorded } = options;
+  const record: RomTrainRecord = { options: recorded, epochs: [], refreshes: [], readerExamples: 0, seconds: 0 };
+
+  try {
+    const passages = await model.passageTable(data.passages);
+    const trainQ = await model.questionTable(data.train.map((e) => e.query));
+    const dev = data.dev?.length ? data.dev : undefined;
+    const validation = dev ? await validationInput(model, dev, data.passages.length, o.validationPool, o.seed, passages) : undefined;
+    const averageRank = async () => (validation ? (await validate(model.retrievalEncoder(), validation)).averageRank : NaN);
+
+    /** One epoch: `steps` optimizer steps, each accumulating the batches `parts` makes for it. */
+    const epochLoop = async (
+      phase: RomEpochRecord['phase'],
+      epoch: number,
+      steps: number,
+      schedule: (step: number) => number,
+      lambdas: RomEpochRecord['lambdas'],
+      parts: (step: number) => Promise<Array<{ task: RomHead | 'reader'; stats: RomStepStats }>>,
+    ): Promise<RomEpochRecord> => {
+      const bar = o.progress ? progress(`${phase} epoch ${epoch + 1}`, steps) : undefined;
+      const sums: Record<string, { loss: number; chance: number; correct: number; n: number }> = {};
+      let tokens = 0;
+      const e0 = performance.now();
+      for (let s = 0; s < steps; s++) {
+        for (const { task, stats } of await parts(s)) {
+          const a = (sums[task] ??= { loss: 0, chance: 0, correct: 0, n: 0 });
+          a.loss += stats.loss * stats.questions;
+          a.chance += stats.chance * stats.questions;
+          a.correct += stats.correct;
+          a.n += stats.questions;
+          tokens += stats.tokens;
+        }
+        await network.step(o.lr * schedule(s), o.clip);
+        bar?.tick();
+      }
+      bar?.stop();
+      const losses: RomEpochRecord['losses'] = {};
+      for (const [k, a] of Object.entries(sums)) losses[k as RomHead] = { loss: a.loss / a.n, chance: a.chance / a.n, accuracy: a.correct / a.n };
+      const rec: RomEpochRecord = { phase, epoch, lambdas, losses, seconds: (performance.now() - e0) / 1000, tokens };
+      record.epochs.push(rec);
+      return rec;
+    };
+    const describe = (r: RomEpochRecord) =>
+      `${r.phase} epoch ${r.epoch + 1}: ` +
+      Object.entries(r.losses).map(([k, v]) => `${k} loss ${v.loss.toFixed(3)} (chance ${v.chance.toFixed(2)}, acc ${(v.accuracy * 100).toFixed(1)}%)`).join(', ') +
+      (r.averageRank !== undefined && !Number.isNaN(r.averageRank) ? `, dev average rank ${r.averageRank.toFixed(2)}` : '') +
+      `, ${Math.round(r.tokens / Math.max(r.seconds, 1e-9))} tokens/s`;
+
+    // Phase 1: ICT / PhraseICT.
+    if (pre.epochs > 0) {
+      const idf = pre.tasks.includes('phrase_ict') ? TermIdf.fit(data.passages) : undefined;
+      const perTask = pre.examplesPerEpoch ?? data.passages.length;
+      const stepsPer = Math.ceil(perTask / o.batchSize);
+      const lrSchedule = linearSchedule(Math.round(pre.epochs * stepsPer * 0.1), pre.epochs * stepsPer);
+      const lambda = 1 / pre.tasks.length;
+      for (let epoch = 0; epoch < pre.epochs; epoch++) {
+        const streams = new Map<RomHead, SelfSupervisedExample[]>();
+        for (const t of pre.tasks) {
+          const seed = o.seed * 31 + epoch * 2 + (t === 'ict' ? 0 : 1);
+          const made = t === 'ict' ? ictExamples(data.passages, { seed, keepRate: pre.keepRate }) : phraseIctExamples(data.passages, idf!, { seed, keepRate: pre.keepRate });
+          streams.set(t, shuffle([...made], seededRandom(seed)).slice(0, perTask));
+        }
+        const rec = await epochLoop('pretrain', epoch, stepsPer, (s) => lrSchedule(epoch * stepsPer + s), Object.fromEntries(pre.tasks.map((t) => [t, lambda])), async (s) => {
+          const out: Array<{ task: RomHead; stats: RomStepStats }> = [];
+          for (const [task, list] of streams) {
+            const part = list.slice(s * o.batchSize, (s + 1) * o.batchSize);
+            if (part.length < 2) continue;
+            const batch = await selfSupervisedBatch(model, data.passages, part, temperature, lambda);
+            out.push({ task, stats: await network.accumulate(batch, task, { normalize: o.normalizeLosses }) });
+          }
+          return out;
+        });
+        rec.averageRank = await averageRank();
+        log(describe(rec));
+      }
+    }
+
+    // Phase 2: retrieval alone, the best epoch by dev average rank kept.
+    const retrievalStepsPer = Math.ceil(data.train.length / o.batchSize);
+    const retrievalBatch = (members: number[], lambda: number): TrainBatchArg => {
+      const c = composeBatch(data.train, members, o.hardNegatives, random);
+      return { queries: trainQ.batch(members), passages: passages.batch(c.passageRows), positives: c.positives, ignore: c.ignore, lossScale: lambda, temperature };
+    };
+    const order = (epoch: number) => shuffle(Array.from({ length: data.train.length }, (_, i) => i), seededRandom(o.seed * 7919 + epoch));
+    if (o.retrievalEpochs > 0 && !separate) {
+      const lrSchedule = linearSchedule(Math.round(o.retrievalEpochs * retrievalStepsPer * 0.1), o.retrievalEpochs * retrievalStepsPer);
+      let best = Infinity;
+      for (let epoch = 0; epoch < o.retrievalEpochs; epoch++) {
+        const ord = order(epoch);
+        const rec = await epochLoop('retrieval', epoch, retrievalStepsPer, (s) => lrSchedule(epoch * retrievalStepsPer + s), { retrieval: 1 }, async (s) => [
+          { task: 'retrieval', stats: await network.accumulate(retrievalBatch(ord.slice(s * o.batchSize, (s + 1) * o.batchSize), 1), 'retrieval', { normalize: o.normalizeLosses }) },
+        ]);
+        rec.averageRank = await averageRank();
+        log(describe(rec));
+        if (validation && rec.averageRank < best) {
+          best = rec.averageRank;
+          await network.save(join(scratch, 'retrieval-best.pt'));
+        }
+      }
+      if (validation && Number.isFinite(best)) await network.load(join(scratch, 'retrieval-best.pt'));
+    }
+
+    // Phase 3: joint training with the schedule and the index refresh.
+    const reader = readerExamples(model, data, text.readerLength);
+    record.readerExamples = reader.examples.length;
+    if (o.jointEpochs > 0 && reader.examples.length === 0) log('no training question has an answer string in a gold passage: the reader is not trained');
+    if (o.jointEpochs > 0) {
+      // The reader's negatives per training question: BM25's until the first retrieval.
+      let negatives: number[][] = data.train.map((e) => e.hardNegatives.slice(0, o.readerDepth));
+      let pending = negatives;
+      const refresher = new IndexRefresh(
+        {
+          refresh: async () => {
+            const vectors = await encodeTable(model.retrievalEncoder(), passages, { side: 'passage' });
+            const search = async (table: TokenTable, rows: readonly number[]) =>
+              scoreTopK(await encodeTable(model.retrievalEncoder(), table, { side: 'query', rows }), vectors, Math.min(o.readerDepth + 10, data.passages.length));
+            const top = await search(trainQ, data.train.map((_, i) => i));
+            pending = data.train.map((e, i) => {
+              const gold = new Set(e.positives);
+              return top.hits(i).map((h) => h.id).filter((r) => !gold.has(r)).slice(0, o.readerDepth);
+            });
+            if (!validation) return 0;
+            // Dev recall at the reader's width: how often the reader would see a gold passage.
+            const devTop = await search(validation.allQuestions, dev!.map((_, i) => i));
+            return dev!.reduce((a, e, i) => a + (devTop.hits(i).slice(0, o.readerPassages).some((h) => e.positives.includes(h.id)) ? 1 : 0), 0) / dev!.length;
+          },
+          updateReader: async () => {
+            negatives = pending;
+          },
+          log,
+        },
+      );
+      const E = o.jointEpochs;
+      const stepsPer = retrievalStepsPer;
+      const lrSchedule = linearSchedule(Math.round(E * stepsPer * 0.1), E * stepsPer);
+      const readerOrder = shuffle(Array.from({ length: reader.examples.length }, (_, i) => i), seededRandom(o.seed + 17));
+      let readerAt = 0;
+      const readerBatch = async (lambda: number): Promise<ReaderBatchArg> => {
+        const chosen: ReaderExample[] = [];
+        for (let i = 0; i < o.readerQuestions; i++) chosen.push(reader.examples[readerOrder[readerAt++ % readerOrder.length]!]!);
+        const rowsPassages: PassagePieces[] = [];
+        const questionOf: number[] = [];
+        chosen.forEach((x, q) => {
+          const pool = negatives[x.example]!.slice();
+          const picks = [x.positive];
+          while (picks.length < o.readerPassages && pool.length) picks.push(pool.splice(Math.floor(random() * pool.length), 1)[0]!);
+          // Too few retrieved negatives (a tiny corpus): any other non-gold passages.
+          const gold = new Set(data.train[x.example]!.positives);
+          for (let tries = 0; picks.length < o.readerPassages && tries < 100; tries++) {
+            const r = Math.floor(random() * data.passages.length);
+            if (!gold.has(r) && !picks.includes(r)) picks.push(r);
+          }
+          while (picks.length < o.readerPassages) picks.push(picks[picks.length - 1]!);
+          for (const r of picks) {
+            rowsPassages.push(reader.pieces(r));
+            questionOf.push(q);
+          }
+        });
+        const rows = readerRows(tok, chosen.map((x) => reader.question(x.example)), questionOf, rowsPassages, { maxLength: text.readerLength, maxQuestion: text.maxQueryLength });
+        return {
+          inputs: rows.inputs,
+          passages: o.readerPassages,
+          positive: new Int32Array(chosen.length),
+          start: Int32Array.from(chosen.map((x, q) => rows.offset[q * o.readerPassages]! + x.start)),
+          end: Int32Array.from(chosen.map((x, q) => rows.offset[q * o.readerPassages]! + x.end)),
+          lossScale: lambda,
+          normalize: o.normalizeLosses,
+        };
+      };
+
+      await refresher.force(-1, await averageRank());
+      const switchAt = o.schedule === 'pipeline' ? Math.ceil(E / 2) : -1;
+      let bestRetrieval = Infinity;
+      for (let epoch = 0; epoch < E; epoch++) {
+        if (epoch === switchAt) {
+          // The pipeline's hand-over: the best retrieval checkpoint becomes the retrieval side, its results the reader's.
+          if (Number.isFinite(bestRetrieval)) await network.load(join(scratch, 'joint-best.pt'));
+          const side = RomNetwork.fromConfig(network.config);
+          await network.save(join(scratch, 'side.pt'));
+          await side.load(join(scratch, 'side.pt'));
+          model.retrieval = { kind: 'rom', network: side };
+          await refresher.force(epoch, await averageRank());
+        }
+        const wr = separate ? 0 : retrievalWeight(o.schedule, epoch, E, { seed: o.seed, ...(o.scheduleFloor !== undefined ? { floor: o.scheduleFloor } : {}) });
+        const wd = reader.examples.length ? 1 - wr : 0;
+        const ord = order(o.retrievalEpochs + epoch);
+        const rec = await epochLoop('joint', epoch, stepsPer, (s) => lrSchedule(epoch * stepsPer + s), { retrieval: wr, reader: wd }, async (s) => {
+          const out: Array<{ task: RomHead | 'reader'; stats: RomStepStats }> = [];
+          if (wr > 0) out.push({ task: 'retrieval', stats: await network.accumulate(retrievalBatch(ord.slice(s * o.batchSize, (s + 1) * o.batchSize), wr), 'retrieval', { normalize: o.normalizeLosses }) });
+          if (wd > 0) out.push({ task: 'reader', stats: await network.accumulateReader(await readerBatch(wd)) });
+          return out;
+        });
+        const retrievalTrains = !separate && !(o.schedule === 'pipeline' && epoch >= switchAt);
+        rec.averageRank = retrievalTrains ? await averageRank() : undefined;
+        log(describe(rec));
+        if (rec.averageRank !== undefined && o.schedule === 'pipeline' && rec.averageRank < bestRetrieval) {
+          bestRetrieval = rec.averageRank;
+          await network.save(join(scratch, 'joint-best.pt'));
+        }
+        if (o.refresh && rec.averageRank !== undefined) await refresher.observe(epoch, rec.averageRank);
+      }
+      record.refreshes = refresher.events;
+    }
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+  record.seconds = (performance.now() - t0) / 1000;
+  model.dropIndex();
+  model.training = record as unknown as Record<string, unknown>;
+  return record;
+}
+
+/** The dev pool (SPEC §4.5), with one question table per task as validate() reads them, and all dev questions. */
+async function validationInput(
+  model: RomModel,
+  dev: readonly TrainingExample[],
+  corpusSize: number,
+  poolSize: number,
+  seed: number,
+  passages: TokenTable,
+): Promise<ValidationInput & { allQuestions: TokenTable }> {
+  const tasks = [...new Set(dev.map((e) => e.task))].sort();
+  const queries = new Map<string, TokenTable>();
+  const rows = new Array<number>(dev.length).fill(0);
+  for (const task of tasks) {
+    const idx = dev.map((e, i) => (e.task === task ? i : -1)).filter((i) => i >= 0);
+    queries.set(task, await model.questionTable(idx.map((i) => dev[i]!.query)));
+    idx.forEach((i, r) => (rows[i] = r));
+  }
+  return {
+    passages,
+    queries,
+    rows,
+    examples: dev,
+    taskIndex: new Map(tasks.map((t, i) => [t, i])),
+    pool: validationPool(dev, corpusSize, poolSize, seed),
+    allQuestions: await model.questionTable(dev.map((e) => e.query)),
+  };
+}
+
+/** The training questions the reader can learn from, and cached pieces of passages and questions. */
+function readerExamples(model: RomModel, data: RomTrainingData, readerLength: number) {
+  const tok = model.tokenizer;
+  const pieceCache = new Map<number, PassagePieces>();
+  const questionCache = new Map<number, Int32Array>();
+  const pieces = (row: number) => {
+    let p = pieceCache.get(row);
+    if (!p) {
+      p = passagePieces(tok, data.passages[row]!.text);
+      pieceCache.set(row, p);
+    }
+    return p;
+  };
+  const question = (i: number) => {
+    let q = questionCache.get(i);
+    if (!q) {
+      q = tok.ids(data.train[i]!.query);
+      questionCache.set(i, q);
+    }
+    return q;
+  };
+  const examples: ReaderExample[] = [];
+  data.train.forEach((e, i) => {
+    if (!e.answers?.length) return;
+    // The passage pieces that fit next to the question in a reader row.
+    const budget = readerLength - Math.min(question(i).length, model.text.maxQueryLength, readerLength - 4) - 3;
+    for (const p of e.positives) {
+      const span = findAnswer(tok, pieces(p), e.answers, budget);
+      if (span) {
+        examples.push({ example: i, positive: p, ...span });
+        return;
+      }
+    }
+  });
+  return { examples, pieces, question };
+}
+
+/** A contrastive batch of pseudo-queries against their evidence ("[CLS] title [SEP] context [SEP]"). */
+async function selfSupervisedBatch(
+  model: RomModel,
+  passages: readonly PassageText[],
+  part: readonly SelfSupervisedExample[],
+  temperature: number,
+  lossScale: number,
+): Promise<TrainBatchArg> {
+  const tok = model.tokenizer;
+  const queries: TokenBatchArg = await tok.encodeAsync(part.map((e) => e.query), { maxLength: model.text.maxQueryLength });
+  const evidence: TokenBatchArg = await tok.encodeAsync(part.map((e) => passages[e.passage]!.title), {
+    pairs: part.map((e) => e.context),
+    maxLength: model.text.maxPassageLength,
+  });
+  // Two examples from one passage (when a stream repeats passages) are not each other's negatives.
+  const ignore: number[] = [];
+  part.forEach((a, i) => part.forEach((b, j) => i !== j && a.passage === b.passage && ignore.push(i, j)));
+  return { queries, passages: evidence, positives: Int32Array.from(part.map((_, i) => i)), ignore: Int32Array.from(ignore), lossScale, temperature };
+}
