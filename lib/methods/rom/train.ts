@@ -7,7 +7,7 @@
 // Each task's loss is divided by the loss of a uniform guess on its batch (the paper normalises losses of different
 // scales), so the lambdas alone set the balance. The pipeline schedule trains retrieval for the first half, keeps
 // its best checkpoint as the retrieval side, and trains the reader alone on that retrieval for the second half.
-// A model whose retrieval side is a separate bi-encoder trains only its reader here.
+// A model whose retrieval side is separate (a bi-encoder, or a pipeline's checkpoint) trains only its reader here.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -163,7 +163,7 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
   const network = model.network;
   const tok = model.tokenizer;
   const text = model.text;
-  const separate = model.retrieval?.kind === 'retriever';
+  const separate = model.retrieval !== undefined;
   const temperature = o.temperature ?? (network.config.encoder.normalize ? 0.05 : 1);
   const random = seededRandom(o.seed);
   const scratch = mkdtempSync(join(tmpdir(), 'quorum-rom-train-'));
@@ -342,7 +342,7 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
       const switchAt = o.schedule === 'pipeline' ? Math.ceil(E / 2) : -1;
       let bestRetrieval = Infinity;
       for (let epoch = 0; epoch < E; epoch++) {
-        if (epoch === switchAt) {
+        if (epoch === switchAt && !separate) {
           // The pipeline's hand-over: the best retrieval checkpoint becomes the retrieval side, its results the reader's.
           if (Number.isFinite(bestRetrieval)) await network.load(join(scratch, 'joint-best.pt'));
           const side = RomNetwork.fromConfig(network.config);
