@@ -292,6 +292,15 @@ describe('trainRom and RomModel', () => {
     expect(await asyncCode(RomModel.load(join(root, 'nowhere')))).toBe('ERR_IO');
   });
 
+  it('trains without a dev split: no average rank, so only the starting index and no checkpoint choice', async () => {
+    Retriever.seed(13);
+    const rom = RomModel.create({ tokenizer: tok, network: tiny, text: { readerLength: 40, maxQueryLength: 8, maxPassageLength: 32 } });
+    const record = await trainRom(rom, { passages: corpus, train }, { ...options, jointEpochs: 1, schedule: 'random' });
+    expect(record.epochs.every((e) => e.averageRank === undefined)).toBe(true);
+    expect(record.refreshes.map((r) => r.round)).toEqual([-1]);
+    expect(Object.keys(record.epochs[1]!.losses).sort()).toEqual(['reader', 'retrieval']);
+  });
+
   it('rejects bad options with typed errors', async () => {
     const rom = RomModel.create({ tokenizer: tok, network: tiny });
     const d = { passages: corpus, train };

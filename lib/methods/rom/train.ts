@@ -176,7 +176,7 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
     const trainQ = await model.questionTable(data.train.map((e) => e.query));
     const dev = data.dev?.length ? data.dev : undefined;
     const validation = dev ? await validationInput(model, dev, data.passages.length, o.validationPool, o.seed, passages) : undefined;
-    const averageRank = async () => (validation ? (await validate(model.retrievalEncoder(), validation)).averageRank : NaN);
+    const averageRank = async () => (validation ? (await validate(model.retrievalEncoder(), validation)).averageRank : undefined);
 
     /** One epoch: `steps` optimizer steps, each accumulating the batches `parts` makes for it. */
     const epochLoop = async (
@@ -213,7 +213,7 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
     const describe = (r: RomEpochRecord) =>
       `${r.phase} epoch ${r.epoch + 1}: ` +
       Object.entries(r.losses).map(([k, v]) => `${k} loss ${v.loss.toFixed(3)} (chance ${v.chance.toFixed(2)}, acc ${(v.accuracy * 100).toFixed(1)}%)`).join(', ') +
-      (r.averageRank !== undefined && !Number.isNaN(r.averageRank) ? `, dev average rank ${r.averageRank.toFixed(2)}` : '') +
+      (r.averageRank !== undefined ? `, dev average rank ${r.averageRank.toFixed(2)}` : '') +
       `, ${Math.round(r.tokens / Math.max(r.seconds, 1e-9))} tokens/s`;
 
     // Phase 1: ICT / PhraseICT.
@@ -240,7 +240,8 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
           }
           return out;
         });
-        rec.averageRank = await averageRank();
+        const v = await averageRank();
+        if (v !== undefined) rec.averageRank = v;
         log(describe(rec));
       }
     }
@@ -260,14 +261,15 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
         const rec = await epochLoop('retrieval', epoch, retrievalStepsPer, (s) => lrSchedule(epoch * retrievalStepsPer + s), { retrieval: 1 }, async (s) => [
           { task: 'retrieval', stats: await network.accumulate(retrievalBatch(ord.slice(s * o.batchSize, (s + 1) * o.batchSize), 1), 'retrieval', { normalize: o.normalizeLosses }) },
         ]);
-        rec.averageRank = await averageRank();
+        const v = await averageRank();
+        if (v !== undefined) rec.averageRank = v;
         log(describe(rec));
-        if (validation && rec.averageRank < best) {
-          best = rec.averageRank;
+        if (v !== undefined && v < best) {
+          best = v;
           await network.save(join(scratch, 'retrieval-best.pt'));
         }
       }
-      if (validation && Number.isFinite(best)) await network.load(join(scratch, 'retrieval-best.pt'));
+      if (Number.isFinite(best)) await network.load(join(scratch, 'retrieval-best.pt'));
     }
 
     // Phase 3: joint training with the schedule and the index refresh.
@@ -338,7 +340,7 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
         };
       };
 
-      await refresher.force(-1, await averageRank());
+      await refresher.force(-1, (await averageRank()) ?? Infinity);
       const switchAt = o.schedule === 'pipeline' ? Math.ceil(E / 2) : -1;
       let bestRetrieval = Infinity;
       for (let epoch = 0; epoch < E; epoch++) {
@@ -349,7 +351,7 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
           await network.save(join(scratch, 'side.pt'));
           await side.load(join(scratch, 'side.pt'));
           model.retrieval = { kind: 'rom', network: side };
-          await refresher.force(epoch, await averageRank());
+          await refresher.force(epoch, (await averageRank()) ?? Infinity);
         }
         const wr = separate ? 0 : retrievalWeight(o.schedule, epoch, E, { seed: o.seed, ...(o.scheduleFloor !== undefined ? { floor: o.scheduleFloor } : {}) });
         const wd = reader.examples.length ? 1 - wr : 0;
@@ -361,7 +363,8 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
           return out;
         });
         const retrievalTrains = !separate && !(o.schedule === 'pipeline' && epoch >= switchAt);
-        rec.averageRank = retrievalTrains ? await averageRank() : undefined;
+        const v = retrievalTrains ? await averageRank() : undefined;
+        if (v !== undefined) rec.averageRank = v;
         log(describe(rec));
         if (rec.averageRank !== undefined && o.schedule === 'pipeline' && rec.averageRank < bestRetrieval) {
           bestRetrieval = rec.averageRank;
