@@ -12,6 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+import { scoreTopK } from '../../dense.js';
 import { QuorumError } from '../../errors.js';
 import type { TokenBatchArg, TrainBatchArg } from '../../native.js';
 import { progress } from '../../progress.js';
@@ -23,10 +24,9 @@ import { TokenTable } from '../../train/token-table.js';
 import { composeBatch } from '../../train/trainer.js';
 import { validate, validationPool, type ValidationInput } from '../../train/validate.js';
 import { mustBeArray, mustBeObject } from '../../validate.js';
-import { scoreTopK } from '../../dense.js';
 import type { RomModel } from './model.js';
 import { RomNetwork, type ReaderBatchArg, type RomHead, type RomStepStats } from './network.js';
-import { findAnswer, passagePieces, readerRows, type PassagePieces } from './reader-inputs.js';
+import { ReaderData } from './reader-data.js';
 import { IndexRefresh, type RefreshEvent } from './refresh.js';
 import { ROM_SCHEDULES, retrievalWeight, type RomSchedule } from './schedule.js';
 import { TermIdf, ictExamples, phraseIctExamples, type SelfSupervisedExample } from './self-supervised.js';
@@ -101,14 +101,6 @@ export interface RomTrainingData {
   /** Questions with gold passages; those with `answers` also train the reader. */
   train: readonly TrainingExample[];
   dev?: readonly TrainingExample[];
-}
-
-/** A training question the reader learns from: its gold passage holding an answer, and where. */
-interface ReaderExample {
-  example: number;
-  positive: number;
-  start: number;
-  end: number;
 }
 
 const positiveInt = (v: number, name: string, zero = false) => {
@@ -273,13 +265,11 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
     }
 
     // Phase 3: joint training with the schedule and the index refresh.
-    const reader = readerExamples(model, data, text.readerLength);
+    const reader = new ReaderData(tok, data.passages, data.train, { readerLength: text.readerLength, maxQuestion: text.maxQueryLength, passages: o.readerPassages, depth: o.readerDepth });
     record.readerExamples = reader.examples.length;
     if (o.jointEpochs > 0 && reader.examples.length === 0) log('no training question has an answer string in a gold passage: the reader is not trained');
     if (o.jointEpochs > 0) {
-      // The reader's negatives per training question: BM25's until the first retrieval.
-      let negatives: number[][] = data.train.map((e) => e.hardNegatives.slice(0, o.readerDepth));
-      let pending = negatives;
+      let pending: number[][] = [];
       const refresher = new IndexRefresh(
         {
           refresh: async () => {
@@ -287,18 +277,13 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
             const search = async (table: TokenTable, rows: readonly number[]) =>
               scoreTopK(await encodeTable(model.retrievalEncoder(), table, { side: 'query', rows }), vectors, Math.min(o.readerDepth + 10, data.passages.length));
             const top = await search(trainQ, data.train.map((_, i) => i));
-            pending = data.train.map((e, i) => {
-              const gold = new Set(e.positives);
-              return top.hits(i).map((h) => h.id).filter((r) => !gold.has(r)).slice(0, o.readerDepth);
-            });
+            pending = data.train.map((_, i) => top.hits(i).map((h) => h.id));
             if (!validation) return 0;
             // Dev recall at the reader's width: how often the reader would see a gold passage.
             const devTop = await search(validation.allQuestions, dev!.map((_, i) => i));
             return dev!.reduce((a, e, i) => a + (devTop.hits(i).slice(0, o.readerPassages).some((h) => e.positives.includes(h.id)) ? 1 : 0), 0) / dev!.length;
           },
-          updateReader: async () => {
-            negatives = pending;
-          },
+          updateReader: async () => reader.setRetrieved(pending),
           log,
         },
       );
@@ -307,37 +292,9 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
       const lrSchedule = linearSchedule(Math.round(E * stepsPer * 0.1), E * stepsPer);
       const readerOrder = shuffle(Array.from({ length: reader.examples.length }, (_, i) => i), seededRandom(o.seed + 17));
       let readerAt = 0;
-      const readerBatch = async (lambda: number): Promise<ReaderBatchArg> => {
-        const chosen: ReaderExample[] = [];
-        for (let i = 0; i < o.readerQuestions; i++) chosen.push(reader.examples[readerOrder[readerAt++ % readerOrder.length]!]!);
-        const rowsPassages: PassagePieces[] = [];
-        const questionOf: number[] = [];
-        chosen.forEach((x, q) => {
-          const pool = negatives[x.example]!.slice();
-          const picks = [x.positive];
-          while (picks.length < o.readerPassages && pool.length) picks.push(pool.splice(Math.floor(random() * pool.length), 1)[0]!);
-          // Too few retrieved negatives (a tiny corpus): any other non-gold passages.
-          const gold = new Set(data.train[x.example]!.positives);
-          for (let tries = 0; picks.length < o.readerPassages && tries < 100; tries++) {
-            const r = Math.floor(random() * data.passages.length);
-            if (!gold.has(r) && !picks.includes(r)) picks.push(r);
-          }
-          while (picks.length < o.readerPassages) picks.push(picks[picks.length - 1]!);
-          for (const r of picks) {
-            rowsPassages.push(reader.pieces(r));
-            questionOf.push(q);
-          }
-        });
-        const rows = readerRows(tok, chosen.map((x) => reader.question(x.example)), questionOf, rowsPassages, { maxLength: text.readerLength, maxQuestion: text.maxQueryLength });
-        return {
-          inputs: rows.inputs,
-          passages: o.readerPassages,
-          positive: new Int32Array(chosen.length),
-          start: Int32Array.from(chosen.map((x, q) => rows.offset[q * o.readerPassages]! + x.start)),
-          end: Int32Array.from(chosen.map((x, q) => rows.offset[q * o.readerPassages]! + x.end)),
-          lossScale: lambda,
-          normalize: o.normalizeLosses,
-        };
+      const readerBatch = (lambda: number): ReaderBatchArg => {
+        const chosen = Array.from({ length: o.readerQuestions }, () => reader.examples[readerOrder[readerAt++ % readerOrder.length]!]!);
+        return reader.batch(chosen, random, lambda, o.normalizeLosses);
       };
 
       await refresher.force(-1, (await averageRank()) ?? Infinity);
@@ -359,7 +316,7 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
         const rec = await epochLoop('joint', epoch, stepsPer, (s) => lrSchedule(epoch * stepsPer + s), { retrieval: wr, reader: wd }, async (s) => {
           const out: Array<{ task: RomHead | 'reader'; stats: RomStepStats }> = [];
           if (wr > 0) out.push({ task: 'retrieval', stats: await network.accumulate(retrievalBatch(ord.slice(s * o.batchSize, (s + 1) * o.batchSize), wr), 'retrieval', { normalize: o.normalizeLosses }) });
-          if (wd > 0) out.push({ task: 'reader', stats: await network.accumulateReader(await readerBatch(wd)) });
+          if (wd > 0) out.push({ task: 'reader', stats: await network.accumulateReader(readerBatch(wd)) });
           return out;
         });
         const retrievalTrains = !separate && !(o.schedule === 'pipeline' && epoch >= switchAt);
@@ -409,43 +366,6 @@ async function validationInput(
     pool: validationPool(dev, corpusSize, poolSize, seed),
     allQuestions: await model.questionTable(dev.map((e) => e.query)),
   };
-}
-
-/** The training questions the reader can learn from, and cached pieces of passages and questions. */
-function readerExamples(model: RomModel, data: RomTrainingData, readerLength: number) {
-  const tok = model.tokenizer;
-  const pieceCache = new Map<number, PassagePieces>();
-  const questionCache = new Map<number, Int32Array>();
-  const pieces = (row: number) => {
-    let p = pieceCache.get(row);
-    if (!p) {
-      p = passagePieces(tok, data.passages[row]!.text);
-      pieceCache.set(row, p);
-    }
-    return p;
-  };
-  const question = (i: number) => {
-    let q = questionCache.get(i);
-    if (!q) {
-      q = tok.ids(data.train[i]!.query);
-      questionCache.set(i, q);
-    }
-    return q;
-  };
-  const examples: ReaderExample[] = [];
-  data.train.forEach((e, i) => {
-    if (!e.answers?.length) return;
-    // The passage pieces that fit next to the question in a reader row.
-    const budget = readerLength - Math.min(question(i).length, model.text.maxQueryLength, readerLength - 4) - 3;
-    for (const p of e.positives) {
-      const span = findAnswer(tok, pieces(p), e.answers, budget);
-      if (span) {
-        examples.push({ example: i, positive: p, ...span });
-        return;
-      }
-    }
-  });
-  return { examples, pieces, question };
 }
 
 /** A contrastive batch of pseudo-queries against their evidence ("[CLS] title [SEP] context [SEP]"). */
