@@ -287,6 +287,14 @@ describe('trainRom and RomModel', () => {
     again.loadIndex(join(dir, 'index'), corpus);
     expect(await again.answer(dev.map((e) => e.query), { k: 3 })).toEqual(a);
     expect(code(() => again.loadIndex(join(dir, 'index'), corpus.slice(1)))).toBe('ERR_FORMAT');
+    // Reading one question per native call or several (padded together) picks the same answers.
+    const qs = dev.map((e) => e.query);
+    const hits = await again.search(qs, { k: 3 });
+    const one = await again.read(qs, hits, undefined, { batchQuestions: 1 });
+    const many = await again.read(qs, hits, undefined, { batchQuestions: 4 });
+    expect(many.map((x) => [x.answer, x.passage])).toEqual(one.map((x) => [x.answer, x.passage]));
+    many.forEach((x, i) => expect(x.spanScore).toBeCloseTo(one[i]!.spanScore, 4));
+    expect(await asyncCode(again.read(qs, hits.slice(1)))).toBe('ERR_SHAPE');
     writeFileSync(join(dir, 'rom.json'), JSON.stringify({ format: 'quorum-rom', version: 2 }));
     expect(await asyncCode(RomModel.load(dir))).toBe('ERR_FORMAT');
     expect(await asyncCode(RomModel.load(join(root, 'nowhere')))).toBe('ERR_IO');

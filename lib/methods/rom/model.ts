@@ -171,33 +171,53 @@ export class RomModel {
    * Reads each question's candidate passages and answers with the best span (at most maxAnswerLength pieces) of
    * the passage whose relevance logit is highest.
    */
-  async read(questions: readonly string[], candidates: readonly (readonly { id: number; score: number }[])[], passages?: readonly PassageText[]): Promise<RomAnswer[]> {
+  async read(
+    questions: readonly string[],
+    candidates: readonly (readonly { id: number; score: number }[])[],
+    passages?: readonly PassageText[],
+    options: { batchQuestions?: number } = {},
+  ): Promise<RomAnswer[]> {
     mustBeArray(questions, 'questions');
     mustBeArray(candidates, 'candidates');
     if (candidates.length !== questions.length) throw new QuorumError('ERR_SHAPE', `${candidates.length} candidate lists for ${questions.length} questions`);
+    const per = options.batchQuestions ?? 8;
+    if (!Number.isInteger(per) || per < 1) throw new QuorumError('ERR_RANGE', 'batchQuestions must be an integer >= 1');
     const out: RomAnswer[] = [];
-    for (let i = 0; i < questions.length; i++) {
-      const list = candidates[i]!;
-      if (!list.length) {
-        out.push({ answer: '', passage: -1, passageScore: -Infinity, spanScore: -Infinity, retrievalScore: -Infinity });
-        continue;
-      }
-      const pieces = list.map((h) => this.passagePieces(h.id, passages));
-      const rows = readerRows(this.tokenizer, [this.tokenizer.ids(questions[i]!)], list.map(() => 0), pieces, {
-        maxLength: this.text.readerLength,
-        maxQuestion: this.text.maxQueryLength,
+    // Several questions per native call: one [rows, T] batch of every (question, passage) row.
+    for (let s = 0; s < questions.length; s += per) {
+      const qs = Array.from({ length: Math.min(per, questions.length - s) }, (_, i) => s + i);
+      const pieces: PassagePieces[] = [];
+      const questionOf: number[] = [];
+      const first: number[] = [];
+      qs.forEach((q, i) => {
+        first.push(pieces.length);
+        for (const h of candidates[q]!) {
+          pieces.push(this.passagePieces(h.id, passages));
+          questionOf.push(i);
+        }
       });
-      const logits = await this.network.read(rows.inputs);
-      const T = rows.inputs.seqLen;
-      let best = 0;
-      for (let r = 1; r < list.length; r++) if (logits.relevance[r]! > logits.relevance[best]!) best = r;
-      const span = bestSpans(logits.start, logits.end, { offset: best * T + rows.offset[best]!, length: rows.count[best]!, maxLength: this.text.maxAnswerLength })[0];
-      out.push({
-        answer: span ? spanText(pieces[best]!, span.start, span.end) : '',
-        passage: list[best]!.id,
-        passageScore: logits.relevance[best]!,
-        spanScore: span ? span.score : -Infinity,
-        retrievalScore: list[best]!.score,
+      const rows = pieces.length
+        ? readerRows(this.tokenizer, qs.map((q) => this.tokenizer.ids(questions[q]!)), questionOf, pieces, { maxLength: this.text.readerLength, maxQuestion: this.text.maxQueryLength })
+        : undefined;
+      const logits = rows ? await this.network.read(rows.inputs) : undefined;
+      qs.forEach((q, i) => {
+        const list = candidates[q]!;
+        if (!list.length || !rows || !logits) {
+          out.push({ answer: '', passage: -1, passageScore: -Infinity, spanScore: -Infinity, retrievalScore: -Infinity });
+          return;
+        }
+        const T = rows.inputs.seqLen;
+        let best = first[i]!;
+        for (let r = first[i]! + 1; r < first[i]! + list.length; r++) if (logits.relevance[r]! > logits.relevance[best]!) best = r;
+        const span = bestSpans(logits.start, logits.end, { offset: best * T + rows.offset[best]!, length: rows.count[best]!, maxLength: this.text.maxAnswerLength })[0];
+        const hit = list[best - first[i]!]!;
+        out.push({
+          answer: span ? spanText(pieces[best]!, span.start, span.end) : '',
+          passage: hit.id,
+          passageScore: logits.relevance[best]!,
+          spanScore: span ? span.score : -Infinity,
+          retrievalScore: hit.score,
+        });
       });
     }
     return out;
