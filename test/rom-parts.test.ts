@@ -292,6 +292,10 @@ describe('reader rows and answers', () => {
     expect(Array.from(lengths)).toEqual([10, 10]);
     expect(Array.from(ids.subarray(0, 10))).toEqual([2, 14, 6, 4, 5, 15, 3, 4, 5, 3]);
     expect(Array.from(typeIds.subarray(0, 10))).toEqual([0, 0, 0, 0, 0, 0, 0, 1, 1, 1]);
+    // The exact-match feature: passage pieces that occur in the question get type 2 (the [SEP] keeps 1).
+    const marked = readerRows(tok, q, [0, 0], ps, { maxLength: 10, markMatches: true });
+    expect(Array.from(marked.inputs.typeIds.subarray(0, 10))).toEqual([0, 0, 0, 0, 0, 0, 0, 2, 2, 1]);
+    expect(Array.from(marked.inputs.typeIds.subarray(10, 20))).toEqual([0, 0, 0, 0, 0, 0, 0, 2, 1, 1]); // 'the', 'long'
     const roomy = readerRows(tok, q, [0, 0], ps, { maxLength: 64 });
     expect(Array.from(roomy.count)).toEqual([ps[0]!.ids.length, ps[1]!.ids.length]);
     expect(roomy.inputs.seqLen).toBe(Math.max(...Array.from(roomy.inputs.lengths)));

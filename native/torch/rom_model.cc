@@ -64,7 +64,7 @@ torch::Tensor RomModel::encode(const TokenBatch& batch, Side side, RomHead h) {
 torch::Tensor RomModel::answer_positions(const TokenBatch& inputs) {
   const int64_t T = inputs.ids.size(1);
   const torch::Tensor pos = torch::arange(T, torch::kLong).unsqueeze(0);
-  return (inputs.types == 1) & (pos < (inputs.lengths.unsqueeze(1) - 1));
+  return (inputs.types >= 1) & (pos < (inputs.lengths.unsqueeze(1) - 1));
 }
 
 ReaderOutput RomModel::reader_logits(const TokenBatch& inputs, bool training) const {

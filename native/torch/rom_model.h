@@ -39,8 +39,9 @@ struct RomConfig {
 };
 
 // The reader's batch: Q questions with P passages each. Row q * P + j of `inputs` is question q with its passage j
-// as "[CLS] question [SEP] passage [SEP]", type id 1 on the passage and its [SEP]; answer positions are passage
-// tokens (type 1, before the final [SEP]).
+// as "[CLS] question [SEP] passage [SEP]", type id 1 on the passage and its [SEP] (2 on a passage token that also
+// occurs in the question, DrQA's exact-match feature, when the encoder has a third type); answer positions are
+// passage tokens (type >= 1, before the final [SEP]).
 struct ReaderBatch {
   TokenBatch inputs;
   int64_t passages = 1;
@@ -79,7 +80,7 @@ class RomModel : public Trainable {
   // Forward and backward of a reader batch.
   RomStepStats accumulate_reader(const ReaderBatch& batch);
 
-  // Which positions of reader rows are passage tokens: type 1, real, before the last token ([SEP]).
+  // Which positions of reader rows are passage tokens: type >= 1, real, before the last token ([SEP]).
   static torch::Tensor answer_positions(const TokenBatch& inputs);
   // The reader's loss on given logits, per question (selection + start + end), for tests against a plain reference.
   static torch::Tensor reader_loss(const ReaderOutput& out, const ReaderBatch& b);

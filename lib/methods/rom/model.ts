@@ -197,7 +197,11 @@ export class RomModel {
         }
       });
       const rows = pieces.length
-        ? readerRows(this.tokenizer, qs.map((q) => this.tokenizer.ids(questions[q]!)), questionOf, pieces, { maxLength: this.text.readerLength, maxQuestion: this.text.maxQueryLength })
+        ? readerRows(this.tokenizer, qs.map((q) => this.tokenizer.ids(questions[q]!)), questionOf, pieces, {
+            maxLength: this.text.readerLength,
+            maxQuestion: this.text.maxQueryLength,
+            markMatches: this.network.marksMatches,
+          })
         : undefined;
       const logits = rows ? await this.network.read(rows.inputs) : undefined;
       qs.forEach((q, i) => {

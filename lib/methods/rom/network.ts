@@ -73,7 +73,8 @@ export interface RomNetworkOptions {
 
 /**
  * ROM's defaults in small: GloVe-sized embeddings and hidden width (100), two blocks, mean pooling with unit vectors
- * (issue 20: [CLS] pooling over fresh layers starts collapsed), heads of the hidden width (identity at step 0).
+ * (issue 20: [CLS] pooling over fresh layers starts collapsed), heads of the hidden width (identity at step 0), and
+ * three token types so that reader rows can mark the passage tokens that occur in the question.
  */
 export function romConfig(o: RomNetworkOptions = {}): RomConfig {
   mustBeObject(o, 'ROM options');
@@ -88,6 +89,8 @@ export function romConfig(o: RomNetworkOptions = {}): RomConfig {
     maxPositions: 256,
     pooling: 'mean',
     normalize: true,
+    // Question, passage, and a passage token that also occurs in the question (the reader's exact-match feature).
+    typeVocabSize: 3,
     ...o.encoder,
   };
   if (o.encoder?.embeddingSize === undefined) encoder.embeddingSize = encoder.hiddenSize;
@@ -122,6 +125,11 @@ export class RomNetwork extends TrainableTable {
   static fromConfig(config: RomConfig): RomNetwork {
     mustBeObject(config, 'ROM config');
     return new RomNetwork(config);
+  }
+
+  /** Whether reader rows mark passage tokens that occur in the question (type 2): the encoder has three types. */
+  get marksMatches(): boolean {
+    return this.config.encoder.typeVocabSize >= 3;
   }
 
   /** Width of the heads' vectors. */

@@ -22,6 +22,8 @@ export interface ReaderDataOptions {
   passages: number;
   /** Negatives kept per question (the retrieval depth they come from). */
   depth: number;
+  /** Mark passage tokens that occur in the question (type 2). */
+  markMatches: boolean;
 }
 
 export class ReaderData {
@@ -101,6 +103,7 @@ export class ReaderData {
     const rows = readerRows(this.tokenizer, chosen.map((x) => this.question(x.example)), questionOf, rowsPassages, {
       maxLength: this.o.readerLength,
       maxQuestion: this.o.maxQuestion,
+      markMatches: this.o.markMatches,
     });
     return {
       inputs: rows.inputs,

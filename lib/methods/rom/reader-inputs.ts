@@ -96,14 +96,16 @@ export interface ReaderRows {
 
 /**
  * Builds reader rows: row i pairs question `questionOf[i]` with `passages[i]`, the question cut to `maxQuestion`
- * pieces and the passage to what fits in `maxLength`.
+ * pieces and the passage to what fits in `maxLength`. With `markMatches`, a passage piece that also occurs in the
+ * question gets type 2 instead of 1 (DrQA's exact-match feature: a model read from scratch finds the question's
+ * words in the passage at once instead of learning to).
  */
 export function readerRows(
   tokenizer: WordPieceTokenizer,
   questions: readonly Int32Array[],
   questionOf: readonly number[],
   passages: readonly PassagePieces[],
-  options: { maxLength?: number; maxQuestion?: number } = {},
+  options: { maxLength?: number; maxQuestion?: number; markMatches?: boolean } = {},
 ): ReaderRows {
   checkTokenizer(tokenizer);
   mustBeArray(questions, 'questions');
@@ -140,6 +142,10 @@ export function readerRows(
     ids.set(passages[r]!.ids.subarray(0, count[r]!), base + offset[r]!);
     ids[base + lengths[r]! - 1] = tokenizer.sepId;
     typeIds.fill(1, base + offset[r]!, base + lengths[r]!);
+    if (options.markMatches) {
+      const inQuestion = new Set(q.subarray(0, offset[r]! - 2));
+      for (let k = 0; k < count[r]!; k++) if (inQuestion.has(ids[base + offset[r]! + k]!)) typeIds[base + offset[r]! + k] = 2;
+    }
   }
   return { inputs: { ids, typeIds, lengths, rows, seqLen }, offset, count };
 }

@@ -265,7 +265,7 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
     }
 
     // Phase 3: joint training with the schedule and the index refresh.
-    const reader = new ReaderData(tok, data.passages, data.train, { readerLength: text.readerLength, maxQuestion: text.maxQueryLength, passages: o.readerPassages, depth: o.readerDepth });
+    const reader = new ReaderData(tok, data.passages, data.train, { readerLength: text.readerLength, maxQuestion: text.maxQueryLength, passages: o.readerPassages, depth: o.readerDepth, markMatches: network.marksMatches });
     record.readerExamples = reader.examples.length;
     if (o.jointEpochs > 0 && reader.examples.length === 0) log('no training question has an answer string in a gold passage: the reader is not trained');
     if (o.jointEpochs > 0) {
