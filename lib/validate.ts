@@ -69,6 +69,11 @@ export function checkRun(run: unknown, what: string, finite = true): void {
   }
 }
 
+/** Throws QuorumError(code, message) unless `ok`: a command's option checks, one line each. */
+export function check(ok: boolean, code: 'ERR_ARG' | 'ERR_RANGE', message: string): void {
+  if (!ok) throw new QuorumError(code, message);
+}
+
 /** ERR_ARG unless `v` is a string. */
 export function mustBeString(v: unknown, what: string): asserts v is string {
   if (typeof v !== 'string') throw new QuorumError('ERR_ARG', `${what} must be a string, got ${v === null ? 'null' : typeof v}`);

@@ -2,12 +2,12 @@
 // selection when present), initialised from GloVe, written as a model directory (Retriever.load reads it).
 import { join } from 'node:path';
 
-import { QuorumError } from '../errors.js';
 import type { Pooling, RetrieverPreset } from '../train/config.js';
 import { prepareTraining } from '../train/prepare.js';
 import { fitPoolingToCorpus, initFromGlove } from '../train/init.js';
 import { Retriever } from '../train/retriever.js';
 import { trainRetriever } from '../train/trainer.js';
+import { check } from '../validate.js';
 
 export const PRESETS: readonly RetrieverPreset[] = ['taser', 'bi-encoder', 'siamese'];
 export const POOLINGS: readonly Pooling[] = ['mean', 'max', 'cls'];
@@ -39,10 +39,6 @@ export interface TrainCommandOptions {
   budget?: number;
   /** Prepend each task's marker to its questions (default: when training on several tasks). */
   taskMarkers?: boolean;
-}
-
-function check(ok: boolean, code: 'ERR_ARG' | 'ERR_RANGE', message: string): void {
-  if (!ok) throw new QuorumError(code, message);
 }
 
 /** Validates every option before any work, so a typo costs no minutes of training. */

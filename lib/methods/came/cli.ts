@@ -7,12 +7,12 @@ import type { Command } from 'commander';
 
 import { count, int, num } from '../../cli/args.js';
 import { loadBeir } from '../../data/beir.js';
-import { QuorumError } from '../../errors.js';
 import { prepareTraining } from '../../train/prepare.js';
 import { Retriever } from '../../train/retriever.js';
 import { CAME_FUSIONS, type CameFusion } from './fusion.js';
 import { CameRetriever } from './retriever.js';
 import { fitCameLinear, initCame, trainCame } from './train.js';
+import { check } from '../../validate.js';
 
 export interface CameTrainCommandOptions {
   data: string;
@@ -35,10 +35,6 @@ export interface CameTrainCommandOptions {
   seed: number;
   budget?: number;
   dtype: string;
-}
-
-function check(ok: boolean, code: 'ERR_ARG' | 'ERR_RANGE', message: string): void {
-  if (!ok) throw new QuorumError(code, message);
 }
 
 /** Trains, fits the linear fusion on dev, and writes a CAME directory. */

@@ -8,13 +8,13 @@ import type { Command } from 'commander';
 
 import { count, int, num } from '../../cli/args.js';
 import { loadBeir } from '../../data/beir.js';
-import { QuorumError } from '../../errors.js';
 import { initFromGlove } from '../../train/init.js';
 import { prepareTraining } from '../../train/prepare.js';
 import { Retriever } from '../../train/retriever.js';
 import { RomModel } from './model.js';
 import { ROM_SCHEDULES, type RomSchedule } from './schedule.js';
 import { trainRom } from './train.js';
+import { check } from '../../validate.js';
 
 export interface RomTrainCommandOptions {
   data: string;
@@ -36,10 +36,6 @@ export interface RomTrainCommandOptions {
   glove: boolean;
   seed: number;
   dtype: string;
-}
-
-function check(ok: boolean, code: 'ERR_ARG' | 'ERR_RANGE', message: string): void {
-  if (!ok) throw new QuorumError(code, message);
 }
 
 /** Trains ROM on a dataset and writes its model directory. */
