@@ -88,6 +88,7 @@ const markdown: string[] = [];
 
 for (const variant of variants) {
   console.log(`\n=== ${variant} ===`);
+  const from = markdown.length;
   let came: CameRetriever;
   let record: CameTrainRecord;
   if (loadDir) {
@@ -176,7 +177,8 @@ for (const variant of variants) {
   const seconds = record.stages.reduce((a, s) => a + s.seconds, 0);
   markdown.push(`${variant}: training ${Math.round(record.seconds)} s in all (${Math.round(seconds)} s in the loop, ${Math.round(tokens / Math.max(seconds, 1e-9))} tokens/s); ${came.parameterCount.toLocaleString()} parameters`);
   results[variant] = { ablation, fusions, overlap, latency, localRecall, training: record, parameters: came.parameterCount, linear };
-  console.log(markdown.slice(-8).join('\n'));
+  // Every table of this variant now: a run stopped later keeps them in its log.
+  console.log(markdown.slice(from).join('\n'));
 }
 
 // The training step with Quorum's kernels against libtorch's own ops: the same model and batches.
