@@ -64,11 +64,17 @@ function addQrelsLine(qrels: Qrels, line: string, index: number): boolean {
   return true;
 }
 
+/** A BEIR dataset's corpus alone (corpus.jsonl): what indexing it needs, whatever its splits. */
+export function loadBeirCorpus(dir: string): BeirDataset['corpus'] {
+  mustBeString(dir, 'dataset directory');
+  return readJsonl(join(dir, 'corpus.jsonl'), passageOf);
+}
+
 /** Reads a BEIR-layout dataset (corpus.jsonl, queries.jsonl, qrels/<split>.tsv) whole; see readBeir for streaming. */
 export function loadBeir(dir: string, split = 'test'): BeirDataset {
   mustBeString(dir, 'dataset directory');
   mustBeString(split, 'split');
-  const corpus = readJsonl(join(dir, 'corpus.jsonl'), passageOf);
+  const corpus = loadBeirCorpus(dir);
   const queries = readJsonl(join(dir, 'queries.jsonl'), queryOf);
   const qrels: Qrels = new Map();
   const path = join(dir, 'qrels', `${split}.tsv`);

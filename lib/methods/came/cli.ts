@@ -1,12 +1,11 @@
 // `quorum came train | index | search`: CAME trained on a BEIR dataset (train split; dev for checkpoints and the
 // linear fusion), its corpus indexes built and saved into the CAME directory, and searching it.
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
 import type { Command } from 'commander';
 
 import { count, int, num } from '../../cli/args.js';
-import { loadBeir } from '../../data/beir.js';
+import { loadBeirCorpus } from '../../data/beir.js';
 import { prepareTraining } from '../../train/prepare.js';
 import { Retriever } from '../../train/retriever.js';
 import { CAME_FUSIONS, type CameFusion } from './fusion.js';
@@ -92,11 +91,11 @@ export async function cameTrainCommand(o: CameTrainCommandOptions, log: (line: s
 /** Encodes a dataset's corpus with a CAME directory's experts and saves the indexes into it. */
 export async function cameIndexCommand(o: { came: string; data: string }, log: (line: string) => void = console.log): Promise<void> {
   const came = await CameRetriever.load(o.came);
-  const ds = loadBeir(o.data, existsSync(join(o.data, 'qrels', 'test.tsv')) ? 'test' : 'train');
+  const corpus = loadBeirCorpus(o.data);
   const t0 = performance.now();
-  await came.index(ds.corpus);
-  await came.saveIndex(join(o.came, 'index'), ds.corpus.map((p) => p.id));
-  log(`indexed ${ds.corpus.length} passages with ${came.experts.join(', ')} in ${((performance.now() - t0) / 1000).toFixed(1)} s; wrote ${join(o.came, 'index')}`);
+  await came.index(corpus);
+  await came.saveIndex(join(o.came, 'index'), corpus.map((p) => p.id));
+  log(`indexed ${corpus.length} passages with ${came.experts.join(', ')} in ${((performance.now() - t0) / 1000).toFixed(1)} s; wrote ${join(o.came, 'index')}`);
 }
 
 export async function cameSearchCommand(queries: string[], o: { came: string; k: number; fusion: string }): Promise<void> {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 
 import { count, int, num } from '../../cli/args.js';
-import { loadBeir } from '../../data/beir.js';
+import { loadBeirCorpus } from '../../data/beir.js';
 import { initFromGlove } from '../../train/init.js';
 import { prepareTraining } from '../../train/prepare.js';
 import { Retriever } from '../../train/retriever.js';
@@ -76,14 +76,10 @@ export async function romTrainCommand(o: RomTrainCommandOptions, log: (line: str
   return rom;
 }
 
-function corpusOf(data: string) {
-  return loadBeir(data, existsSync(join(data, 'qrels', 'test.tsv')) ? 'test' : 'train').corpus;
-}
-
 /** Encodes a dataset's corpus and saves the index into the model directory. */
 export async function romIndexCommand(o: { model: string; data: string }, log: (line: string) => void = console.log): Promise<void> {
   const rom = await RomModel.load(o.model);
-  const corpus = corpusOf(o.data);
+  const corpus = loadBeirCorpus(o.data);
   const t0 = performance.now();
   await rom.index(corpus);
   rom.saveIndex(join(o.model, 'index'), corpus.map((p) => p.id));
@@ -94,7 +90,7 @@ export async function romIndexCommand(o: { model: string; data: string }, log: (
 export async function askCommand(questions: string[], o: { model: string; data: string; k: number }, log: (line: string) => void = console.log): Promise<void> {
   check(questions.length > 0, 'ERR_ARG', 'give at least one question');
   const rom = await RomModel.load(o.model);
-  const corpus = corpusOf(o.data);
+  const corpus = loadBeirCorpus(o.data);
   if (existsSync(join(o.model, 'index', 'index.json'))) rom.loadIndex(join(o.model, 'index'), corpus);
   else await rom.index(corpus);
   const answers = await rom.answer(questions, { k: o.k });
