@@ -309,6 +309,16 @@ describe('trainRom and RomModel', () => {
     expect(Object.keys(record.epochs[1]!.losses).sort()).toEqual(['reader', 'retrieval']);
   });
 
+  it('reads the pieces of the corpus it was asked about: the indexed one, another one, a new index', async () => {
+    const rom = RomModel.create({ tokenizer: tok, network: tiny });
+    const other = corpus.slice().reverse();
+    await rom.index(corpus);
+    expect(rom.passagePieces(0).text).toBe(corpus[0]!.text);
+    expect(rom.passagePieces(0, other).text).toBe(other[0]!.text);
+    await rom.index(other);
+    expect(rom.passagePieces(0).text).toBe(other[0]!.text);
+  });
+
   it('rejects bad options with typed errors', async () => {
     const rom = RomModel.create({ tokenizer: tok, network: tiny });
     const d = { passages: corpus, train };

@@ -78,7 +78,9 @@ export class RomModel {
   /** The free-form training record (options, per-phase figures, index refreshes), saved with the model. */
   training?: Record<string, unknown>;
   private corpus?: { passages: readonly PassageText[]; vectors: Tensor<'f32'> };
-  private readonly pieces = new Map<number, PassagePieces>();
+  // Per corpus (the array itself), its passages' pieces by row: a re-index with another corpus, or a training
+  // corpus beside the indexed one, never reads another corpus's pieces.
+  private readonly pieces = new WeakMap<readonly PassageText[], Map<number, PassagePieces>>();
 
   private constructor(
     readonly tokenizer: WordPieceTokenizer,
@@ -131,7 +133,6 @@ export class RomModel {
     const t = table ?? (await this.passageTable(passages));
     const vectors = await encodeTable(this.retrievalEncoder(), t, { side: 'passage' });
     this.corpus = { passages, vectors };
-    if (this.pieces.size && this.corpus.passages !== passages) this.pieces.clear();
   }
 
   /** Forgets the index (e.g. after training changed the encoder). */
@@ -155,14 +156,16 @@ export class RomModel {
     return questions.map((_, i) => top.hits(i));
   }
 
-  /** A corpus passage's pieces (cached). */
+  /** A passage's pieces (cached per corpus), by its row in `passages` (default: the indexed corpus). */
   passagePieces(row: number, passages: readonly PassageText[] = this.requireIndex().passages): PassagePieces {
-    let p = this.pieces.get(row);
+    let cache = this.pieces.get(passages);
+    if (!cache) this.pieces.set(passages, (cache = new Map()));
+    let p = cache.get(row);
     if (!p) {
       const passage = passages[row];
       if (!passage) throw new QuorumError('ERR_RANGE', `passage row ${row} outside the corpus of ${passages.length}`);
       p = passagePieces(this.tokenizer, passage.text);
-      this.pieces.set(row, p);
+      cache.set(row, p);
     }
     return p;
   }
@@ -276,7 +279,6 @@ export class RomModel {
     if (!v || v.shape.length !== 2 || v.shape[0] !== passages.length || v.shape[1] !== dim)
       throw new QuorumError('ERR_FORMAT', `${dir}/vectors.safetensors does not hold [${passages.length}, ${dim}] vectors`);
     this.corpus = { passages, vectors: Tensor.from(v.data, [passages.length, dim], 'f32') };
-    this.pieces.clear();
   }
 
   private requireIndex(): { passages: readonly PassageText[]; vectors: Tensor<'f32'> } {

@@ -5,7 +5,7 @@
 import type { WordPieceTokenizer } from '../../text/tokenizer.js';
 import type { PassageText, TrainingExample } from '../../train/examples.js';
 import type { ReaderBatchArg } from './network.js';
-import { findAnswer, passagePieces, readerRows, type PassagePieces } from './reader-inputs.js';
+import { findAnswer, readerRows, type PassagePieces } from './reader-inputs.js';
 
 /** A training question the reader learns from: its gold passage holding an answer, and where (passage pieces). */
 export interface ReaderExample {
@@ -30,12 +30,13 @@ export class ReaderData {
   readonly examples: ReaderExample[] = [];
   /** Per training question: its negatives, best first. */
   negatives: number[][];
-  private readonly pieceCache = new Map<number, PassagePieces>();
   private readonly questionCache = new Map<number, Int32Array>();
 
   constructor(
     private readonly tokenizer: WordPieceTokenizer,
     private readonly passages: readonly PassageText[],
+    /** A passage's pieces by its row in `passages` (RomModel.passagePieces caches them). */
+    readonly pieces: (row: number) => PassagePieces,
     private readonly train: readonly TrainingExample[],
     private readonly o: ReaderDataOptions,
   ) {
@@ -51,15 +52,6 @@ export class ReaderData {
         }
       }
     });
-  }
-
-  pieces(row: number): PassagePieces {
-    let p = this.pieceCache.get(row);
-    if (!p) {
-      p = passagePieces(this.tokenizer, this.passages[row]!.text);
-      this.pieceCache.set(row, p);
-    }
-    return p;
   }
 
   question(i: number): Int32Array {

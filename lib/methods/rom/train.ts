@@ -265,7 +265,7 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
     }
 
     // Phase 3: joint training with the schedule and the index refresh.
-    const reader = new ReaderData(tok, data.passages, data.train, { readerLength: text.readerLength, maxQuestion: text.maxQueryLength, passages: o.readerPassages, depth: o.readerDepth, markMatches: network.marksMatches });
+    const reader = new ReaderData(tok, data.passages, (row) => model.passagePieces(row, data.passages), data.train, { readerLength: text.readerLength, maxQuestion: text.maxQueryLength, passages: o.readerPassages, depth: o.readerDepth, markMatches: network.marksMatches });
     record.readerExamples = reader.examples.length;
     if (o.jointEpochs > 0 && reader.examples.length === 0) log('no training question has an answer string in a gold passage: the reader is not trained');
     if (o.jointEpochs > 0) {
@@ -274,13 +274,13 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
         {
           refresh: async () => {
             const vectors = await encodeTable(model.retrievalEncoder(), passages, { side: 'passage' });
-            const search = async (table: TokenTable, rows: readonly number[]) =>
-              scoreTopK(await encodeTable(model.retrievalEncoder(), table, { side: 'query', rows }), vectors, Math.min(o.readerDepth + 10, data.passages.length));
-            const top = await search(trainQ, data.train.map((_, i) => i));
+            const search = async (table: TokenTable) =>
+              scoreTopK(await encodeTable(model.retrievalEncoder(), table, { side: 'query' }), vectors, Math.min(o.readerDepth + 10, data.passages.length));
+            const top = await search(trainQ);
             pending = data.train.map((_, i) => top.hits(i).map((h) => h.id));
             if (!validation) return 0;
             // Dev recall at the reader's width: how often the reader would see a gold passage.
-            const devTop = await search(validation.allQuestions, dev!.map((_, i) => i));
+            const devTop = await search(validation.allQuestions);
             return dev!.reduce((a, e, i) => a + (devTop.hits(i).slice(0, o.readerPassages).some((h) => e.positives.includes(h.id)) ? 1 : 0), 0) / dev!.length;
           },
           updateReader: async () => reader.setRetrieved(pending),
@@ -340,7 +340,10 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
   return record;
 }
 
-/** The dev pool (SPEC §4.5), with one question table per task as validate() reads them, and all dev questions. */
+/**
+ * The dev pool (SPEC §4.5) and the dev questions, tokenized once: validate() reads each task's questions from a table
+ * per task, and here every task points at the one table of all dev questions (row i = question i).
+ */
 async function validationInput(
   model: RomModel,
   dev: readonly TrainingExample[],
@@ -350,21 +353,15 @@ async function validationInput(
   passages: TokenTable,
 ): Promise<ValidationInput & { allQuestions: TokenTable }> {
   const tasks = [...new Set(dev.map((e) => e.task))].sort();
-  const queries = new Map<string, TokenTable>();
-  const rows = new Array<number>(dev.length).fill(0);
-  for (const task of tasks) {
-    const idx = dev.map((e, i) => (e.task === task ? i : -1)).filter((i) => i >= 0);
-    queries.set(task, await model.questionTable(idx.map((i) => dev[i]!.query)));
-    idx.forEach((i, r) => (rows[i] = r));
-  }
+  const allQuestions = await model.questionTable(dev.map((e) => e.query));
   return {
     passages,
-    queries,
-    rows,
+    queries: new Map(tasks.map((t) => [t, allQuestions])),
+    rows: dev.map((_, i) => i),
     examples: dev,
     taskIndex: new Map(tasks.map((t, i) => [t, i])),
     pool: validationPool(dev, corpusSize, poolSize, seed),
-    allQuestions: await model.questionTable(dev.map((e) => e.query)),
+    allQuestions,
   };
 }
 
