@@ -95,6 +95,6 @@ export function measureLagInFreshProcess(rows: number, dim: number, batch: numbe
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const [rows, dim, batch, k] = process.argv.slice(2, 6).map(Number) as [number, number, number, number];
-  const corpus = Tensor.wrap(fillRandom(new Float32Array(rows * dim), 1), [rows, dim]);
+  const corpus = Tensor.wrap(fillRandom(new Float32Array(rows * dim), 1), [rows, dim]) as Tensor<'f32'>;
   console.log(JSON.stringify(await measureLagWindows(corpus, batch, k)));
 }

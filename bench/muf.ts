@@ -160,7 +160,7 @@ function jsMember(heads: Map<string, { data: Float32Array; shape: number[] }>, k
       const hi = h[i]!;
       if (hi === 0) continue;
       const row = (k * inDim + i) * outDim;
-      for (let o = 0; o < outDim; o++) next[o] += hi * W.data[row + o]!;
+      for (let o = 0; o < outDim; o++) next[o] = next[o]! + hi * W.data[row + o]!;
     }
     if (l < layers) for (let o = 0; o < outDim; o++) next[o] = Math.max(next[o]!, 0);
     h = next;

@@ -35,7 +35,7 @@ const qtable = await TokenTable.build(tok, tq.map((q) => q.text), { maxLength: 3
 // Mean norm (and its spread) and the mean cosine over all pairs of rows, from the sum of the unit rows.
 function stats(E: Float32Array, d: number) {
   const n = E.length / d; let nsum = 0; const u = new Float64Array(d); const norms: number[] = [];
-  for (let i = 0; i < n; i++) { let s = 0; for (let j = 0; j < d; j++) s += E[i*d+j]! ** 2; const nr = Math.sqrt(s); norms.push(nr); nsum += nr; for (let j = 0; j < d; j++) u[j] += E[i*d+j]! / nr; }
+  for (let i = 0; i < n; i++) { let s = 0; for (let j = 0; j < d; j++) s += E[i*d+j]! ** 2; const nr = Math.sqrt(s); norms.push(nr); nsum += nr; for (let j = 0; j < d; j++) u[j] = u[j]! + E[i*d+j]! / nr; }
   let us = 0; for (let j = 0; j < d; j++) us += u[j]! ** 2;
   const mean = nsum / n; const sd = Math.sqrt(norms.reduce((a, x) => a + (x - mean) ** 2, 0) / n);
   return `norm ${mean.toFixed(2)}±${sd.toFixed(3)}, mean pairwise cos ${((us - n) / (n * (n - 1))).toFixed(4)}`;

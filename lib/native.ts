@@ -1,18 +1,30 @@
-// Locates and loads the native modules. The core module has no system dependencies; it is looked up in
-// QUORUM_CORE_PATH, then the local build (cmake-js or node-gyp), then prebuilds/<platform>-<arch>/.
-import { existsSync } from 'node:fs';
+// Locates and loads the native modules. The core module has no system dependencies and ships prebuilt
+// (prebuilds/<platform>-<arch>/, node-gyp-build's layout); faiss and torch link system libraries and are built where
+// the package is installed. Each is looked up in its environment variable's path, then the local build.
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { QuorumError } from './errors.js';
 
-/** The package root: lib/ (sources, under vitest) and dist/lib/ (compiled) both find it. */
+/**
+ * The package root: lib/ (sources, under vitest), dist/lib/ (ES modules) and dist/cjs/ (the CommonJS bundle, whose
+ * own package.json only sets its module type) all find it: the nearest package.json that names the package.
+ */
 export const packageRoot: string = (() => {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, 'package.json'))) {
+  const here = fileURLToPath(import.meta.url);
+  const named = (dir: string) => {
+    try {
+      return (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: unknown }).name === 'quorum-retrieval';
+    } catch {
+      return false;
+    }
+  };
+  let dir = dirname(here);
+  while (!named(dir)) {
     const up = dirname(dir);
-    if (up === dir) throw new Error('quorum: package.json not found above ' + fileURLToPath(import.meta.url));
+    if (up === dir) throw new Error(`quorum: the package's package.json not found above ${here}`);
     dir = up;
   }
   return dir;
@@ -20,24 +32,63 @@ export const packageRoot: string = (() => {
 
 const require = createRequire(import.meta.url);
 
+/** What each native module needs beyond Node: the Debian packages it links against. */
+const systemPackages: Record<string, string[]> = {
+  quorum_core: ['build-essential', 'python3'],
+  quorum_faiss: ['build-essential', 'cmake', 'python3', 'libfaiss-dev', 'libopenblas-dev'],
+  quorum_torch: ['build-essential', 'cmake', 'python3', 'libtorch-dev'],
+};
+
+/** A source checkout (it has the benchmarks, which the published package leaves out). */
+const isCheckout = (): boolean => existsSync(join(packageRoot, 'bench'));
+
+/**
+ * The exact commands that build a missing module where the package is: in a source checkout the full native
+ * build; in an installed package the Debian packages the module links against, then its build there.
+ */
+export function buildCommand(name: string, where: { root: string; checkout: boolean } = { root: packageRoot, checkout: isCheckout() }): string {
+  if (where.checkout) return `cd ${where.root} && bash scripts/bootstrap.sh && npm run build:native`;
+  const apt = `sudo apt-get install -y --no-install-recommends ${(systemPackages[name] ?? systemPackages.quorum_torch!).join(' ')}`;
+  if (name === 'quorum_core') return `${apt} && cd ${where.root} && npx --yes node-gyp rebuild`;
+  return `${apt} && cd ${where.root} && npx --yes cmake-js@8 compile --out build`;
+}
+
 function candidates(name: string, envVar: string): string[] {
   const out: string[] = [];
   const env = process.env[envVar];
   if (env) out.push(resolve(env));
   out.push(join(packageRoot, 'build', 'Release', `${name}.node`));
-  out.push(join(packageRoot, 'prebuilds', `${process.platform}-${process.arch}`, `${name}.node`));
   return out;
 }
 
-/** Loads `<name>.node`; throws ERR_BACKEND_UNAVAILABLE with the paths tried when it is missing. */
+/** The core's prebuilt binary for this platform (prebuilds/<platform>-<arch>/, picked by node-gyp-build), if any. */
+function prebuiltCore(): string | undefined {
+  if (!existsSync(join(packageRoot, 'prebuilds'))) return undefined;
+  try {
+    const path = (require('node-gyp-build') as { path(dir: string): string }).path(packageRoot);
+    // node-gyp-build looks in build/Release first and takes any .node there; only a prebuild is wanted here.
+    return path.includes(`${join(packageRoot, 'prebuilds')}`) ? path : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Loads `<name>.node`: from `envVar`'s path, the local build, or (the core only) the shipped prebuild; throws
+ * ERR_BACKEND_UNAVAILABLE with the paths tried and the command that builds it when it is missing.
+ */
 export function loadAddon<T>(name: string, envVar: string): T {
   const tried = candidates(name, envVar);
+  if (name === 'quorum_core') {
+    const prebuilt = prebuiltCore();
+    if (prebuilt) tried.push(prebuilt);
+  }
   for (const path of tried) {
     if (existsSync(path)) return require(path) as T;
   }
   throw new QuorumError(
     'ERR_BACKEND_UNAVAILABLE',
-    `native module ${name}.node not found (tried ${tried.join(', ')}). Build it with 'npm run build'.`,
+    `native module ${name}.node not found (tried ${tried.join(', ')}). Build it with: ${buildCommand(name)}`,
   );
 }
 

@@ -60,6 +60,27 @@ describe('quorum CLI', () => {
     expect(existsSync(join(out, 'rrf.trec'))).toBe(true);
   });
 
+  it('fuse --qrels reads the BEIR qrels that data build writes, and a bad qrels file fails before any output', () => {
+    const r = quorum('fuse', join(out, 'bm25.trec'), join(out, 'dense.trec'), '--method', 'rrf', '--out', join(out, 'rrf-beir.trec'), '--qrels', join(data, 'qrels', 'test.tsv'), '--metrics', 'mrr@10');
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    // The same numbers as with the TREC form of those qrels.
+    const trec = quorum('fuse', join(out, 'bm25.trec'), join(out, 'dense.trec'), '--method', 'rrf', '--out', join(out, 'rrf-trec.trec'), '--qrels', join(out, 'qrels.txt'), '--metrics', 'mrr@10');
+    expect(r.stdout.split('\n').slice(1)).toEqual(trec.stdout.split('\n').slice(1));
+    expect(r.stdout).toMatch(/fused \(rrf\)\s+0\.\d{3}\n/);
+    writeFileSync(join(out, 'bad.qrels'), 'q1 0 d1\n');
+    const bad = quorum('fuse', join(out, 'bm25.trec'), '--method', 'rrf', '--out', join(out, 'never.trec'), '--qrels', join(out, 'bad.qrels'));
+    expect(bad.status).toBe(1);
+    expect(bad.stderr).toMatch(/ERR_FORMAT.*bad\.qrels:1/);
+    expect(existsSync(join(out, 'never.trec'))).toBe(false);
+  });
+
+  it('--version prints the package version', () => {
+    const r = quorum('--version');
+    expect(r.status).toBe(0);
+    expect(r.stdout.trim()).toBe((JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version);
+  });
+
   it("eval --by-task reports each task of the embedded multi-domain benchmark", () => {
     const r = quorum('eval', '--data', join(packageRoot, 'data', 'multidomain-mini'), '--methods', 'bm25', '--metrics', 'ndcg@10', '--k', '20', '--by-task');
     expect(r.status).toBe(0);
@@ -73,6 +94,15 @@ describe('quorum CLI', () => {
     expect(r.status).toBe(0);
     const scored = quorum('eval', '--data', data, '--run', join(out, 'xq.trec'), '--metrics', 'mrr@10');
     expect(scored.stdout).toMatch(/xq\s+0\.9\d\d/);
+    // --split: only the queries of that qrels split (the embedded benchmark has train, dev and test).
+    const mini = join(packageRoot, 'data', 'multidomain-mini');
+    const miniIdx = join(out, 'mini.qbm');
+    expect(quorum('index', 'bm25', '--data', mini, '--out', miniIdx).status).toBe(0);
+    expect(quorum('search', '--index', miniIdx, '--data', mini, '--split', 'dev', '--k', '5', '--out', join(out, 'dev.trec')).status).toBe(0);
+    const devIds = new Set(readFileSync(join(mini, 'qrels', 'dev.tsv'), 'utf8').trim().split('\n').slice(1).map((l) => l.split('\t')[0]));
+    const searched = new Set(readFileSync(join(out, 'dev.trec'), 'utf8').trim().split('\n').map((l) => l.split(' ')[0]));
+    expect([...searched].sort()).toEqual([...devIds].sort());
+    expect(quorum('search', '--index', miniIdx, '--queries', join(mini, 'queries.jsonl'), '--split', 'dev', '--out', join(out, 'x.trec')).stderr).toMatch(/ERR_ARG: --split needs --data/);
     // Dense: 50 vectors of dim 4; each query is a stored vector scaled up, so its best inner product is itself
     // whenever it is the longest in its direction: check against a plain-JS exact search instead.
     const n = 50;
@@ -200,7 +230,7 @@ describe('quorum CLI', () => {
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(/encoded with trained siamese \(default, 100-d\)/);
-    expect(r.stdout).toContain('f32 ids identical to the plain-JS reference: yes');
+    expect(r.stdout).toMatch(/f32 ids identical to the plain-JS reference \(loop \+ heap\) on the first 64 queries: yes/);
     // The shipped model (data/models/default) scored MRR@10 0.658 on this split when it was trained.
     const mrr = Number(/quorum scoreTopK f32\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)/.exec(r.stdout)?.[1]);
     expect(mrr).toBeGreaterThan(0.6);

@@ -15,7 +15,7 @@ import { packageRoot } from '../lib/native.js';
 import type { TrainingExample } from '../lib/train/examples.js';
 
 import { RomNetwork, type ReaderBatchArg } from '../lib/methods/rom/network.js';
-import { passagePieces, readerRows } from '../lib/methods/rom/reader-inputs.js';
+import { passagePieces, readerRows, type PassagePieces } from '../lib/methods/rom/reader-inputs.js';
 import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
 import { Retriever } from '../lib/train/retriever.js';
 import { asyncCode, code } from './basics.js';
@@ -42,7 +42,7 @@ function contrastive(questions: number[], passages: number[], positives: number[
 function readerBatch(qs: number[], P: number): ReaderBatchArg & { offset: Int32Array } {
   const questions = qs.map((q) => tok.ids(question(q)));
   const rowsQ: number[] = [];
-  const pieces = [];
+  const pieces: PassagePieces[] = [];
   for (let i = 0; i < qs.length; i++)
     for (let j = 0; j < P; j++) {
       rowsQ.push(i);

@@ -106,7 +106,10 @@ function mutate(s: Seed, rand: () => number): Uint8Array {
   for (let step = 0; step < steps; step++) {
     const r = rand();
     if (r < 0.35) {
-      for (let i = 0, m = 1 + Math.floor(rand() * 4); i < m; i++) body[pick(s.body, body.length)] ^= 1 << Math.floor(rand() * 8);
+      for (let i = 0, m = 1 + Math.floor(rand() * 4); i < m; i++) {
+        const at = pick(s.body, body.length);
+        body[at] = body[at]! ^ (1 << Math.floor(rand() * 8));
+      }
     } else if (r < 0.65) {
       // A size or count field set to an edge value: 4-byte or 8-byte, at any offset.
       const at = pick(s.body, body.length - 8);
@@ -168,7 +171,7 @@ export function byteFlips(name: string, mask = 0x41, seed = 1, trace?: string, s
   const t0 = performance.now();
   for (let at = s.body; at < body.length; at += stride) {
     const m = body.slice();
-    m[at] ^= mask;
+    m[at] = m[at]! ^ mask;
     row.tried++;
     report.iterations++;
     const input = sealed(s.kind, m);

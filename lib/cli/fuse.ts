@@ -26,6 +26,8 @@ export interface FuseCommandOptions {
 
 export async function fuseCommand(o: FuseCommandOptions): Promise<void> {
   if (o.runs.length < 1) throw new QuorumError('ERR_ARG', 'give at least one run file');
+  // The qrels are read first: a bad qrels file fails before anything is written.
+  const qrels = o.qrels ? await readQrels(o.qrels) : undefined;
   const runs: Run[] = [];
   for (const f of o.runs) runs.push(await readRun(f));
   const fused = fuse(runs, o.method as FusionMethod, {
@@ -41,8 +43,7 @@ export async function fuseCommand(o: FuseCommandOptions): Promise<void> {
   });
   writeRun(o.out, fused, o.method.replace(/\W/g, '_'));
   console.log(`fused ${o.runs.length} runs with ${o.method} into ${o.out} (${fused.size} queries)`);
-  if (o.qrels) {
-    const qrels = await readQrels(o.qrels);
+  if (qrels) {
     const rows = [...o.runs.map((f, i) => ({ run: f, ...evaluate(runs[i]!, qrels, o.metrics).mean })), { run: `fused (${o.method})`, ...evaluate(fused, qrels, o.metrics).mean }];
     table(rows);
   }

@@ -1,12 +1,13 @@
 // `quorum index` (BM25 over a BEIR corpus; a faiss DenseIndex over a vectors file) and `quorum search` (either
 // index, into a TREC run file).
 import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 import { Bm25Index } from '../bm25/bm25.js';
 import { readBeirCorpus } from '../data/beir.js';
 import { readFileBytes } from '../data/files.js';
 import { readJsonLines } from '../data/lines.js';
-import { writeRun } from '../data/trec-files.js';
+import { readQrels, writeRun } from '../data/trec-files.js';
 import { DenseIndex, type Mips } from '../dense-index.js';
 import { QuorumError } from '../errors.js';
 import { type ScoredDoc } from '../eval/ranking.js';
@@ -66,14 +67,18 @@ export async function indexDense(o: { vectors: string; ids: string; dim: number;
   console.log(`indexed ${ids.length} vectors (${o.factory}, ${o.mips}) into ${o.out} (+ ${o.out}.ids)`);
 }
 
-async function queriesFrom(o: { data?: string; queries?: string }): Promise<Array<{ id: string; text: string }>> {
+/** The queries to search: a queries.jsonl, or a BEIR dataset's (those of one qrels split with `split`). */
+async function queriesFrom(o: { data?: string; queries?: string; split?: string }): Promise<Array<{ id: string; text: string }>> {
   const path = o.queries ?? (o.data ? `${o.data}/queries.jsonl` : undefined);
   if (!path) throw new QuorumError('ERR_ARG', 'give --queries FILE.jsonl or --data DIR');
+  if (o.split !== undefined && !o.data) throw new QuorumError('ERR_ARG', '--split needs --data DIR (it reads DIR/qrels/<split>.tsv)');
+  const keep = o.split !== undefined ? await readQrels(join(o.data!, 'qrels', `${o.split}.tsv`)) : undefined;
   const out: Array<{ id: string; text: string }> = [];
   for await (const { value, line } of readJsonLines(path)) {
     if (typeof value._id !== 'string' || typeof value.text !== 'string') throw new QuorumError('ERR_FORMAT', `${path}:${line}: expected {"_id": string, "text": string}`);
-    out.push({ id: value._id, text: value.text });
+    if (!keep || keep.has(value._id)) out.push({ id: value._id, text: value.text });
   }
+  if (keep && out.length === 0) throw new QuorumError('ERR_FORMAT', `no query of ${path} is in the ${o.split} split`);
   return out;
 }
 
@@ -81,6 +86,7 @@ export async function searchCommand(o: {
   index: string;
   data?: string;
   queries?: string;
+  split?: string;
   queryVectors?: string;
   queryIds?: string;
   k: number;

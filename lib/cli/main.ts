@@ -1,5 +1,8 @@
 #!/usr/bin/env node
 // The `quorum` command line (commander). Every command exits non-zero with a one-line message on bad input.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
 import { Command, CommanderError } from 'commander';
 
 import { QuorumError } from '../errors.js';
@@ -15,11 +18,15 @@ import { TASKS, type TaskName, buildMultiDomain, writeMultiDomain } from '../dat
 import { registerCameCommands } from '../methods/came/cli.js';
 import { registerMufCommands } from '../methods/muf/cli.js';
 import { registerRomCommands } from '../methods/rom/cli.js';
+import { packageRoot } from '../native.js';
+
+const { version } = JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string };
 
 // Commander's own errors (unknown option, bad value) go through the same one-line `quorum: ERR_...` report as
 // ours: exitOverride makes them exceptions, and its own error printing is silenced. Subcommands inherit both.
 const program = new Command('quorum')
   .description('Multi-expert dense retrieval: native kernels, indexes, fusion and evaluation')
+  .version(version, '-V, --version', 'print the version')
   .exitOverride()
   .configureOutput({ outputError: () => {} });
 
@@ -109,7 +116,7 @@ program
   .option('--phi <x>', "rbc's phi", num)
   .option('--gamma <x>', "gmnz's gamma", num)
   .option('--alpha <x>', "hybrid's alpha", num)
-  .option('--qrels <file>', 'TREC qrels: print the metrics of the inputs and of the fused run')
+  .option('--qrels <file>', 'qrels (TREC, or the BEIR qrels/<split>.tsv of quorum data build): print the metrics of the inputs and of the fused run')
   .option('--metrics <list>', 'metrics with --qrels', list, ['ndcg@10', 'recall@100', 'mrr@10'])
   .action(async (runs: string[], o: Record<string, unknown>) =>
     fuseCommand({ ...(o as unknown as Parameters<typeof fuseCommand>[0]), runs, rrfK: o.rrfK as number | undefined }),
@@ -143,12 +150,13 @@ program
   .requiredOption('--out <file>', 'the TREC run file')
   .option('--data <dir>', 'BM25: the queries.jsonl of this BEIR-layout dataset')
   .option('--queries <file>', 'BM25: a queries.jsonl ({_id, text})')
+  .option('--split <name>', "BM25 with --data: only the queries of qrels/<name>.tsv (e.g. test)")
   .option('--query-vectors <file>', 'dense: raw float32 query vectors')
   .option('--query-ids <file>', 'dense: one query id per line')
   .option('--k <n>', 'results per query', int, 100)
   .option('--ef-search <n>', 'HNSW efSearch', int)
   .option('--nprobe <n>', 'IVF nprobe', int)
-  .action(async (o: { index: string; out: string; data?: string; queries?: string; queryVectors?: string; queryIds?: string; k: number; efSearch?: number; nprobe?: number }) =>
+  .action(async (o: { index: string; out: string; data?: string; queries?: string; split?: string; queryVectors?: string; queryIds?: string; k: number; efSearch?: number; nprobe?: number }) =>
     searchCommand(o),
   );
 

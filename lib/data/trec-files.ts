@@ -1,6 +1,6 @@
 // TREC run and qrels files, read by streaming and written atomically enough for tools (one write).
 //   run:   qid Q0 docid rank score tag
-//   qrels: qid 0 docid grade
+//   qrels: qid 0 docid grade (or BEIR's query-id<TAB>corpus-id<TAB>score)
 import { writeFileSync } from 'node:fs';
 
 import { QuorumError } from '../errors.js';
@@ -38,15 +38,26 @@ export async function readRun(path: string): Promise<Map<string, ScoredDoc[]>> {
   return run;
 }
 
-/** Reads TREC qrels (`qid iter docid grade`); grades are kept (graded qrels), the iteration column ignored. */
+/**
+ * Reads qrels in either layout, told apart per line: TREC (`qid iter docid grade`, whitespace-separated, the
+ * iteration column ignored) or BEIR (`query-id<TAB>corpus-id<TAB>score`, the header line skipped; what
+ * `quorum data build` writes). Grades are kept (graded qrels); they must be integers.
+ */
 export async function readQrels(path: string): Promise<Map<string, Map<string, number>>> {
   mustBeString(path, 'qrels path');
   const qrels = new Map<string, Map<string, number>>();
   for await (const { text, line } of readLines(path)) {
     if (!text.trim()) continue;
-    const f = text.trim().split(/\s+/);
-    if (f.length !== 4) throw lineError(path, line, `expected "qid iter docid grade", got ${f.length} fields`);
-    const [qid, , doc, grade] = f as [string, string, string, string];
+    const tabs = text.split('\t');
+    let qid: string, doc: string, grade: string;
+    if (tabs.length === 3) {
+      if (line === 1 && tabs[0] === 'query-id') continue;
+      [qid, doc, grade] = tabs.map((t) => t.trim()) as [string, string, string];
+    } else {
+      const f = text.trim().split(/\s+/);
+      if (f.length !== 4) throw lineError(path, line, `expected TREC "qid iter docid grade" or BEIR "query-id<TAB>corpus-id<TAB>score", got ${f.length} fields`);
+      [qid, , doc, grade] = f as [string, string, string, string];
+    }
     const g = Number(grade);
     if (!Number.isInteger(g)) throw lineError(path, line, `grade "${grade}" is not an integer`);
     if (!qrels.has(qid)) qrels.set(qid, new Map());

@@ -1,0 +1,12 @@
+// npm's install step. The published package loads its core from prebuilds/ and needs nothing here; where no prebuild
+// matches this platform, node-gyp-build compiles the core from native/ (a C++ toolchain and python3 needed). A source
+// checkout (it has bench/, which the package leaves out) builds everything with `npm run build` instead.
+'use strict';
+const { existsSync } = require('node:fs');
+const { join } = require('node:path');
+const { spawnSync } = require('node:child_process');
+
+const root = join(__dirname, '..');
+if (existsSync(join(root, 'bench'))) process.exit(0);
+const result = spawnSync(process.execPath, [require.resolve('node-gyp-build/bin.js')], { cwd: root, stdio: 'inherit' });
+process.exit(result.status ?? 1);

@@ -1,0 +1,39 @@
+// The native modules' loader: the package root, and the command a missing module's error names.
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+import { buildCommand, packageRoot } from '../lib/native.js';
+
+describe('native module loading', () => {
+  it('finds the package root by its name', () => {
+    expect(spawnSync('node', ['-p', `require(${JSON.stringify(join(packageRoot, 'package.json'))}).name`]).stdout.toString().trim()).toBe('quorum-retrieval');
+  });
+
+  it('names the Debian packages and the build of each missing module in an installed package', () => {
+    const where = { root: '/srv/app/node_modules/quorum-retrieval', checkout: false };
+    expect(buildCommand('quorum_faiss', where)).toBe(
+      'sudo apt-get install -y --no-install-recommends build-essential cmake python3 libfaiss-dev libopenblas-dev && cd /srv/app/node_modules/quorum-retrieval && npx --yes cmake-js@8 compile --out build',
+    );
+    expect(buildCommand('quorum_torch', where)).toContain('libtorch-dev && cd /srv/app/node_modules/quorum-retrieval && npx --yes cmake-js@8');
+    expect(buildCommand('quorum_core', where)).toMatch(/build-essential python3 && cd \S+ && npx --yes node-gyp rebuild$/);
+  });
+
+  it('in a source checkout, the full native build', () => {
+    expect(buildCommand('quorum_torch', { root: '/src/quorum', checkout: true })).toBe('cd /src/quorum && bash scripts/bootstrap.sh && npm run build:native');
+  });
+
+  it('a module that is missing is ERR_BACKEND_UNAVAILABLE with that command, and the process goes on', () => {
+    // A child whose torch module path points nowhere and whose package root has no build of it.
+    const script = `
+      import('${join(packageRoot, 'lib', 'native.ts')}').then((n) => {
+        try { n.loadAddon('quorum_missing', 'QUORUM_MISSING_PATH'); console.log('loaded'); }
+        catch (e) { console.log(e.code + ' | ' + e.message); }
+      });`;
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '-e', script], { cwd: packageRoot, env: { ...process.env, QUORUM_MISSING_PATH: '/nonexistent/x.node' } });
+    const out = r.stdout.toString();
+    expect(out).toContain('ERR_BACKEND_UNAVAILABLE | native module quorum_missing.node not found (tried /nonexistent/x.node');
+    expect(out).toContain('Build it with: cd ');
+    expect(r.status).toBe(0);
+  });
+});
