@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 
 import { loadBeir } from '../lib/data/beir.js';
-import { evaluateRun } from '../lib/eval/metrics.js';
+import { evaluate, rankedRun } from '../lib/eval/ranking.js';
 import { rbo } from '../lib/eval/rbo.js';
 import { CAME_FUSIONS, fuseExperts, type Hit } from '../lib/methods/came/fusion.js';
 import type { CameExpertName } from '../lib/methods/came/model.js';
@@ -67,8 +67,8 @@ function score(lists: readonly (readonly Hit[])[]): Record<string, { r20: number
     const idx = testQ.map((q, i) => (t === 'all' || (q.task ?? 'default') === t ? i : -1)).filter((i) => i >= 0);
     const run = new Map(idx.map((i) => [testQ[i]!.id, lists[i]!.map((h) => test.corpus[h.id]!.id)]));
     const qrels = new Map(idx.map((i) => [testQ[i]!.id, test.qrels.get(testQ[i]!.id)!]));
-    const m = evaluateRun(run, qrels, [20]);
-    out[t] = { r20: m['Recall@20'] ?? 0, mrr10: m['MRR@10'] ?? 0 };
+    const m = evaluate(rankedRun(run), qrels, ['recall@20', 'mrr@10']).mean;
+    out[t] = { r20: m['recall@20'] ?? 0, mrr10: m['mrr@10'] ?? 0 };
   }
   return out;
 }

@@ -13,7 +13,7 @@
 import { join } from 'node:path';
 
 import { loadBeir } from '../lib/data/beir.js';
-import { evaluateRun } from '../lib/eval/metrics.js';
+import { evaluate as evaluateRanking, rankedRun } from '../lib/eval/ranking.js';
 import { capabilities } from '../lib/index.js';
 import { RomModel } from '../lib/methods/rom/model.js';
 import { ROM_SCHEDULES, type RomSchedule } from '../lib/methods/rom/schedule.js';
@@ -81,7 +81,7 @@ async function evaluate(rom: RomModel): Promise<{ scores: Scores; readerPassages
     if (!idx.length) continue;
     const run = new Map(idx.map((i) => [testQ[i]!.id, hits[i]!.map((h) => test.corpus[h.id]!.id)]));
     const qrels = new Map(idx.map((i) => [testQ[i]!.id, test.qrels.get(testQ[i]!.id)!]));
-    const m = evaluateRun(run, qrels, [20]);
+    const m = evaluateRanking(rankedRun(run), qrels, ['recall@20', 'mrr@10']).mean;
     let em = 0;
     let f1 = 0;
     let n = 0;
@@ -93,7 +93,7 @@ async function evaluate(rom: RomModel): Promise<{ scores: Scores; readerPassages
       f1 += s.f1;
       n++;
     }
-    scores[t] = { r20: m['Recall@20'] ?? 0, mrr10: m['MRR@10'] ?? 0, em: em / Math.max(n, 1), f1: f1 / Math.max(n, 1), n };
+    scores[t] = { r20: m['recall@20'] ?? 0, mrr10: m['mrr@10'] ?? 0, em: em / Math.max(n, 1), f1: f1 / Math.max(n, 1), n };
   }
   return { scores, readerPassagesPerSecond: (questions.length * 10) / seconds };
 }

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { loadBeir } from '../lib/data/beir.js';
 import { scoreTopK } from '../lib/dense.js';
 import { GloveAverageEncoder } from '../lib/encoders/glove-average.js';
-import { evaluateRun } from '../lib/eval/metrics.js';
+import { evaluate, rankedRun } from '../lib/eval/ranking.js';
 import { packageRoot } from '../lib/native.js';
 import { WordPieceTokenizer, extendVocabulary } from '../lib/text/tokenizer.js';
 import { encodeTable, indexTable } from '../lib/train/encode-corpus.js';
@@ -29,7 +29,7 @@ const perTask = (run: Map<string, string[]>) =>
   ['covid', 'selqa', 'xquad', 'all']
     .map((t) => {
       const qrels = new Map([...test.qrels].filter(([id]) => t === 'all' || questions.find((q) => q.id === id)?.task === t));
-      return `${t} ${evaluateRun(run, qrels, [20])['MRR@10']!.toFixed(3)}`;
+      return `${t} ${evaluate(rankedRun(run), qrels, ['recall@20', 'mrr@10']).mean['mrr@10']!.toFixed(3)}`;
     })
     .join('  ');
 {

@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { packageRoot } from '../lib/native.js';
 import { loadBeir } from '../lib/data/beir.js';
-import { evaluateRun } from '../lib/eval/metrics.js';
+import { evaluate, rankedRun } from '../lib/eval/ranking.js';
 import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
 import { encodeTable, indexTable } from '../lib/train/encode-corpus.js';
 import { loadGloveVectors } from '../lib/train/glove.js';
@@ -21,7 +21,7 @@ const passages = test.corpus;
 const tq = test.queries.filter((q) => test.qrels.has(q.id));
 const tok = await WordPieceTokenizer.load();
 const glove = await loadGloveVectors();
-const evalRun = (run: Map<string,string[]>) => { const m = evaluateRun(run, test.qrels, [20]); return `R@20 ${m['Recall@20']!.toFixed(3)} MRR@10 ${m['MRR@10']!.toFixed(3)}`; };
+const evalRun = (run: Map<string,string[]>) => { const m = evaluate(rankedRun(run), test.qrels, ['recall@20', 'mrr@10']).mean; return `R@20 ${m['recall@20']!.toFixed(3)} MRR@10 ${m['mrr@10']!.toFixed(3)}`; };
 for (const fit of [false, true]) {
   const enc = GloveAverageEncoder.fromVectors(glove, fit ? { fitOn: passages.map((p) => `${p.title} ${p.text}`) } : {});
   const C = enc.encode(passages.map((p) => `${p.title} ${p.text}`));

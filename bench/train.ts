@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { loadBeir, type BeirDataset } from '../lib/data/beir.js';
 import { scoreTopK } from '../lib/dense.js';
 import { GloveAverageEncoder } from '../lib/encoders/glove-average.js';
-import { evaluateRun } from '../lib/eval/metrics.js';
+import { evaluate, rankedRun } from '../lib/eval/ranking.js';
 import { packageRoot } from '../lib/native.js';
 import { WordPieceTokenizer, extendVocabulary } from '../lib/text/tokenizer.js';
 import type { Pooling, RetrieverPreset } from '../lib/train/config.js';
@@ -92,8 +92,8 @@ function score(run: Map<string, string[]>) {
   const out: Record<string, Record<string, number>> = {};
   for (const t of [...testTasks, 'all']) {
     const qrels = new Map([...testDs.qrels].filter(([id]) => t === 'all' || testQueries.find((q) => q.id === id)?.task === t));
-    const m = evaluateRun(run, qrels, [20]);
-    out[t] = { 'Recall@20': m['Recall@20'] ?? 0, 'MRR@10': m['MRR@10'] ?? 0, questions: qrels.size };
+    const m = evaluate(rankedRun(run), qrels, ['recall@20', 'mrr@10']).mean;
+    out[t] = { 'Recall@20': m['recall@20'] ?? 0, 'MRR@10': m['mrr@10'] ?? 0, questions: qrels.size };
   }
   return out;
 }

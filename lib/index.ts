@@ -88,7 +88,6 @@ export { type SearchResult } from './search-result.js';
 export { Bm25Index, type Bm25Hit, type Bm25Options } from './bm25/bm25.js';
 export { englishAnalyzer, luceneEnglishStopwords, type Analyzer, type AnalyzerOptions } from './bm25/analyzer.js';
 export { luceneQuantizedLength } from './bm25/length-norm.js';
-export { evaluateTrec, parseQrels, type Qrels } from './eval/trec.js';
 export { hybridFuse, searchAlpha, type AlphaSearch, type HybridOptions, type RankedHit } from './hybrid.js';
 export {
   averagePrecision,
@@ -103,7 +102,8 @@ export {
   reciprocalRank,
   type EvaluateOptions,
   type Evaluation,
-  type GradedQrels,
+  type Qrels,
+  rankedRun,
   type MetricName,
   type Run,
   type ScoredDoc,
@@ -127,6 +127,7 @@ export { readLines, readJsonLines, readJsonArray, lineError } from './data/lines
 export {
   formatRun,
   formatTrecTopics,
+  parseQrels,
   parseTrecTopics,
   readQrels,
   readRun,

@@ -10,12 +10,14 @@ import {
   goldRank,
   kiltRPrecision,
   pairedTTest,
+  parseQrels,
   provenanceId,
   randomizationTest,
   rankDocs,
+  rankedRun,
   studentTwoTailed,
   topKAccuracy,
-  type GradedQrels,
+  type Qrels,
   type Run,
 } from '../lib/index.js';
 import { code } from './helpers.js';
@@ -35,7 +37,7 @@ const run: Run = new Map([
   ],
   ['q2', [{ id: 'd1', score: 1 }]],
 ]);
-const qrels: GradedQrels = new Map([
+const qrels: Qrels = new Map([
   ['q1', new Map([['d2', 2], ['d4', 1], ['d9', 1], ['d5', 0]])],
   ['q2', new Map([['d1', 0]])], // judged, nothing relevant
   ['q3', new Map([['d7', 1]])], // relevant, but no run
@@ -95,6 +97,24 @@ describe('ranking metrics', () => {
     expect(evaluate(run, qrels, ['mrr@10'], { tieOrder: 'id-asc' }).perQuery.get('q1')!['mrr@10']).toBeCloseTo(1 / 2, 12);
     // A higher relevance level: only d2 (grade 2) counts.
     expect(evaluate(run, qrels, ['recall@3'], { relLevel: 2 }).perQuery.get('q1')!['recall@3']).toBe(1);
+  });
+
+  it('ranked id lists (rankedRun) keep their order under every tie order', () => {
+    const qrels: Qrels = new Map([['q', new Map([['b', 1]])]]);
+    const run = rankedRun(new Map([['q', ['c', 'b', 'a']]]));
+    for (const tieOrder of ['trec_eval', 'id-asc', 'as-given'] as const) {
+      expect(rankDocs(run.get('q')!, tieOrder)).toEqual(['c', 'b', 'a']);
+      // b at rank 2: MRR 1/2, found within 2 but not 1.
+      expect(evaluate(run, qrels, ['mrr@10', 'recall@1', 'recall@2'], { tieOrder }).mean).toEqual({ 'mrr@10': 0.5, 'recall@1': 0, 'recall@2': 1 });
+    }
+  });
+
+  it('reads qrels in the TREC and the BEIR layout alike, and names the bad line', () => {
+    const graded = new Map([['q1', new Map([['d1', 2], ['d2', 0]])], ['q2', new Map([['d9', 1]])]]);
+    expect(parseQrels('q1 0 d1 2\nq1 0 d2 0\n\nq2 0 d9 1\n')).toEqual(graded);
+    expect(parseQrels('query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td2\t0\nq2\td9\t1\n')).toEqual(graded);
+    expect(() => parseQrels('q1 0 d1 2\nq1 d2\n', 'x.qrels')).toThrow(expect.objectContaining({ code: 'ERR_FORMAT', message: expect.stringContaining('x.qrels:2') }));
+    expect(() => parseQrels('q1\td1\thigh\n')).toThrow(expect.objectContaining({ code: 'ERR_FORMAT', message: expect.stringContaining('not an integer') }));
   });
 
   it('rejects unknown metrics', () => {

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import {
   type FuseOptions,
   type FusionMethod,
-  type GradedQrels,
+  type Qrels,
   type Run,
   fuse,
   normalizeLists,
@@ -17,7 +17,7 @@ import { code } from './helpers.js';
 
 const A: Run = new Map([['q', [{ id: 'c', score: 0.1 }, { id: 'a', score: 0.9 }, { id: 'b', score: 0.5 }]]]);
 const B: Run = new Map([['q', [{ id: 'd', score: 4 }, { id: 'b', score: 8 }]]]);
-const qrels: GradedQrels = new Map([['q', new Map([['b', 1], ['d', 1]])]]);
+const qrels: Qrels = new Map([['q', new Map([['b', 1], ['d', 1]])]]);
 
 function scores(method: FusionMethod, options: FuseOptions = {}, runs: Run[] = [A, B]): Record<string, number> {
   return Object.fromEntries((fuse(runs, method, options).get('q') ?? []).map((d) => [d.id, d.score]));

@@ -6,7 +6,7 @@ import { loadBeir } from '../data/beir.js';
 import { HashedTfidfEncoder } from '../encoders/hashed-tfidf.js';
 import { QuorumError } from '../errors.js';
 import { Retriever } from '../train/retriever.js';
-import { evaluateRun } from '../eval/metrics.js';
+import { evaluate, rankedRun } from '../eval/ranking.js';
 import { packageRoot } from '../native.js';
 import { plainJsTopK } from '../reference/dense.js';
 import { capabilities } from '../runtime.js';
@@ -15,6 +15,9 @@ import { Bm25Index } from '../bm25/bm25.js';
 import { hybridFuse, searchAlpha } from '../hybrid.js';
 import { Tensor } from '../tensor.js';
 import { table } from './table.js';
+
+/** The demo's table columns. */
+const DEMO_METRICS = ['recall@1', 'recall@5', 'recall@20', 'mrr@10'];
 
 /** Queries the plain-JS reference checks (and is timed on). */
 const REFERENCE_QUERIES = 64;
@@ -88,7 +91,7 @@ export async function demo(options: { data?: string; dim?: number; bench?: boole
   const rows = runs.map((r) => {
     const run = new Map<string, string[]>();
     ds.queries.forEach((q, b) => run.set(q.id, Array.from(r.ids.subarray(b * k, (b + 1) * k), (i) => (i >= 0 ? (ds.corpus[i]?.id ?? '') : ''))));
-    const m = evaluateRun(run, ds.qrels, [1, 5, 20]);
+    const m = evaluate(rankedRun(run), ds.qrels, DEMO_METRICS).mean;
     return { method: r.name, ...m, 'queries/s': B / r.sec };
   });
   console.log(`retrieval of ${B} queries over ${ds.corpus.length} passages, top-${k}:`);
@@ -126,7 +129,7 @@ export async function demo(options: { data?: string; dim?: number; bench?: boole
     const run = new Map<string, string[]>();
     for (const b of odd) run.set(ds.queries[b]?.id ?? '', ranked(b));
     const qrels = new Map([...ds.qrels].filter(([qid]) => run.has(qid)));
-    testRows.push({ method: name, ...evaluateRun(run, qrels, [1, 5, 20]) });
+    testRows.push({ method: name, ...evaluate(rankedRun(run), qrels, DEMO_METRICS).mean });
   };
   evalHalf(`dense (${name.replace(/ \(.*/, '')})`, (b) => (denseHits[b] ?? []).map((h) => h.id));
   evalHalf('BM25 (k1 0.9, b 0.4)', (b) => (sparseHits[b] ?? []).map((h) => h.id));

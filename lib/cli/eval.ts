@@ -10,7 +10,7 @@ import { scoreTopK } from '../dense.js';
 import { GloveAverageEncoder } from '../encoders/glove-average.js';
 import { HashedTfidfEncoder } from '../encoders/hashed-tfidf.js';
 import { QuorumError } from '../errors.js';
-import { type Run, type ScoredDoc, evaluate, metricFn } from '../eval/ranking.js';
+import { type Qrels, type Run, type ScoredDoc, evaluate, metricFn } from '../eval/ranking.js';
 import { fuse } from '../fusion/fuse.js';
 import type { Tensor } from '../tensor.js';
 import { CAME_FUSIONS, fuseExperts, type Hit } from '../methods/came/fusion.js';
@@ -130,7 +130,7 @@ function pick<V>(run: ReadonlyMap<string, V>, qids: ReadonlySet<string>): Map<st
 }
 
 /** The grid's alpha with the best MRR@10 over `qids` (ties go to the smaller alpha: more weight on the dense model). */
-function bestAlpha(runs: Run[], qrels: Map<string, Map<string, number>>, qids: ReadonlySet<string>, k: number): { alpha: number; value: number } {
+function bestAlpha(runs: Run[], qrels: Qrels, qids: ReadonlySet<string>, k: number): { alpha: number; value: number } {
   const subset = runs.map((run) => pick(run, qids));
   const judged = pick(qrels, qids);
   let best = { alpha: 1, value: -Infinity };

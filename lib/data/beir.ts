@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { QuorumError } from '../errors.js';
+import type { Qrels } from '../eval/ranking.js';
 import { readTextFile } from './files.js';
 import { lineError, parseJsonObjectLine, readJsonLines, readLines } from './lines.js';
 import { mustBeString } from '../validate.js';
@@ -20,7 +21,7 @@ export interface Query {
 }
 
 /** query id -> (corpus id -> relevance) */
-export type Qrels = Map<string, Map<string, number>>;
+export type { Qrels };
 
 export interface BeirDataset {
   corpus: Passage[];
@@ -54,7 +55,7 @@ function queryOf(o: Record<string, unknown>, w: string): Query {
 }
 
 // One qrels line (`query-id<TAB>corpus-id<TAB>score`, header skipped) into qrels; false for a malformed line.
-function addQrelsLine(qrels: Qrels, line: string, index: number): boolean {
+function addQrelsLine(qrels: Map<string, Map<string, number>>, line: string, index: number): boolean {
   if (!line.trim() || (index === 0 && line.startsWith('query-id'))) return true;
   const [q, c, s] = line.split('\t');
   const rel = Number(s);
@@ -76,7 +77,7 @@ export function loadBeir(dir: string, split = 'test'): BeirDataset {
   mustBeString(split, 'split');
   const corpus = loadBeirCorpus(dir);
   const queries = readJsonl(join(dir, 'queries.jsonl'), queryOf);
-  const qrels: Qrels = new Map();
+  const qrels = new Map<string, Map<string, number>>();
   const path = join(dir, 'qrels', `${split}.tsv`);
   readTextFile(path).split('\n').forEach((line, i) => {
     if (!addQrelsLine(qrels, line, i)) throw new QuorumError('ERR_FORMAT', `${path}:${i + 1}: expected "query-id<TAB>corpus-id<TAB>score"`);
@@ -91,7 +92,7 @@ export async function readBeir(dir: string, split = 'test'): Promise<BeirDataset
   const corpus = await readBeirCorpus(dir);
   const queries: Query[] = [];
   for await (const { value, line } of readJsonLines(join(dir, 'queries.jsonl'))) queries.push(wrapLine(() => queryOf(value, ''), join(dir, 'queries.jsonl'), line));
-  const qrels: Qrels = new Map();
+  const qrels = new Map<string, Map<string, number>>();
   const path = join(dir, 'qrels', `${split}.tsv`);
   for await (const { text, line } of readLines(path))
     if (!addQrelsLine(qrels, text, line - 1)) throw lineError(path, line, 'expected "query-id<TAB>corpus-id<TAB>score"');

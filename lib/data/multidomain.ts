@@ -204,7 +204,7 @@ export function buildMultiDomain(dataDir: string, options: MultiDomainOptions = 
 
   const corpus: Passage[] = [];
   const queries: Query[] = [];
-  const qrels: Record<Split, Qrels> = { train: new Map(), dev: new Map(), test: new Map() };
+  const qrels: Record<Split, Map<string, Map<string, number>>> = { train: new Map(), dev: new Map(), test: new Map() };
   const counts: Record<string, Record<string, number>> = {};
   let droppedClaims = 0;
   for (const task of tasks) {

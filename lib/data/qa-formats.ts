@@ -31,7 +31,7 @@ export function readSquad(path: string, prefix = 'p'): BeirDataset {
   const root = obj(readJsonFile(path), path, 'root');
   const corpus: Passage[] = [];
   const queries: Query[] = [];
-  const qrels: Qrels = new Map();
+  const qrels = new Map<string, Map<string, number>>();
   arr(root.data, path, 'data').forEach((a, ai) => {
     const article = obj(a, path, `data[${ai}]`);
     const title = typeof article.title === 'string' ? article.title.replace(/_/g, ' ') : '';

@@ -2,11 +2,10 @@
 // JSON lines `{ id, contents }`, topics as `<DOC><DOCNO> n </DOCNO> text </DOC>`, and TREC qrels.
 import { join } from 'node:path';
 
-import { rankDocs } from '../eval/ranking.js';
-import { type Qrels, parseQrels } from '../eval/trec.js';
+import { type Qrels } from '../eval/ranking.js';
 import { readTextFile } from './files.js';
 import { parseJsonObjectLine } from './lines.js';
-import { parseTrecTopics } from './trec-files.js';
+import { parseQrels, parseTrecTopics } from './trec-files.js';
 
 export interface TrecCollection {
   docs: Array<{ id: string; text: string }>;
@@ -24,10 +23,6 @@ export function loadTrecCollection(dir: string, name: string): TrecCollection {
     .map((d) => ({ id: String(d.id), text: String(d.contents) }));
   const topicsPath = join(dir, `topics.${name}.txt`);
   const topics = parseTrecTopics(readTextFile(topicsPath), topicsPath).map((t) => ({ id: t.id, text: t.title }));
-  return { docs, topics, qrels: parseQrels(readTextFile(join(dir, `qrels.${name}.txt`))) };
+  return { docs, topics, qrels: parseQrels(readTextFile(join(dir, `qrels.${name}.txt`)), join(dir, `qrels.${name}.txt`)) };
 }
 
-/** A ranked list in trec_eval's order: score descending, then document id descending. */
-export function trecOrder(hits: ReadonlyArray<{ id: string; score: number }>): string[] {
-  return rankDocs(hits, 'trec_eval');
-}

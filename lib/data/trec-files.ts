@@ -4,7 +4,7 @@
 import { writeFileSync } from 'node:fs';
 
 import { QuorumError } from '../errors.js';
-import { type GradedQrels, type Run, type ScoredDoc, rankDocs } from '../eval/ranking.js';
+import { type Qrels, type Run, type ScoredDoc, rankDocs } from '../eval/ranking.js';
 import { lineError, readLines } from './lines.js';
 import { checkRun, mustBeArray, mustBeObject, mustBeString } from '../validate.js';
 
@@ -39,30 +39,46 @@ export async function readRun(path: string): Promise<Map<string, ScoredDoc[]>> {
 }
 
 /**
- * Reads qrels in either layout, told apart per line: TREC (`qid iter docid grade`, whitespace-separated, the
- * iteration column ignored) or BEIR (`query-id<TAB>corpus-id<TAB>score`, the header line skipped; what
- * `quorum data build` writes). Grades are kept (graded qrels); they must be integers.
+ * One qrels line in either layout, told apart per line: TREC (`qid iter docid grade`, whitespace-separated, the
+ * iteration column ignored) or BEIR (`query-id<TAB>corpus-id<TAB>score`; its header line is skipped). Grades must
+ * be integers. Adds the judgment to `qrels`; a malformed line throws ERR_FORMAT naming `source:line`.
+ */
+function addQrelsLine(qrels: Map<string, Map<string, number>>, text: string, line: number, source: string): void {
+  if (!text.trim()) return;
+  const tabs = text.split('\t');
+  let qid: string, doc: string, grade: string;
+  if (tabs.length === 3) {
+    if (line === 1 && tabs[0] === 'query-id') return;
+    [qid, doc, grade] = tabs.map((t) => t.trim()) as [string, string, string];
+  } else {
+    const f = text.trim().split(/\s+/);
+    if (f.length !== 4) throw lineError(source, line, `expected TREC "qid iter docid grade" or BEIR "query-id<TAB>corpus-id<TAB>score", got ${f.length} fields`);
+    [qid, , doc, grade] = f as [string, string, string, string];
+  }
+  const g = Number(grade);
+  if (!Number.isInteger(g)) throw lineError(source, line, `grade "${grade}" is not an integer`);
+  if (!qrels.has(qid)) qrels.set(qid, new Map());
+  qrels.get(qid)!.set(doc, g);
+}
+
+/**
+ * Reads a qrels file, TREC or BEIR layout (what `quorum data build` writes), streamed; grades are kept.
+ *
+ * @example
+ * const qrels = await readQrels('data/xquad-en/qrels/test.tsv');
  */
 export async function readQrels(path: string): Promise<Map<string, Map<string, number>>> {
   mustBeString(path, 'qrels path');
   const qrels = new Map<string, Map<string, number>>();
-  for await (const { text, line } of readLines(path)) {
-    if (!text.trim()) continue;
-    const tabs = text.split('\t');
-    let qid: string, doc: string, grade: string;
-    if (tabs.length === 3) {
-      if (line === 1 && tabs[0] === 'query-id') continue;
-      [qid, doc, grade] = tabs.map((t) => t.trim()) as [string, string, string];
-    } else {
-      const f = text.trim().split(/\s+/);
-      if (f.length !== 4) throw lineError(path, line, `expected TREC "qid iter docid grade" or BEIR "query-id<TAB>corpus-id<TAB>score", got ${f.length} fields`);
-      [qid, , doc, grade] = f as [string, string, string, string];
-    }
-    const g = Number(grade);
-    if (!Number.isInteger(g)) throw lineError(path, line, `grade "${grade}" is not an integer`);
-    if (!qrels.has(qid)) qrels.set(qid, new Map());
-    qrels.get(qid)!.set(doc, g);
-  }
+  for await (const { text, line } of readLines(path)) addQrelsLine(qrels, text, line, path);
+  return qrels;
+}
+
+/** {@link readQrels} on text already in memory. */
+export function parseQrels(text: string, source = 'qrels'): Map<string, Map<string, number>> {
+  mustBeString(text, 'qrels text');
+  const qrels = new Map<string, Map<string, number>>();
+  text.split('\n').forEach((l, i) => addQrelsLine(qrels, l, i + 1, source));
   return qrels;
 }
 
@@ -85,7 +101,7 @@ export function writeRun(path: string, run: Run, tag = 'quorum', depth?: number)
 }
 
 /** Writes graded qrels as TREC text (`qid 0 docid grade`). */
-export function writeQrels(path: string, qrels: GradedQrels): void {
+export function writeQrels(path: string, qrels: Qrels): void {
   const out: string[] = [];
   for (const [qid, rel] of qrels) for (const [doc, g] of rel) out.push(`${qid} 0 ${doc} ${g}`);
   writeFileSync(path, out.length ? out.join('\n') + '\n' : '');

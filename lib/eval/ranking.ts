@@ -12,8 +12,23 @@ export interface ScoredDoc {
 /** Per query id: its candidates, in any order (ranking sorts them; see {@link TieOrder}). */
 export type Run = ReadonlyMap<string, readonly ScoredDoc[]>;
 
-/** Graded judgments: query id -> document id -> grade (relevant when grade >= relLevel). */
-export type GradedQrels = ReadonlyMap<string, ReadonlyMap<string, number>>;
+/**
+ * Graded judgments, the one qrels type of the package (BEIR's qrels/<split>.tsv, TREC qrels): query id -> document
+ * id -> grade (relevant when grade >= relLevel).
+ */
+export type Qrels = ReadonlyMap<string, ReadonlyMap<string, number>>;
+
+/**
+ * A run given as ranked id lists (best first) as a {@link Run}: each list's scores descend strictly, so every tie
+ * order keeps the given order.
+ *
+ * @example
+ * const { mean } = evaluate(rankedRun(new Map([['q1', ['d3', 'd1']]])), qrels, ['recall@20', 'mrr@10']);
+ */
+export function rankedRun(ranked: ReadonlyMap<string, readonly string[]>): Run {
+  mustBeMap(ranked, 'ranked run');
+  return new Map([...ranked].map(([qid, ids]) => [qid, ids.map((id, i) => ({ id, score: ids.length - i }))]));
+}
 
 /**
  * How equal scores are ordered before evaluating:
@@ -179,7 +194,7 @@ export interface Evaluation {
  * @example
  * const { mean, perQuery } = evaluate(run, qrels, ['ndcg@10', 'recall@100', 'mrr@10']);
  */
-export function evaluate(run: Run, qrels: GradedQrels, metrics: readonly MetricName[], options: EvaluateOptions = {}): Evaluation {
+export function evaluate(run: Run, qrels: Qrels, metrics: readonly MetricName[], options: EvaluateOptions = {}): Evaluation {
   checkRun(run, 'run', false);
   mustBeMap(qrels, 'qrels');
   mustBeArray(metrics, 'metrics');

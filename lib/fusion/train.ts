@@ -1,7 +1,7 @@
 // Training the supervised fusion methods on qrels (SPEC §2.5) and searching fusion parameters on a dev split
 // (ranx's grids, with the weight simplex compared with a tolerance instead of exact float equality).
 import { QuorumError } from '../errors.js';
-import { type GradedQrels, type Run, evaluate } from '../eval/ranking.js';
+import { type Qrels, type Run, evaluate } from '../eval/ranking.js';
 import { BAYESFUSE_CUTS, type FuseOptions, type FusionMethod, SEGFUSE_EDGES, type TrainedFusion, fuse, hitLists } from './fuse.js';
 import { checkRun, mustBeArray, mustBeMap, mustBeObject } from '../validate.js';
 
@@ -24,7 +24,7 @@ function positionProbabilities(hits: number[][]): number[] {
  * - probfuse: the probability per segment (`segments` of them, each ceil(len / segments) long per query);
  * - segfuse: the probability per fixed segment [0, 5, 15, 35, ..., 5115).
  */
-export function trainFusion(method: FusionMethod, runs: readonly Run[], qrels: GradedQrels, options: { segments?: number; relLevel?: number } = {}): TrainedFusion {
+export function trainFusion(method: FusionMethod, runs: readonly Run[], qrels: Qrels, options: { segments?: number; relLevel?: number } = {}): TrainedFusion {
   mustBeArray(runs, 'runs');
   runs.forEach((r, i) => checkRun(r, `runs[${i}]`, false));
   mustBeMap(qrels, 'qrels');
@@ -128,7 +128,7 @@ export interface FusionSearch {
  */
 export function optimizeFusion(
   runs: readonly Run[],
-  qrels: GradedQrels,
+  qrels: Qrels,
   method: FusionMethod,
   base: FuseOptions & { metric?: string; relLevel?: number } = {},
 ): FusionSearch {
