@@ -25,7 +25,7 @@ const data = join(packageRoot, 'data', 'xquad-en');
 
 describe('quorum CLI', () => {
   it('eval runs BM25 and the dense stand-in on a BEIR-layout dataset and writes runs and metrics.json', () => {
-    const r = quorum('eval', '--data', data, '--methods', 'bm25,dense', '--metrics', 'ndcg@10,recall@20', '--k', '50', '--out', out);
+    const r = quorum('eval', '--data', data, '--methods', 'bm25,dense', '--metrics', 'ndcg@10,recall@20', '--k', '50', '--out', out, '--latency', '3');
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(/bm25\s+0\.9\d\d\s+0\.9\d\d/);
@@ -73,6 +73,21 @@ describe('quorum CLI', () => {
     expect(bad.status).toBe(1);
     expect(bad.stderr).toMatch(/ERR_FORMAT.*bad\.qrels:1/);
     expect(existsSync(join(out, 'never.trec'))).toBe(false);
+  });
+
+  it('report writes the HTML report of an eval --out directory: its metrics, Recall@k curves and latencies', () => {
+    const metrics = JSON.parse(readFileSync(join(out, 'metrics.json'), 'utf8')) as { recall: Record<string, Record<string, number>>; latency: Record<string, number[]> };
+    // Recall@k at 1, 2, 3, 5, 10, 20, 30, 50 (k = 50), non-decreasing, and the table's recall@20 among them.
+    expect(Object.keys(metrics.recall.bm25!)).toEqual(['1', '2', '3', '5', '10', '20', '30', '50']);
+    const curve = Object.values(metrics.recall.bm25!);
+    expect(curve.every((v, i) => i === 0 || v >= curve[i - 1]!)).toBe(true);
+    expect(metrics.latency.bm25).toHaveLength(3);
+    const r = quorum('report', out, '--out', join(out, 'report.html'));
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const html = readFileSync(join(out, 'report.html'), 'utf8');
+    for (const id of ['metrics', 'recall', 'latency']) expect(html).toContain(`id="chart-${id}"`);
+    expect(quorum('report', join(out, 'nowhere'), '--out', join(out, 'x.html')).stderr).toMatch(/^quorum: ERR_IO: cannot read .*metrics\.json/);
   });
 
   it('--version prints the package version', () => {

@@ -20,6 +20,8 @@ import type { PassageText } from '../train/examples.js';
 import { Retriever } from '../train/retriever.js';
 import { BATCH, bm25Search } from './index-search.js';
 import { inBatches } from '../progress.js';
+import { type ReportData, recallCurve, recallCutoffs, timeEach } from '../report/data.js';
+import { writeReport } from '../report/html.js';
 import { table } from './table.js';
 
 export const EVAL_METHODS = ['bm25', 'dense', 'hybrid', 'rrf', 'glove'] as const;
@@ -51,6 +53,16 @@ export interface EvalCommandOptions {
    * for NormSum, NormMax, SumRR, MaxRR (and Linear when fitted) and 'came-expert:<name>' for each expert alone.
    */
   came?: string;
+  /** Also write the HTML report (charts of every measurement) to this file. */
+  report?: string;
+  /** Time this many single-query searches per method (the report's latency plots; 0: none). */
+  latency?: number;
+}
+
+/** What the report needs beyond the runs: single-query latencies and DPR-MUF's per-expert calibration. */
+interface Extras {
+  latency: Record<string, number[]>;
+  calibration?: NonNullable<ReportData['calibration']>;
 }
 
 type Texts = Array<{ id: string; text: string; task?: string }>;
@@ -186,8 +198,10 @@ function hybridRun(dense: Run, bm25: Run, alpha: HybridAlpha, taskOf: ReadonlyMa
 }
 
 /** The MUF directory's runs on `queries`: its fusions, each expert alone, and MUF + BM25. */
-async function mufRuns(o: EvalCommandOptions, bm25Index: Bm25Index, queries: Texts, bm25: Run): Promise<Map<string, Run>> {
+async function mufRuns(o: EvalCommandOptions, bm25Index: Bm25Index, queries: Texts, bm25: Run, qrels: Qrels, extras: Extras): Promise<Map<string, Run>> {
   const muf = await MufRetriever.load(o.muf!);
+  const confidence: number[][] = muf.experts.map(() => []);
+  const hit: number[][] = muf.experts.map(() => []);
   try {
     console.log(`muf: ${o.muf} (experts ${muf.experts.map((e) => `${e.name} at temperature ${e.calibration?.temperature ?? '-'}`).join(', ')})`);
     const all = async (qs: Texts, label: string) => {
@@ -204,6 +218,13 @@ async function mufRuns(o: EvalCommandOptions, bm25Index: Bm25Index, queries: Tex
           put('muf-uniform', q.id, r.uniform[b]!.hits);
           put('muf-oracle', q.id, r.oracle![b]!.hits);
           muf.experts.forEach((e, i) => put(`expert:${e.name}`, q.id, r.experts[i]![b]!));
+          if (label !== 'muf   ') return;
+          // Calibration as DPR-MUF measures it: an expert's confidence against whether its own top-1 is relevant.
+          muf.experts.forEach((_, i) => {
+            const top = r.experts[i]![b]![0];
+            confidence[i]!.push(r.confidence[b]![i]!);
+            hit[i]!.push(top && (qrels.get(q.id)?.get(top.id) ?? 0) > 0 ? 1 : 0);
+          });
         });
       });
       return out;
@@ -211,6 +232,8 @@ async function mufRuns(o: EvalCommandOptions, bm25Index: Bm25Index, queries: Tex
     const runs: Map<string, Run> = await all(queries, 'muf   ');
     const alpha = await tuneAlpha(o, bm25Index, async (qs) => (await all(qs, 'muf (dev) ')).get('muf')!, 'muf-hybrid');
     runs.set('muf-hybrid', hybridRun(runs.get('muf')!, bm25, alpha, new Map(queries.map((q) => [q.id, q.task])), o.k));
+    extras.calibration = muf.experts.map((e, i) => ({ name: e.name, confidence: confidence[i]!, hit: hit[i]! }));
+    if (o.latency) extras.latency.muf = await timeEach(queries, o.latency, (q) => muf.searchAll([q.text], o.k, { tasks: [q.task] }));
     return runs;
   } finally {
     muf.dispose();
@@ -218,7 +241,7 @@ async function mufRuns(o: EvalCommandOptions, bm25Index: Bm25Index, queries: Tex
 }
 
 /** The CAME directory's runs on `queries`: each fusion of its experts, and each expert alone. */
-async function cameRuns(o: EvalCommandOptions, corpus: readonly PassageText[], ids: readonly string[], queries: Texts): Promise<Map<string, Run>> {
+async function cameRuns(o: EvalCommandOptions, corpus: readonly PassageText[], ids: readonly string[], queries: Texts, extras: Extras): Promise<Map<string, Run>> {
   const came = await CameRetriever.load(o.came!);
   console.log(`came: ${o.came} (${came.experts.join(', ')}${came.independent ? ', independent' : ''}, ${came.parameterCount.toLocaleString()} parameters)`);
   await came.index(corpus);
@@ -238,6 +261,7 @@ async function cameRuns(o: EvalCommandOptions, corpus: readonly PassageText[], i
     }
     for (const e of came.experts) batch.forEach((q, b) => put(`came-expert:${e}`, q.id, r.experts[e]![b]!));
   });
+  if (o.latency) extras.latency.came = await timeEach(queries, o.latency, (q) => came.search([q.text], { k: o.k, expertK: o.k }));
   return runs;
 }
 
@@ -256,6 +280,7 @@ export async function evalCommand(o: EvalCommandOptions): Promise<void> {
   const corpus = ds.corpus.map((p) => ({ id: p.id, text: p.title ? `${p.title}. ${p.text}` : p.text }));
 
   const runs = new Map<string, Run>();
+  const extras: Extras = { latency: {} };
   const want = new Set(o.methods);
   const needBm25 = want.has('bm25') || want.has('hybrid') || want.has('rrf');
   const needDense = want.has('dense') || want.has('hybrid') || want.has('rrf');
@@ -276,9 +301,13 @@ export async function evalCommand(o: EvalCommandOptions): Promise<void> {
     if (want.has('glove')) runs.set('glove', await gloveRun(corpus, queries, o.k));
     if (o.muf) {
       const index = bm25Index ?? (await Bm25Index.build(corpus, { k1: 0.9, b: 0.4 }));
-      for (const [name, run] of await mufRuns(o, index, queries, bm25 ?? (await bm25Search(index, queries, o.k, 'bm25  ')))) runs.set(name, run);
+      for (const [name, run] of await mufRuns(o, index, queries, bm25 ?? (await bm25Search(index, queries, o.k, 'bm25  ')), ds.qrels, extras)) runs.set(name, run);
     }
-    if (o.came) for (const [name, run] of await cameRuns(o, ds.corpus, ds.corpus.map((p) => p.id), queries)) runs.set(name, run);
+    if (o.came) for (const [name, run] of await cameRuns(o, ds.corpus, ds.corpus.map((p) => p.id), queries, extras)) runs.set(name, run);
+    if (o.latency) {
+      if (want.has('bm25') && bm25Index) extras.latency.bm25 = await timeEach(queries, o.latency, (q) => bm25Index.search([q.text], o.k));
+      if (want.has('dense') && denseMethod) extras.latency.dense = await timeEach(queries, o.latency, (q) => denseMethod.run([q], o.k, ''));
+    }
   } finally {
     denseMethod?.dispose();
   }
@@ -309,13 +338,28 @@ export async function evalCommand(o: EvalCommandOptions): Promise<void> {
     console.log('');
     table(taskRows);
   }
+  const cutoffs = recallCutoffs(o.k);
+  const data: ReportData = {
+    dataset: o.data,
+    split: o.split,
+    queries: queries.length,
+    metrics: results,
+    ...(o.byTask ? { byTask } : {}),
+    recall: Object.fromEntries([...runs].map(([name, run]) => [name, recallCurve(run, ds.qrels, cutoffs)])),
+    ...(Object.keys(extras.latency).length ? { latency: extras.latency } : {}),
+    ...(extras.calibration ? { calibration: extras.calibration } : {}),
+  };
+  if (o.report) {
+    writeReport(o.report, data);
+    console.log(`\nwrote the report ${o.report}`);
+  }
   if (o.out) {
     mkdirSync(o.out, { recursive: true });
     // Runs this command made (not the --run files it read), with ':' out of file names.
     const made = [...runs.keys()].filter((n) => o.methods.includes(n) || (o.muf && (n.startsWith('muf') || n.startsWith('expert:'))) || (o.came && n.startsWith('came')));
     const file = (n: string) => `${n.replace(/:/g, '-')}.trec`;
     for (const name of made) writeRun(join(o.out, file(name)), runs.get(name)!, name);
-    writeFileSync(join(o.out, 'metrics.json'), JSON.stringify({ dataset: o.data, split: o.split, queries: queries.length, metrics: results, ...(o.byTask ? { byTask } : {}) }, null, 2) + '\n');
+    writeFileSync(join(o.out, 'metrics.json'), JSON.stringify(data, null, 2) + '\n');
     console.log(`\nwrote ${made.map(file).join(', ')}${made.length ? ' and ' : ''}metrics.json to ${o.out}`);
   }
 }

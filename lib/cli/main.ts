@@ -13,6 +13,7 @@ import { EVAL_METHODS, evalCommand } from './eval.js';
 import { encodeCommand } from './encode.js';
 import { POOLINGS, PRESETS, trainCommand, type TrainCommandOptions } from './train.js';
 import { fuseCommand } from './fuse.js';
+import { reportCommand } from './report.js';
 import { indexBm25, indexDense, searchCommand } from './index-search.js';
 import { TASKS, type TaskName, buildMultiDomain, writeMultiDomain } from '../data/multidomain.js';
 import { registerCameCommands } from '../methods/came/cli.js';
@@ -56,9 +57,19 @@ program
   .option('--by-task', "also each task's mean (the queries' `task` field)")
   .option('--muf <dir>', "a MUF directory (`quorum muf train`): adds muf, muf-uniform, muf-oracle, expert:<name> and muf-hybrid")
   .option('--came <dir>', 'a CAME directory (`quorum came train`): adds came (Sum), came:<fusion> for the other fusions and came-expert:<name>')
-  .action(async (o: { data: string; split: string; methods: string[]; run: string[]; metrics: string[]; k: number; dim: number; alpha?: number; alphaPerTask: boolean; model?: string; out?: string; byTask?: boolean; muf?: string; came?: string }) =>
+  .option('--report <file>', 'also write the HTML report (metric bars, Recall@k curves, MUF calibration, latency) to this file')
+  .option('--latency <n>', 'time n single-query searches per method for the report', count, 0)
+  .action(async (o: { data: string; split: string; methods: string[]; run: string[]; metrics: string[]; k: number; dim: number; alpha?: number; alphaPerTask: boolean; model?: string; out?: string; byTask?: boolean; muf?: string; came?: string; report?: string; latency: number }) =>
     evalCommand({ ...o, runs: o.run }),
   );
+
+program
+  .command('report')
+  .description('write the HTML report of an evaluation (the metrics.json of quorum eval --out DIR)')
+  .argument('<dir>', 'a results directory from quorum eval --out (or its metrics.json)')
+  .requiredOption('--out <file>', 'the HTML file to write')
+  .option('--title <text>', 'the page title')
+  .action((dir: string, o: { out: string; title?: string }) => reportCommand(dir, o));
 
 program
   .command('train')
