@@ -23,6 +23,8 @@ export {
   type TopKResult,
 } from './dense.js';
 export { capabilities, setThreads, setIsa, type Capabilities, type Isa } from './runtime.js';
+/** The installed package's root directory (its embedded data is under `data/`). */
+export { packageRoot } from './native.js';
 export {
   maxSim,
   maxSimSync,

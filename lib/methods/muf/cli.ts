@@ -41,6 +41,19 @@ export function judgedQueries(data: string, split: string): MufJudgedQuery[] {
     }));
 }
 
+/**
+ * One `--experts` item: a model directory (its single task names the expert), or `DIR:task` for a model that serves
+ * several tasks (e.g. `default:covid,default:selqa`: the shipped multi-task model as the expert of each task, which
+ * then differ only by their heads and their questions' task marker).
+ */
+export function expertSpec(item: string): { model: string; name?: string; task?: string } {
+  const at = item.lastIndexOf(':');
+  if (at <= 0) return { model: item };
+  const task = item.slice(at + 1);
+  if (!/^[\w.-]+$/.test(task)) throw new QuorumError('ERR_ARG', `--experts item '${item}': expected DIR or DIR:task`);
+  return { model: item.slice(0, at), name: task, task };
+}
+
 /** Builds, trains (train split), calibrates (dev split) and saves a MUF directory. */
 export async function mufTrainCommand(o: MufTrainOptions, log: (line: string) => void = console.log): Promise<MufRetriever> {
   if (o.experts.length === 0) throw new QuorumError('ERR_ARG', '--experts needs at least one model directory');
@@ -53,7 +66,7 @@ export async function mufTrainCommand(o: MufTrainOptions, log: (line: string) =>
   log(`${o.data}: ${train.corpus.length} passages, ${examples.length} training questions`);
   Retriever.seed(o.seed);
   const muf = await MufRetriever.build(
-    o.experts.map((m) => ({ model: m })),
+    o.experts.map(expertSpec),
     train.corpus,
     { heads: { members: o.members, hidden: o.hidden, layers: o.layers }, topL: o.topL, hitTopK: o.hitTopK, onProgress: log },
   );
@@ -108,7 +121,7 @@ export function registerMufCommands(program: Command): void {
     .command('train')
     .description('train each expert\'s ensemble heads (train split) and calibrate its temperature (dev split) into a MUF directory')
     .requiredOption('--data <dir>', "BEIR layout whose queries carry a 'task': corpus.jsonl, queries.jsonl, qrels/train.tsv, qrels/dev.tsv")
-    .requiredOption('--experts <list>', 'comma-separated model directories, one per task (`quorum train --tasks <task>`)', list)
+    .requiredOption('--experts <list>', 'comma-separated model directories, one per task (`quorum train --tasks <task>`); DIR:task names the task of a multi-task model', list)
     .requiredOption('--out <dir>', 'the MUF directory to write')
     .option('--members <n>', 'K, heads per expert', int, 20)
     .option('--hidden <n>', 'hidden units per head layer', int, 512)

@@ -1,0 +1,98 @@
+// examples/server: the HTTP service over the embedded benchmark (BM25, dense with bigint faiss ids, hybrid, DPR-MUF),
+// its QuorumError -> HTTP status mapping, and the short form of its load test. The example imports the package by
+// name, which resolves to the compiled dist/ (npm run build:ts; the README's test command builds it first).
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { mufTrainCommand } from '../lib/methods/muf/cli.js';
+import { packageRoot } from '../lib/native.js';
+
+const root = mkdtempSync(join(tmpdir(), 'quorum-server-'));
+const mufDir = join(root, 'muf');
+const mini = join(packageRoot, 'data', 'multidomain-mini');
+let url = '';
+let stop: () => void = () => undefined;
+
+beforeAll(async () => {
+  if (!existsSync(join(packageRoot, 'dist', 'lib', 'index.js'))) throw new Error('examples/server imports the compiled package: run npm run build:ts first');
+  // A small DPR-MUF over the shipped multi-task model: one expert per task (covid, selqa), small heads.
+  const muf = await mufTrainCommand(
+    { data: mini, experts: ['default:covid', 'default:selqa'], out: mufDir, members: 4, hidden: 32, layers: 1, epochs: 3, batch: 128, lr: 1e-3, hardNegatives: 1, topL: 50, hitTopK: 1, seed: 7 },
+    () => undefined,
+  );
+  muf.dispose();
+  const { startServer } = (await import(join(packageRoot, 'examples', 'server', 'server.mjs'))) as {
+    startServer(o: object): Promise<{ server: { close(): void }; url: string }>;
+  };
+  const started = await startServer({ muf: mufDir, port: 0 });
+  url = started.url;
+  stop = () => started.server.close();
+}, 300_000);
+afterAll(() => {
+  stop();
+  rmSync(root, { recursive: true, force: true });
+});
+
+async function get(path: string, method = 'GET'): Promise<{ status: number; body: Record<string, unknown> }> {
+  const r = await fetch(url + path, { method });
+  return { status: r.status, body: (await r.json()) as Record<string, unknown> };
+}
+type Hit = { id: string; row?: string; score: number };
+
+describe('example search server', () => {
+  it('answers every mode with the passages of the embedded benchmark', async () => {
+    const health = await get('/health');
+    expect(health).toEqual({ status: 200, body: { ok: true, passages: 3014, modes: ['bm25', 'dense', 'hybrid', 'muf'] } });
+    const corpusIds = readFileSync(join(mini, 'corpus.jsonl'), 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { _id: string })._id);
+    const q = encodeURIComponent('what is the incubation period of the coronavirus');
+    for (const mode of ['bm25', 'dense', 'hybrid', 'muf']) {
+      const r = await get(`/search?mode=${mode}&k=5&q=${q}`);
+      expect(r.status, mode).toBe(200);
+      const hits = r.body.hits as Hit[];
+      expect(hits, mode).toHaveLength(5);
+      expect(hits.every((h, i) => corpusIds.includes(h.id) && (i === 0 || h.score <= hits[i - 1]!.score)), mode).toBe(true);
+    }
+    // Dense ids are faiss's 64-bit integers: sent as decimal strings, each the row of its passage.
+    const dense = (await get(`/search?mode=dense&k=3&q=${q}`)).body.hits as Hit[];
+    for (const h of dense) expect(corpusIds[Number(h.row)]).toBe(h.id);
+    expect(typeof dense[0]!.row).toBe('string');
+    const muf = (await get(`/search?mode=muf&k=3&q=${q}`)).body;
+    expect(Object.keys(muf.confidence as object)).toEqual(['covid', 'selqa']);
+  });
+
+  it('maps QuorumError codes to HTTP statuses with the message as JSON', async () => {
+    const cases: Array<[string, number, string]> = [
+      ['/search?mode=bm25', 400, 'ERR_ARG'],
+      ['/search?q=x&k=0', 400, 'ERR_RANGE'],
+      ['/search?q=x&k=abc', 400, 'ERR_RANGE'],
+      ['/search?q=x&k=101', 400, 'ERR_RANGE'],
+      ['/search?q=x&mode=splade', 400, 'ERR_ARG'],
+      [`/search?q=${'a'.repeat(2001)}`, 400, 'ERR_RANGE'],
+      ['/search?q=x&mode=dense&task=nope', 400, 'ERR_ARG'],
+      ['/elsewhere', 404, 'ERR_NOT_FOUND'],
+    ];
+    for (const [path, status, code] of cases) {
+      const r = await get(path);
+      expect([r.status, (r.body.error as { code?: string } | undefined)?.code], path).toEqual([status, code]);
+      expect((r.body.error as { message: string }).message.length).toBeGreaterThan(5);
+    }
+    expect((await get('/search?q=x', 'POST')).status).toBe(405);
+  });
+
+  it('the load test (short form) has no failed request', () => {
+    const r = spawnSync(process.execPath, [join(packageRoot, 'examples', 'server', 'load-test.mjs'), '--seconds', '1', '--connections', '2', '--muf', mufDir, '--json', join(root, 'load.json')], {
+      cwd: packageRoot,
+      encoding: 'utf8',
+      timeout: 180_000,
+    });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const rows = JSON.parse(readFileSync(join(root, 'load.json'), 'utf8')) as Array<{ mode: string; requests: number; errors: number; 'non-2xx': number; 'p99 ms': number }>;
+    expect(rows.map((x) => x.mode)).toEqual(['bm25', 'dense', 'hybrid', 'muf']);
+    for (const row of rows) expect([row.mode, row.errors, row['non-2xx'], row.requests > 0]).toEqual([row.mode, 0, 0, true]);
+  });
+});
