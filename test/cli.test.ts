@@ -240,18 +240,25 @@ describe('quorum CLI', () => {
     }
   });
 
-  it('demo retrieves with the shipped trained model by default (and with hashed TF-IDF on request)', () => {
-    const r = quorum('demo', '--no-bench');
+  it('demo runs BM25, the shipped trained model, DPR-MUF and the hybrids, and writes the report (hashed TF-IDF on request)', () => {
+    const report = join(out, 'demo.html');
+    const r = quorum('demo', '--no-bench', '--report', report);
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
-    expect(r.stdout).toMatch(/encoded with trained siamese \(default, 100-d\)/);
+    expect(r.stdout).toMatch(/dense: trained siamese \(default, 100-d\)/);
+    for (const row of ['BM25', 'dense', 'DPR-MUF', 'uniform fusion', 'dense \\+ BM25 \\(alpha [\\d.]+\\)', 'DPR-MUF \\+ BM25 \\(alpha [\\d.]+\\)'])
+      expect(r.stdout).toMatch(new RegExp(`\\n  ${row}\\s+0\\.\\d{3}\\s+0\\.\\d{3}`));
+    expect(r.stdout).toMatch(/question\s+task\s+conf covid\s+conf selqa\s+top-1 relevant/);
+    const html = readFileSync(report, 'utf8');
+    for (const id of ['metrics', 'recall', 'reliability', 'confidence', 'latency']) expect(html).toContain(`id="chart-${id}"`);
     expect(r.stdout).toMatch(/f32 ids identical to the plain-JS reference \(loop \+ heap\) on the first 64 queries: yes/);
     // The shipped model (data/models/default) scored MRR@10 0.658 on this split when it was trained.
     const mrr = Number(/quorum scoreTopK f32\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)/.exec(r.stdout)?.[1]);
     expect(mrr).toBeGreaterThan(0.6);
-    const t = quorum('demo', '--no-bench', '--model', 'tfidf');
+    const t = quorum('demo', '--no-bench', '--model', 'tfidf', '--no-report');
     expect(t.status).toBe(0);
-    expect(t.stdout).toMatch(/encoded with hashed TF-IDF \(768-d\)/);
+    expect(t.stdout).toMatch(/dense: hashed TF-IDF \(768-d\)/);
+    expect(t.stdout).not.toContain('DPR-MUF');
   });
 
   it('eval --methods glove scores the GloVe-average baseline', () => {

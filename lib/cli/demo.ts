@@ -1,171 +1,247 @@
-// `quorum demo`: a retrieval run over the embedded dataset through the native kernels, checked against the
-// plain-JS reference, then a short speed comparison.
+// `quorum demo`: the multi-expert pipeline on the embedded benchmark (or any BEIR dataset whose queries carry a
+// task): BM25, the shipped dense model, DPR-MUF over one expert per task (heads trained and calibrated here, on the
+// train and dev splits), their hybrids with BM25; the table, per-query confidences and the HTML report; then the
+// native kernels against plain JS.
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
+import { Bm25Index } from '../bm25/bm25.js';
 import { loadBeir } from '../data/beir.js';
 import { HashedTfidfEncoder } from '../encoders/hashed-tfidf.js';
 import { QuorumError } from '../errors.js';
-import { Retriever } from '../train/retriever.js';
-import { evaluate, rankedRun } from '../eval/ranking.js';
-import { packageRoot } from '../native.js';
-import { plainJsTopK } from '../reference/dense.js';
-import { capabilities } from '../runtime.js';
-import { scoreTopK, scoreTopKSync } from '../dense.js';
-import { Bm25Index } from '../bm25/bm25.js';
+import { type Qrels, type Run, type ScoredDoc, evaluate } from '../eval/ranking.js';
 import { hybridFuse, searchAlpha } from '../hybrid.js';
+import { buildMuf } from '../methods/muf/cli.js';
+import type { MufRetriever } from '../methods/muf/retriever.js';
+import { packageRoot } from '../native.js';
+import { inBatches } from '../progress.js';
+import { type ReportData, recallCurve, recallCutoffs, timeEach } from '../report/data.js';
+import { writeReport } from '../report/html.js';
+import { capabilities } from '../runtime.js';
+import { scoreTopK } from '../dense.js';
 import { Tensor } from '../tensor.js';
+import { Retriever } from '../train/retriever.js';
+import { kernelCheck, speedCheck } from './demo-kernels.js';
 import { table } from './table.js';
 
-/** The demo's table columns. */
-const DEMO_METRICS = ['recall@1', 'recall@5', 'recall@20', 'mrr@10'];
-
-/** Queries the plain-JS reference checks (and is timed on). */
-const REFERENCE_QUERIES = 64;
-
-const fmt = (x: number) => Math.round(x).toLocaleString('en-US');
-
-function seconds(fn: () => void, minMs = 400): number {
-  fn();
-  let n = 0;
-  const t0 = performance.now();
-  while (performance.now() - t0 < minMs) {
-    fn();
-    n++;
-  }
-  return (performance.now() - t0) / 1000 / n;
+export interface DemoOptions {
+  /** A BEIR-layout dataset (default: the embedded benchmark). */
+  data?: string;
+  /** A model directory, 'default' (the shipped model, the default) or 'tfidf'. */
+  model?: string;
+  /** Hashed TF-IDF dimension. */
+  dim?: number;
+  /** The speed comparison on a random corpus (default true). */
+  bench?: boolean;
+  /** DPR-MUF (default true; needs a trained model and train / dev splits with tasks). */
+  muf?: boolean;
+  /** Where to write the HTML report (default quorum-demo-report.html; false: none). */
+  report?: string | false;
 }
 
-/** The demo's dense encoder: the shipped trained model (or another model directory), or hashed TF-IDF. */
-async function encodeDense(
-  ds: { corpus: Array<{ id: string; title: string; text: string }>; queries: Array<{ id: string; text: string; task?: string }> },
-  texts: string[],
-  options: { model?: string; dim?: number },
-): Promise<{ corpus: Tensor<'f32'>; queries: Tensor<'f32'>; dim: number; name: string }> {
-  if (options.model !== 'tfidf') {
+const DEPTH = 100;
+const METRICS = ['mrr@10', 'recall@1', 'recall@20', 'recall@100'];
+const ALPHAS = Array.from({ length: 51 }, (_, i) => i / 10);
+
+type Dataset = ReturnType<typeof loadBeir>;
+type Texts = Array<{ id: string; text: string; task?: string }>;
+
+/** The dense encoder: the shipped trained model (or another model directory), or hashed TF-IDF without torch. */
+async function denseEncoder(ds: Dataset, queries: Texts, o: DemoOptions): Promise<{ corpus: Tensor<'f32'>; queries: Tensor<'f32'>; name: string; model?: Retriever }> {
+  if (o.model !== 'tfidf') {
     try {
-      const model = await Retriever.load(options.model ?? 'default');
+      const model = await Retriever.load(o.model ?? 'default');
       const corpus = await model.encodePassages(ds.corpus);
       // Questions are encoded per task (each with its task's marker, if the model was trained with markers).
-      const queries = Tensor.zeros([ds.queries.length, model.dim]);
-      for (const task of new Set(ds.queries.map((q) => q.task))) {
-        const rows = ds.queries.flatMap((q, i) => (q.task === task ? [i] : []));
-        const emb = await model.encodeQueries(rows.map((i) => ds.queries[i]!.text), { task });
-        rows.forEach((r, j) => queries.data.set(emb.data.subarray(j * model.dim, (j + 1) * model.dim), r * model.dim));
+      const q = Tensor.zeros([queries.length, model.dim]);
+      for (const task of new Set(queries.map((x) => x.task))) {
+        const rows = queries.flatMap((x, i) => (x.task === task ? [i] : []));
+        const emb = await model.encodeQueries(rows.map((i) => queries[i]!.text), { task });
+        rows.forEach((r, j) => q.data.set(emb.data.subarray(j * model.dim, (j + 1) * model.dim), r * model.dim));
         emb.dispose();
       }
-      const name = `trained ${model.config.preset} (${options.model ?? 'default'}, ${model.dim}-d)`;
-      return { corpus, queries, dim: model.dim, name };
+      return { corpus, queries: q, model, name: `trained ${model.config.preset} (${o.model ?? 'default'}, ${model.dim}-d)` };
     } catch (e) {
       // Without the torch module (or the model) the demo still runs, on the training-free encoder.
-      if (!(e instanceof QuorumError) || e.code !== 'ERR_BACKEND_UNAVAILABLE' || options.model) throw e;
+      if (!(e instanceof QuorumError) || e.code !== 'ERR_BACKEND_UNAVAILABLE' || o.model) throw e;
       console.log(`(the trained model needs quorum_torch: ${e.message}; using hashed TF-IDF)`);
     }
   }
-  const dim = options.dim ?? 768;
+  const dim = o.dim ?? 768;
+  const texts = ds.corpus.map((p) => `${p.title}. ${p.text}`);
   const encoder = HashedTfidfEncoder.fit(texts, { dim });
-  return { corpus: encoder.encode(texts), queries: encoder.encode(ds.queries.map((q) => q.text)), dim, name: `hashed TF-IDF (${dim}-d)` };
+  return { corpus: encoder.encode(texts), queries: encoder.encode(queries.map((q) => q.text)), name: `hashed TF-IDF (${dim}-d)` };
 }
 
-export async function demo(options: { data?: string; dim?: number; bench?: boolean; model?: string }): Promise<void> {
+/** DPR-MUF over the model, one expert per task that has training questions; undefined when that is not possible. */
+async function demoMuf(dir: string, o: DemoOptions): Promise<MufRetriever | undefined> {
+  if (o.muf === false || o.model === 'tfidf') return undefined;
+  if (!existsSync(join(dir, 'qrels', 'train.tsv')) || !existsSync(join(dir, 'qrels', 'dev.tsv'))) {
+    console.log('DPR-MUF: skipped (the dataset has no train and dev splits to train and calibrate the heads on)\n');
+    return undefined;
+  }
+  const train = loadBeir(dir, 'train');
+  const tasks = [...new Set(train.queries.filter((q) => train.qrels.has(q.id)).map((q) => q.task).filter((t): t is string => t !== undefined))].sort();
+  if (tasks.length < 2) {
+    console.log(`DPR-MUF: skipped (${tasks.length} task with training questions; it fuses one expert per task)\n`);
+    return undefined;
+  }
+  const model = o.model ?? 'default';
+  console.log(`DPR-MUF: the model as the expert of each task (${tasks.join(', ')}), each with an ensemble of 5 small heads trained on its task's questions, temperatures calibrated on dev:`);
+  const t0 = performance.now();
+  const muf = await buildMuf(
+    { data: dir, experts: tasks.map((t) => `${model}:${t}`), members: 5, hidden: 64, layers: 1, epochs: 10, batch: 128, lr: 1e-3, hardNegatives: 1, topL: DEPTH, hitTopK: 1, seed: 1 },
+    (line) => {
+      if (!/epoch \d+,/.test(line) || /epoch 10,/.test(line)) console.log(`  ${line}`);
+    },
+  );
+  console.log(`  built in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+  return muf;
+}
+
+const judgedIds = (qrels: Qrels, id: string) => new Set([...(qrels.get(id) ?? new Map<string, number>())].filter(([, g]) => g > 0).map(([d]) => d));
+const mrr10 = (ranked: readonly string[], rel: ReadonlySet<string>) => {
+  const i = ranked.slice(0, 10).findIndex((d) => rel.has(d));
+  return i < 0 ? 0 : 1 / (i + 1);
+};
+
+/** The hybrid of `a` (dense side) and BM25 with alpha tuned for MRR@10 on the `tune` queries. */
+function tunedHybrid(a: Run, bm25: Run, tune: readonly string[], qrels: Qrels): { alpha: number; run: Run } {
+  const dev = tune.map((q) => ({ dense: a.get(q) ?? [], sparse: bm25.get(q) ?? [], relevant: judgedIds(qrels, q) }));
+  const { alpha } = searchAlpha(dev, { metric: mrr10, normalization: true, grid: ALPHAS });
+  const run = new Map<string, ScoredDoc[]>();
+  for (const q of new Set([...a.keys(), ...bm25.keys()])) run.set(q, hybridFuse(a.get(q) ?? [], bm25.get(q) ?? [], { alpha, normalization: true }).slice(0, DEPTH));
+  return { alpha, run };
+}
+
+export async function demo(o: DemoOptions = {}): Promise<void> {
   const caps = capabilities();
   console.log(`Quorum demo: kernels ${caps.isa} (available: ${caps.availableIsas.join(', ')}), ${caps.threads} threads\n`);
-  const dir = options.data ?? join(packageRoot, 'data', 'multidomain-mini');
-  const all = loadBeir(dir);
+  const dir = o.data ?? join(packageRoot, 'data', 'multidomain-mini');
+  const ds = loadBeir(dir);
   // The judged queries of the test split (the embedded benchmark also holds train and dev queries).
-  const ds = { ...all, queries: all.queries.filter((q) => all.qrels.has(q.id)) };
-  const tasks = [...new Set(ds.queries.map((q) => q.task).filter(Boolean))];
-  console.log(`dataset ${dir}: ${ds.corpus.length} passages, ${ds.queries.length} test queries${tasks.length ? ` (tasks: ${tasks.join(', ')})` : ''}`);
+  const queries: Texts = ds.queries.filter((q) => ds.qrels.has(q.id));
+  const tasks = [...new Set(queries.map((q) => q.task).filter(Boolean))];
+  console.log(`dataset ${dir}: ${ds.corpus.length} passages, ${queries.length} test queries${tasks.length ? ` (tasks: ${tasks.join(', ')})` : ''}\n`);
+  const docIds = ds.corpus.map((p) => p.id);
 
+  // The experts' and baselines' runs on the test queries.
   const t0 = performance.now();
-  const passages = ds.corpus.map((p) => `${p.title}. ${p.text}`);
-  const { corpus, queries, dim, name } = await encodeDense(ds, passages, options);
-  console.log(`encoded with ${name} in ${((performance.now() - t0) / 1000).toFixed(2)} s\n`);
-
-  const k = 20;
-  const B = ds.queries.length;
-  const bf16 = corpus.to('bf16');
-  const runs: Array<{ name: string; ids: Int32Array; sec: number }> = [];
-  runs.push({ name: 'quorum scoreTopK f32', ids: (await scoreTopK(queries, corpus, k)).ids, sec: seconds(() => scoreTopKSync(queries, corpus, k)) });
-  runs.push({ name: 'quorum scoreTopK bf16', ids: (await scoreTopK(queries, bf16, k)).ids, sec: seconds(() => scoreTopKSync(queries, bf16, k)) });
-
-  const rows = runs.map((r) => {
-    const run = new Map<string, string[]>();
-    ds.queries.forEach((q, b) => run.set(q.id, Array.from(r.ids.subarray(b * k, (b + 1) * k), (i) => (i >= 0 ? (ds.corpus[i]?.id ?? '') : ''))));
-    const m = evaluate(rankedRun(run), ds.qrels, DEMO_METRICS).mean;
-    return { method: r.name, ...m, 'queries/s': B / r.sec };
+  const enc = await denseEncoder(ds, queries, o);
+  console.log(`dense: ${enc.name}, corpus and questions encoded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  const runs = new Map<string, Run>();
+  const dense = new Map<string, ScoredDoc[]>();
+  await inBatches('dense ', queries.length, 256, async (start, end) => {
+    const dim = enc.corpus.shape[1]!;
+    const q = Tensor.from(enc.queries.data.subarray(start * dim, end * dim), [end - start, dim]);
+    const top = await scoreTopK(q, enc.corpus, DEPTH);
+    q.dispose();
+    for (let b = start; b < end; b++) dense.set(queries[b]!.id, top.hits(b - start).map((h) => ({ id: docIds[h.id]!, score: h.score })));
   });
-  console.log(`retrieval of ${B} queries over ${ds.corpus.length} passages, top-${k}:`);
-  table(rows);
-  // The plain-JS reference on a sample of the queries only: over a large dataset it would take minutes.
-  const sample = Math.min(B, REFERENCE_QUERIES);
-  const sampleQueries = queries.data.subarray(0, sample * dim);
-  const reference = plainJsTopK(sampleQueries, corpus.data, dim, k);
-  const same = reference.ids.every((id, i) => id === runs[0]?.ids[i]);
-  const jsRate = sample / seconds(() => plainJsTopK(sampleQueries, corpus.data, dim, k), 200);
-  console.log(`  f32 ids identical to the plain-JS reference (loop + heap) on the first ${sample} queries: ${same ? 'yes' : 'NO'}; plain JS ${fmt(jsRate)} queries/s, quorum f32 ${fmt(B / (runs[0]?.sec ?? 1))}\n`);
+  const bm25Index = await Bm25Index.build(ds.corpus.map((p) => ({ id: p.id, text: `${p.title}. ${p.text}` })), { k1: 0.9, b: 0.4 });
+  const bm25 = new Map<string, ScoredDoc[]>();
+  await inBatches('bm25  ', queries.length, 256, async (start, end) => {
+    const hits = await bm25Index.search(queries.slice(start, end).map((q) => q.text), DEPTH);
+    hits.forEach((h, j) => bm25.set(queries[start + j]!.id, h));
+  });
+  runs.set('BM25', bm25);
+  runs.set('dense', dense);
 
-  // BM25 (native sparse index) and the dense + BM25 hybrid, alpha tuned on the even-numbered queries and
-  // evaluated on the odd-numbered ones (so both halves mix the tasks).
-  const t1 = performance.now();
-  const bm25 = await Bm25Index.build(ds.corpus.map((p, i) => ({ id: p.id, text: passages[i] as string })), { k1: 0.9, b: 0.4 });
-  const k0 = 100;
-  const sparseHits = await bm25.search(
-    ds.queries.map((q) => q.text),
-    k0,
-  );
-  const denseTop = await scoreTopK(queries, corpus, k0);
-  const denseHits = ds.queries.map((_, b) => denseTop.hits(b).map((h) => ({ id: ds.corpus[h.id]?.id ?? '', score: h.score })));
-  const even = Array.from({ length: B }, (_, b) => b).filter((b) => b % 2 === 0);
-  const odd = Array.from({ length: B }, (_, b) => b).filter((b) => b % 2 === 1);
-  const relevantOf = (qid: string) => new Set([...(ds.qrels.get(qid) ?? new Map<string, number>())].filter(([, r]) => r > 0).map(([d]) => d));
-  const mrr10 = (ranked: readonly string[], rel: ReadonlySet<string>) => {
-    const i = ranked.slice(0, 10).findIndex((d) => rel.has(d));
-    return i < 0 ? 0 : 1 / (i + 1);
-  };
-  const dev = even.map((b) => ({ dense: denseHits[b] ?? [], sparse: sparseHits[b] ?? [], relevant: relevantOf(ds.queries[b]?.id ?? '') }));
-  const tuned = searchAlpha(dev, { metric: mrr10, normalization: true, grid: Array.from({ length: 51 }, (_, i) => i / 10) });
-  const testRows: Array<Record<string, string | number>> = [];
-  const evalHalf = (name: string, ranked: (b: number) => string[]) => {
-    const run = new Map<string, string[]>();
-    for (const b of odd) run.set(ds.queries[b]?.id ?? '', ranked(b));
-    const qrels = new Map([...ds.qrels].filter(([qid]) => run.has(qid)));
-    testRows.push({ method: name, ...evaluate(rankedRun(run), qrels, DEMO_METRICS).mean });
-  };
-  evalHalf(`dense (${name.replace(/ \(.*/, '')})`, (b) => (denseHits[b] ?? []).map((h) => h.id));
-  evalHalf('BM25 (k1 0.9, b 0.4)', (b) => (sparseHits[b] ?? []).map((h) => h.id));
-  evalHalf(`hybrid, alpha ${tuned.alpha}`, (b) => hybridFuse(denseHits[b] ?? [], sparseHits[b] ?? [], { alpha: tuned.alpha, normalization: true }).map((h) => h.id));
-  console.log(`BM25 and the dense + BM25 hybrid (normalized; alpha tuned for MRR@10 on the ${even.length} even-numbered queries, evaluated on the ${odd.length} odd ones; ${((performance.now() - t1) / 1000).toFixed(2)} s):`);
-  table(testRows);
-  console.log('');
-
-  if (options.bench !== false) {
-    const N = 100_000;
-    const D = 768;
-    console.log(`speed on a random ${N / 1000}k x ${D} corpus, top-10 (full comparison: npm run bench):`);
-    const big = Tensor.zeros([N, D]);
-    let x = 12345;
-    const data = big.data;
-    for (let i = 0; i < data.length; i++) {
-      x ^= x << 13;
-      x ^= x >>> 17;
-      x ^= x << 5;
-      data[i] = (x >>> 0) / 2147483648 - 1;
-    }
-    const bigBf16 = big.to('bf16');
-    const speed: Array<Record<string, string | number>> = [];
-    for (const b of [1, 16]) {
-      const q = Tensor.from(data.subarray(0, b * D), [b, D]);
-      const f32 = b / seconds(() => scoreTopKSync(q, big, 10));
-      const h = b / seconds(() => scoreTopKSync(q, bigBf16, 10));
-      const js = 1 / seconds(() => plainJsTopK(data.subarray(0, D), data, D, 10), 1);
-      speed.push({ B: String(b), 'quorum f32 QPS': f32, 'quorum bf16 QPS': h, 'plain JS QPS': js, 'f32 / JS': f32 / js });
-      q.dispose();
-    }
-    table(speed);
-    big.dispose();
-    bigBf16.dispose();
+  const muf = await demoMuf(dir, o);
+  const calibration: NonNullable<ReportData['calibration']> = [];
+  const confidences = new Map<string, number[]>();
+  if (muf) {
+    const fused = new Map<string, ScoredDoc[]>();
+    const uniform = new Map<string, ScoredDoc[]>();
+    const conf: number[][] = muf.experts.map(() => []);
+    const hit: number[][] = muf.experts.map(() => []);
+    await inBatches('muf   ', queries.length, 256, async (start, end) => {
+      const batch = queries.slice(start, end);
+      const r = await muf.searchAll(batch.map((q) => q.text), DEPTH);
+      batch.forEach((q, b) => {
+        fused.set(q.id, r.muf[b]!.hits);
+        uniform.set(q.id, r.uniform[b]!.hits);
+        confidences.set(q.id, r.confidence[b]!);
+        muf.experts.forEach((_, i) => {
+          conf[i]!.push(r.confidence[b]![i]!);
+          const top = r.experts[i]![b]![0];
+          hit[i]!.push(top && (ds.qrels.get(q.id)?.get(top.id) ?? 0) > 0 ? 1 : 0);
+        });
+      });
+    });
+    runs.set('DPR-MUF', fused);
+    runs.set('uniform fusion', uniform);
+    muf.experts.forEach((e, i) => calibration.push({ name: e.name, confidence: conf[i]!, hit: hit[i]! }));
   }
-  corpus.dispose();
-  queries.dispose();
-  bf16.dispose();
+
+  // Hybrids: alpha tuned on the even-numbered queries, every method scored on the odd-numbered ones (so that both
+  // halves mix the tasks and no method is scored on what tuned it).
+  const even = queries.filter((_, i) => i % 2 === 0).map((q) => q.id);
+  const odd = new Set(queries.filter((_, i) => i % 2 === 1).map((q) => q.id));
+  const hybrid = tunedHybrid(dense, bm25, even, ds.qrels);
+  runs.set(`dense + BM25 (alpha ${hybrid.alpha})`, hybrid.run);
+  if (muf) {
+    const h = tunedHybrid(runs.get('DPR-MUF')!, bm25, even, ds.qrels);
+    runs.set(`DPR-MUF + BM25 (alpha ${h.alpha})`, h.run);
+  }
+  const oddQrels = new Map([...ds.qrels].filter(([q]) => odd.has(q)));
+  const taskOf = new Map(queries.map((q) => [q.id, q.task ?? '(none)']));
+  const data: ReportData = { dataset: dir, split: `test, the ${odd.size} odd-numbered queries`, queries: odd.size, metrics: {}, byTask: {}, recall: {} };
+  const rows: Array<Record<string, string | number>> = [];
+  for (const [name, run] of runs) {
+    const { mean, perQuery } = evaluate(run, oddQrels, METRICS);
+    data.metrics[name] = mean;
+    rows.push({ method: name, ...mean });
+    data.recall![name] = recallCurve(run, oddQrels, recallCutoffs(DEPTH));
+    data.byTask![name] = {};
+    for (const task of new Set(taskOf.values())) {
+      const values = [...perQuery].filter(([q]) => taskOf.get(q) === task).map(([, v]) => v);
+      data.byTask![name]![task] = Object.fromEntries(METRICS.map((m) => [m, values.reduce((a, v) => a + (v[m] as number), 0) / Math.max(values.length, 1)]));
+    }
+  }
+  console.log(`\nretrieval on the ${odd.size} odd-numbered test queries (hybrid alphas tuned for MRR@10 on the ${even.length} even ones):`);
+  table(rows);
+
+  if (muf) {
+    console.log("\nDPR-MUF's per-query confidences (each expert's; the fusion weighs the experts' lists by them), a question of each task:");
+    const examples = [...new Set(taskOf.values())].map((t) => queries.find((q) => q.task === t && odd.has(q.id))).filter((q) => q !== undefined);
+    table(
+      examples.map((q) => ({
+        question: q.text.length > 60 ? `${q.text.slice(0, 57)}...` : q.text,
+        task: q.task ?? '',
+        ...Object.fromEntries(muf.experts.map((e, i) => [`conf ${e.name}`, confidences.get(q.id)![i]!])),
+        'top-1 relevant': (ds.qrels.get(q.id)?.get(runs.get('DPR-MUF')!.get(q.id)?.[0]?.id ?? '') ?? 0) > 0 ? 'yes' : 'no',
+      })),
+    );
+    data.calibration = calibration;
+    console.log(
+      "  (the experts share the shipped encoder and differ by their heads and their questions' task marker, so their lists nearly coincide and the fusion changes little; separately trained experts and the paper's comparison: README, DPR-MUF)",
+    );
+  }
+
+  if (o.report !== false) {
+    const sample = queries.filter((q) => odd.has(q.id));
+    data.latency = {
+      BM25: await timeEach(sample, 50, (q) => bm25Index.search([q.text], 10)),
+      ...(enc.model
+        ? {
+            dense: await timeEach(sample, 50, async (q) => {
+              const v = await enc.model!.encodeQueries([q.text], { task: q.task });
+              await scoreTopK(v, enc.corpus, 10);
+              v.dispose();
+            }),
+          }
+        : {}),
+      ...(muf ? { 'DPR-MUF': await timeEach(sample, 50, (q) => muf.search([q.text], 10)) } : {}),
+    };
+    const path = o.report ?? 'quorum-demo-report.html';
+    writeReport(path, data, { title: `Quorum demo: ${dir.endsWith('multidomain-mini') ? 'the embedded multi-domain benchmark' : dir}` });
+    console.log(`\nwrote the HTML report ${path} (metric bars per task, Recall@k, ${muf ? "MUF's calibration, " : ''}latency)\n`);
+  }
+  muf?.dispose();
+
+  await kernelCheck(enc.queries, enc.corpus, queries.map((q) => q.id), docIds, ds.qrels);
+  enc.corpus.dispose();
+  enc.queries.dispose();
+  if (o.bench !== false) speedCheck();
 }

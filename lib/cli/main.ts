@@ -33,12 +33,17 @@ const program = new Command('quorum')
 
 program
   .command('demo')
-  .description('retrieval over the embedded dataset (or a BEIR-layout --data DIR), checked against plain JS, then a speed check')
+  .description('the multi-expert pipeline on the embedded benchmark (or a BEIR-layout --data DIR with tasks): BM25, the shipped dense model, DPR-MUF, hybrids, the HTML report; then the native kernels against plain JS')
   .option('--data <dir>', 'a BEIR-layout dataset instead of the embedded one')
   .option('--model <dir>', "the dense encoder: a model directory, 'default' (the shipped trained model) or 'tfidf' (hashed TF-IDF)", 'default')
   .option('--dim <n>', 'hashed TF-IDF dimension', int, 768)
+  .option('--no-muf', 'skip DPR-MUF')
+  .option('--report <file>', 'the HTML report', 'quorum-demo-report.html')
+  .option('--no-report', 'write no report')
   .option('--no-bench', 'skip the speed check')
-  .action(async (o: { data?: string; dim: number; bench: boolean; model: string }) => demo({ ...o, model: o.model === 'default' ? undefined : o.model }));
+  .action(async (o: { data?: string; dim: number; bench: boolean; model: string; muf: boolean; report: string | false }) =>
+    demo({ ...o, model: o.model === 'default' ? undefined : o.model }),
+  );
 
 program
   .command('eval')

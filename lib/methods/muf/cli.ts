@@ -54,8 +54,8 @@ export function expertSpec(item: string): { model: string; name?: string; task?:
   return { model: item.slice(0, at), name: task, task };
 }
 
-/** Builds, trains (train split), calibrates (dev split) and saves a MUF directory. */
-export async function mufTrainCommand(o: MufTrainOptions, log: (line: string) => void = console.log): Promise<MufRetriever> {
+/** Builds, trains (train split) and calibrates (dev split) a MUF in memory; `out` is not written. */
+export async function buildMuf(o: Omit<MufTrainOptions, 'out'>, log: (line: string) => void = console.log): Promise<MufRetriever> {
   if (o.experts.length === 0) throw new QuorumError('ERR_ARG', '--experts needs at least one model directory');
   const train = loadBeir(o.data, 'train');
   if (!train.queries.some((q) => q.task !== undefined))
@@ -75,13 +75,24 @@ export async function mufTrainCommand(o: MufTrainOptions, log: (line: string) =>
     const dev = judgedQueries(o.data, 'dev');
     log(`calibrating on ${dev.length} dev questions`);
     await muf.calibrate(dev);
-    muf.save(o.out);
-    log(`wrote ${o.out} (${muf.experts.map((e) => e.name).join(', ')})`);
     return muf;
   } catch (e) {
     muf.dispose();
     throw e;
   }
+}
+
+/** {@link buildMuf}, then saves the MUF directory `out`. */
+export async function mufTrainCommand(o: MufTrainOptions, log: (line: string) => void = console.log): Promise<MufRetriever> {
+  const muf = await buildMuf(o, log);
+  try {
+    muf.save(o.out);
+  } catch (e) {
+    muf.dispose();
+    throw e;
+  }
+  log(`wrote ${o.out} (${muf.experts.map((e) => e.name).join(', ')})`);
+  return muf;
 }
 
 /** Re-chooses every expert's temperature on a split (default dev) and rewrites the directory's card. */
