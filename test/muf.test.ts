@@ -223,7 +223,7 @@ describe('quorum muf', () => {
     expect(s.stdout.trim().split('\n')).toHaveLength(5);
 
     const out = join(root, 'eval-muf');
-    const e = quorum('eval', '--data', data, '--muf', dir, '--metrics', 'mrr@10', '--k', '10', '--by-task', '--out', out);
+    const e = quorum('eval', '--data', data, '--muf', dir, '--metrics', 'mrr@10', '--k', '10', '--by-task', '--out', out, '--latency', '4', '--report', join(out, 'report.html'));
     expect(e.stderr).toBe('');
     expect(e.status).toBe(0);
     // The MUF + BM25 hybrid's alpha is tuned on dev for all questions and per task (the questions carry tasks).
@@ -235,6 +235,19 @@ describe('quorum muf', () => {
     // The oracle takes each question's own expert, which finds its passage here.
     expect(metrics.byTask['muf-oracle'].geo['mrr@10']).toBeCloseTo(metrics.byTask['expert:geo'].geo['mrr@10'], 10);
     expect(existsSync(join(out, 'expert-geo.trec'))).toBe(true);
+    // For the report: each expert's confidence and top-1 hit per test question, MUF's single-query latencies.
+    const calibration = metrics.calibration as Array<{ name: string; confidence: number[]; hit: number[] }>;
+    expect(calibration.map((c) => c.name)).toEqual(['geo', 'food']);
+    for (const c of calibration) {
+      expect(c.confidence).toHaveLength(metrics.queries);
+      expect(c.hit.every((h) => h === 0 || h === 1)).toBe(true);
+    }
+    // A hit is the expert's own top-1 being relevant: as many as in its run file's rank-1 lines.
+    const qrels = new Set(readFileSync(join(data, 'qrels', 'test.tsv'), 'utf8').trim().split('\n').slice(1).map((l) => l.split('\t').slice(0, 2).join(' ')));
+    const topOnes = readFileSync(join(out, 'expert-geo.trec'), 'utf8').trim().split('\n').map((l) => l.split(' ')).filter((f) => f[3] === '1');
+    expect(calibration[0]!.hit.reduce((a, h) => a + h, 0)).toBe(topOnes.filter((f) => qrels.has(`${f[0]} ${f[2]}`)).length);
+    expect(metrics.latency.muf).toHaveLength(4);
+    expect(readFileSync(join(out, 'report.html'), 'utf8')).toContain('id="chart-reliability"');
 
     const untasked = join(root, 'beir-untasked');
     writeDataset(untasked, false);
