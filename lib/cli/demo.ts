@@ -215,7 +215,7 @@ export async function demo(o: DemoOptions = {}): Promise<void> {
     );
     data.calibration = calibration;
     console.log(
-      "  (the experts share the shipped encoder and differ by their heads and their questions' task marker, so their lists nearly coincide and the fusion changes little; separately trained experts and the paper's comparison: README, DPR-MUF)",
+      "  (the experts share the shipped encoder and differ by their heads and their questions' task marker, so their lists nearly coincide and the fusion changes little; separately trained experts and the paper's comparison: docs/methods/muf.md)",
     );
   }
 
