@@ -11,6 +11,6 @@ muf=()
 if [ -n "${1:-}" ]; then muf=(--muf "$1"); fi
 node --import tsx lib/cli/main.ts eval --data data/multidomain-mini --methods bm25,dense,hybrid --model default \
   --by-task --metrics ndcg@10,mrr@10,recall@20 --latency 50 "${muf[@]}" --report "$out/report.html"
-chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --virtual-time-budget=15000 --window-size=1000,2200 \
+chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --virtual-time-budget=15000 --window-size=1000,3000 \
   --screenshot="$PWD/docs/report.png" "file://$out/report.html" 2>/dev/null
 echo "wrote docs/report.png"

@@ -46,12 +46,22 @@ export function reliabilitySpec(series: readonly CalibrationSeries[], title = 'R
       { data: { values: diagonal }, mark: { type: 'line', color: '#999', strokeDash: [4, 4] }, encoding: { x: { field: 'x', type: 'quantitative' }, y: { field: 'y', type: 'quantitative' } } },
       {
         data: { values },
-        mark: { type: 'line', point: true, tooltip: true },
+        mark: { type: 'line' },
         encoding: {
           x: { field: 'confidence', type: 'quantitative', title: 'mean confidence', scale: { domain: [0, 1] } },
           y: { field: 'accuracy', type: 'quantitative', title: 'accuracy (hit)', scale: { domain: [0, 1] } },
           color: { field: 'expert', type: 'nominal' },
-          size: { field: 'count', type: 'quantitative' },
+        },
+      },
+      {
+        // One point per bin, its area by the bin's question count.
+        data: { values },
+        mark: { type: 'point', filled: true, tooltip: true },
+        encoding: {
+          x: { field: 'confidence', type: 'quantitative' },
+          y: { field: 'accuracy', type: 'quantitative' },
+          color: { field: 'expert', type: 'nominal' },
+          size: { field: 'count', type: 'quantitative', title: 'questions', scale: { range: [20, 300] } },
         },
       },
     ],
