@@ -17,6 +17,7 @@ import { MufRetriever } from '../lib/methods/muf/retriever.js';
 import { Retriever } from '../lib/train/retriever.js';
 import { packageRoot } from '../lib/native.js';
 import { confidenceHistogramsSvg, reliabilityDiagramSvg } from '../lib/report/charts.js';
+import { CalibrationRecorder } from '../lib/report/data.js';
 import { ece } from '../lib/uncertainty.js';
 import { median, percentile, printTable, writeResults } from './harness.js';
 
@@ -68,22 +69,16 @@ const texts = judged.slice(0, nQueries).map((q) => q.text);
 
 // Calibration on the test split (the temperatures were chosen on dev): per expert, ECE of its confidence against
 // whether its own top-1 is relevant; the reliability diagram and the confidence histograms as SVG.
-const conf: number[][] = experts.map(() => []);
-const hits: number[][] = experts.map(() => []);
+const recorder = new CalibrationRecorder(experts.map((e) => e.name));
 const taskOf: string[] = [];
 for (let s0 = 0; s0 < judged.length; s0 += 256) {
   const batch = judged.slice(s0, s0 + 256);
-  const r = await muf.searchAll(batch.map((q) => q.text), 10);
-  batch.forEach((q, b) => {
-    taskOf.push(q.task ?? '');
-    experts.forEach((_, i) => {
-      conf[i]!.push(r.confidence[b]![i]!);
-      const top = r.experts[i]![b]![0];
-      hits[i]!.push(top && (test.qrels.get(q.id)?.get(top.id) ?? 0) > 0 ? 1 : 0);
-    });
-  });
+  recorder.add(batch.map((q) => q.id), await muf.searchAll(batch.map((q) => q.text), 10), test.qrels);
+  taskOf.push(...batch.map((q) => q.task ?? ''));
 }
-const series = experts.map((e, i) => ({ name: e.name, confidence: conf[i]!, hit: hits[i]! }));
+const series = recorder.series();
+const conf = series.map((e) => e.confidence);
+const hits = series.map((e) => e.hit);
 const calRows = experts.map((e, i) => {
   const own = taskOf.map((t, b) => (t === e.task ? b : -1)).filter((b) => b >= 0);
   const meanOf = (xs: number[], idx: number[]) => idx.reduce((a, b) => a + xs[b]!, 0) / Math.max(idx.length, 1);

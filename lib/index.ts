@@ -94,6 +94,7 @@ export { hybridFuse, searchAlpha, type AlphaSearch, type HybridOptions, type Ran
 export {
   averagePrecision,
   evaluate,
+  groupMeans,
   hitRate,
   metricFn,
   ndcg,
@@ -138,7 +139,7 @@ export {
   type TrecTopic,
 } from './data/trec-files.js';
 export { readSquad, writeSquad, readDpr, streamDpr, writeDpr, type DprExample } from './data/qa-formats.js';
-export { loadBeir, readBeir, writeBeir, type BeirDataset, type Passage, type Query } from './data/beir.js';
+export { loadBeir, loadBeirCorpus, readBeir, readBeirCorpus, writeBeir, type BeirDataset, type Passage, type Query } from './data/beir.js';
 export {
   TASKS,
   TASK_SOURCES,

@@ -105,6 +105,11 @@ describe('BEIR layout', () => {
     writeFileSync(join(d, 'corpus.jsonl'), '{"_id": "p1", "text": "ok"}\nnot json\n');
     await expect(readBeir(d)).rejects.toMatchObject({ code: 'ERR_FORMAT', message: expect.stringContaining('corpus.jsonl:2') });
     expect(await asyncCode(readBeir(join(dir, 'nowhere')))).toBe('ERR_IO');
+    // The qrels go through the one qrels parser: a non-integer grade names qrels/test.tsv and its line.
+    writeBeir(d, dataset);
+    writeFileSync(join(d, 'qrels', 'test.tsv'), 'query-id\tcorpus-id\tscore\nq1\tp1\t1\nq1\tp2\t0.5\n');
+    expect(() => loadBeir(d)).toThrow(expect.objectContaining({ code: 'ERR_FORMAT', message: expect.stringContaining('test.tsv:3') }));
+    await expect(readBeir(d)).rejects.toMatchObject({ code: 'ERR_FORMAT', message: expect.stringContaining('test.tsv:3') });
   });
 });
 

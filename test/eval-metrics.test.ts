@@ -8,6 +8,7 @@ import {
   dprTokens,
   evaluate,
   goldRank,
+  groupMeans,
   kiltRPrecision,
   pairedTTest,
   parseQrels,
@@ -97,6 +98,21 @@ describe('ranking metrics', () => {
     expect(evaluate(run, qrels, ['mrr@10'], { tieOrder: 'id-asc' }).perQuery.get('q1')!['mrr@10']).toBeCloseTo(1 / 2, 12);
     // A higher relevance level: only d2 (grade 2) counts.
     expect(evaluate(run, qrels, ['recall@3'], { relLevel: 2 }).perQuery.get('q1')!['recall@3']).toBe(1);
+  });
+
+  it('groupMeans: per group, the query count and each mean; a group without evaluated queries is zeros', () => {
+    const perQuery = new Map([
+      ['q1', { 'mrr@10': 1, 'recall@20': 1 }],
+      ['q2', { 'mrr@10': 0.5, 'recall@20': 0 }],
+      ['q3', { 'mrr@10': 0.25, 'recall@20': 1 }],
+      ['q9', { 'mrr@10': 1, 'recall@20': 1 }], // no group: left out
+    ]);
+    const groupOf = new Map([['q1', 'a'], ['q2', 'a'], ['q3', 'b'], ['q4', 'c']]);
+    expect(groupMeans(perQuery, groupOf, ['mrr@10', 'recall@20'])).toEqual({
+      a: { queries: 2, mean: { 'mrr@10': 0.75, 'recall@20': 0.5 } },
+      b: { queries: 1, mean: { 'mrr@10': 0.25, 'recall@20': 1 } },
+      c: { queries: 0, mean: { 'mrr@10': 0, 'recall@20': 0 } },
+    });
   });
 
   it('ranked id lists (rankedRun) keep their order under every tie order', () => {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { type ReportData, readReportData, recallCutoffs, timeEach } from '../lib/report/data.js';
+import { CalibrationRecorder, type ReportData, readReportData, recallCutoffs, timeEach } from '../lib/report/data.js';
 import { reportHtml, writeReport } from '../lib/report/html.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'quorum-report-'));
@@ -37,6 +37,22 @@ function chromium(): string | undefined {
 const browser = chromium();
 
 describe('HTML report', () => {
+  it("records each expert's confidence and whether its own top-1 is relevant, batch after batch", () => {
+    const qrels = new Map([['q1', new Map([['d1', 1], ['d2', 0]])], ['q2', new Map([['d3', 2]])], ['q3', new Map([['d1', 1]])]]);
+    const cal = new CalibrationRecorder(['x', 'y']);
+    // Batch 1: q1, q2. x's top-1: d1 (relevant), d9 (unjudged); y's: d2 (grade 0), d3 (relevant).
+    cal.add(['q1', 'q2'], {
+      confidence: [[0.9, 0.2], [0.4, 0.7]],
+      experts: [[[{ id: 'd1', score: 3 }, { id: 'd2', score: 1 }], [{ id: 'd9', score: 1 }]], [[{ id: 'd2', score: 2 }], [{ id: 'd3', score: 5 }]]],
+    }, qrels);
+    // Batch 2: q3; y returned nothing (a miss).
+    cal.add(['q3'], { confidence: [[0.6, 0.1]], experts: [[[{ id: 'd1', score: 1 }]], [[]]] }, qrels);
+    expect(cal.series()).toEqual([
+      { name: 'x', confidence: [0.9, 0.4, 0.6], hit: [1, 0, 1] },
+      { name: 'y', confidence: [0.2, 0.7, 0.1], hit: [0, 1, 0] },
+    ]);
+  });
+
   it('holds the table, one chart per measurement present and the inlined Vega builds, nothing fetched', () => {
     const html = reportHtml(data);
     expect(html).toContain('<body data-charts="5" data-rendered="0">');

@@ -10,7 +10,7 @@ import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
-import { Bm25Index, DenseIndex, MufRetriever, QuorumError, Retriever, hybridFuse, loadBeir, packageRoot } from 'quorum-retrieval';
+import { Bm25Index, DenseIndex, MufRetriever, QuorumError, Retriever, hybridFuse, loadBeirCorpus, packageRoot } from 'quorum-retrieval';
 
 /** HTTP status of each QuorumError code: the caller's mistakes are 4xx, a missing backend 503, the rest 500. */
 export const STATUS = {
@@ -40,7 +40,7 @@ const json = (value) => JSON.stringify(value, (_, v) => (typeof v === 'bigint' ?
 /** Loads the dataset, builds the indexes and returns the request handler and what it serves. */
 export async function createSearchService(options = {}) {
   const data = options.data ?? join(packageRoot, 'data', 'multidomain-mini');
-  const { corpus } = loadBeir(data, 'test');
+  const corpus = loadBeirCorpus(data);
   const texts = corpus.map((p) => ({ id: p.id, text: p.title ? `${p.title}. ${p.text}` : p.text }));
   const bm25 = await Bm25Index.build(texts, { k1: 0.9, b: 0.4 });
   const model = await Retriever.load(options.model ?? 'default');

@@ -7,15 +7,16 @@ import { join } from 'node:path';
 
 import { Bm25Index } from '../bm25/bm25.js';
 import { loadBeir } from '../data/beir.js';
+import { readQrels } from '../data/trec-files.js';
 import { HashedTfidfEncoder } from '../encoders/hashed-tfidf.js';
 import { QuorumError } from '../errors.js';
-import { type Qrels, type Run, type ScoredDoc, evaluate } from '../eval/ranking.js';
+import { type Qrels, type Run, type ScoredDoc, evaluate, groupMeans } from '../eval/ranking.js';
 import { hybridFuse, searchAlpha } from '../hybrid.js';
 import { buildMuf } from '../methods/muf/cli.js';
 import type { MufRetriever } from '../methods/muf/retriever.js';
 import { packageRoot } from '../native.js';
 import { inBatches } from '../progress.js';
-import { type ReportData, recallCurve, recallCutoffs, timeEach } from '../report/data.js';
+import { CalibrationRecorder, type ReportData, recallCurve, recallCutoffs, timeEach } from '../report/data.js';
 import { writeReport } from '../report/html.js';
 import { capabilities } from '../runtime.js';
 import { scoreTopK } from '../dense.js';
@@ -74,14 +75,15 @@ async function denseEncoder(ds: Dataset, queries: Texts, o: DemoOptions): Promis
 }
 
 /** DPR-MUF over the model, one expert per task that has training questions; undefined when that is not possible. */
-async function demoMuf(dir: string, o: DemoOptions): Promise<MufRetriever | undefined> {
+async function demoMuf(dir: string, queries: Texts, o: DemoOptions): Promise<MufRetriever | undefined> {
   if (o.muf === false || o.model === 'tfidf') return undefined;
   if (!existsSync(join(dir, 'qrels', 'train.tsv')) || !existsSync(join(dir, 'qrels', 'dev.tsv'))) {
     console.log('DPR-MUF: skipped (the dataset has no train and dev splits to train and calibrate the heads on)\n');
     return undefined;
   }
-  const train = loadBeir(dir, 'train');
-  const tasks = [...new Set(train.queries.filter((q) => train.qrels.has(q.id)).map((q) => q.task).filter((t): t is string => t !== undefined))].sort();
+  // The tasks with training questions, from the train qrels and the queries already loaded.
+  const trainIds = new Set((await readQrels(join(dir, 'qrels', 'train.tsv'))).keys());
+  const tasks = [...new Set(queries.filter((q) => trainIds.has(q.id)).map((q) => q.task).filter((t): t is string => t !== undefined))].sort();
   if (tasks.length < 2) {
     console.log(`DPR-MUF: skipped (${tasks.length} task with training questions; it fuses one expert per task)\n`);
     return undefined;
@@ -147,14 +149,12 @@ export async function demo(o: DemoOptions = {}): Promise<void> {
   runs.set('BM25', bm25);
   runs.set('dense', dense);
 
-  const muf = await demoMuf(dir, o);
-  const calibration: NonNullable<ReportData['calibration']> = [];
+  const muf = await demoMuf(dir, ds.queries, o);
+  const calibration = muf && new CalibrationRecorder(muf.experts.map((e) => e.name));
   const confidences = new Map<string, number[]>();
   if (muf) {
     const fused = new Map<string, ScoredDoc[]>();
     const uniform = new Map<string, ScoredDoc[]>();
-    const conf: number[][] = muf.experts.map(() => []);
-    const hit: number[][] = muf.experts.map(() => []);
     await inBatches('muf   ', queries.length, 256, async (start, end) => {
       const batch = queries.slice(start, end);
       const r = await muf.searchAll(batch.map((q) => q.text), DEPTH);
@@ -162,16 +162,11 @@ export async function demo(o: DemoOptions = {}): Promise<void> {
         fused.set(q.id, r.muf[b]!.hits);
         uniform.set(q.id, r.uniform[b]!.hits);
         confidences.set(q.id, r.confidence[b]!);
-        muf.experts.forEach((_, i) => {
-          conf[i]!.push(r.confidence[b]![i]!);
-          const top = r.experts[i]![b]![0];
-          hit[i]!.push(top && (ds.qrels.get(q.id)?.get(top.id) ?? 0) > 0 ? 1 : 0);
-        });
       });
+      calibration!.add(batch.map((q) => q.id), r, ds.qrels);
     });
     runs.set('DPR-MUF', fused);
     runs.set('uniform fusion', uniform);
-    muf.experts.forEach((e, i) => calibration.push({ name: e.name, confidence: conf[i]!, hit: hit[i]! }));
   }
 
   // Hybrids: alpha tuned on the even-numbered queries, every method scored on the odd-numbered ones (so that both
@@ -193,11 +188,7 @@ export async function demo(o: DemoOptions = {}): Promise<void> {
     data.metrics[name] = mean;
     rows.push({ method: name, ...mean });
     data.recall![name] = recallCurve(run, oddQrels, recallCutoffs(DEPTH));
-    data.byTask![name] = {};
-    for (const task of new Set(taskOf.values())) {
-      const values = [...perQuery].filter(([q]) => taskOf.get(q) === task).map(([, v]) => v);
-      data.byTask![name]![task] = Object.fromEntries(METRICS.map((m) => [m, values.reduce((a, v) => a + (v[m] as number), 0) / Math.max(values.length, 1)]));
-    }
+    data.byTask![name] = Object.fromEntries(Object.entries(groupMeans(perQuery, taskOf, METRICS)).map(([task, g]) => [task, g.mean]));
   }
   console.log(`\nretrieval on the ${odd.size} odd-numbered test queries (hybrid alphas tuned for MRR@10 on the ${even.length} even ones):`);
   table(rows);
@@ -213,7 +204,7 @@ export async function demo(o: DemoOptions = {}): Promise<void> {
         'top-1 relevant': (ds.qrels.get(q.id)?.get(runs.get('DPR-MUF')!.get(q.id)?.[0]?.id ?? '') ?? 0) > 0 ? 'yes' : 'no',
       })),
     );
-    data.calibration = calibration;
+    data.calibration = calibration!.series();
     console.log(
       "  (the experts share the shipped encoder and differ by their heads and their questions' task marker, so their lists nearly coincide and the fusion changes little; separately trained experts and the paper's comparison: docs/methods/muf.md)",
     );

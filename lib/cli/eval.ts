@@ -10,7 +10,7 @@ import { scoreTopK } from '../dense.js';
 import { GloveAverageEncoder } from '../encoders/glove-average.js';
 import { HashedTfidfEncoder } from '../encoders/hashed-tfidf.js';
 import { QuorumError } from '../errors.js';
-import { type Qrels, type Run, type ScoredDoc, evaluate, metricFn } from '../eval/ranking.js';
+import { type Qrels, type Run, type ScoredDoc, evaluate, groupMeans, metricFn } from '../eval/ranking.js';
 import { fuse } from '../fusion/fuse.js';
 import type { Tensor } from '../tensor.js';
 import { CAME_FUSIONS, fuseExperts, type Hit } from '../methods/came/fusion.js';
@@ -20,7 +20,7 @@ import type { PassageText } from '../train/examples.js';
 import { Retriever } from '../train/retriever.js';
 import { BATCH, bm25Search } from './index-search.js';
 import { inBatches } from '../progress.js';
-import { type ReportData, recallCurve, recallCutoffs, timeEach } from '../report/data.js';
+import { CalibrationRecorder, type ReportData, recallCurve, recallCutoffs, timeEach } from '../report/data.js';
 import { writeReport } from '../report/html.js';
 import { table } from './table.js';
 
@@ -200,11 +200,11 @@ function hybridRun(dense: Run, bm25: Run, alpha: HybridAlpha, taskOf: ReadonlyMa
 /** The MUF directory's runs on `queries`: its fusions, each expert alone, and MUF + BM25. */
 async function mufRuns(o: EvalCommandOptions, bm25Index: Bm25Index, queries: Texts, bm25: Run, qrels: Qrels, extras: Extras): Promise<Map<string, Run>> {
   const muf = await MufRetriever.load(o.muf!);
-  const confidence: number[][] = muf.experts.map(() => []);
-  const hit: number[][] = muf.experts.map(() => []);
+  const calibration = new CalibrationRecorder(muf.experts.map((e) => e.name));
   try {
     console.log(`muf: ${o.muf} (experts ${muf.experts.map((e) => `${e.name} at temperature ${e.calibration?.temperature ?? '-'}`).join(', ')})`);
-    const all = async (qs: Texts, label: string) => {
+    // `record`: the calibration is measured on the evaluated queries, not on the dev queries that tune the hybrid.
+    const all = async (qs: Texts, label: string, record: boolean) => {
       const out = new Map<string, Map<string, ScoredDoc[]>>();
       const put = (name: string, id: string, hits: ScoredDoc[]) => {
         if (!out.has(name)) out.set(name, new Map());
@@ -218,21 +218,15 @@ async function mufRuns(o: EvalCommandOptions, bm25Index: Bm25Index, queries: Tex
           put('muf-uniform', q.id, r.uniform[b]!.hits);
           put('muf-oracle', q.id, r.oracle![b]!.hits);
           muf.experts.forEach((e, i) => put(`expert:${e.name}`, q.id, r.experts[i]![b]!));
-          if (label !== 'muf   ') return;
-          // Calibration as DPR-MUF measures it: an expert's confidence against whether its own top-1 is relevant.
-          muf.experts.forEach((_, i) => {
-            const top = r.experts[i]![b]![0];
-            confidence[i]!.push(r.confidence[b]![i]!);
-            hit[i]!.push(top && (qrels.get(q.id)?.get(top.id) ?? 0) > 0 ? 1 : 0);
-          });
         });
+        if (record) calibration.add(batch.map((q) => q.id), r, qrels);
       });
       return out;
     };
-    const runs: Map<string, Run> = await all(queries, 'muf   ');
-    const alpha = await tuneAlpha(o, bm25Index, async (qs) => (await all(qs, 'muf (dev) ')).get('muf')!, 'muf-hybrid');
+    const runs: Map<string, Run> = await all(queries, 'muf   ', true);
+    const alpha = await tuneAlpha(o, bm25Index, async (qs) => (await all(qs, 'muf (dev) ', false)).get('muf')!, 'muf-hybrid');
     runs.set('muf-hybrid', hybridRun(runs.get('muf')!, bm25, alpha, new Map(queries.map((q) => [q.id, q.task])), o.k));
-    extras.calibration = muf.experts.map((e, i) => ({ name: e.name, confidence: confidence[i]!, hit: hit[i]! }));
+    extras.calibration = calibration.series();
     if (o.latency) extras.latency.muf = await timeEach(queries, o.latency, (q) => muf.searchAll([q.text], o.k, { tasks: [q.task] }));
     return runs;
   } finally {
@@ -318,18 +312,15 @@ export async function evalCommand(o: EvalCommandOptions): Promise<void> {
   const rows: Array<Record<string, string | number>> = [];
   const taskRows: Array<Record<string, string | number>> = [];
   const taskOf = new Map(queries.map((q) => [q.id, q.task ?? '(none)']));
-  const tasks = [...new Set(taskOf.values())].sort();
   for (const [name, run] of runs) {
     const { mean, perQuery } = evaluate(run, ds.qrels, o.metrics);
     results[name] = mean;
     rows.push({ run: name, ...mean });
     if (!o.byTask) continue;
     byTask[name] = {};
-    for (const task of tasks) {
-      const values = [...perQuery].filter(([qid]) => taskOf.get(qid) === task).map(([, v]) => v);
-      const m = Object.fromEntries(o.metrics.map((k) => [k, values.reduce((a, v) => a + (v[k] as number), 0) / Math.max(values.length, 1)]));
-      byTask[name][task] = m;
-      taskRows.push({ run: name, task, queries: String(values.length), ...m });
+    for (const [task, g] of Object.entries(groupMeans(perQuery, taskOf, o.metrics))) {
+      byTask[name][task] = g.mean;
+      taskRows.push({ run: name, task, queries: String(g.queries), ...g.mean });
     }
   }
   console.log('');

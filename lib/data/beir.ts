@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { QuorumError } from '../errors.js';
 import type { Qrels } from '../eval/ranking.js';
 import { readTextFile } from './files.js';
-import { lineError, parseJsonObjectLine, readJsonLines, readLines } from './lines.js';
+import { parseQrels, readQrels } from './trec-files.js';
+import { lineError, parseJsonObjectLine, readJsonLines } from './lines.js';
 import { mustBeString } from '../validate.js';
 
 export interface Passage {
@@ -54,17 +55,6 @@ function queryOf(o: Record<string, unknown>, w: string): Query {
   return q;
 }
 
-// One qrels line (`query-id<TAB>corpus-id<TAB>score`, header skipped) into qrels; false for a malformed line.
-function addQrelsLine(qrels: Map<string, Map<string, number>>, line: string, index: number): boolean {
-  if (!line.trim() || (index === 0 && line.startsWith('query-id'))) return true;
-  const [q, c, s] = line.split('\t');
-  const rel = Number(s);
-  if (!q || !c || !Number.isFinite(rel)) return false;
-  if (!qrels.has(q)) qrels.set(q, new Map());
-  qrels.get(q)?.set(c, rel);
-  return true;
-}
-
 /** A BEIR dataset's corpus alone (corpus.jsonl): what indexing it needs, whatever its splits. */
 export function loadBeirCorpus(dir: string): BeirDataset['corpus'] {
   mustBeString(dir, 'dataset directory');
@@ -77,12 +67,8 @@ export function loadBeir(dir: string, split = 'test'): BeirDataset {
   mustBeString(split, 'split');
   const corpus = loadBeirCorpus(dir);
   const queries = readJsonl(join(dir, 'queries.jsonl'), queryOf);
-  const qrels = new Map<string, Map<string, number>>();
   const path = join(dir, 'qrels', `${split}.tsv`);
-  readTextFile(path).split('\n').forEach((line, i) => {
-    if (!addQrelsLine(qrels, line, i)) throw new QuorumError('ERR_FORMAT', `${path}:${i + 1}: expected "query-id<TAB>corpus-id<TAB>score"`);
-  });
-  return { corpus, queries, qrels };
+  return { corpus, queries, qrels: parseQrels(readTextFile(path), path) };
 }
 
 /** {@link loadBeir}, streamed line by line (for corpora that do not fit a string); errors name file:line. */
@@ -92,11 +78,7 @@ export async function readBeir(dir: string, split = 'test'): Promise<BeirDataset
   const corpus = await readBeirCorpus(dir);
   const queries: Query[] = [];
   for await (const { value, line } of readJsonLines(join(dir, 'queries.jsonl'))) queries.push(wrapLine(() => queryOf(value, ''), join(dir, 'queries.jsonl'), line));
-  const qrels = new Map<string, Map<string, number>>();
-  const path = join(dir, 'qrels', `${split}.tsv`);
-  for await (const { text, line } of readLines(path))
-    if (!addQrelsLine(qrels, text, line - 1)) throw lineError(path, line, 'expected "query-id<TAB>corpus-id<TAB>score"');
-  return { corpus, queries, qrels };
+  return { corpus, queries, qrels: await readQrels(join(dir, 'qrels', `${split}.tsv`)) };
 }
 
 /** Only corpus.jsonl of a BEIR-layout dataset, streamed (what an index needs). */

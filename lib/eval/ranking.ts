@@ -219,3 +219,30 @@ export function evaluate(run: Run, qrels: Qrels, metrics: readonly MetricName[],
   const mean = Object.fromEntries(metrics.map((m) => [m, n ? (sums[m] as number) / n : 0]));
   return { mean, perQuery };
 }
+
+/**
+ * Per group (a task, say), the number of queries and the mean of each metric over the group's queries in
+ * `perQuery`. `groupOf` names each query's group; every group it names is reported, one without evaluated queries
+ * with zeros.
+ *
+ * @example
+ * const { perQuery } = evaluate(run, qrels, ['mrr@10']);
+ * const byTask = groupMeans(perQuery, new Map(queries.map((q) => [q.id, q.task])), ['mrr@10']);
+ */
+export function groupMeans(
+  perQuery: Evaluation['perQuery'],
+  groupOf: ReadonlyMap<string, string>,
+  metrics: readonly MetricName[],
+): Record<string, { queries: number; mean: Record<string, number> }> {
+  const out: Record<string, { queries: number; mean: Record<string, number> }> = {};
+  for (const group of [...new Set(groupOf.values())].sort()) out[group] = { queries: 0, mean: Object.fromEntries(metrics.map((m) => [m, 0])) };
+  for (const [qid, values] of perQuery) {
+    const g = groupOf.get(qid);
+    if (g === undefined) continue;
+    const entry = out[g]!;
+    entry.queries++;
+    for (const m of metrics) entry.mean[m] = (entry.mean[m] as number) + (values[m] as number);
+  }
+  for (const entry of Object.values(out)) if (entry.queries) for (const m of metrics) entry.mean[m] = (entry.mean[m] as number) / entry.queries;
+  return out;
+}

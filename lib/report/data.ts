@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 
 import { QuorumError } from '../errors.js';
-import { type Qrels, type Run, evaluate } from '../eval/ranking.js';
+import { type Qrels, type Run, type ScoredDoc, evaluate } from '../eval/ranking.js';
 import { parse } from '../validate.js';
 
 const metricTable = z.record(z.string(), z.number());
@@ -81,4 +81,39 @@ export async function timeEach<T>(items: readonly T[], n: number, search: (item:
     out.push(performance.now() - t0);
   }
   return out;
+}
+
+/**
+ * DPR-MUF's calibration record as the report draws it: per expert, each query's confidence and whether the expert's
+ * own top-1 passage is relevant. Feed it every `MufRetriever.searchAll` batch.
+ *
+ * @example
+ * const cal = new CalibrationRecorder(muf.experts.map((e) => e.name));
+ * cal.add(batch.map((q) => q.id), await muf.searchAll(batch.map((q) => q.text), 10), qrels);
+ * data.calibration = cal.series();
+ */
+export class CalibrationRecorder {
+  private readonly confidence: number[][];
+  private readonly hit: number[][];
+
+  constructor(private readonly names: readonly string[]) {
+    this.confidence = names.map(() => []);
+    this.hit = names.map(() => []);
+  }
+
+  /** One batch: `result.confidence[b][i]` and `result.experts[i][b]` of query `queryIds[b]`. */
+  add(queryIds: readonly string[], result: { confidence: readonly (readonly number[])[]; experts: readonly (readonly (readonly ScoredDoc[])[])[] }, qrels: Qrels): void {
+    queryIds.forEach((qid, b) => {
+      this.names.forEach((_, i) => {
+        const top = result.experts[i]?.[b]?.[0];
+        this.confidence[i]!.push(result.confidence[b]![i]!);
+        this.hit[i]!.push(top && (qrels.get(qid)?.get(top.id) ?? 0) > 0 ? 1 : 0);
+      });
+    });
+  }
+
+  /** The record so far, in the report's shape. */
+  series(): NonNullable<ReportData['calibration']> {
+    return this.names.map((name, i) => ({ name, confidence: this.confidence[i]!, hit: this.hit[i]! }));
+  }
 }
