@@ -62,15 +62,16 @@ export class IndexRefresh {
   async observe(round: number, averageRank: number): Promise<boolean> {
     if (typeof averageRank !== 'number' || Number.isNaN(averageRank)) throw new QuorumError('ERR_ARG', 'averageRank must be a number');
     if (!(averageRank < this.bestRank)) {
-      this.hooks.log?.(`round ${round}: average rank ${averageRank.toFixed(2)}, not below ${this.bestRank.toFixed(2)}: index kept`);
+      this.hooks.log?.(`round ${round}: average rank ${averageRank.toFixed(3)}, not below ${this.bestRank.toFixed(3)}: index kept`);
       return false;
     }
+    const previous = this.bestRank;
     this.bestRank = averageRank;
-    await this.apply(round, averageRank);
+    await this.apply(round, averageRank, false, previous);
     return true;
   }
 
-  private async apply(round: number, averageRank: number, always = false): Promise<void> {
+  private async apply(round: number, averageRank: number, always = false, previous = Infinity): Promise<void> {
     const t0 = performance.now();
     const retrieval = await this.hooks.refresh();
     const seconds = (performance.now() - t0) / 1000;
@@ -81,7 +82,7 @@ export class IndexRefresh {
     }
     this.events.push({ round, averageRank, seconds, retrieval, updatedReader });
     this.hooks.log?.(
-      `round ${round}: average rank ${averageRank.toFixed(2)}: index refreshed in ${seconds.toFixed(1)} s, retrieval ${retrieval.toFixed(3)}` +
+      `round ${round}: average rank ${averageRank.toFixed(3)}${Number.isFinite(previous) ? ` < ${previous.toFixed(3)}` : ''}: index refreshed in ${seconds.toFixed(1)} s, retrieval ${retrieval.toFixed(4)}` +
         (updatedReader ? ', reader passages updated' : ', reader passages kept (retrieval not better)'),
     );
   }
