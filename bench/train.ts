@@ -15,6 +15,7 @@ import { loadBeir, type BeirDataset } from '../lib/data/beir.js';
 import { scoreTopK } from '../lib/dense.js';
 import { GloveAverageEncoder } from '../lib/encoders/glove-average.js';
 import { evaluate, rankedRun } from '../lib/eval/ranking.js';
+import { randomizationTest } from '../lib/eval/significance.js';
 import { packageRoot } from '../lib/native.js';
 import { WordPieceTokenizer, extendVocabulary } from '../lib/text/tokenizer.js';
 import type { Pooling, RetrieverPreset } from '../lib/train/config.js';
@@ -85,18 +86,23 @@ console.log(`vocabulary: ${tokenizer.size} tokens (${tokenizer.size - baseTokeni
 (encoder as { vocabSize?: number }).vocabSize = tokenizer.size;
 
 // Test evaluation per task (the test split also holds XQuAD, a task no model trained on: it runs as 'wiki'-like
-// questions with no marker when markers are off).
-const testQueries = testDs.queries.filter((q) => testDs.qrels.has(q.id));
+// questions with no marker when markers are off). The dev split is scored the same way (what a selection may read),
+// and each run's per-query MRR@10 is kept for the paired tests against the GloVe average.
+const judgedOf = (ds: BeirDataset) => ds.queries.filter((q) => ds.qrels.has(q.id));
+const testQueries = judgedOf(testDs);
 const testTasks = [...new Set(testQueries.map((q) => q.task ?? 'default'))].sort();
-function score(run: Map<string, string[]>) {
+const perQueryMrr = new Map<string, { test: Map<string, number>; dev: Map<string, number> }>();
+function score(run: Map<string, string[]>, ds: BeirDataset = testDs) {
+  const qs = judgedOf(ds);
   const out: Record<string, Record<string, number>> = {};
-  for (const t of [...testTasks, 'all']) {
-    const qrels = new Map([...testDs.qrels].filter(([id]) => t === 'all' || testQueries.find((q) => q.id === id)?.task === t));
+  for (const t of [...new Set(qs.map((q) => q.task ?? 'default'))].sort().concat('all')) {
+    const qrels = new Map([...ds.qrels].filter(([id]) => t === 'all' || qs.find((q) => q.id === id)?.task === t));
     const m = evaluate(rankedRun(run), qrels, ['recall@20', 'mrr@10']).mean;
     out[t] = { 'Recall@20': m['recall@20'] ?? 0, 'MRR@10': m['mrr@10'] ?? 0, questions: qrels.size };
   }
   return out;
 }
+const mrrOf = (run: Map<string, string[]>, ds: BeirDataset) => new Map([...evaluate(rankedRun(run), ds.qrels, ['mrr@10']).perQuery].map(([q, v]) => [q, v['mrr@10']!]));
 
 const results: Record<string, unknown> = {};
 const rows: Array<Record<string, string | number>> = [];
@@ -121,9 +127,16 @@ const report = (name: string, params: number, s: Record<string, Record<string, n
 for (const [name, fit] of [['GloVe average', false], ['GloVe average (IDF, centred)', true]] as const) {
   const texts = passages.map((p) => `${p.title} ${p.text}`);
   const enc = GloveAverageEncoder.fromVectors(glove, fit ? { fitOn: texts } : {});
-  const top = await scoreTopK(enc.encode(testQueries.map((q) => q.text)), enc.encode(texts), 100);
-  const s = score(new Map(testQueries.map((q, i) => [q.id, top.hits(i).map((h) => passages[h.id]!.id)])));
-  results[name] = s;
+  const corpus = enc.encode(texts);
+  const runOf = async (ds: BeirDataset) => {
+    const qs = judgedOf(ds);
+    const top = await scoreTopK(enc.encode(qs.map((q) => q.text)), corpus, 100);
+    return new Map(qs.map((q, i) => [q.id, top.hits(i).map((h) => passages[h.id]!.id)]));
+  };
+  const [testRun, devRun] = [await runOf(testDs), await runOf(devDs)];
+  const s = score(testRun);
+  results[name] = { ...s, dev: score(devRun, devDs) };
+  perQueryMrr.set(name, { test: mrrOf(testRun, testDs), dev: mrrOf(devRun, devDs) });
   report(name, 0, s);
 }
 
@@ -145,17 +158,27 @@ function spread(E: Float32Array, d: number): { norm: number; pairCosine: number 
 
 const passageTable = await TokenTable.passages(tokenizer, passages, train.maxPassageLength);
 
-// The test split through a model: task markers as in training, XQuAD (a task no model trained on) without one.
-async function testModel(model: Retriever) {
-  const { index, embeddings } = await indexTable(model, passageTable);
+// A split through a model: task markers as in training, XQuAD (a task no model trained on) without one.
+async function runModel(model: Retriever, ds: BeirDataset, index: Awaited<ReturnType<typeof indexTable>>['index']) {
   const run = new Map<string, string[]>();
-  for (const t of testTasks) {
-    const qs = testQueries.filter((q) => (q.task ?? 'default') === t);
+  const qsAll = judgedOf(ds);
+  for (const t of [...new Set(qsAll.map((q) => q.task ?? 'default'))]) {
+    const qs = qsAll.filter((q) => (q.task ?? 'default') === t);
     const ti = tasks.indexOf(t);
     const qt = await TokenTable.build(tokenizer, qs.map((q) => q.text), { maxLength: train.maxQueryLength, marker: ti >= 0 ? tokenizer.markerId(ti + 1) : undefined });
     const emb = await encodeTable(model, qt, { side: 'query', task: Math.max(ti, 0) });
     const top = await index.search(emb, 100);
     qs.forEach((q, i) => run.set(q.id, top.hits(i).map((h) => passages[Number(h.id)]!.id)));
+  }
+  return run;
+}
+async function testModel(model: Retriever, name?: string) {
+  const { index, embeddings } = await indexTable(model, passageTable);
+  const run = await runModel(model, testDs, index);
+  if (name) {
+    const dev = await runModel(model, devDs, index);
+    perQueryMrr.set(name, { test: mrrOf(run, testDs), dev: mrrOf(dev, devDs) });
+    return { scores: score(run), dev: score(dev, devDs), spread: spread(embeddings.data, model.dim) };
   }
   return { scores: score(run), spread: spread(embeddings.data, model.dim) };
 }
@@ -189,9 +212,9 @@ for (const preset of presets) {
   });
   await model.load(join(ckpt, 'best.pt'));
   const e0 = performance.now();
-  const best = await testModel(model);
+  const best = await testModel(model, preset);
   const encodeSec = (performance.now() - e0) / 1000;
-  results[preset] = { scores: best.scores, parameters: model.parameterCount, train: r, encodeSeconds: encodeSec, curve };
+  results[preset] = { scores: best.scores, dev: best.dev, parameters: model.parameterCount, train: r, encodeSeconds: encodeSec, curve };
   report(preset, model.parameterCount, best.scores, {
     'train s': Math.round(r.seconds),
     epochs: r.epochs.length,
@@ -202,6 +225,28 @@ for (const preset of presets) {
 
 console.log(`\ntest split (${testQueries.length} questions):`);
 table(rows);
+
+// Each trained preset against the GloVe average on the tasks it trained on, dev and test: the difference of MRR@10
+// and the two-sided p of a paired randomization test (10,000 sign flips) over the task's questions.
+const reference = perQueryMrr.get('GloVe average (IDF, centred)')!;
+const paired: Array<Record<string, string | number>> = [];
+for (const preset of presets) {
+  const m = perQueryMrr.get(preset);
+  if (!m) continue;
+  for (const task of tasks)
+    for (const [splitName, ds] of [['dev', devDs], ['test', testDs]] as const) {
+      const ids = judgedOf(ds).filter((q) => q.task === task).map((q) => q.id);
+      const a = ids.map((q) => m[splitName].get(q) ?? 0);
+      const b = ids.map((q) => reference[splitName].get(q) ?? 0);
+      const t = randomizationTest(a, b);
+      paired.push({ model: preset, task, split: splitName, questions: ids.length, 'MRR@10': (a.reduce((x, y) => x + y, 0) / ids.length).toFixed(3), 'GloVe MRR@10': (b.reduce((x, y) => x + y, 0) / ids.length).toFixed(3), difference: t.meanDifference.toFixed(3), p: t.p.toFixed(3) });
+    }
+}
+if (paired.length) {
+  console.log('\nagainst the GloVe average (IDF, centred) on the trained tasks, paired randomization test:');
+  table(paired);
+  results['paired'] = paired;
+}
 
 // Throughput (--reps=0 skips it): the same 24 batches through the TypeScript loop (accumulate + step per batch, each a Promise) and
 // through one native call, alternated, on one TASER model.

@@ -430,6 +430,28 @@ describe('initialization', () => {
     await expect(fitPoolingToCorpus(model, t, passages, { mute: [vocab.length] })).rejects.toMatchObject({ code: 'ERR_RANGE' });
   });
 
+  it('starts continuation pieces near weight 0 unless mutePieces is false; a word-initial piece keeps its IDF', async () => {
+    const vocab = [...VOCAB, 'co', '##vid', '##s'];
+    const t = new WordPieceTokenizer(vocab);
+    // "covid" is read as "co ##vid": the pieces' GloVe vectors are those of "co" and "vid".
+    expect(t.tokenize('covid w1')).toEqual(['co', '##vid', 'w1']);
+    const passages = [{ title: '', text: 'covid w1' }, { title: '', text: 'w1 w2' }];
+    const model = Retriever.create({ preset: 'siamese', encoder: { ...tiny, vocabSize: vocab.length, layers: 0, tokenWeights: true, center: true } });
+    randomize(model, 10);
+    const id = (w: string) => vocab.indexOf(w);
+    const weights = async (mutePieces?: boolean) => {
+      await fitPoolingToCorpus(model, t, passages, { maxPassageLength: 16, ...(mutePieces === undefined ? {} : { mutePieces }) });
+      return model.getParameter('encoder.embeddings.token_weights.weight');
+    };
+    const muted = await weights();
+    expect(muted[id('##vid')]).toBe(-10);
+    expect(muted[id('##s')]).toBe(-10);
+    expect(muted[id('co')]).toBeCloseTo(Math.log(Math.log(1 + 2 / 1)), 5);
+    const kept = await weights(false);
+    expect(kept[id('##vid')]).toBeCloseTo(Math.log(Math.log(1 + 2 / 1)), 5);
+    expect(kept[id('co')]).toBeCloseTo(Math.log(Math.log(1 + 2 / 1)), 5);
+  });
+
   it('loads a Hugging Face BERT checkpoint, experts as copies of the FFN, and then matches the reference', async () => {
     const dir = tempDir();
     const source = Retriever.create({ preset: 'siamese', encoder: tiny });

@@ -71,6 +71,11 @@ export function isContentFree(token: string): boolean {
   return /^\[[^\]]+\]$/.test(token) || /^(##)?[^\p{L}\p{N}]+$/u.test(token);
 }
 
+/** A continuation piece (`##vid` of "co ##vid"): GloVe's vector for it is that of the string it spells ("vid"). */
+export function isWordPiece(token: string): boolean {
+  return token.startsWith('##') && token.length > 2;
+}
+
 /** ln(idf) per vocabulary entry, idf = ln(1 + N / df) over a table's rows (a token in no row counted as df 1). */
 export function corpusLogIdf(table: TokenTable, vocabSize: number): Float32Array {
   const df = new Float64Array(vocabSize);
@@ -110,8 +115,10 @@ export async function fitCentre(model: Retriever, table: TokenTable): Promise<vo
  * Tokens without content (specials, task markers, punctuation) and the ids in `mute` (e.g. `initFromGlove`'s
  * `uncovered`: random vectors) start with a weight near 0 instead: a question's `?` or task marker is in no passage,
  * so IDF would give it the largest weight in every question, and its vector would shift every question of a task
- * the same way (measured on multidomain-mini at step 0: COVID-QA MRR@10 0.094 with them, 0.171 without). Training
- * can raise their weights.
+ * the same way (measured on multidomain-mini at step 0: COVID-QA MRR@10 0.094 with them, 0.171 without). So do
+ * continuation pieces (`mutePieces`, default true): a word GloVe lacks ("covid") is read as pieces ("co", "##vid")
+ * whose vectors are those of unrelated strings ("vid"); muting the pieces lifted COVID-QA dev MRR@10 at step 0 from
+ * 0.113 to 0.170 (bench/train-diagnose-dev.ts). Training can raise all these weights.
  *
  * @example
  * const model = Retriever.create({ preset: 'siamese', encoder: { tokenWeights: true, center: true } });
@@ -122,7 +129,7 @@ export async function fitPoolingToCorpus(
   model: Retriever,
   tokenizer: WordPieceTokenizer,
   passages: readonly PassageText[],
-  options: { maxPassageLength?: number; mute?: readonly number[] } = {},
+  options: { maxPassageLength?: number; mute?: readonly number[]; mutePieces?: boolean } = {},
 ): Promise<{ tokenWeights: boolean; center: boolean }> {
   mustBeObject(model, 'model');
   mustBeObject(tokenizer, 'tokenizer');
@@ -133,7 +140,7 @@ export async function fitPoolingToCorpus(
   if (enc.tokenWeights) {
     const logIdf = corpusLogIdf(table, enc.vocabSize);
     tokenizer.vocabulary.forEach((token, id) => {
-      if (isContentFree(token)) logIdf[id] = MUTED_LOG_WEIGHT;
+      if (isContentFree(token) || ((options.mutePieces ?? true) && isWordPiece(token))) logIdf[id] = MUTED_LOG_WEIGHT;
     });
     for (const id of options.mute ?? []) {
       if (!Number.isInteger(id) || id < 0 || id >= enc.vocabSize) throw new QuorumError('ERR_RANGE', `mute: token id ${id} is outside the vocabulary (${enc.vocabSize})`);
