@@ -238,8 +238,9 @@ for (const preset of presets) {
       const ids = judgedOf(ds).filter((q) => q.task === task).map((q) => q.id);
       const a = ids.map((q) => m[splitName].get(q) ?? 0);
       const b = ids.map((q) => reference[splitName].get(q) ?? 0);
-      const t = randomizationTest(a, b);
-      paired.push({ model: preset, task, split: splitName, questions: ids.length, 'MRR@10': (a.reduce((x, y) => x + y, 0) / ids.length).toFixed(3), 'GloVe MRR@10': (b.reduce((x, y) => x + y, 0) / ids.length).toFixed(3), difference: t.meanDifference.toFixed(3), p: t.p.toFixed(3) });
+      // randomizationTest(x, y) is about y - x: here the preset minus the GloVe average.
+      const t = randomizationTest(b, a);
+      paired.push({ model: preset, task, split: splitName, questions: String(ids.length), 'MRR@10': (a.reduce((x, y) => x + y, 0) / ids.length).toFixed(3), 'GloVe MRR@10': (b.reduce((x, y) => x + y, 0) / ids.length).toFixed(3), difference: t.meanDifference.toFixed(3), p: t.p.toFixed(3) });
     }
 }
 if (paired.length) {
