@@ -117,7 +117,7 @@ async function freshRom(): Promise<RomModel> {
 }
 
 const refreshLine = (name: string, r: RomTrainRecord) =>
-  `${name}: ${r.refreshes.length} index refreshes (after joint epochs ${r.refreshes.map((e) => e.round + 1).join(', ')}; 0 = the start of the joint phase) of ${r.refreshes.map((e) => e.seconds.toFixed(1)).join(', ')} s; ` +
+  `${name}: ${r.refreshes.length} index refreshes (after joint epochs ${r.refreshes.map((e) => `${e.round + 1}${e.forced ? ' forced' : ''}`).join(', ')}; 0 = the start of the joint phase) of ${r.refreshes.map((e) => e.seconds.toFixed(1)).join(', ')} s; ` +
   `${r.refreshes.filter((e) => e.updatedReader).length} updated the reader's passages; training ${Math.round(r.seconds)} s; ${r.readerExamples} reader questions`;
 
 if (runs.includes('schedules') || runs.includes('separate')) markdown.push(`\n#### One ROM encoder per schedule, and three separate models (test split)\n\n${header}`);

@@ -260,7 +260,11 @@ describe('index refresh (ROM joint optimization)', () => {
     expect(await r.observe(4, 7.5)).toBe(true); // retrieval 0.4 < 0.5: reader kept
     expect(await r.observe(5, 3)).toBe(true); // retrieval 0.6: reader updated
     expect(calls).toEqual(['refresh', 'update', 'refresh', 'refresh', 'update']);
-    expect(r.events.map((e) => [e.round, e.updatedReader])).toEqual([[2, true], [4, false], [5, true]]);
+    expect(r.events.map((e) => [e.round, e.updatedReader, e.forced])).toEqual([[2, true, false], [4, false, false], [5, true, false]]);
+    expect(r.best).toBe(3);
+    // A forced refresh (the pipeline's switch of retrieval side) happens at any rank, is marked, and updates the reader.
+    await r.force(7, 9);
+    expect(r.events.at(-1)).toMatchObject({ round: 7, averageRank: 9, forced: true, updatedReader: true });
     expect(r.best).toBe(3);
     await expect(r.observe(6, NaN)).rejects.toMatchObject({ code: 'ERR_ARG' });
   });

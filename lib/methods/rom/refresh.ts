@@ -12,6 +12,8 @@ export interface RefreshEvent {
   /** The new index's retrieval figure (higher is better), and whether the reader's passages were updated. */
   retrieval: number;
   updatedReader: boolean;
+  /** A refresh made whatever the figures (the joint phase's first index, the pipeline's switch of retrieval side). */
+  forced: boolean;
 }
 
 export interface RefreshHooks {
@@ -80,9 +82,9 @@ export class IndexRefresh {
       this.bestRetrieval = retrieval;
       await this.hooks.updateReader();
     }
-    this.events.push({ round, averageRank, seconds, retrieval, updatedReader });
+    this.events.push({ round, averageRank, seconds, retrieval, updatedReader, forced: always });
     this.hooks.log?.(
-      `round ${round}: average rank ${averageRank.toFixed(3)}${Number.isFinite(previous) ? ` < ${previous.toFixed(3)}` : ''}: index refreshed in ${seconds.toFixed(1)} s, retrieval ${retrieval.toFixed(4)}` +
+      `round ${round}: average rank ${averageRank.toFixed(3)}${Number.isFinite(previous) ? ` < ${previous.toFixed(3)}` : ''}: index refreshed${always ? ' (forced)' : ''} in ${seconds.toFixed(1)} s, retrieval ${retrieval.toFixed(4)}` +
         (updatedReader ? ', reader passages updated' : ', reader passages kept (retrieval not better)'),
     );
   }
