@@ -113,6 +113,8 @@ describe('ranking metrics', () => {
       b: { queries: 1, mean: { 'mrr@10': 0.25, 'recall@20': 1 } },
       c: { queries: 0, mean: { 'mrr@10': 0, 'recall@20': 0 } },
     });
+    expect(() => groupMeans(perQuery, new Map([['q1', 3 as unknown as string]]), ['mrr@10'])).toThrow(expect.objectContaining({ code: 'ERR_ARG' }));
+    expect(() => groupMeans(perQuery, groupOf, ['ndcg@10'])).toThrow(expect.objectContaining({ code: 'ERR_ARG', message: expect.stringContaining('ndcg@10') }));
   });
 
   it('ranked id lists (rankedRun) keep their order under every tie order', () => {

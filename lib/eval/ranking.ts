@@ -234,14 +234,23 @@ export function groupMeans(
   groupOf: ReadonlyMap<string, string>,
   metrics: readonly MetricName[],
 ): Record<string, { queries: number; mean: Record<string, number> }> {
+  mustBeMap(perQuery, 'perQuery');
+  mustBeMap(groupOf, 'groupOf');
+  mustBeArray(metrics, 'metrics');
+  for (const [q, g] of groupOf) if (typeof g !== 'string') throw new QuorumError('ERR_ARG', `groupOf: the group of query ${String(q)} must be a string`);
   const out: Record<string, { queries: number; mean: Record<string, number> }> = {};
   for (const group of [...new Set(groupOf.values())].sort()) out[group] = { queries: 0, mean: Object.fromEntries(metrics.map((m) => [m, 0])) };
   for (const [qid, values] of perQuery) {
     const g = groupOf.get(qid);
     if (g === undefined) continue;
     const entry = out[g]!;
+    mustBeObject(values, `perQuery ${qid}`);
     entry.queries++;
-    for (const m of metrics) entry.mean[m] = (entry.mean[m] as number) + (values[m] as number);
+    for (const m of metrics) {
+      const v = values[m];
+      if (typeof v !== 'number') throw new QuorumError('ERR_ARG', `perQuery ${qid} has no number for ${m}`);
+      entry.mean[m] = (entry.mean[m] as number) + v;
+    }
   }
   for (const entry of Object.values(out)) if (entry.queries) for (const m of metrics) entry.mean[m] = (entry.mean[m] as number) / entry.queries;
   return out;
