@@ -102,17 +102,17 @@ for (const v of variants) {
   await scoreModel(m, 'step 0');
   if (epochs > 0)
     await trainRetriever(m, d.tokenizer, { passages, train: d.train, dev: d.dev }, {
-    epochs,
-    batchSize: 32,
-    lr: 1e-3,
-    hardNegatives: 1,
-    maxQueryLength: qlen,
-    maxPassageLength: plen,
-    seed,
-    taskMarkers: true,
-    ...VARIANTS[v],
-    onEpoch: async (e) => {
-      await scoreModel(m, `epoch ${e.epoch + 1} (pool ${e.validation?.mrr.toFixed(3)})`);
-    },
-  });
+      epochs,
+      batchSize: 32,
+      lr: 1e-3,
+      hardNegatives: 1,
+      maxQueryLength: qlen,
+      maxPassageLength: plen,
+      seed,
+      taskMarkers: true,
+      ...VARIANTS[v],
+      onEpoch: async (e) => {
+        await scoreModel(m, `epoch ${e.epoch + 1} (pool ${e.validation?.mrr.toFixed(3)})`);
+      },
+    });
 }

@@ -5,7 +5,8 @@
 // (a mean pairwise cosine near 1 is a collapse). Then training throughput: the TypeScript loop against one native
 // call running the same steps.
 //   node --import tsx bench/train.ts [--budget=600] [--epochs=8] [--lr=1e-3] [--batch=32] [--pooling=mean]
-//     [--normalize=1] [--token-weights=1] [--center=1] [--word-vocab=1] [--temperature=0.05] [--layers=2] [--hidden=100] [--dropout=0.1] [--passage-length=192]
+//     [--normalize=1] [--token-weights=1] [--center=1] [--word-vocab=1] [--temperature=0.05] [--layers=2] [--hidden=100] [--dropout=0.1] [--passage-length=512]
+//     [--window=128 (attention window in tokens; 0: the whole sequence)] [--identity=0 (1: blocks start as the identity)]
 //     [--presets=taser,bi-encoder,siamese] [--data=DIR] [--reps=7] [--hard-negatives=1] [--layer-decay=0.8 taser, 1 others]
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { loadBeir, type BeirDataset } from '../lib/data/beir.js';
 import { scoreTopK } from '../lib/dense.js';
 import { GloveAverageEncoder } from '../lib/encoders/glove-average.js';
-import { evaluate, rankedRun } from '../lib/eval/ranking.js';
+import { evaluate, groupMeans, rankedRun } from '../lib/eval/ranking.js';
 import { randomizationTest } from '../lib/eval/significance.js';
 import { packageRoot } from '../lib/native.js';
 import { WordPieceTokenizer, extendVocabulary } from '../lib/text/tokenizer.js';
@@ -38,13 +39,15 @@ const presets = arg('presets', 'taser,bi-encoder,siamese').split(',').filter(Boo
 const reps = Number(arg('reps', '7'));
 const seed = 12345;
 const hidden = Number(arg('hidden', '100'));
+const passageLength = Number(arg('passage-length', '512'));
 const encoder = {
   hiddenSize: hidden,
   embeddingSize: 100,
   layers: Number(arg('layers', '2')),
   heads: 4,
   ffnSize: 4 * hidden,
-  maxPositions: 256,
+  maxPositions: Math.max(256, passageLength),
+  attentionWindow: Number(arg('window', '128')),
   dropout: Number(arg('dropout', '0.1')),
   pooling: arg('pooling', 'mean') as Pooling,
   normalize: arg('normalize', '1') === '1',
@@ -58,7 +61,7 @@ const train = {
   temperature: Number(arg('temperature', encoder.normalize ? '0.05' : '1')),
   clip: 2.0,
   maxQueryLength: 32,
-  maxPassageLength: Number(arg('passage-length', '192')),
+  maxPassageLength: passageLength,
   validationPool: 1000,
 };
 
@@ -92,17 +95,17 @@ const judgedOf = (ds: BeirDataset) => ds.queries.filter((q) => ds.qrels.has(q.id
 const testQueries = judgedOf(testDs);
 const testTasks = [...new Set(testQueries.map((q) => q.task ?? 'default'))].sort();
 const perQueryMrr = new Map<string, { test: Map<string, number>; dev: Map<string, number> }>();
+// One evaluation per run: the per-task and all-task means, and each question's MRR@10 for the paired tests.
 function score(run: Map<string, string[]>, ds: BeirDataset = testDs) {
-  const qs = judgedOf(ds);
-  const out: Record<string, Record<string, number>> = {};
-  for (const t of [...new Set(qs.map((q) => q.task ?? 'default'))].sort().concat('all')) {
-    const qrels = new Map([...ds.qrels].filter(([id]) => t === 'all' || qs.find((q) => q.id === id)?.task === t));
-    const m = evaluate(rankedRun(run), qrels, ['recall@20', 'mrr@10']).mean;
-    out[t] = { 'Recall@20': m['recall@20'] ?? 0, 'MRR@10': m['mrr@10'] ?? 0, questions: qrels.size };
-  }
-  return out;
+  const metrics = ['recall@20', 'mrr@10'] as const;
+  const { mean, perQuery } = evaluate(rankedRun(run), ds.qrels, metrics);
+  const groups = groupMeans(perQuery, new Map(judgedOf(ds).map((q) => [q.id, q.task ?? 'default'])), metrics);
+  const row = (m: Record<string, number>, questions: number) => ({ 'Recall@20': m['recall@20'] ?? 0, 'MRR@10': m['mrr@10'] ?? 0, questions });
+  const scores: Record<string, Record<string, number>> = {};
+  for (const [t, g] of Object.entries(groups)) scores[t] = row(g.mean, g.queries);
+  scores['all'] = row(mean, perQuery.size);
+  return { scores, mrr: new Map([...perQuery].map(([q, v]) => [q, v['mrr@10']!])) };
 }
-const mrrOf = (run: Map<string, string[]>, ds: BeirDataset) => new Map([...evaluate(rankedRun(run), ds.qrels, ['mrr@10']).perQuery].map(([q, v]) => [q, v['mrr@10']!]));
 
 const results: Record<string, unknown> = {};
 const rows: Array<Record<string, string | number>> = [];
@@ -118,7 +121,7 @@ const report = (name: string, params: number, s: Record<string, Record<string, n
 {
   const hits = await bm25.search(testQueries.map((q) => q.text), 100);
   const run = new Map(testQueries.map((q, i) => [q.id, (hits[i] ?? []).map((h) => passages[Number(h.id)]!.id)]));
-  const s = score(run);
+  const s = score(run).scores;
   results['bm25'] = s;
   report('BM25 (k1 0.9, b 0.4)', 0, s);
 }
@@ -133,11 +136,10 @@ for (const [name, fit] of [['GloVe average', false], ['GloVe average (IDF, centr
     const top = await scoreTopK(enc.encode(qs.map((q) => q.text)), corpus, 100);
     return new Map(qs.map((q, i) => [q.id, top.hits(i).map((h) => passages[h.id]!.id)]));
   };
-  const [testRun, devRun] = [await runOf(testDs), await runOf(devDs)];
-  const s = score(testRun);
-  results[name] = { ...s, dev: score(devRun, devDs) };
-  perQueryMrr.set(name, { test: mrrOf(testRun, testDs), dev: mrrOf(devRun, devDs) });
-  report(name, 0, s);
+  const [test, dev] = [score(await runOf(testDs)), score(await runOf(devDs), devDs)];
+  results[name] = { ...test.scores, dev: dev.scores };
+  perQueryMrr.set(name, { test: test.mrr, dev: dev.mrr });
+  report(name, 0, test.scores);
 }
 
 // Spread of a set of vectors: mean norm and the mean cosine over all pairs (1 = every vector points the same way).
@@ -174,19 +176,19 @@ async function runModel(model: Retriever, ds: BeirDataset, index: Awaited<Return
 }
 async function testModel(model: Retriever, name?: string) {
   const { index, embeddings } = await indexTable(model, passageTable);
-  const run = await runModel(model, testDs, index);
+  const test = score(await runModel(model, testDs, index));
   if (name) {
-    const dev = await runModel(model, devDs, index);
-    perQueryMrr.set(name, { test: mrrOf(run, testDs), dev: mrrOf(dev, devDs) });
-    return { scores: score(run), dev: score(dev, devDs), spread: spread(embeddings.data, model.dim) };
+    const dev = score(await runModel(model, devDs, index), devDs);
+    perQueryMrr.set(name, { test: test.mrr, dev: dev.mrr });
+    return { scores: test.scores, dev: dev.scores, spread: spread(embeddings.data, model.dim) };
   }
-  return { scores: score(run), spread: spread(embeddings.data, model.dim) };
+  return { scores: test.scores, spread: spread(embeddings.data, model.dim) };
 }
 
 for (const preset of presets) {
   Retriever.seed(seed);
   const model = Retriever.create({ preset, encoder, tasks });
-  const { coverage, uncovered } = await initFromGlove(model, tokenizer.vocabulary, { glove, seed });
+  const { coverage, uncovered } = await initFromGlove(model, tokenizer.vocabulary, { glove, seed, identityBlocks: arg('identity', '0') === '1' });
   await fitPoolingToCorpus(model, tokenizer, passages, { maxPassageLength: train.maxPassageLength, mute: arg('mute', '1') === '1' ? uncovered : [] });
   const ckpt = join(tmpdir(), `quorum-train-${preset}-${process.pid}`);
   mkdirSync(ckpt, { recursive: true });

@@ -164,14 +164,14 @@ describe('quorum CLI', () => {
   it('train, encode and eval --model: a model directory from a tiny dataset, its vectors and index, its scores', () => {
     writeTiny();
     const model = join(out, 'model');
-    const t = quorum('train', '--data', tiny, '--preset', 'taser', '--layers', '2', '--hidden', '16', '--epochs', '2', '--batch', '4', '--no-glove', '--max-passage-length', '24', '--out', model);
+    const t = quorum('train', '--data', tiny, '--preset', 'taser', '--layers', '2', '--hidden', '16', '--epochs', '2', '--batch', '4', '--no-glove', '--max-passage-length', '24', '--attention-window', '8', '--out', model);
     expect(t.stderr).toBe('');
     expect(t.status).toBe(0);
     expect(t.stdout).toMatch(/12 train and 2 dev questions/);
     expect(t.stdout).toMatch(/epoch 2\/2: loss [\d.]+, .*dev MRR/);
     for (const f of ['model.json', 'vocab.txt', 'weights.safetensors', 'checkpoints/best.pt']) expect(existsSync(join(model, f)), f).toBe(true);
     const card = JSON.parse(readFileSync(join(model, 'model.json'), 'utf8'));
-    expect(card).toMatchObject({ format: 'quorum-retriever', version: 1, config: { preset: 'taser', tasks: ['geo'] }, text: { maxPassageLength: 24 } });
+    expect(card).toMatchObject({ format: 'quorum-retriever', version: 1, config: { preset: 'taser', tasks: ['geo'], encoder: { attentionWindow: 8 } }, text: { maxPassageLength: 24 } });
     expect(card.training.epochs).toHaveLength(2);
 
     const enc = join(out, 'encoded');

@@ -80,6 +80,11 @@ describe('encoder forward against the TypeScript reference', () => {
     ['token-weighted mean pooling, centred', { preset: 'siamese', encoder: { ...tiny, pooling: 'mean', tokenWeights: true, center: true } }],
     ['0 layers, token-weighted mean, centred, projection, normalized', { preset: 'bi-encoder', encoder: { ...tiny, layers: 0, pooling: 'mean', tokenWeights: true, center: true, projectionDim: 5, normalize: true } }],
     ['1 layer, 3 heads of odd width, mean pooling', { preset: 'siamese', encoder: { ...tiny, layers: 1, hiddenSize: 15, heads: 3, embeddingSize: 15, pooling: 'mean' } }],
+    // Windows of 4 split rows of 4 to 14 tokens: whole windows, a ragged last one, and windows of padding only.
+    ['attention windows of 4 tokens, mean pooling', { preset: 'siamese', encoder: { ...tiny, pooling: 'mean', attentionWindow: 4 } }],
+    ['attention windows of 3, TASER Tok-R, max pooling', { preset: 'taser', encoder: { ...tiny, pooling: 'max', attentionWindow: 3 }, taser: { every: 1, experts: 2, routing: 'tok' } }],
+    ['attention windows of 5, TASER Seq-R (a router decision per window), cls pooling', { preset: 'taser', encoder: { ...tiny, attentionWindow: 5 }, taser: { every: 1, experts: 3, routing: 'seq' } }],
+    ['attention windows longer than every row (the same as none)', { preset: 'siamese', encoder: { ...tiny, pooling: 'mean', attentionWindow: 32 } }],
   ];
   for (const [name, options] of cases) {
     it(name, async () => {
@@ -117,6 +122,7 @@ describe('encoder forward against the TypeScript reference', () => {
     expect(bad({ projectionHidden: 4 })).toThrow(expect.objectContaining({ code: 'ERR_ARG' }));
     expect(bad({ pooling: 'max', tokenWeights: true })).toThrow(expect.objectContaining({ code: 'ERR_ARG' }));
     expect(bad({ layers: -1 })).toThrow(expect.objectContaining({ code: 'ERR_RANGE' }));
+    expect(bad({ attentionWindow: -2 })).toThrow(expect.objectContaining({ code: 'ERR_RANGE' }));
     // With no layer the [CLS] state is the same vector for every text.
     expect(bad({ layers: 0, pooling: 'cls' })).toThrow(expect.objectContaining({ code: 'ERR_ARG' }));
   });
@@ -225,8 +231,9 @@ describe('training steps', () => {
     { preset: 'siamese', encoder: tiny },
     { preset: 'taser', encoder: tiny, taser: { routing: 'det' } },
     { preset: 'taser', encoder: tiny, taser: { routing: 'tok', entropyWeight: 0.01 } },
+    { preset: 'siamese', encoder: { ...tiny, pooling: 'mean', attentionWindow: 3 } },
   ] as RetrieverOptions[]) {
-    it(`${options.preset}${options.taser ? ' ' + options.taser.routing : ''} fits a small task`, async () => {
+    it(`${options.preset}${options.taser ? ' ' + options.taser.routing : ''}${options.encoder?.attentionWindow ? ` (windows of ${options.encoder.attentionWindow})` : ''} fits a small task`, async () => {
       Retriever.seed(1);
       const model = Retriever.create(options);
       // Unit-length outputs (the default) score in [-1, 1]: the softmax needs a temperature to get peaked.
@@ -382,6 +389,35 @@ describe('initialization', () => {
       expect(Array.from(t.subarray(row * 3, row * 3 + 3))).toEqual([4, 5, 6]);
     }
     await expect(initFromGlove(model, VOCAB, { glove: { ...glove, dim: 4, vectors: new Float32Array(8) } })).rejects.toMatchObject({ code: 'ERR_SHAPE' });
+  });
+
+  it('starts position and segment embeddings at zero (a bag of GloVe words) and, when asked, every block as the identity', async () => {
+    const glove = { words: new Map([['w1', 0]]), dim: 16, vectors: Float32Array.from({ length: 16 }, (_, i) => i / 16) };
+    const names = ['position_embeddings', 'token_type_embeddings'];
+    const model = Retriever.create({ preset: 'bi-encoder', encoder: tiny });
+    const start = model.getParameter('passage.embeddings.position_embeddings.weight');
+    expect(start.some((v) => v !== 0)).toBe(true);
+    await initFromGlove(model, VOCAB, { glove, zeroPositions: false });
+    expect(model.getParameter('passage.embeddings.position_embeddings.weight')).toEqual(start);
+    await initFromGlove(model, VOCAB, { glove });
+    for (const e of ['query', 'passage'])
+      for (const n of names) expect(model.getParameter(`${e}.embeddings.${n}.weight`).every((v) => v === 0)).toBe(true);
+    // With identityBlocks every Transformer block starts as the identity: a 3-layer TASER encodes as 0 layers do.
+    const options = (layers: number): RetrieverOptions => ({ preset: 'taser', encoder: { ...tiny, layers, pooling: 'mean' }, taser: { every: 1, experts: 2, routing: 'tok' } });
+    const deep = Retriever.create(options(3));
+    const flat = Retriever.create({ preset: 'siamese', encoder: { ...tiny, layers: 0, pooling: 'mean' } });
+    await initFromGlove(deep, VOCAB, { glove, seed: 4, identityBlocks: true });
+    await initFromGlove(flat, VOCAB, { glove, seed: 4 });
+    const batch = tok.encode(texts);
+    expect(maxAbsDiff(deep.encodeSync(batch, 'passage'), flat.encodeSync(batch, 'passage'))).toBeLessThan(1e-5);
+    const random = Retriever.create(options(3));
+    await initFromGlove(random, VOCAB, { glove, seed: 4 });
+    expect(maxAbsDiff(random.encodeSync(batch, 'passage'), flat.encodeSync(batch, 'passage'))).toBeGreaterThan(1e-3);
+    // With them at zero, a 0-layer mean-pooled encoder gives a word the same vector wherever it stands.
+    const bag = Retriever.create({ preset: 'siamese', encoder: { ...tiny, layers: 0, pooling: 'mean' } });
+    await initFromGlove(bag, VOCAB, { glove });
+    const [a, b] = [bag.encodeSync(tok.encode(['w1 w2 w3']), 'query'), bag.encodeSync(tok.encode(['w3 w1 w2']), 'query')];
+    expect(maxAbsDiff(a, b)).toBeLessThan(1e-6);
   });
 
   it('fits token weights to ln IDF and the centre to the mean pooled passage state, per encoder', async () => {

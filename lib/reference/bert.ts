@@ -39,7 +39,14 @@ export function referenceEncode(config: EncoderConfig, params: Map<string, Float
     const ids = Array.from(input.ids.subarray(b * input.seqLen, b * input.seqLen + n));
     const types = Array.from(input.typeIds.subarray(b * input.seqLen, b * input.seqLen + n));
     let x = embed(config, p, ids, types);
-    for (let l = 0; l < config.layers; l++) x = layer(config, p, l, x, input.side);
+    // With an attention window, each run of `window` consecutive tokens goes through the layers on its own.
+    const window = config.attentionWindow || x.length;
+    const windows: Float64Array[][] = [];
+    for (let s = 0; s < x.length; s += window) windows.push(x.slice(s, s + window));
+    x = windows.flatMap((w) => {
+      for (let l = 0; l < config.layers; l++) w = layer(config, p, l, w, input.side);
+      return w;
+    });
     const weights = config.tokenWeights ? ids.map((id) => Math.exp(p('embeddings.token_weights.weight')[id] as number)) : undefined;
     const pooled = pool(config.pooling ?? 'cls', x, weights);
     if (config.center) {

@@ -66,6 +66,12 @@ export interface EncoderConfig {
   tokenWeights?: boolean;
   /** Subtract a learned vector `pooler.center` from the pooled state ({@link fitPoolingToCorpus}: the corpus mean). */
   center?: boolean;
+  /**
+   * Self-attention within consecutive windows of this many tokens, each window encoded as a sequence of its own
+   * (positions stay absolute), so that a long passage costs time linear in its length; 0 or absent: attention over
+   * the whole sequence. Pooling still reads every token. Seq-R routes each window by its first token.
+   */
+  attentionWindow?: number;
   /** Present for a TASER encoder; absent for a plain BERT. */
   taser?: TaserConfig;
 }

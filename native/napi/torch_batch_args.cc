@@ -21,6 +21,7 @@ torchx::EncoderConfig encoder_config(const Napi::Object& o) {
   c.dropout = field(o, "dropout", c.dropout);
   c.ln_eps = field(o, "layerNormEps", c.ln_eps);
   c.projection_hidden = int_field(o, "projectionHidden", 0);
+  c.attention_window = int_field(o, "attentionWindow", 0);
   c.normalize = flag(o.Get("normalize"));
   c.token_weights = flag(o.Get("tokenWeights"));
   c.center = flag(o.Get("center"));

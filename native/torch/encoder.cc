@@ -39,6 +39,7 @@ void EncoderConfig::validate() const {
   need(projection_hidden == 0 || projection_dim > 0, "ERR_ARG", "projectionHidden (an MLP head) needs projectionDim > 0");
   need(dropout >= 0 && dropout < 1, "ERR_RANGE", "dropout must be in [0, 1)");
   need(ln_eps > 0 && ln_eps < 1, "ERR_RANGE", "layerNormEps must be in (0, 1)");
+  need(attention_window >= 0 && attention_window <= (1 << 16), "ERR_RANGE", "attentionWindow must be in [0, 65536]");
   if (routing != Routing::kNone) {
     positive(every, "taser.every", layers);
     need(experts >= 2 && experts <= 64, "ERR_RANGE", "taser.experts must be in [2, 64]");
@@ -252,7 +253,7 @@ TokenStates BertEncoder::token_states(const TokenBatch& batch, Side side, bool t
       torch::embedding(param("embeddings.token_type_embeddings.weight"), batch.types);
   x = torch::dropout(norm("embeddings.LayerNorm", x), c.dropout, training);
   std::vector<torch::Tensor> entropies;
-  x = blocks(x, valid, side, training, entropies);
+  x = windowed_blocks(x, valid, side, training, entropies);
   if (entropy) *entropy = entropies.empty() ? torch::zeros({}) : torch::stack(entropies).mean();
   return {x, valid};
 }
@@ -260,7 +261,21 @@ TokenStates BertEncoder::token_states(const TokenBatch& batch, Side side, bool t
 torch::Tensor BertEncoder::transform(const TokenStates& in, Side side, bool training) const {
   need(in.x.dim() == 3 && in.x.size(2) == config_.hidden, "ERR_SHAPE", "token states must be [B, T, hiddenSize]");
   std::vector<torch::Tensor> entropies;
-  return blocks(in.x, in.valid, side, training, entropies);
+  return windowed_blocks(in.x, in.valid, side, training, entropies);
+}
+
+torch::Tensor BertEncoder::windowed_blocks(const torch::Tensor& x, const torch::Tensor& valid, Side side, bool training,
+                                           std::vector<torch::Tensor>& entropies) const {
+  const int64_t W = config_.attention_window, B = x.size(0), T = x.size(1), H = x.size(2);
+  if (W == 0 || T <= W || config_.layers == 0) return blocks(x, valid, side, training, entropies);
+  const int64_t n = (T + W - 1) / W;
+  torch::Tensor xs = torch::constant_pad_nd(x, {0, 0, 0, n * W - T}).reshape({B * n, W, H});
+  torch::Tensor vs = torch::constant_pad_nd(valid.to(torch::kLong), {0, n * W - T}).reshape({B * n, W}).to(torch::kBool);
+  // Windows of padding only are left out: no compute for a short passage padded to the batch's longest, and no
+  // router decision (or entropy term) for a window with no token. Their states stay zero; pooling never reads them.
+  torch::Tensor kept = vs.any(1).nonzero().squeeze(1);
+  torch::Tensor y = blocks(xs.index_select(0, kept), vs.index_select(0, kept), side, training, entropies);
+  return torch::zeros_like(xs).index_copy(0, kept, y).reshape({B, n * W, H}).narrow(1, 0, T);
 }
 
 EncodeOutput BertEncoder::forward(const TokenBatch& batch, Side side, bool training) const {

@@ -39,6 +39,9 @@ struct EncoderConfig {
   int64_t every = 2, experts = 2;
   bool per_layer_gate = false;
   double entropy_weight = 0.0;
+  // > 0: self-attention within consecutive windows of this many tokens (each window a sequence of its own), so that
+  // long passages cost linear time in their length; 0 attends over the whole sequence.
+  int64_t attention_window = 0;
   // false: a stack of Transformer blocks over given token states (CAME's per-expert upper layers), with no
   // embedding tables; forward() is then unavailable and transform() takes the states.
   bool embeddings = true;
@@ -103,6 +106,9 @@ class BertEncoder {
                                                 const torch::Tensor& valid, bool training,
                                                 std::vector<torch::Tensor>& entropies) const;
   torch::Tensor det_experts(int64_t rows, Side side, bool training) const;
+  // blocks() over attention windows when the config asks for them and the sequence is longer than one window.
+  torch::Tensor windowed_blocks(const torch::Tensor& x, const torch::Tensor& valid, Side side, bool training,
+                                std::vector<torch::Tensor>& entropies) const;
   torch::Tensor blocks(torch::Tensor x, const torch::Tensor& valid, Side side, bool training,
                        std::vector<torch::Tensor>& entropies) const;
   torch::Tensor project(const torch::Tensor& pooled) const;
