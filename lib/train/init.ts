@@ -20,6 +20,8 @@ export interface EmbeddingModel {
   setParameter(name: string, values: Float32Array): void;
 }
 
+// Position and segment embeddings, added to every token's word vector.
+const EMBEDDING_OFFSETS = /^embeddings\.(position|token_type)_embeddings\.weight$/;
 // The last linear map of each residual branch (attention output, FFN output, an expert's FFN output).
 const RESIDUAL_OUTPUT = /^encoder\.layer\.\d+\.(attention\.|experts\.\d+\.)?output\.dense\./;
 
@@ -53,18 +55,13 @@ export async function initFromGlove(
   if (glove.dim !== enc.embeddingSize)
     throw new QuorumError('ERR_SHAPE', `GloVe vectors are ${glove.dim}-d but embeddingSize is ${enc.embeddingSize} (set embeddingSize: ${glove.dim})`);
   const { table, covered, uncovered } = gloveForVocab([...vocabulary], glove, { seed: options.seed });
-  const positions = options.zeroPositions ?? true ? new Float32Array(enc.maxPositions * enc.hiddenSize) : undefined;
-  const types = positions && new Float32Array(enc.typeVocabSize * enc.hiddenSize);
-  const residualOutputs = options.identityBlocks
-    ? [...parameterShapes(enc)].filter(([name]) => RESIDUAL_OUTPUT.test(name)).map(([name, shape]) => [name, new Float32Array(shape.reduce((a, b) => a * b, 1))] as const)
-    : [];
+  // The parameters that start at zero, by name within an encoder.
+  const zeroed = [...parameterShapes(enc)].filter(
+    ([name]) => ((options.zeroPositions ?? true) && EMBEDDING_OFFSETS.test(name)) || (options.identityBlocks && RESIDUAL_OUTPUT.test(name)),
+  );
   for (const e of model.encoderNames()) {
     model.setParameter(`${e}.embeddings.word_embeddings.weight`, table);
-    for (const [name, zeros] of residualOutputs) model.setParameter(`${e}.${name}`, zeros);
-    if (positions && types) {
-      model.setParameter(`${e}.embeddings.position_embeddings.weight`, positions);
-      model.setParameter(`${e}.embeddings.token_type_embeddings.weight`, types);
-    }
+    for (const [name, shape] of zeroed) model.setParameter(`${e}.${name}`, new Float32Array(shape.reduce((a, b) => a * b, 1)));
   }
   return { covered, coverage: covered / vocabulary.length, uncovered };
 }
