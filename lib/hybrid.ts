@@ -104,3 +104,33 @@ export function searchAlpha<Id extends string | number | bigint>(
   for (const t of tried) if (t.value > best.value) best = t;
   return { alpha: best.alpha, value: best.value, tried };
 }
+
+export interface GainOverBaseline {
+  /** Mean of fused - baseline over the queries. */
+  gain: number;
+  /** Standard error of that mean (Infinity with fewer than 2 queries). */
+  se: number;
+  /** The one-standard-error rule: keep the fused run only when its gain is positive and at least one SE. */
+  keep: boolean;
+}
+
+/**
+ * The one-standard-error rule (Breiman et al.'s, for choosing between models on held-out data) applied to a hybrid
+ * and its sparse side: per-query metric values of both on the same dev queries (same order) give the mean paired
+ * gain and its standard error; the hybrid is kept only when the gain is at least one standard error. A few dozen dev
+ * questions then cannot pick a dense weight that their own noise favours.
+ *
+ * @example
+ * gainOverBaseline([1, 0.5, 1, 1], [0.5, 0.5, 0.5, 1]) // { gain: 0.25, se: 0.144, keep: true }
+ */
+export function gainOverBaseline(fused: ArrayLike<number>, baseline: ArrayLike<number>): GainOverBaseline {
+  mustBeArray(fused, 'fused', true);
+  mustBeArray(baseline, 'baseline', true);
+  if (fused.length !== baseline.length) throw new QuorumError('ERR_SHAPE', `per-query values differ in length: ${fused.length} and ${baseline.length}`);
+  const d = Array.from(fused, (x, i) => x - baseline[i]!);
+  if (!d.every(Number.isFinite)) throw new QuorumError('ERR_NONFINITE', 'per-query values must be finite numbers');
+  const n = d.length;
+  const gain = n ? d.reduce((a, b) => a + b, 0) / n : 0;
+  const se = n < 2 ? Infinity : Math.sqrt(d.reduce((a, b) => a + (b - gain) ** 2, 0) / (n - 1) / n);
+  return { gain, se, keep: gain > 0 && gain >= se };
+}

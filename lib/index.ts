@@ -90,7 +90,7 @@ export { type SearchResult } from './search-result.js';
 export { Bm25Index, type Bm25Hit, type Bm25Options } from './bm25/bm25.js';
 export { englishAnalyzer, luceneEnglishStopwords, type Analyzer, type AnalyzerOptions } from './bm25/analyzer.js';
 export { luceneQuantizedLength } from './bm25/length-norm.js';
-export { hybridFuse, searchAlpha, type AlphaSearch, type HybridOptions, type RankedHit } from './hybrid.js';
+export { gainOverBaseline, hybridFuse, searchAlpha, type AlphaSearch, type GainOverBaseline, type HybridOptions, type RankedHit } from './hybrid.js';
 export {
   averagePrecision,
   evaluate,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
-import { hybridFuse, searchAlpha } from '../lib/index.js';
+import { gainOverBaseline, hybridFuse, searchAlpha } from '../lib/index.js';
+import { code } from './helpers.js';
 
 const dense = [
   { id: 'a', score: 80 },
@@ -52,5 +53,31 @@ describe('hybridFuse (pyserini HybridSearcher)', () => {
     expect(r.tried.map((t) => t.alpha)).toEqual([0, 1, 5]);
     expect(r.alpha).toBe(5);
     expect(r.value).toBe(1);
+  });
+
+  it('gainOverBaseline: mean paired gain, its standard error, and the one-SE rule', () => {
+    // d = [0.5, 0, 0.5, 0]: mean 0.25, sample variance 1/12, SE sqrt(1/48) = 0.144 < 0.25: kept.
+    const a = gainOverBaseline([1, 0.5, 1, 1], [0.5, 0.5, 0.5, 1]);
+    expect(a.gain).toBeCloseTo(0.25, 12);
+    expect(a.se).toBeCloseTo(Math.sqrt(1 / 48), 12);
+    expect(a.keep).toBe(true);
+    // d = [0.5, -0.5, 0.1, 0]: mean 0.025 under its SE (0.206): BM25 alone.
+    const b = gainOverBaseline([1, 0, 0.6, 1], [0.5, 0.5, 0.5, 1]);
+    expect(b.gain).toBeCloseTo(0.025, 12);
+    expect(b.se).toBeCloseTo(Math.sqrt((0.475 ** 2 + 0.525 ** 2 + 0.075 ** 2 + 0.025 ** 2) / 3 / 4), 12);
+    expect(b.keep).toBe(false);
+    // Identical runs gain nothing; a constant positive gain has SE 0 and is kept; a loss never is.
+    expect(gainOverBaseline([0.5, 1], [0.5, 1])).toEqual({ gain: 0, se: 0, keep: false });
+    expect(gainOverBaseline(new Float64Array([1, 1]), new Float64Array([0.5, 0.5]))).toEqual({ gain: 0.5, se: 0, keep: true });
+    expect(gainOverBaseline([0, 0, 0], [1, 0.5, 1]).keep).toBe(false);
+    // One query gives no standard error: not enough evidence to keep the dense side.
+    expect(gainOverBaseline([1], [0])).toEqual({ gain: 1, se: Infinity, keep: false });
+    expect(gainOverBaseline([], [])).toEqual({ gain: 0, se: Infinity, keep: false });
+  });
+
+  it('gainOverBaseline rejects mismatched or non-finite values with typed errors', () => {
+    expect(code(() => gainOverBaseline([1, 2], [1]))).toBe('ERR_SHAPE');
+    expect(code(() => gainOverBaseline([1, Number.NaN], [1, 1]))).toBe('ERR_NONFINITE');
+    expect(code(() => gainOverBaseline('ab' as never, [1, 1]))).toBe('ERR_ARG');
   });
 });

@@ -57,6 +57,7 @@ program
   .option('--dim <n>', "the 'dense' method's hashed TF-IDF dimension", int, 768)
   .option('--alpha <x>', "the 'hybrid' method's alpha (normalized scores, weight on BM25; default: tuned for MRR@10 on the dev split over 0..100, per task when queries carry tasks, else 1)", num)
   .option('--no-alpha-per-task', "tune one alpha for all tasks")
+  .option('--no-hybrid-guard', "keep the tuned alpha even where its dev gain over BM25 is under one standard error (default: BM25 alone there)")
   .option('--model <dir>', "a model directory from `quorum train`, or 'default' (the shipped model): the 'dense' method uses it (default: hashed TF-IDF)")
   .option('--out <dir>', 'write <method>.trec run files and metrics.json here')
   .option('--by-task', "also each task's mean (the queries' `task` field)")
@@ -64,7 +65,7 @@ program
   .option('--came <dir>', 'a CAME directory (`quorum came train`): adds came (Sum), came:<fusion> for the other fusions and came-expert:<name>')
   .option('--report <file>', 'also write the HTML report (metric bars, Recall@k curves, MUF calibration, latency) to this file')
   .option('--latency <n>', 'time n single-query searches per method for the report', count, 0)
-  .action(async (o: { data: string; split: string; methods: string[]; run: string[]; metrics: string[]; k: number; dim: number; alpha?: number; alphaPerTask: boolean; model?: string; out?: string; byTask?: boolean; muf?: string; came?: string; report?: string; latency: number }) =>
+  .action(async (o: { data: string; split: string; methods: string[]; run: string[]; metrics: string[]; k: number; dim: number; alpha?: number; alphaPerTask: boolean; hybridGuard: boolean; model?: string; out?: string; byTask?: boolean; muf?: string; came?: string; report?: string; latency: number }) =>
     evalCommand({ ...o, runs: o.run }),
   );
 
