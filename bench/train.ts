@@ -7,6 +7,8 @@
 //   node --import tsx bench/train.ts [--budget=600] [--epochs=8] [--lr=1e-3] [--batch=32] [--pooling=mean]
 //     [--normalize=1] [--token-weights=1] [--center=1] [--word-vocab=1] [--temperature=0.05] [--layers=2] [--hidden=100] [--dropout=0.1] [--passage-length=512]
 //     [--window=128 (attention window in tokens; 0: the whole sequence)] [--identity=0 (1: blocks start as the identity)]
+//     [--ict=0 (1: ROM's ICT examples from the trained tasks' passages added to the training questions)] [--ict-keep=0.1]
+//     [--wise=0 (1: the kept model interpolated toward its start, WiSE-FT, lambda chosen on dev MRR@10)]
 //     [--presets=taser,bi-encoder,siamese] [--data=DIR] [--reps=7] [--hard-negatives=1] [--layer-decay=0.8 taser, 1 others]
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,7 +23,9 @@ import { packageRoot } from '../lib/native.js';
 import { WordPieceTokenizer, extendVocabulary } from '../lib/text/tokenizer.js';
 import type { Pooling, RetrieverPreset } from '../lib/train/config.js';
 import { encodeTable, indexTable } from '../lib/train/encode-corpus.js';
-import { addBm25Negatives, examplesFromQrels } from '../lib/train/examples.js';
+import { addBm25Negatives, examplesFromQrels, type PassageText, type TrainingExample } from '../lib/train/examples.js';
+import { ictTrainingExamples } from '../lib/train/ict.js';
+import { interpolateParameters, snapshotParameters } from '../lib/train/interpolate.js';
 import { loadGloveVectors } from '../lib/train/glove.js';
 import { fitPoolingToCorpus, initFromGlove } from '../lib/train/init.js';
 import { Retriever } from '../lib/train/retriever.js';
@@ -76,6 +80,20 @@ const devEx = examplesFromQrels(devDs, devDs.qrels);
 const bm25 = await addBm25Negatives(trainEx, passages, { k: 30 });
 await addBm25Negatives(devEx, passages, { k: 30, index: bm25 });
 const tasks = [...new Set(trainEx.map((e) => e.task))].sort();
+// --ict=1: a passage's task is its id's prefix (quorum data build's `task-...` ids); passages of other tasks give none.
+let trainPassages: readonly PassageText[] = passages;
+let trainAll: TrainingExample[] = trainEx;
+if (arg('ict', '0') === '1') {
+  const ict = await ictTrainingExamples(passages, {
+    taskOf: (r) => tasks.find((t) => passages[r]!.id.startsWith(`${t}-`)),
+    keepRate: Number(arg('ict-keep', '0.1')),
+    seed,
+    index: bm25,
+  });
+  trainPassages = ict.passages;
+  trainAll = [...trainEx, ...ict.examples];
+  console.log(`ICT: ${ict.examples.length} self-supervised questions, ${ict.passages.length - passages.length} passages without their sentence`);
+}
 console.log(`${dir}: ${passages.length} passages; ${trainEx.length} train, ${devEx.length} dev, ${testDs.qrels.size} test questions; tasks ${tasks.join(', ')}`);
 const t0 = performance.now();
 const glove = await loadGloveVectors();
@@ -198,7 +216,8 @@ for (const preset of presets) {
   curve.push({ epoch: 0, testMrr: step0.scores['all']!['MRR@10']!, ...step0.spread });
   console.log(`  step 0: test MRR@10 ${step0.scores['all']!['MRR@10']!.toFixed(3)}, passage vectors: norm ${step0.spread.norm.toFixed(2)}, mean pairwise cosine ${step0.spread.pairCosine.toFixed(3)}`);
   report(`${preset}, step 0`, model.parameterCount, step0.scores);
-  const r = await trainRetriever(model, tokenizer, { passages, train: trainEx, dev: devEx }, {
+  const start = snapshotParameters(model);
+  const r = await trainRetriever(model, tokenizer, { passages: trainPassages, train: trainAll, dev: devEx }, {
     ...train,
     epochs,
     seed,
@@ -213,6 +232,19 @@ for (const preset of presets) {
     },
   });
   await model.load(join(ckpt, 'best.pt'));
+  if (arg('wise', '0') === '1') {
+    // WiSE-FT: lambda by the full dev split's MRR@10 (all dev questions against the whole corpus); test only for the pick.
+    const trained = snapshotParameters(model);
+    let pick = { lambda: 1, dev: -Infinity };
+    for (const lambda of [0.25, 0.5, 0.75, 1]) {
+      interpolateParameters(model, start, trained, lambda);
+      const d = (await testModel(model, `${preset} lambda ${lambda}`)).dev!['all']!['MRR@10']!;
+      console.log(`  WiSE-FT lambda ${lambda}: dev MRR@10 ${d.toFixed(4)}`);
+      if (d > pick.dev) pick = { lambda, dev: d };
+    }
+    console.log(`  WiSE-FT: lambda ${pick.lambda} chosen on dev`);
+    interpolateParameters(model, start, trained, pick.lambda);
+  }
   const e0 = performance.now();
   const best = await testModel(model, preset);
   const encodeSec = (performance.now() - e0) / 1000;
