@@ -261,9 +261,33 @@ console.log(`\ntest split (${testQueries.length} questions):`);
 table(rows);
 
 // Each trained preset against the GloVe average on the tasks it trained on, dev and test: the difference of MRR@10
-// and the two-sided p of a paired randomization test (10,000 sign flips) over the task's questions.
+// and the two-sided p of a paired randomization test (10,000 sign flips) over the task's questions; and the same
+// difference per source document (a passage id `task-<doc>-<chunk>` names it: a COVID-QA paper), since a split
+// whose questions come from a handful of documents is about that many samples, and one large document can set the
+// sign of the per-question mean.
 const reference = perQueryMrr.get('GloVe average (IDF, centred)')!;
 const paired: Array<Record<string, string | number>> = [];
+const bySource: Array<Record<string, string | number>> = [];
+function sourceRow(m: Map<string, number>, ref: Map<string, number>, ds: BeirDataset, task: string): Record<string, string> | undefined {
+  const docOf = new Map<string, string>();
+  for (const q of judgedOf(ds).filter((x) => x.task === task)) {
+    const doc = [...ds.qrels.get(q.id)!.keys()][0]!.split('-');
+    if (doc.length === 3) docOf.set(q.id, doc[1]!);
+  }
+  const docs = [...new Set(docOf.values())];
+  if (docs.length < 2) return undefined;
+  const diff = (d: string) => {
+    const qs = [...docOf].filter(([, x]) => x === d).map(([q]) => q);
+    return qs.reduce((a, q) => a + (m.get(q) ?? 0) - (ref.get(q) ?? 0), 0) / qs.length;
+  };
+  const largest = docs.map((d) => ({ d, n: [...docOf.values()].filter((x) => x === d).length })).sort((a, b) => b.n - a.n)[0]!;
+  return {
+    documents: String(docs.length),
+    'difference per document': (docs.reduce((a, d) => a + diff(d), 0) / docs.length).toFixed(3),
+    'documents at least GloVe': `${docs.filter((d) => diff(d) >= 0).length} of ${docs.length}`,
+    'largest document': `${largest.d} (${largest.n} questions): ${diff(largest.d).toFixed(3)}`,
+  };
+}
 for (const preset of presets) {
   const m = perQueryMrr.get(preset);
   if (!m) continue;
@@ -275,45 +299,14 @@ for (const preset of presets) {
       // randomizationTest(x, y) is about y - x: here the preset minus the GloVe average.
       const t = randomizationTest(b, a);
       paired.push({ model: preset, task, split: splitName, questions: String(ids.length), 'MRR@10': (a.reduce((x, y) => x + y, 0) / ids.length).toFixed(3), 'GloVe MRR@10': (b.reduce((x, y) => x + y, 0) / ids.length).toFixed(3), difference: t.meanDifference.toFixed(3), p: t.p.toFixed(3) });
+      const row = sourceRow(m[splitName], reference[splitName], ds, task);
+      if (row) bySource.push({ model: preset, task, split: splitName, ...row });
     }
 }
 if (paired.length) {
   console.log('\nagainst the GloVe average (IDF, centred) on the trained tasks, paired randomization test:');
   table(paired);
   results['paired'] = paired;
-}
-
-// The same differences per source document (a passage id `task-<doc>-<chunk>` names it: a COVID-QA paper): a split
-// whose questions come from a handful of documents is about that many samples, and one large document can set the
-// sign of the per-question mean.
-const bySource: Array<Record<string, string | number>> = [];
-for (const preset of presets) {
-  const m = perQueryMrr.get(preset);
-  if (!m) continue;
-  for (const task of tasks)
-    for (const [splitName, ds] of [['dev', devDs], ['test', testDs]] as const) {
-      const docOf = new Map<string, string>();
-      for (const q of judgedOf(ds).filter((x) => x.task === task)) {
-        const doc = [...ds.qrels.get(q.id)!.keys()][0]!.split('-');
-        if (doc.length === 3) docOf.set(q.id, doc[1]!);
-      }
-      const docs = [...new Set(docOf.values())];
-      if (docs.length < 2) continue;
-      const diff = (d: string) => {
-        const qs = [...docOf].filter(([, x]) => x === d).map(([q]) => q);
-        return qs.reduce((a, q) => a + (m[splitName].get(q) ?? 0) - (reference[splitName].get(q) ?? 0), 0) / qs.length;
-      };
-      const largest = docs.map((d) => ({ d, n: [...docOf.values()].filter((x) => x === d).length })).sort((a, b) => b.n - a.n)[0]!;
-      bySource.push({
-        model: preset,
-        task,
-        split: splitName,
-        documents: String(docs.length),
-        'difference per document': (docs.reduce((a, d) => a + diff(d), 0) / docs.length).toFixed(3),
-        'documents at least GloVe': `${docs.filter((d) => diff(d) >= 0).length} of ${docs.length}`,
-        'largest document': `${largest.d} (${largest.n} questions): ${diff(largest.d).toFixed(3)}`,
-      });
-    }
 }
 if (bySource.length) {
   console.log('\nthe same per source document (mean over documents of the preset minus the GloVe average):');
