@@ -233,7 +233,8 @@ for (const preset of presets) {
   });
   await model.load(join(ckpt, 'best.pt'));
   if (arg('wise', '0') === '1') {
-    // WiSE-FT: lambda by the full dev split's MRR@10 (all dev questions against the whole corpus); test only for the pick.
+    // WiSE-FT: lambda by the full dev split's MRR@10 (all dev questions against the whole corpus). testModel scores
+    // test as well; those figures are kept in perQueryMrr under their lambda but never printed or compared.
     const trained = snapshotParameters(model);
     let pick = { lambda: 1, dev: -Infinity };
     for (const lambda of [0.25, 0.5, 0.75, 1]) {

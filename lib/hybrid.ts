@@ -117,15 +117,19 @@ export interface GainOverBaseline {
 /**
  * The one-standard-error rule (Breiman et al.'s, for choosing between models on held-out data) applied to a hybrid
  * and its sparse side: per-query metric values of both on the same dev queries (same order) give the mean paired
- * gain and its standard error; the hybrid is kept only when the gain is at least one standard error. A few dozen dev
- * questions then cannot pick a dense weight that their own noise favours.
+ * gain and its standard error; the hybrid is kept only when the gain is at least one standard error. Measured on the
+ * same questions that tuned the weight, the gain is optimistic: the rule catches a dense side that does not help,
+ * not every weight that a few dozen questions' noise favoured.
  *
  * @example
  * gainOverBaseline([1, 0.5, 1, 1], [0.5, 0.5, 0.5, 1]) // { gain: 0.25, se: 0.144, keep: true }
  */
 export function gainOverBaseline(fused: ArrayLike<number>, baseline: ArrayLike<number>): GainOverBaseline {
-  mustBeArray(fused, 'fused', true);
-  mustBeArray(baseline, 'baseline', true);
+  for (const [v, what] of [[fused, 'fused'], [baseline, 'baseline']] as const)
+    if (!Array.isArray(v) && !(v instanceof Float32Array || v instanceof Float64Array))
+      throw new QuorumError('ERR_ARG', `${what} must be an array of numbers or a Float32Array / Float64Array`);
+  if (!Array.from(fused).every((x) => typeof x === 'number') || !Array.from(baseline).every((x) => typeof x === 'number'))
+    throw new QuorumError('ERR_ARG', 'per-query values must be numbers');
   if (fused.length !== baseline.length) throw new QuorumError('ERR_SHAPE', `per-query values differ in length: ${fused.length} and ${baseline.length}`);
   const d = Array.from(fused, (x, i) => x - baseline[i]!);
   if (!d.every(Number.isFinite)) throw new QuorumError('ERR_NONFINITE', 'per-query values must be finite numbers');

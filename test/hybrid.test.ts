@@ -79,5 +79,8 @@ describe('hybridFuse (pyserini HybridSearcher)', () => {
     expect(code(() => gainOverBaseline([1, 2], [1]))).toBe('ERR_SHAPE');
     expect(code(() => gainOverBaseline([1, Number.NaN], [1, 1]))).toBe('ERR_NONFINITE');
     expect(code(() => gainOverBaseline('ab' as never, [1, 1]))).toBe('ERR_ARG');
+    expect(code(() => gainOverBaseline(new BigInt64Array(2) as never, [1, 1]))).toBe('ERR_ARG');
+    expect(code(() => gainOverBaseline(new DataView(new ArrayBuffer(8)) as never, [1, 1]))).toBe('ERR_ARG');
+    expect(code(() => gainOverBaseline([1, '2'] as never, [1, 1]))).toBe('ERR_ARG');
   });
 });

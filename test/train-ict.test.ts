@@ -1,26 +1,29 @@
 import { describe, expect, it } from 'vitest';
 
 import { ictTrainingExamples } from '../lib/train/ict.js';
-import { code } from './basics.js';
+import { asyncCode } from './basics.js';
 
-// Six passages of three sentences each over distinct words; the last one has a single sentence (no example).
+// Five passages of three sentences each, one topic word apiece, and a passage of one sentence (no example); row 1
+// has no task (no example either).
 const topics = ['apples', 'rivers', 'engines', 'violins', 'glaciers'];
 const passages = [
   ...topics.map((t, i) => ({ title: t, text: `The ${t} grow here. Many ${t} sleep at night number ${i}. Old ${t} sing in winter.` })),
   { title: 'short', text: 'Only one sentence without an end' },
 ];
-const taskOf = (r: number) => (r < 3 ? 'a' : r < 5 ? 'b' : r === 5 ? 'a' : undefined);
+const taskOf = (r: number) => (r === 1 ? undefined : r < 3 ? 'a' : 'b');
+const sources = [0, 2, 3, 4];
 
 describe('ictTrainingExamples (ROM\'s ICT as training questions)', () => {
   it('one example per passage of 2+ sentences with a task: a sentence against the rest, appended as a new row', async () => {
     const { passages: out, examples } = await ictTrainingExamples(passages, { taskOf, keepRate: 0, seed: 3, k: 4 });
-    expect(examples).toHaveLength(5);
+    expect(examples).toHaveLength(4);
     expect(out.slice(0, passages.length)).toEqual(passages);
-    expect(out).toHaveLength(passages.length + 5);
-    examples.forEach((e, i) => {
+    expect(out).toHaveLength(passages.length + 4);
+    examples.forEach((e, j) => {
+      const i = sources[j]!;
       expect(e.task).toBe(taskOf(i));
       const gold = out[e.positives[0]!]!;
-      expect(e.positives).toEqual([passages.length + i]);
+      expect(e.positives).toEqual([passages.length + j]);
       // The question is one sentence of passage i; the gold row is that passage without it, same title.
       expect(passages[i]!.text).toContain(e.query);
       expect(gold.title).toBe(passages[i]!.title);
@@ -40,18 +43,19 @@ describe('ictTrainingExamples (ROM\'s ICT as training questions)', () => {
   it('keepRate 1 keeps each sentence in its passage: the gold row is the source, no row is added', async () => {
     const { passages: out, examples } = await ictTrainingExamples(passages, { taskOf, keepRate: 1, seed: 3 });
     expect(out).toHaveLength(passages.length);
-    examples.forEach((e, i) => {
-      expect(e.positives).toEqual([i]);
-      expect(e.hardNegatives).not.toContain(i);
-    });
+    expect(examples.map((e) => e.positives)).toEqual(sources.map((i) => [i]));
+    examples.forEach((e, j) => expect(e.hardNegatives).not.toContain(sources[j]));
   });
 
   it('is reproducible from its seed and refuses bad options with typed errors', async () => {
     const a = await ictTrainingExamples(passages, { taskOf, seed: 9 });
     const b = await ictTrainingExamples(passages, { taskOf, seed: 9 });
     expect(b).toEqual(a);
-    await expect(ictTrainingExamples(passages, {} as never)).rejects.toMatchObject({ code: 'ERR_ARG' });
-    await expect(ictTrainingExamples(passages, { taskOf, keepRate: 2 })).rejects.toMatchObject({ code: 'ERR_RANGE' });
-    await expect(ictTrainingExamples(null as never, { taskOf })).rejects.toMatchObject({ code: 'ERR_ARG' });
+    expect(await asyncCode(ictTrainingExamples(passages, {} as never))).toBe('ERR_ARG');
+    expect(await asyncCode(ictTrainingExamples(passages, { taskOf, keepRate: 2 }))).toBe('ERR_RANGE');
+    expect(await asyncCode(ictTrainingExamples(passages, { taskOf, k: -1 }))).toBe('ERR_RANGE');
+    expect(await asyncCode(ictTrainingExamples(null as never, { taskOf }))).toBe('ERR_ARG');
+    expect(await asyncCode(ictTrainingExamples([...passages, null] as never, { taskOf }))).toBe('ERR_ARG');
+    expect(await asyncCode(ictTrainingExamples([{ title: 'x', text: 3 }] as never, { taskOf }))).toBe('ERR_ARG');
   });
 });

@@ -45,6 +45,10 @@ describe('interpolateParameters (WiSE-FT between a start and a trained state)', 
     missing.delete([...start.keys()].at(-1)!);
     expect(code(() => interpolateParameters(model, missing, start, 0.5))).toBe('ERR_SHAPE');
     expect(code(() => interpolateParameters(model, start, start, Number.NaN))).toBe('ERR_RANGE');
+    expect(code(() => interpolateParameters(model, {} as never, start, 0.5))).toBe('ERR_ARG');
+    expect(code(() => interpolateParameters(model, start, [] as never, 0.5))).toBe('ERR_ARG');
+    expect(code(() => interpolateParameters(null as never, start, start, 0.5))).toBe('ERR_ARG');
+    expect(code(() => snapshotParameters({} as never))).toBe('ERR_ARG');
     for (const [name, v] of before) expect(model.getParameter(name)).toEqual(v);
   });
 });

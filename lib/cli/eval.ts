@@ -132,7 +132,10 @@ async function gloveRun(corpus: Array<{ id: string; text: string }>, queries: Te
   return run;
 }
 
-/** The hybrid's alpha: for all queries, and for each task that has dev questions. */
+/**
+ * The hybrid's alpha: for all queries, and for each task that has dev questions; Infinity where the one-SE rule gave
+ * BM25 alone (a task without dev questions that falls back to an Infinity all-task alpha gets BM25 alone too).
+ */
 interface HybridAlpha {
   all: number;
   byTask: Map<string, number>;
@@ -190,7 +193,9 @@ function describe(t: { alpha: number; value: number; gain: number; se: number },
 /**
  * The hybrid's alpha: `--alpha` when given; else tuned for MRR@10 on the dev split, over all dev queries and, when
  * queries carry a `task` (the dense side already reads it: each task's marker), per task; a task with no dev
- * questions takes the all-task alpha. Without a dev split: 1.
+ * questions takes the all-task alpha. Without a dev split: 1. Each tuned alpha then goes through the one-SE rule
+ * unless `hybridGuard` is false (Infinity: BM25 alone). The gain is measured on the questions that chose alpha, so
+ * it is optimistic and the rule lenient: it catches a dense side that does not help at all, not a small overfit.
  */
 async function tuneAlpha(o: EvalCommandOptions, bm25Index: Bm25Index, denseDev: (queries: Texts) => Promise<Run>, label = 'hybrid'): Promise<HybridAlpha> {
   if (o.alpha !== undefined) return { all: o.alpha, byTask: new Map() };

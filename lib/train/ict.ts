@@ -5,7 +5,7 @@
 import type { Bm25Index } from '../bm25/bm25.js';
 import { QuorumError } from '../errors.js';
 import { ictExamples } from '../methods/rom/self-supervised.js';
-import { mustBeArray, mustBeObject } from '../validate.js';
+import { mustBeArray, mustBeObject, mustBeString } from '../validate.js';
 import { addBm25Negatives, type PassageText, type TrainingExample } from './examples.js';
 
 export interface IctTrainingOptions {
@@ -37,6 +37,12 @@ export async function ictTrainingExamples(
   mustBeArray(passages, 'passages');
   mustBeObject(options, 'ictTrainingExamples options');
   if (typeof options.taskOf !== 'function') throw new QuorumError('ERR_ARG', 'taskOf must be a function of a corpus row');
+  const k = options.k ?? 30;
+  if (!Number.isInteger(k) || k < 0) throw new QuorumError('ERR_RANGE', `k must be an integer >= 0, got ${String(k)}`);
+  passages.forEach((p, i) => {
+    mustBeObject(p, `passages[${i}]`);
+    mustBeString(p.text, `passages[${i}].text`);
+  });
   const rows: number[] = [];
   const tasks: string[] = [];
   passages.forEach((_, r) => {
@@ -63,7 +69,6 @@ export async function ictTrainingExamples(
     examples.push({ query: ex.query, task: tasks[ex.passage]!, positives: [gold], hardNegatives: [] });
     sources.push(source);
   }
-  const k = options.k ?? 30;
   await addBm25Negatives(examples, passages, { k: k + 1, ...(options.index ? { index: options.index } : {}) });
   examples.forEach((e, i) => (e.hardNegatives = e.hardNegatives.filter((r) => r !== sources[i]).slice(0, k)));
   return { passages: out, examples };

@@ -4,10 +4,16 @@
 // what that start knew about questions unlike the training ones, and the interpolation keeps part of it. Lambda is
 // chosen on a dev split, never on test.
 import { QuorumError } from '../errors.js';
+import { mustBeMap } from '../validate.js';
 import type { ParameterTable } from './parameter-table.js';
 
 /** Every parameter's values by name (copies). */
 export type ParameterSnapshot = Map<string, Float32Array>;
+
+function checkModel(model: unknown): void {
+  if (typeof (model as { parameters?: unknown } | null)?.parameters !== 'function')
+    throw new QuorumError('ERR_ARG', 'model must be a Retriever (or another object with named parameters)');
+}
 
 /**
  * Copies out every parameter of a model.
@@ -16,6 +22,7 @@ export type ParameterSnapshot = Map<string, Float32Array>;
  * const start = snapshotParameters(model);
  */
 export function snapshotParameters(model: Pick<ParameterTable, 'parameters' | 'getParameter'>): ParameterSnapshot {
+  checkModel(model);
   return new Map(model.parameters().map(({ name }) => [name, model.getParameter(name)]));
 }
 
@@ -32,7 +39,10 @@ export function interpolateParameters(
   to: ParameterSnapshot,
   lambda: number,
 ): void {
-  if (!Number.isFinite(lambda)) throw new QuorumError('ERR_RANGE', `lambda must be a finite number, got ${lambda}`);
+  checkModel(model);
+  mustBeMap(from, 'from (a snapshotParameters result)');
+  mustBeMap(to, 'to (a snapshotParameters result)');
+  if (typeof lambda !== 'number' || !Number.isFinite(lambda)) throw new QuorumError('ERR_RANGE', `lambda must be a finite number, got ${lambda}`);
   const params = model.parameters();
   for (const { name, shape } of params) {
     const n = shape.reduce((a, b) => a * b, 1);
