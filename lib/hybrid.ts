@@ -117,9 +117,9 @@ export interface GainOverBaseline {
 /**
  * The one-standard-error rule (Breiman et al.'s, for choosing between models on held-out data) applied to a hybrid
  * and its sparse side: per-query metric values of both on the same dev queries (same order) give the mean paired
- * gain and its standard error; the hybrid is kept only when the gain is at least one standard error. Measured on the
- * same questions that tuned the weight, the gain is optimistic: the rule catches a dense side that does not help,
- * not every weight that a few dozen questions' noise favoured.
+ * gain and its standard error; the hybrid is kept only when the gain is at least one standard error. Measure the
+ * fused values out of sample (`quorum eval` fuses each half of dev with the weight tuned on the other half): on the
+ * questions that tuned the weight, the gain is optimistic.
  *
  * @example
  * gainOverBaseline([1, 0.5, 1, 1], [0.5, 0.5, 0.5, 1]) // { gain: 0.25, se: 0.144, keep: true }

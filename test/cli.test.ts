@@ -189,13 +189,13 @@ describe('quorum CLI', () => {
     expect(v.status).toBe(0);
     expect(v.stdout).toMatch(/dense: .*taser/);
     // BM25 ranks both dev questions' passages first: the hybrid cannot gain, so the one-SE rule leaves BM25 alone.
-    expect(v.stdout).toMatch(/hybrid: BM25 alone \(alpha [\d.]+: MRR@10 1\.000 on the 2 dev queries; \+0\.000 ± 0\.000 over BM25 alone, under one standard error\)/);
+    expect(v.stdout).toMatch(/hybrid: BM25 alone \(alpha [\d.]+: MRR@10 1\.000 on the 2 dev queries; \+0\.000 ± 0\.000 over BM25 alone out of sample, under one standard error\)/);
     const row = (out: string, name: string) => out.match(new RegExp(`^\\s+${name}\\s+([\\d.]+)$`, 'm'))?.[1];
     expect(row(v.stdout, 'bm25')).toMatch(/^[\d.]+$/);
     expect(row(v.stdout, 'hybrid')).toBe(row(v.stdout, 'bm25'));
     const unguarded = quorum('eval', '--data', tiny, '--model', model, '--methods', 'bm25,hybrid', '--metrics', 'mrr@10', '--k', '10', '--no-hybrid-guard');
     expect(unguarded.status).toBe(0);
-    expect(unguarded.stdout).toMatch(/hybrid: alpha [\d.]+ \(MRR@10 1\.000 on the 2 dev queries; \+0\.000 ± 0\.000 over BM25 alone\)/);
+    expect(unguarded.stdout).toMatch(/hybrid: alpha [\d.]+ \(MRR@10 1\.000 on the 2 dev queries; \+0\.000 ± 0\.000 over BM25 alone out of sample\)/);
   });
 
   it('train --resume continues from the last completed epoch', () => {

@@ -229,7 +229,7 @@ describe('quorum muf', () => {
     // The MUF + BM25 hybrid's alpha is tuned on dev for all questions and per task (the questions carry tasks).
     // Each with its gain over BM25 alone and the one-SE rule's verdict (BM25 alone where the gain is under one SE).
     for (const [scope, on] of [['', 'on the 32 dev queries'], [' for food', 'on its 16 dev queries'], [' for geo', 'on its 16 dev queries']])
-      expect(e.stdout).toMatch(new RegExp(`muf-hybrid: (alpha [\\d.]+${scope} \\(|BM25 alone${scope} \\(alpha [\\d.]+: )MRR@10 [\\d.]+ ${on}; [+-][\\d.]+ ± [\\d.]+ over BM25 alone`));
+      expect(e.stdout).toMatch(new RegExp(`muf-hybrid: (alpha [\\d.]+${scope} \\(|BM25 alone${scope} \\(alpha [\\d.]+: )MRR@10 [\\d.]+ ${on}; [+-][\\d.]+ ± [\\d.]+ over BM25 alone out of sample`));
     const metrics = JSON.parse(readFileSync(join(out, 'metrics.json'), 'utf8'));
     expect(Object.keys(metrics.metrics).sort()).toEqual(['expert:food', 'expert:geo', 'muf', 'muf-hybrid', 'muf-oracle', 'muf-uniform']);
     // The oracle takes each question's own expert, which finds its passage here.
