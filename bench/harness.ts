@@ -93,3 +93,12 @@ export function median(values: readonly number[]): number {
   const m = s.length >> 1;
   return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
 }
+
+/**
+ * A question's source document: the middle part of its first relevant passage's id, `task-<doc>-<chunk>` (the ids
+ * `quorum data build` writes; for COVID-QA the document is a paper), or undefined for ids of another shape.
+ */
+export function sourceDocument(relevant: ReadonlyMap<string, number>): string | undefined {
+  const parts = [...relevant.keys()][0]?.split('-');
+  return parts?.length === 3 ? parts[1] : undefined;
+}

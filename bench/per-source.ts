@@ -10,6 +10,7 @@ import { readQrels, readRun } from '../lib/data/trec-files.js';
 import { evaluate, groupMeans } from '../lib/eval/ranking.js';
 import { packageRoot } from '../lib/native.js';
 import { table } from '../lib/cli/table.js';
+import { sourceDocument } from './harness.js';
 
 const arg = (name: string, fallback: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 const runs = arg('runs', '');
@@ -21,8 +22,11 @@ const methods = arg('methods', 'dense,glove,bm25').split(',');
 
 const all = await readQrels(join(data, 'qrels', `${split}.tsv`));
 const qrels = new Map([...all].filter(([q]) => q.startsWith(`${task}-`)));
-// Each question's document: that of its first relevant passage.
-const docOf = new Map([...qrels].map(([q, rel]) => [q, [...rel.keys()][0]!.split('-')[1]!]));
+// Each question's document: that of its first relevant passage (questions with ids of another shape are left out).
+const docOf = new Map([...qrels].flatMap(([q, rel]) => {
+  const doc = sourceDocument(rel);
+  return doc === undefined ? [] : [[q, doc] as const];
+}));
 const per: Record<string, Record<string, { queries: number; mean: Record<string, number> }>> = {};
 const overall: Record<string, number> = {};
 for (const m of methods) {

@@ -159,9 +159,10 @@ function mrrPerQuery(run: Run, qrels: Qrels, qids: ReadonlySet<string>): Map<str
 /** The grid's alpha with the best MRR@10 over `qids` (ties go to the smaller alpha: more weight on the dense model). */
 function tune(runs: Run[], qrels: Qrels, qids: ReadonlySet<string>, k: number): { alpha: number; value: number } {
   const subset = runs.map((run) => pick(run, qids));
+  const judged = pick(qrels, qids);
   let best = { alpha: 1, value: -Infinity };
   for (const alpha of ALPHA_GRID) {
-    const value = evaluate(fuse(subset, 'hybrid', { alpha, normalization: true, depth: k }), pick(qrels, qids), ['mrr@10']).mean['mrr@10'] as number;
+    const value = evaluate(fuse(subset, 'hybrid', { alpha, normalization: true, depth: k }), judged, ['mrr@10']).mean['mrr@10'] as number;
     if (value > best.value) best = { alpha, value };
   }
   return best;
