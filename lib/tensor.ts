@@ -2,6 +2,7 @@ import { type AnyTypedArray, type Dtype, type TypedArrayOf, dtypeCode, dtypeName
 import { QuorumError, awaitNative, callNative } from './errors.js';
 import { type NativeTensorHandle, coreAddon } from './native.js';
 import { int64 } from './validate.js';
+import { elementCount } from './shape.js';
 
 /** Where a tensor's memory lives. Only 'cpu' exists today; kernels dispatch on it. */
 export type Device = 'cpu';
@@ -48,7 +49,7 @@ export class Tensor<D extends Dtype = Dtype> {
     this.handle = handle;
     this.dtype = dtypeNames[handle.dtype] as D;
     this.shape = Object.freeze(handle.shape.slice());
-    this.#size = this.shape.reduce((a, b) => a * b, 1);
+    this.#size = elementCount(this.shape);
   }
 
   /** A zero-filled tensor in native memory. */

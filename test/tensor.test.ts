@@ -2,7 +2,18 @@ import { describe, expect, it } from 'vitest';
 
 import { Tensor, capabilities, infoNceSync, scoreTopK, scoreTopKSync } from '../lib/index.js';
 import { bf16ToF32, f16ToF32 } from '../lib/reference/dense.js';
+import { elementCount } from '../lib/shape.js';
 import { randomF32 } from './helpers.js';
+
+describe('elementCount', () => {
+  it('multiplies the dimensions; a scalar has one element, a zero dimension none', () => {
+    expect(elementCount([])).toBe(1);
+    expect(elementCount([7])).toBe(7);
+    expect(elementCount([2, 3, 4])).toBe(24);
+    expect(elementCount([5, 0, 3])).toBe(0);
+    expect(Tensor.zeros([2, 3, 4]).size).toBe(24);
+  });
+});
 
 describe('Tensor', () => {
   it('exposes native memory as a zero-copy typed array', () => {

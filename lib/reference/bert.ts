@@ -5,6 +5,7 @@
 import { QuorumError } from '../errors.js';
 import { type EncoderConfig, type Pooling, isSpecialized } from '../train/config.js';
 import { parameterShapes } from '../train/parameters.js';
+import { elementCount } from '../shape.js';
 
 /** A batch of token ids for {@link referenceEncode}. */
 export interface ReferenceInput {
@@ -240,7 +241,7 @@ function checkParams(config: EncoderConfig, params: Map<string, Float32Array>): 
   for (const [name, shape] of parameterShapes(config)) {
     const data = params.get(name);
     if (data === undefined) throw new QuorumError('ERR_ARG', `missing parameter ${name}`);
-    const count = shape.reduce((a, b) => a * b, 1);
+    const count = elementCount(shape);
     if (data.length !== count) {
       throw new QuorumError('ERR_SHAPE', `${name}: ${data.length} values, shape [${shape.join(', ')}] needs ${count}`);
     }

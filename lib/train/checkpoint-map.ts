@@ -5,6 +5,7 @@ import type { EncoderConfig } from './config.js';
 import { parameterNames } from './config.js';
 import { parameterShapes } from './parameters.js';
 import { mustBeMap, mustBeObject } from '../validate.js';
+import { elementCount } from '../shape.js';
 
 /** A checkpoint tensor: its shape and row-major float32 values. */
 export interface CheckpointTensor {
@@ -80,7 +81,7 @@ function checkShape(target: string, original: string, t: CheckpointTensor, want:
       `${target}: checkpoint tensor ${original} has shape [${t.shape.join(', ')}], the encoder needs [${want.join(', ')}]`,
     );
   }
-  const count = want.reduce((a, b) => a * b, 1);
+  const count = elementCount(want);
   if (t.data.length !== count) {
     throw new QuorumError('ERR_SHAPE', `${target}: checkpoint tensor ${original} has ${t.data.length} values for shape [${want.join(', ')}]`);
   }

@@ -12,6 +12,7 @@ import type { EncoderConfig } from './config.js';
 import { TokenTable } from './token-table.js';
 import { parameterShapes } from './parameters.js';
 import { mustBeArray, mustBeObject } from '../validate.js';
+import { elementCount } from '../shape.js';
 
 /** A model with token embedding tables `<encoder>.embeddings.word_embeddings.weight` (Retriever, CAME). */
 export interface EmbeddingModel {
@@ -61,7 +62,7 @@ export async function initFromGlove(
   );
   for (const e of model.encoderNames()) {
     model.setParameter(`${e}.embeddings.word_embeddings.weight`, table);
-    for (const [name, shape] of zeroed) model.setParameter(`${e}.${name}`, new Float32Array(shape.reduce((a, b) => a * b, 1)));
+    for (const [name, shape] of zeroed) model.setParameter(`${e}.${name}`, new Float32Array(elementCount(shape)));
   }
   return { covered, coverage: covered / vocabulary.length, uncovered };
 }

@@ -6,6 +6,7 @@
 import { QuorumError } from '../errors.js';
 import { mustBeMap } from '../validate.js';
 import type { ParameterTable } from './parameter-table.js';
+import { elementCount } from '../shape.js';
 
 /** Every parameter's values by name (copies). */
 export type ParameterSnapshot = Map<string, Float32Array>;
@@ -45,7 +46,7 @@ export function interpolateParameters(
   if (typeof lambda !== 'number' || !Number.isFinite(lambda)) throw new QuorumError('ERR_RANGE', `lambda must be a finite number, got ${lambda}`);
   const params = model.parameters();
   for (const { name, shape } of params) {
-    const n = shape.reduce((a, b) => a * b, 1);
+    const n = elementCount(shape);
     const a = from.get(name);
     const b = to.get(name);
     if (!a || !b || a.length !== n || b.length !== n)

@@ -2,6 +2,7 @@
 // against it, and the reference forward and the native module agree on layout through it.
 import { type EncoderConfig, parameterNames } from './config.js';
 import { mustBeObject } from '../validate.js';
+import { elementCount } from '../shape.js';
 
 /**
  * The shape of every name in {@link parameterNames}, in the same order.
@@ -24,7 +25,7 @@ export function parameterShapes(config: EncoderConfig): Map<string, number[]> {
  */
 export function parameterCount(config: EncoderConfig): number {
   let n = 0;
-  for (const shape of parameterShapes(config).values()) n += shape.reduce((a, b) => a * b, 1);
+  for (const shape of parameterShapes(config).values()) n += elementCount(shape);
   return n;
 }
 
