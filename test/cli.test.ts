@@ -218,8 +218,10 @@ describe('quorum CLI', () => {
   it('train and eval give typed one-line errors on bad input', () => {
     writeTiny();
     const model = join(out, 'model-bad');
-    const ok = quorum('train', '--data', tiny, '--preset', 'siamese', '--layers', '0', '--hidden', '8', '--epochs', '1', '--no-glove', '--max-passage-length', '16', '--out', model);
+    const ok = quorum('train', '--data', tiny, '--preset', 'siamese', '--layers', '0', '--hidden', '8', '--epochs', '1', '--no-glove', '--max-passage-length', '16', '--dtype', 'q8', '--out', model);
     expect(ok.status).toBe(0);
+    expect(JSON.parse(readFileSync(join(model, 'model.json'), 'utf8')).weights.dtype).toBe('Q8');
+    expect(quorum('eval', '--data', tiny, '--model', model, '--methods', 'dense').status).toBe(0);
     const version = join(out, 'model-v2');
     mkdirSync(version, { recursive: true });
     for (const f of ['vocab.txt', 'weights.safetensors']) writeFileSync(join(version, f), readFileSync(join(model, f)));
@@ -234,6 +236,7 @@ describe('quorum CLI', () => {
       [['train', '--data', tiny, '--preset', 'colbert', '--out', join(out, 'm')], /^quorum: ERR_ARG: unknown preset 'colbert'/],
       [['train', '--data', tiny, '--preset', 'taser', '--pooling', 'first', '--out', join(out, 'm')], /^quorum: ERR_ARG: unknown pooling 'first'/],
       [['train', '--data', tiny, '--preset', 'taser', '--tasks', 'nq', '--no-glove', '--out', join(out, 'm')], /^quorum: ERR_ARG: task 'nq' has no training questions/],
+      [['train', '--data', tiny, '--preset', 'taser', '--dtype', 'q4', '--out', join(out, 'm')], /^quorum: ERR_ARG: --dtype must be f32, bf16 or q8, got 'q4'/],
       [['eval', '--data', tiny, '--model', version, '--methods', 'dense'], /^quorum: ERR_FORMAT: .*format version 2/],
       [['eval', '--data', tiny, '--model', truncated, '--methods', 'dense'], /^quorum: ERR_FORMAT: .*weights\.safetensors/],
       [['encode', '--model', join(out, 'none'), '--data', tiny, '--out', join(out, 'e')], /^quorum: ERR_IO: .*not a model directory/],
@@ -258,7 +261,7 @@ describe('quorum CLI', () => {
     const html = readFileSync(report, 'utf8');
     for (const id of ['metrics', 'recall', 'reliability', 'confidence', 'latency']) expect(html).toContain(`id="chart-${id}"`);
     expect(r.stdout).toMatch(/f32 ids identical to the plain-JS reference \(loop \+ heap\) on the first 64 queries: yes/);
-    // The shipped model (data/models/default) scored MRR@10 0.672 on this split when it was trained (26 Nov, 17:10 UTC).
+    // The shipped model (data/models/default) scored MRR@10 0.672 on this split when it was trained (26 Nov, 20:49 UTC, q8).
     const mrr = Number(/quorum scoreTopK f32\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)/.exec(r.stdout)?.[1]);
     expect(mrr).toBeGreaterThan(0.6);
     const t = quorum('demo', '--no-bench', '--model', 'tfidf', '--no-report');

@@ -78,6 +78,21 @@ describe('writeSafetensors / readSafetensors', () => {
     expect(() => writeSafetensors({ w: { shape: [1], data: Float32Array.of(1), dtype: 'F16' as never } })).toThrow(expect.objectContaining({ code: 'ERR_ARG' }));
   });
 
+  it('writes and reads I8 (integers in [-128, 127] only), also between unaligned F32 tensors', () => {
+    const bytes = writeSafetensors({
+      q: { shape: [5], data: Float32Array.of(-128, -1, 0, 7, 127), dtype: 'I8' },
+      f: { shape: [2], data: Float32Array.of(0.5, -2) },
+    });
+    const back = readSafetensors(bytes);
+    expect(back.get('q')!.dtype).toBe('I8');
+    expect(Array.from(back.get('q')!.data)).toEqual([-128, -1, 0, 7, 127]);
+    expect(Array.from(back.get('f')!.data)).toEqual([0.5, -2]);
+    for (const v of [128, -129, 1.5, NaN])
+      expect(() => writeSafetensors({ q: { shape: [1], data: Float32Array.of(v), dtype: 'I8' } }), String(v)).toThrow(expect.objectContaining({ code: 'ERR_RANGE' }));
+    // Hand-made bytes: 0xff is -1, 0x80 is -128.
+    expect(Array.from(readSafetensors(file({ q: { dtype: 'I8', shape: [3], data_offsets: [0, 3] } }, [0xff, 0x80, 0x05])).get('q')!.data)).toEqual([-1, -128, 5]);
+  });
+
   it('decodes F16, BF16, F64, I32 and I64 from hand-made bytes', () => {
     const f64 = new Uint8Array(new Float64Array([0.1, -1e300]).buffer);
     const i32 = new Uint8Array(new Int32Array([-7, 123456]).buffer);

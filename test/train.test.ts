@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 import { infoNceSync } from '../lib/losses.js';
 import { torchAddon } from '../lib/native.js';
-import { writeSafetensors } from '../lib/io/safetensors.js';
+import { readSafetensors, writeSafetensors } from '../lib/io/safetensors.js';
 import { referenceEncode } from '../lib/reference/bert.js';
 import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
 import type { EncoderConfig } from '../lib/train/config.js';
@@ -352,6 +352,47 @@ describe('model directory', () => {
     await expect(Retriever.create({ preset: 'siamese', encoder: tiny }).encodeQueries(['w1'])).rejects.toMatchObject({ code: 'ERR_STATE' });
   });
 
+  it('stores Q8: every matrix as int8 rows with a scale each (within half a step), vectors as bf16; corrupt Q8 is ERR_FORMAT', async () => {
+    const dir = tempDir();
+    Retriever.seed(3);
+    const model = Retriever.create({ preset: 'siamese', encoder: { ...tiny, tokenWeights: true, center: true } });
+    randomize(model, 7);
+    model.saveModel(dir, { tokenizer: tok, dtype: 'Q8' });
+    expect((await Retriever.load(dir)).loaded!.card.weights.dtype).toBe('Q8');
+    const stored = readSafetensors(readFileSync(join(dir, 'weights.safetensors')));
+    const back = await Retriever.load(dir);
+    for (const { name, shape } of model.parameters()) {
+      const a = model.getParameter(name);
+      const b = back.getParameter(name);
+      if (shape.length === 2) {
+        expect(stored.get(name)!.dtype, name).toBe('I8');
+        const cols = shape[1]!;
+        for (let r = 0; r < shape[0]!; r++) {
+          const row = a.subarray(r * cols, (r + 1) * cols);
+          const step = Math.max(...Array.from(row, Math.abs)) / 127;
+          row.forEach((v, c) => expect(Math.abs(b[r * cols + c]! - v)).toBeLessThanOrEqual(step / 2 + Math.abs(v) * 1e-6));
+        }
+      } else {
+        expect(stored.get(name)!.dtype, name).toBe('BF16');
+        a.forEach((v, i) => expect(Math.abs(b[i]! - v)).toBeLessThanOrEqual(Math.abs(v) * 2 ** -8));
+      }
+    }
+    // A scale missing, of the wrong length or negative, or a stray extra tensor: ERR_FORMAT, and nothing half-loaded.
+    const name = 'encoder.embeddings.word_embeddings.weight';
+    expect(stored.has(name)).toBe(true);
+    const rewrite = async (edit: (t: Map<string, { shape: number[]; data: Float32Array; dtype: 'F32' | 'BF16' | 'I8' }>) => void) => {
+      const t = new Map([...stored].map(([k, v]) => [k, { shape: v.shape, data: v.data.slice(), dtype: v.dtype as 'F32' | 'BF16' | 'I8' }]));
+      edit(t);
+      writeFileSync(join(dir, 'weights.safetensors'), writeSafetensors(t));
+      await expect(Retriever.load(dir)).rejects.toMatchObject({ code: 'ERR_FORMAT' });
+    };
+    await rewrite((t) => t.delete(`${name}#scale`));
+    await rewrite((t) => t.set(`${name}#scale`, { shape: [2], data: Float32Array.of(1, 1), dtype: 'F32' }));
+    await rewrite((t) => t.get(`${name}#scale`)!.data.fill(-1));
+    await rewrite((t) => t.set('extra#scale', { shape: [1], data: Float32Array.of(1), dtype: 'F32' }));
+    expect(() => Retriever.create({ preset: 'siamese', encoder: tiny }).saveModel(tempDir(), { tokenizer: tok, dtype: 'Q4' as never })).toThrow(expect.objectContaining({ code: 'ERR_ARG' }));
+  });
+
   it('ERR_IO for a missing directory, ERR_FORMAT for another version, a bad config, truncated or mismatched weights', async () => {
     const dir = tempDir();
     const model = Retriever.create({ preset: 'siamese', encoder: tiny });
@@ -606,6 +647,24 @@ describe('batches and schedules', () => {
     for (const x of b) expect(x.examples.every((i) => i < (x.task === 0 ? 50 : 10))).toBe(true);
     expect(homogeneousBatches([50, 10], 8, { seed: 1, epoch: 1 })).not.toEqual(homogeneousBatches([50, 10], 8, { seed: 1, epoch: 0 }));
     expect(homogeneousBatches([50, 10], 8, { seed: 1, epoch: 1 })).toEqual(homogeneousBatches([50, 10], 8, { seed: 1, epoch: 1 }));
+  });
+
+  it('keeps the examples of one group in the same batches when groups are given', () => {
+    // 5 groups of 8 examples, interleaved in the input; batches of 8: each batch must be one whole group.
+    const keys = Array.from({ length: 40 }, (_, i) => `doc${i % 5}`);
+    const b = homogeneousBatches([40, 6], 8, { seed: 3, epoch: 0, groups: [keys, undefined] });
+    const grouped = b.filter((x) => x.task === 0);
+    expect(grouped).toHaveLength(5);
+    for (const x of grouped) expect(new Set(x.examples.map((i) => keys[i])).size).toBe(1);
+    expect(grouped.flatMap((x) => x.examples).sort((p, q) => p - q)).toEqual(Array.from({ length: 40 }, (_, i) => i));
+    // Without groups the same batches mix documents.
+    const plain = homogeneousBatches([40], 8, { seed: 3, epoch: 0 });
+    expect(plain.some((x) => new Set(x.examples.map((i) => keys[i])).size > 1)).toBe(true);
+    // The groups' order changes with the epoch; a key per example is required.
+    expect(homogeneousBatches([40], 8, { seed: 3, epoch: 1, groups: [keys] })).not.toEqual(homogeneousBatches([40], 8, { seed: 3, epoch: 0, groups: [keys] }));
+    expect(() => homogeneousBatches([40], 8, { groups: [keys.slice(1)] })).toThrow(expect.objectContaining({ code: 'ERR_SHAPE' }));
+    expect(() => homogeneousBatches([1], 8, { groups: ['a' as never] })).toThrow(expect.objectContaining({ code: 'ERR_ARG' }));
+    expect(() => homogeneousBatches([1], 8, { groups: [[7 as never]] })).toThrow(expect.objectContaining({ code: 'ERR_ARG' }));
   });
 
   it('leaves passages that are gold for a question out of its negatives', () => {

@@ -4,9 +4,10 @@
 import { readFile } from 'node:fs/promises';
 
 import { QuorumError } from '../errors.js';
+import { elementCount } from '../shape.js';
 
 /** The dtypes {@link readSafetensors} decodes. Integers come back converted to float as well. */
-export type SafetensorsDtype = 'F32' | 'F16' | 'BF16' | 'F64' | 'I32' | 'I64';
+export type SafetensorsDtype = 'F32' | 'F16' | 'BF16' | 'F64' | 'I32' | 'I64' | 'I8';
 
 /** One decoded tensor: the file's dtype and shape, the values as float32 (row-major). */
 export interface SafetensorsTensor {
@@ -19,11 +20,14 @@ export interface SafetensorsTensor {
 export interface TensorToWrite {
   shape: number[];
   data: Float32Array;
-  /** Stored as float32 (default) or bfloat16 (rounded to nearest even; half the bytes). */
-  dtype?: 'F32' | 'BF16';
+  /**
+   * Stored as float32 (default), bfloat16 (rounded to nearest even; half the bytes) or int8 (the values must
+   * already be integers in [-128, 127]: ERR_RANGE otherwise).
+   */
+  dtype?: 'F32' | 'BF16' | 'I8';
 }
 
-const elementBytes: Readonly<Record<SafetensorsDtype, number>> = { F32: 4, F16: 2, BF16: 2, F64: 8, I32: 4, I64: 8 };
+const elementBytes: Readonly<Record<SafetensorsDtype, number>> = { F32: 4, F16: 2, BF16: 2, F64: 8, I32: 4, I64: 8, I8: 1 };
 
 // The reference implementation refuses larger headers; a bigger value means a corrupt or hostile length field.
 const maxHeaderBytes = 100 * 1024 * 1024;
@@ -96,9 +100,9 @@ export async function loadSafetensors(path: string): Promise<Map<string, Safeten
 }
 
 /**
- * Encodes float32 tensors as a safetensors file, in the given order, with optional string metadata. The header is
- * padded with spaces so the data starts 8-byte aligned. ERR_ARG for a bad name, shape or metadata value; ERR_SHAPE
- * when a tensor's length is not the product of its shape.
+ * Encodes tensors (float32 values, stored as F32, BF16 or I8) as a safetensors file, in the given order, with
+ * optional string metadata. The header is padded with spaces so the data starts 8-byte aligned. ERR_ARG for a bad
+ * name, shape or metadata value; ERR_SHAPE when a tensor's length is not the product of its shape.
  *
  * @example
  * const bytes = writeSafetensors({ w: { shape: [2, 2], data: new Float32Array([1, 2, 3, 4]) } }, { format: 'pt' });
@@ -123,12 +127,16 @@ export function writeSafetensors(
       throw new QuorumError('ERR_ARG', `${name}: shape must be non-negative integers, got ${JSON.stringify(t.shape)}`);
     }
     if (!(t.data instanceof Float32Array)) throw new QuorumError('ERR_ARG', `${name}: data must be a Float32Array`);
-    const count = t.shape.reduce((a, b) => a * b, 1);
+    const count = elementCount(t.shape);
     if (t.data.length !== count) {
       throw new QuorumError('ERR_SHAPE', `${name}: shape [${t.shape.join(', ')}] needs ${count} values, got ${t.data.length}`);
     }
     const dtype = t.dtype ?? 'F32';
-    if (dtype !== 'F32' && dtype !== 'BF16') throw new QuorumError('ERR_ARG', `${name}: can write F32 or BF16, not ${String(dtype)}`);
+    if (dtype !== 'F32' && dtype !== 'BF16' && dtype !== 'I8') throw new QuorumError('ERR_ARG', `${name}: can write F32, BF16 or I8, not ${String(dtype)}`);
+    if (dtype === 'I8') {
+      const i = t.data.findIndex((v) => !(Number.isInteger(v) && v >= -128 && v <= 127));
+      if (i >= 0) throw new QuorumError('ERR_RANGE', `${name}: value ${i} (${t.data[i]}) is not an integer in [-128, 127] for I8`);
+    }
     const bytes = elementBytes[dtype] * count;
     header[name] = { dtype, shape: t.shape, data_offsets: [offset, offset + bytes] };
     offset += bytes;
@@ -152,6 +160,8 @@ export function writeSafetensors(
         const half = (b & 0x7fffffff) > 0x7f800000 ? (b >>> 16) | 0x40 : (b + 0x7fff + ((b >>> 16) & 1)) >>> 16;
         view.setUint16(at, half & 0xffff, true);
       }
+    } else if (t.dtype === 'I8') {
+      for (let i = 0; i < t.data.length; i++, at += 1) view.setInt8(at, t.data[i] as number);
     } else {
       for (let i = 0; i < t.data.length; i++, at += 4) view.setFloat32(at, t.data[i] as number, true);
     }
@@ -213,7 +223,7 @@ function parseEntry(name: string, value: unknown, dataLength: number): Entry {
     throw bad(`${name}: data_offsets [${begin}, ${end}] lie outside the ${dataLength}-byte data section`);
   }
   const size = elementBytes[dtype as SafetensorsDtype];
-  const count = (shape as number[]).reduce((a, b) => a * b, 1);
+  const count = elementCount(shape as number[]);
   if (end - begin !== count * size) {
     throw bad(`${name}: ${end - begin} bytes, but ${dtype} shape [${shape.join(', ')}] needs ${count * size}`);
   }
@@ -262,6 +272,9 @@ function decode(bytes: Uint8Array, start: number, e: Entry): Float32Array {
       break;
     case 'I64':
       for (let i = 0; i < count; i++) out[i] = Number(view.getBigInt64(8 * i, true));
+      break;
+    case 'I8':
+      for (let i = 0; i < count; i++) out[i] = view.getInt8(i);
       break;
   }
   return out;

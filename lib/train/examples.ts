@@ -16,6 +16,8 @@ export interface TrainingExample {
   hardNegatives: number[];
   /** Answer strings, when the dataset has them (the reader's spans: ROM). */
   answers?: string[];
+  /** A group key (e.g. the source document): with `TrainOptions.groupBatches` a group's questions share batches. */
+  group?: string;
 }
 
 /** The text a passage is encoded from: its title and text as a pair ("[CLS] title [SEP] text [SEP]"). */

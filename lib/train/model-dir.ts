@@ -1,5 +1,5 @@
 // A trained retriever as one directory: model.json (format version, configuration, text settings, training record),
-// vocab.txt (the tokenizer's vocabulary) and weights.safetensors (every parameter, f32 or bf16). Checkpoints with
+// vocab.txt (the tokenizer's vocabulary) and weights.safetensors (every parameter, f32, bf16 or int8 rows). Checkpoints with
 // optimizer state stay in the trainer's own files; this is what a user ships, loads and serves.
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { readJsonFile, writeFileAtomic } from '../data/files.js';
 import { QuorumError } from '../errors.js';
 import { packageRoot } from '../native.js';
+import { dequantizeRowsInt8, quantizeRowsInt8 } from '../io/int8-rows.js';
 import { readSafetensors, writeSafetensors, type TensorToWrite } from '../io/safetensors.js';
 import { WordPieceTokenizer } from '../text/tokenizer.js';
 import type { RetrieverConfig } from './config.js';
@@ -38,15 +39,21 @@ export interface ModelCard {
   version: typeof MODEL_VERSION;
   config: RetrieverConfig;
   text: TextSettings;
-  weights: { file: string; dtype: 'F32' | 'BF16' };
+  weights: { file: string; dtype: WeightStorage };
   /** Free-form: the training options, the per-epoch record, the data it was trained on. */
   training?: Record<string, unknown>;
 }
 
+/**
+ * How weights are stored: F32; BF16 (half the size, each weight rounded to 8 significant bits); Q8 (every matrix
+ * as int8 codes with one f32 scale per row, a quarter of F32 for an embedding table; vectors and scalars as BF16).
+ */
+export type WeightStorage = 'F32' | 'BF16' | 'Q8';
+
 export interface SaveModelOptions extends Partial<TextSettings> {
   tokenizer: WordPieceTokenizer;
-  /** Weight storage (default F32; BF16 halves the size, rounding each weight to 8 significant bits). */
-  dtype?: 'F32' | 'BF16';
+  /** Weight storage (default F32). */
+  dtype?: WeightStorage;
   training?: Record<string, unknown>;
 }
 
@@ -102,10 +109,21 @@ export function loadWeights(model: Retriever, dir: string, card: ModelCard): voi
   readWeights(model, join(dir, card.weights.file));
 }
 
-/** Every parameter of `model` to one safetensors file (written atomically), f32 or rounded to bf16. */
-export function writeWeights(model: ParameterTable, path: string, dtype: 'F32' | 'BF16', format: string): void {
+// A Q8 matrix's row scales are stored beside it under this suffix ('#' occurs in no parameter name).
+const SCALE_SUFFIX = '#scale';
+
+/** Every parameter of `model` to one safetensors file (written atomically), as `dtype` says ({@link WeightStorage}). */
+export function writeWeights(model: ParameterTable, path: string, dtype: WeightStorage, format: string): void {
+  if (dtype !== 'F32' && dtype !== 'BF16' && dtype !== 'Q8') throw new QuorumError('ERR_ARG', `weight storage must be F32, BF16 or Q8, got ${String(dtype)}`);
   const tensors = new Map<string, TensorToWrite>();
-  for (const { name, shape } of model.parameters()) tensors.set(name, { shape, data: model.getParameter(name), dtype });
+  for (const { name, shape } of model.parameters()) {
+    const data = model.getParameter(name);
+    if (dtype === 'Q8' && shape.length === 2) {
+      const { codes, scales } = quantizeRowsInt8(data, shape[0]!, shape[1]!);
+      tensors.set(name, { shape, data: codes, dtype: 'I8' });
+      tensors.set(name + SCALE_SUFFIX, { shape: [shape[0]!], data: scales, dtype: 'F32' });
+    } else tensors.set(name, { shape, data, dtype: dtype === 'Q8' ? 'BF16' : dtype });
+  }
   writeFileAtomic(path, writeSafetensors(tensors, { format }));
 }
 
@@ -127,15 +145,31 @@ export function readWeights(model: ParameterTable, path: string): void {
     throw new QuorumError('ERR_FORMAT', `${path}: ${(e as Error).message}`, { cause: e });
   }
   const params = model.parameters();
+  const values = new Map<string, Float32Array>();
+  let scaleTensors = 0;
   for (const { name, shape } of params) {
     const t = tensors.get(name);
     if (!t) throw new QuorumError('ERR_FORMAT', `${path} has no tensor ${name}`);
     if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i]))
       throw new QuorumError('ERR_FORMAT', `${path}: ${name} is [${t.shape.join(', ')}], the model needs [${shape.join(', ')}]`);
-    if (!t.data.every(Number.isFinite)) throw new QuorumError('ERR_FORMAT', `${path}: ${name} holds non-finite values`);
+    let data = t.data;
+    if (t.dtype === 'I8') {
+      const scales = tensors.get(name + SCALE_SUFFIX);
+      if (shape.length !== 2 || !scales || scales.shape.length !== 1 || scales.shape[0] !== shape[0])
+        throw new QuorumError('ERR_FORMAT', `${path}: ${name} is int8 without a scale per row (${name + SCALE_SUFFIX})`);
+      try {
+        data = dequantizeRowsInt8(t.data, scales.data, shape[1]!);
+      } catch (e) {
+        throw new QuorumError('ERR_FORMAT', `${path}: ${name}: ${(e as Error).message}`, { cause: e });
+      }
+      scaleTensors++;
+    }
+    if (!data.every(Number.isFinite)) throw new QuorumError('ERR_FORMAT', `${path}: ${name} holds non-finite values`);
+    values.set(name, data);
   }
-  if (tensors.size !== params.length) throw new QuorumError('ERR_FORMAT', `${path} holds ${tensors.size} tensors, the model ${params.length}`);
-  for (const { name } of params) model.setParameter(name, tensors.get(name)!.data);
+  if (tensors.size !== params.length + scaleTensors)
+    throw new QuorumError('ERR_FORMAT', `${path} holds ${tensors.size} tensors, the model ${params.length}${scaleTensors ? ` (+ ${scaleTensors} row scales)` : ''}`);
+  for (const { name } of params) model.setParameter(name, values.get(name)!);
 }
 
 /** The model directory's tokenizer (its vocab.txt). */

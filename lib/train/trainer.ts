@@ -45,6 +45,11 @@ export interface TrainOptions {
   taskMarkers?: boolean;
   maxQueryLength?: number;
   maxPassageLength?: number;
+  /**
+   * Batches cut so that examples of one `group` stand together (default false): their gold passages become each
+   * other's in-batch negatives, e.g. chunks of one document (TAS-style). Examples without a group form their own.
+   */
+  groupBatches?: boolean;
   /** Checkpoint selection metric on the dev examples (default 'mrr', TASER's; 'average-rank' is DPR's). */
   validation?: 'mrr' | 'average-rank';
   /** Passages in the validation pool (default 1000). */
@@ -212,7 +217,8 @@ export async function trainRetriever(
   // Examples grouped by task (homogeneousBatches indexes within a task).
   const byTask = tasks.map((t) => data.train.map((e, i) => (e.task === t ? i : -1)).filter((i) => i >= 0));
   const rates = tasks.map((t) => o.samplingRates?.[t] ?? 1);
-  const plan = (epoch: number) => homogeneousBatches(byTask.map((x) => x.length), o.batchSize, { rates, seed: o.seed, epoch });
+  const groups = o.groupBatches ? byTask.map((x) => x.map((i) => data.train[i]!.group ?? `\u0000${i}`)) : undefined;
+  const plan = (epoch: number) => homogeneousBatches(byTask.map((x) => x.length), o.batchSize, { rates, seed: o.seed, epoch, groups });
   const batchesPerEpoch = plan(0).length;
   const totalSteps = Math.ceil((o.epochs * batchesPerEpoch) / o.accumulation);
   const schedule = linearSchedule(o.warmupSteps ?? Math.round(totalSteps * 0.1), totalSteps);

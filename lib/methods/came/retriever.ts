@@ -12,7 +12,7 @@ import { SparseIndex } from '../../sparse-index.js';
 import { Tensor } from '../../tensor.js';
 import { WordPieceTokenizer } from '../../text/tokenizer.js';
 import type { PassageText } from '../../train/examples.js';
-import { readWeights, writeWeights } from '../../train/model-dir.js';
+import { readWeights, writeWeights, type WeightStorage } from '../../train/model-dir.js';
 import { TokenTable } from '../../train/token-table.js';
 import { mustBeArray, mustBeObject } from '../../validate.js';
 import { encodeCame, type CameEncoding } from './encode.js';
@@ -294,10 +294,10 @@ export class CameRetriever {
   }
 
   /**
-   * Writes the retriever as one directory: came.json, vocab.txt and model-<i>.safetensors per model (f32 or bf16).
+   * Writes the retriever as one directory: came.json, vocab.txt and model-<i>.safetensors per model (f32, bf16 or q8).
    * The indexes are not saved: `index` rebuilds them from the corpus.
    */
-  save(dir: string, options: { dtype?: 'F32' | 'BF16' } = {}): void {
+  save(dir: string, options: { dtype?: WeightStorage } = {}): void {
     mkdirSync(dir, { recursive: true });
     const dtype = options.dtype ?? 'F32';
     const models = this.models.map((m, i) => {

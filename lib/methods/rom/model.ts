@@ -14,7 +14,7 @@ import { Tensor } from '../../tensor.js';
 import { WordPieceTokenizer } from '../../text/tokenizer.js';
 import { encodeTable, type TableEncoder } from '../../train/encode-corpus.js';
 import type { PassageText } from '../../train/examples.js';
-import { readWeights, writeWeights } from '../../train/model-dir.js';
+import { readWeights, writeWeights, type WeightStorage } from '../../train/model-dir.js';
 import { Retriever } from '../../train/retriever.js';
 import { TokenTable } from '../../train/token-table.js';
 import { mustBeArray, mustBeObject } from '../../validate.js';
@@ -290,7 +290,7 @@ export class RomModel {
    * Writes rom.json, vocab.txt and network.safetensors (plus the separate retrieval side: retrieval.safetensors, or
    * a bi-encoder's model directory under retriever/). The index is not saved: `index` rebuilds it.
    */
-  save(dir: string, options: { dtype?: 'F32' | 'BF16' } = {}): void {
+  save(dir: string, options: { dtype?: WeightStorage } = {}): void {
     if (typeof dir !== 'string' || !dir) throw new QuorumError('ERR_ARG', 'dir must be a non-empty string');
     mkdirSync(dir, { recursive: true });
     const dtype = options.dtype ?? 'F32';
