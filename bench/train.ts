@@ -87,7 +87,7 @@ await addBm25Negatives(devEx, passages, { k: 30, index: bm25 });
 if (arg('group-batches', '0') === '1') for (const e of trainEx) e.group = passages[e.positives[0]!]!.id.split('-').slice(0, 2).join('-');
 // --same-document=1: a question's hard negatives (drawn at random from its BM25 list) only from its gold passage's
 // own document (`task-<doc>-<chunk>`) where that list has any, so that they are other chunks of that document
-// (COVID-QA: the top BM25 negative is in 49% of its questions).
+// (COVID-QA: for 49% of its training questions BM25's top negative already comes from the gold paper).
 if (arg('same-document', '0') === '1') {
   const docOf = (row: number) => passages[row]!.id.split('-').slice(0, 2).join('-');
   for (const e of trainEx) {
@@ -277,6 +277,7 @@ for (const preset of presets) {
     await fitCentre(model, passageTable);
     const devAfter = (await devModel(model))['all']!['MRR@10']!;
     console.log(`  centre refit on the corpus: dev MRR@10 ${devBefore.toFixed(4)} -> ${devAfter.toFixed(4)}${devAfter > devBefore ? ' (kept)' : ' (not kept)'}`);
+    // Interpolating a snapshot with itself writes it back: the trained centre restored.
     if (devAfter <= devBefore) interpolateParameters(model, before, before, 1);
   }
   const e0 = performance.now();

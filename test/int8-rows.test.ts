@@ -35,6 +35,17 @@ describe('int8 rows', () => {
     expect(quantizeRowsInt8(new Float32Array(0), 0, 5).scales.length).toBe(0);
   });
 
+  it('keeps rows near the ends of the f32 range finite: the largest decode finite, subnormal-scale rows as zeros', () => {
+    const big = Float32Array.of(3.4028234e38, -1e38, 1);
+    const q = quantizeRowsInt8(big, 1, 3);
+    const back = dequantizeRowsInt8(q.codes, q.scales, 3);
+    expect(back.every(Number.isFinite)).toBe(true);
+    expect(Math.abs(back[0]! - big[0]!) / big[0]!).toBeLessThan(1 / 200);
+    const tiny = quantizeRowsInt8(Float32Array.of(1e-38, -1e-39), 1, 2);
+    expect(tiny.scales[0]).toBe(0);
+    expect(Array.from(dequantizeRowsInt8(tiny.codes, tiny.scales, 2))).toEqual([0, 0]);
+  });
+
   it('gives typed errors for bad shapes, non-finite values and corrupt codes or scales', () => {
     const err = (fn: () => unknown, code: string) => expect(fn).toThrow(expect.objectContaining({ code }));
     err(() => quantizeRowsInt8(new Float32Array(5), 2, 2), 'ERR_SHAPE');

@@ -18,6 +18,7 @@ import { seededRandom } from '../lib/random.js';
 import { homogeneousBatches, linearSchedule } from '../lib/train/schedule.js';
 import { composeBatch, mineHardNegatives, trainRetriever } from '../lib/train/trainer.js';
 import { TokenTable } from '../lib/train/token-table.js';
+import { writeWeights } from '../lib/train/model-dir.js';
 import { code } from './basics.js';
 
 // A 40-word vocabulary: w0 .. w31 plus the specials.
@@ -377,7 +378,7 @@ describe('model directory', () => {
         a.forEach((v, i) => expect(Math.abs(b[i]! - v)).toBeLessThanOrEqual(Math.abs(v) * 2 ** -8));
       }
     }
-    // A scale missing, of the wrong length or negative, or a stray extra tensor: ERR_FORMAT, and nothing half-loaded.
+    // A scale missing, of the wrong length, negative or NaN, a code of -128, an int8 vector, or a stray extra tensor.
     const name = 'encoder.embeddings.word_embeddings.weight';
     expect(stored.has(name)).toBe(true);
     const rewrite = async (edit: (t: Map<string, { shape: number[]; data: Float32Array; dtype: 'F32' | 'BF16' | 'I8' }>) => void) => {
@@ -390,6 +391,17 @@ describe('model directory', () => {
     await rewrite((t) => t.set(`${name}#scale`, { shape: [2], data: Float32Array.of(1, 1), dtype: 'F32' }));
     await rewrite((t) => t.get(`${name}#scale`)!.data.fill(-1));
     await rewrite((t) => t.set('extra#scale', { shape: [1], data: Float32Array.of(1), dtype: 'F32' }));
+    await rewrite((t) => t.get(`${name}#scale`)!.data.fill(NaN));
+    await rewrite((t) => (t.get(name)!.data[0] = -128));
+    const vector = 'encoder.embeddings.token_weights.weight';
+    await rewrite((t) => {
+      t.set(vector, { ...t.get(vector)!, data: new Float32Array(t.get(vector)!.data.length), dtype: 'I8' });
+      t.set(`${vector}#scale`, { shape: [t.get(vector)!.shape[0]!], data: new Float32Array(t.get(vector)!.shape[0]!).fill(1), dtype: 'F32' });
+    });
+    // Saving refuses a weight int8 cannot hold (a diverged run's NaN; setParameter refuses one, so a stand-in
+    // table holds it), naming the parameter.
+    const diverged = { parameters: () => [{ name: 'w', shape: [2, 2] }], getParameter: () => Float32Array.of(1, 2, NaN, 4) };
+    expect(() => writeWeights(diverged as never, join(tempDir(), 'w.safetensors'), 'Q8', 'test')).toThrow(expect.objectContaining({ code: 'ERR_ARG', message: expect.stringMatching(/^w: row 1/) }));
     expect(() => Retriever.create({ preset: 'siamese', encoder: tiny }).saveModel(tempDir(), { tokenizer: tok, dtype: 'Q4' as never })).toThrow(expect.objectContaining({ code: 'ERR_ARG' }));
   });
 
@@ -547,6 +559,14 @@ describe('initialization', () => {
     // With identical experts, TASER encodes exactly as the plain BERT it came from.
     const batch = tok.encode(texts);
     expect(maxAbsDiff(model.encodeSync(batch, 'passage'), source.encodeSync(batch, 'passage'))).toBeLessThan(1e-5);
+    // An integer buffer the mapping does not use loads; an integer (quantized) weight does not.
+    tensors['bert.embeddings.position_ids'] = { shape: [1, 4], data: Float32Array.of(0, 1, 2, 3), dtype: 'I8' } as never;
+    writeFileSync(join(dir, 'model.safetensors'), writeSafetensors(tensors));
+    await expect(initFromBertCheckpoint(model, join(dir, 'model.safetensors'))).resolves.toMatchObject({ missing: [] });
+    const wName = 'bert.embeddings.word_embeddings.weight';
+    tensors[wName] = { shape: tensors[wName]!.shape, data: tensors[wName]!.data.map((v) => Math.max(-127, Math.min(127, Math.round(v * 100)))), dtype: 'I8' } as never;
+    writeFileSync(join(dir, 'model.safetensors'), writeSafetensors(tensors));
+    await expect(initFromBertCheckpoint(model, join(dir, 'model.safetensors'))).rejects.toMatchObject({ code: 'ERR_FORMAT', message: expect.stringContaining(wName) });
   });
 });
 
@@ -618,6 +638,36 @@ describe('training loop', () => {
     expect(maxAbsDiff(resumed.getParameter(w), a.getParameter(w))).toBeLessThan(1e-5);
   });
 
+  it('groupBatches puts a group\'s questions in the same batches; a group that is not a string is ERR_ARG', async () => {
+    // Two groups of 8 interleaved: long questions (6 words) and short ones (1 word), one passage each of one word.
+    const passages = Array.from({ length: 16 }, (_, i) => ({ title: '', text: `w${i + 8}` }));
+    const train: TrainingExample[] = passages.map((_, i) => ({
+      query: i % 2 ? `w${i + 8}` : `w1 w2 w3 w4 w5 w${i + 8}`,
+      task: 't',
+      positives: [i],
+      hardNegatives: [],
+      group: i % 2 ? 'short' : 'long',
+    }));
+    const tokens = async (groupBatches: boolean) => {
+      Retriever.seed(4);
+      const model = Retriever.create({ preset: 'siamese', encoder: { ...tiny, layers: 0, pooling: 'mean' } });
+      const seen: number[] = [];
+      await trainRetriever(model, tok, { passages, train }, { ...options, maxQueryLength: 16, epochs: 1, batchSize: 8, groupBatches, onBatch: (b) => void seen.push(b.tokens) });
+      return seen;
+    };
+    // Grouped, one batch holds every long question and the other every short one: 8 x 5 tokens apart. A batch
+    // mixing k long questions with 8 - k short ones would be 5 x |2k - 8| apart from the other.
+    const grouped = await tokens(true);
+    expect(grouped).toHaveLength(2);
+    expect(Math.abs(grouped[0]! - grouped[1]!)).toBe(40);
+    // Without it this seed's batches mix the groups (so the check above can fail).
+    const mixed = await tokens(false);
+    expect(mixed).toHaveLength(2);
+    expect(Math.abs(mixed[0]! - mixed[1]!)).toBeLessThan(40);
+    const bad = train.map((e, i) => (i === 3 ? { ...e, group: 7 as never } : e));
+    await expect(trainRetriever(Retriever.create({ preset: 'siamese', encoder: tiny }), tok, { passages, train: bad }, { ...options, groupBatches: true })).rejects.toMatchObject({ code: 'ERR_ARG', message: expect.stringContaining('example 3') });
+  });
+
   it('mines hard negatives with the model\'s own index, never gold', async () => {
     Retriever.seed(6);
     const model = Retriever.create({ preset: 'siamese', encoder: tiny });
@@ -647,6 +697,14 @@ describe('batches and schedules', () => {
     for (const x of b) expect(x.examples.every((i) => i < (x.task === 0 ? 50 : 10))).toBe(true);
     expect(homogeneousBatches([50, 10], 8, { seed: 1, epoch: 1 })).not.toEqual(homogeneousBatches([50, 10], 8, { seed: 1, epoch: 0 }));
     expect(homogeneousBatches([50, 10], 8, { seed: 1, epoch: 1 })).toEqual(homogeneousBatches([50, 10], 8, { seed: 1, epoch: 1 }));
+    // The exact draws for a seed (the order every seeded training run since issue 6 has used).
+    expect(homogeneousBatches([5, 3], 2, { seed: 1, epoch: 0 })).toEqual([
+      { task: 0, examples: [4, 2] },
+      { task: 1, examples: [2] },
+      { task: 0, examples: [1, 0] },
+      { task: 0, examples: [3] },
+      { task: 1, examples: [1, 0] },
+    ]);
   });
 
   it('keeps the examples of one group in the same batches when groups are given', () => {
@@ -665,6 +723,7 @@ describe('batches and schedules', () => {
     expect(() => homogeneousBatches([40], 8, { groups: [keys.slice(1)] })).toThrow(expect.objectContaining({ code: 'ERR_SHAPE' }));
     expect(() => homogeneousBatches([1], 8, { groups: ['a' as never] })).toThrow(expect.objectContaining({ code: 'ERR_ARG' }));
     expect(() => homogeneousBatches([1], 8, { groups: [[7 as never]] })).toThrow(expect.objectContaining({ code: 'ERR_ARG' }));
+    expect(() => homogeneousBatches([2], 8, { groups: [new Array<string>(2)] })).toThrow(expect.objectContaining({ code: 'ERR_ARG' }));
   });
 
   it('leaves passages that are gold for a question out of its negatives', () => {

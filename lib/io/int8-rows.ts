@@ -3,11 +3,16 @@
 // error of every row under 1/254 of its largest entry, whatever the spread of norms between rows.
 import { QuorumError } from '../errors.js';
 
-/** A matrix as int8 codes (held in a Float32Array of integers in [-127, 127]) and one scale per row. */
+/**
+ * A matrix as int8 codes and one scale per row. The codes are held in a Float32Array of integers in [-127, 127]
+ * because that is what the safetensors writer and reader exchange (it stores them as I8 bytes).
+ */
 export interface Int8Rows {
   codes: Float32Array;
   scales: Float32Array;
 }
+
+const MIN_NORMAL_F32 = 2 ** -126;
 
 function checkShape(length: number, rows: number, cols: number): void {
   if (!Number.isSafeInteger(rows) || !Number.isSafeInteger(cols) || rows < 0 || cols < 0 || rows * cols !== length)
@@ -33,7 +38,11 @@ export function quantizeRowsInt8(data: Float32Array, rows: number, cols: number)
       max = Math.max(max, Math.abs(v));
     }
     // The scale is rounded to f32 first, so that decoding (code * scale in f32) sees the same scale as encoding.
-    const scale = Math.fround(max / 127);
+    // Below the smallest normal f32 the scale would be too coarse to bound the error: such a row is stored as
+    // zeros. Near f32's maximum, 127 * scale could round to infinity: the scale steps down one ulp.
+    let scale = Math.fround(max / 127);
+    if (scale < MIN_NORMAL_F32) scale = 0;
+    while (Math.fround(127 * scale) === Infinity) scale = Math.fround(scale * (1 - 2 ** -23));
     scales[r] = scale;
     if (scale === 0) continue;
     for (let c = 0; c < cols; c++) codes[r * cols + c] = Math.max(-127, Math.min(127, Math.round((row[c] as number) / scale)));

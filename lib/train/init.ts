@@ -76,7 +76,14 @@ export async function initFromGlove(
  * const { missing, unused } = await initFromBertCheckpoint(model, 'model.safetensors');
  */
 export async function initFromBertCheckpoint(model: Retriever, path: string): Promise<{ missing: string[]; unused: string[] }> {
-  const mapped = mapBertCheckpoint(await loadSafetensors(path), model.config.encoder);
+  const source = await loadSafetensors(path);
+  const mapped = mapBertCheckpoint(source, model.config.encoder);
+  // Integer tensors are buffers (position ids) or quantized weights whose scales live elsewhere: read as weights,
+  // their codes would train silently from garbage.
+  const unused = new Set(mapped.unused);
+  for (const [name, t] of source)
+    if (!unused.has(name) && (t.dtype === 'I8' || t.dtype === 'I32' || t.dtype === 'I64'))
+      throw new QuorumError('ERR_FORMAT', `${path}: ${name} is ${t.dtype}; only floating-point (unquantized) checkpoints load as weights`);
   for (const e of model.encoderNames()) for (const [name, values] of mapped.tensors) model.setParameter(`${e}.${name}`, values);
   return { missing: mapped.missing, unused: mapped.unused };
 }

@@ -47,6 +47,7 @@ export interface ModelCard {
 /**
  * How weights are stored: F32; BF16 (half the size, each weight rounded to 8 significant bits); Q8 (every matrix
  * as int8 codes with one f32 scale per row, a quarter of F32 for an embedding table; vectors and scalars as BF16).
+ * Q8 refuses a non-finite weight when saving (ERR_ARG); F32 and BF16 store it, and loading refuses it.
  */
 export type WeightStorage = 'F32' | 'BF16' | 'Q8';
 
@@ -115,16 +116,24 @@ const SCALE_SUFFIX = '#scale';
 /** Every parameter of `model` to one safetensors file (written atomically), as `dtype` says ({@link WeightStorage}). */
 export function writeWeights(model: ParameterTable, path: string, dtype: WeightStorage, format: string): void {
   if (dtype !== 'F32' && dtype !== 'BF16' && dtype !== 'Q8') throw new QuorumError('ERR_ARG', `weight storage must be F32, BF16 or Q8, got ${String(dtype)}`);
-  const tensors = new Map<string, TensorToWrite>();
+  const tensors: Array<[string, TensorToWrite]> = [];
   for (const { name, shape } of model.parameters()) {
     const data = model.getParameter(name);
     if (dtype === 'Q8' && shape.length === 2) {
-      const { codes, scales } = quantizeRowsInt8(data, shape[0]!, shape[1]!);
-      tensors.set(name, { shape, data: codes, dtype: 'I8' });
-      tensors.set(name + SCALE_SUFFIX, { shape: [shape[0]!], data: scales, dtype: 'F32' });
-    } else tensors.set(name, { shape, data, dtype: dtype === 'Q8' ? 'BF16' : dtype });
+      let q;
+      try {
+        q = quantizeRowsInt8(data, shape[0]!, shape[1]!);
+      } catch (e) {
+        throw new QuorumError((e as QuorumError).code ?? 'ERR_ARG', `${name}: ${(e as Error).message}`, { cause: e });
+      }
+      tensors.push([name, { shape, data: q.codes, dtype: 'I8' }], [name + SCALE_SUFFIX, { shape: [shape[0]!], data: q.scales, dtype: 'F32' }]);
+    } else tensors.push([name, { shape, data, dtype: dtype === 'Q8' ? 'BF16' : dtype }]);
   }
-  writeFileAtomic(path, writeSafetensors(tensors, { format }));
+  // Wider elements first (f32, then bf16, then int8; stable within each), so that every tensor starts aligned to
+  // its element size and readers can view it in place.
+  const width = (t: TensorToWrite) => ({ F32: 4, BF16: 2, I8: 1 })[t.dtype ?? 'F32'];
+  tensors.sort((a, b) => width(b[1]) - width(a[1]));
+  writeFileAtomic(path, writeSafetensors(new Map(tensors), { format }));
 }
 
 /**

@@ -40,12 +40,13 @@ export interface TaskBatch {
  */
 function groupedOrder(keys: readonly string[], random: () => number): number[] {
   const byKey = new Map<string, number[]>();
-  keys.forEach((k, i) => {
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i];
     if (typeof k !== 'string') throw new QuorumError('ERR_ARG', `group key ${i} must be a string`);
     const members = byKey.get(k);
     if (members) members.push(i);
     else byKey.set(k, [i]);
-  });
+  }
   return shuffle([...byKey.values()], random).flatMap((members) => shuffle(members, random));
 }
 

@@ -217,6 +217,11 @@ export async function trainRetriever(
   // Examples grouped by task (homogeneousBatches indexes within a task).
   const byTask = tasks.map((t) => data.train.map((e, i) => (e.task === t ? i : -1)).filter((i) => i >= 0));
   const rates = tasks.map((t) => o.samplingRates?.[t] ?? 1);
+  if (o.groupBatches)
+    data.train.forEach((e, i) => {
+      if (e.group !== undefined && typeof e.group !== 'string') throw new QuorumError('ERR_ARG', `training example ${i}: group must be a string`);
+    });
+  // An example without a group is a group of its own (the NUL prefix keeps it apart from any real key).
   const groups = o.groupBatches ? byTask.map((x) => x.map((i) => data.train[i]!.group ?? `\u0000${i}`)) : undefined;
   const plan = (epoch: number) => homogeneousBatches(byTask.map((x) => x.length), o.batchSize, { rates, seed: o.seed, epoch, groups });
   const batchesPerEpoch = plan(0).length;
