@@ -10,6 +10,7 @@
 //     [--ict=0 (1: ROM's ICT examples from the trained tasks' passages added to the training questions)] [--ict-keep=0.1]
 //     [--wise=0 (1: the kept model interpolated toward its start, WiSE-FT, lambda chosen on dev MRR@10)]
 //     [--refit-centre=0 (1: the centre refit on the corpus after training, kept if dev MRR@10 rises)]
+//     [--projection=0 (N: a linear head after pooling; square, initFromGlove starts it as the identity)]
 //     [--group-batches=0 (1: a gold document's questions share batches, TAS-style)]
 //     [--same-document=0 (1: hard negatives only from the gold passage's own document, where BM25 found any)]
 //     [--presets=taser,bi-encoder,siamese] [--data=DIR] [--reps=7] [--hard-negatives=1] [--layer-decay=0.8 taser, 1 others]
@@ -60,6 +61,7 @@ const encoder = {
   normalize: arg('normalize', '1') === '1',
   tokenWeights: arg('token-weights', '1') === '1',
   center: arg('center', '1') === '1',
+  projectionDim: Number(arg('projection', '0')),
 };
 const train = {
   batchSize: Number(arg('batch', '32')),
@@ -231,6 +233,7 @@ for (const preset of presets) {
   const model = Retriever.create({ preset, encoder, tasks });
   const { coverage, uncovered } = await initFromGlove(model, tokenizer.vocabulary, { glove, seed, identityBlocks: arg('identity', '0') === '1' });
   await fitPoolingToCorpus(model, tokenizer, passages, { maxPassageLength: train.maxPassageLength, mute: arg('mute', '1') === '1' ? uncovered : [] });
+
   const ckpt = join(tmpdir(), `quorum-train-${preset}-${process.pid}`);
   mkdirSync(ckpt, { recursive: true });
   console.log(`\n${preset}: ${model.parameterCount.toLocaleString()} parameters, GloVe covers ${(coverage * 100).toFixed(1)}% of the vocabulary`);

@@ -218,9 +218,11 @@ describe('quorum CLI', () => {
   it('train and eval give typed one-line errors on bad input', () => {
     writeTiny();
     const model = join(out, 'model-bad');
-    const ok = quorum('train', '--data', tiny, '--preset', 'siamese', '--layers', '0', '--hidden', '8', '--epochs', '1', '--no-glove', '--max-passage-length', '16', '--dtype', 'q8', '--out', model);
+    const ok = quorum('train', '--data', tiny, '--preset', 'siamese', '--layers', '0', '--hidden', '8', '--projection', '8', '--epochs', '1', '--no-glove', '--max-passage-length', '16', '--dtype', 'q8', '--out', model);
     expect(ok.status).toBe(0);
-    expect(JSON.parse(readFileSync(join(model, 'model.json'), 'utf8')).weights.dtype).toBe('Q8');
+    const card = JSON.parse(readFileSync(join(model, 'model.json'), 'utf8'));
+    expect(card.weights.dtype).toBe('Q8');
+    expect(card.config.encoder.projectionDim).toBe(8);
     expect(quorum('eval', '--data', tiny, '--model', model, '--methods', 'dense').status).toBe(0);
     const version = join(out, 'model-v2');
     mkdirSync(version, { recursive: true });
@@ -237,6 +239,7 @@ describe('quorum CLI', () => {
       [['train', '--data', tiny, '--preset', 'taser', '--pooling', 'first', '--out', join(out, 'm')], /^quorum: ERR_ARG: unknown pooling 'first'/],
       [['train', '--data', tiny, '--preset', 'taser', '--tasks', 'nq', '--no-glove', '--out', join(out, 'm')], /^quorum: ERR_ARG: task 'nq' has no training questions/],
       [['train', '--data', tiny, '--preset', 'taser', '--dtype', 'q4', '--out', join(out, 'm')], /^quorum: ERR_ARG: --dtype must be f32, bf16 or q8, got 'q4'/],
+      [['train', '--data', tiny, '--preset', 'taser', '--projection', '-1', '--out', join(out, 'm')], /^quorum: ERR_ARG: .*'-1' is invalid/],
       [['eval', '--data', tiny, '--model', version, '--methods', 'dense'], /^quorum: ERR_FORMAT: .*format version 2/],
       [['eval', '--data', tiny, '--model', truncated, '--methods', 'dense'], /^quorum: ERR_FORMAT: .*weights\.safetensors/],
       [['encode', '--model', join(out, 'none'), '--data', tiny, '--out', join(out, 'e')], /^quorum: ERR_IO: .*not a model directory/],

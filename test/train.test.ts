@@ -473,6 +473,31 @@ describe('initialization', () => {
     expect(maxAbsDiff(a, b)).toBeLessThan(1e-6);
   });
 
+  it('starts a square linear head as the identity, so the model encodes as it does without one', async () => {
+    const glove = { words: new Map([['w1', 0], ['w2', 1]]), dim: 16, vectors: Float32Array.from({ length: 32 }, (_, i) => Math.sin(i)) };
+    const flat = { ...tiny, layers: 0, pooling: 'mean' as const, normalize: true };
+    const bare = Retriever.create({ preset: 'siamese', encoder: flat });
+    const headed = Retriever.create({ preset: 'siamese', encoder: { ...flat, projectionDim: 16 } });
+    await initFromGlove(bare, VOCAB, { glove, seed: 3 });
+    await initFromGlove(headed, VOCAB, { glove, seed: 3 });
+    const w = headed.getParameter('encoder.projection.weight');
+    w.forEach((v, i) => expect(v).toBe(i % 17 === 0 ? 1 : 0));
+    expect(headed.getParameter('encoder.projection.bias').every((v) => v === 0)).toBe(true);
+    const batch = tok.encode(['w1 w2 w3', 'w2']);
+    expect(maxAbsDiff(headed.encodeSync(batch, 'passage'), bare.encodeSync(batch, 'passage'))).toBeLessThan(1e-6);
+    // identityHead: false, a head of another width, or an MLP head keep their random start.
+    const kept = Retriever.create({ preset: 'siamese', encoder: { ...flat, projectionDim: 16 } });
+    const before = kept.getParameter('encoder.projection.weight');
+    await initFromGlove(kept, VOCAB, { glove, identityHead: false });
+    expect(kept.getParameter('encoder.projection.weight')).toEqual(before);
+    for (const head of [{ projectionDim: 8 }, { projectionDim: 16, projectionHidden: 16 }]) {
+      const m = Retriever.create({ preset: 'siamese', encoder: { ...flat, ...head } });
+      const b = m.getParameter('encoder.projection.weight');
+      await initFromGlove(m, VOCAB, { glove });
+      expect(m.getParameter('encoder.projection.weight')).toEqual(b);
+    }
+  });
+
   it('fits token weights to ln IDF and the centre to the mean pooled passage state, per encoder', async () => {
     const passages = [{ title: '', text: 'w1 w2' }, { title: '', text: 'w1 w3' }, { title: '', text: 'w1 w2 w4' }];
     const model = Retriever.create({ preset: 'bi-encoder', encoder: { ...tiny, tokenWeights: true, center: true } });

@@ -87,6 +87,7 @@ program
   .option('--pooling <name>', `${POOLINGS.join(', ')}`, 'mean')
   .option('--layers <n>', 'Transformer layers (0: embeddings and pooling only)', count, 2)
   .option('--hidden <n>', 'hidden size (100 keeps the GloVe vectors unprojected)', int, 100)
+  .option('--projection <n>', 'a linear head of this width after pooling (equal to --hidden: it starts as the identity); 0: none', count, 0)
   .option('--epochs <n>', 'passes over the training questions', int, 8)
   .option('--batch <n>', 'questions per batch', int, 32)
   .option('--lr <x>', 'peak learning rate', num, 1e-3)

@@ -38,6 +38,8 @@ export interface TrainCommandOptions {
   /** IDF-initialised token weights and corpus centring for mean pooling (default on with mean pooling). */
   fitPooling: boolean;
   dtype: string;
+  /** Width of a linear head after pooling (0: none); square, it starts as the identity. */
+  projection?: number;
   resume?: boolean;
   budget?: number;
   /** Prepend each task's marker to its questions (default: when training on several tasks). */
@@ -58,6 +60,7 @@ function checkOptions(o: TrainCommandOptions): void {
     ['--max-query-length', o.maxQueryLength, 3],
     ['--max-passage-length', o.maxPassageLength, 3],
     ['--attention-window', o.attentionWindow ?? 0, 0],
+    ['--projection', o.projection ?? 0, 0],
   ] as const)
     check(Number.isInteger(v) && v >= min, 'ERR_RANGE', `${name} must be an integer >= ${min}, got ${v}`);
   check(o.lr > 0 && Number.isFinite(o.lr), 'ERR_RANGE', `--lr must be > 0, got ${o.lr}`);
@@ -84,6 +87,7 @@ export async function trainCommand(o: TrainCommandOptions, log: (line: string) =
       ffnSize: 4 * o.hidden,
       maxPositions: Math.max(o.maxQueryLength, o.maxPassageLength),
       attentionWindow: o.attentionWindow ?? 0,
+      projectionDim: o.projection ?? 0,
       pooling,
       tokenWeights: fit,
       center: fit,

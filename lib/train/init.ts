@@ -35,7 +35,9 @@ const RESIDUAL_OUTPUT = /^encoder\.layer\.\d+\.(attention\.|experts\.\d+\.)?outp
  * Position and segment embeddings start at zero (`zeroPositions`, default true), so that a model starts as the bag
  * of its GloVe words and learns word order from there: their usual random start (N(0, 0.02)) added the same noise to
  * every text, and cost a 0-layer model 0.01 MRR@10 at step 0 on both trained tasks of multidomain-mini
- * (dev COVID-QA 0.160 against 0.169 with zeros).
+ * (dev COVID-QA 0.160 against 0.169 with zeros). A square linear head after pooling (`projectionDim` equal to
+ * hiddenSize, no `projectionHidden`) starts as the identity (`identityHead`, default true), so that the model starts
+ * as the same average and the head learns a metric over its dimensions; a random square head would mix them.
  *
  * @example
  * const model = Retriever.create({ preset: 'taser', encoder: { hiddenSize: 128, embeddingSize: 100 } });
@@ -44,7 +46,7 @@ const RESIDUAL_OUTPUT = /^encoder\.layer\.\d+\.(attention\.|experts\.\d+\.)?outp
 export async function initFromGlove(
   model: EmbeddingModel,
   vocabulary: readonly string[],
-  options: { glove?: GloveVectors; seed?: number; zeroPositions?: boolean; identityBlocks?: boolean } = {},
+  options: { glove?: GloveVectors; seed?: number; zeroPositions?: boolean; identityBlocks?: boolean; identityHead?: boolean } = {},
 ): Promise<{ covered: number; coverage: number; uncovered: number[] }> {
   mustBeObject(model, 'model');
   mustBeArray(vocabulary, 'vocabulary');
@@ -60,9 +62,16 @@ export async function initFromGlove(
   const zeroed = [...parameterShapes(enc)].filter(
     ([name]) => ((options.zeroPositions ?? true) && EMBEDDING_OFFSETS.test(name)) || (options.identityBlocks && RESIDUAL_OUTPUT.test(name)),
   );
+  const H = enc.hiddenSize;
+  const squareHead = (options.identityHead ?? true) && enc.projectionDim === H && !(enc.projectionHidden ?? 0);
+  const identity = squareHead ? Float32Array.from({ length: H * H }, (_, i) => (i % (H + 1) === 0 ? 1 : 0)) : undefined;
   for (const e of model.encoderNames()) {
     model.setParameter(`${e}.embeddings.word_embeddings.weight`, table);
     for (const [name, shape] of zeroed) model.setParameter(`${e}.${name}`, new Float32Array(elementCount(shape)));
+    if (identity) {
+      model.setParameter(`${e}.projection.weight`, identity);
+      model.setParameter(`${e}.projection.bias`, new Float32Array(H));
+    }
   }
   return { covered, coverage: covered / vocabulary.length, uncovered };
 }
