@@ -2,13 +2,14 @@
 // typed errors, one training step against its parts (standardized sum, competitive weights, kernels against
 // libtorch's own ops), each expert's index against brute force, the fusions, training, save / load, and the CLI.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { rbo } from '../lib/eval/rbo.js';
+import { readSafetensors } from '../lib/io/safetensors.js';
 import { fitLexicalBias } from '../lib/methods/came/encode.js';
 import { expertScores } from '../lib/methods/came/scores.js';
 import { fitLinearFusion, fuseExperts, type Hit } from '../lib/methods/came/fusion.js';
@@ -233,6 +234,19 @@ describe('CAME retrieval', () => {
     const top = a.fused[0]![0]!;
     const s = l.reduce((acc, list, e) => acc + came.linear!.weights[e]! * (list.find((h) => h.id === top.id)?.score ?? list[list.length - 1]!.score), came.linear.bias);
     expect(top.score).toBeCloseTo(s, 4);
+
+    // Q8: the shared bottom's embedding tables as int8 rows, everything else bf16; it loads and searches.
+    const q8 = join(root, 'saved-q8');
+    came.save(q8, { dtype: 'Q8' });
+    const stored = readdirSync(q8).filter((f) => f.endsWith('.safetensors')).flatMap((f) => [...readSafetensors(readFileSync(join(q8, f)))]);
+    const int8 = stored.filter(([, t]) => t.dtype === 'I8').map(([n]) => n).sort();
+    expect(int8).toEqual(['bottom.embeddings.position_embeddings.weight', 'bottom.embeddings.token_type_embeddings.weight', 'bottom.embeddings.word_embeddings.weight']);
+    const fromQ8 = await CameRetriever.load(q8);
+    await fromQ8.index(corpus, { passageTerms: 20, queryTerms: 8 });
+    const q = await fromQ8.search(questions, { k: 5, fusion: 'linear' });
+    // Most top hits survive int8 rows of the tables.
+    const same = q.fused.filter((list, i) => list[0]!.id === a.fused[i]![0]!.id).length;
+    expect(same).toBeGreaterThanOrEqual(Math.ceil(questions.length * 0.6));
 
     expect(await asyncCode(CameRetriever.load(join(root, 'nowhere')))).toBe('ERR_IO');
     const card = JSON.parse(readFileSync(join(dir, 'came.json'), 'utf8'));

@@ -2,12 +2,13 @@
 // errors, each loss against a plain reference computed from the model's own outputs, training that learns, trainRom's
 // phases, schedules and refreshes, RomModel's answers and its directory, and the CLI.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
+import { readSafetensors } from '../lib/io/safetensors.js';
 import { RomModel } from '../lib/methods/rom/model.js';
 import { squadEvaluate } from '../lib/methods/rom/squad.js';
 import { trainRom } from '../lib/methods/rom/train.js';
@@ -287,6 +288,14 @@ describe('trainRom and RomModel', () => {
     again.loadIndex(join(dir, 'index'), corpus);
     expect(await again.answer(dev.map((e) => e.query), { k: 3 })).toEqual(a);
     expect(code(() => again.loadIndex(join(dir, 'index'), corpus.slice(1)))).toBe('ERR_FORMAT');
+    // Q8 storage (the encoder's embedding tables as int8 rows): loads, and answers from the same index.
+    rom.save(join(root, 'pipeline-q8'), { dtype: 'Q8' });
+    const tables = [...readSafetensors(readFileSync(join(root, 'pipeline-q8', 'network.safetensors')))].filter(([, t]) => t.dtype === 'I8').map(([n]) => n);
+    expect(tables.length).toBeGreaterThan(0);
+    expect(tables.every((n) => /\.embeddings\.[a-z_]+_embeddings\.weight$/.test(n))).toBe(true);
+    const q8 = await RomModel.load(join(root, 'pipeline-q8'));
+    await q8.index(corpus);
+    expect(await q8.answer(dev.map((e) => e.query), { k: 3 })).toHaveLength(dev.length);
     // Reading one question per native call or several (padded together) picks the same answers.
     const qs = dev.map((e) => e.query);
     const hits = await again.search(qs, { k: 3 });

@@ -6,7 +6,7 @@ import type { Pooling, RetrieverPreset } from '../train/config.js';
 import { prepareTraining } from '../train/prepare.js';
 import { fitPoolingToCorpus, initFromGlove } from '../train/init.js';
 import { Retriever } from '../train/retriever.js';
-import type { WeightStorage } from '../train/model-dir.js';
+import { weightStorageOption } from '../train/model-dir.js';
 import { trainRetriever } from '../train/trainer.js';
 import { check } from '../validate.js';
 
@@ -50,7 +50,7 @@ export interface TrainCommandOptions {
 function checkOptions(o: TrainCommandOptions): void {
   check(PRESETS.includes(o.preset as RetrieverPreset), 'ERR_ARG', `unknown preset '${o.preset}': use ${PRESETS.join(', ')}`);
   check(POOLINGS.includes(o.pooling as Pooling), 'ERR_ARG', `unknown pooling '${o.pooling}': use ${POOLINGS.join(', ')}`);
-  check(['f32', 'bf16', 'q8'].includes(o.dtype), 'ERR_ARG', `--dtype must be f32, bf16 or q8, got '${o.dtype}'`);
+  weightStorageOption(o.dtype);
   for (const [name, v, min] of [
     ['--layers', o.layers, 0],
     ['--hidden', o.hidden, 1],
@@ -130,7 +130,7 @@ export async function trainCommand(o: TrainCommandOptions, log: (line: string) =
     maxQueryLength: o.maxQueryLength,
     maxPassageLength: o.maxPassageLength,
     taskMarkers: options.taskMarkers,
-    dtype: o.dtype.toUpperCase() as WeightStorage,
+    dtype: weightStorageOption(o.dtype),
     training: { data: o.data, options, epochs: result.epochs, best: result.best, seconds: result.seconds },
   });
   log(

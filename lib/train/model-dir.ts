@@ -51,6 +51,13 @@ export interface ModelCard {
  */
 export type WeightStorage = 'F32' | 'BF16' | 'Q8';
 
+/** A command line's `--dtype` (f32, bf16 or q8, any case) as a {@link WeightStorage}; ERR_ARG otherwise. */
+export function weightStorageOption(value: string): WeightStorage {
+  const upper = typeof value === 'string' ? value.toUpperCase() : '';
+  if (upper !== 'F32' && upper !== 'BF16' && upper !== 'Q8') throw new QuorumError('ERR_ARG', `--dtype must be f32, bf16 or q8, got '${String(value)}'`);
+  return upper;
+}
+
 export interface SaveModelOptions extends Partial<TextSettings> {
   tokenizer: WordPieceTokenizer;
   /** Weight storage (default F32). */

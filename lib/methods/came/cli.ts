@@ -11,6 +11,7 @@ import { Retriever } from '../../train/retriever.js';
 import { CAME_FUSIONS, type CameFusion } from './fusion.js';
 import { CameRetriever } from './retriever.js';
 import { fitCameLinear, initCame, trainCame } from './train.js';
+import { weightStorageOption } from '../../train/model-dir.js';
 import { check } from '../../validate.js';
 
 export interface CameTrainCommandOptions {
@@ -39,7 +40,7 @@ export interface CameTrainCommandOptions {
 /** Trains, fits the linear fusion on dev, and writes a CAME directory. */
 export async function cameTrainCommand(o: CameTrainCommandOptions, log: (line: string) => void = console.log): Promise<CameRetriever> {
   check(o.mode === 'competitive' || o.mode === 'standardized', 'ERR_ARG', `--mode must be competitive or standardized, got '${o.mode}'`);
-  check(o.dtype === 'f32' || o.dtype === 'bf16', 'ERR_ARG', `--dtype must be f32 or bf16, got '${o.dtype}'`);
+  weightStorageOption(o.dtype);
   check(o.hidden % 4 === 0, 'ERR_ARG', `--hidden ${o.hidden} must be a multiple of the 4 attention heads`);
   check(o.lr > 0 && o.tau > 0 && o.flops >= 0, 'ERR_RANGE', '--lr and --tau must be > 0, --flops >= 0');
   const d = await prepareTraining(o.data, { glove: o.glove, wordVocab: o.glove, log });
@@ -83,7 +84,7 @@ export async function cameTrainCommand(o: CameTrainCommandOptions, log: (line: s
     log(`linear fusion fitted on ${d.dev.length} dev questions: weights ${came.linear.weights.map((w) => w.toPrecision(3)).join(', ')}, bias ${came.linear.bias.toPrecision(3)}`);
   }
   came.training = { data: o.data, ...(came.training ?? {}) };
-  came.save(o.out, { dtype: o.dtype === 'bf16' ? 'BF16' : 'F32' });
+  came.save(o.out, { dtype: weightStorageOption(o.dtype) });
   log(`wrote ${o.out} (${Math.round(record.seconds)} s of training)`);
   return came;
 }
@@ -135,7 +136,7 @@ export function registerCameCommands(program: Command): void {
     .option('--no-glove', 'random token embeddings instead of GloVe')
     .option('--seed <n>', 'seed', count, 12345)
     .option('--budget <s>', 'stop each stage after the first epoch past this many seconds', int)
-    .option('--dtype <t>', 'weight storage: f32 or bf16', 'f32')
+    .option('--dtype <t>', 'weight storage: f32, bf16 or q8 (embedding tables as int8 rows with a scale each, the rest bf16)', 'f32')
     .action(async (o: CameTrainCommandOptions) => {
       await cameTrainCommand(o);
     });

@@ -14,6 +14,7 @@ import { Retriever } from '../../train/retriever.js';
 import { RomModel } from './model.js';
 import { ROM_SCHEDULES, type RomSchedule } from './schedule.js';
 import { trainRom } from './train.js';
+import { weightStorageOption } from '../../train/model-dir.js';
 import { check } from '../../validate.js';
 
 export interface RomTrainCommandOptions {
@@ -41,7 +42,7 @@ export interface RomTrainCommandOptions {
 /** Trains ROM on a dataset and writes its model directory. */
 export async function romTrainCommand(o: RomTrainCommandOptions, log: (line: string) => void = console.log): Promise<RomModel> {
   check(ROM_SCHEDULES.includes(o.schedule as RomSchedule), 'ERR_ARG', `--schedule must be one of ${ROM_SCHEDULES.join(', ')}, got '${o.schedule}'`);
-  check(o.dtype === 'f32' || o.dtype === 'bf16', 'ERR_ARG', `--dtype must be f32 or bf16, got '${o.dtype}'`);
+  weightStorageOption(o.dtype);
   check(o.hidden % 4 === 0, 'ERR_ARG', `--hidden ${o.hidden} must be a multiple of the 4 attention heads`);
   check(o.lr > 0, 'ERR_RANGE', '--lr must be > 0');
   const pretrain = (o.pretrain ?? '').split(',').filter(Boolean);
@@ -71,7 +72,7 @@ export async function romTrainCommand(o: RomTrainCommandOptions, log: (line: str
     log,
   });
   rom.training = { data: o.data, ...(rom.training ?? {}) };
-  rom.save(o.out, { dtype: o.dtype === 'bf16' ? 'BF16' : 'F32' });
+  rom.save(o.out, { dtype: weightStorageOption(o.dtype) });
   log(`wrote ${o.out} (${Math.round(record.seconds)} s of training, ${record.refreshes.length} index refreshes, ${record.readerExamples} reader questions)`);
   return rom;
 }
@@ -126,7 +127,7 @@ export function registerRomCommands(program: Command): void {
     .option('--no-refresh', 'keep the index the joint phase starts from (no refresh on improvement)')
     .option('--no-glove', 'random token embeddings instead of GloVe')
     .option('--seed <n>', 'seed', count, 12345)
-    .option('--dtype <t>', 'weight storage: f32 or bf16', 'f32')
+    .option('--dtype <t>', 'weight storage: f32, bf16 or q8 (embedding tables as int8 rows with a scale each, the rest bf16)', 'f32')
     .action(async (o: RomTrainCommandOptions) => {
       await romTrainCommand(o);
     });
