@@ -84,14 +84,15 @@ const trainEx = examplesFromQrels(trainDs, trainDs.qrels);
 const devEx = examplesFromQrels(devDs, devDs.qrels);
 const bm25 = await addBm25Negatives(trainEx, passages, { k: 30 });
 await addBm25Negatives(devEx, passages, { k: 30, index: bm25 });
+// A corpus row's document: `task-<doc>` of its id `task-<doc>-<chunk>` (quorum data build's ids).
+const docOf = (row: number) => passages[row]!.id.split('-').slice(0, 2).join('-');
 // --group-batches=1: a question's group is its gold passage's document, and batches keep a document's questions
 // together (TAS-style), so that other chunks of that document are in-batch negatives.
-if (arg('group-batches', '0') === '1') for (const e of trainEx) e.group = passages[e.positives[0]!]!.id.split('-').slice(0, 2).join('-');
+if (arg('group-batches', '0') === '1') for (const e of trainEx) e.group = docOf(e.positives[0]!);
 // --same-document=1: a question's hard negatives (drawn at random from its BM25 list) only from its gold passage's
 // own document (`task-<doc>-<chunk>`) where that list has any, so that they are other chunks of that document
 // (COVID-QA: for 49% of its training questions BM25's top negative already comes from the gold paper).
 if (arg('same-document', '0') === '1') {
-  const docOf = (row: number) => passages[row]!.id.split('-').slice(0, 2).join('-');
   for (const e of trainEx) {
     const gold = docOf(e.positives[0]!);
     const negs = e.hardNegatives ?? [];

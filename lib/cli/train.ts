@@ -50,7 +50,6 @@ export interface TrainCommandOptions {
 function checkOptions(o: TrainCommandOptions): void {
   check(PRESETS.includes(o.preset as RetrieverPreset), 'ERR_ARG', `unknown preset '${o.preset}': use ${PRESETS.join(', ')}`);
   check(POOLINGS.includes(o.pooling as Pooling), 'ERR_ARG', `unknown pooling '${o.pooling}': use ${POOLINGS.join(', ')}`);
-  weightStorageOption(o.dtype);
   for (const [name, v, min] of [
     ['--layers', o.layers, 0],
     ['--hidden', o.hidden, 1],
@@ -71,6 +70,7 @@ function checkOptions(o: TrainCommandOptions): void {
 
 export async function trainCommand(o: TrainCommandOptions, log: (line: string) => void = console.log): Promise<Retriever> {
   checkOptions(o);
+  const dtype = weightStorageOption(o.dtype);
   const { passages, train: trainEx, dev: devEx, tasks, tokenizer, glove } = await prepareTraining(o.data, { ...(o.tasks ? { tasks: o.tasks } : {}), glove: o.glove, wordVocab: o.wordVocab, log });
 
   const pooling = o.pooling as Pooling;
@@ -130,7 +130,7 @@ export async function trainCommand(o: TrainCommandOptions, log: (line: string) =
     maxQueryLength: o.maxQueryLength,
     maxPassageLength: o.maxPassageLength,
     taskMarkers: options.taskMarkers,
-    dtype: weightStorageOption(o.dtype),
+    dtype,
     training: { data: o.data, options, epochs: result.epochs, best: result.best, seconds: result.seconds },
   });
   log(

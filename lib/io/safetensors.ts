@@ -27,7 +27,8 @@ export interface TensorToWrite {
   dtype?: 'F32' | 'BF16' | 'I8';
 }
 
-const elementBytes: Readonly<Record<SafetensorsDtype, number>> = { F32: 4, F16: 2, BF16: 2, F64: 8, I32: 4, I64: 8, I8: 1 };
+/** Bytes per element of each dtype. */
+export const elementBytes: Readonly<Record<SafetensorsDtype, number>> = { F32: 4, F16: 2, BF16: 2, F64: 8, I32: 4, I64: 8, I8: 1 };
 
 // The reference implementation refuses larger headers; a bigger value means a corrupt or hostile length field.
 const maxHeaderBytes = 100 * 1024 * 1024;

@@ -8,7 +8,7 @@ import { readJsonFile, writeFileAtomic } from '../data/files.js';
 import { QuorumError } from '../errors.js';
 import { packageRoot } from '../native.js';
 import { dequantizeRowsInt8, quantizeRowsInt8 } from '../io/int8-rows.js';
-import { readSafetensors, writeSafetensors, type TensorToWrite } from '../io/safetensors.js';
+import { elementBytes, readSafetensors, writeSafetensors, type TensorToWrite } from '../io/safetensors.js';
 import { WordPieceTokenizer } from '../text/tokenizer.js';
 import type { RetrieverConfig } from './config.js';
 import type { Retriever } from './retriever.js';
@@ -143,7 +143,7 @@ export function writeWeights(model: ParameterTable, path: string, dtype: WeightS
   }
   // Wider elements first (f32, then bf16, then int8; stable within each), so that every tensor starts aligned to
   // its element size and readers can view it in place.
-  const width = (t: TensorToWrite) => ({ F32: 4, BF16: 2, I8: 1 })[t.dtype ?? 'F32'];
+  const width = (t: TensorToWrite) => elementBytes[t.dtype ?? 'F32'];
   tensors.sort((a, b) => width(b[1]) - width(a[1]));
   writeFileAtomic(path, writeSafetensors(new Map(tensors), { format }));
 }

@@ -40,7 +40,7 @@ export interface CameTrainCommandOptions {
 /** Trains, fits the linear fusion on dev, and writes a CAME directory. */
 export async function cameTrainCommand(o: CameTrainCommandOptions, log: (line: string) => void = console.log): Promise<CameRetriever> {
   check(o.mode === 'competitive' || o.mode === 'standardized', 'ERR_ARG', `--mode must be competitive or standardized, got '${o.mode}'`);
-  weightStorageOption(o.dtype);
+  const dtype = weightStorageOption(o.dtype);
   check(o.hidden % 4 === 0, 'ERR_ARG', `--hidden ${o.hidden} must be a multiple of the 4 attention heads`);
   check(o.lr > 0 && o.tau > 0 && o.flops >= 0, 'ERR_RANGE', '--lr and --tau must be > 0, --flops >= 0');
   const d = await prepareTraining(o.data, { glove: o.glove, wordVocab: o.glove, log });
@@ -84,7 +84,7 @@ export async function cameTrainCommand(o: CameTrainCommandOptions, log: (line: s
     log(`linear fusion fitted on ${d.dev.length} dev questions: weights ${came.linear.weights.map((w) => w.toPrecision(3)).join(', ')}, bias ${came.linear.bias.toPrecision(3)}`);
   }
   came.training = { data: o.data, ...(came.training ?? {}) };
-  came.save(o.out, { dtype: weightStorageOption(o.dtype) });
+  came.save(o.out, { dtype });
   log(`wrote ${o.out} (${Math.round(record.seconds)} s of training)`);
   return came;
 }

@@ -42,7 +42,7 @@ export interface RomTrainCommandOptions {
 /** Trains ROM on a dataset and writes its model directory. */
 export async function romTrainCommand(o: RomTrainCommandOptions, log: (line: string) => void = console.log): Promise<RomModel> {
   check(ROM_SCHEDULES.includes(o.schedule as RomSchedule), 'ERR_ARG', `--schedule must be one of ${ROM_SCHEDULES.join(', ')}, got '${o.schedule}'`);
-  weightStorageOption(o.dtype);
+  const dtype = weightStorageOption(o.dtype);
   check(o.hidden % 4 === 0, 'ERR_ARG', `--hidden ${o.hidden} must be a multiple of the 4 attention heads`);
   check(o.lr > 0, 'ERR_RANGE', '--lr must be > 0');
   const pretrain = (o.pretrain ?? '').split(',').filter(Boolean);
@@ -72,7 +72,7 @@ export async function romTrainCommand(o: RomTrainCommandOptions, log: (line: str
     log,
   });
   rom.training = { data: o.data, ...(rom.training ?? {}) };
-  rom.save(o.out, { dtype: weightStorageOption(o.dtype) });
+  rom.save(o.out, { dtype });
   log(`wrote ${o.out} (${Math.round(record.seconds)} s of training, ${record.refreshes.length} index refreshes, ${record.readerExamples} reader questions)`);
   return rom;
 }
