@@ -1,3 +1,4 @@
+import { backendOf } from './cuda.js';
 import { QuorumError, awaitNative, callNative } from './errors.js';
 import { type NativeTensorHandle, coreAddon } from './native.js';
 import { rowHits } from './operand.js';
@@ -55,8 +56,19 @@ function operands(queries: QueryInput, corpus: MatrixInput): [Tensor, Tensor] {
 }
 
 function topKResult(r: { ids: NativeTensorHandle; scores: NativeTensorHandle }): TopKResult {
-  const ids = Tensor.fromHandle<'i32'>(r.ids);
-  const scores = Tensor.fromHandle<'f32'>(r.scores);
+  let ids = Tensor.fromHandle<'i32'>(r.ids);
+  let scores = Tensor.fromHandle<'f32'>(r.scores);
+  if (ids.device !== 'cpu') {
+    // A GPU result is rows x k: copied back here, so that the result has the same form on every device.
+    const [di, ds] = [ids, scores];
+    try {
+      ids = di.to('cpu');
+      scores = ds.to('cpu');
+    } finally {
+      di.dispose();
+      ds.dispose();
+    }
+  }
   const [rows = 0, k = 0] = ids.shape;
   // Copied to V8's memory (rows x k, small beside the kernel's work) and the native tensors freed now: their
   // finalizers would run only when the event loop turns, so a Sync loop that never yields held every result.
@@ -74,6 +86,31 @@ function topKResult(r: { ids: NativeTensorHandle; scores: NativeTensorHandle }):
 }
 
 /**
+ * Queries on the corpus's device: given as arrays (not a Tensor) beside a GPU corpus they are copied to the GPU for
+ * the call (`owned` says to dispose the copy); a Tensor must already be where the corpus is.
+ */
+function onCorpusDevice(q: Tensor, c: Tensor, given: QueryInput): { q: Tensor; owned: boolean } {
+  if (c.device === 'cuda' && q.device === 'cpu' && !(given instanceof Tensor)) return { q: q.to('cuda'), owned: true };
+  return { q, owned: false };
+}
+
+function topKCall(queries: QueryInput, corpus: MatrixInput, k: number, options: DenseOptions, async: boolean) {
+  const [q0, c] = operands(queries, corpus);
+  const { q, owned } = onCorpusDevice(q0, c, queries);
+  const release = () => {
+    if (owned) q.dispose();
+    releaseWraps([q0, c], [queries, corpus]);
+  };
+  try {
+    const backend = backendOf([q, c], ['queries', 'corpus']);
+    return { raw: callNative(() => backend.scoreTopK(q.handle, c.handle, k, options.checkFinite === true, async)), release };
+  } catch (e) {
+    release();
+    throw e;
+  }
+}
+
+/**
  * Exact maximum-inner-product search: for each query row, the k corpus rows with the highest dot product.
  * Scoring and selection are fused, so the [B, N] score matrix is never materialised. Runs off the main
  * thread on the native pool ({@link setThreads}).
@@ -87,23 +124,21 @@ function topKResult(r: { ids: NativeTensorHandle; scores: NativeTensorHandle }):
  * console.log(top.hits(0)); // [{ id, score }, ...]
  */
 export async function scoreTopK(queries: QueryInput, corpus: MatrixInput, k: number, options: DenseOptions = {}): Promise<TopKResult> {
-  const core = coreAddon();
-  const [q, c] = operands(queries, corpus);
-  const p = callNative(() => core.scoreTopK(q.handle, c.handle, k, options.checkFinite === true, true));
-  return topKResult(await awaitNative(p as Promise<{ ids: NativeTensorHandle; scores: NativeTensorHandle }>));
+  const { raw, release } = topKCall(queries, corpus, k, options, true);
+  try {
+    return topKResult(await awaitNative(raw as Promise<{ ids: NativeTensorHandle; scores: NativeTensorHandle }>));
+  } finally {
+    release();
+  }
 }
 
 /** {@link scoreTopK} on the calling thread (blocks the event loop; for scripts and small corpora). */
 export function scoreTopKSync(queries: QueryInput, corpus: MatrixInput, k: number, options: DenseOptions = {}): TopKResult {
-  const core = coreAddon();
-  const [q, c] = operands(queries, corpus);
+  const { raw, release } = topKCall(queries, corpus, k, options, false);
   try {
-    return topKResult(callNative(() => core.scoreTopK(q.handle, c.handle, k, options.checkFinite === true, false)) as {
-      ids: NativeTensorHandle;
-      scores: NativeTensorHandle;
-    });
+    return topKResult(raw as { ids: NativeTensorHandle; scores: NativeTensorHandle });
   } finally {
-    releaseWraps([q, c], [queries, corpus]);
+    release();
   }
 }
 
@@ -121,6 +156,7 @@ function releaseWraps(made: readonly Tensor[], given: readonly unknown[]): void 
 export async function score(queries: QueryInput, corpus: MatrixInput, options: DenseOptions = {}): Promise<Tensor<'f32'>> {
   const core = coreAddon();
   const [q, c] = operands(queries, corpus);
+  cpuOnly([q, c], 'score');
   const p = callNative(() => core.scoreMatrix(q.handle, c.handle, options.checkFinite === true, true));
   return Tensor.fromHandle<'f32'>(await awaitNative(p as Promise<NativeTensorHandle>));
 }
@@ -129,11 +165,17 @@ export async function score(queries: QueryInput, corpus: MatrixInput, options: D
 export function scoreSync(queries: QueryInput, corpus: MatrixInput, options: DenseOptions = {}): Tensor<'f32'> {
   const core = coreAddon();
   const [q, c] = operands(queries, corpus);
+  cpuOnly([q, c], 'score');
   return Tensor.fromHandle<'f32'>(callNative(() => core.scoreMatrix(q.handle, c.handle, options.checkFinite === true, false)) as NativeTensorHandle);
 }
 
 /** Ids per query row: an i32 or i64 Tensor `[B, m]`, or an Int32Array / BigInt64Array of B * m ids. */
 export type IdsInput = Tensor<'i32'> | Tensor<'i64'> | Int32Array | BigInt64Array;
+
+/** The score matrix and gathered scores run on the CPU only. */
+function cpuOnly(ts: readonly Tensor[], what: string): void {
+  if (ts.some((t) => t.device !== 'cpu')) throw new QuorumError('ERR_UNSUPPORTED', `${what} runs on the cpu only: copy the operands with .to('cpu')`);
+}
 
 function idsTensor(ids: IdsInput, rows: number): Tensor {
   if (ids instanceof Tensor) return ids;
@@ -153,6 +195,7 @@ function idsTensor(ids: IdsInput, rows: number): Tensor {
 export async function gatherScores(queries: QueryInput, corpus: MatrixInput, ids: IdsInput, options: DenseOptions = {}): Promise<Tensor<'f32'>> {
   const core = coreAddon();
   const [q, c] = operands(queries, corpus);
+  cpuOnly([q, c], 'gatherScores');
   const i = idsTensor(ids, q.shape[0] ?? 0);
   const p = callNative(() => core.gatherScores(q.handle, c.handle, i.handle, options.checkFinite === true, true));
   return Tensor.fromHandle<'f32'>(await awaitNative(p as Promise<NativeTensorHandle>));
@@ -162,6 +205,7 @@ export async function gatherScores(queries: QueryInput, corpus: MatrixInput, ids
 export function gatherScoresSync(queries: QueryInput, corpus: MatrixInput, ids: IdsInput, options: DenseOptions = {}): Tensor<'f32'> {
   const core = coreAddon();
   const [q, c] = operands(queries, corpus);
+  cpuOnly([q, c], 'gatherScores');
   const i = idsTensor(ids, q.shape[0] ?? 0);
   return Tensor.fromHandle<'f32'>(callNative(() => core.gatherScores(q.handle, c.handle, i.handle, options.checkFinite === true, false)) as NativeTensorHandle);
 }

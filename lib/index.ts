@@ -23,6 +23,7 @@ export {
   type TopKResult,
 } from './dense.js';
 export { capabilities, setThreads, setIsa, type Capabilities, type Isa } from './runtime.js';
+export { cudaEmptyCache, cudaInfo, cudaMemoryStats, type CudaDeviceInfo, type CudaMemoryStats } from './cuda.js';
 /** The installed package's root directory (its embedded data is under `data/`). */
 export { packageRoot } from './native.js';
 export {

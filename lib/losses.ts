@@ -1,6 +1,7 @@
 // InfoNCE with in-batch and hard negatives (DPR form), SPEC §1.4. Contract: native/kernels/infonce.h.
-import { type CoreAddon, coreAddon } from './native.js';
-import { type Int32Input, type TensorInput, f32VectorOf, handleOf, int32Of, runAsync, runSync, tensorOf } from './operand.js';
+import { auxOperand, backendOf } from './cuda.js';
+import { type CoreAddon } from './native.js';
+import { type Int32Input, type TensorInput, f32VectorOf, int32Of, runAsync, runSync, tensorOf } from './operand.js';
 import { Tensor } from './tensor.js';
 
 export interface InfoNceOptions {
@@ -31,13 +32,13 @@ export interface InfoNceResult {
 type Raw = Awaited<ReturnType<CoreAddon['infoNce']>>;
 
 function call(queries: TensorInput, passages: TensorInput, positives: Int32Input, o: InfoNceOptions) {
-  const core = coreAddon();
   const q = tensorOf(queries, 'queries');
   const p = tensorOf(passages, 'passages');
   const pos = int32Of(positives, 'positives');
   const w = o.weights === undefined ? undefined : f32VectorOf(o.weights, 'weights');
+  const be = backendOf([q, p], ['queries', 'passages']);
   return (async: boolean) =>
-    core.infoNce(q.handle, p.handle, pos.handle, handleOf(w), o.temperature ?? 1, o.cosine === true, o.grad !== false, async);
+    be.infoNce(q.handle, p.handle, auxOperand(be, pos, 'positives')!, auxOperand(be, w, 'weights'), o.temperature ?? 1, o.cosine === true, o.grad !== false, async);
 }
 
 function wrap(r: Raw): InfoNceResult {

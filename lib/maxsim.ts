@@ -1,4 +1,5 @@
 // MaxSim late interaction (ColBERT), SPEC §1.2. See native/kernels/maxsim.h for the contract.
+import { auxOperand, backendOf } from './cuda.js';
 import { QuorumError } from './errors.js';
 import { coreAddon, type NativeTensorHandle } from './native.js';
 import {
@@ -46,15 +47,16 @@ export interface MaxSimResult {
 type RawScores = { scores: NativeTensorHandle; argmax?: NativeTensorHandle };
 
 function call(queries: TensorInput, docs: TokenDocuments, o: MaxSimOptions) {
-  const core = coreAddon();
   const q = tensorOf(queries, 'queries');
   if (docs === null || typeof docs !== 'object') throw new QuorumError('ERR_ARG', 'documents must be { tokens, lengths, tokenMask? }');
   const d = tensorOf(docs.tokens, 'documents');
   const lengths = int32Of(docs.lengths, 'lengths');
   const qm = maskOf(o.queryMask, 'queryMask');
   const tm = maskOf(docs.tokenMask, 'tokenMask');
+  const be = backendOf([q, d], ['queries', 'documents']);
+  const aux = (t: Tensor | undefined, what: string) => auxOperand(be, t, what);
   return (async: boolean) =>
-    core.maxSim(q.handle, handleOf(qm), d.handle, lengths.handle, handleOf(tm), o.clampZero === true, o.argmax === true, async);
+    be.maxSim(q.handle, aux(qm, 'queryMask'), d.handle, aux(lengths, 'lengths')!, aux(tm, 'tokenMask'), o.clampZero === true, o.argmax === true, async);
 }
 
 function wrap(r: RawScores): MaxSimResult {
@@ -101,6 +103,7 @@ function backwardCall(
   const q = tensorOf(queries, 'queries');
   if (docs === null || typeof docs !== 'object') throw new QuorumError('ERR_ARG', 'documents must be { tokens, lengths, tokenMask? }');
   const d = tensorOf(docs.tokens, 'documents');
+  if (q.device !== 'cpu' || d.device !== 'cpu') throw new QuorumError('ERR_UNSUPPORTED', "maxSimBackward runs on the cpu only: copy the operands with .to('cpu')");
   const lengths = int32Of(docs.lengths, 'lengths');
   const g = grad instanceof Tensor ? grad : Tensor.wrap(grad, [q.shape.length === 3 ? (q.shape[0] ?? 0) : 1, lengths.size], 'f32');
   const qm = maskOf(o.queryMask, 'queryMask');

@@ -1,4 +1,5 @@
 import { QuorumError, callNative } from './errors.js';
+import { cudaInfo } from './cuda.js';
 import { coreAddon, loadedFaissAddon, loadedTorchAddon } from './native.js';
 
 /** Kernel variants, best first. */
@@ -13,7 +14,7 @@ export interface Capabilities {
   /** Threads every parallel kernel uses, the calling thread included. */
   threads: number;
   cpu: { avx2: boolean; avx512: boolean; avx512bf16: boolean; f16c: boolean };
-  /** Devices kernels can run on. */
+  /** Devices kernels can run on: 'cpu', and 'cuda' where quorum_cuda.node is built and a GPU is usable. */
   devices: string[];
 }
 
@@ -24,7 +25,9 @@ export interface Capabilities {
  * console.log(capabilities()); // { isa: 'avx512', threads: 2, ... }
  */
 export function capabilities(): Capabilities {
-  return callNative(() => coreAddon().capabilities()) as Capabilities;
+  const caps = callNative(() => coreAddon().capabilities()) as Capabilities;
+  if (cudaInfo().count > 0) caps.devices = [...caps.devices, 'cuda'];
+  return caps;
 }
 
 /**

@@ -1,7 +1,8 @@
 // SPLADE max pooling, its regularizers and sparse vectors, SPEC §1.3. Contract: native/kernels/splade.h.
+import { auxOperand, backendOf } from './cuda.js';
 import { QuorumError } from './errors.js';
 import { coreAddon, type NativeTensorHandle } from './native.js';
-import { type MaskInput, type TensorInput, handleOf, maskOf, runAsync, runSync, tensorOf } from './operand.js';
+import { type MaskInput, type TensorInput, maskOf, runAsync, runSync, tensorOf } from './operand.js';
 import { Tensor } from './tensor.js';
 
 export interface SpladePoolResult {
@@ -21,10 +22,10 @@ export interface SpladePoolOptions {
 type RawPool = { weights: NativeTensorHandle; argmax?: NativeTensorHandle };
 
 function poolCall(logits: TensorInput, o: SpladePoolOptions) {
-  const core = coreAddon();
   const x = tensorOf(logits, 'logits');
   const mask = maskOf(o.mask, 'mask');
-  return (async: boolean) => core.spladePool(x.handle, handleOf(mask), o.argmax === true, async);
+  const be = backendOf([x], ['logits']);
+  return (async: boolean) => be.spladePool(x.handle, auxOperand(be, mask, 'mask'), o.argmax === true, async);
 }
 
 function wrapPool(r: RawPool): SpladePoolResult {
@@ -51,10 +52,10 @@ export function spladePoolSync(logits: TensorInput, options: SpladePoolOptions =
 }
 
 function backwardCall(logits: TensorInput, argmax: Tensor<'i32'>, grad: TensorInput) {
-  const core = coreAddon();
   const x = tensorOf(logits, 'logits');
   const g = tensorOf(grad, 'grad');
-  return (async: boolean) => core.spladePoolBackward(x.handle, argmax.handle, g.handle, async);
+  const be = backendOf([x, argmax, g], ['logits', 'argmax', 'grad']);
+  return (async: boolean) => be.spladePoolBackward(x.handle, argmax.handle, g.handle, async);
 }
 
 /**

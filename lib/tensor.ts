@@ -1,11 +1,17 @@
 import { type AnyTypedArray, type Dtype, type TypedArrayOf, dtypeCode, dtypeNames, dtypeOfArray, isDtype, viewOf } from './dtype.js';
 import { QuorumError, awaitNative, callNative } from './errors.js';
+import { cudaAddon } from './cuda.js';
 import { type NativeTensorHandle, coreAddon } from './native.js';
 import { int64 } from './validate.js';
 import { elementCount } from './shape.js';
 
-/** Where a tensor's memory lives. Only 'cpu' exists today; kernels dispatch on it. */
-export type Device = 'cpu';
+/**
+ * Where a tensor's memory lives: 'cpu' (native memory, zero-copy `data`) or 'cuda' (GPU memory, read through
+ * `.to('cpu')`). Kernels run where their operands are.
+ */
+export type Device = 'cpu' | 'cuda';
+
+const isDevice = (x: unknown): x is Device => x === 'cpu' || x === 'cuda';
 
 const INT_RANGE: Partial<Record<Dtype, [number, number]>> = { i32: [-(2 ** 31), 2 ** 31 - 1], u8: [0, 255] };
 
@@ -34,6 +40,7 @@ function checkedValues(values: ArrayLike<unknown>, dtype: Dtype): ArrayLike<numb
  * const half = corpus.to('bf16');                         // half the bytes, half the memory traffic
  * const q = Tensor.wrap(new Float32Array(768), [1, 768]); // borrows, no copy
  * corpus.data[0] = 1.5;                                   // writes straight into native memory
+ * const gpu = await half.toAsync('cuda');                 // a copy in GPU memory (where a GPU is present)
  * corpus.dispose();
  */
 export class Tensor<D extends Dtype = Dtype> {
@@ -156,6 +163,14 @@ export class Tensor<D extends Dtype = Dtype> {
 
   /** Elements as plain numbers (bf16 and f16 decoded), copied. */
   toArray(): number[] {
+    if (this.device !== 'cpu') {
+      const host = this.to('cpu');
+      try {
+        return host.toArray();
+      } finally {
+        host.dispose();
+      }
+    }
     if (this.dtype === 'bf16' || this.dtype === 'f16') {
       const f = this.to('f32');
       try {
@@ -167,20 +182,54 @@ export class Tensor<D extends Dtype = Dtype> {
     return Array.from(this.data as ArrayLike<number | bigint>, Number);
   }
 
-  /** A new tensor converted to `dtype` (f32, bf16, f16; round to nearest even). */
-  to<T extends Dtype>(dtype: T): Tensor<T> {
-    checkDtype(dtype);
-    const core = coreAddon();
-    const h = callNative(() => core.convert(this.handle, dtypeCode[dtype], false) as NativeTensorHandle);
-    return new Tensor<T>(h);
+  /**
+   * A new tensor converted to `dtype` (f32, bf16, f16; round to nearest even), or copied to `device` ('cpu' or
+   * 'cuda'; ERR_BACKEND_UNAVAILABLE where there is no usable GPU). Always a new tensor, even when nothing changes.
+   *
+   * @example
+   * const onGpu = corpus.to('cuda');
+   * const back = onGpu.to('cpu');
+   */
+  to<T extends Dtype>(dtype: T): Tensor<T>;
+  to(device: Device): Tensor<D>;
+  to(target: Dtype | Device): Tensor {
+    return this.#to(target, false) as Tensor;
   }
 
   /** {@link Tensor.to} off the main thread. */
-  async toAsync<T extends Dtype>(dtype: T): Promise<Tensor<T>> {
-    checkDtype(dtype);
-    const core = coreAddon();
-    const h = await awaitNative(callNative(() => core.convert(this.handle, dtypeCode[dtype], true) as Promise<NativeTensorHandle>));
-    return new Tensor<T>(h);
+  async toAsync<T extends Dtype>(dtype: T): Promise<Tensor<T>>;
+  async toAsync(device: Device): Promise<Tensor<D>>;
+  async toAsync(target: Dtype | Device): Promise<Tensor> {
+    return awaitNative(Promise.resolve(this.#to(target, true)));
+  }
+
+  #to(target: Dtype | Device, async: boolean): Tensor | Promise<Tensor> {
+    if (isDevice(target)) return this.#move(target, async);
+    checkDtype(target);
+    const m = this.device === 'cuda' ? cudaAddon() : coreAddon();
+    const h = callNative(() => m.convert(this.handle, dtypeCode[target], async));
+    return h instanceof Promise ? awaitNative(h).then((x) => new Tensor(x)) : new Tensor(h);
+  }
+
+  #move(device: Device, async: boolean): Tensor | Promise<Tensor> {
+    if (this.handle.disposed) throw new QuorumError('ERR_DISPOSED', 'tensor was disposed');
+    if (device === 'cuda') {
+      const m = cudaAddon();
+      if (this.device === 'cuda') return this.#to(this.dtype, async);
+      const h = callNative(() => m.upload(dtypeCode[this.dtype], this.shape, this.data, async));
+      return h instanceof Promise ? awaitNative(h).then((x) => new Tensor(x)) : new Tensor(h);
+    }
+    const host = Tensor.zeros(this.shape, this.dtype);
+    if (this.device === 'cpu') {
+      (host.data as unknown as { set(a: ArrayLike<number | bigint>): void }).set(this.data as ArrayLike<number | bigint>);
+      return host;
+    }
+    const m = cudaAddon();
+    const done = callNative(() => m.download(this.handle, host.data, async));
+    return done instanceof Promise ? awaitNative(done).then(() => host, (e: unknown) => {
+      host.dispose();
+      throw e;
+    }) : host;
   }
 
   /**
@@ -198,5 +247,5 @@ export class Tensor<D extends Dtype = Dtype> {
 }
 
 function checkDtype(d: unknown): asserts d is Dtype {
-  if (!isDtype(d)) throw new QuorumError('ERR_DTYPE', `unknown dtype ${String(d)}: expected one of ${dtypeNames.join(', ')}`);
+  if (!isDtype(d)) throw new QuorumError('ERR_DTYPE', `unknown dtype ${String(d)}: expected one of ${dtypeNames.join(', ')} (or a device: cpu, cuda)`);
 }

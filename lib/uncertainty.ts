@@ -1,8 +1,9 @@
 // DPR-MUF's ensemble uncertainty: mutual information, confidence, ECE and the temperature search
 // (SPEC §1.5-1.6). Contract of the kernel: native/kernels/ensemble.h.
+import { auxOperand, backendOf } from './cuda.js';
 import { QuorumError } from './errors.js';
-import { coreAddon, type NativeTensorHandle } from './native.js';
-import { type Int32Input, type TensorInput, handleOf, int32Of, runAsync, runSync, tensorOf } from './operand.js';
+import { type NativeTensorHandle } from './native.js';
+import { type Int32Input, type TensorInput, int32Of, runAsync, runSync, tensorOf } from './operand.js';
 import { Tensor } from './tensor.js';
 import { mustBeArray, mustBeObject } from './validate.js';
 
@@ -29,11 +30,11 @@ export interface EnsembleMIResult {
 }
 
 function call(scores: TensorInput, o: EnsembleMIOptions) {
-  const core = coreAddon();
   const z = tensorOf(scores, 'scores');
   const lengths = o.lengths === undefined ? undefined : int32Of(o.lengths, 'lengths');
   if (o.mode !== undefined && o.mode !== 'exact' && o.mode !== 'muf') throw new QuorumError('ERR_ARG', "mode must be 'exact' or 'muf'");
-  return (async: boolean) => core.ensembleMI(z.handle, handleOf(lengths), o.temperature ?? 1e-3, o.mode === 'muf', async);
+  const be = backendOf([z], ['scores']);
+  return (async: boolean) => be.ensembleMI(z.handle, auxOperand(be, lengths, 'lengths'), o.temperature ?? 1e-3, o.mode === 'muf', async);
 }
 
 function wrap(r: { mi: NativeTensorHandle; confidence: NativeTensorHandle }): EnsembleMIResult {

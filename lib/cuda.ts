@@ -1,0 +1,130 @@
+// The CUDA backend: quorum_cuda.node (built where nvcc is found) holds device tensors and the CUDA forms of the
+// kernels, with the core addon's call signatures; kernels pick the addon by their operands' device. A machine
+// without the module, a driver or a GPU keeps working on the CPU: moving a tensor to 'cuda' there is
+// ERR_BACKEND_UNAVAILABLE with the reason.
+import { QuorumError, callNative } from './errors.js';
+import { type CoreAddon, type MaybeAsync, type NativeTensorHandle, coreAddon, loadAddon } from './native.js';
+
+/** What the CUDA module reports about the machine's GPU. */
+export interface CudaDeviceInfo {
+  /** Usable devices (0 without a driver or a GPU). */
+  count: number;
+  /** Why no device is usable ('' when one is). */
+  reason: string;
+  name?: string;
+  totalBytes?: number;
+  multiprocessors?: number;
+  computeCapability?: string;
+}
+
+/** The caching allocator's counters, in bytes (mallocs: cudaMalloc calls; a cache hit makes none). */
+export interface CudaMemoryStats {
+  allocated: number;
+  cached: number;
+  peak: number;
+  mallocs: number;
+}
+
+type KernelNames = 'scoreTopK' | 'maxSim' | 'spladePool' | 'spladePoolBackward' | 'infoNce' | 'ensembleMI' | 'convert';
+
+/** quorum_cuda.node's exports: the core's kernel signatures, plus copies and the allocator. */
+export interface CudaAddon extends Pick<CoreAddon, KernelNames> {
+  /** new CudaTensor(dtype, shape, zero): device memory for the shape (uninitialised unless zero). */
+  CudaTensor: new (dtype: number, shape: readonly number[], zero: boolean) => NativeTensorHandle;
+  available(): CudaDeviceInfo;
+  upload(dtype: number, shape: readonly number[], data: ArrayBufferView, async: boolean): MaybeAsync<NativeTensorHandle>;
+  download(t: NativeTensorHandle, into: ArrayBufferView, async: boolean): MaybeAsync<object>;
+  emptyCache(): void;
+  memoryStats(): CudaMemoryStats;
+  /** @internal Benchmark data made on the device: uniform in [lo, hi). */
+  fillUniform(t: NativeTensorHandle, seed: number, lo: number, hi: number): void;
+}
+
+let cuda: CudaAddon | null | undefined;
+let loadError: QuorumError | undefined;
+
+/** The CUDA module if it was built (undefined otherwise; never throws). */
+export function cudaModule(): CudaAddon | undefined {
+  if (cuda === undefined) {
+    try {
+      cuda = loadAddon<CudaAddon>('quorum_cuda', 'QUORUM_CUDA_PATH');
+    } catch (e) {
+      cuda = null;
+      loadError = e instanceof QuorumError ? e : new QuorumError('ERR_BACKEND_UNAVAILABLE', String(e));
+    }
+  }
+  return cuda ?? undefined;
+}
+
+/**
+ * The GPU this process can use, or why there is none.
+ *
+ * @example
+ * const gpu = cudaInfo();
+ * if (gpu.count > 0) corpus = await corpus.toAsync('cuda');
+ * else console.log('CPU only:', gpu.reason);
+ */
+export function cudaInfo(): CudaDeviceInfo {
+  const m = cudaModule();
+  if (!m) return { count: 0, reason: `quorum_cuda.node is not built here (${loadError?.message ?? 'not found'})` };
+  return callNative(() => m.available());
+}
+
+/** The CUDA module with a usable device; ERR_BACKEND_UNAVAILABLE (with the reason) otherwise. */
+export function cudaAddon(): CudaAddon {
+  const m = cudaModule();
+  if (!m) throw new QuorumError('ERR_BACKEND_UNAVAILABLE', `CUDA is not available: ${cudaInfo().reason}`);
+  return m;
+}
+
+/** The caching allocator's counters (all 0 when the module is not built). */
+export function cudaMemoryStats(): CudaMemoryStats {
+  const m = cudaModule();
+  return m ? callNative(() => m.memoryStats()) : { allocated: 0, cached: 0, peak: 0, mallocs: 0 };
+}
+
+/** Gives the allocator's cached blocks back to the driver (live tensors keep theirs). */
+export function cudaEmptyCache(): void {
+  const m = cudaModule();
+  if (m) callNative(() => m.emptyCache());
+}
+
+/** A kernel's backend: the core for CPU operands, the CUDA module for CUDA ones; mixing them is ERR_ARG. */
+export type Backend = Pick<CoreAddon, KernelNames> & { readonly device: 'cpu' | 'cuda' };
+
+const cpuBackend = (): Backend => Object.assign(Object.create(coreAddon()) as CoreAddon, { device: 'cpu' as const });
+let cpuCached: Backend | undefined;
+let cudaCached: Backend | undefined;
+
+/** The backend for `operands` (named by `what`, for the error): every operand on one device. */
+export function backendOf(operands: ReadonlyArray<{ handle: NativeTensorHandle } | undefined>, what: readonly string[]): Backend {
+  let device: string | undefined;
+  let first = '';
+  operands.forEach((t, i) => {
+    if (!t) return;
+    const d = t.handle.device;
+    if (device === undefined) {
+      device = d;
+      first = what[i] ?? `operand ${i}`;
+    } else if (d !== device) {
+      throw new QuorumError('ERR_ARG', `${what[i] ?? `operand ${i}`} is on ${d} but ${first} is on ${device}: move them to one device with .to()`);
+    }
+  });
+  if (device === 'cuda') {
+    cudaCached ??= Object.assign(Object.create(cudaAddon()) as CudaAddon, { device: 'cuda' as const });
+    return cudaCached;
+  }
+  cpuCached ??= cpuBackend();
+  return cpuCached;
+}
+
+/**
+ * A small index or mask operand for `backend`: its handle, or for the CUDA backend a CPU tensor's values (copied to
+ * the GPU by the call). A CUDA tensor given to the CPU backend is ERR_ARG.
+ */
+export function auxOperand(backend: Backend, t: { handle: NativeTensorHandle; data: ArrayBufferView } | undefined, what: string): NativeTensorHandle | null {
+  if (!t) return null;
+  if (backend.device === 'cuda') return t.handle.device === 'cuda' ? t.handle : (t.data as unknown as NativeTensorHandle);
+  if (t.handle.device !== 'cpu') throw new QuorumError('ERR_ARG', `${what} is on ${t.handle.device} but the kernel runs on the cpu`);
+  return t.handle;
+}
