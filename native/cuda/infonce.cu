@@ -1,9 +1,15 @@
-// InfoNCE forward and backward on the GPU (kernels.h): three products by one register-tiled f32 GEMM (there is no
-// cuBLAS on the build machines): A = Q Pᵀ / tau, then dQ = G P and dP = Gᵀ Q with G = dL/dA / tau, which the
-// row kernel writes over A. Cosine mode normalises copies of Q and P first and takes the gradients back through
+// InfoNCE forward and backward on the GPU (kernels.h): three products (there is no cuBLAS on the build machines):
+// A = Q Pᵀ / tau, then dQ = G P and dP = Gᵀ Q with G = dL/dA / tau, which the row kernel writes over A. Where every
+// size is a multiple of 8 the products run on tensor cores as three bf16 products of hi / lo halves
+// (Ah Bh + Ah Bl + Al Bh, f32 accumulators: about 16 bits of each f32 operand's mantissa, the dropped Al Bl term
+// below 2^-16 relative); otherwise on a register-tiled f32 GEMM. Cosine mode normalises copies of Q and P first and takes the gradients back through
 // the normalisation (F.normalize's eps), as the CPU kernel does.
+#include <mma.h>
+
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "../common/error.h"
@@ -69,6 +75,145 @@ void gemm(const float* a, size_t sam, size_t sak, const float* b, size_t sbk, si
   need(M / kTile < 65535, "ERR_UNSUPPORTED", "too many rows for the GEMM on cuda");
   const dim3 grid(unsigned((N + kTile - 1) / kTile), unsigned((M + kTile - 1) / kTile));
   gemm_kernel<<<grid, 256, 0, stream()>>>(a, sam, sak, b, sbk, sbn, c, ldc, int(M), int(N), int(K), alpha);
+  check(cudaGetLastError(), "info_nce gemm");
+}
+
+// ---- tensor-core GEMM over hi / lo halves ---------------------------------------------------------------------
+
+using bf16 = __nv_bfloat16;
+
+__global__ void split_f32(const float* x, size_t n, bf16* hi, bf16* lo) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    split_hi_lo<bf16>(x[i], hi[i], lo[i]);
+}
+
+// The hi / lo halves of an f32 device array, in device scratch.
+struct Halves {
+  Buffer hi, lo;
+  Halves(const float* x, size_t n) : hi(n * 2), lo(n * 2) {
+    if (n == 0) return;
+    split_f32<<<unsigned(std::min<size_t>((n + 255) / 256, 65535)), 256, 0, stream()>>>(x, n, hi.as<bf16>(), lo.as<bf16>());
+  }
+};
+
+constexpr int kTcM = 128, kTcN = 128, kTcK = 32;
+
+// A shared tile of an operand as stored: `outer` rows of `inner` contiguous elements (padded by 8), filled with
+// 16-byte groups (rows of the source `ld` apart; groups past `outer_n` / `inner_n` are zero).
+template <int kOuter, int kInner>
+struct Tile {
+  static constexpr int kLd = kInner + 8;
+  static constexpr int kGroups = kOuter * kInner / 8;
+  static constexpr int kPerThread = kGroups / 256;
+  uint4 r[kPerThread];
+  __device__ void load(const bf16* src, size_t ld, int outer0, int inner0, int outer_n, int inner_n) {
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int g = threadIdx.x + 256 * j, o = g / (kInner / 8), c = (g % (kInner / 8)) * 8;
+      const bool in = outer0 + o < outer_n && inner0 + c < inner_n;
+      r[j] = in ? __ldg(reinterpret_cast<const uint4*>(src + size_t(outer0 + o) * ld + inner0 + c)) : make_uint4(0, 0, 0, 0);
+    }
+  }
+  __device__ void store(bf16* dst) const {
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int g = threadIdx.x + 256 * j, o = g / (kInner / 8), c = (g % (kInner / 8)) * 8;
+      *reinterpret_cast<uint4*>(dst + o * kLd + c) = r[j];
+    }
+  }
+};
+
+// C[M, N] = alpha * A B with A(m, k) at a[m * lda + k] (row_major) or a[k * lda + m] (col_major), B(k, n) at
+// b[k * ldb + n] (row_major) or b[n * ldb + k] (col_major); C row-major (ldc). A 128 x 128 tile per block, 8 warps
+// of 64 x 32, K staged 32 at a time through shared memory, the next step's tiles loaded while this one computes.
+template <class LA, class LB>
+__global__ void __launch_bounds__(256) gemm_tc(const bf16* ah, const bf16* al, size_t lda, const bf16* bh,
+                                                const bf16* bl, size_t ldb, float* c, size_t ldc, int M, int N, int K,
+                                                float alpha) {
+  using namespace nvcuda;
+  constexpr bool kArow = std::is_same<LA, wmma::row_major>::value;
+  constexpr bool kBrow = std::is_same<LB, wmma::row_major>::value;
+  // Row-major A is stored [m][k], column-major [k][m]; row-major B [k][n], column-major [n][k].
+  using TA = Tile<kArow ? kTcM : kTcK, kArow ? kTcK : kTcM>;
+  using TB = Tile<kBrow ? kTcK : kTcN, kBrow ? kTcN : kTcK>;
+  __shared__ __align__(128) bf16 sah[(kArow ? kTcM : kTcK) * TA::kLd], sal[(kArow ? kTcM : kTcK) * TA::kLd];
+  __shared__ __align__(128) bf16 sbh[(kBrow ? kTcK : kTcN) * TB::kLd], sbl[(kBrow ? kTcK : kTcN) * TB::kLd];
+  __shared__ __align__(128) float scratch[8][256];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int m0 = blockIdx.y * kTcM, n0 = blockIdx.x * kTcN;
+  const int wm = (warp >> 2) * 64, wn = (warp & 3) * 32;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[4][2];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 2; ++j) wmma::fill_fragment(acc[i][j], 0.f);
+  TA rah, ral;
+  TB rbh, rbl;
+  auto load = [&](int k0) {
+    if (kArow) { rah.load(ah, lda, m0, k0, M, K); ral.load(al, lda, m0, k0, M, K); }
+    else { rah.load(ah, lda, k0, m0, K, M); ral.load(al, lda, k0, m0, K, M); }
+    if (kBrow) { rbh.load(bh, ldb, k0, n0, K, N); rbl.load(bl, ldb, k0, n0, K, N); }
+    else { rbh.load(bh, ldb, n0, k0, N, K); rbl.load(bl, ldb, n0, k0, N, K); }
+  };
+  load(0);
+  for (int k0 = 0; k0 < K; k0 += kTcK) {
+    __syncthreads();
+    rah.store(sah); ral.store(sal); rbh.store(sbh); rbl.store(sbl);
+    __syncthreads();
+    if (k0 + kTcK < K) load(k0 + kTcK);
+#pragma unroll
+    for (int kk = 0; kk < kTcK; kk += 16) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, LA> fah[4], fal[4];
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, LB> fbh[2], fbl[2];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int m = wm + 16 * i;
+        const int off = kArow ? m * TA::kLd + kk : kk * TA::kLd + m;
+        wmma::load_matrix_sync(fah[i], sah + off, TA::kLd);
+        wmma::load_matrix_sync(fal[i], sal + off, TA::kLd);
+      }
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int n = wn + 16 * j;
+        const int off = kBrow ? kk * TB::kLd + n : n * TB::kLd + kk;
+        wmma::load_matrix_sync(fbh[j], sbh + off, TB::kLd);
+        wmma::load_matrix_sync(fbl[j], sbl + off, TB::kLd);
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          wmma::mma_sync(acc[i][j], fah[i], fbh[j], acc[i][j]);
+          wmma::mma_sync(acc[i][j], fah[i], fbl[j], acc[i][j]);
+          wmma::mma_sync(acc[i][j], fal[i], fbh[j], acc[i][j]);
+        }
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      for (int e = 0; e < acc[i][j].num_elements; ++e) acc[i][j].x[e] *= alpha;
+      const int m = m0 + wm + 16 * i, n = n0 + wn + 16 * j;
+      if (m >= M || n >= N) continue;
+      wmma::store_matrix_sync(scratch[warp], acc[i][j], 16, wmma::mem_row_major);
+      __syncwarp();
+      for (int e = lane; e < 256; e += 32) {
+        const int r = e / 16, cc = e % 16;
+        if (m + r < M && n + cc < N) c[size_t(m + r) * ldc + n + cc] = scratch[warp][e];
+      }
+      __syncwarp();
+    }
+}
+
+template <class LA, class LB>
+void gemm_tensor_cores(const Halves& a, size_t lda, const Halves& b, size_t ldb, float* c, size_t ldc, size_t M,
+                       size_t N, size_t K, float alpha) {
+  if (M == 0 || N == 0) return;
+  need(M / kTcM < 65535, "ERR_UNSUPPORTED", "too many rows for the GEMM on cuda");
+  const dim3 grid{unsigned((N + kTcN - 1) / kTcN), unsigned((M + kTcM - 1) / kTcM)};
+  gemm_tc<LA, LB><<<grid, 256, 0, stream()>>>(a.hi.as<bf16>(), a.lo.as<bf16>(), lda, b.hi.as<bf16>(), b.lo.as<bf16>(),
+                                               ldb, c, ldc, int(M), int(N), int(K), alpha);
   check(cudaGetLastError(), "info_nce gemm");
 }
 
@@ -186,16 +331,32 @@ InfoNceResult info_nce(const float* q, const float* p, size_t batch, size_t pass
     pa = pn.as<float>();
   }
   Buffer scores(batch * passages * 4), wloss(batch * 4);
+  using namespace nvcuda;
+  const bool tc = batch % 8 == 0 && passages % 8 == 0 && dim % 8 == 0;
+  std::unique_ptr<Halves> qh, ph;
+  if (tc) {
+    qh = std::make_unique<Halves>(qa, batch * dim);
+    ph = std::make_unique<Halves>(pa, passages * dim);
+  }
   // A[i, j] = q_i . p_j / tau
-  gemm(qa, dim, 1, pa, 1, dim, scores.as<float>(), passages, batch, passages, dim, inv_tau);
+  if (tc) gemm_tensor_cores<wmma::row_major, wmma::col_major>(*qh, dim, *ph, dim, scores.as<float>(), passages, batch,
+                                                              passages, dim, inv_tau);
+  else gemm(qa, dim, 1, pa, 1, dim, scores.as<float>(), passages, batch, passages, dim, inv_tau);
   const bool grad = dq != nullptr;
   rows_kernel<<<unsigned(batch), 256, 0, st>>>(scores.as<float>(), passages, pos, weights, 1.f / float(batch), inv_tau,
                                                grad, row_loss, rank, wloss.as<float>());
   check(cudaGetLastError(), "info_nce rows");
   if (grad) {
     // dQ = G P, dP = Gᵀ Q (in the normalised space for cosine, then back through the normalisation).
-    gemm(scores.as<float>(), passages, 1, pa, dim, 1, dq, dim, batch, dim, passages, 1.f);
-    gemm(scores.as<float>(), 1, passages, qa, dim, 1, dp, dim, passages, dim, batch, 1.f);
+    if (tc) {
+      const Halves gh(scores.as<float>(), batch * passages);
+      gemm_tensor_cores<wmma::row_major, wmma::row_major>(gh, passages, *ph, dim, dq, dim, batch, dim, passages, 1.f);
+      gemm_tensor_cores<wmma::col_major, wmma::row_major>(gh, passages, *qh, dim, dp, dim, passages, dim, batch, 1.f);
+      sync("info_nce");  // gh's halves go back to the cache when this block ends
+    } else {
+      gemm(scores.as<float>(), passages, 1, pa, dim, 1, dq, dim, batch, dim, passages, 1.f);
+      gemm(scores.as<float>(), 1, passages, qa, dim, 1, dp, dim, passages, dim, batch, 1.f);
+    }
     if (cosine) {
       through_normalize<<<unsigned((batch * 32 + 255) / 256), 256, 0, st>>>(q, qnorm.as<float>(), batch, int(dim), dq);
       if (passages)
