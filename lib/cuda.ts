@@ -42,6 +42,7 @@ export interface CudaAddon extends Pick<CoreAddon, KernelNames> {
 
 let cuda: CudaAddon | null | undefined;
 let loadError: QuorumError | undefined;
+let info: CudaDeviceInfo | undefined;  // the driver's answer does not change within a process
 
 /** The CUDA module if it was built (undefined otherwise; never throws). */
 export function cudaModule(): CudaAddon | undefined {
@@ -65,9 +66,11 @@ export function cudaModule(): CudaAddon | undefined {
  * else console.log('CPU only:', gpu.reason);
  */
 export function cudaInfo(): CudaDeviceInfo {
-  const m = cudaModule();
-  if (!m) return { count: 0, reason: `quorum_cuda.node is not built here (${loadError?.message ?? 'not found'})` };
-  return callNative(() => m.available());
+  if (!info) {
+    const m = cudaModule();
+    info = m ? callNative(() => m.available()) : { count: 0, reason: `quorum_cuda.node is not built here (${loadError?.message ?? 'not found'})` };
+  }
+  return { ...info };
 }
 
 /** The CUDA module with a usable device; ERR_BACKEND_UNAVAILABLE (with the reason) otherwise. */

@@ -55,20 +55,42 @@ function operands(queries: QueryInput, corpus: MatrixInput): [Tensor, Tensor] {
   return [borrow(queries, 'queries'), c];
 }
 
-function topKResult(r: { ids: NativeTensorHandle; scores: NativeTensorHandle }): TopKResult {
-  let ids = Tensor.fromHandle<'i32'>(r.ids);
-  let scores = Tensor.fromHandle<'f32'>(r.scores);
-  if (ids.device !== 'cpu') {
-    // A GPU result is rows x k: copied back here, so that the result has the same form on every device.
-    const [di, ds] = [ids, scores];
-    try {
-      ids = di.to('cpu');
-      scores = ds.to('cpu');
-    } finally {
-      di.dispose();
-      ds.dispose();
-    }
+type RawTopK = { ids: NativeTensorHandle; scores: NativeTensorHandle };
+
+/** The result's tensors on the CPU: a GPU result (rows x k) is copied back, so the result has one form everywhere. */
+function hostPair(r: RawTopK): [Tensor<'i32'>, Tensor<'f32'>] {
+  const ids = Tensor.fromHandle<'i32'>(r.ids);
+  const scores = Tensor.fromHandle<'f32'>(r.scores);
+  if (ids.device === 'cpu') return [ids, scores];
+  const out: Tensor[] = [];
+  try {
+    out.push(ids.to('cpu'), scores.to('cpu'));
+    return out as [Tensor<'i32'>, Tensor<'f32'>];
+  } catch (e) {
+    out.forEach((t) => t.dispose());
+    throw e;
+  } finally {
+    ids.dispose();
+    scores.dispose();
   }
+}
+
+async function hostPairAsync(r: RawTopK): Promise<[Tensor<'i32'>, Tensor<'f32'>]> {
+  const ids = Tensor.fromHandle<'i32'>(r.ids);
+  const scores = Tensor.fromHandle<'f32'>(r.scores);
+  if (ids.device === 'cpu') return [ids, scores];
+  try {
+    const [hi, hs] = await Promise.allSettled([ids.toAsync('cpu'), scores.toAsync('cpu')]);
+    if (hi.status === 'fulfilled' && hs.status === 'fulfilled') return [hi.value, hs.value];
+    for (const x of [hi, hs]) if (x.status === 'fulfilled') x.value.dispose();
+    throw hi.status === 'rejected' ? hi.reason : (hs as PromiseRejectedResult).reason;
+  } finally {
+    ids.dispose();
+    scores.dispose();
+  }
+}
+
+function topKResult([ids, scores]: [Tensor<'i32'>, Tensor<'f32'>]): TopKResult {
   const [rows = 0, k = 0] = ids.shape;
   // Copied to V8's memory (rows x k, small beside the kernel's work) and the native tensors freed now: their
   // finalizers would run only when the event loop turns, so a Sync loop that never yields held every result.
@@ -86,28 +108,11 @@ function topKResult(r: { ids: NativeTensorHandle; scores: NativeTensorHandle }):
 }
 
 /**
- * Queries on the corpus's device: given as arrays (not a Tensor) beside a GPU corpus they are copied to the GPU for
- * the call (`owned` says to dispose the copy); a Tensor must already be where the corpus is.
+ * Queries given as arrays (not a Tensor) beside a GPU corpus are copied to the GPU for the call; a Tensor must
+ * already be where the corpus is.
  */
-function onCorpusDevice(q: Tensor, c: Tensor, given: QueryInput): { q: Tensor; owned: boolean } {
-  if (c.device === 'cuda' && q.device === 'cpu' && !(given instanceof Tensor)) return { q: q.to('cuda'), owned: true };
-  return { q, owned: false };
-}
-
-function topKCall(queries: QueryInput, corpus: MatrixInput, k: number, options: DenseOptions, async: boolean) {
-  const [q0, c] = operands(queries, corpus);
-  const { q, owned } = onCorpusDevice(q0, c, queries);
-  const release = () => {
-    if (owned) q.dispose();
-    releaseWraps([q0, c], [queries, corpus]);
-  };
-  try {
-    const backend = backendOf([q, c], ['queries', 'corpus']);
-    return { raw: callNative(() => backend.scoreTopK(q.handle, c.handle, k, options.checkFinite === true, async)), release };
-  } catch (e) {
-    release();
-    throw e;
-  }
+function needsUpload(q: Tensor, c: Tensor, given: QueryInput): boolean {
+  return c.device === 'cuda' && q.device === 'cpu' && !(given instanceof Tensor);
 }
 
 /**
@@ -124,21 +129,30 @@ function topKCall(queries: QueryInput, corpus: MatrixInput, k: number, options: 
  * console.log(top.hits(0)); // [{ id, score }, ...]
  */
 export async function scoreTopK(queries: QueryInput, corpus: MatrixInput, k: number, options: DenseOptions = {}): Promise<TopKResult> {
-  const { raw, release } = topKCall(queries, corpus, k, options, true);
+  const [q0, c] = operands(queries, corpus);
+  let q = q0;
   try {
-    return topKResult(await awaitNative(raw as Promise<{ ids: NativeTensorHandle; scores: NativeTensorHandle }>));
+    if (needsUpload(q0, c, queries)) q = await q0.toAsync('cuda');
+    const backend = backendOf([q, c], ['queries', 'corpus']);
+    const raw = await awaitNative(callNative(() => backend.scoreTopK(q.handle, c.handle, k, options.checkFinite === true, true)) as Promise<RawTopK>);
+    return topKResult(await hostPairAsync(raw));
   } finally {
-    release();
+    if (q !== q0) q.dispose();
+    releaseWraps([q0, c], [queries, corpus]);
   }
 }
 
 /** {@link scoreTopK} on the calling thread (blocks the event loop; for scripts and small corpora). */
 export function scoreTopKSync(queries: QueryInput, corpus: MatrixInput, k: number, options: DenseOptions = {}): TopKResult {
-  const { raw, release } = topKCall(queries, corpus, k, options, false);
+  const [q0, c] = operands(queries, corpus);
+  let q = q0;
   try {
-    return topKResult(raw as { ids: NativeTensorHandle; scores: NativeTensorHandle });
+    if (needsUpload(q0, c, queries)) q = q0.to('cuda');
+    const backend = backendOf([q, c], ['queries', 'corpus']);
+    return topKResult(hostPair(callNative(() => backend.scoreTopK(q.handle, c.handle, k, options.checkFinite === true, false)) as RawTopK));
   } finally {
-    release();
+    if (q !== q0) q.dispose();
+    releaseWraps([q0, c], [queries, corpus]);
   }
 }
 

@@ -216,8 +216,19 @@ export class Tensor<D extends Dtype = Dtype> {
     if (device === 'cuda') {
       const m = cudaAddon();
       if (this.device === 'cuda') return this.#to(this.dtype, async);
-      const h = callNative(() => m.upload(dtypeCode[this.dtype], this.shape, this.data, async));
-      return h instanceof Promise ? awaitNative(h).then((x) => new Tensor(x)) : new Tensor(h);
+      if (!async) return new Tensor(callNative(() => m.upload(dtypeCode[this.dtype], this.shape, this.data, false)) as NativeTensorHandle);
+      // The copy reads this tensor's memory off the main thread: pinned, a dispose() meanwhile defers the free.
+      this.handle.pin();
+      let h: Promise<NativeTensorHandle>;
+      try {
+        h = callNative(() => m.upload(dtypeCode[this.dtype], this.shape, this.data, true)) as Promise<NativeTensorHandle>;
+      } catch (e) {
+        this.handle.unpin();
+        throw e;
+      }
+      return awaitNative(h)
+        .then((x) => new Tensor(x))
+        .finally(() => this.handle.unpin());
     }
     const host = Tensor.zeros(this.shape, this.dtype);
     if (this.device === 'cpu') {
@@ -225,7 +236,13 @@ export class Tensor<D extends Dtype = Dtype> {
       return host;
     }
     const m = cudaAddon();
-    const done = callNative(() => m.download(this.handle, host.data, async));
+    let done: unknown;
+    try {
+      done = callNative(() => m.download(this.handle, host.data, async));
+    } catch (e) {
+      host.dispose();
+      throw e;
+    }
     return done instanceof Promise ? awaitNative(done).then(() => host, (e: unknown) => {
       host.dispose();
       throw e;

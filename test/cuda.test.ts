@@ -104,6 +104,14 @@ describe.skipIf(!hasGpu)(onGpu('cuda tensors'), () => {
       expect(back.toArray()).toEqual(src.toArray());
       [src, d, d2, back].forEach((t) => t.dispose());
     }
+    // The source may be disposed while its async copy runs: the copy still reads live memory.
+    const src = Tensor.from(uniform(4096, r), [4096]);
+    const want = src.toArray();
+    const pending = src.toAsync('cuda');
+    src.dispose();
+    const moved = await pending;
+    expect(host(moved)).toEqual(want);
+    moved.dispose();
     const big = Tensor.from([1n, -2n, 2n ** 40n], [3], 'i64');
     const bd = big.to('cuda');
     expect(Array.from(bd.to('cpu').data as BigInt64Array)).toEqual([1n, -2n, 2n ** 40n]);
@@ -189,6 +197,26 @@ describe.skipIf(!hasGpu)(onGpu('scoreTopK on cuda'), () => {
     }
   });
 
+  it('matches the CPU where the paths change: large k with few queries, f16 queries beyond f16 range', () => {
+    const r = rng(9);
+    for (const [B, k] of [[2, 600], [4, 300], [3, 1024]] as const) {
+      const q = Tensor.from(uniform(B * 768, r), [B, 768]);
+      const c = Tensor.from(uniform(3000 * 768, r), [3000, 768], 'bf16');
+      const cpu = scoreTopKSync(q, c, k);
+      const g = scoreTopKSync(q.to('cuda'), c.to('cuda'), k);
+      expect(maxAbsDiff(g.scores, cpu.scores)).toBeLessThan(1e-3);
+    }
+    // |q| >= 65520 cannot be split into f16 halves: those queries take the f32 path (8 queries: the tensor-core case).
+    const qv = uniform(8 * 64, r);
+    qv[5] = 70000;
+    const q = Tensor.from(qv, [8, 64]);
+    const c = Tensor.from(uniform(500 * 64, r), [500, 64], 'f16');
+    const cpu = scoreTopKSync(q, c, 10);
+    const g = scoreTopKSync(q.to('cuda'), c.to('cuda'), 10);
+    expect(Array.from(g.ids)).toEqual(Array.from(cpu.ids));
+    expect(maxAbsDiff(g.scores, cpu.scores)).toBeLessThan(0.05);
+  });
+
   it('gives typed errors: mixed devices, k above the GPU limit, bad shapes, non-finite with checkFinite', async () => {
     const q = Tensor.from(uniform(8, rng(5)), [2, 4]);
     const c = Tensor.from(uniform(40, rng(6)), [10, 4]);
@@ -262,6 +290,15 @@ describe.skipIf(!hasGpu)(onGpu('spladePool on cuda'), () => {
         expect(maxAbsDiff(host(dg), dc.toArray())).toBeLessThan(1e-5);
       }
     }
+    // A caller's arg-max at a non-positive logit gives no gradient (as on the CPU); one past the length is ERR_RANGE.
+    const x = Tensor.from([-1, 2, 0.5, -3], [1, 2, 2]);
+    const argmax = Tensor.from(Int32Array.of(0, 1), [1, 2]);
+    const grad = Tensor.from([1, 1], [1, 2]);
+    const cpu = spladePoolBackwardSync(x, argmax, grad).toArray();
+    const gpu = host(spladePoolBackwardSync(x.to('cuda'), argmax.to('cuda'), grad.to('cuda')));
+    expect(gpu).toEqual(cpu);
+    const far = Tensor.from(Int32Array.of(0, 2), [1, 2]).to('cuda');
+    expect(codeOf(() => spladePoolBackwardSync(x.to('cuda'), far, grad.to('cuda')))).toBe('ERR_RANGE');
   });
 });
 

@@ -45,6 +45,20 @@ __global__ void fill_kernel(D* dst, size_t n, uint64_t seed, float lo, float hi)
 
 }  // namespace
 
+std::string kernel_image_problem() {
+  cudaFuncAttributes attr{};
+  const cudaError_t err = cudaFuncGetAttributes(&attr, convert_kernel<float, float>);
+  if (err == cudaSuccess) return "";
+  cudaGetLastError();
+  int dev = 0, major = 0, minor = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  return "quorum_cuda.node has no code for this GPU (compute capability " + std::to_string(major) + "." +
+         std::to_string(minor) + "; rebuild with -DQUORUM_CUDA_ARCHS including " + std::to_string(major * 10 + minor) +
+         "): " + cudaGetErrorString(err);
+}
+
 void fill_uniform(void* dst, Dtype dtype, size_t count, uint64_t seed, float lo, float hi) {
   if (count == 0) return;
   cudaStream_t st = stream();

@@ -301,12 +301,14 @@ __global__ void __launch_bounds__(kThreads) tiled_topk(const float* q, int qb, c
 
 // Splits f32 queries [qb, dim] into hi / lo halves of type T, rows padded to kTiledQ with zeros: [kTiledQ][dim] each.
 template <class T>
-__global__ void split_queries(const float* q, int qb, int dim, T* hi, T* lo) {
+__global__ void split_queries(const float* q, int qb, int dim, T* hi, T* lo, int* overflow) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < kTiledQ * dim; i += gridDim.x * blockDim.x) {
     const int b = i / dim;
     const float x = b < qb ? q[i] : 0.f;
     T h, l;
     split_hi_lo<T>(x, h, l);
+    // f16 holds no |x| >= 65520: such a query cannot be split, and the caller takes the f32 path instead.
+    if (isfinite(x) && !isfinite(to_f32<T>(h))) *overflow = 1;
     hi[i] = h;
     lo[i] = l;
   }
@@ -460,7 +462,6 @@ int pow2_at_least(size_t v) {
   return p;
 }
 
-constexpr size_t kSmemBudget = 200 * 1024;  // Hopper gives a block up to 227 KiB
 
 template <class K>
 int persistent_grid(K kernel, size_t smem, size_t work_items, int threads = kThreads) {
@@ -473,10 +474,14 @@ int persistent_grid(K kernel, size_t smem, size_t work_items, int threads = kThr
 
 void merge(const Buffer& cs, const Buffer& ci, int qb, size_t per_query, size_t k, int kp, int32_t* ids, float* scores) {
   const size_t smem = lists_bytes(kWarps, kp);
+  need(smem <= smem_budget(), "ERR_UNSUPPORTED", "k is too large for this GPU's shared memory");
   check(cudaFuncSetAttribute(merge_topk, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)), "cudaFuncSetAttribute");
   merge_topk<<<qb, kThreads, smem, stream()>>>(cs.as<float>(), ci.as<int32_t>(), per_query, int(k), kp, ids, scores);
   check(cudaGetLastError(), "score_topk merge");
 }
+
+// Whether the warp-per-row scorer fits one query with k's lists in shared memory (else the tiled scorers take it).
+bool warp_rows_fit(size_t dim, int kp) { return lists_bytes(kWarps, kp) + dim * 4 <= smem_budget(); }
 
 template <class T>
 void run_warp_rows(const float* q, size_t batch, const T* corpus, size_t n, size_t dim, size_t k, int kp, int32_t* ids,
@@ -486,10 +491,12 @@ void run_warp_rows(const float* q, size_t batch, const T* corpus, size_t n, size
   auto pick = [&](auto nv_tag) {
     constexpr int kNv = decltype(nv_tag)::value;
     auto kernel = warp_rows_topk<T, kNv>;
-    for (size_t b0 = 0; b0 < batch; b0 += kWarpQ) {
-      const int qb = int(std::min<size_t>(kWarpQ, batch - b0));
+    // Queries per launch: as many (at most kWarpQ) as the eight warps' lists leave room for.
+    int qmax = kWarpQ;
+    while (qmax > 1 && lists_bytes(kWarps * qmax, kp) + size_t(qmax) * dim * 4 > smem_budget()) qmax >>= 1;
+    for (size_t b0 = 0; b0 < batch; b0 += qmax) {
+      const int qb = int(std::min<size_t>(qmax, batch - b0));
       const size_t smem = lists_bytes(kWarps * qb, kp) + size_t(qb) * dim * 4;
-      need(smem <= kSmemBudget, "ERR_UNSUPPORTED", "k and the dimension need more shared memory than the GPU kernel has");
       const int grid = persistent_grid(kernel, smem, (n + 32 * kWarps - 1) / (32 * kWarps));
       Buffer cs(size_t(qb) * grid * k * 4), ci(size_t(qb) * grid * k * 4);
       {
@@ -511,8 +518,8 @@ void run_warp_rows(const float* q, size_t batch, const T* corpus, size_t n, size
 // Queries per launch: the most (at most kTiledQ) whose lists fit the shared-memory budget beside `fixed` bytes.
 int tiled_queries(size_t batch, int kp, size_t fixed) {
   int qb = kTiledQ;
-  while (qb > 1 && fixed + lists_bytes(qb, kp) > kSmemBudget) qb >>= 1;
-  need(fixed + lists_bytes(qb, kp) <= kSmemBudget, "ERR_UNSUPPORTED", "k is too large for the GPU kernel");
+  while (qb > 1 && fixed + lists_bytes(qb, kp) > smem_budget()) qb >>= 1;
+  need(fixed + lists_bytes(qb, kp) <= smem_budget(), "ERR_UNSUPPORTED", "k is too large for the GPU kernel");
   return int(std::min<size_t>(qb, batch));
 }
 
@@ -541,13 +548,22 @@ void run_mma(const float* q, size_t batch, const T* corpus, size_t n, size_t dim
   cudaStream_t st = stream();
   const size_t fixed = std::max((size_t(kMmaRows) + 2 * kTiledQ) * kLdT * sizeof(T), size_t(kTiledQ) * kMmaRows * 4);
   const int qmax = tiled_queries(batch, kp, fixed);
-  Buffer hi(size_t(kTiledQ) * dim * sizeof(T)), lo(size_t(kTiledQ) * dim * sizeof(T));
+  Buffer hi(size_t(kTiledQ) * dim * sizeof(T)), lo(size_t(kTiledQ) * dim * sizeof(T)), flag(4);
   for (size_t b0 = 0; b0 < batch; b0 += qmax) {
     const int qb = int(std::min<size_t>(qmax, batch - b0));
     const size_t smem = fixed + lists_bytes(qb, kp);
-    split_queries<T><<<int(std::min<size_t>((kTiledQ * dim + 255) / 256, 4096)), 256, 0, st>>>(q + b0 * dim, qb,
-                                                                                             int(dim), hi.as<T>(),
-                                                                                             lo.as<T>());
+    check(cudaMemsetAsync(flag.get(), 0, 4, st), "cudaMemset");
+    split_queries<T><<<int(std::min<size_t>((kTiledQ * dim + 255) / 256, 4096)), 256, 0, st>>>(
+        q + b0 * dim, qb, int(dim), hi.as<T>(), lo.as<T>(), flag.as<int>());
+    if (std::is_same<T, __half>::value) {
+      int overflow = 0;
+      check(cudaMemcpyAsync(&overflow, flag.get(), 4, cudaMemcpyDeviceToHost, st), "cudaMemcpy");
+      sync("score_topk");
+      if (overflow) {
+        run_tiled<T>(q + b0 * dim, size_t(qb), corpus, n, dim, k, kp, ids + b0 * k, scores + b0 * k);
+        continue;
+      }
+    }
     const int grid = persistent_grid(mma_topk<T>, smem, (n + kMmaRows - 1) / kMmaRows, kMmaThreads);
     Buffer cs(size_t(qb) * grid * k * 4), ci(size_t(qb) * grid * k * 4);
     {
@@ -588,7 +604,7 @@ void score_topk(const float* q, size_t batch, const void* corpus, Dtype dtype, s
     const bool vec_rows = (dim * sizeof(T)) % 16 == 0 && dim * sizeof(T) <= 16 * 32 * 8;
     // The tensor-core scorer reads 16 x 16 fragments: dimensions in whole fragments.
     const bool mma_ok = !std::is_same<T, float>::value && dim % 16 == 0;
-    if (batch <= size_t(kWarpQ) && vec_rows) {
+    if (batch <= size_t(kWarpQ) && vec_rows && warp_rows_fit(dim, kp)) {
       run_warp_rows<T>(q, batch, c, n, dim, k, kp, ids, scores);
     } else if constexpr (!std::is_same<T, float>::value) {
       if (mma_ok) run_mma<T>(q, batch, c, n, dim, k, kp, ids, scores);

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "../common/dtype.h"
 
@@ -50,6 +51,9 @@ void ensemble_mi(const float* z, size_t batch, size_t members, size_t len, const
 // Fills a float array with values uniform in [lo, hi) from a counter-based hash of (seed, index): benchmark data
 // made on the device, so that a 15 GB corpus needs no host copy.
 void fill_uniform(void* dst, Dtype dtype, size_t count, uint64_t seed, float lo, float hi);
+
+// "" when this build has code for the current device, else why not (built for other architectures).
+std::string kernel_image_problem();
 
 // Element-wise f32 / bf16 / f16 conversion on the device (round to nearest even, NaN kept).
 void convert(const void* src, Dtype from, void* dst, Dtype to, size_t count);

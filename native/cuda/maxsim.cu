@@ -204,26 +204,37 @@ __global__ void __launch_bounds__(kThreads)
 
 // q [nq, lq, dim] f32 -> hi / lo [nq, lqp, dim] of T, token rows past lq zero.
 template <class T>
-__global__ void split_query_tokens(const float* q, size_t nq, int lq, int lqp, int dim, T* hi, T* lo) {
+__global__ void split_query_tokens(const float* q, size_t nq, int lq, int lqp, int dim, T* hi, T* lo, int* overflow) {
   const size_t total = nq * size_t(lqp) * dim;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total; i += size_t(gridDim.x) * blockDim.x) {
     const size_t b = i / (size_t(lqp) * dim);
     const int t = int((i / dim) % lqp), d = int(i % dim);
     const float x = t < lq ? q[(b * lq + t) * dim + d] : 0.f;
     split_hi_lo<T>(x, hi[i], lo[i]);
+    if (isfinite(x) && !isfinite(to_f32<T>(hi[i]))) *overflow = 1;  // f16 holds no |x| >= 65520: the f32 path
   }
 }
 
+// Runs the tensor-core kernel; false (nothing written) when it cannot: too little shared memory for the dimension,
+// or f16 halves that cannot hold a query value.
 template <class T>
-void run_mma(const float* q, size_t nq, size_t lq, size_t dim, const uint8_t* q_mask, const T* docs, size_t n,
+bool run_mma(const float* q, size_t nq, size_t lq, size_t dim, const uint8_t* q_mask, const T* docs, size_t n,
              const int64_t* start, const int64_t* length, const uint8_t* token_mask, bool clamp_zero, float* scores,
              int32_t* argmax) {
   cudaStream_t st = stream();
   const size_t lqp = (lq + 31) / 32 * 32;
-  Buffer hi(nq * lqp * dim * sizeof(T)), lo(nq * lqp * dim * sizeof(T));
-  split_query_tokens<T><<<int(std::min<size_t>((nq * lqp * dim + 255) / 256, 8192)), 256, 0, st>>>(
-      q, nq, int(lq), int(lqp), int(dim), hi.as<T>(), lo.as<T>());
   const size_t smem = (128 + 64) * (dim + 8) * sizeof(T) + kWarps * 512 * 4 + 2 * kWarps * 32 * 4;
+  if (smem > smem_budget()) return false;
+  Buffer hi(nq * lqp * dim * sizeof(T)), lo(nq * lqp * dim * sizeof(T)), flag(4);
+  check(cudaMemsetAsync(flag.get(), 0, 4, st), "cudaMemset");
+  split_query_tokens<T><<<int(std::min<size_t>((nq * lqp * dim + 255) / 256, 8192)), 256, 0, st>>>(
+      q, nq, int(lq), int(lqp), int(dim), hi.as<T>(), lo.as<T>(), flag.as<int>());
+  if (std::is_same<T, __half>::value) {
+    int overflow = 0;
+    check(cudaMemcpyAsync(&overflow, flag.get(), 4, cudaMemcpyDeviceToHost, st), "cudaMemcpy");
+    sync("maxsim");
+    if (overflow) return false;
+  }
   auto kernel = maxsim_mma<T>;
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)), "cudaFuncSetAttribute");
   int per_sm = 0;
@@ -234,6 +245,7 @@ void run_mma(const float* q, size_t nq, size_t lq, size_t dim, const uint8_t* q_
   kernel<<<grid, kThreads, smem, st>>>(hi.as<T>(), lo.as<T>(), int(lq), int(lqp), int(dim), q_mask, docs, start,
                                        length, token_mask, clamp_zero, n, scores, argmax);
   check(cudaGetLastError(), "maxsim");
+  return true;
 }
 
 }  // namespace
@@ -244,16 +256,16 @@ void maxsim(const float* q, size_t nq, size_t lq, size_t dim, const uint8_t* q_m
   if (nq == 0 || n == 0) return;
   need(nq <= 65535, "ERR_UNSUPPORTED", "more than 65535 query sets in one MaxSim call on cuda");
   const size_t smem = (32 * (dim + 1) + kTok * dim + 2 * kWarps * 32 + 4) * 4;
-  need(smem <= 200 * 1024, "ERR_UNSUPPORTED", "token dimension too large for the MaxSim kernel on cuda");
+  need(smem <= smem_budget(), "ERR_UNSUPPORTED", "token dimension too large for the MaxSim kernel on cuda");
   cudaStream_t st = stream();
   if (lq > 0 && dim % 16 == 0 && dim <= size_t(kMmaMaxDim) && dtype != Dtype::F32) {
-    if (dtype == Dtype::BF16)
-      run_mma<__nv_bfloat16>(q, nq, lq, dim, q_mask, static_cast<const __nv_bfloat16*>(docs), n, start, length,
-                             token_mask, clamp_zero, scores, argmax);
-    else
-      run_mma<__half>(q, nq, lq, dim, q_mask, static_cast<const __half*>(docs), n, start, length, token_mask,
-                      clamp_zero, scores, argmax);
-    return;
+    const bool done =
+        dtype == Dtype::BF16
+            ? run_mma<__nv_bfloat16>(q, nq, lq, dim, q_mask, static_cast<const __nv_bfloat16*>(docs), n, start,
+                                     length, token_mask, clamp_zero, scores, argmax)
+            : run_mma<__half>(q, nq, lq, dim, q_mask, static_cast<const __half*>(docs), n, start, length, token_mask,
+                              clamp_zero, scores, argmax);
+    if (done) return;
   }
   const dim3 grid{unsigned(n), unsigned(nq)};
   QUORUM_CUDA_FLOAT_TYPES(dtype, {

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <string>
@@ -88,6 +89,16 @@ int sm_count() {
     return v;
   }();
   return n;
+}
+
+size_t smem_budget() {
+  static const size_t bytes = [] {
+    int dev = 0, v = 0;
+    check(cudaGetDevice(&dev), "cudaGetDevice");
+    check(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), "cudaDeviceGetAttribute");
+    return std::min<size_t>(size_t(v), 200 * 1024);
+  }();
+  return bytes;
 }
 
 cudaStream_t stream() {

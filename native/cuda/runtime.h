@@ -27,6 +27,9 @@ DeviceInfo device_info();
 std::string unavailable_reason();
 // Multiprocessors of the current device (read once; kernels size persistent grids by it).
 int sm_count();
+// Shared memory one block may use on the current device (opt-in maximum, read once), at most 200 KiB: the
+// kernels size their query batches and tiles by it (Hopper 227 KiB, A100 163 KiB, sm_86 / 89 99 KiB).
+size_t smem_budget();
 
 // The stream every Quorum kernel and copy runs on (created on first use; throws when there is no device).
 cudaStream_t stream();

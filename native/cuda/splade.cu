@@ -39,15 +39,22 @@ __global__ void pool_kernel(const T* x, size_t len, size_t vocab, const uint8_t*
   }
 }
 
+// As the CPU kernel: a gradient only where the arg-max logit is positive (the weight is 0 elsewhere); an arg-max
+// past the row's length raises *bad (ERR_RANGE for the call).
 template <class T>
 __global__ void pool_backward_kernel(const T* x, size_t len, size_t vocab, const int32_t* argmax, const float* grad,
-                                     float* dx, size_t total) {
+                                     float* dx, size_t total, int* bad) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total; i += size_t(gridDim.x) * blockDim.x) {
     const int a = argmax[i];
-    if (a < 0 || size_t(a) >= len) continue;
+    if (a < 0) continue;
+    if (size_t(a) >= len) {
+      *bad = 1;
+      continue;
+    }
     const size_t b = i / vocab, v = i % vocab;
     const size_t at = (b * len + size_t(a)) * vocab + v;
-    dx[at] = grad[i] / (1.f + to_f32<T>(x[at]));
+    const float xv = to_f32<T>(x[at]);
+    if (xv > 0.f) dx[at] = grad[i] / (1.f + xv);
   }
 }
 
@@ -70,13 +77,19 @@ void splade_pool_backward(const void* logits, Dtype dtype, size_t batch, size_t 
   cudaStream_t st = stream();
   check(cudaMemsetAsync(dlogits, 0, batch * len * vocab * 4, st), "cudaMemset");
   const size_t total = batch * vocab;
-  if (total == 0 || len == 0) return;
+  if (total == 0) return;
   const int grid = int(std::min<size_t>((total + 255) / 256, 65535));
+  Buffer flag(4);
+  check(cudaMemsetAsync(flag.get(), 0, 4, st), "cudaMemset");
   QUORUM_CUDA_FLOAT_TYPES(dtype, {
     pool_backward_kernel<T><<<grid, 256, 0, st>>>(static_cast<const T*>(logits), len, vocab, argmax, grad, dlogits,
-                                                  total);
+                                                  total, flag.as<int>());
   });
   check(cudaGetLastError(), "splade_pool_backward");
+  int bad = 0;
+  check(cudaMemcpyAsync(&bad, flag.get(), 4, cudaMemcpyDeviceToHost, st), "cudaMemcpy");
+  sync("splade_pool_backward");
+  need(bad == 0, "ERR_RANGE", "an arg-max token index is outside the logits' length");
 }
 
 }  // namespace quorum::cuda

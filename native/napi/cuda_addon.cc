@@ -4,6 +4,7 @@
 #include <napi.h>
 
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,11 +53,18 @@ napi_typedarray_type array_type(Dtype d) {
 // Per-element checks below build their message only on failure (a message built for each of 100,000 documents
 // cost more than the kernel).
 
-// A small operand on the device: a cuda tensor as it is, or a host typed array copied over (null: absent).
+// A small operand on the device: a cuda tensor as it is, or a host typed array whose bytes are copied now and sent
+// to the device by upload() inside the work (so that an async call never waits on the stream on the main thread).
 struct Aux {
   Block block;
   const void* ptr = nullptr;
   size_t numel = 0;
+  std::shared_ptr<std::vector<uint8_t>> host;
+  void upload() const {
+    if (host && !host->empty())
+      cuda::check(cudaMemcpyAsync(block->ptr, host->data(), host->size(), cudaMemcpyHostToDevice, cuda::stream()),
+                  "cudaMemcpy");
+  }
 };
 Aux aux_operand(Napi::Env env, const Napi::Value& v, const char* what, Dtype dtype) {
   Aux a;
@@ -73,14 +81,10 @@ Aux aux_operand(Napi::Env env, const Napi::Value& v, const char* what, Dtype dty
        std::string(what) + " must be a " + dtype_name(dtype) + " tensor");
   Napi::TypedArray ta = v.As<Napi::TypedArray>();
   a.numel = ta.ElementLength();
-  const size_t bytes = ta.ByteLength();
-  a.block = std::make_shared<DeviceBlock>(bytes);
+  const auto* src = static_cast<const uint8_t*>(ta.ArrayBuffer().Data()) + ta.ByteOffset();
+  a.host = std::make_shared<std::vector<uint8_t>>(src, src + ta.ByteLength());
+  a.block = std::make_shared<DeviceBlock>(a.host->size());
   a.ptr = a.block->ptr;
-  if (bytes) {
-    const auto* src = static_cast<const uint8_t*>(ta.ArrayBuffer().Data()) + ta.ByteOffset();
-    cuda::check(cudaMemcpyAsync(a.block->ptr, src, bytes, cudaMemcpyHostToDevice, cuda::stream()), "cudaMemcpy");
-    cuda::sync("upload");
-  }
   return a;
 }
 
@@ -108,9 +112,17 @@ CudaTensor* out_tensor(Napi::Object o) { return Napi::ObjectWrap<CudaTensor>::Un
 Napi::Value Available(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Napi::Object r = Napi::Object::New(env);
-  const int n = cuda::device_count();
+  int n = cuda::device_count();
+  std::string reason = cuda::unavailable_reason();
+  if (n > 0) {
+    const std::string image = cuda::kernel_image_problem();
+    if (!image.empty()) {
+      n = 0;
+      reason = image;
+    }
+  }
   r.Set("count", n);
-  r.Set("reason", cuda::unavailable_reason());
+  r.Set("reason", reason);
   if (n > 0) {
     const cuda::DeviceInfo d = cuda::device_info();
     r.Set("name", d.name);
@@ -191,6 +203,7 @@ Napi::Value ScoreTopK(const Napi::CallbackInfo& info) {
   need(size_t(c->shape()[1]) == D, "ERR_SHAPE",
        "corpus dimension " + std::to_string(c->shape()[1]) + " differs from the queries' " + std::to_string(D));
   const size_t k = k_arg(info[2]);
+  need(k <= cuda::kMaxTopK, "ERR_UNSUPPORTED", "k must be in [1, " + std::to_string(cuda::kMaxTopK) + "] on cuda");
   const bool finite = flag(info[3]);
   Napi::Object ids = CudaTensor::Create(env, Dtype::I32, {int64_t(B), int64_t(k)});
   Napi::Object scores = CudaTensor::Create(env, Dtype::F32, {int64_t(B), int64_t(k)});
@@ -248,13 +261,15 @@ Napi::Value MaxSim(const Napi::CallbackInfo& info) {
   Aux tm = aux_operand(env, info[4], "tokenMask", Dtype::U8);
   if (tm.ptr) need(tm.numel == rows, "ERR_SHAPE", "tokenMask must hold one entry per token row (" + std::to_string(rows) + "), got " + std::to_string(tm.numel));
   const bool clamp = flag(info[5]), want_arg = flag(info[6]);
-  auto sl = std::make_shared<DeviceBlock>(n * 16);
+  // Document offsets: start[n] then length[n], copied to the device inside the work.
+  Aux sl;
+  sl.host = std::make_shared<std::vector<uint8_t>>(n * 16);
   if (n) {
-    cuda::ProfileScope prof("maxSim document offsets upload");
-    cuda::check(cudaMemcpyAsync(sl->ptr, start.data(), n * 8, cudaMemcpyHostToDevice, cuda::stream()), "cudaMemcpy");
-    cuda::check(cudaMemcpyAsync(static_cast<int64_t*>(sl->ptr) + n, length.data(), n * 8, cudaMemcpyHostToDevice, cuda::stream()), "cudaMemcpy");
-    cuda::sync("upload");
+    std::memcpy(sl.host->data(), start.data(), n * 8);
+    std::memcpy(sl.host->data() + n * 8, length.data(), n * 8);
   }
+  sl.block = std::make_shared<DeviceBlock>(n * 16);
+  sl.ptr = sl.block->ptr;
   std::vector<int64_t> score_shape = qs.size() == 3 ? std::vector<int64_t>{int64_t(nq), int64_t(n)} : std::vector<int64_t>{int64_t(n)};
   Napi::Object scores = CudaTensor::Create(env, Dtype::F32, score_shape);
   Napi::Object result = Napi::Object::New(env);
@@ -272,7 +287,10 @@ Napi::Value MaxSim(const Napi::CallbackInfo& info) {
   Block qb = q->block(), db = d->block(), sb = out_tensor(scores)->block();
   const Dtype dt = d->dtype();
   return run_work(env, flag(info[7]), objects({info[0], info[2], scores, argv}), result, [=] {
-    const int64_t* st = static_cast<const int64_t*>(sl->ptr);
+    sl.upload();
+    qm.upload();
+    tm.upload();
+    const int64_t* st = static_cast<const int64_t*>(sl.ptr);
     cuda::maxsim(static_cast<const float*>(qb->ptr), nq, lq, dim, static_cast<const uint8_t*>(qm.ptr), db->ptr, dt, n,
                  st, st ? st + n : nullptr, static_cast<const uint8_t*>(tm.ptr), clamp, static_cast<float*>(sb->ptr),
                  arg ? static_cast<int32_t*>(arg->ptr) : nullptr);
@@ -311,6 +329,7 @@ Napi::Value SpladePool(const Napi::CallbackInfo& info) {
   Block xb = x->block(), wb = out_tensor(w)->block();
   const Dtype dt = x->dtype();
   return run_work(env, flag(info[3]), objects({info[0], w, argv}), result, [=] {
+    mask.upload();
     cuda::splade_pool(xb->ptr, dt, s.b, s.l, s.v, static_cast<const uint8_t*>(mask.ptr), static_cast<float*>(wb->ptr),
                       arg ? static_cast<int32_t*>(arg->ptr) : nullptr);
     cuda::sync("spladePool");
@@ -381,6 +400,8 @@ Napi::Value InfoNce(const Napi::CallbackInfo& info) {
   return run_work(
       env, flag(info[7]), objects({info[0], info[1], row_loss, rank, dqv, dpv}), result,
       [=] {
+        posd.upload();
+        w.upload();
         *sums = cuda::info_nce(static_cast<const float*>(qb->ptr), static_cast<const float*>(pb->ptr), B, M, D,
                                static_cast<const int32_t*>(posd.ptr), static_cast<const float*>(w.ptr), tau, cosine,
                                static_cast<float*>(lb->ptr), static_cast<int32_t*>(rb->ptr),
@@ -419,6 +440,7 @@ Napi::Value EnsembleMI(const Napi::CallbackInfo& info) {
   result.Set("confidence", conf);
   Block zb = z->block(), mb = out_tensor(mi)->block(), cb = out_tensor(conf)->block();
   return run_work(env, flag(info[4]), objects({info[0], mi, conf}), result, [=] {
+    lengths.upload();
     cuda::ensemble_mi(static_cast<const float*>(zb->ptr), B, K, L, static_cast<const int32_t*>(lengths.ptr),
                       temperature, eps, static_cast<float*>(mb->ptr), static_cast<float*>(cb->ptr));
     cuda::sync("ensembleMI");
