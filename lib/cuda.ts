@@ -76,7 +76,8 @@ export function cudaInfo(): CudaDeviceInfo {
 /** The CUDA module with a usable device; ERR_BACKEND_UNAVAILABLE (with the reason) otherwise. */
 export function cudaAddon(): CudaAddon {
   const m = cudaModule();
-  if (!m) throw new QuorumError('ERR_BACKEND_UNAVAILABLE', `CUDA is not available: ${cudaInfo().reason}`);
+  const gpu = cudaInfo();
+  if (!m || gpu.count === 0) throw new QuorumError('ERR_BACKEND_UNAVAILABLE', `CUDA is not available: ${gpu.reason}`);
   return m;
 }
 

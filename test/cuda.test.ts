@@ -15,8 +15,11 @@ import {
   infoNce,
   maxSimSync,
   maxSim,
+  maxSimBackwardSync,
+  scoreSync,
   scoreTopK,
   scoreTopKSync,
+  toSparseSync,
   spladePoolBackwardSync,
   spladePoolSync,
   spladePool,
@@ -229,6 +232,10 @@ describe.skipIf(!hasGpu)(onGpu('scoreTopK on cuda'), () => {
     expect(codeOf(() => scoreTopKSync(qd, wrong, 3))).toBe('ERR_SHAPE');
     const nan = Tensor.from([NaN, 0, 0, 0], [1, 4]).to('cuda');
     expect(codeOf(() => scoreTopKSync(qd, nan, 1, { checkFinite: true }))).toBe('ERR_NONFINITE');
+    // CPU-only functions refuse GPU tensors with a typed error.
+    expect(codeOf(() => scoreSync(qd, cd))).toBe('ERR_UNSUPPORTED');
+    expect(codeOf(() => toSparseSync(cd))).toBe('ERR_ARG');
+    expect(codeOf(() => maxSimBackwardSync(qd, { tokens: cd, lengths: [10] }, Tensor.zeros([1, 10, 2], 'i32'), new Float32Array(10)))).toBe('ERR_UNSUPPORTED');
     qd.dispose();
     expect(codeOf(() => scoreTopKSync(qd, cd, 1))).toBe('ERR_DISPOSED');
   });
