@@ -112,11 +112,13 @@ __global__ void __launch_bounds__(kThreads)
 
 // Tensor-core MaxSim for f16 / bf16 documents with a dimension in whole 16-wide fragments (at most kMmaMaxDim). The
 // f32 query tokens are split into hi + lo halves of the document type (dense_topk.cu explains why), padded to
-// groups of 32 tokens. A persistent block walks documents; each document's tokens pass through shared memory 128 at
-// a time (16-byte coalesced loads, rows past the document zero); warp w takes tokens [16w, 16w + 16) of the tile:
+// groups of 32 tokens. A persistent block walks documents; each document's tokens pass through shared memory
+// kDocTokens at a time (a whole document of usual length: one load, three barriers; 16-byte coalesced loads, the rows
+// of the last 16-token tile past the document zero); warp w takes the 16-token tiles w, w + 8, ... of the staged span:
 // two 16 x 16 accumulators (32 query tokens) over the dimension, stored to its own tile, then each lane (one query
 // token) scans the rows in order for its max. The warps' maxima combine with the lowest token index on ties.
 constexpr int kMmaMaxDim = 256;
+constexpr int kDocTokens = 256;
 
 template <class T>
 __global__ void __launch_bounds__(kThreads)
@@ -126,8 +128,8 @@ __global__ void __launch_bounds__(kThreads)
   using namespace nvcuda;
   extern __shared__ __align__(128) char smem_raw[];
   const int ld = dim + 8;  // padded rows: fragment loads spread over the banks
-  T* dt = reinterpret_cast<T*>(smem_raw);                       // [128][ld] document tokens
-  T* sh = dt + 128 * ld;                                         // [32][ld] query hi of the current group
+  T* dt = reinterpret_cast<T*>(smem_raw);                       // [kDocTokens][ld] document tokens
+  T* sh = dt + kDocTokens * ld;                                  // [32][ld] query hi of the current group
   T* sl = sh + 32 * ld;                                          // [32][ld] query lo
   float* tiles = reinterpret_cast<float*>(sl + 32 * ld);         // [kWarps][16][32]
   float* best = tiles + kWarps * 512;                            // [kWarps][32]
@@ -150,23 +152,23 @@ __global__ void __launch_bounds__(kThreads)
       const int len = int(length[doc]);
       float mine = -INFINITY;
       int marg = -1;
-      for (int c0 = 0; c0 < len; c0 += 128) {
-        __syncthreads();  // the last tile is no longer read (and, at first, the query group is stored)
-        for (int i = threadIdx.x; i < 128 * groups; i += kThreads) {
+      for (int c0 = 0; c0 < len; c0 += kDocTokens) {
+        const int span = min(kDocTokens, len - c0), staged = (span + 15) / 16 * 16;
+        __syncthreads();  // the last span is no longer read (and, at first, the query group is stored)
+        for (int i = threadIdx.x; i < staged * groups; i += kThreads) {
           const int r = i / groups, c = (i % groups) * 8;
           *reinterpret_cast<uint4*>(dt + r * ld + c) =
-              c0 + r < len ? __ldg(reinterpret_cast<const uint4*>(docs + (s0 + c0 + r) * dim + c)) : make_uint4(0, 0, 0, 0);
+              r < span ? __ldg(reinterpret_cast<const uint4*>(docs + (s0 + c0 + r) * dim + c)) : make_uint4(0, 0, 0, 0);
         }
         __syncthreads();
-        const int t0 = c0 + warp * 16;
-        if (t0 < len) {
+        for (int t0 = c0 + warp * 16; t0 < c0 + span; t0 += kWarps * 16) {
           const int rows = min(16, len - t0);
           wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2];
           wmma::fill_fragment(acc[0], 0.f);
           wmma::fill_fragment(acc[1], 0.f);
           for (int d = 0; d < dim; d += 16) {
             wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a;
-            wmma::load_matrix_sync(a, dt + warp * 16 * ld + d, ld);
+            wmma::load_matrix_sync(a, dt + (t0 - c0) * ld + d, ld);
 #pragma unroll
             for (int j = 0; j < 2; ++j) {
               wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> f;
@@ -223,7 +225,7 @@ bool run_mma(const float* q, size_t nq, size_t lq, size_t dim, const uint8_t* q_
              int32_t* argmax) {
   cudaStream_t st = stream();
   const size_t lqp = (lq + 31) / 32 * 32;
-  const size_t smem = (128 + 64) * (dim + 8) * sizeof(T) + kWarps * 512 * 4 + 2 * kWarps * 32 * 4;
+  const size_t smem = (kDocTokens + 64) * (dim + 8) * sizeof(T) + kWarps * 512 * 4 + 2 * kWarps * 32 * 4;
   if (smem > smem_budget()) return false;
   Buffer hi(nq * lqp * dim * sizeof(T)), lo(nq * lqp * dim * sizeof(T)), flag(4);
   check(cudaMemsetAsync(flag.get(), 0, 4, st), "cudaMemset");

@@ -240,7 +240,11 @@ Napi::Value MaxSim(const Napi::CallbackInfo& info) {
   const std::vector<int32_t> len = host_ints(env, info[3], "lengths");
   const size_t n = len.size();
   const size_t rows = ds.size() == 2 ? size_t(ds[0]) : size_t(ds[0]) * size_t(ds[1]);
-  std::vector<int64_t> start(n), length(n);
+  // Document offsets, start[n] then length[n], written straight into the bytes the work copies to the device.
+  Aux sl;
+  sl.host = std::make_shared<std::vector<uint8_t>>(n * 16);
+  int64_t* start = reinterpret_cast<int64_t*>(sl.host->data());
+  int64_t* length = start + n;
   int64_t at = 0;
   for (size_t i = 0; i < n; ++i) {
     if (!(len[i] >= 0)) throw Error("ERR_RANGE", "length " + std::to_string(len[i]) + " of document " + std::to_string(i) + " is negative");
@@ -261,13 +265,6 @@ Napi::Value MaxSim(const Napi::CallbackInfo& info) {
   Aux tm = aux_operand(env, info[4], "tokenMask", Dtype::U8);
   if (tm.ptr) need(tm.numel == rows, "ERR_SHAPE", "tokenMask must hold one entry per token row (" + std::to_string(rows) + "), got " + std::to_string(tm.numel));
   const bool clamp = flag(info[5]), want_arg = flag(info[6]);
-  // Document offsets: start[n] then length[n], copied to the device inside the work.
-  Aux sl;
-  sl.host = std::make_shared<std::vector<uint8_t>>(n * 16);
-  if (n) {
-    std::memcpy(sl.host->data(), start.data(), n * 8);
-    std::memcpy(sl.host->data() + n * 8, length.data(), n * 8);
-  }
   sl.block = std::make_shared<DeviceBlock>(n * 16);
   sl.ptr = sl.block->ptr;
   std::vector<int64_t> score_shape = qs.size() == 3 ? std::vector<int64_t>{int64_t(nq), int64_t(n)} : std::vector<int64_t>{int64_t(n)};
