@@ -7,6 +7,7 @@ import { join } from 'node:path';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
+import { readSafetensors } from '../lib/io/safetensors.js';
 import { packageRoot } from '../lib/native.js';
 
 const out = mkdtempSync(join(tmpdir(), 'quorum-cli-'));
@@ -213,6 +214,20 @@ describe('quorum CLI', () => {
     expect(rest.stdout).not.toMatch(/epoch 1\/3/);
     expect(rest.stdout).toMatch(/epoch 3\/3/);
     expect(JSON.parse(readFileSync(join(model, 'model.json'), 'utf8')).training.epochs).toHaveLength(3);
+  });
+
+  it('train --projection at the GloVe width starts the head as the identity (a learning rate too small to move it)', () => {
+    writeTiny();
+    const model = join(out, 'model-head');
+    const r = quorum('train', '--data', tiny, '--preset', 'siamese', '--layers', '0', '--projection', '100', '--epochs', '1', '--lr', '1e-12', '--max-passage-length', '16', '--dtype', 'f32', '--out', model);
+    expect(r.status).toBe(0);
+    const w = readSafetensors(readFileSync(join(model, 'weights.safetensors'))).get('encoder.projection.weight');
+    expect(w?.shape).toEqual([100, 100]);
+    let off = 0;
+    w!.data.forEach((v, i) => {
+      off = Math.max(off, Math.abs(v - (i % 101 === 0 ? 1 : 0)));
+    });
+    expect(off).toBeLessThan(1e-6);
   });
 
   it('train and eval give typed one-line errors on bad input', () => {
