@@ -96,7 +96,6 @@ export function cudaEmptyCache(): void {
 /** A kernel's backend: the core for CPU operands, the CUDA module for CUDA ones; mixing them is ERR_ARG. */
 export type Backend = Pick<CoreAddon, KernelNames> & { readonly device: 'cpu' | 'cuda' };
 
-const cpuBackend = (): Backend => Object.assign(Object.create(coreAddon()) as CoreAddon, { device: 'cpu' as const });
 let cpuCached: Backend | undefined;
 let cudaCached: Backend | undefined;
 
@@ -118,8 +117,14 @@ export function backendOf(operands: ReadonlyArray<{ handle: NativeTensorHandle }
     cudaCached ??= Object.assign(Object.create(cudaAddon()) as CudaAddon, { device: 'cuda' as const });
     return cudaCached;
   }
-  cpuCached ??= cpuBackend();
+  cpuCached ??= Object.assign(Object.create(coreAddon()) as CoreAddon, { device: 'cpu' as const });
   return cpuCached;
+}
+
+/** ERR_UNSUPPORTED unless every operand is on the CPU: for the kernels that have no GPU form. */
+export function cpuOnly(operands: ReadonlyArray<{ handle: NativeTensorHandle }>, what: string): void {
+  if (operands.some((t) => t.handle.device !== 'cpu'))
+    throw new QuorumError('ERR_UNSUPPORTED', `${what} runs on the cpu only: copy the operands with .to('cpu')`);
 }
 
 /**

@@ -1,4 +1,4 @@
-import { backendOf } from './cuda.js';
+import { backendOf, cpuOnly } from './cuda.js';
 import { QuorumError, awaitNative, callNative } from './errors.js';
 import { type NativeTensorHandle, coreAddon } from './native.js';
 import { rowHits } from './operand.js';
@@ -185,11 +185,6 @@ export function scoreSync(queries: QueryInput, corpus: MatrixInput, options: Den
 
 /** Ids per query row: an i32 or i64 Tensor `[B, m]`, or an Int32Array / BigInt64Array of B * m ids. */
 export type IdsInput = Tensor<'i32'> | Tensor<'i64'> | Int32Array | BigInt64Array;
-
-/** The score matrix and gathered scores run on the CPU only. */
-function cpuOnly(ts: readonly Tensor[], what: string): void {
-  if (ts.some((t) => t.device !== 'cpu')) throw new QuorumError('ERR_UNSUPPORTED', `${what} runs on the cpu only: copy the operands with .to('cpu')`);
-}
 
 function idsTensor(ids: IdsInput, rows: number): Tensor {
   if (ids instanceof Tensor) return ids;

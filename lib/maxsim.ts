@@ -1,5 +1,5 @@
 // MaxSim late interaction (ColBERT), SPEC §1.2. See native/kernels/maxsim.h for the contract.
-import { auxOperand, backendOf } from './cuda.js';
+import { auxOperand, backendOf, cpuOnly } from './cuda.js';
 import { QuorumError } from './errors.js';
 import { coreAddon, type NativeTensorHandle } from './native.js';
 import {
@@ -103,7 +103,7 @@ function backwardCall(
   const q = tensorOf(queries, 'queries');
   if (docs === null || typeof docs !== 'object') throw new QuorumError('ERR_ARG', 'documents must be { tokens, lengths, tokenMask? }');
   const d = tensorOf(docs.tokens, 'documents');
-  if (q.device !== 'cpu' || d.device !== 'cpu') throw new QuorumError('ERR_UNSUPPORTED', "maxSimBackward runs on the cpu only: copy the operands with .to('cpu')");
+  cpuOnly([q, d], 'maxSimBackward');
   const lengths = int32Of(docs.lengths, 'lengths');
   const g = grad instanceof Tensor ? grad : Tensor.wrap(grad, [q.shape.length === 3 ? (q.shape[0] ?? 0) : 1, lengths.size], 'f32');
   const qm = maskOf(o.queryMask, 'queryMask');

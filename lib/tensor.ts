@@ -200,7 +200,7 @@ export class Tensor<D extends Dtype = Dtype> {
   async toAsync<T extends Dtype>(dtype: T): Promise<Tensor<T>>;
   async toAsync(device: Device): Promise<Tensor<D>>;
   async toAsync(target: Dtype | Device): Promise<Tensor> {
-    return awaitNative(Promise.resolve(this.#to(target, true)));
+    return this.#to(target, true);
   }
 
   #to(target: Dtype | Device, async: boolean): Tensor | Promise<Tensor> {

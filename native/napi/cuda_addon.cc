@@ -40,16 +40,6 @@ void need_f32(const CudaTensor* t, const char* what) {
   need(t->dtype() == Dtype::F32, "ERR_DTYPE", std::string(what) + " must be f32, got " + dtype_name(t->dtype()));
 }
 
-napi_typedarray_type array_type(Dtype d) {
-  switch (d) {
-    case Dtype::F32: return napi_float32_array;
-    case Dtype::I32: return napi_int32_array;
-    case Dtype::U8: return napi_uint8_array;
-    case Dtype::I64: return napi_bigint64_array;
-    default: return napi_uint16_array;
-  }
-}
-
 // Per-element checks below build their message only on failure (a message built for each of 100,000 documents
 // cost more than the kernel).
 
@@ -77,7 +67,7 @@ Aux aux_operand(Napi::Env env, const Napi::Value& v, const char* what, Dtype dty
     a.numel = t->numel();
     return a;
   }
-  need(v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == array_type(dtype), "ERR_ARG",
+  need(v.IsTypedArray() && typed_array_matches(v.As<Napi::TypedArray>(), dtype), "ERR_ARG",
        std::string(what) + " must be a " + dtype_name(dtype) + " tensor");
   Napi::TypedArray ta = v.As<Napi::TypedArray>();
   a.numel = ta.ElementLength();
@@ -101,7 +91,7 @@ std::vector<int32_t> host_ints(Napi::Env env, const Napi::Value& v, const char* 
     }
     return out;
   }
-  need(v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == napi_int32_array, "ERR_ARG",
+  need(v.IsTypedArray() && typed_array_matches(v.As<Napi::TypedArray>(), Dtype::I32), "ERR_ARG",
        std::string(what) + " must be an i32 tensor");
   Napi::Int32Array a = v.As<Napi::Int32Array>();
   return std::vector<int32_t>(a.Data(), a.Data() + a.ElementLength());
@@ -170,9 +160,7 @@ Napi::Value Download(const Napi::CallbackInfo& info) {
 Napi::Value Convert(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   CudaTensor* t = CudaTensor::From(env, info[0], "tensor");
-  const double code = info[1].IsNumber() ? info[1].As<Napi::Number>().DoubleValue() : -1;
-  need(code >= 0 && code <= 5 && code == double(int(code)), "ERR_DTYPE", "unknown dtype code");
-  const Dtype to = Dtype(int(code));
+  const Dtype to = parse_dtype(info[1]);
   const Dtype from = t->dtype();
   need(to == from || (dtype_is_float(to) && dtype_is_float(from)), "ERR_DTYPE",
        std::string("cannot convert ") + dtype_name(from) + " to " + dtype_name(to));

@@ -5,31 +5,12 @@
 #include "../common/error.h"
 #include "../cuda/runtime.h"
 #include "errors.h"
+#include "scalar_args.h"
 
 namespace quorum::napi {
 namespace {
 
-constexpr int64_t kMaxElements = int64_t(1) << 46;
-
 Napi::FunctionReference* the_ctor = nullptr;  // one addon instance per process (no worker_threads support claimed)
-
-std::vector<int64_t> parse_shape(const Napi::Value& v, size_t& numel) {
-  if (!v.IsArray()) throw Error("ERR_SHAPE", "shape must be an array of non-negative integers");
-  Napi::Array a = v.As<Napi::Array>();
-  std::vector<int64_t> shape;
-  int64_t n = 1;
-  for (uint32_t i = 0; i < a.Length(); ++i) {
-    Napi::Value e = a.Get(i);
-    const double x = e.IsNumber() ? e.As<Napi::Number>().DoubleValue() : -1;
-    if (!(x >= 0) || x != double(int64_t(x)))
-      throw Error("ERR_SHAPE", "shape[" + std::to_string(i) + "] must be a non-negative integer");
-    shape.push_back(int64_t(x));
-    if (shape.back() != 0 && n > kMaxElements / shape.back()) throw Error("ERR_SHAPE", "shape has too many elements");
-    n *= shape.back();
-  }
-  numel = size_t(n);
-  return shape;
-}
 
 }  // namespace
 
@@ -56,10 +37,10 @@ Napi::Function CudaTensor::Init(Napi::Env env, Napi::FunctionReference* ctor) {
 CudaTensor::CudaTensor(const Napi::CallbackInfo& info) : Napi::ObjectWrap<CudaTensor>(info) {
   Napi::Env env = info.Env();
   try {
-    const double code = info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : -1;
-    if (!(code >= 0 && code <= 5) || code != double(int(code))) throw Error("ERR_DTYPE", "unknown dtype code");
-    dtype_ = Dtype(int(code));
-    shape_ = parse_shape(info[1], numel_);
+    dtype_ = parse_dtype(info[0]);
+    int64_t numel = 0;
+    shape_ = parse_shape(info[1], numel);
+    numel_ = size_t(numel);
     block_ = std::make_shared<DeviceBlock>(bytes());
     if (info[2].IsBoolean() && info[2].As<Napi::Boolean>().Value() && bytes() > 0) {
       cuda::check(cudaMemsetAsync(block_->ptr, 0, bytes(), cuda::stream()), "cudaMemset");

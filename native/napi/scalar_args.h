@@ -1,5 +1,5 @@
-// Checks for plain JS arguments (numbers, flags, paths), shared by every addon: each failure is a quorum::Error
-// with a code. Tensor arguments are in args.h (core only).
+// Checks for plain JS arguments (numbers, flags, paths, dtype codes, shapes), shared by every addon: each failure
+// is a quorum::Error with a code. Tensor arguments are in args.h (core only).
 #pragma once
 #include <napi.h>
 
@@ -7,7 +7,17 @@
 #include <string>
 #include <vector>
 
+#include "../common/dtype.h"
+
 namespace quorum::napi {
+
+// A dtype code (lib/dtype.ts's dtypeCode): ERR_DTYPE unless one of the six.
+Dtype parse_dtype(const Napi::Value& v);
+// A shape: non-negative integers whose product (written to numel) is at most 2^46 (ERR_SHAPE, ERR_RANGE).
+std::vector<int64_t> parse_shape(const Napi::Value& v, int64_t& numel);
+// Whether a typed array holds `t`'s elements (bf16 and f16 travel as Uint16Array), and that array type's name.
+bool typed_array_matches(const Napi::TypedArray& ta, Dtype t);
+const char* typed_array_name(Dtype t);
 
 std::string shape_str(const std::vector<int64_t>& s);
 bool flag(const Napi::Value& v);

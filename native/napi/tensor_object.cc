@@ -7,60 +7,9 @@
 #include "../common/error.h"
 #include "addon_data.h"
 #include "errors.h"
+#include "scalar_args.h"
 
 namespace quorum::napi {
-namespace {
-
-constexpr int64_t kMaxElements = int64_t(1) << 46;
-
-bool typed_array_matches(const Napi::TypedArray& ta, Dtype t) {
-  switch (t) {
-    case Dtype::F32: return ta.TypedArrayType() == napi_float32_array;
-    case Dtype::BF16: case Dtype::F16: return ta.TypedArrayType() == napi_uint16_array;
-    case Dtype::I32: return ta.TypedArrayType() == napi_int32_array;
-    case Dtype::I64: return ta.TypedArrayType() == napi_bigint64_array;
-    case Dtype::U8: return ta.TypedArrayType() == napi_uint8_array;
-  }
-  return false;
-}
-
-const char* typed_array_name(Dtype t) {
-  switch (t) {
-    case Dtype::F32: return "Float32Array";
-    case Dtype::BF16: case Dtype::F16: return "Uint16Array";
-    case Dtype::I32: return "Int32Array";
-    case Dtype::I64: return "BigInt64Array";
-    case Dtype::U8: return "Uint8Array";
-  }
-  return "?";
-}
-
-Dtype parse_dtype(const Napi::Value& v) {
-  if (!v.IsNumber()) throw Error("ERR_DTYPE", "dtype code must be a number");
-  int code = v.As<Napi::Number>().Int32Value();
-  if (code < 0 || code > 5) throw Error("ERR_DTYPE", "unknown dtype code " + std::to_string(code));
-  return Dtype(code);
-}
-
-std::vector<int64_t> parse_shape(const Napi::Value& v, int64_t& numel) {
-  if (!v.IsArray()) throw Error("ERR_SHAPE", "shape must be an array of non-negative integers");
-  Napi::Array a = v.As<Napi::Array>();
-  std::vector<int64_t> shape;
-  numel = 1;
-  for (uint32_t i = 0; i < a.Length(); ++i) {
-    Napi::Value d = a.Get(i);
-    double x = d.IsNumber() ? d.As<Napi::Number>().DoubleValue() : -1;
-    if (!(x >= 0) || std::floor(x) != x || x > double(kMaxElements))
-      throw Error("ERR_SHAPE", "shape[" + std::to_string(i) + "] must be a non-negative integer");
-    shape.push_back(int64_t(x));
-    if (shape.back() != 0 && numel > kMaxElements / shape.back())
-      throw Error("ERR_RANGE", "tensor too large");
-    numel *= shape.back();
-  }
-  return shape;
-}
-
-}  // namespace
 
 Napi::Function TensorObject::Init(Napi::Env env) {
   return DefineClass(env, "NativeTensor",
