@@ -1,6 +1,7 @@
 #include "scalar_args.h"
 
 #include <cmath>
+#include <cstdio>
 
 #include "../common/error.h"
 #include "../common/thread_pool.h"
@@ -35,9 +36,13 @@ const char* typed_array_name(Dtype t) {
 
 Dtype parse_dtype(const Napi::Value& v) {
   if (!v.IsNumber()) throw Error("ERR_DTYPE", "dtype code must be a number");
-  int code = v.As<Napi::Number>().Int32Value();
-  if (code < 0 || code > 5) throw Error("ERR_DTYPE", "unknown dtype code " + std::to_string(code));
-  return Dtype(code);
+  const double code = v.As<Napi::Number>().DoubleValue();
+  if (!(code >= 0 && code <= 5) || std::floor(code) != code) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", code);
+    throw Error("ERR_DTYPE", std::string("unknown dtype code ") + text);
+  }
+  return Dtype(int(code));
 }
 
 std::vector<int64_t> parse_shape(const Napi::Value& v, int64_t& numel) {
