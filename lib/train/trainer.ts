@@ -36,6 +36,8 @@ export interface TrainOptions {
   weightDecay?: number;
   /** TASER's layer-wise learning-rate decay (default 1 = off; TASER uses 0.8). */
   layerDecay?: number;
+  /** Parameters not trained: names containing any of these strings (see OptimizerOptions.frozen). */
+  frozen?: string[];
   seed?: number;
   /** Per-task sampling rates (Maillard et al.'s downsampling; default 1). */
   samplingRates?: Record<string, number>;
@@ -227,7 +229,7 @@ export async function trainRetriever(
   const batchesPerEpoch = plan(0).length;
   const totalSteps = Math.ceil((o.epochs * batchesPerEpoch) / o.accumulation);
   const schedule = linearSchedule(o.warmupSteps ?? Math.round(totalSteps * 0.1), totalSteps);
-  model.setOptimizer({ weightDecay: o.weightDecay ?? 0, layerDecay: o.layerDecay ?? 1 });
+  model.setOptimizer({ weightDecay: o.weightDecay ?? 0, layerDecay: o.layerDecay ?? 1, frozen: o.frozen });
 
   let state: TrainerState = { epoch: -1, step: 0, best: null, history: [] };
   const dir = o.checkpointDir;

@@ -92,6 +92,18 @@ int threads_arg(const Napi::Value& v) {
   return int(n);
 }
 
+std::vector<std::string> strings_arg(const Napi::Value& v, const char* what) {
+  if (!v.IsArray()) throw Error("ERR_ARG", std::string(what) + " must be an array of strings");
+  Napi::Array a = v.As<Napi::Array>();
+  std::vector<std::string> out(a.Length());
+  for (uint32_t i = 0; i < a.Length(); ++i) {
+    Napi::Value s = a.Get(i);
+    if (!s.IsString()) throw Error("ERR_ARG", std::string(what) + "[" + std::to_string(i) + "] is not a string");
+    out[i] = s.As<Napi::String>().Utf8Value();
+  }
+  return out;
+}
+
 std::string path_arg(const Napi::Value& v) {
   if (!v.IsString() || v.As<Napi::String>().Utf8Value().empty()) throw Error("ERR_ARG", "path must be a non-empty string");
   return v.As<Napi::String>().Utf8Value();

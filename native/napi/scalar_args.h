@@ -27,6 +27,8 @@ double number_arg(const Napi::Value& v, const char* what);
 size_t k_arg(const Napi::Value& v);
 // A thread count: an integer in [1, ThreadPool::kMaxThreads], else ERR_RANGE (every addon's setThreads).
 int threads_arg(const Napi::Value& v);
+// An array of strings, else ERR_ARG naming `what` (and the index of a non-string).
+std::vector<std::string> strings_arg(const Napi::Value& v, const char* what);
 // A non-empty string, else ERR_ARG.
 std::string path_arg(const Napi::Value& v);
 // The bytes of a Buffer or Uint8Array (fromBuffer), else ERR_ARG.

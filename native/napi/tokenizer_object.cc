@@ -16,17 +16,6 @@
 namespace quorum::napi {
 namespace {
 
-std::vector<std::string> strings_arg(const Napi::Value& v, const char* what) {
-  if (!v.IsArray()) throw Error("ERR_ARG", std::string(what) + " must be an array of strings");
-  Napi::Array a = v.As<Napi::Array>();
-  std::vector<std::string> out(a.Length());
-  for (uint32_t i = 0; i < a.Length(); ++i) {
-    Napi::Value s = a.Get(i);
-    if (!s.IsString()) throw Error("ERR_ARG", std::string(what) + "[" + std::to_string(i) + "] is not a string");
-    out[i] = s.As<Napi::String>().Utf8Value();
-  }
-  return out;
-}
 
 Napi::Int32Array int32_array(Napi::Env env, const std::vector<int32_t>& v) {
   Napi::Int32Array a = Napi::Int32Array::New(env, v.size());

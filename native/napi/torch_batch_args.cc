@@ -119,6 +119,7 @@ torchx::OptimizerConfig optimizer_config(const Napi::Value& v) {
   c.eps = field(o, "eps", c.eps);
   c.weight_decay = field(o, "weightDecay", c.weight_decay);
   c.layer_decay = field(o, "layerDecay", c.layer_decay);
+  if (o.Has("frozen") && !o.Get("frozen").IsUndefined()) c.frozen = strings_arg(o.Get("frozen"), "frozen");
   return c;
 }
 

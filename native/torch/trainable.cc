@@ -34,11 +34,23 @@ void Trainable::set_optimizer(const OptimizerConfig& o) {
     throw Error("ERR_RANGE", "AdamW betas must be in [0, 1)");
   if (!(o.eps > 0) || !(o.weight_decay >= 0) || !(o.layer_decay > 0 && o.layer_decay <= 1))
     throw Error("ERR_RANGE", "AdamW needs eps > 0, weightDecay >= 0 and layerDecay in (0, 1]");
+  // A pattern that names no parameter is a typo, not a no-op: refused before anything changes.
+  const auto is_frozen = [&o](const std::string& name) {
+    for (const auto& f : o.frozen)
+      if (name.find(f) != std::string::npos) return true;
+    return false;
+  };
+  for (const auto& f : o.frozen) {
+    if (f.empty()) throw Error("ERR_ARG", "a frozen parameter pattern must not be empty");
+    bool found = false;
+    for (const auto& [name, t] : params_) found = found || name.find(f) != std::string::npos;
+    if (!found) throw Error("ERR_NOT_FOUND", "no parameter name contains '" + f + "' (frozen)");
+  }
   opt_ = o;
   lr_mult_.clear();
   decays_.clear();
   for (const auto& [name, t] : params_) {
-    lr_mult_.push_back(lr_multiplier(name, o));
+    lr_mult_.push_back(is_frozen(name) ? 0.0 : lr_multiplier(name, o));
     // DPR's no-decay group: biases and LayerNorm weights; also the pooling's token log-weights and centre, whose
     // zero is no prior.
     const bool bias = name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
@@ -51,9 +63,16 @@ double Trainable::step(double lr, double clip) {
   if (!std::isfinite(lr) || lr < 0) throw Error("ERR_RANGE", "learning rate must be finite and >= 0");
   if (!std::isfinite(clip) || clip < 0) throw Error("ERR_RANGE", "clip must be finite and >= 0");
   torch::NoGradGuard no_grad;
+  // A frozen parameter (multiplier 0) neither moves nor counts toward the clipped norm, as if it were a constant.
   double sq = 0;
-  for (const auto& [name, t] : params_)
-    if (t.grad().defined()) sq += t.grad().pow(2).sum().item<double>();
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const torch::Tensor& t = params_[i].second;
+    if (!t.grad().defined()) continue;
+    if (lr_mult_[i] == 0.0)
+      t.mutable_grad().zero_();
+    else
+      sq += t.grad().pow(2).sum().item<double>();
+  }
   const double norm = std::sqrt(sq);
   if (!std::isfinite(norm)) {
     for (const auto& [name, t] : params_)
@@ -65,7 +84,7 @@ double Trainable::step(double lr, double clip) {
   const double bc1 = 1 - std::pow(opt_.beta1, double(steps_)), bc2 = 1 - std::pow(opt_.beta2, double(steps_));
   for (size_t i = 0; i < params_.size(); ++i) {
     torch::Tensor p = params_[i].second;
-    if (!p.grad().defined()) continue;
+    if (!p.grad().defined() || lr_mult_[i] == 0.0) continue;
     torch::Tensor g = p.grad();
     if (shrink != 1.0) g.mul_(shrink);
     if (!m_[i].defined()) {

@@ -17,6 +17,8 @@ using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
 struct OptimizerConfig {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
   double layer_decay = 1.0;  // TASER's layer-wise learning-rate decay (1 = off)
+  // Parameters whose name contains one of these are not updated (learning rate 0), e.g. "word_embeddings".
+  std::vector<std::string> frozen;
 };
 
 // One batch's training figures: the mean loss over its questions, the routers' entropy (TASER), how many questions
