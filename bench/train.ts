@@ -13,6 +13,11 @@
 //     [--projection=0 (N: a linear head after pooling; square, initFromGlove starts it as the identity)]
 //     [--group-batches=0 (1: a gold document's questions share batches, TAS-style)]
 //     [--same-document=0 (1: hard negatives only from the gold passage's own document, where BM25 found any)]
+//     [--mine=0 (1: a second round on hard negatives the kept model retrieves, Maillard et al.; kept if dev says so)]
+//     [--mine-epochs=2] [--mine-k=30 (the mined list: the model's top mine-k non-gold passages...)] [--mine-skip=0 (...after its first mine-skip)]
+//     [--frozen= (comma-separated parameter-name parts not trained, e.g. word_embeddings)]
+//     [--fold-scale=0 (1: each token's GloVe spread folded into its IDF weight, undoing the embedding LayerNorm's)]
+//     [--pool=1000 (passages in the dev pool that picks the epoch; 100000: the whole corpus)]
 //     [--presets=taser,bi-encoder,siamese] [--data=DIR] [--reps=7] [--hard-negatives=1] [--layer-decay=0.8 taser, 1 others]
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -33,7 +38,7 @@ import { interpolateParameters, snapshotParameters } from '../lib/train/interpol
 import { loadGloveVectors } from '../lib/train/glove.js';
 import { fitCentre, fitPoolingToCorpus, initFromGlove } from '../lib/train/init.js';
 import { Retriever } from '../lib/train/retriever.js';
-import { composeBatch, trainRetriever } from '../lib/train/trainer.js';
+import { composeBatch, mineHardNegatives, trainRetriever } from '../lib/train/trainer.js';
 import { TokenTable } from '../lib/train/token-table.js';
 import { table } from '../lib/cli/table.js';
 import { median, sourceDocument, writeResults } from './harness.js';
@@ -71,7 +76,9 @@ const train = {
   clip: 2.0,
   maxQueryLength: 32,
   maxPassageLength: passageLength,
-  validationPool: 1000,
+  // --pool=N: passages in the dev pool that picks the epoch (gold, BM25 negatives, random); at least the corpus's
+  // size: the whole corpus, so that the selection metric is the dev split's MRR as `quorum eval` measures it.
+  validationPool: Number(arg('pool', '1000')),
 };
 
 const split = (s: string): BeirDataset => loadBeir(dir, s);
@@ -233,7 +240,7 @@ for (const preset of presets) {
   Retriever.seed(seed);
   const model = Retriever.create({ preset, encoder, tasks });
   const { coverage, uncovered } = await initFromGlove(model, tokenizer.vocabulary, { glove, seed, identityBlocks: arg('identity', '0') === '1' });
-  await fitPoolingToCorpus(model, tokenizer, passages, { maxPassageLength: train.maxPassageLength, mute: arg('mute', '1') === '1' ? uncovered : [] });
+  await fitPoolingToCorpus(model, tokenizer, passages, { maxPassageLength: train.maxPassageLength, mute: arg('mute', '1') === '1' ? uncovered : [], foldTokenScale: arg('fold-scale', '0') === '1' });
 
   const ckpt = join(tmpdir(), `quorum-train-${preset}-${process.pid}`);
   mkdirSync(ckpt, { recursive: true });
@@ -243,10 +250,15 @@ for (const preset of presets) {
   curve.push({ epoch: 0, testMrr: step0.scores['all']!['MRR@10']!, ...step0.spread });
   console.log(`  step 0: test MRR@10 ${step0.scores['all']!['MRR@10']!.toFixed(3)}, passage vectors: norm ${step0.spread.norm.toFixed(2)}, mean pairwise cosine ${step0.spread.pairCosine.toFixed(3)}`);
   report(`${preset}, step 0`, model.parameterCount, step0.scores);
+  {
+    const d = await devModel(model);
+    console.log(`  step 0 dev MRR@10: ${[...tasks, 'all'].map((t) => `${t} ${(d[t]?.['MRR@10'] ?? 0).toFixed(3)}`).join(', ')}`);
+  }
   const start = snapshotParameters(model);
   const r = await trainRetriever(model, tokenizer, { passages: trainPassages, train: trainAll, dev: devEx }, {
     ...train,
     groupBatches: arg('group-batches', '0') === '1',
+    frozen: arg('frozen', '').split(',').filter(Boolean),
     epochs,
     seed,
     layerDecay: Number(arg('layer-decay', preset === 'taser' ? '0.8' : '1')),
@@ -260,6 +272,29 @@ for (const preset of presets) {
     },
   });
   await model.load(join(ckpt, 'best.pt'));
+  if (arg('mine', '0') === '1' && r.best) {
+    // Maillard et al.'s second round: the labelled questions' hard negatives become the kept model's own top
+    // passages (not gold; after the first mine-skip, which may hold unlabelled answers), and training goes on from
+    // the kept checkpoint. The round is kept only if its best dev pool metric beats the first round's.
+    const skip = Number(arg('mine-skip', '0'));
+    const mined = (await mineHardNegatives(model, tokenizer, passages, trainEx, { k: skip + Number(arg('mine-k', '30')), maxQueryLength: train.maxQueryLength, maxPassageLength: train.maxPassageLength }))
+      .map((e) => ({ ...e, hardNegatives: e.hardNegatives.slice(skip) }));
+    const sameDoc = mined.filter((e) => e.hardNegatives.length && docOf(e.hardNegatives[0]!) === docOf(e.positives[0]!)).length;
+    console.log(`  mined: ${mined.length} questions, top mined negative from the gold passage's document for ${((sameDoc / mined.length) * 100).toFixed(0)}%`);
+    const ckpt2 = `${ckpt}-mined`;
+    mkdirSync(ckpt2, { recursive: true });
+    const r2 = await trainRetriever(model, tokenizer, { passages: trainPassages, train: [...mined, ...trainAll.slice(trainEx.length)], dev: devEx }, {
+      ...train,
+      epochs: Number(arg('mine-epochs', '2')),
+      seed, // the same seed: the same validation pool as round 1, so the two rounds compare
+      layerDecay: Number(arg('layer-decay', preset === 'taser' ? '0.8' : '1')),
+      checkpointDir: ckpt2,
+      log: (l) => console.log('  (mined) ' + l),
+    });
+    const kept = r2.best !== undefined && r2.best.value < r.best.value;
+    console.log(`  mined round: best dev pool value ${r2.best?.value.toFixed(4)} against ${r.best.value.toFixed(4)} after round 1: ${kept ? 'kept' : 'not kept'}`);
+    await model.load(join(kept ? ckpt2 : ckpt, 'best.pt'));
+  }
   if (arg('wise', '0') === '1') {
     // WiSE-FT: lambda by the full dev split's MRR@10 (all dev questions against the whole corpus).
     const trained = snapshotParameters(model);

@@ -562,6 +562,44 @@ describe('initialization', () => {
     await expect(fitPoolingToCorpus(model, tok, [])).rejects.toMatchObject({ code: 'ERR_ARG' });
   });
 
+  it('foldTokenScale gives back what the embedding LayerNorm takes: the pooled state is the IDF-weighted mean of mean-removed vectors', async () => {
+    const passages = [{ title: '', text: 'w1 w2' }, { title: '', text: 'w1 w3' }, { title: '', text: 'w1 w2 w4' }];
+    const model = Retriever.create({ preset: 'siamese', encoder: { ...tiny, layers: 0, tokenWeights: true, center: true } });
+    randomize(model, 12);
+    const H = 16;
+    const zeros = (name: string, n: number) => model.setParameter(`encoder.embeddings.${name}`, new Float32Array(n));
+    zeros('position_embeddings.weight', 32 * H);
+    zeros('token_type_embeddings.weight', 2 * H);
+    zeros('LayerNorm.bias', H);
+    model.setParameter('encoder.embeddings.LayerNorm.weight', new Float32Array(H).fill(1));
+    await fitPoolingToCorpus(model, tok, passages, { maxPassageLength: 16, foldTokenScale: true });
+    const E = model.getParameter('encoder.embeddings.word_embeddings.weight');
+    const u = model.getParameter('encoder.embeddings.token_weights.weight');
+    const id = (w: string) => tok.vocabulary.indexOf(w);
+    // Reference: sum over the words of idf * (e - mean(e)); [CLS] and [SEP] stay muted (weight 4.5e-5), left out.
+    const expected = new Float64Array(H);
+    for (const [w, df] of [['w1', 3], ['w2', 2], ['w4', 1]] as const) {
+      const e = E.subarray(id(w) * H, (id(w) + 1) * H);
+      const mean = e.reduce((a, x) => a + x, 0) / H;
+      const sigma = Math.sqrt(e.reduce((a, x) => a + (x - mean) ** 2, 0) / H);
+      expect(u[id(w)]).toBeCloseTo(Math.log(Math.log(1 + 3 / df)) + Math.log(sigma), 5);
+      e.forEach((x, i) => (expected[i] = (expected[i] as number) + Math.log(1 + 3 / df) * (x - mean)));
+    }
+    expect(u[id('[CLS]')]).toBe(-10);
+    const state = model.encodeSync(tok.encode(['w1 w2 w4']), 'query', { pooledState: true });
+    const unit = (v: ArrayLike<number>) => Array.from(v, (x) => x / Math.hypot(...Array.from(v)));
+    const [a, b] = [unit(state), unit(expected)];
+    for (let i = 0; i < H; i++) expect(a[i]!).toBeCloseTo(b[i]!, 3);
+    // Without the option the weights are ln IDF alone; with a projected embedding (embeddingSize != hiddenSize) the
+    // LayerNorm acts after the projection, so nothing is folded.
+    await fitPoolingToCorpus(model, tok, passages, { maxPassageLength: 16 });
+    expect(model.getParameter('encoder.embeddings.token_weights.weight')[id('w2')]).toBeCloseTo(Math.log(Math.log(1 + 3 / 2)), 5);
+    const projected = Retriever.create({ preset: 'siamese', encoder: { ...tiny, layers: 0, embeddingSize: 8, tokenWeights: true, center: true } });
+    randomize(projected, 13);
+    await fitPoolingToCorpus(projected, tok, passages, { maxPassageLength: 16, foldTokenScale: true });
+    expect(projected.getParameter('encoder.embeddings.token_weights.weight')[id('w2')]).toBeCloseTo(Math.log(Math.log(1 + 3 / 2)), 5);
+  });
+
   it('starts content-free tokens and the muted ids near weight 0, so a marker or a "?" does not shift every question', async () => {
     const vocab = [...VOCAB, '?', '##-', '.'];
     const t = new WordPieceTokenizer(vocab);

@@ -141,6 +141,27 @@ export async function fitCentre(model: Retriever, table: TokenTable): Promise<vo
 }
 
 /**
+ * ln w + ln sigma(e) per token: the embedding LayerNorm divides each token vector e by its spread sigma(e) over the
+ * dimensions (after removing its mean), so every token enters mean pooling at the same length, where a GloVe
+ * average lets a word with a longer vector count more. Adding ln sigma(e) to the token's log-weight gives it back:
+ * at step 0 (LayerNorm's weight 1, bias 0, no positions) sum_t w_t sigma_t LN(e_t) = sum_t w_t (e_t - mean(e_t)).
+ * Muted tokens stay muted.
+ */
+function foldTokenScale(logWeights: Float32Array, table: Float32Array, dim: number): Float32Array {
+  const out = Float32Array.from(logWeights);
+  for (let id = 0; id < out.length; id++) {
+    if ((out[id] as number) <= MUTED_LOG_WEIGHT) continue;
+    const row = table.subarray(id * dim, (id + 1) * dim);
+    let mean = 0;
+    for (const x of row) mean += x / dim;
+    let v = 0;
+    for (const x of row) v += (x - mean) ** 2 / dim;
+    if (v > 0) out[id] = (out[id] as number) + 0.5 * Math.log(v);
+  }
+  return out;
+}
+
+/**
  * Fits the pooling of every encoder to a corpus, for the options the model has: token weights (`tokenWeights`) get
  * ln(idf) with idf = ln(1 + N / df) over the tokenized passages (a token in no passage: ln(1 + N)), so that mean
  * pooling starts as an IDF-weighted average; then the centre (`center`) gets the mean unit-length pooled state of the
@@ -155,6 +176,11 @@ export async function fitCentre(model: Retriever, table: TokenTable): Promise<vo
  * whose vectors are those of unrelated strings ("vid"); muting the pieces lifted COVID-QA dev MRR@10 at step 0 from
  * 0.113 to 0.170 (bench/train-diagnose-dev.ts). Training can raise all these weights.
  *
+ * `foldTokenScale` (default false) adds each token's ln sigma(e) to its log-weight, where sigma(e) is the spread of its
+ * embedding over the dimensions that the embedding LayerNorm divides by (only where embeddingSize equals
+ * hiddenSize): the model then starts as the IDF-weighted average of its (mean-removed) GloVe vectors, as the
+ * training-free baseline is. Measured on multidomain-mini (bench/RESULTS.md): better at step 0, mixed after training.
+ *
  * @example
  * const model = Retriever.create({ preset: 'siamese', encoder: { tokenWeights: true, center: true } });
  * await initFromGlove(model, tok.vocabulary);
@@ -164,7 +190,7 @@ export async function fitPoolingToCorpus(
   model: Retriever,
   tokenizer: WordPieceTokenizer,
   passages: readonly PassageText[],
-  options: { maxPassageLength?: number; mute?: readonly number[]; mutePieces?: boolean } = {},
+  options: { maxPassageLength?: number; mute?: readonly number[]; mutePieces?: boolean; foldTokenScale?: boolean } = {},
 ): Promise<{ tokenWeights: boolean; center: boolean }> {
   mustBeObject(model, 'model');
   mustBeObject(tokenizer, 'tokenizer');
@@ -181,7 +207,10 @@ export async function fitPoolingToCorpus(
       if (!Number.isInteger(id) || id < 0 || id >= enc.vocabSize) throw new QuorumError('ERR_RANGE', `mute: token id ${id} is outside the vocabulary (${enc.vocabSize})`);
       logIdf[id] = MUTED_LOG_WEIGHT;
     }
-    for (const e of model.encoderNames()) model.setParameter(`${e}.embeddings.token_weights.weight`, logIdf);
+    for (const e of model.encoderNames()) {
+      const weights = options.foldTokenScale && enc.embeddingSize === enc.hiddenSize ? foldTokenScale(logIdf, model.getParameter(`${e}.embeddings.word_embeddings.weight`), enc.hiddenSize) : logIdf;
+      model.setParameter(`${e}.embeddings.token_weights.weight`, weights);
+    }
   }
   if (enc.center) await fitCentre(model, table);
   return { tokenWeights: !!enc.tokenWeights, center: !!enc.center };
