@@ -255,14 +255,18 @@ for (const preset of presets) {
     console.log(`  step 0 dev MRR@10: ${[...tasks, 'all'].map((t) => `${t} ${(d[t]?.['MRR@10'] ?? 0).toFixed(3)}`).join(', ')}`);
   }
   const start = snapshotParameters(model);
-  const r = await trainRetriever(model, tokenizer, { passages: trainPassages, train: trainAll, dev: devEx }, {
+  // What both rounds share (a mined round below trains with the same settings).
+  const options = {
     ...train,
     groupBatches: arg('group-batches', '0') === '1',
     frozen: arg('frozen', '').split(',').filter(Boolean),
-    epochs,
-    seed,
+    seed, // one seed: the same validation pool in both rounds, so that they compare
     layerDecay: Number(arg('layer-decay', preset === 'taser' ? '0.8' : '1')),
     timeBudgetSeconds: budget,
+  };
+  const r = await trainRetriever(model, tokenizer, { passages: trainPassages, train: trainAll, dev: devEx }, {
+    ...options,
+    epochs,
     checkpointDir: ckpt,
     log: (l) => console.log('  ' + l),
     onEpoch: async (e) => {
@@ -272,6 +276,7 @@ for (const preset of presets) {
     },
   });
   await model.load(join(ckpt, 'best.pt'));
+  let minedRound: { train: Awaited<ReturnType<typeof trainRetriever>>; kept: boolean } | undefined;
   if (arg('mine', '0') === '1' && r.best) {
     // Maillard et al.'s second round: the labelled questions' hard negatives become the kept model's own top
     // passages (not gold; after the first mine-skip, which may hold unlabelled answers), and training goes on from
@@ -279,20 +284,25 @@ for (const preset of presets) {
     const skip = Number(arg('mine-skip', '0'));
     const mined = (await mineHardNegatives(model, tokenizer, passages, trainEx, { k: skip + Number(arg('mine-k', '30')), maxQueryLength: train.maxQueryLength, maxPassageLength: train.maxPassageLength }))
       .map((e) => ({ ...e, hardNegatives: e.hardNegatives.slice(skip) }));
-    const sameDoc = mined.filter((e) => e.hardNegatives.length && docOf(e.hardNegatives[0]!) === docOf(e.positives[0]!)).length;
-    console.log(`  mined: ${mined.length} questions, top mined negative from the gold passage's document for ${((sameDoc / mined.length) * 100).toFixed(0)}%`);
+    // Per task, beside BM25's lists, so that the two compare on the same questions.
+    for (const task of tasks) {
+      const idx = trainEx.map((_, i) => i).filter((i) => trainEx[i]!.task === task);
+      const share = (lists: ReadonlyArray<readonly number[]>) =>
+        idx.filter((i) => lists[i]!.length > 0 && docOf(lists[i]![0]!) === docOf(trainEx[i]!.positives[0]!)).length / Math.max(idx.length, 1);
+      const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
+      console.log(`  mined (${task}): top negative from the gold passage's document for ${pct(share(mined.map((e) => e.hardNegatives)))} of the questions (BM25's: ${pct(share(trainEx.map((e) => e.hardNegatives)))})`);
+    }
     const ckpt2 = `${ckpt}-mined`;
     mkdirSync(ckpt2, { recursive: true });
     const r2 = await trainRetriever(model, tokenizer, { passages: trainPassages, train: [...mined, ...trainAll.slice(trainEx.length)], dev: devEx }, {
-      ...train,
+      ...options,
       epochs: Number(arg('mine-epochs', '2')),
-      seed, // the same seed: the same validation pool as round 1, so the two rounds compare
-      layerDecay: Number(arg('layer-decay', preset === 'taser' ? '0.8' : '1')),
       checkpointDir: ckpt2,
       log: (l) => console.log('  (mined) ' + l),
     });
     const kept = r2.best !== undefined && r2.best.value < r.best.value;
     console.log(`  mined round: best dev pool value ${r2.best?.value.toFixed(4)} against ${r.best.value.toFixed(4)} after round 1: ${kept ? 'kept' : 'not kept'}`);
+    minedRound = { train: r2, kept };
     await model.load(join(kept ? ckpt2 : ckpt, 'best.pt'));
   }
   if (arg('wise', '0') === '1') {
@@ -322,7 +332,7 @@ for (const preset of presets) {
   const e0 = performance.now();
   const best = await testModel(model, preset);
   const encodeSec = (performance.now() - e0) / 1000;
-  results[preset] = { scores: best.scores, dev: best.dev, parameters: model.parameterCount, train: r, encodeSeconds: encodeSec, curve };
+  results[preset] = { scores: best.scores, dev: best.dev, parameters: model.parameterCount, train: r, ...(minedRound ? { minedRound } : {}), encodeSeconds: encodeSec, curve };
   report(preset, model.parameterCount, best.scores, {
     'train s': Math.round(r.seconds),
     epochs: r.epochs.length,

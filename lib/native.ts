@@ -332,7 +332,7 @@ export interface NativeRetriever {
   parameters(): { name: string; shape: number[] }[];
   getParameter(name: string): Float32Array;
   setParameter(name: string, values: Float32Array): void;
-  setOptimizer(o: { beta1?: number; beta2?: number; eps?: number; weightDecay?: number; layerDecay?: number }): void;
+  setOptimizer(o: { beta1?: number; beta2?: number; eps?: number; weightDecay?: number; layerDecay?: number; frozen?: string[] }): void;
   encode(
     batch: TokenBatchArg,
     side: 'query' | 'passage',

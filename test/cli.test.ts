@@ -276,6 +276,7 @@ describe('quorum CLI', () => {
       [['train', '--data', tiny, '--preset', 'taser', '--dtype', 'q4', '--out', join(out, 'm')], /^quorum: ERR_ARG: --dtype must be f32, bf16 or q8, got 'q4'/],
       [['train', '--data', tiny, '--preset', 'taser', '--projection', '-1', '--out', join(out, 'm')], /^quorum: ERR_ARG: .*'-1' is invalid/],
       [['train', '--data', tiny, '--preset', 'taser', '--no-glove', '--freeze', 'word_embedings', '--out', join(out, 'm')], /^quorum: ERR_NOT_FOUND: no parameter name contains 'word_embedings'/],
+      [['train', '--data', tiny, '--preset', 'taser', '--freeze', ',', '--out', join(out, 'm')], /^quorum: ERR_ARG: --freeze needs at least one/],
       [['eval', '--data', tiny, '--model', version, '--methods', 'dense'], /^quorum: ERR_FORMAT: .*format version 2/],
       [['eval', '--data', tiny, '--model', truncated, '--methods', 'dense'], /^quorum: ERR_FORMAT: .*weights\.safetensors/],
       [['encode', '--model', join(out, 'none'), '--data', tiny, '--out', join(out, 'e')], /^quorum: ERR_IO: .*not a model directory/],

@@ -286,7 +286,8 @@ describe('training steps', () => {
     };
     const frozen = make();
     const free = make();
-    frozen.setOptimizer({ frozen: ['word_embeddings', 'layer.1.'] });
+    // With weight decay, which must not shrink a frozen weight either.
+    frozen.setOptimizer({ frozen: ['word_embeddings', 'layer.1.'], weightDecay: 0.1 });
     const words = frozen.getParameter('encoder.embeddings.word_embeddings.weight');
     const layer1 = frozen.getParameter('encoder.encoder.layer.1.output.dense.weight');
     const layer0 = 'encoder.encoder.layer.0.output.dense.weight';
@@ -314,6 +315,42 @@ describe('training steps', () => {
     frozen.accumulateSync(batchOf(frozen));
     frozen.stepSync(1e-2, 1);
     expect(maxAbsDiff(words, frozen.getParameter('encoder.embeddings.word_embeddings.weight'))).toBe(0);
+    // A frozen gradient is dropped at each step, not kept for later: unfrozen, a step with no new batch finds no
+    // gradient (norm 0) and moves nothing.
+    frozen.accumulateSync(batchOf(frozen));
+    frozen.stepSync(1e-2, 1);
+    frozen.setOptimizer({});
+    expect(frozen.stepSync(1e-2, 0)).toBe(0);
+    expect(maxAbsDiff(words, frozen.getParameter('encoder.embeddings.word_embeddings.weight'))).toBe(0);
+  });
+
+  it('corrects a parameter\'s AdamW moments by its own update count: unfrozen after 20 steps, its first update is ~lr', async () => {
+    const model = Retriever.create({ preset: 'siamese', encoder: tiny });
+    randomize(model, 7);
+    model.setOptimizer({ frozen: ['word_embeddings'] });
+    for (let s = 0; s < 20; s++) {
+      model.accumulateSync(batchOf(model));
+      model.stepSync(1e-3, 0);
+    }
+    model.setOptimizer({});
+    const name = 'encoder.embeddings.word_embeddings.weight';
+    const before = model.getParameter(name);
+    model.accumulateSync(batchOf(model));
+    const lr = 1e-3;
+    model.stepSync(lr, 0);
+    // A first AdamW step moves each weight with a gradient by lr * g / |g|; corrected by the model's 21 steps instead,
+    // the move would be about 0.5 lr (0.1 / (1 - 0.9^21) over sqrt(0.001 / (1 - 0.999^21))).
+    expect(maxAbsDiff(before, model.getParameter(name)) / lr).toBeCloseTo(1, 2);
+    // The counts travel with the checkpoint: a copy loaded from it takes the same next step.
+    const dir = tempDir();
+    await model.save(join(dir, 'c.pt'));
+    const copy = Retriever.create({ preset: 'siamese', encoder: tiny });
+    await copy.load(join(dir, 'c.pt'));
+    for (const m of [model, copy]) {
+      m.accumulateSync(batchOf(m));
+      m.stepSync(lr, 0);
+    }
+    expect(maxAbsDiff(model.getParameter(name), copy.getParameter(name))).toBe(0);
   });
 
   it('updates only the task-specific query encoder of the batch\'s task, and the shared passage encoder', () => {
@@ -590,14 +627,18 @@ describe('initialization', () => {
     const unit = (v: ArrayLike<number>) => Array.from(v, (x) => x / Math.hypot(...Array.from(v)));
     const [a, b] = [unit(state), unit(expected)];
     for (let i = 0; i < H; i++) expect(a[i]!).toBeCloseTo(b[i]!, 3);
-    // Without the option the weights are ln IDF alone; with a projected embedding (embeddingSize != hiddenSize) the
-    // LayerNorm acts after the projection, so nothing is folded.
+    // Without the option the weights are ln IDF alone. With a projected embedding (embeddingSize != hiddenSize) the
+    // LayerNorm acts after the projection, and without token weights there is nothing to fold into: ERR_ARG, and
+    // the weights stay as they were.
     await fitPoolingToCorpus(model, tok, passages, { maxPassageLength: 16 });
     expect(model.getParameter('encoder.embeddings.token_weights.weight')[id('w2')]).toBeCloseTo(Math.log(Math.log(1 + 3 / 2)), 5);
     const projected = Retriever.create({ preset: 'siamese', encoder: { ...tiny, layers: 0, embeddingSize: 8, tokenWeights: true, center: true } });
     randomize(projected, 13);
-    await fitPoolingToCorpus(projected, tok, passages, { maxPassageLength: 16, foldTokenScale: true });
-    expect(projected.getParameter('encoder.embeddings.token_weights.weight')[id('w2')]).toBeCloseTo(Math.log(Math.log(1 + 3 / 2)), 5);
+    const before = projected.getParameter('encoder.embeddings.token_weights.weight');
+    await expect(fitPoolingToCorpus(projected, tok, passages, { maxPassageLength: 16, foldTokenScale: true })).rejects.toMatchObject({ code: 'ERR_ARG' });
+    expect(projected.getParameter('encoder.embeddings.token_weights.weight')).toEqual(before);
+    const unweighted = Retriever.create({ preset: 'siamese', encoder: { ...tiny, layers: 0, center: true } });
+    await expect(fitPoolingToCorpus(unweighted, tok, passages, { foldTokenScale: true })).rejects.toMatchObject({ code: 'ERR_ARG' });
   });
 
   it('starts content-free tokens and the muted ids near weight 0, so a marker or a "?" does not shift every question', async () => {

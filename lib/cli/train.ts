@@ -68,6 +68,7 @@ function checkOptions(o: TrainCommandOptions): void {
   if (o.temperature !== undefined) check(o.temperature > 0 && Number.isFinite(o.temperature), 'ERR_RANGE', `--temperature must be > 0, got ${o.temperature}`);
   check(o.layers === 0 || o.hidden % 4 === 0, 'ERR_ARG', `--hidden ${o.hidden} must be a multiple of the 4 attention heads`);
   check(o.layers > 0 || o.pooling !== 'cls', 'ERR_ARG', 'cls pooling needs --layers >= 1 (use mean or max for an embeddings-only model)');
+  if (o.freeze !== undefined) check(o.freeze.length > 0, 'ERR_ARG', '--freeze needs at least one parameter name part, e.g. word_embeddings');
 }
 
 export async function trainCommand(o: TrainCommandOptions, log: (line: string) => void = console.log): Promise<Retriever> {
@@ -96,6 +97,8 @@ export async function trainCommand(o: TrainCommandOptions, log: (line: string) =
     },
     tasks,
   });
+  // --freeze names are checked against the model's parameters now, before initialization and training.
+  if (o.freeze) model.setOptimizer({ frozen: o.freeze });
   log(`${o.preset}: ${model.parameterCount.toLocaleString()} parameters, ${o.layers} layers, ${pooling} pooling`);
   let mute: number[] = [];
   if (glove) {

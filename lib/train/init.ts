@@ -177,9 +177,10 @@ function foldTokenScale(logWeights: Float32Array, table: Float32Array, dim: numb
  * 0.113 to 0.170 (bench/train-diagnose-dev.ts). Training can raise all these weights.
  *
  * `foldTokenScale` (default false) adds each token's ln sigma(e) to its log-weight, where sigma(e) is the spread of its
- * embedding over the dimensions that the embedding LayerNorm divides by (only where embeddingSize equals
- * hiddenSize): the model then starts as the IDF-weighted average of its (mean-removed) GloVe vectors, as the
- * training-free baseline is. Measured on multidomain-mini (bench/RESULTS.md): better at step 0, mixed after training.
+ * embedding over the dimensions that the embedding LayerNorm divides by (needs embeddingSize equal to hiddenSize,
+ * else ERR_ARG): a 0-layer model then starts as the IDF-weighted average of its (mean-removed) GloVe vectors, as the
+ * training-free baseline is (with layers, that is what the first block reads). Measured on multidomain-mini
+ * (bench/RESULTS.md): better at step 0, mixed after training.
  *
  * @example
  * const model = Retriever.create({ preset: 'siamese', encoder: { tokenWeights: true, center: true } });
@@ -197,6 +198,8 @@ export async function fitPoolingToCorpus(
   mustBeArray(passages, 'passages');
   const enc = model.config.encoder;
   if (!passages.length) throw new QuorumError('ERR_ARG', 'fitPoolingToCorpus needs at least one passage');
+  if (options.foldTokenScale && !(enc.tokenWeights && enc.embeddingSize === enc.hiddenSize))
+    throw new QuorumError('ERR_ARG', 'foldTokenScale needs tokenWeights and embeddingSize equal to hiddenSize (the LayerNorm acts on the embedding rows themselves)');
   const table = await TokenTable.passages(tokenizer, passages, options.maxPassageLength ?? 128);
   if (enc.tokenWeights) {
     const logIdf = corpusLogIdf(table, enc.vocabSize);
@@ -208,7 +211,7 @@ export async function fitPoolingToCorpus(
       logIdf[id] = MUTED_LOG_WEIGHT;
     }
     for (const e of model.encoderNames()) {
-      const weights = options.foldTokenScale && enc.embeddingSize === enc.hiddenSize ? foldTokenScale(logIdf, model.getParameter(`${e}.embeddings.word_embeddings.weight`), enc.hiddenSize) : logIdf;
+      const weights = options.foldTokenScale ? foldTokenScale(logIdf, model.getParameter(`${e}.embeddings.word_embeddings.weight`), enc.hiddenSize) : logIdf;
       model.setParameter(`${e}.embeddings.token_weights.weight`, weights);
     }
   }

@@ -44,9 +44,10 @@ export interface OptimizerOptions {
   /** Block l's rate is lr * layerDecay^(layers + 1 - l), embeddings' lr * layerDecay^(layers + 2). 1 = off. */
   layerDecay?: number;
   /**
-   * Parameters whose name contains any of these strings are not trained: no update, and their gradient is left out
-   * of the clipped norm (e.g. `['word_embeddings']` keeps GloVe's vectors). A string that names no parameter is
-   * ERR_NOT_FOUND.
+   * Parameters whose name contains any of these strings (substrings: `layer.1` also matches `layer.10`) are not
+   * trained: no update, and their gradient is left out of the clipped norm (e.g. `['word_embeddings']` keeps
+   * GloVe's vectors). A string that names no parameter is ERR_NOT_FOUND, an empty one ERR_ARG. `trainRetriever`
+   * sets the optimizer itself: pass `frozen` in its options there.
    */
   frozen?: string[];
 }

@@ -209,6 +209,8 @@ export async function trainRetriever(
     if (!taskIndex.has(e.task)) throw new QuorumError('ERR_ARG', `example task '${e.task}' is not one of the model's tasks (${tasks.join(', ')})`);
   const markers = o.taskMarkers ?? tasks.length > 1;
   const log = o.log ?? (() => {});
+  // Before any tokenizing: a bad setting (a frozen pattern that names nothing) fails at once.
+  model.setOptimizer({ weightDecay: o.weightDecay ?? 0, layerDecay: o.layerDecay ?? 1, frozen: o.frozen });
 
   const passages = await TokenTable.passages(tokenizer, data.passages, o.maxPassageLength);
   const trainQ = await questionTables(tokenizer, data.train, tasks, markers, o.maxQueryLength);
@@ -229,7 +231,6 @@ export async function trainRetriever(
   const batchesPerEpoch = plan(0).length;
   const totalSteps = Math.ceil((o.epochs * batchesPerEpoch) / o.accumulation);
   const schedule = linearSchedule(o.warmupSteps ?? Math.round(totalSteps * 0.1), totalSteps);
-  model.setOptimizer({ weightDecay: o.weightDecay ?? 0, layerDecay: o.layerDecay ?? 1, frozen: o.frozen });
 
   let state: TrainerState = { epoch: -1, step: 0, best: null, history: [] };
   const dir = o.checkpointDir;

@@ -16,7 +16,6 @@
 namespace quorum::napi {
 namespace {
 
-
 Napi::Int32Array int32_array(Napi::Env env, const std::vector<int32_t>& v) {
   Napi::Int32Array a = Napi::Int32Array::New(env, v.size());
   if (!v.empty()) std::memcpy(a.Data(), v.data(), v.size() * sizeof(int32_t));

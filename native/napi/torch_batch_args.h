@@ -27,7 +27,7 @@ torch::Tensor ignore_arg(const Napi::Value& v, int64_t questions, int64_t passag
 // { queries, passages, positives: Int32Array, ignore?: Int32Array (pairs), task?, lossScale?, temperature? }
 torchx::TrainBatch train_batch(const Napi::Value& v, const torchx::EncoderConfig& c);
 void put_stats(Napi::Object o, const torchx::StepStats& s);
-// { beta1, beta2, eps, weightDecay, layerDecay }
+// { beta1, beta2, eps, weightDecay, layerDecay, frozen }
 torchx::OptimizerConfig optimizer_config(const Napi::Value& v);
 
 // TorchObject plus the calls every Trainable answers alike: setOptimizer(options), step(lr, clip, async) ->

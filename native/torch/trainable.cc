@@ -18,6 +18,7 @@ void Trainable::set_parameters(NamedTensors params) {
   params_ = std::move(params);
   m_.assign(params_.size(), torch::Tensor());
   v_.assign(params_.size(), torch::Tensor());
+  updates_.assign(params_.size(), 0);
   set_optimizer(OptimizerConfig{});
 }
 
@@ -49,8 +50,10 @@ void Trainable::set_optimizer(const OptimizerConfig& o) {
   opt_ = o;
   lr_mult_.clear();
   decays_.clear();
+  frozen_.clear();
   for (const auto& [name, t] : params_) {
-    lr_mult_.push_back(is_frozen(name) ? 0.0 : lr_multiplier(name, o));
+    frozen_.push_back(is_frozen(name));
+    lr_mult_.push_back(frozen_.back() ? 0.0 : lr_multiplier(name, o));
     // DPR's no-decay group: biases and LayerNorm weights; also the pooling's token log-weights and centre, whose
     // zero is no prior.
     const bool bias = name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
@@ -63,12 +66,12 @@ double Trainable::step(double lr, double clip) {
   if (!std::isfinite(lr) || lr < 0) throw Error("ERR_RANGE", "learning rate must be finite and >= 0");
   if (!std::isfinite(clip) || clip < 0) throw Error("ERR_RANGE", "clip must be finite and >= 0");
   torch::NoGradGuard no_grad;
-  // A frozen parameter (multiplier 0) neither moves nor counts toward the clipped norm, as if it were a constant.
+  // A frozen parameter neither moves nor counts toward the clipped norm, as if it were a constant.
   double sq = 0;
   for (size_t i = 0; i < params_.size(); ++i) {
     const torch::Tensor& t = params_[i].second;
     if (!t.grad().defined()) continue;
-    if (lr_mult_[i] == 0.0)
+    if (frozen_[i])
       t.mutable_grad().zero_();
     else
       sq += t.grad().pow(2).sum().item<double>();
@@ -81,10 +84,9 @@ double Trainable::step(double lr, double clip) {
   }
   const double shrink = clip > 0 && norm > clip ? clip / (norm + 1e-6) : 1.0;
   ++steps_;
-  const double bc1 = 1 - std::pow(opt_.beta1, double(steps_)), bc2 = 1 - std::pow(opt_.beta2, double(steps_));
   for (size_t i = 0; i < params_.size(); ++i) {
     torch::Tensor p = params_[i].second;
-    if (!p.grad().defined() || lr_mult_[i] == 0.0) continue;
+    if (!p.grad().defined() || frozen_[i]) continue;
     torch::Tensor g = p.grad();
     if (shrink != 1.0) g.mul_(shrink);
     if (!m_[i].defined()) {
@@ -93,6 +95,11 @@ double Trainable::step(double lr, double clip) {
     }
     m_[i].mul_(opt_.beta1).add_(g, 1 - opt_.beta1);
     v_[i].mul_(opt_.beta2).addcmul_(g, g, 1 - opt_.beta2);
+    // Bias correction by this parameter's own update count (as torch.optim.AdamW's per-parameter `step`): moments
+    // that start late (a parameter unfrozen, or first reached by a gradient, after many steps) are corrected as
+    // young ones, instead of by the model's step count, which would make their first update ~3x too large.
+    const double t = double(++updates_[i]);
+    const double bc1 = 1 - std::pow(opt_.beta1, t), bc2 = 1 - std::pow(opt_.beta2, t);
     const double rate = lr * lr_mult_[i];
     if (decays_[i] && opt_.weight_decay > 0) p.mul_(1 - rate * opt_.weight_decay);
     p.addcdiv_(m_[i], (v_[i].sqrt() / std::sqrt(bc2)).add_(opt_.eps), -rate / bc1);
@@ -134,6 +141,7 @@ void Trainable::save(const std::string& path) const {
     if (m_[i].defined()) {
       archive.write("m" + std::to_string(i), m_[i]);
       archive.write("v" + std::to_string(i), v_[i]);
+      archive.write("t" + std::to_string(i), torch::tensor(updates_[i]));
     }
   }
   // Serialized to memory, then written like every index (persist::AtomicFile: temporary file, fsync, rename,
@@ -164,18 +172,26 @@ void Trainable::load(const std::string& path) {
     throw Error("ERR_FORMAT", path + " holds a model with other parameters (a different configuration)");
   // Read everything before touching the model, so a bad file leaves it as it was.
   std::vector<torch::Tensor> p(params_.size()), m(params_.size()), v(params_.size());
+  std::vector<int64_t> updates(params_.size(), 0);
   for (size_t i = 0; i < params_.size(); ++i) {
     const std::string k = std::to_string(i);
     if (!archive.try_read("p" + k, p[i]) || !p[i].sizes().equals(params_[i].second.sizes()))
       throw Error("ERR_FORMAT", path + ": parameter " + params_[i].first + " is missing or has another shape");
     if (archive.try_read("m" + k, m[i]) && (!archive.try_read("v" + k, v[i]) || !m[i].sizes().equals(p[i].sizes())))
       throw Error("ERR_FORMAT", path + ": optimizer state of " + params_[i].first + " is damaged");
+    if (m[i].defined()) {
+      // Checkpoints written before per-parameter counts: the model's step count, as their bias correction used.
+      torch::Tensor t;
+      updates[i] = archive.try_read("t" + k, t) ? t.item<int64_t>() : steps.item<int64_t>();
+      if (updates[i] < 1) throw Error("ERR_FORMAT", path + ": optimizer state of " + params_[i].first + " is damaged");
+    }
   }
   torch::NoGradGuard no_grad;
   for (size_t i = 0; i < params_.size(); ++i) {
     params_[i].second.copy_(p[i]);
     m_[i] = m[i];
     v_[i] = v[i];
+    updates_[i] = updates[i];
   }
   steps_ = steps.item<int64_t>();
 }

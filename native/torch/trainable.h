@@ -40,6 +40,8 @@ class Trainable {
   // Copies `values` into parameter `name` (shape must match). Throws ERR_NOT_FOUND / ERR_SHAPE.
   void set_parameter(const std::string& name, const torch::Tensor& values);
 
+  // Applies `o` to every parameter. ERR_RANGE for bad settings, ERR_ARG for an empty frozen pattern, ERR_NOT_FOUND
+  // for one that names no parameter; a refused config leaves the current one in place.
   void set_optimizer(const OptimizerConfig& o);
   // Clips the global gradient norm to `clip` (0 = off), applies AdamW with learning rate lr x each parameter's
   // multiplier, clears the gradients. Returns the norm before clipping. A non-finite gradient skips the update
@@ -63,7 +65,9 @@ class Trainable {
   NamedTensors params_;
   std::vector<double> lr_mult_;
   std::vector<bool> decays_;
+  std::vector<bool> frozen_;
   std::vector<torch::Tensor> m_, v_;
+  std::vector<int64_t> updates_;  // AdamW updates applied to each parameter (its moments' age)
   OptimizerConfig opt_;
   int64_t steps_ = 0;
   std::mutex mutex_;
