@@ -18,6 +18,7 @@ import { seededRandom } from '../lib/random.js';
 import { homogeneousBatches, linearSchedule } from '../lib/train/schedule.js';
 import { composeBatch, mineHardNegatives, trainRetriever } from '../lib/train/trainer.js';
 import { TokenTable } from '../lib/train/token-table.js';
+import { validationPool } from '../lib/train/validate.js';
 import { writeWeights } from '../lib/train/model-dir.js';
 import { code } from './basics.js';
 
@@ -829,6 +830,15 @@ describe('training loop', () => {
     const model = Retriever.create({ preset: 'bi-encoder', encoder: tiny, tasks: ['a'] });
     const { passages, train } = data();
     await expect(trainRetriever(model, tok, { passages, train: train.map((e) => ({ ...e, task: 'zz' })) })).rejects.toMatchObject({ code: 'ERR_ARG' });
+  });
+
+  it('rejects a validation pool that is not a positive integer (a NaN pool would hold only gold passages)', async () => {
+    const model = Retriever.create({ preset: 'siamese', encoder: tiny });
+    const { passages, train } = data();
+    for (const validationPool of [NaN, 0, -3, 2.5])
+      await expect(trainRetriever(model, tok, { passages, train, dev: train }, { validationPool })).rejects.toMatchObject({ code: 'ERR_RANGE', message: expect.stringContaining('validationPool') });
+    expect(code(() => validationPool(train, passages.length, NaN))).toBe('ERR_RANGE');
+    expect(validationPool(train, passages.length, 1e9).sort((x, y) => x - y)).toEqual(passages.map((_, i) => i));
   });
 });
 

@@ -201,7 +201,7 @@ export async function trainRetriever(
     ...options,
   };
   if (!data.train.length) throw new QuorumError('ERR_ARG', 'no training examples');
-  for (const [k, v] of Object.entries({ epochs: o.epochs, batchSize: o.batchSize, accumulation: o.accumulation }))
+  for (const [k, v] of Object.entries({ epochs: o.epochs, batchSize: o.batchSize, accumulation: o.accumulation, validationPool: o.validationPool }))
     if (!Number.isInteger(v) || v < 1) throw new QuorumError('ERR_RANGE', `${k} must be a positive integer, got ${v}`);
   const tasks = model.config.tasks?.length ? [...model.config.tasks] : [...new Set(data.train.map((e) => e.task))].sort();
   const taskIndex = new Map(tasks.map((t, i) => [t, i]));

@@ -23,6 +23,9 @@ export interface ValidationResult {
 export function validationPool(examples: readonly TrainingExample[], corpusSize: number, size: number, seed = 0): number[] {
   mustBeArray(examples, 'examples');
   examples.forEach((e, i) => mustBeObject(e, `examples[${i}]`));
+  // A NaN size would compare false everywhere and leave only the gold passages: a pool that ranks nothing.
+  if (!Number.isInteger(size) || size < 1) throw new QuorumError('ERR_RANGE', `the validation pool size must be a positive integer, got ${size}`);
+  if (!Number.isInteger(corpusSize) || corpusSize < 0) throw new QuorumError('ERR_RANGE', `corpusSize must be a non-negative integer, got ${corpusSize}`);
   const pool = new Set<number>();
   for (const e of examples) e.positives.forEach((r) => pool.add(r));
   for (const e of examples) e.hardNegatives.slice(0, 30).forEach((r) => pool.size < size && pool.add(r));
