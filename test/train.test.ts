@@ -19,6 +19,8 @@ import { homogeneousBatches, linearSchedule } from '../lib/train/schedule.js';
 import { composeBatch, mineHardNegatives, trainRetriever } from '../lib/train/trainer.js';
 import { TokenTable } from '../lib/train/token-table.js';
 import { validationPool } from '../lib/train/validate.js';
+import { packageRoot } from '../lib/native.js';
+import { fixtureBatch, fixtureConfig } from './fixtures/checkpoint-v0/batch.js';
 import { writeWeights } from '../lib/train/model-dir.js';
 import { code } from './basics.js';
 
@@ -370,6 +372,30 @@ describe('training steps', () => {
 });
 
 describe('checkpoints', () => {
+  it('loads a checkpoint written before per-parameter AdamW counts and goes on as that version would', async () => {
+    // start.pt and after3.pt were written by commit 66be7ec (test/fixtures/checkpoint-v0/make.ts): 3 steps on one
+    // batch, AdamW corrected by the model's step count. Every parameter had a gradient at every step, so each count
+    // is that step count: today's code, run from start.pt, must reach after3.pt and then take the same 4th step as
+    // a model resumed from after3.pt (the fallback counts = the saved step count).
+    const dir = join(packageRoot, 'test', 'fixtures', 'checkpoint-v0');
+    const resumed = Retriever.create(fixtureConfig);
+    await resumed.load(join(dir, 'after3.pt'));
+    expect(resumed.optimizerSteps).toBe(3);
+    const fresh = Retriever.create(fixtureConfig);
+    await fresh.load(join(dir, 'start.pt'));
+    for (let s = 0; s < 3; s++) {
+      fresh.accumulateSync(fixtureBatch());
+      fresh.stepSync(1e-2, 1);
+    }
+    const names = fresh.parameters().map((p) => p.name);
+    for (const n of names) expect(maxAbsDiff(fresh.getParameter(n), resumed.getParameter(n)), n).toBeLessThan(1e-6);
+    for (const m of [fresh, resumed]) {
+      m.accumulateSync(fixtureBatch());
+      m.stepSync(1e-2, 1);
+    }
+    for (const n of names) expect(maxAbsDiff(fresh.getParameter(n), resumed.getParameter(n)), n).toBeLessThan(1e-6);
+  });
+
   it('round-trips parameters and optimizer state; a bad file changes nothing', async () => {
     const dir = tempDir();
     const model = Retriever.create({ preset: 'taser', encoder: tiny });
