@@ -275,7 +275,8 @@ describe('quorum CLI', () => {
       [['train', '--data', tiny, '--preset', 'taser', '--tasks', 'nq', '--no-glove', '--out', join(out, 'm')], /^quorum: ERR_ARG: task 'nq' has no training questions/],
       [['train', '--data', tiny, '--preset', 'taser', '--dtype', 'q4', '--out', join(out, 'm')], /^quorum: ERR_ARG: --dtype must be f32, bf16 or q8, got 'q4'/],
       [['train', '--data', tiny, '--preset', 'taser', '--projection', '-1', '--out', join(out, 'm')], /^quorum: ERR_ARG: .*'-1' is invalid/],
-      [['train', '--data', tiny, '--preset', 'taser', '--no-glove', '--freeze', 'word_embedings', '--out', join(out, 'm')], /^quorum: ERR_NOT_FOUND: no parameter name contains 'word_embedings'/],
+      // Checked before the data is read: a missing dataset does not get the first word.
+      [['train', '--data', join(out, 'none'), '--preset', 'taser', '--freeze', 'word_embedings', '--out', join(out, 'm')], /^quorum: ERR_NOT_FOUND: no parameter name contains 'word_embedings'/],
       [['train', '--data', tiny, '--preset', 'taser', '--freeze', ',', '--out', join(out, 'm')], /^quorum: ERR_ARG: --freeze needs at least one/],
       [['eval', '--data', tiny, '--model', version, '--methods', 'dense'], /^quorum: ERR_FORMAT: .*format version 2/],
       [['eval', '--data', tiny, '--model', truncated, '--methods', 'dense'], /^quorum: ERR_FORMAT: .*weights\.safetensors/],

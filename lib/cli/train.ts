@@ -2,7 +2,7 @@
 // selection when present), initialised from GloVe, written as a model directory (Retriever.load reads it).
 import { join } from 'node:path';
 
-import type { Pooling, RetrieverPreset } from '../train/config.js';
+import type { EncoderConfig, Pooling, RetrieverPreset } from '../train/config.js';
 import { prepareTraining } from '../train/prepare.js';
 import { fitPoolingToCorpus, initFromGlove } from '../train/init.js';
 import { Retriever } from '../train/retriever.js';
@@ -71,34 +71,37 @@ function checkOptions(o: TrainCommandOptions): void {
   if (o.freeze !== undefined) check(o.freeze.length > 0, 'ERR_ARG', '--freeze needs at least one parameter name part, e.g. word_embeddings');
 }
 
+/** The encoder the options describe, over a vocabulary of `vocabSize` tokens. */
+function encoderConfig(o: TrainCommandOptions, vocabSize: number): Partial<EncoderConfig> {
+  const fit = o.fitPooling && o.pooling === 'mean';
+  return {
+    vocabSize,
+    hiddenSize: o.hidden,
+    embeddingSize: o.glove ? 100 : o.hidden,
+    layers: o.layers,
+    heads: 4,
+    ffnSize: 4 * o.hidden,
+    maxPositions: Math.max(o.maxQueryLength, o.maxPassageLength),
+    attentionWindow: o.attentionWindow ?? 0,
+    projectionDim: o.projection ?? 0,
+    pooling: o.pooling as Pooling,
+    tokenWeights: fit,
+    center: fit,
+  };
+}
+
 export async function trainCommand(o: TrainCommandOptions, log: (line: string) => void = console.log): Promise<Retriever> {
   checkOptions(o);
+  // --freeze names against the parameters of the model the options describe (names do not depend on the
+  // vocabulary), before the data is read: a typo costs no preparation.
+  if (o.freeze) Retriever.create({ preset: o.preset as RetrieverPreset, encoder: encoderConfig(o, 8) }).setOptimizer({ frozen: o.freeze });
   const dtype = weightStorageOption(o.dtype);
   const { passages, train: trainEx, dev: devEx, tasks, tokenizer, glove } = await prepareTraining(o.data, { ...(o.tasks ? { tasks: o.tasks } : {}), glove: o.glove, wordVocab: o.wordVocab, log });
 
   const pooling = o.pooling as Pooling;
   const fit = o.fitPooling && pooling === 'mean';
   Retriever.seed(o.seed);
-  const model = Retriever.create({
-    preset: o.preset as RetrieverPreset,
-    encoder: {
-      vocabSize: tokenizer.size,
-      hiddenSize: o.hidden,
-      embeddingSize: o.glove ? 100 : o.hidden,
-      layers: o.layers,
-      heads: 4,
-      ffnSize: 4 * o.hidden,
-      maxPositions: Math.max(o.maxQueryLength, o.maxPassageLength),
-      attentionWindow: o.attentionWindow ?? 0,
-      projectionDim: o.projection ?? 0,
-      pooling,
-      tokenWeights: fit,
-      center: fit,
-    },
-    tasks,
-  });
-  // --freeze names are checked against the model's parameters now, before initialization and training.
-  if (o.freeze) model.setOptimizer({ frozen: o.freeze });
+  const model = Retriever.create({ preset: o.preset as RetrieverPreset, encoder: encoderConfig(o, tokenizer.size), tasks });
   log(`${o.preset}: ${model.parameterCount.toLocaleString()} parameters, ${o.layers} layers, ${pooling} pooling`);
   let mute: number[] = [];
   if (glove) {
