@@ -50,3 +50,11 @@ export async function rejection(make: () => unknown): Promise<string> {
   }
   return 'resolved';
 }
+
+/** The largest |a[i] - b[i]| (the lengths must match; a NaN anywhere makes it NaN, which fails any bound). */
+export function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  expect(a.length).toBe(b.length);
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs((a[i] as number) - (b[i] as number)));
+  return m;
+}

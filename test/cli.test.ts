@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 import { readSafetensors } from '../lib/io/safetensors.js';
 import { packageRoot } from '../lib/native.js';
+import { maxAbsDiff } from './basics.js';
 
 const out = mkdtempSync(join(tmpdir(), 'quorum-cli-'));
 afterAll(() => rmSync(out, { recursive: true, force: true }));
@@ -238,11 +239,7 @@ describe('quorum CLI', () => {
     expect(quorum(...args, '--lr', '1e-12', '--out', still).status).toBe(0);
     expect(quorum(...args, '--freeze', 'word_embeddings,layer.0.output', '--out', frozen).status).toBe(0);
     const [a, b] = [still, frozen].map((m) => readSafetensors(readFileSync(join(m, 'weights.safetensors'))));
-    const diff = (name: string) => {
-      const x = a!.get(name)!.data;
-      const y = b!.get(name)!.data;
-      return x.reduce((m, v, i) => Math.max(m, Math.abs(v - (y[i] as number))), 0);
-    };
+    const diff = (name: string) => maxAbsDiff(a!.get(name)!.data, b!.get(name)!.data);
     // The still model moved by at most its learning rate (1e-12); the frozen parameters not at all.
     expect(diff('encoder.embeddings.word_embeddings.weight')).toBeLessThan(1e-9);
     expect(diff('encoder.encoder.layer.0.output.dense.weight')).toBeLessThan(1e-9);

@@ -22,7 +22,7 @@ import { validationPool } from '../lib/train/validate.js';
 import { packageRoot } from '../lib/native.js';
 import { fixtureBatch, fixtureConfig } from './fixtures/checkpoint-v0/batch.js';
 import { writeWeights } from '../lib/train/model-dir.js';
-import { code } from './basics.js';
+import { code, maxAbsDiff } from './basics.js';
 
 // A 40-word vocabulary: w0 .. w31 plus the specials.
 const WORDS = Array.from({ length: 32 }, (_, i) => `w${i}`);
@@ -54,13 +54,6 @@ function encoderParams(model: Retriever, encoder: string): Map<string, Float32Ar
   const out = new Map<string, Float32Array>();
   for (const { name } of model.parameters()) if (name.startsWith(encoder + '.')) out.set(name.slice(encoder.length + 1), model.getParameter(name));
   return out;
-}
-
-function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  expect(a.length).toBe(b.length);
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs((a[i] as number) - (b[i] as number)));
-  return m;
 }
 
 const texts = ['w1 w2 w3 w4 w5 w6', 'w7', 'w8 w9 w10', 'w11 w12 w13 w14 w15 w16 w17 w18 w19'];

@@ -99,9 +99,11 @@ export async function trainCommand(o: TrainCommandOptions, log: (line: string) =
   const { passages, train: trainEx, dev: devEx, tasks, tokenizer, glove } = await prepareTraining(o.data, { ...(o.tasks ? { tasks: o.tasks } : {}), glove: o.glove, wordVocab: o.wordVocab, log });
 
   const pooling = o.pooling as Pooling;
-  const fit = o.fitPooling && pooling === 'mean';
+  const encoder = encoderConfig(o, tokenizer.size);
+  // IDF token weights and a centre (mean pooling with --fit-pooling) are what fitPoolingToCorpus fits.
+  const fit = !!encoder.tokenWeights;
   Retriever.seed(o.seed);
-  const model = Retriever.create({ preset: o.preset as RetrieverPreset, encoder: encoderConfig(o, tokenizer.size), tasks });
+  const model = Retriever.create({ preset: o.preset as RetrieverPreset, encoder, tasks });
   log(`${o.preset}: ${model.parameterCount.toLocaleString()} parameters, ${o.layers} layers, ${pooling} pooling`);
   let mute: number[] = [];
   if (glove) {

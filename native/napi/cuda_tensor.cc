@@ -56,8 +56,7 @@ CudaTensor::CudaTensor(const Napi::CallbackInfo& info) : Napi::ObjectWrap<CudaTe
 CudaTensor::~CudaTensor() = default;
 
 Napi::Object CudaTensor::Create(Napi::Env env, Dtype dtype, const std::vector<int64_t>& shape, bool zero) {
-  Napi::Array s = Napi::Array::New(env, shape.size());
-  for (size_t i = 0; i < shape.size(); ++i) s.Set(uint32_t(i), Napi::Number::New(env, double(shape[i])));
+  Napi::Array s = shape_array(env, shape);
   return the_ctor->New({Napi::Number::New(env, int(dtype)), s, Napi::Boolean::New(env, zero)});
 }
 
@@ -85,11 +84,7 @@ Napi::Value CudaTensor::IsDisposed(const Napi::CallbackInfo& info) { return Napi
 Napi::Value CudaTensor::Buffer(const Napi::CallbackInfo& info) {
   throw typed_error(info.Env(), "ERR_UNSUPPORTED", "the tensor is on cuda: copy it with .to('cpu') to read its values");
 }
-Napi::Value CudaTensor::Shape(const Napi::CallbackInfo& info) {
-  Napi::Array s = Napi::Array::New(info.Env(), shape_.size());
-  for (size_t i = 0; i < shape_.size(); ++i) s.Set(uint32_t(i), Napi::Number::New(info.Env(), double(shape_[i])));
-  return s;
-}
+Napi::Value CudaTensor::Shape(const Napi::CallbackInfo& info) { return shape_array(info.Env(), shape_); }
 Napi::Value CudaTensor::DtypeCode(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), int(dtype_)); }
 Napi::Value CudaTensor::Device(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), "cuda"); }
 Napi::Value CudaTensor::Owned(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), true); }

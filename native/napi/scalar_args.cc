@@ -63,6 +63,12 @@ std::vector<int64_t> parse_shape(const Napi::Value& v, int64_t& numel) {
   return shape;
 }
 
+Napi::Array shape_array(Napi::Env env, const std::vector<int64_t>& shape) {
+  Napi::Array s = Napi::Array::New(env, shape.size());
+  for (size_t i = 0; i < shape.size(); ++i) s.Set(uint32_t(i), Napi::Number::New(env, double(shape[i])));
+  return s;
+}
+
 std::string shape_str(const std::vector<int64_t>& s) {
   std::string out = "[";
   for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);

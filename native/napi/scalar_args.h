@@ -15,6 +15,8 @@ namespace quorum::napi {
 Dtype parse_dtype(const Napi::Value& v);
 // A shape: non-negative integers whose product (written to numel) is at most 2^46 (ERR_SHAPE, ERR_RANGE).
 std::vector<int64_t> parse_shape(const Napi::Value& v, int64_t& numel);
+// The inverse: a shape as a JS array of numbers.
+Napi::Array shape_array(Napi::Env env, const std::vector<int64_t>& shape);
 // Whether a typed array holds `t`'s elements (bf16 and f16 travel as Uint16Array), and that array type's name.
 bool typed_array_matches(const Napi::TypedArray& ta, Dtype t);
 const char* typed_array_name(Dtype t);

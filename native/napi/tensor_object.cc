@@ -63,8 +63,7 @@ TensorObject::~TensorObject() {
 }
 
 Napi::Object TensorObject::Create(Napi::Env env, Dtype dtype, const std::vector<int64_t>& shape, bool zero) {
-  Napi::Array s = Napi::Array::New(env, shape.size());
-  for (size_t i = 0; i < shape.size(); ++i) s.Set(uint32_t(i), Napi::Number::New(env, double(shape[i])));
+  Napi::Array s = shape_array(env, shape);
   return addon_data(env).tensor_ctor.New(
       {Napi::Number::New(env, int(dtype)), s, env.Undefined(), Napi::Boolean::New(env, zero)});
 }
@@ -153,11 +152,7 @@ Napi::Value TensorObject::Buffer(const Napi::CallbackInfo& info) {
   return array_buffer_.Value();
 }
 
-Napi::Value TensorObject::Shape(const Napi::CallbackInfo& info) {
-  Napi::Array s = Napi::Array::New(info.Env(), shape_.size());
-  for (size_t i = 0; i < shape_.size(); ++i) s.Set(uint32_t(i), Napi::Number::New(info.Env(), double(shape_[i])));
-  return s;
-}
+Napi::Value TensorObject::Shape(const Napi::CallbackInfo& info) { return shape_array(info.Env(), shape_); }
 
 Napi::Value TensorObject::DtypeCode(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), int(dtype_)); }
 

@@ -1,5 +1,6 @@
 #include "trainable.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -35,25 +36,20 @@ void Trainable::set_optimizer(const OptimizerConfig& o) {
     throw Error("ERR_RANGE", "AdamW betas must be in [0, 1)");
   if (!(o.eps > 0) || !(o.weight_decay >= 0) || !(o.layer_decay > 0 && o.layer_decay <= 1))
     throw Error("ERR_RANGE", "AdamW needs eps > 0, weightDecay >= 0 and layerDecay in (0, 1]");
+  const auto contains = [](const std::string& name, const std::string& part) { return name.find(part) != std::string::npos; };
   // A pattern that names no parameter is a typo, not a no-op: refused before anything changes.
-  const auto is_frozen = [&o](const std::string& name) {
-    for (const auto& f : o.frozen)
-      if (name.find(f) != std::string::npos) return true;
-    return false;
-  };
   for (const auto& f : o.frozen) {
     if (f.empty()) throw Error("ERR_ARG", "a frozen parameter pattern must not be empty");
-    bool found = false;
-    for (const auto& [name, t] : params_) found = found || name.find(f) != std::string::npos;
-    if (!found) throw Error("ERR_NOT_FOUND", "no parameter name contains '" + f + "' (frozen)");
+    if (std::none_of(params_.begin(), params_.end(), [&](const auto& p) { return contains(p.first, f); }))
+      throw Error("ERR_NOT_FOUND", "no parameter name contains '" + f + "' (frozen)");
   }
   opt_ = o;
   lr_mult_.clear();
   decays_.clear();
   frozen_.clear();
   for (const auto& [name, t] : params_) {
-    frozen_.push_back(is_frozen(name));
-    lr_mult_.push_back(frozen_.back() ? 0.0 : lr_multiplier(name, o));
+    frozen_.push_back(std::any_of(o.frozen.begin(), o.frozen.end(), [&](const std::string& f) { return contains(name, f); }));
+    lr_mult_.push_back(lr_multiplier(name, o));
     // DPR's no-decay group: biases and LayerNorm weights; also the pooling's token log-weights and centre, whose
     // zero is no prior.
     const bool bias = name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
