@@ -166,6 +166,10 @@ function releaseWraps(made: readonly Tensor[], given: readonly unknown[]): void 
 /**
  * The full score matrix `S = Q · Cᵀ` as an f32 Tensor `[B, N]`. Prefer {@link scoreTopK} for retrieval:
  * this writes B x N floats.
+ *
+ * @example
+ * const s = await score(Tensor.from(new Float32Array([1, 0]), [1, 2]), Tensor.from(new Float32Array([1, 0, 0.6, 0.8]), [2, 2]));
+ * s.data;   // Float32Array [1, 0.6]
  */
 export async function score(queries: QueryInput, corpus: MatrixInput, options: DenseOptions = {}): Promise<Tensor<'f32'>> {
   const core = coreAddon();
@@ -200,6 +204,9 @@ function idsTensor(ids: IdsInput, rows: number): Tensor {
 /**
  * Scores of given corpus rows: `out[b, j] = dot(q_b, corpus[ids[b, j]])`, an f32 Tensor `[B, m]`. Used to
  * rescore candidates from another system (e.g. DPR-MUF's experts). An id outside the corpus is ERR_RANGE.
+ *
+ * @example
+ * const s = await gatherScores(queries, corpus, new Int32Array([7, 2, 40]));   // one query row: its scores for rows 7, 2, 40
  */
 export async function gatherScores(queries: QueryInput, corpus: MatrixInput, ids: IdsInput, options: DenseOptions = {}): Promise<Tensor<'f32'>> {
   const core = coreAddon();

@@ -80,6 +80,11 @@ export interface AlphaSearch {
 /**
  * Picks alpha on a dev split: the grid value with the best mean metric (the first on ties). The default metric
  * is Recall@20.
+ *
+ * @example
+ * const { alpha } = searchAlpha(devQuestions.map((q) => ({ dense: denseHits(q), sparse: bm25Hits(q), relevant: gold(q) })), {
+ *   grid: [0, 0.5, 1, 2, 4],
+ * });
  */
 export function searchAlpha<Id extends string | number | bigint>(
   dev: ReadonlyArray<{ dense: ReadonlyArray<RankedHit<Id>>; sparse: ReadonlyArray<RankedHit<Id>>; relevant: ReadonlySet<Id> }>,

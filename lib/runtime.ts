@@ -33,6 +33,10 @@ export function capabilities(): Capabilities {
 /**
  * Sets the number of threads every parallel kernel uses (default: QUORUM_THREADS or the core count). One
  * setting for all kernels, faiss's OpenMP (DenseIndex) and libtorch (Retriever), so they never oversubscribe the machine.
+ *
+ * @example
+ * setThreads(2);
+ * capabilities().threads;   // 2
  */
 export function setThreads(n: number): void {
   if (!Number.isInteger(n) || n < 1 || n > 256) throw new QuorumError('ERR_RANGE', `threads must be an integer in [1, 256], got ${n}`);

@@ -144,6 +144,13 @@ function checkSparseVectors(s: unknown): void {
     throw new QuorumError('ERR_ARG', 'sparse vectors need offsets: BigInt64Array, indices: Int32Array, values: Float32Array (see sparseVectors)');
 }
 
+/**
+ * Wraps CSR arrays as {@link SparseVectors} (no copy). ERR_ARG for arrays of the wrong types.
+ *
+ * @example
+ * const v = sparseVectors(new BigInt64Array([0n, 2n]), new Int32Array([3, 17]), new Float32Array([0.5, 1.25]));
+ * v.row(0);   // [{ index: 3, value: 0.5 }, { index: 17, value: 1.25 }]
+ */
 export function sparseVectors(offsets: BigInt64Array, indices: Int32Array, values: Float32Array): SparseVectors {
   checkSparseVectors({ offsets, indices, values });
   const rows = Math.max(0, offsets.length - 1);

@@ -93,6 +93,9 @@ export function calibrationBins(
  *
  * @param confidence per-query confidence
  * @param hit per-query outcome (1 / true = the first-stage top-k contains an answer)
+ *
+ * @example
+ * ece([0.9, 0.2], [true, false]);   // 0.15 = (|0.9 - 1| + |0.2 - 0|) / 2, one value in each of two bins
  */
 export function ece(confidence: ArrayLike<number>, hit: ArrayLike<number | boolean>, bins = 10): number {
   mustBeArray(confidence, 'confidences', true);
@@ -140,6 +143,9 @@ export const mufTemperatureGrid: readonly number[] = Object.freeze(Array.from({ 
  * Picks the temperature with the lowest ECE on a calibration split (the first on ties). Pass a held-out split
  * such as the expert's dev set: searching on the test questions would tune on test labels, which is why
  * DPR-MUF's README fixes p = 1e-3 instead.
+ *
+ * @example
+ * const { temperature, ece } = await calibrateTemperature({ scores: devScores, hit: devHits });   // devScores [B, K, L]
  */
 export async function calibrateTemperature(
   calibration: CalibrationSplit,

@@ -61,7 +61,12 @@ export function loadBeirCorpus(dir: string): BeirDataset['corpus'] {
   return readJsonl(join(dir, 'corpus.jsonl'), passageOf);
 }
 
-/** Reads a BEIR-layout dataset (corpus.jsonl, queries.jsonl, qrels/<split>.tsv) whole; see readBeir for streaming. */
+/**
+ * Reads a BEIR-layout dataset (corpus.jsonl, queries.jsonl, qrels/<split>.tsv) whole; see readBeir for streaming.
+ *
+ * @example
+ * const { corpus, queries, qrels } = loadBeir('data/multidomain-mini', 'dev');
+ */
 export function loadBeir(dir: string, split = 'test'): BeirDataset {
   mustBeString(dir, 'dataset directory');
   mustBeString(split, 'split');

@@ -12,6 +12,10 @@ import { checkRun, mustBeArray, mustBeObject, mustBeString } from '../validate.j
  * Reads a TREC run file. Scores are kept; the rank column is checked to be an integer but not used (trec_eval
  * re-sorts by score too). Lines with fewer than 6 fields or a non-numeric score are ERR_FORMAT with file:line;
  * a document repeated within a query is ERR_FORMAT as well.
+ *
+ * @example
+ * const run = await readRun('runs/bm25.trec');
+ * evaluate(run, qrels, ['mrr@10']).mean;
  */
 export async function readRun(path: string): Promise<Map<string, ScoredDoc[]>> {
   mustBeString(path, 'run path');
@@ -95,7 +99,12 @@ export function formatRun(run: Run, tag = 'quorum', depth?: number): string {
   return out.length ? out.join('\n') + '\n' : '';
 }
 
-/** Writes {@link formatRun}'s text to `path`. */
+/**
+ * Writes {@link formatRun}'s text to `path`.
+ *
+ * @example
+ * writeRun('runs/hybrid.trec', run, 'hybrid', 100);
+ */
 export function writeRun(path: string, run: Run, tag = 'quorum', depth?: number): void {
   writeFileSync(path, formatRun(run, tag, depth));
 }

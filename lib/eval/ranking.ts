@@ -139,6 +139,14 @@ export type MetricName = string;
 
 type MetricFn = (ranked: readonly string[], rel: Judged, relLevel: number) => number;
 
+/**
+ * The function that computes one metric for one query (the ranked ids, the query's judgements, the lowest
+ * relevant grade). Without `@k` the whole list counts. ERR_ARG for an unknown name.
+ *
+ * @example
+ * const mrr10 = metricFn('mrr@10');
+ * mrr10(['d3', 'd1'], new Map([['d1', 1]]), 1);   // 0.5
+ */
 export function metricFn(name: MetricName): MetricFn {
   const m = /^([a-z_-]+)(?:@(\d+))?$/.exec(name);
   const k = m?.[2] === undefined ? 0 : Number(m[2]);

@@ -56,7 +56,7 @@ const bad = (message: string) => new QuorumError('ERR_FORMAT', `safetensors: ${m
  * view sharing `bytes`' memory (on little-endian machines); everything else is a fresh array.
  *
  * @example
- * const tensors = readSafetensors(readFileBytes('model.safetensors'));
+ * const tensors = readSafetensors(readFileSync('model.safetensors'));   // node:fs
  * tensors.get('embeddings.word_embeddings.weight')?.shape; // [30522, 768]
  */
 export function readSafetensors(bytes: Uint8Array): Map<string, SafetensorsTensor> {

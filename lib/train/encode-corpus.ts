@@ -64,7 +64,8 @@ export async function encodeTable(model: TableEncoder, table: TokenTable, option
  * Embeds a corpus and adds it to a new DenseIndex, row i under id i (default exact inner-product search).
  *
  * @example
- * const { index } = await indexTable(model, passages, { factory: 'HNSW32' });
+ * const table = await TokenTable.passages(tokenizer, passages, 256);
+ * const { index } = await indexTable(model, table, { factory: 'HNSW32' });
  * const hits = await index.search(queryEmbeddings, 20);
  */
 export async function indexTable(

@@ -72,6 +72,16 @@ export abstract class TrainableTable extends ParameterTable {
     return this.native.info().optimizerSteps;
   }
 
+  /**
+   * Sets AdamW's hyperparameters, layer-wise decay and frozen parameters for the following steps; the moments and
+   * per-parameter update counts are kept. A refused setting (ERR_ARG, ERR_RANGE, ERR_NOT_FOUND) leaves the
+   * previous one in place.
+   *
+   * @example
+   * model.setOptimizer({ weightDecay: 0.01, frozen: ['word_embeddings'] });
+   * await model.accumulate(batch);
+   * await model.step(1e-3, 2);
+   */
   setOptimizer(options: OptimizerOptions): void {
     callNative(() => this.native.setOptimizer(options));
   }
@@ -81,6 +91,7 @@ export abstract class TrainableTable extends ParameterTable {
     return (await awaitNative(callNative(() => this.native.step(lr, clip, true)) as Promise<{ gradNorm: number }>)).gradNorm;
   }
 
+  /** {@link step} on the calling thread. */
   stepSync(lr: number, clip: number): number {
     return callNative(() => (this.native.step(lr, clip, false) as { gradNorm: number }).gradNorm);
   }

@@ -66,7 +66,9 @@ export function retrieverConfig(o: RetrieverOptions): RetrieverConfig {
 /**
  * A dual-encoder retriever in libtorch (CPU): a bi-encoder (separate question and passage encoders, DPR), a
  * Siamese encoder (one for both), or TASER (one encoder whose specialized blocks route by side or by a learned
- * router). Embeddings are [CLS] states (optionally projected); relevance is their dot product.
+ * router). Embeddings pool the last layer (`pooling`: mean over non-pad tokens by default, `cls` or `max`), with
+ * optional token weights, centre and projection; with `normalize` (the default) they are unit vectors, so the dot
+ * product that ranks passages is a cosine.
  *
  * @example
  * const model = Retriever.create({ preset: 'taser', encoder: { layers: 4, hiddenSize: 128 } });
@@ -90,10 +92,26 @@ export class Retriever extends TrainableTable {
     this.dim = this.native.info().outDim;
   }
 
+  /**
+   * A new model with freshly initialised weights: the preset's configuration with `options.encoder` fields
+   * overriding {@link defaultEncoderConfig} (see {@link retrieverConfig}). ERR_ARG for bad options,
+   * ERR_BACKEND_UNAVAILABLE where the torch module is not built.
+   *
+   * @example
+   * const model = Retriever.create({ preset: 'siamese', encoder: { vocabSize: tokenizer.size, layers: 0, hiddenSize: 100 } });
+   * await initFromGlove(model, tokenizer.vocabulary);
+   */
   static create(options: RetrieverOptions): Retriever {
     return new Retriever(retrieverConfig(options));
   }
 
+  /**
+   * A new model from a full configuration as {@link retrieverConfig} returns it (or a model card's `config`),
+   * with no defaults filled in.
+   *
+   * @example
+   * const twin = Retriever.fromConfig(model.config);   // same shapes, fresh weights
+   */
   static fromConfig(config: RetrieverConfig): Retriever {
     return new Retriever(config);
   }
@@ -180,6 +198,7 @@ export class Retriever extends TrainableTable {
     return awaitNative(callNative(() => this.native.encode(batch, side, options.task ?? 0, options.out ?? null, true, options.pooledState)) as Promise<Float32Array>);
   }
 
+  /** {@link encode} on the calling thread. */
   encodeSync(batch: TokenBatchArg, side: 'query' | 'passage', options: EncodeOptions = {}): Float32Array {
     return callNative(() => this.native.encode(batch, side, options.task ?? 0, options.out ?? null, false, options.pooledState) as Float32Array);
   }
@@ -189,6 +208,7 @@ export class Retriever extends TrainableTable {
     return awaitNative(callNative(() => this.native.accumulate(batch, true)) as Promise<StepStats>);
   }
 
+  /** {@link accumulate} on the calling thread. */
   accumulateSync(batch: TrainBatchArg): StepStats {
     return callNative(() => this.native.accumulate(batch, false) as StepStats);
   }

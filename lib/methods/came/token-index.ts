@@ -29,6 +29,15 @@ export interface TokenSearchOptions {
   candidates?: number | 'all';
 }
 
+/**
+ * CAME's local (ColBERT) expert index: candidates from each question token's nearest passage tokens in a faiss
+ * index, then exact MaxSim over the candidates' token vectors. Saved as a directory (faiss index and token vectors).
+ *
+ * @example
+ * const index = await TokenIndex.build(passageEncoding.local!, { factory: 'Flat' });
+ * const hits = await index.search(questionEncoding.local!, 100, { candidates: 64 });   // per question: { id, score }[]
+ * await index.save('came-index/local');
+ */
 export class TokenIndex {
   private constructor(
     /** Every passage's unit token vectors, packed, and each passage's first token row. */

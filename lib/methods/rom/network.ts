@@ -103,7 +103,7 @@ export function romConfig(o: RomNetworkOptions = {}): RomConfig {
  *
  * @example
  * const model = RomNetwork.create({ encoder: { vocabSize: tokenizer.size } });
- * await model.accumulate(ictBatch, 'ict', { lossScale: 0.5 });
+ * await model.accumulate({ ...ictBatch, lossScale: 0.5 }, 'ict');
  * await model.accumulateReader(readerBatch);
  * await model.step(1e-3, 2);
  */
@@ -118,10 +118,12 @@ export class RomNetwork extends TrainableTable {
     this.native = callNative(() => new addon.RomModel(config) as NativeRomModel);
   }
 
+  /** A new network with fresh weights; options override the defaults as {@link romConfig} fills them in. */
   static create(options: RomNetworkOptions = {}): RomNetwork {
     return new RomNetwork(romConfig(options));
   }
 
+  /** A new network from a full configuration (a saved model's), with fresh weights. */
   static fromConfig(config: RomConfig): RomNetwork {
     mustBeObject(config, 'ROM config');
     return new RomNetwork(config);
@@ -147,6 +149,7 @@ export class RomNetwork extends TrainableTable {
     return (await awaitNative(callNative(() => this.native.encode(batch, side, head, true)) as Promise<{ vectors: Float32Array }>)).vectors;
   }
 
+  /** {@link encode} on the calling thread. */
   encodeSync(batch: TokenBatchArg, side: 'query' | 'passage', head: RomHead = 'retrieval'): Float32Array {
     return callNative(() => (this.native.encode(batch, side, head, false) as { vectors: Float32Array }).vectors);
   }
@@ -156,6 +159,7 @@ export class RomNetwork extends TrainableTable {
     return awaitNative(callNative(() => this.native.read(inputs, true)) as Promise<ReaderLogits>);
   }
 
+  /** {@link read} on the calling thread. */
   readSync(inputs: TokenBatchArg): ReaderLogits {
     return callNative(() => this.native.read(inputs, false) as ReaderLogits);
   }
@@ -164,7 +168,8 @@ export class RomNetwork extends TrainableTable {
    * One head as a {@link TableEncoder}, for encodeTable / indexTable / validate.
    *
    * @example
-   * const { index } = await indexTable(network.head('retrieval'), passages);
+   * const table = await TokenTable.passages(tokenizer, passages, 256);
+   * const { index } = await indexTable(network.head('retrieval'), table);
    */
   head(head: RomHead): TableEncoder {
     if (!ROM_HEADS.includes(head)) throw new QuorumError('ERR_ARG', `a ROM head is ${ROM_HEADS.join(', ')}, got ${String(head)}`);
@@ -187,6 +192,7 @@ export class RomNetwork extends TrainableTable {
     return awaitNative(callNative(() => this.native.accumulate(batch, head, options.normalize ?? true, true)) as Promise<RomStepStats>);
   }
 
+  /** {@link accumulate} on the calling thread. */
   accumulateSync(batch: TrainBatchArg, head: RomHead = 'retrieval', options: { normalize?: boolean } = {}): RomStepStats {
     return callNative(() => this.native.accumulate(batch, head, options.normalize ?? true, false) as RomStepStats);
   }
@@ -196,6 +202,7 @@ export class RomNetwork extends TrainableTable {
     return awaitNative(callNative(() => this.native.accumulateReader(batch, true)) as Promise<RomStepStats>);
   }
 
+  /** {@link accumulateReader} on the calling thread. */
   accumulateReaderSync(batch: ReaderBatchArg): RomStepStats {
     return callNative(() => this.native.accumulateReader(batch, false) as RomStepStats);
   }

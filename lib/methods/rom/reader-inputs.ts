@@ -16,7 +16,6 @@ export interface PassagePieces {
   wordEnd: Int32Array;
 }
 
-/** Tokenizes a passage word by word, keeping where each piece's word lies. */
 function checkTokenizer(t: unknown): void {
   if (!(t instanceof WordPieceTokenizer)) throw new QuorumError('ERR_ARG', 'tokenizer must be a WordPieceTokenizer');
 }
@@ -28,6 +27,13 @@ function checkPieces(p: unknown): void {
     throw new QuorumError('ERR_ARG', 'passage pieces must come from passagePieces()');
 }
 
+/**
+ * Tokenizes a passage word by word, keeping where each piece's word lies (for mapping predicted spans back to text).
+ *
+ * @example
+ * const p = passagePieces(tokenizer, 'Hamlet was written by Shakespeare.');
+ * p.text.slice(p.wordStart[0], p.wordEnd[0]);   // 'Hamlet'
+ */
 export function passagePieces(tokenizer: WordPieceTokenizer, text: string): PassagePieces {
   checkTokenizer(tokenizer);
   if (typeof text !== 'string') throw new QuorumError('ERR_ARG', 'passage text must be a string');

@@ -29,7 +29,11 @@ export interface RefreshHooks {
  *
  * @example
  * const r = new IndexRefresh(hooks, { averageRank: v0, retrieval: recall0 });
- * for (let round = 0; round < rounds; round++) { await trainRound(); await r.observe(round, (await validate()).averageRank); }
+ * for (let round = 0; round < rounds; round++) {
+ *   await trainRound();
+ *   const { averageRank } = await validate(network.head('retrieval'), devInput);
+ *   await r.observe(round, averageRank);
+ * }
  */
 export class IndexRefresh {
   readonly events: RefreshEvent[] = [];
