@@ -19,6 +19,8 @@
 //     [--fold-scale=0 (1: each token's GloVe spread folded into its IDF weight, undoing the embedding LayerNorm's)]
 //     [--pool=1000 (passages in the dev pool that picks the epoch; 100000: the whole corpus)]
 //     [--presets=taser,bi-encoder,siamese] [--data=DIR] [--reps=7] [--hard-negatives=1] [--layer-decay=0.8 taser, 1 others]
+//     [--seed=12345 (initialisation, batch order and validation pool; the defaults' figures use 12345)]
+//     [--nfkc=1 (0: the tokenizer without compatibility folding, as before 27 Nov)]
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
@@ -50,7 +52,7 @@ const epochs = Number(arg('epochs', '8'));
 // --presets= (empty) skips training and runs only the throughput comparison.
 const presets = arg('presets', 'taser,bi-encoder,siamese').split(',').filter(Boolean) as RetrieverPreset[];
 const reps = Number(arg('reps', '7'));
-const seed = 12345;
+const seed = Number(arg('seed', '12345'));
 const hidden = Number(arg('hidden', '100'));
 const passageLength = Number(arg('passage-length', '512'));
 const encoder = {
@@ -86,7 +88,9 @@ const trainDs = split('train');
 const devDs = split('dev');
 const testDs = split('test');
 const passages = trainDs.corpus;
-const baseTokenizer = await WordPieceTokenizer.load();
+// --nfkc=0: BERT's normalization alone (before 27 Nov): PDF ligatures split words into pieces.
+const nfkc = arg('nfkc', '1') === '1';
+const baseTokenizer = await WordPieceTokenizer.load(undefined, { nfkc });
 const trainEx = examplesFromQrels(trainDs, trainDs.qrels);
 const devEx = examplesFromQrels(devDs, devDs.qrels);
 const bm25 = await addBm25Negatives(trainEx, passages, { k: 30 });
@@ -129,7 +133,7 @@ console.log(`GloVe loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s`)
 // --word-vocab=1: BERT's WordPiece vocabulary plus the whole words of the corpus and the training questions that
 // GloVe has, so that such words keep their own GloVe vector instead of being read as pieces.
 const tokenizer = arg('word-vocab', '1') === '1'
-  ? new WordPieceTokenizer(extendVocabulary(baseTokenizer.vocabulary, [...passages.flatMap((p) => [p.title, p.text]), ...trainEx.map((e) => e.query)], { keep: (w) => glove.words.has(w) }))
+  ? new WordPieceTokenizer(extendVocabulary(baseTokenizer.vocabulary, [...passages.flatMap((p) => [p.title, p.text]), ...trainEx.map((e) => e.query)], { keep: (w) => glove.words.has(w), nfkc }), { nfkc })
   : baseTokenizer;
 console.log(`vocabulary: ${tokenizer.size} tokens (${tokenizer.size - baseTokenizer.size} whole words added)`);
 (encoder as { vocabSize?: number }).vocabSize = tokenizer.size;
@@ -246,14 +250,13 @@ for (const preset of presets) {
   mkdirSync(ckpt, { recursive: true });
   console.log(`\n${preset}: ${model.parameterCount.toLocaleString()} parameters, GloVe covers ${(coverage * 100).toFixed(1)}% of the vocabulary`);
   const curve: Array<{ epoch: number; loss?: number; accuracy?: number; devMrr?: number; testMrr: number; pairCosine: number; norm: number }> = [];
-  const step0 = await testModel(model);
+  // Named, so that its per-question figures join the comparisons with the GloVe average below: what training
+  // changed per task and per source document, not only where the trained model ends.
+  const step0 = await testModel(model, `${preset}, step 0`);
   curve.push({ epoch: 0, testMrr: step0.scores['all']!['MRR@10']!, ...step0.spread });
   console.log(`  step 0: test MRR@10 ${step0.scores['all']!['MRR@10']!.toFixed(3)}, passage vectors: norm ${step0.spread.norm.toFixed(2)}, mean pairwise cosine ${step0.spread.pairCosine.toFixed(3)}`);
   report(`${preset}, step 0`, model.parameterCount, step0.scores);
-  {
-    const d = await devModel(model);
-    console.log(`  step 0 dev MRR@10: ${[...tasks, 'all'].map((t) => `${t} ${(d[t]?.['MRR@10'] ?? 0).toFixed(3)}`).join(', ')}`);
-  }
+  console.log(`  step 0 dev MRR@10: ${[...tasks, 'all'].map((t) => `${t} ${(step0.dev![t]?.['MRR@10'] ?? 0).toFixed(3)}`).join(', ')}`);
   const start = snapshotParameters(model);
   // What both rounds share (a mined round below trains with the same settings).
   const options = {
@@ -372,7 +375,7 @@ function sourceRow(m: Map<string, number>, ref: Map<string, number>, ds: BeirDat
     'largest document': `${largest.d} (${largest.n} questions): ${diff(largest.d).toFixed(3)}`,
   };
 }
-for (const preset of presets) {
+for (const preset of presets.flatMap((p) => [`${p}, step 0`, p])) {
   const m = perQueryMrr.get(preset);
   if (!m) continue;
   for (const task of tasks)

@@ -152,8 +152,9 @@ export {
   type TaskName,
 } from './data/multidomain.js';
 // Tokenization and the libtorch encoders (quorum_torch.node is loaded on first use of Retriever).
-export { WordPieceTokenizer, defaultVocabPath, extendVocabulary, type EncodeOptions, type EncodedBatch } from './text/tokenizer.js';
-export { normalizeBert } from './text/normalize.js';
+export { WordPieceTokenizer, defaultVocabPath, extendVocabulary, type EncodeOptions, type EncodedBatch, type TokenizerOptions } from './text/tokenizer.js';
+export { readTokenizerFiles, writeTokenizerFiles, type TokenizerSettings } from './text/tokenizer-files.js';
+export { normalizeBert, type NormalizeOptions } from './text/normalize.js';
 export {
   defaultEncoderConfig,
   isSpecialized,

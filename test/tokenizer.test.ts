@@ -3,6 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { code } from './basics.js';
 import { normalizeBert } from '../lib/text/normalize.js';
 import { WordPieceTokenizer, extendVocabulary } from '../lib/text/tokenizer.js';
+import { readTokenizerFiles, writeTokenizerFiles } from '../lib/text/tokenizer-files.js';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 // A hand-made vocabulary: ids are positions.
 const VOCAB = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[unused0]', 'un', '##aff', '##a', '##able', 'a', 'b', '##b', 'ß', 'c', ',', '!', 'cafe'];
@@ -25,6 +29,18 @@ describe('normalizeBert', () => {
   });
   it('does not parse special tokens inside text', () => {
     expect(normalizeBert('[SEP]')).toBe('[ sep ]');
+  });
+  it('folds compatibility characters only with nfkc: ligatures, full-width forms, superscripts', () => {
+    // BERT alone keeps the ligature character inside the word.
+    expect(normalizeBert('Inﬂuenza ﬁrst')).toBe('inﬂuenza ﬁrst');
+    expect(normalizeBert('Inﬂuenza ﬁrst', { nfkc: true })).toBe('influenza first');
+    // Full-width letters and punctuation become ASCII (then split as punctuation); x² becomes x2.
+    expect(normalizeBert('ＡＢＣ！x²', { nfkc: true })).toBe('abc ! x2');
+    // Accents are still stripped after the fold (NFKC composes, BERT's NFD step decomposes again).
+    expect(normalizeBert('Café ﬁancé', { nfkc: true })).toBe('cafe fiance');
+    // Every character NFKC leaves alone gives what BERT gives.
+    const plain = 'Héllo, WORLD! a$b 北京 [SEP]\tx';
+    expect(normalizeBert(plain, { nfkc: true })).toBe(normalizeBert(plain));
   });
 });
 
@@ -53,6 +69,24 @@ describe('WordPieceTokenizer segmentation', () => {
   });
   it('decodes back to normalized words', () => {
     expect(tok.decode(tok.ids('Unaffable, ab'))).toBe('unaffable , ab');
+  });
+  it('reads a ligature-broken word whole only with nfkc, in tokenize, encode and encodeAsync alike', async () => {
+    const v = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', 'in', '##f', '##l', 'influenza', '##uenza', 'first'];
+    const bert = new WordPieceTokenizer(v);
+    const folded = new WordPieceTokenizer(v, { nfkc: true });
+    expect(bert.nfkc).toBe(false);
+    expect(folded.nfkc).toBe(true);
+    // Without the fold "inﬂuenza" has no segmentation ("##ﬂ" is no piece): one [UNK].
+    expect(bert.tokenize('Inﬂuenza ﬁrst')).toEqual(['[UNK]', '[UNK]']);
+    expect(folded.tokenize('Inﬂuenza ﬁrst')).toEqual(['influenza', 'first']);
+    const ids = Array.from(folded.encode(['Inﬂuenza'], { pairs: ['ﬁrst'] }).ids);
+    expect(ids).toEqual([2, 7, 3, 9, 3]);
+    expect(Array.from((await folded.encodeAsync(['Inﬂuenza'], { pairs: ['ﬁrst'] })).ids)).toEqual(ids);
+    expect(folded.normalize('Inﬂuenza')).toBe('influenza');
+  });
+  it('refuses an nfkc option that is not a boolean', () => {
+    expect(code(() => new WordPieceTokenizer(VOCAB, { nfkc: 1 as unknown as boolean }))).toBe('ERR_ARG');
+    expect(code(() => new WordPieceTokenizer(VOCAB, null as unknown as object))).toBe('ERR_ARG');
   });
 });
 
@@ -143,5 +177,34 @@ describe('extendVocabulary', () => {
     expect(extendVocabulary(base, texts).slice(base.length)).toEqual(['a1', 'a2', 'b', 'c']);
     expect(extendVocabulary(base, texts, { minCount: 2, maxWords: 2 }).slice(base.length)).toEqual(['a1', 'a2']);
     expect(extendVocabulary(base, []).length).toBe(base.length);
+  });
+
+  it('with nfkc, counts a ligature-broken word as the word it spells', () => {
+    const texts = ['Inﬂuenza and inﬂuenza', 'influenza'];
+    expect(extendVocabulary(base, texts, { nfkc: true }).slice(base.length)).toEqual(['influenza', 'and']);
+    // Without it, the ligature spelling is a word of its own.
+    expect(extendVocabulary(base, texts).slice(base.length)).toEqual(['inﬂuenza', 'and', 'influenza']);
+  });
+});
+
+describe('tokenizer files', () => {
+  it('round-trip the vocabulary and the normalization; refuse bad arguments and a directory without vocab.txt', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'quorum-tok-'));
+    try {
+      for (const nfkc of [true, false]) {
+        writeTokenizerFiles(dir, new WordPieceTokenizer(VOCAB, { nfkc }));
+        expect(JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8'))).toEqual({ nfkc });
+        const back = await readTokenizerFiles(dir);
+        expect(back.vocabulary).toEqual(VOCAB);
+        expect(back.nfkc).toBe(nfkc);
+      }
+      expect(code(() => writeTokenizerFiles(dir, {} as WordPieceTokenizer))).toBe('ERR_ARG');
+      expect(code(() => writeTokenizerFiles(3 as unknown as string, new WordPieceTokenizer(VOCAB)))).toBe('ERR_ARG');
+      await expect(readTokenizerFiles(null as unknown as string)).rejects.toMatchObject({ code: 'ERR_ARG' });
+      rmSync(join(dir, 'vocab.txt'));
+      await expect(readTokenizerFiles(dir)).rejects.toMatchObject({ code: 'ERR_FORMAT' });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

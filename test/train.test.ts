@@ -523,6 +523,28 @@ describe('model directory', () => {
     await variant('weights.safetensors', writeSafetensors({ x: { shape: [1], data: Float32Array.of(1) } }), 'ERR_FORMAT');
     await expect(Retriever.load(dir)).resolves.toBeInstanceOf(Retriever);
   });
+
+  it("keeps the tokenizer's normalization (tokenizer.json); a directory without one reads as BERT alone; a bad one is ERR_FORMAT", async () => {
+    const dir = tempDir();
+    const model = Retriever.create({ preset: 'siamese', encoder: tiny });
+    model.saveModel(dir, { tokenizer: new WordPieceTokenizer(tok.vocabulary, { nfkc: true }) });
+    const back = await Retriever.load(dir);
+    expect(back.loaded!.tokenizer.nfkc).toBe(true);
+    // Full-width "ｗ１" folds to "w1": the loaded model encodes it as the model does w1.
+    const direct = model.encodeSync(tok.encode(['w1 w2'], { maxLength: 32 }), 'query');
+    expect(maxAbsDiff((await back.encodeQueries(['ｗ１ ｗ２'])).data, direct)).toBeLessThan(1e-6);
+    // Written before tokenizer.json existed: BERT's normalization, and the full-width words are [UNK].
+    rmSync(join(dir, 'tokenizer.json'));
+    const old = await Retriever.load(dir);
+    expect(old.loaded!.tokenizer.nfkc).toBe(false);
+    expect(maxAbsDiff((await old.encodeQueries(['ｗ１ ｗ２'])).data, direct)).toBeGreaterThan(1e-3);
+    for (const bad of ['{ "nfkc": "yes" }', '[true]', 'null', '{ not json'])  {
+      writeFileSync(join(dir, 'tokenizer.json'), bad);
+      await expect(Retriever.load(dir), bad).rejects.toMatchObject({ code: 'ERR_FORMAT' });
+    }
+    writeFileSync(join(dir, 'tokenizer.json'), '{ "nfkc": false }');
+    expect((await Retriever.load(dir)).loaded!.tokenizer.nfkc).toBe(false);
+  });
 });
 
 describe('initialization', () => {

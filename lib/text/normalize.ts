@@ -1,5 +1,7 @@
 // BERT's basic tokenization (uncased), done with V8's Unicode tables: the output is words separated by single ASCII
 // spaces, ready for the native WordPiece segmenter. Steps, in BERT's order:
+//   0. (option `nfkc`, not BERT's) compatibility characters folded (NFKC): PDF ligatures such as "ﬁ" and "ﬂ" become
+//      "fi" and "fl", which BERT would read as pieces that break the word ("inﬂuenza" -> "in", "##ﬂ", ...);
 //   1. drop NUL, U+FFFD and control characters (Unicode category C, except tab / newline / carriage return);
 //   2. every whitespace character becomes a space;
 //   3. CJK ideographs become words of their own;
@@ -18,15 +20,25 @@ const CJK =
 const MARKS = /\p{Mn}/gu;
 const PUNCT = /([\p{P}!-/:-@[-`{-~])/gu;
 
+/** Options of {@link normalizeBert}. */
+export interface NormalizeOptions {
+  /**
+   * Fold compatibility characters first (Unicode NFKC): ligatures, full-width forms, superscripts, the micro sign.
+   * Not part of BERT (default false, so ids match a BERT checkpoint's tokenizer); Quorum's own models turn it on.
+   */
+  nfkc?: boolean;
+}
+
 /**
  * Normalizes text the way BERT's uncased BasicTokenizer does, returning space-separated words.
  *
  * @example
- * normalizeBert("Héllo, World!") // "hello , world !"
+ * normalizeBert("Héllo, World!")                    // "hello , world !"
+ * normalizeBert('Inﬂuenza', { nfkc: true })          // "influenza" (without nfkc: "inﬂuenza", ligature kept)
  */
-export function normalizeBert(text: string): string {
+export function normalizeBert(text: string, options: NormalizeOptions = {}): string {
   mustBeString(text, 'text');
-  return text
+  return (options.nfkc ? text.normalize('NFKC') : text)
     .replace(CONTROL, '')
     .replace(CJK, ' $1 ')
     .toLowerCase()

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { QuorumError, awaitNative, callNative } from '../errors.js';
 import { readTextFile } from '../data/files.js';
 import { coreAddon, packageRoot, type NativeWordPiece } from '../native.js';
-import { normalizeBert } from './normalize.js';
+import { normalizeBert, type NormalizeOptions } from './normalize.js';
 
 /** Options of {@link WordPieceTokenizer.encode}. */
 export interface EncodeOptions {
@@ -33,9 +33,16 @@ export interface EncodedBatch {
 /** Where the bundled bert-base-uncased vocabulary (30,522 tokens, Apache-2.0) lives. */
 export const defaultVocabPath: string = join(packageRoot, 'data', 'vocab', 'bert-base-uncased-vocab.txt');
 
+/** Options of the {@link WordPieceTokenizer} constructor and {@link WordPieceTokenizer.load}. */
+export interface TokenizerOptions extends NormalizeOptions {
+  /** Words longer than this many characters become [UNK] (BERT: 100). */
+  maxWordChars?: number;
+}
+
 /**
  * BERT WordPiece tokenizer (uncased). Text is normalized as BERT's BasicTokenizer does (lower case, accents
- * stripped, punctuation split), then segmented greedily into the longest vocabulary pieces.
+ * stripped, punctuation split; with `nfkc`, compatibility characters such as ligatures folded first), then segmented
+ * greedily into the longest vocabulary pieces.
  *
  * @example
  * const tok = await WordPieceTokenizer.load();
@@ -49,13 +56,18 @@ export class WordPieceTokenizer {
   readonly unkId: number;
   readonly clsId: number;
   readonly sepId: number;
+  /** Whether compatibility characters are folded (NFKC) before BERT's normalization. */
+  readonly nfkc: boolean;
   private readonly native: NativeWordPiece;
 
   /** From a token list: token i has id i. Needs [PAD], [UNK], [CLS] and [SEP]; tokens must be unique. */
-  constructor(vocabulary: readonly string[], options: { maxWordChars?: number } = {}) {
+  constructor(vocabulary: readonly string[], options: TokenizerOptions = {}) {
     const Ctor = coreAddon().WordPiece;
+    if (options === null || typeof options !== 'object') throw new QuorumError('ERR_ARG', 'tokenizer options must be an object');
+    if (options.nfkc !== undefined && typeof options.nfkc !== 'boolean') throw new QuorumError('ERR_ARG', 'nfkc must be a boolean');
     this.native = callNative(() => new Ctor([...vocabulary], options.maxWordChars ?? 100));
     this.vocabulary = vocabulary;
+    this.nfkc = options.nfkc ?? false;
     this.padId = this.native.idOf('[PAD]');
     this.unkId = this.native.idOf('[UNK]');
     this.clsId = this.native.idOf('[CLS]');
@@ -63,11 +75,16 @@ export class WordPieceTokenizer {
   }
 
   /** Reads a vocabulary file, one token per line (default: the bundled bert-base-uncased vocabulary). */
-  static async load(path: string = defaultVocabPath): Promise<WordPieceTokenizer> {
+  static async load(path: string = defaultVocabPath, options: TokenizerOptions = {}): Promise<WordPieceTokenizer> {
     const text = readTextFile(path);
     const tokens = text.split('\n');
     if (tokens.at(-1) === '') tokens.pop();
-    return new WordPieceTokenizer(tokens.map((t) => t.replace(/\r$/, '')));
+    return new WordPieceTokenizer(tokens.map((t) => t.replace(/\r$/, '')), options);
+  }
+
+  /** This tokenizer's normalization of a text: the words the segmenter reads. */
+  normalize(text: string): string {
+    return normalizeBert(text, { nfkc: this.nfkc });
   }
 
   get size(): number {
@@ -95,7 +112,7 @@ export class WordPieceTokenizer {
   /** The WordPiece ids of a text, without framing. */
   ids(text: string): Int32Array {
     if (typeof text !== 'string') throw new QuorumError('ERR_ARG', `text must be a string, got ${text === null ? 'null' : typeof text}`);
-    return callNative(() => this.native.pieces(normalizeBert(text)));
+    return callNative(() => this.native.pieces(this.normalize(text)));
   }
 
   /** Joins ids back into text: framing and padding dropped, "##" pieces glued to the piece before. */
@@ -130,7 +147,7 @@ export class WordPieceTokenizer {
     const norm = (xs: readonly string[], what: string) =>
       xs.map((t, i) => {
         if (typeof t !== 'string') throw new QuorumError('ERR_ARG', `${what}[${i}] is not a string`);
-        return normalizeBert(t);
+        return this.normalize(t);
       });
     const marker = o.marker ?? -1;
     if (!Number.isInteger(marker) || marker >= this.size)
@@ -141,18 +158,21 @@ export class WordPieceTokenizer {
 
 /**
  * A WordPiece vocabulary extended with whole words: every word of `texts` (BERT-normalised, so lower-cased and split
- * at punctuation) that `keep` accepts and the vocabulary does not hold whole is appended, most frequent first (ties
+ * at punctuation; with `nfkc`, compatibility characters folded first, as the tokenizer that will read it must) that
+ * `keep` accepts and the vocabulary does not hold whole is appended, most frequent first (ties
  * in code-point order), up to `maxWords`. Greedy longest-match-first then reads such a word as one token instead of
  * pieces: with GloVe embeddings, "coronavirus" keeps its own vector instead of those of "corona" and "##virus".
  *
  * @example
  * const vocab = extendVocabulary(tok.vocabulary, passages.map((p) => p.text), { keep: (w) => glove.words.has(w) });
  * const wordTok = new WordPieceTokenizer(vocab);
+ * // the same with ligatures folded, on both sides:
+ * const nfkcTok = new WordPieceTokenizer(extendVocabulary(tok.vocabulary, texts, { nfkc: true }), { nfkc: true });
  */
 export function extendVocabulary(
   vocabulary: readonly string[],
   texts: Iterable<string>,
-  options: { keep?: (word: string) => boolean; minCount?: number; maxWords?: number; maxWordChars?: number } = {},
+  options: { keep?: (word: string) => boolean; minCount?: number; maxWords?: number; maxWordChars?: number; nfkc?: boolean } = {},
 ): string[] {
   if (!Array.isArray(vocabulary)) throw new QuorumError('ERR_ARG', 'vocabulary must be an array of tokens');
   if (texts === null || typeof (texts as Iterable<string>)?.[Symbol.iterator] !== 'function' || typeof texts === 'string')
@@ -161,7 +181,7 @@ export function extendVocabulary(
   const counts = new Map<string, number>();
   const maxChars = options.maxWordChars ?? 100;
   for (const text of texts)
-    for (const word of normalizeBert(text).split(/\s+/)) {
+    for (const word of normalizeBert(text, { nfkc: options.nfkc === true }).split(/\s+/)) {
       if (!word || have.has(word) || [...word].length > maxChars || !/^[\p{L}\p{N}]/u.test(word)) continue;
       counts.set(word, (counts.get(word) ?? 0) + 1);
     }

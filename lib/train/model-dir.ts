@@ -1,5 +1,5 @@
 // A trained retriever as one directory: model.json (format version, configuration, text settings, training record),
-// vocab.txt (the tokenizer's vocabulary) and weights.safetensors (every parameter, f32, bf16 or int8 rows). Checkpoints with
+// vocab.txt and tokenizer.json (the tokenizer's vocabulary and normalization) and weights.safetensors (every parameter, f32, bf16 or int8 rows). Checkpoints with
 // optimizer state stay in the trainer's own files; this is what a user ships, loads and serves.
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,6 +10,7 @@ import { packageRoot } from '../native.js';
 import { dequantizeRowsInt8, quantizeRowsInt8 } from '../io/int8-rows.js';
 import { elementBytes, readSafetensors, writeSafetensors, type TensorToWrite } from '../io/safetensors.js';
 import { WordPieceTokenizer } from '../text/tokenizer.js';
+import { readTokenizerFiles, writeTokenizerFiles } from '../text/tokenizer-files.js';
 import type { RetrieverConfig } from './config.js';
 import type { Retriever } from './retriever.js';
 import type { ParameterTable } from './parameter-table.js';
@@ -75,7 +76,7 @@ export function saveModelDir(model: Retriever, dir: string, o: SaveModelOptions)
   mkdirSync(dir, { recursive: true });
   const dtype = o.dtype ?? 'F32';
   writeWeights(model, join(dir, 'weights.safetensors'), dtype, MODEL_FORMAT);
-  writeFileAtomic(join(dir, 'vocab.txt'), Buffer.from(o.tokenizer.vocabulary.join('\n') + '\n'));
+  writeTokenizerFiles(dir, o.tokenizer);
   const card: ModelCard = {
     format: MODEL_FORMAT,
     version: MODEL_VERSION,
@@ -193,9 +194,7 @@ export function readWeights(model: ParameterTable, path: string): void {
   for (const { name } of params) model.setParameter(name, values.get(name)!);
 }
 
-/** The model directory's tokenizer (its vocab.txt). */
+/** The model directory's tokenizer (vocab.txt and tokenizer.json). */
 export async function loadModelTokenizer(dir: string): Promise<WordPieceTokenizer> {
-  const path = join(dir, 'vocab.txt');
-  if (!existsSync(path)) throw new QuorumError('ERR_FORMAT', `${dir} has no vocab.txt`);
-  return WordPieceTokenizer.load(path);
+  return readTokenizerFiles(dir);
 }

@@ -22,14 +22,15 @@ export interface PreparedData {
 
 /**
  * Loads `dir`'s train (and dev) questions, optionally of some tasks only, adds 30 BM25 negatives to each, loads GloVe
- * when asked and extends the vocabulary with it (`wordVocab`).
+ * when asked and extends the vocabulary with it (`wordVocab`). The tokenizer folds compatibility characters (NFKC:
+ * ligatures such as "ﬂ") unless `nfkc` is false.
  *
  * @example
  * const d = await prepareTraining('data/multidomain-mini', { glove: true, wordVocab: true, log: console.log });
  */
 export async function prepareTraining(
   dir: string,
-  o: { tasks?: readonly string[]; glove: boolean; wordVocab: boolean; log?: (line: string) => void },
+  o: { tasks?: readonly string[]; glove: boolean; wordVocab: boolean; nfkc?: boolean; log?: (line: string) => void },
 ): Promise<PreparedData> {
   mustBeString(dir, 'dataset directory');
   mustBeObject(o, 'prepareTraining options');
@@ -48,10 +49,12 @@ export async function prepareTraining(
   const passages = train.corpus;
   log(`${dir}: ${passages.length} passages, ${trainEx.length} train and ${devEx.length} dev questions, tasks ${tasks.join(', ')}`);
 
-  const base = await WordPieceTokenizer.load();
+  // Quorum's models fold compatibility characters (PDF ligatures: COVID-QA's "inﬂuenza") unless told otherwise.
+  const nfkc = o.nfkc ?? true;
+  const base = await WordPieceTokenizer.load(undefined, { nfkc });
   const glove = o.glove ? await loadGloveVectors() : undefined;
   const words = [...passages.flatMap((p) => [p.title, p.text]), ...trainEx.map((e) => e.query)];
-  const tokenizer = glove && o.wordVocab ? new WordPieceTokenizer(extendVocabulary(base.vocabulary, words, { keep: (w) => glove.words.has(w) })) : base;
+  const tokenizer = glove && o.wordVocab ? new WordPieceTokenizer(extendVocabulary(base.vocabulary, words, { keep: (w) => glove.words.has(w), nfkc }), { nfkc }) : base;
   if (tokenizer !== base) log(`vocabulary: ${tokenizer.size} tokens (${tokenizer.size - base.size} whole words of the corpus added)`);
   const bm25 = await addBm25Negatives(trainEx, passages, { k: 30 });
   if (devEx.length) await addBm25Negatives(devEx, passages, { k: 30, index: bm25 });

@@ -1,7 +1,7 @@
 // CAME end to end (Cai et al.; SPEC §2.8, §3.3): the model (one joint three-expert model, or one model per expert
 // for independently trained experts), its tokenizer and text settings, an index per expert over the corpus (lexical:
 // SparseIndex of SPLADE weights; local: token vectors in faiss, then exact MaxSim; global: DenseIndex), and fused
-// search. One directory holds it: came.json, vocab.txt and one weights file per model.
+// search. One directory holds it: came.json, vocab.txt, tokenizer.json and one weights file per model.
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -11,6 +11,7 @@ import { QuorumError } from '../../errors.js';
 import { SparseIndex } from '../../sparse-index.js';
 import { Tensor } from '../../tensor.js';
 import { WordPieceTokenizer } from '../../text/tokenizer.js';
+import { readTokenizerFiles, writeTokenizerFiles } from '../../text/tokenizer-files.js';
 import type { PassageText } from '../../train/examples.js';
 import { readWeights, writeWeights, type WeightStorage } from '../../train/model-dir.js';
 import { TokenTable } from '../../train/token-table.js';
@@ -294,7 +295,7 @@ export class CameRetriever {
   }
 
   /**
-   * Writes the retriever as one directory: came.json, vocab.txt and model-<i>.safetensors per model (f32, bf16 or q8).
+   * Writes the retriever as one directory: came.json, vocab.txt, tokenizer.json and model-<i>.safetensors per model (f32, bf16 or q8).
    * The indexes are not saved: `index` rebuilds them from the corpus.
    */
   save(dir: string, options: { dtype?: WeightStorage } = {}): void {
@@ -305,7 +306,7 @@ export class CameRetriever {
       writeWeights(m, join(dir, weights), dtype, CAME_FORMAT);
       return { config: m.config, weights };
     });
-    writeFileAtomic(join(dir, 'vocab.txt'), Buffer.from(this.tokenizer.vocabulary.join('\n') + '\n'));
+    writeTokenizerFiles(dir, this.tokenizer);
     const card: CameCard = {
       format: CAME_FORMAT,
       version: CAME_VERSION,
@@ -327,9 +328,7 @@ export class CameRetriever {
     if (card.version !== CAME_VERSION) throw new QuorumError('ERR_FORMAT', `${path} has format version ${JSON.stringify(card.version)}; this Quorum reads ${CAME_VERSION}`);
     if (!Array.isArray(card.models) || !card.models.length || !card.text || !Number.isInteger(card.text.maxQueryLength) || !Number.isInteger(card.text.maxPassageLength))
       throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed models / text settings`);
-    const vocab = join(dir, 'vocab.txt');
-    if (!existsSync(vocab)) throw new QuorumError('ERR_FORMAT', `${dir} has no vocab.txt`);
-    const tokenizer = await WordPieceTokenizer.load(vocab);
+    const tokenizer = await readTokenizerFiles(dir);
     const models = card.models.map((m) => {
       if (!m || typeof m.weights !== 'string' || /[\\/]/.test(m.weights) || !m.config) throw new QuorumError('ERR_FORMAT', `${path}: a malformed model entry`);
       let model: CameModel;

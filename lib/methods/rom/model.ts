@@ -12,6 +12,7 @@ import { QuorumError } from '../../errors.js';
 import { readSafetensors, writeSafetensors } from '../../io/safetensors.js';
 import { Tensor } from '../../tensor.js';
 import { WordPieceTokenizer } from '../../text/tokenizer.js';
+import { readTokenizerFiles, writeTokenizerFiles } from '../../text/tokenizer-files.js';
 import { encodeTable, type TableEncoder } from '../../train/encode-corpus.js';
 import type { PassageText } from '../../train/examples.js';
 import { readWeights, writeWeights, type WeightStorage } from '../../train/model-dir.js';
@@ -287,7 +288,7 @@ export class RomModel {
   }
 
   /**
-   * Writes rom.json, vocab.txt and network.safetensors (plus the separate retrieval side: retrieval.safetensors, or
+   * Writes rom.json, vocab.txt, tokenizer.json and network.safetensors (plus the separate retrieval side: retrieval.safetensors, or
    * a bi-encoder's model directory under retriever/). The index is not saved: `index` rebuilds it.
    */
   save(dir: string, options: { dtype?: WeightStorage } = {}): void {
@@ -295,7 +296,7 @@ export class RomModel {
     mkdirSync(dir, { recursive: true });
     const dtype = options.dtype ?? 'F32';
     writeWeights(this.network, join(dir, 'network.safetensors'), dtype, ROM_FORMAT);
-    writeFileAtomic(join(dir, 'vocab.txt'), Buffer.from(this.tokenizer.vocabulary.join('\n') + '\n'));
+    writeTokenizerFiles(dir, this.tokenizer);
     let retrieval: RomCard['retrieval'];
     const r = this.retrieval;
     if (r?.kind === 'rom') {
@@ -328,9 +329,7 @@ export class RomModel {
     const t = card.text;
     if (!card.config || !t || !Object.keys(defaultRomText).every((k) => Number.isInteger(t[k as keyof RomTextSettings])) || typeof card.weights !== 'string' || /[\\/]/.test(card.weights))
       throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed config, text settings or weights entry`);
-    const vocab = join(dir, 'vocab.txt');
-    if (!existsSync(vocab)) throw new QuorumError('ERR_FORMAT', `${dir} has no vocab.txt`);
-    const tokenizer = await WordPieceTokenizer.load(vocab);
+    const tokenizer = await readTokenizerFiles(dir);
     const network = networkOf(card.config, tokenizer, path);
     readWeights(network, join(dir, card.weights));
     const model = new RomModel(tokenizer, network, t as RomTextSettings);
