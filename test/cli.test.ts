@@ -299,7 +299,7 @@ describe('quorum CLI', () => {
     const html = readFileSync(report, 'utf8');
     for (const id of ['metrics', 'recall', 'reliability', 'confidence', 'latency']) expect(html).toContain(`id="chart-${id}"`);
     expect(r.stdout).toMatch(/f32 ids identical to the plain-JS reference \(loop \+ heap\) on the first 64 queries: yes/);
-    // The shipped model (data/models/default) scored MRR@10 0.672 on this split when it was trained (26 Nov, 21:11 UTC, q8).
+    // The shipped model (data/models/default) scored MRR@10 0.672 on this split when it was trained (27 Nov, 04:10 UTC, q8).
     const mrr = Number(/quorum scoreTopK f32\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)/.exec(r.stdout)?.[1]);
     expect(mrr).toBeGreaterThan(0.6);
     const t = quorum('demo', '--no-bench', '--model', 'tfidf', '--no-report');
