@@ -15,6 +15,7 @@ import { Tensor } from './tensor.js';
  */
 export type Mips = 'inner-product' | 'l2';
 
+/** Options of {@link DenseIndex.create}: the dimension, the faiss structure and its search parameters. */
 export interface DenseIndexOptions {
   /** Vector dimension. */
   dim: number;

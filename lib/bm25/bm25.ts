@@ -21,9 +21,13 @@ const bm25OptionsSchema = z
   })
   .strict();
 
+/** BM25's parameters (defaults Anserini's: k1 0.9, b 0.4) and the text analysis of documents and queries. */
 export interface Bm25Options {
+  /** Term-frequency saturation (default 0.9). */
   k1?: number;
+  /** Length normalization, 0 (none) to 1 (full) (default 0.4). */
   b?: number;
+  /** How text becomes terms (default: Lucene's English analyzer: lower case, stop words, Porter stemming). */
   analyzer?: Analyzer;
   /** 'lucene' (default): Lucene's one-byte length rounding; 'exact': true lengths. */
   lengthNorm?: 'lucene' | 'exact';

@@ -66,6 +66,7 @@ export interface TrainedFusion {
   maps?: number[];
 }
 
+/** Options of {@link fuse}: normalization, missing documents, weights and the per-method parameters. */
 export interface FuseOptions {
   /** Normalization of each run's list before fusing (defaults: see {@link defaultNormalization}). */
   norm?: Normalization;

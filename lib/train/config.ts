@@ -82,6 +82,7 @@ export type Pooling = 'cls' | 'mean' | 'max';
 /** How question and passage encoders are arranged. */
 export type RetrieverPreset = 'bi-encoder' | 'siamese' | 'taser';
 
+/** A retriever's full configuration, as {@link retrieverConfig} fills it in and model.json stores it. */
 export interface RetrieverConfig {
   preset: RetrieverPreset;
   encoder: EncoderConfig;

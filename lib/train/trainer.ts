@@ -18,6 +18,7 @@ import { TokenTable } from './token-table.js';
 import { type ValidationInput, type ValidationResult, validate, validationPool } from './validate.js';
 import { mustBeArray, mustBeObject } from '../validate.js';
 
+/** Options of {@link trainRetriever}: schedule, batches, negatives, loss, validation and checkpoints. */
 export interface TrainOptions {
   /** Passes over the training data (default 10). */
   epochs?: number;
@@ -87,6 +88,7 @@ export interface EpochStats {
   validation?: ValidationResult;
 }
 
+/** What {@link trainRetriever} returns: every epoch's figures, the kept epoch and the throughput. */
 export interface TrainResult {
   epochs: EpochStats[];
   /** The best epoch by the validation metric, when there was a dev set. */
