@@ -8,7 +8,7 @@ const hybridOptionsSchema = z
 
 export type RankedHit<Id> = { id: Id; score: number };
 
-/** How {@link hybrid} combines a sparse and a dense list of one query (pyserini's fusion). */
+/** How {@link hybridFuse} combines a sparse and a dense list of one query (pyserini's fusion). */
 export interface HybridOptions {
   /** Weight of the weighted side (default 0.1, pyserini's default). */
   alpha?: number;
