@@ -171,7 +171,8 @@ describe('quorum CLI', () => {
     expect(t.status).toBe(0);
     expect(t.stdout).toMatch(/12 train and 2 dev questions/);
     expect(t.stdout).toMatch(/epoch 2\/2: loss [\d.]+, .*dev MRR/);
-    for (const f of ['model.json', 'vocab.txt', 'weights.safetensors', 'checkpoints/best.pt']) expect(existsSync(join(model, f)), f).toBe(true);
+    for (const f of ['model.json', 'vocab.txt', 'tokenizer.json', 'weights.safetensors', 'checkpoints/best.pt']) expect(existsSync(join(model, f)), f).toBe(true);
+    expect(JSON.parse(readFileSync(join(model, 'tokenizer.json'), 'utf8'))).toEqual({ nfkc: true });
     const card = JSON.parse(readFileSync(join(model, 'model.json'), 'utf8'));
     expect(card).toMatchObject({ format: 'quorum-retriever', version: 1, config: { preset: 'taser', tasks: ['geo'], encoder: { attentionWindow: 8 } }, text: { maxPassageLength: 24 } });
     expect(card.training.epochs).toHaveLength(2);
@@ -237,7 +238,9 @@ describe('quorum CLI', () => {
     const still = join(out, 'model-still');
     const frozen = join(out, 'model-frozen');
     expect(quorum(...args, '--lr', '1e-12', '--out', still).status).toBe(0);
-    expect(quorum(...args, '--freeze', 'word_embeddings,layer.0.output', '--out', frozen).status).toBe(0);
+    // (--no-nfkc rides along: the model directory records BERT's normalization alone.)
+    expect(quorum(...args, '--freeze', 'word_embeddings,layer.0.output', '--no-nfkc', '--out', frozen).status).toBe(0);
+    expect(JSON.parse(readFileSync(join(frozen, 'tokenizer.json'), 'utf8'))).toEqual({ nfkc: false });
     const [a, b] = [still, frozen].map((m) => readSafetensors(readFileSync(join(m, 'weights.safetensors'))));
     const diff = (name: string) => maxAbsDiff(a!.get(name)!.data, b!.get(name)!.data);
     // The still model moved by at most its learning rate (1e-12); the frozen parameters not at all.
