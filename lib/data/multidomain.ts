@@ -10,6 +10,7 @@ import { type Passage, type Qrels, type Query, writeBeir, writeQrelsTsv } from '
 import { readJsonFile, readTextFile } from './files.js';
 import { parseJsonObjectLine } from './lines.js';
 
+/** The six tasks of the multi-domain benchmark that `quorum data build` writes, in its order. */
 export const TASKS = ['wiki', 'xquad', 'reddit', 'covid', 'climate', 'selqa'] as const;
 export type TaskName = (typeof TASKS)[number];
 export type Split = 'train' | 'dev' | 'test';

@@ -8,6 +8,7 @@ import { fuse, type FusionMethod } from '../../fusion/fuse.js';
 import { mustBeArray, mustBeObject } from '../../validate.js';
 
 export type CameFusion = 'sum' | 'normsum' | 'normmax' | 'sumrr' | 'maxrr' | 'linear';
+/** CAME's inference fusions of the experts' lists, by name (the paper's Table 4; `linear` is fitted on dev). */
 export const CAME_FUSIONS: readonly CameFusion[] = ['sum', 'normsum', 'normmax', 'sumrr', 'maxrr', 'linear'];
 
 export interface Hit {

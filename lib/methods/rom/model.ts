@@ -38,6 +38,7 @@ export interface RomTextSettings {
   maxAnswerLength: number;
 }
 
+/** The text settings a ROM model gets unless `RomModel.create`'s `text` overrides them. */
 export const defaultRomText: RomTextSettings = { maxQueryLength: 32, maxPassageLength: 128, readerLength: 192, maxAnswerLength: 10 };
 
 /** One answer of {@link RomModel.answer}. */

@@ -9,6 +9,7 @@ import { TrainableTable, type OptimizerOptions } from '../../train/parameter-tab
 import { mustBeObject } from '../../validate.js';
 
 export type RomHead = 'retrieval' | 'ict' | 'phrase_ict';
+/** ROM's three contrastive heads on the shared encoder (the reader is separate). */
 export const ROM_HEADS: readonly RomHead[] = ['retrieval', 'ict', 'phrase_ict'];
 
 export interface RomConfig {

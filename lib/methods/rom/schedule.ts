@@ -10,6 +10,7 @@
 import { QuorumError } from '../../errors.js';
 import { seededRandom } from '../../random.js';
 
+/** ROM's joint-phase schedules, by name (see the head of this file for what each does). */
 export const ROM_SCHEDULES = ['pipeline', 'equal', 'gradual', 'random', 'iterative'] as const;
 export type RomSchedule = (typeof ROM_SCHEDULES)[number];
 
