@@ -9,7 +9,8 @@ import { scoreTopK } from '../lib/dense.js';
 import { GloveAverageEncoder } from '../lib/encoders/glove-average.js';
 import { evaluate, rankedRun } from '../lib/eval/ranking.js';
 import { packageRoot } from '../lib/native.js';
-import { WordPieceTokenizer, extendVocabulary } from '../lib/text/tokenizer.js';
+import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
+import { gloveWordTokenizer } from '../lib/train/prepare.js';
 import { encodeTable, indexTable } from '../lib/train/encode-corpus.js';
 import { loadGloveVectors } from '../lib/train/glove.js';
 import { MUTED_LOG_WEIGHT, corpusLogIdf, fitCentre, initFromGlove, isContentFree } from '../lib/train/init.js';
@@ -24,7 +25,7 @@ const questions = test.queries.filter((q) => test.qrels.has(q.id));
 const tasks = ['covid', 'selqa'];
 const glove = await loadGloveVectors();
 const base = await WordPieceTokenizer.load();
-const tok = new WordPieceTokenizer(extendVocabulary(base.vocabulary, [...passages.flatMap((p) => [p.title, p.text]), ...train.queries.map((q) => q.text)], { keep: (w) => glove.words.has(w) }));
+const tok = gloveWordTokenizer(base, [...passages.flatMap((p) => [p.title, p.text]), ...train.queries.map((q) => q.text)], glove);
 const perTask = (run: Map<string, string[]>) =>
   ['covid', 'selqa', 'xquad', 'all']
     .map((t) => {

@@ -31,7 +31,8 @@ import { GloveAverageEncoder } from '../lib/encoders/glove-average.js';
 import { evaluate, groupMeans, rankedRun } from '../lib/eval/ranking.js';
 import { randomizationTest } from '../lib/eval/significance.js';
 import { packageRoot } from '../lib/native.js';
-import { WordPieceTokenizer, extendVocabulary } from '../lib/text/tokenizer.js';
+import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
+import { gloveWordTokenizer } from '../lib/train/prepare.js';
 import type { Pooling, RetrieverPreset } from '../lib/train/config.js';
 import { encodeTable, indexTable } from '../lib/train/encode-corpus.js';
 import { addBm25Negatives, examplesFromQrels, type PassageText, type TrainingExample } from '../lib/train/examples.js';
@@ -89,8 +90,7 @@ const devDs = split('dev');
 const testDs = split('test');
 const passages = trainDs.corpus;
 // --nfkc=0: BERT's normalization alone (before 27 Nov): PDF ligatures split words into pieces.
-const nfkc = arg('nfkc', '1') === '1';
-const baseTokenizer = await WordPieceTokenizer.load(undefined, { nfkc });
+const baseTokenizer = await WordPieceTokenizer.load(undefined, { nfkc: arg('nfkc', '1') === '1' });
 const trainEx = examplesFromQrels(trainDs, trainDs.qrels);
 const devEx = examplesFromQrels(devDs, devDs.qrels);
 const bm25 = await addBm25Negatives(trainEx, passages, { k: 30 });
@@ -133,7 +133,7 @@ console.log(`GloVe loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s`)
 // --word-vocab=1: BERT's WordPiece vocabulary plus the whole words of the corpus and the training questions that
 // GloVe has, so that such words keep their own GloVe vector instead of being read as pieces.
 const tokenizer = arg('word-vocab', '1') === '1'
-  ? new WordPieceTokenizer(extendVocabulary(baseTokenizer.vocabulary, [...passages.flatMap((p) => [p.title, p.text]), ...trainEx.map((e) => e.query)], { keep: (w) => glove.words.has(w), nfkc }), { nfkc })
+  ? gloveWordTokenizer(baseTokenizer, [...passages.flatMap((p) => [p.title, p.text]), ...trainEx.map((e) => e.query)], glove)
   : baseTokenizer;
 console.log(`vocabulary: ${tokenizer.size} tokens (${tokenizer.size - baseTokenizer.size} whole words added)`);
 (encoder as { vocabSize?: number }).vocabSize = tokenizer.size;

@@ -98,7 +98,7 @@ export async function trainCommand(o: TrainCommandOptions, log: (line: string) =
   // vocabulary), before the data is read: a typo costs no preparation.
   if (o.freeze) Retriever.create({ preset: o.preset as RetrieverPreset, encoder: encoderConfig(o, 8) }).setOptimizer({ frozen: o.freeze });
   const dtype = weightStorageOption(o.dtype);
-  const { passages, train: trainEx, dev: devEx, tasks, tokenizer, glove } = await prepareTraining(o.data, { ...(o.tasks ? { tasks: o.tasks } : {}), glove: o.glove, wordVocab: o.wordVocab, nfkc: o.nfkc ?? true, log });
+  const { passages, train: trainEx, dev: devEx, tasks, tokenizer, glove } = await prepareTraining(o.data, { ...(o.tasks ? { tasks: o.tasks } : {}), glove: o.glove, wordVocab: o.wordVocab, nfkc: o.nfkc, log });
 
   const pooling = o.pooling as Pooling;
   const encoder = encoderConfig(o, tokenizer.size);

@@ -10,7 +10,7 @@ import { packageRoot } from '../native.js';
 import { dequantizeRowsInt8, quantizeRowsInt8 } from '../io/int8-rows.js';
 import { elementBytes, readSafetensors, writeSafetensors, type TensorToWrite } from '../io/safetensors.js';
 import { WordPieceTokenizer } from '../text/tokenizer.js';
-import { readTokenizerFiles, writeTokenizerFiles } from '../text/tokenizer-files.js';
+import { writeTokenizerFiles } from '../text/tokenizer-files.js';
 import type { RetrieverConfig } from './config.js';
 import type { Retriever } from './retriever.js';
 import type { ParameterTable } from './parameter-table.js';
@@ -192,9 +192,4 @@ export function readWeights(model: ParameterTable, path: string): void {
   if (tensors.size !== params.length + scaleTensors)
     throw new QuorumError('ERR_FORMAT', `${path} holds ${tensors.size} tensors, the model ${params.length}${scaleTensors ? ` (+ ${scaleTensors} row scales)` : ''}`);
   for (const { name } of params) model.setParameter(name, values.get(name)!);
-}
-
-/** The model directory's tokenizer (vocab.txt and tokenizer.json). */
-export async function loadModelTokenizer(dir: string): Promise<WordPieceTokenizer> {
-  return readTokenizerFiles(dir);
 }

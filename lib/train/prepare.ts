@@ -11,6 +11,18 @@ import { addBm25Negatives, examplesFromQrels, type PassageText, type TrainingExa
 import { loadGloveVectors, type GloveVectors } from './glove.js';
 import { mustBeObject, mustBeString } from '../validate.js';
 
+/**
+ * `base`'s vocabulary plus the whole words of `texts` that GloVe has a vector for, read with `base`'s normalization
+ * (the words are counted as the tokenizer will read them: with `nfkc`, "inﬂuenza" counts as "influenza").
+ *
+ * @example
+ * const tok = gloveWordTokenizer(await WordPieceTokenizer.load(undefined, { nfkc: true }), texts, glove);
+ */
+export function gloveWordTokenizer(base: WordPieceTokenizer, texts: Iterable<string>, glove: GloveVectors): WordPieceTokenizer {
+  const { nfkc } = base;
+  return new WordPieceTokenizer(extendVocabulary(base.vocabulary, texts, { keep: (w) => glove.words.has(w), nfkc }), { nfkc });
+}
+
 export interface PreparedData {
   passages: PassageText[];
   train: TrainingExample[];
@@ -50,11 +62,10 @@ export async function prepareTraining(
   log(`${dir}: ${passages.length} passages, ${trainEx.length} train and ${devEx.length} dev questions, tasks ${tasks.join(', ')}`);
 
   // Quorum's models fold compatibility characters (PDF ligatures: COVID-QA's "inﬂuenza") unless told otherwise.
-  const nfkc = o.nfkc ?? true;
-  const base = await WordPieceTokenizer.load(undefined, { nfkc });
+  const base = await WordPieceTokenizer.load(undefined, { nfkc: o.nfkc ?? true });
   const glove = o.glove ? await loadGloveVectors() : undefined;
   const words = [...passages.flatMap((p) => [p.title, p.text]), ...trainEx.map((e) => e.query)];
-  const tokenizer = glove && o.wordVocab ? new WordPieceTokenizer(extendVocabulary(base.vocabulary, words, { keep: (w) => glove.words.has(w), nfkc }), { nfkc }) : base;
+  const tokenizer = glove && o.wordVocab ? gloveWordTokenizer(base, words, glove) : base;
   if (tokenizer !== base) log(`vocabulary: ${tokenizer.size} tokens (${tokenizer.size - base.size} whole words of the corpus added)`);
   const bm25 = await addBm25Negatives(trainEx, passages, { k: 30 });
   if (devEx.length) await addBm25Negatives(devEx, passages, { k: 30, index: bm25 });

@@ -10,9 +10,10 @@ import {
 } from '../native.js';
 import type { WordPieceTokenizer } from '../text/tokenizer.js';
 import type { Tensor } from '../tensor.js';
+import { readTokenizerFiles } from '../text/tokenizer-files.js';
 import { encodeTable } from './encode-corpus.js';
 import type { PassageText } from './examples.js';
-import { loadModelTokenizer, loadWeights, modelDir, readModelCard, saveModelDir, type ModelCard, type SaveModelOptions } from './model-dir.js';
+import { loadWeights, modelDir, readModelCard, saveModelDir, type ModelCard, type SaveModelOptions } from './model-dir.js';
 import { TrainableTable, type OptimizerOptions } from './parameter-table.js';
 import { TokenTable } from './token-table.js';
 import {
@@ -137,7 +138,7 @@ export class Retriever extends TrainableTable {
         throw new QuorumError('ERR_FORMAT', `${dir}/model.json: bad configuration: ${e.message}`, { cause: e });
       throw e;
     }
-    const tokenizer = await loadModelTokenizer(dir);
+    const tokenizer = await readTokenizerFiles(dir);
     if (tokenizer.vocabulary.length !== card.config.encoder.vocabSize)
       throw new QuorumError('ERR_FORMAT', `${dir}: vocab.txt has ${tokenizer.vocabulary.length} tokens, the model ${card.config.encoder.vocabSize}`);
     loadWeights(model, dir, card);
