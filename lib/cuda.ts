@@ -11,17 +11,25 @@ export interface CudaDeviceInfo {
   count: number;
   /** Why no device is usable ('' when one is). */
   reason: string;
+  /** Device 0's name, e.g. 'NVIDIA H100 80GB HBM3'. */
   name?: string;
+  /** Device 0's memory in bytes. */
   totalBytes?: number;
+  /** Device 0's streaming multiprocessors. */
   multiprocessors?: number;
+  /** Device 0's compute capability, e.g. '9.0'. */
   computeCapability?: string;
 }
 
 /** The caching allocator's counters, in bytes (mallocs: cudaMalloc calls; a cache hit makes none). */
 export interface CudaMemoryStats {
+  /** Bytes held by live tensors. */
   allocated: number;
+  /** Bytes the allocator keeps for reuse (given back by {@link cudaEmptyCache}). */
   cached: number;
+  /** The most bytes ever held by live tensors at once. */
   peak: number;
+  /** cudaMalloc calls so far. */
   mallocs: number;
 }
 
@@ -81,13 +89,26 @@ export function cudaAddon(): CudaAddon {
   return m;
 }
 
-/** The caching allocator's counters (all 0 when the module is not built). */
+/**
+ * The caching allocator's counters (all 0 when the module is not built).
+ *
+ * @example
+ * const before = cudaMemoryStats().allocated;
+ * const t = await Tensor.zeros([1024, 768]).toAsync('cuda');
+ * cudaMemoryStats().allocated - before;   // at least 3 MiB
+ */
 export function cudaMemoryStats(): CudaMemoryStats {
   const m = cudaModule();
   return m ? callNative(() => m.memoryStats()) : { allocated: 0, cached: 0, peak: 0, mallocs: 0 };
 }
 
-/** Gives the allocator's cached blocks back to the driver (live tensors keep theirs). */
+/**
+ * Gives the allocator's cached blocks back to the driver (live tensors keep theirs).
+ *
+ * @example
+ * t.dispose();          // its block goes back to the cache
+ * cudaEmptyCache();     // and the cache to the driver
+ */
 export function cudaEmptyCache(): void {
   const m = cudaModule();
   if (m) callNative(() => m.emptyCache());

@@ -59,10 +59,15 @@ export type VectorIdsInput = BigInt64Array | ArrayLike<number | bigint>;
 
 /** What the index is and holds. */
 export interface DenseIndexInfo {
+  /** Vector dimension. */
   dim: number;
+  /** Number of vectors stored. */
   size: number;
+  /** Whether the index can take vectors: false for IVF or PQ until `train`. */
   trained: boolean;
+  /** The faiss factory string it was built from (e.g. `'Flat'`, `'HNSW32'`, `'IVF100,Flat'`). */
   factory: string;
+  /** How it searches by inner product: `'inner-product'` or the `'l2'` reduction. */
   mips: Mips;
   /** `'l2'`: the largest squared norm the stored vectors assume (0 until fixed). */
   phi: number;

@@ -13,6 +13,10 @@ export type MatrixInput =
   | { data: Float32Array; shape: readonly [number, number] }
   | { data: Uint16Array; shape: readonly [number, number]; dtype: 'bf16' | 'f16' };
 
+/**
+ * A query operand: a {@link MatrixInput}, or a bare Float32Array of `B * dim` values (rows inferred from the corpus
+ * dimension).
+ */
 export type QueryInput = MatrixInput | Float32Array;
 
 /** Options shared by the dense kernels. */
@@ -26,9 +30,13 @@ export interface DenseOptions {
  * score descending, ties by id ascending. Slots beyond the corpus size (k > N) hold id -1 and score -Infinity.
  */
 export interface TopKResult {
+  /** `rows * k` corpus row ids, row-major; -1 in padding slots. */
   readonly ids: Int32Array;
+  /** `rows * k` scores, row-major; -Infinity in padding slots. */
   readonly scores: Float32Array;
+  /** Number of query rows. */
   readonly rows: number;
+  /** Slots per row (the k asked for). */
   readonly k: number;
   /** The hits of query `row`, best first, padding left out. */
   hits(row: number): Array<{ id: number; score: number }>;
@@ -142,7 +150,13 @@ export async function scoreTopK(queries: QueryInput, corpus: MatrixInput, k: num
   }
 }
 
-/** {@link scoreTopK} on the calling thread (blocks the event loop; for scripts and small corpora). */
+/**
+ * {@link scoreTopK} on the calling thread (blocks the event loop; for scripts and small corpora).
+ *
+ * @example
+ * const top = scoreTopKSync(queries, corpus, 10);
+ * top.hits(0);   // [{ id, score }, ...] for the first query, best first
+ */
 export function scoreTopKSync(queries: QueryInput, corpus: MatrixInput, k: number, options: DenseOptions = {}): TopKResult {
   const [q0, c] = operands(queries, corpus);
   let q = q0;
@@ -179,7 +193,12 @@ export async function score(queries: QueryInput, corpus: MatrixInput, options: D
   return Tensor.fromHandle<'f32'>(await awaitNative(p as Promise<NativeTensorHandle>));
 }
 
-/** {@link score} on the calling thread. */
+/**
+ * {@link score} on the calling thread.
+ *
+ * @example
+ * const s = scoreSync(queries, corpus);   // Tensor f32 [B, N]
+ */
 export function scoreSync(queries: QueryInput, corpus: MatrixInput, options: DenseOptions = {}): Tensor<'f32'> {
   const core = coreAddon();
   const [q, c] = operands(queries, corpus);
@@ -217,7 +236,12 @@ export async function gatherScores(queries: QueryInput, corpus: MatrixInput, ids
   return Tensor.fromHandle<'f32'>(await awaitNative(p as Promise<NativeTensorHandle>));
 }
 
-/** {@link gatherScores} on the calling thread. */
+/**
+ * {@link gatherScores} on the calling thread.
+ *
+ * @example
+ * const s = gatherScoresSync(queries, corpus, new Int32Array([7, 2, 40]));   // Tensor f32 [1, 3]
+ */
 export function gatherScoresSync(queries: QueryInput, corpus: MatrixInput, ids: IdsInput, options: DenseOptions = {}): Tensor<'f32'> {
   const core = coreAddon();
   const [q, c] = operands(queries, corpus);

@@ -3,14 +3,21 @@ export type Dtype = 'f32' | 'bf16' | 'f16' | 'i32' | 'i64' | 'u8';
 
 /** The typed array a tensor of each dtype exposes. */
 export interface TypedArrayOf {
+  /** 32-bit floats. */
   f32: Float32Array;
+  /** bfloat16 bit patterns (the high half of an f32). */
   bf16: Uint16Array;
+  /** IEEE half-precision bit patterns. */
   f16: Uint16Array;
+  /** 32-bit signed integers (ids, lengths). */
   i32: Int32Array;
+  /** 64-bit signed integers (ids from torch or faiss). */
   i64: BigInt64Array;
+  /** Bytes: masks (0 or 1) and q8 storage. */
   u8: Uint8Array;
 }
 
+/** Any typed array a {@link Tensor} can wrap or expose. */
 export type AnyTypedArray = TypedArrayOf[Dtype];
 
 /** Codes shared with native/common/dtype.h. */

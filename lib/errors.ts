@@ -24,6 +24,7 @@ export type ErrorCode =
  * try { scoreTopKSync(q, corpus, 0); } catch (e) { if (e instanceof QuorumError && e.code === 'ERR_RANGE') ... }
  */
 export class QuorumError extends Error {
+  /** What went wrong, stable across versions (the message is for people and may change). */
   readonly code: ErrorCode;
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);

@@ -6,6 +6,7 @@ const hybridOptionsSchema = z
   .object({ alpha: finite.optional(), normalization: z.boolean().optional(), weightOnDense: z.boolean().optional(), k: positiveInt.optional() })
   .strict();
 
+/** One entry of a ranked list: an id and its score, higher is better. */
 export type RankedHit<Id> = { id: Id; score: number };
 
 /** How {@link hybridFuse} combines a sparse and a dense list of one query (pyserini's fusion). */
@@ -72,9 +73,13 @@ export function hybridFuse<Id extends string | number | bigint>(
   return options.k === undefined ? out : out.slice(0, options.k);
 }
 
+/** What {@link searchAlpha} returns. */
 export interface AlphaSearch {
+  /** The grid value with the best mean metric (the first on ties). */
   alpha: number;
+  /** Its mean metric over the dev questions. */
   value: number;
+  /** Every grid value with its mean metric, in grid order. */
   tried: Array<{ alpha: number; value: number }>;
 }
 
@@ -111,6 +116,7 @@ export function searchAlpha<Id extends string | number | bigint>(
   return { alpha: best.alpha, value: best.value, tried };
 }
 
+/** What {@link gainOverBaseline} returns: the paired gain and the one-standard-error decision. */
 export interface GainOverBaseline {
   /** Mean of fused - baseline over the queries. */
   gain: number;

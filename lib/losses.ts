@@ -4,6 +4,7 @@ import { type CoreAddon } from './native.js';
 import { type Int32Input, type TensorInput, f32VectorOf, int32Of, runAsync, runSync, tensorOf } from './operand.js';
 import { Tensor } from './tensor.js';
 
+/** Options of {@link infoNce}. */
 export interface InfoNceOptions {
   /** Divides the scores (DPR: 1; TASER cosine: 0.01). Default 1. */
   temperature?: number;
@@ -15,6 +16,7 @@ export interface InfoNceOptions {
   grad?: boolean;
 }
 
+/** What {@link infoNce} returns: the Tensors are native and the caller disposes them. */
 export interface InfoNceResult {
   /** Mean (weighted) loss. */
   loss: number;
@@ -24,8 +26,9 @@ export interface InfoNceResult {
   rowLoss: Tensor<'f32'>;
   /** Rank of each row's positive, 1 = best: `1 + #{j : a_ij > a_i,pos}` (ties count in the positive's favour). */
   rank: Tensor<'i32'>;
-  /** dL/dQ `[B, D]` and dL/dP `[M, D]`, unless `grad: false`. */
+  /** dL/dQ `[B, D]`, unless `grad: false`. */
   dQ?: Tensor<'f32'>;
+  /** dL/dP `[M, D]`, unless `grad: false`. */
   dP?: Tensor<'f32'>;
 }
 
@@ -67,7 +70,12 @@ export async function infoNce(queries: TensorInput, passages: TensorInput, posit
   return runAsync(call(queries, passages, positives, options), wrap);
 }
 
-/** {@link infoNce} on the calling thread. */
+/**
+ * {@link infoNce} on the calling thread.
+ *
+ * @example
+ * const { loss, accuracy } = infoNceSync(q, p, Int32Array.from({ length: B }, (_, i) => 2 * i), { grad: false });
+ */
 export function infoNceSync(queries: TensorInput, passages: TensorInput, positives: Int32Input, options: InfoNceOptions = {}): InfoNceResult {
   return runSync(call(queries, passages, positives, options), wrap);
 }

@@ -25,6 +25,7 @@ export interface TokenDocuments {
   tokenMask?: MaskInput;
 }
 
+/** Options of {@link maxSim} (and, for `queryMask`, {@link maxSimBackward}). */
 export interface MaxSimOptions {
   /** One entry per query token (`nq * Lq`): a masked query token contributes nothing. */
   queryMask?: MaskInput;
@@ -37,6 +38,7 @@ export interface MaxSimOptions {
   argmax?: boolean;
 }
 
+/** What {@link maxSim} returns: native Tensors the caller disposes. */
 export interface MaxSimResult {
   /** `[nq, N]`: `sum_q max_t dot(Q[q], D[t])`. A document with no usable token scores -Infinity (0 with clampZero). */
   scores: Tensor<'f32'>;
@@ -78,11 +80,17 @@ export async function maxSim(queries: TensorInput, docs: TokenDocuments, options
   return runAsync(call(queries, docs, options), wrap);
 }
 
-/** {@link maxSim} on the calling thread. */
+/**
+ * {@link maxSim} on the calling thread.
+ *
+ * @example
+ * const { scores } = maxSimSync(queryTokens, { tokens: docTokens, lengths });   // scores: Tensor f32 [nq, N]
+ */
 export function maxSimSync(queries: TensorInput, docs: TokenDocuments, options: MaxSimOptions = {}): MaxSimResult {
   return runSync(call(queries, docs, options), wrap);
 }
 
+/** What {@link maxSimBackward} returns: f32 Tensors the caller disposes. */
 export interface MaxSimGradients {
   /** Same shape as the queries. */
   dQueries: Tensor<'f32'>;
@@ -122,6 +130,10 @@ function wrapGrads(r: RawGrads): MaxSimGradients {
  * document token that won its max, as in CAME's local expert.
  *
  * @param grad upstream gradient `[nq, N]`
+ *
+ * @example
+ * const fwd = await maxSim(q, docs, { argmax: true });
+ * const { dQueries, dDocuments } = await maxSimBackward(q, docs, fwd.argmax!, upstream);   // upstream: [nq, N]
  */
 export function maxSimBackward(
   queries: TensorInput,
@@ -133,7 +145,12 @@ export function maxSimBackward(
   return runAsync(backwardCall(queries, docs, argmax, grad, options), wrapGrads);
 }
 
-/** {@link maxSimBackward} on the calling thread. */
+/**
+ * {@link maxSimBackward} on the calling thread.
+ *
+ * @example
+ * const { dQueries, dDocuments } = maxSimBackwardSync(q, docs, fwd.argmax!, upstream);
+ */
 export function maxSimBackwardSync(
   queries: TensorInput,
   docs: TokenDocuments,

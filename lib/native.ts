@@ -318,11 +318,17 @@ export interface TrainBatchArg {
   temperature?: number;
 }
 
+/** One batch's training figures, from {@link Retriever.accumulate}. */
 export interface StepStats {
+  /** Mean contrastive loss over the batch's questions. */
   loss: number;
+  /** TASER's routers' mean negative entropy (0 without routed blocks). */
   entropy: number;
+  /** Questions whose positive ranked first among the batch's passages. */
   correct: number;
+  /** Questions in the batch. */
   questions: number;
+  /** Real (non-padding) tokens read, queries and passages. */
   tokens: number;
 }
 

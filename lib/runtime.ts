@@ -13,6 +13,7 @@ export interface Capabilities {
   availableIsas: Isa[];
   /** Threads every parallel kernel uses, the calling thread included. */
   threads: number;
+  /** What the CPU reports (cpuid): the instruction sets the kernel variants need. */
   cpu: { avx2: boolean; avx512: boolean; avx512bf16: boolean; f16c: boolean };
   /** Devices kernels can run on: 'cpu', and 'cuda' where quorum_cuda.node is built and a GPU is usable. */
   devices: string[];
@@ -45,7 +46,13 @@ export function setThreads(n: number): void {
   callNative(() => loadedTorchAddon()?.setThreads(n));
 }
 
-/** Forces a kernel variant (ERR_UNSUPPORTED if this CPU cannot run it). Mostly for tests and benchmarks. */
+/**
+ * Forces a kernel variant (ERR_UNSUPPORTED if this CPU cannot run it). Mostly for tests and benchmarks.
+ *
+ * @example
+ * capabilities().availableIsas;   // e.g. ['avx512', 'avx2', 'scalar']
+ * setIsa('avx2');                 // benchmark the AVX2 variant on an AVX-512 machine
+ */
 export function setIsa(isa: Isa): void {
   callNative(() => coreAddon().setIsa(isa));
 }

@@ -19,7 +19,9 @@ export type SparseSearchResult = SearchResult;
  */
 export type SparseAlgorithm = 'taat' | 'maxscore' | 'auto';
 
+/** Options of a sparse search. */
 export interface SparseSearchOptions {
+  /** How postings are walked (default `'auto'`); every choice returns the same top-k. */
   algorithm?: SparseAlgorithm;
 }
 

@@ -5,6 +5,7 @@ import { coreAddon, type NativeTensorHandle } from './native.js';
 import { type MaskInput, type TensorInput, maskOf, runAsync, runSync, tensorOf } from './operand.js';
 import { Tensor } from './tensor.js';
 
+/** What {@link spladePool} returns: native Tensors the caller disposes. */
 export interface SpladePoolResult {
   /** `[B, V]`: `max_t log1p(relu(logits[b, t, v]))` over unmasked tokens. */
   weights: Tensor<'f32'>;
@@ -12,6 +13,7 @@ export interface SpladePoolResult {
   argmax?: Tensor<'i32'>;
 }
 
+/** Options of {@link spladePool}. */
 export interface SpladePoolOptions {
   /** `[B * L]` attention mask: nonzero = token used. */
   mask?: MaskInput;
@@ -46,7 +48,12 @@ export async function spladePool(logits: TensorInput, options: SpladePoolOptions
   return runAsync(poolCall(logits, options), wrapPool);
 }
 
-/** {@link spladePool} on the calling thread. */
+/**
+ * {@link spladePool} on the calling thread.
+ *
+ * @example
+ * const { weights } = spladePoolSync(logits, { mask: attentionMask });   // Tensor f32 [B, V]
+ */
 export function spladePoolSync(logits: TensorInput, options: SpladePoolOptions = {}): SpladePoolResult {
   return runSync(poolCall(logits, options), wrapPool);
 }
@@ -61,12 +68,23 @@ function backwardCall(logits: TensorInput, argmax: Tensor<'i32'>, grad: TensorIn
 /**
  * Gradient of the pooling with respect to the logits `[B, L, V]`: `grad[b, v] / (1 + x)` at the arg-max token,
  * 0 elsewhere and wherever the weight is 0.
+ *
+ * @example
+ * const logits = Tensor.from(new Float32Array([1, -1, 0.5, 2]), [1, 2, 2]);   // B = 1, L = 2, V = 2
+ * const { argmax } = await spladePool(logits, { argmax: true });            // argmax: [0, 1]
+ * const d = await spladePoolBackward(logits, argmax!, Tensor.from(new Float32Array([1, 1]), [1, 2]));
+ * d.data;   // [0.5, 0, 0, 0.333...]: 1 / (1 + 1) and 1 / (1 + 2) at the winning tokens
  */
 export async function spladePoolBackward(logits: TensorInput, argmax: Tensor<'i32'>, grad: TensorInput): Promise<Tensor<'f32'>> {
   return runAsync(backwardCall(logits, argmax, grad), (h: NativeTensorHandle) => Tensor.fromHandle<'f32'>(h));
 }
 
-/** {@link spladePoolBackward} on the calling thread. */
+/**
+ * {@link spladePoolBackward} on the calling thread.
+ *
+ * @example
+ * const dLogits = spladePoolBackwardSync(logits, argmax, dWeights);   // Tensor f32 [B, L, V]
+ */
 export function spladePoolBackwardSync(logits: TensorInput, argmax: Tensor<'i32'>, grad: TensorInput): Tensor<'f32'> {
   return runSync(backwardCall(logits, argmax, grad), (h: NativeTensorHandle) => Tensor.fromHandle<'f32'>(h));
 }
@@ -74,7 +92,9 @@ export function spladePoolBackwardSync(logits: TensorInput, argmax: Tensor<'i32'
 /** Which regularizer: FLOPS `sum_v (mean_b |w_bv|)^2` (over the batch) or L1 `mean_b sum_v |w_bv|`. */
 export type SparseRegularizer = 'flops' | 'l1';
 
+/** What {@link regularizer} returns. */
 export interface RegularizerResult {
+  /** The regularizer's value (summed in f64). */
   value: number;
   /** Same shape as the weights, when asked for. */
   grad?: Tensor<'f32'>;
@@ -93,12 +113,24 @@ function wrapReg(r: { value: number; grad?: NativeTensorHandle }): RegularizerRe
 /**
  * The FLOPS or L1 regularizer of a batch of SPLADE weights `[B, V]` (f64 sums), with its gradient on request.
  * FLOPS is defined over the batch: it cannot be computed one example at a time.
+ *
+ * @example
+ * const w = Tensor.from(new Float32Array([0, 1, 2, 0, 3, 0]), [2, 3]);
+ * const { value, grad } = await regularizer(w, 'flops', { grad: true });
+ * value;       // 5: column means 0, 2, 1, squared and summed
+ * grad!.data;  // [0, 2, 1, 0, 2, 0]
+ * (await regularizer(w, 'l1')).value;   // 3: (3 + 3) / 2
  */
 export async function regularizer(weights: TensorInput, kind: SparseRegularizer, options: { grad?: boolean } = {}): Promise<RegularizerResult> {
   return runAsync(regCall(weights, kind, options.grad === true), wrapReg);
 }
 
-/** {@link regularizer} on the calling thread. */
+/**
+ * {@link regularizer} on the calling thread.
+ *
+ * @example
+ * regularizerSync(Tensor.from(new Float32Array([0, 1, 2, 0, 3, 0]), [2, 3]), 'flops').value;   // 5
+ */
 export function regularizerSync(weights: TensorInput, kind: SparseRegularizer, options: { grad?: boolean } = {}): RegularizerResult {
   return runSync(regCall(weights, kind, options.grad === true), wrapReg);
 }
@@ -107,6 +139,11 @@ export function regularizerSync(weights: TensorInput, kind: SparseRegularizer, o
  * SPLADE's quadratic warm-up of a regularization weight (`RegWeightScheduler`): each {@link step} increments t
  * (capped at T) and sets `lambda_t = lambda * (t / T)^2`. Starts at 0; call `step()` once per training
  * iteration, before computing the loss.
+ *
+ * @example
+ * const flops = new RegWeightScheduler(0.1, 4);   // reach 0.1 after 4 steps
+ * flops.step();   // 0.00625
+ * flops.step();   // 0.025
  */
 export class RegWeightScheduler {
   private t = 0;
@@ -121,6 +158,7 @@ export class RegWeightScheduler {
   get value(): number {
     return this.lambda * (this.t / this.T) ** 2;
   }
+  /** Advances t by one (up to T) and returns the new weight. */
   step(): number {
     this.t = Math.min(this.t + 1, this.T);
     return this.value;
@@ -129,9 +167,13 @@ export class RegWeightScheduler {
 
 /** Rows of sparse vectors (CSR): row r holds entries `offsets[r] .. offsets[r + 1]`, term ids ascending. */
 export interface SparseVectors {
+  /** `rows + 1` row starts into `indices` / `values`. */
   offsets: BigInt64Array;
+  /** Term ids, ascending within a row. */
   indices: Int32Array;
+  /** The weight of each term id. */
   values: Float32Array;
+  /** Number of rows (`offsets.length - 1`). */
   readonly rows: number;
   /** Row r as `{ index, value }` pairs. */
   row(r: number): Array<{ index: number; value: number }>;
@@ -168,6 +210,7 @@ export function sparseVectors(offsets: BigInt64Array, indices: Int32Array, value
   };
 }
 
+/** Options of {@link toSparse}: threshold first, then top-k. */
 export interface ToSparseOptions {
   /** Keep entries strictly above this value (default 0: every nonzero weight). */
   threshold?: number;
@@ -191,12 +234,23 @@ function wrapSparse(r: RawSparse): SparseVectors {
   );
 }
 
-/** Sparse (index, value) rows from dense weights `[B, V]` by threshold and/or top-k. */
+/**
+ * Sparse (index, value) rows from dense weights `[B, V]` by threshold and/or top-k.
+ *
+ * @example
+ * const s = await toSparse(Tensor.from(new Float32Array([0, 0.2, 1.5, 0.7]), [1, 4]), { threshold: 0.1, topK: 2 });
+ * s.row(0);   // [{ index: 2, value: 1.5 }, { index: 3, value: 0.7 }]
+ */
 export async function toSparse(weights: TensorInput, options: ToSparseOptions = {}): Promise<SparseVectors> {
   return runAsync(sparseCall(weights, options), wrapSparse);
 }
 
-/** {@link toSparse} on the calling thread. */
+/**
+ * {@link toSparse} on the calling thread.
+ *
+ * @example
+ * toSparseSync(Tensor.from(new Float32Array([0, 0.2, 1.5, 0.7]), [1, 4]), { topK: 1 }).row(0);   // [{ index: 2, value: 1.5 }]
+ */
 export function toSparseSync(weights: TensorInput, options: ToSparseOptions = {}): SparseVectors {
   return runSync(sparseCall(weights, options), wrapSparse);
 }
@@ -220,12 +274,24 @@ function sparseScoresCall(a: SparseVectors, b: SparseVectors) {
 
 const asF32 = (h: NativeTensorHandle) => Tensor.fromHandle<'f32'>(h);
 
-/** Dot products of every row of `a` with every row of `b`: `[a.rows, b.rows]`. */
+/**
+ * Dot products of every row of `a` with every row of `b`: `[a.rows, b.rows]`.
+ *
+ * @example
+ * const a = await toSparse(Tensor.from(new Float32Array([1, 0, 2]), [1, 3]));
+ * const b = await toSparse(Tensor.from(new Float32Array([0, 0, 1, 3, 0, 0.5]), [2, 3]));
+ * (await sparseScores(a, b)).data;   // [2, 4]
+ */
 export async function sparseScores(a: SparseVectors, b: SparseVectors): Promise<Tensor<'f32'>> {
   return runAsync(sparseScoresCall(a, b), asF32);
 }
 
-/** {@link sparseScores} on the calling thread. */
+/**
+ * {@link sparseScores} on the calling thread.
+ *
+ * @example
+ * sparseScoresSync(a, b).data;   // [a.rows * b.rows] dot products
+ */
 export function sparseScoresSync(a: SparseVectors, b: SparseVectors): Tensor<'f32'> {
   return runSync(sparseScoresCall(a, b), asF32);
 }
@@ -237,12 +303,23 @@ function sparseDenseCall(a: SparseVectors, dense: TensorInput) {
   return (async: boolean) => core.sparseDenseScores(ao.handle, ai.handle, av.handle, d.handle, async);
 }
 
-/** Dot products of sparse rows with dense rows `[N, V]` (f32): `[a.rows, N]`. */
+/**
+ * Dot products of sparse rows with dense rows `[N, V]` (f32): `[a.rows, N]`.
+ *
+ * @example
+ * const a = await toSparse(Tensor.from(new Float32Array([1, 0, 2]), [1, 3]));
+ * (await sparseDenseScores(a, Tensor.from(new Float32Array([0, 0, 1, 3, 0, 0.5]), [2, 3]))).data;   // [2, 4]
+ */
 export async function sparseDenseScores(a: SparseVectors, dense: TensorInput): Promise<Tensor<'f32'>> {
   return runAsync(sparseDenseCall(a, dense), asF32);
 }
 
-/** {@link sparseDenseScores} on the calling thread. */
+/**
+ * {@link sparseDenseScores} on the calling thread.
+ *
+ * @example
+ * sparseDenseScoresSync(a, denseRows).data;   // [a.rows * N] dot products
+ */
 export function sparseDenseScoresSync(a: SparseVectors, dense: TensorInput): Tensor<'f32'> {
   return runSync(sparseDenseCall(a, dense), asF32);
 }

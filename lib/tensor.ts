@@ -46,7 +46,9 @@ function checkedValues(values: ArrayLike<unknown>, dtype: Dtype): ArrayLike<numb
 export class Tensor<D extends Dtype = Dtype> {
   /** @internal */
   readonly handle: NativeTensorHandle;
+  /** Element type: 'f32', 'bf16', 'f16', 'i32', 'i64' or 'u8'. */
   readonly dtype: D;
+  /** Dimensions, outermost first (frozen). */
   readonly shape: readonly number[];
   #view: TypedArrayOf[D] | undefined;
   readonly #size: number;
@@ -133,6 +135,7 @@ export class Tensor<D extends Dtype = Dtype> {
     return new Tensor<D>(handle);
   }
 
+  /** Where the elements live: 'cpu', or 'cuda' after {@link Tensor.to | to('cuda')}. */
   get device(): Device {
     return this.handle.device as Device;
   }
@@ -142,6 +145,7 @@ export class Tensor<D extends Dtype = Dtype> {
     return this.#size;
   }
 
+  /** True after {@link Tensor.dispose}; any use then throws ERR_DISPOSED. */
   get disposed(): boolean {
     return this.handle.disposed;
   }
@@ -258,6 +262,7 @@ export class Tensor<D extends Dtype = Dtype> {
     this.handle.dispose();
   }
 
+  /** Same as {@link Tensor.dispose}, for `using t = Tensor.zeros(...)`. */
   [Symbol.dispose](): void {
     this.dispose();
   }

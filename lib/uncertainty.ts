@@ -7,6 +7,7 @@ import { type Int32Input, type TensorInput, int32Of, runAsync, runSync, tensorOf
 import { Tensor } from './tensor.js';
 import { mustBeArray, mustBeObject } from './validate.js';
 
+/** Options of {@link ensembleMI}. */
 export interface EnsembleMIOptions {
   /**
    * Divides the scores before the softmax (DPR-MUF's `p`; its README uses 1e-3, which multiplies the
@@ -22,6 +23,7 @@ export interface EnsembleMIOptions {
   mode?: 'exact' | 'muf';
 }
 
+/** What {@link ensembleMI} returns: native Tensors the caller disposes. */
 export interface EnsembleMIResult {
   /** Mutual information per query `[B]` (an exact computation may dip below 0 by rounding, ~1e-7). */
   mi: Tensor<'f32'>;
@@ -52,7 +54,12 @@ export async function ensembleMI(scores: TensorInput, options: EnsembleMIOptions
   return runAsync(call(scores, options), wrap);
 }
 
-/** {@link ensembleMI} on the calling thread. */
+/**
+ * {@link ensembleMI} on the calling thread.
+ *
+ * @example
+ * const { mi, confidence } = ensembleMISync(z, { temperature: 1e-3 });   // z: [B, K, L]
+ */
 export function ensembleMISync(scores: TensorInput, options: EnsembleMIOptions = {}): EnsembleMIResult {
   return runSync(call(scores, options), wrap);
 }
@@ -124,13 +131,17 @@ export function ece(confidence: ArrayLike<number>, hit: ArrayLike<number | boole
 export interface CalibrationSplit {
   /** `[B, K, L]` members' scores. */
   scores: TensorInput;
+  /** Candidates used per query `[B]`, as in {@link EnsembleMIOptions.lengths}; default all L. */
   lengths?: Int32Input;
   /** Per query: did the first-stage top-k contain an answer. */
   hit: ArrayLike<number | boolean>;
 }
 
+/** What {@link calibrateTemperature} returns. */
 export interface TemperatureSearch {
+  /** The temperature with the lowest ECE (the first on ties). */
   temperature: number;
+  /** Its expected calibration error on the split. */
   ece: number;
   /** Every temperature tried with its ECE, in grid order. */
   tried: Array<{ temperature: number; ece: number }>;

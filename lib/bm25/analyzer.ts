@@ -10,6 +10,7 @@ export const luceneEnglishStopwords: ReadonlySet<string> = new Set([
   'on', 'or', 'such', 'that', 'the', 'their', 'then', 'there', 'these', 'they', 'this', 'to', 'was', 'will', 'with',
 ]);
 
+/** Options of {@link englishAnalyzer}. */
 export interface AnalyzerOptions {
   /** Drop Lucene's English stopwords (default true), or a custom set. */
   stopwords?: boolean | ReadonlySet<string>;

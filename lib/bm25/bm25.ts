@@ -33,8 +33,11 @@ export interface Bm25Options {
   lengthNorm?: 'lucene' | 'exact';
 }
 
+/** One result of {@link Bm25Index.search}. */
 export interface Bm25Hit {
+  /** The document's id, as given to `build`. */
   id: string;
+  /** Its BM25 score. */
   score: number;
 }
 
@@ -46,10 +49,15 @@ export interface Bm25Hit {
  * const hits = await bm25.search(['operating systems for IBM computers'], 1000);
  */
 export class Bm25Index {
+  /** Term-frequency saturation (Anserini's default 0.9). */
   readonly k1: number;
+  /** Length normalization (Anserini's default 0.4). */
   readonly b: number;
+  /** Number of documents indexed. */
   readonly documents: number;
+  /** Mean document length in terms (after analysis), as BM25's `avgdl`. */
   readonly averageLength: number;
+  /** How document lengths are stored: Lucene's one-byte rounding or exact. */
   readonly lengthNorm: 'lucene' | 'exact';
   private readonly analyzer: Analyzer;
   /** 'english' when built with the default analyzer (so a saved index can rebuild it), else 'custom'. */

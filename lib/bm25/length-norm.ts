@@ -18,7 +18,14 @@ function int4ToLong(i: number): number {
   return shift === -1 ? bits : (bits | 0x08) * 2 ** shift;
 }
 
-/** The document length Lucene's BM25 sees for a document of `n` terms. */
+/**
+ * The document length Lucene's BM25 sees for a document of `n` terms.
+ *
+ * @example
+ * luceneQuantizedLength(3);      // 3: small lengths are exact
+ * luceneQuantizedLength(100);    // 96
+ * luceneQuantizedLength(1000);   // 984
+ */
 export function luceneQuantizedLength(n: number): number {
   const b = n < NUM_FREE_VALUES ? n : NUM_FREE_VALUES + longToInt4(n - NUM_FREE_VALUES);
   return b < NUM_FREE_VALUES ? b : NUM_FREE_VALUES + int4ToLong(b - NUM_FREE_VALUES);

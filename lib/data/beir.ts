@@ -8,25 +8,38 @@ import { parseQrels, readQrels } from './trec-files.js';
 import { lineError, parseJsonObjectLine, readJsonLines } from './lines.js';
 import { mustBeString } from '../validate.js';
 
+/** One corpus entry (a line of BEIR's corpus.jsonl: `_id`, `title`, `text`). */
 export interface Passage {
+  /** The passage id (BEIR's `_id`). */
   id: string;
+  /** Its title, '' when it has none. */
   title: string;
+  /** Its text. */
   text: string;
 }
 
+/** One question (a line of BEIR's queries.jsonl). */
 export interface Query {
+  /** The question id (BEIR's `_id`). */
   id: string;
+  /** The question. */
   text: string;
+  /** Answer strings, where the dataset gives them (for answer-based metrics and the ROM reader). */
   answers?: string[];
+  /** The task or domain it belongs to, where the dataset gives one (the multi-domain benchmark does). */
   task?: string;
 }
 
 /** query id -> (corpus id -> relevance) */
 export type { Qrels };
 
+/** A BEIR-layout dataset in memory: the corpus, the queries and one split's qrels. */
 export interface BeirDataset {
+  /** Every passage. */
   corpus: Passage[];
+  /** Every question of queries.jsonl (not only the split's). */
   queries: Query[];
+  /** The split's judgements: question id -> (passage id -> grade). */
   qrels: Qrels;
 }
 
@@ -55,7 +68,12 @@ function queryOf(o: Record<string, unknown>, w: string): Query {
   return q;
 }
 
-/** A BEIR dataset's corpus alone (corpus.jsonl): what indexing it needs, whatever its splits. */
+/**
+ * A BEIR dataset's corpus alone (corpus.jsonl): what indexing it needs, whatever its splits.
+ *
+ * @example
+ * const corpus = loadBeirCorpus('data/multidomain-mini');   // Passage[]: { id, title, text }
+ */
 export function loadBeirCorpus(dir: string): BeirDataset['corpus'] {
   mustBeString(dir, 'dataset directory');
   return readJsonl(join(dir, 'corpus.jsonl'), passageOf);
@@ -76,7 +94,12 @@ export function loadBeir(dir: string, split = 'test'): BeirDataset {
   return { corpus, queries, qrels: parseQrels(readTextFile(path), path) };
 }
 
-/** {@link loadBeir}, streamed line by line (for corpora that do not fit a string); errors name file:line. */
+/**
+ * {@link loadBeir}, streamed line by line (for corpora that do not fit a string); errors name file:line.
+ *
+ * @example
+ * const { corpus, queries, qrels } = await readBeir('/data/beir/nq', 'test');
+ */
 export async function readBeir(dir: string, split = 'test'): Promise<BeirDataset> {
   mustBeString(dir, 'dataset directory');
   mustBeString(split, 'split');
@@ -86,7 +109,12 @@ export async function readBeir(dir: string, split = 'test'): Promise<BeirDataset
   return { corpus, queries, qrels: await readQrels(join(dir, 'qrels', `${split}.tsv`)) };
 }
 
-/** Only corpus.jsonl of a BEIR-layout dataset, streamed (what an index needs). */
+/**
+ * Only corpus.jsonl of a BEIR-layout dataset, streamed (what an index needs).
+ *
+ * @example
+ * const index = await Bm25Index.build((await readBeirCorpus('/data/beir/nq')).map((p) => ({ id: p.id, text: `${p.title} ${p.text}` })));
+ */
 export async function readBeirCorpus(dir: string): Promise<Passage[]> {
   mustBeString(dir, 'dataset directory');
   const corpus: Passage[] = [];
@@ -106,6 +134,14 @@ function wrapLine<T>(f: () => T, path: string, line: number): T {
 /**
  * Writes a dataset in the BEIR layout: corpus.jsonl ({_id, title, text}), queries.jsonl ({_id, text} plus answers
  * and task when present) and qrels/<split>.tsv with its header.
+ *
+ * @example
+ * writeBeir('out/tiny', {
+ *   corpus: [{ id: 'p1', title: 'Paris', text: 'The Eiffel Tower is in Paris.' }],
+ *   queries: [{ id: 'q1', text: 'Where is the Eiffel Tower?', answers: ['Paris'] }],
+ *   qrels: new Map([['q1', new Map([['p1', 1]])]]),
+ * }, 'test');
+ * loadBeir('out/tiny', 'test').qrels;   // Map { 'q1' => Map { 'p1' => 1 } }
  */
 export function writeBeir(dir: string, data: BeirDataset, split = 'test'): void {
   mkdirSync(join(dir, 'qrels'), { recursive: true });

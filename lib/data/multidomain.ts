@@ -12,7 +12,9 @@ import { parseJsonObjectLine } from './lines.js';
 
 /** The six tasks of the multi-domain benchmark that `quorum data build` writes, in its order. */
 export const TASKS = ['wiki', 'xquad', 'reddit', 'covid', 'climate', 'selqa'] as const;
+/** One of {@link TASKS}. */
 export type TaskName = (typeof TASKS)[number];
+/** A split of the benchmark's questions (documents never cross splits). */
 export type Split = 'train' | 'dev' | 'test';
 
 /** Where each task comes from and under which licence (the metadata carries it). */
@@ -25,6 +27,7 @@ export const TASK_SOURCES: Record<TaskName, { file: string; licence: string }> =
   selqa: { file: 'selqa/selqa-ass-dev.json', licence: 'Apache-2.0' },
 };
 
+/** Options of {@link buildMultiDomain}. */
 export interface MultiDomainOptions {
   /** Seed of the document split (default 13). */
   seed?: number;
@@ -38,10 +41,15 @@ export interface MultiDomainOptions {
   maxDocs?: Partial<Record<TaskName, number>>;
 }
 
+/** What {@link buildMultiDomain} returns and {@link writeMultiDomain} writes. */
 export interface MultiDomainBenchmark {
+  /** One corpus shared by every task and split. */
   corpus: Passage[];
+  /** Every question of every split, each with its `task`. */
   queries: Query[];
+  /** Judgements per split. */
   qrels: Record<Split, Qrels>;
+  /** How it was built: seed, fractions, per-task counts, sources and licences (metadata.json). */
   metadata: Record<string, unknown>;
 }
 
@@ -268,7 +276,12 @@ export function buildMultiDomain(dataDir: string, options: MultiDomainOptions = 
   };
 }
 
-/** Writes the benchmark in the BEIR layout: corpus.jsonl, queries.jsonl (with task), qrels/{train,dev,test}.tsv, metadata.json. */
+/**
+ * Writes the benchmark in the BEIR layout: corpus.jsonl, queries.jsonl (with task), qrels/{train,dev,test}.tsv, metadata.json.
+ *
+ * @example
+ * writeMultiDomain('/tmp/quorum-full/data', buildMultiDomain('../shared/data'));   // what `quorum data build` does
+ */
 export function writeMultiDomain(dir: string, b: MultiDomainBenchmark): void {
   writeBeir(dir, { corpus: b.corpus, queries: b.queries, qrels: b.qrels.test }, 'test');
   writeQrelsTsv(join(dir, 'qrels', 'train.tsv'), b.qrels.train);

@@ -26,6 +26,10 @@ function text(v: unknown, path: string, where: string): string {
  * SQuAD v1.1 JSON (`data[].paragraphs[].{context, qas[]}`) as passages (one per paragraph, id
  * `<prefix><article>-<paragraph>`, titled by the article), queries (the question ids, with their distinct answer
  * texts) and qrels (each question -> its paragraph). Unanswerable SQuAD 2.0 questions are skipped.
+ *
+ * @example
+ * const { corpus, queries, qrels } = readSquad('xquad.en.json');
+ * corpus[0].id;   // 'p0-0': article 0, paragraph 0
  */
 export function readSquad(path: string, prefix = 'p'): BeirDataset {
   const root = obj(readJsonFile(path), path, 'root');
@@ -53,7 +57,13 @@ export function readSquad(path: string, prefix = 'p'): BeirDataset {
   return { corpus, queries, qrels };
 }
 
-/** Writes passages, queries and qrels as SQuAD v1.1 JSON (one article per title; answer_start found by search, -1 if absent). */
+/**
+ * Writes passages, queries and qrels as SQuAD v1.1 JSON (one article per title; answer_start found by search, -1 if absent).
+ *
+ * @example
+ * writeSquad('tiny.json', loadBeir('out/tiny', 'test'));
+ * readSquad('tiny.json').qrels;   // Map { 'q1' => Map { 'p0-0' => 1 } }: passages renamed by position
+ */
 export function writeSquad(path: string, data: BeirDataset): void {
   const passages = new Map(data.corpus.map((p) => [p.id, p]));
   const qasOf = new Map<string, Array<Record<string, unknown>>>();
@@ -78,10 +88,15 @@ export function writeSquad(path: string, data: BeirDataset): void {
 
 /** One DPR training / dev example. */
 export interface DprExample {
+  /** The question. */
   question: string;
+  /** Its answer strings. */
   answers: string[];
+  /** Passages that answer it (DPR's `positive_ctxs`). */
   positives: Passage[];
+  /** Random negatives (DPR's `negative_ctxs`). */
   negatives: Passage[];
+  /** Hard negatives, e.g. BM25's top non-answers (DPR's `hard_negative_ctxs`). */
   hardNegatives: Passage[];
 }
 
@@ -104,17 +119,33 @@ function dprExample(e: unknown, path: string, where: string): DprExample {
   };
 }
 
-/** DPR's JSON (`[{question, answers, positive_ctxs, negative_ctxs, hard_negative_ctxs}]`, ids from passage_id or psg_id), whole. */
+/**
+ * DPR's JSON (`[{question, answers, positive_ctxs, negative_ctxs, hard_negative_ctxs}]`, ids from passage_id or psg_id), whole.
+ *
+ * @example
+ * const [first] = readDpr('nq-dev.json');
+ * first.question; first.positives[0].id;
+ */
 export function readDpr(path: string): DprExample[] {
   return arr(readJsonFile(path), path, 'root').map((e, i) => dprExample(e, path, `[${i}]`));
 }
 
-/** {@link readDpr} one example at a time as the file streams in (DPR's training files run to gigabytes). */
+/**
+ * {@link readDpr} one example at a time as the file streams in (DPR's training files run to gigabytes).
+ *
+ * @example
+ * for await (const e of streamDpr('nq-train.json')) if (e.hardNegatives.length) count++;
+ */
 export async function* streamDpr(path: string): AsyncGenerator<DprExample> {
   for await (const { value, line, index } of readJsonArray(path)) yield dprExample(value, path, `line ${line}, [${index}]`);
 }
 
-/** Writes examples in DPR's JSON layout. */
+/**
+ * Writes examples in DPR's JSON layout.
+ *
+ * @example
+ * writeDpr('tiny-dpr.json', [{ question: 'Where is the Eiffel Tower?', answers: ['Paris'], positives: corpus, negatives: [], hardNegatives: [] }]);
+ */
 export function writeDpr(path: string, examples: readonly DprExample[]): void {
   const c = (ps: Passage[]) => ps.map((p) => ({ passage_id: p.id, title: p.title, text: p.text }));
   writeFileSync(

@@ -78,7 +78,12 @@ export async function readQrels(path: string): Promise<Map<string, Map<string, n
   return qrels;
 }
 
-/** {@link readQrels} on text already in memory. */
+/**
+ * {@link readQrels} on text already in memory.
+ *
+ * @example
+ * parseQrels('q1 0 d1 1\nq1 0 d2 2\n');   // Map { 'q1' => Map { 'd1' => 1, 'd2' => 2 } }
+ */
 export function parseQrels(text: string, source = 'qrels'): Map<string, Map<string, number>> {
   mustBeString(text, 'qrels text');
   const qrels = new Map<string, Map<string, number>>();
@@ -86,7 +91,13 @@ export function parseQrels(text: string, source = 'qrels'): Map<string, Map<stri
   return qrels;
 }
 
-/** A run as TREC text, each query ranked in trec_eval's order, ranks from 1, cut at `depth`. */
+/**
+ * A run as TREC text, each query ranked in trec_eval's order, ranks from 1, cut at `depth`.
+ *
+ * @example
+ * formatRun(new Map([['q1', [{ id: 'd2', score: 1.5 }, { id: 'd1', score: 2 }]]]), 'bm25');
+ * // 'q1 Q0 d1 1 2 bm25\nq1 Q0 d2 2 1.5 bm25\n'
+ */
 export function formatRun(run: Run, tag = 'quorum', depth?: number): string {
   checkRun(run, 'run', false);
   if (/\s/.test(tag) || !tag) throw new QuorumError('ERR_ARG', 'the run tag must be one non-empty word');
@@ -109,7 +120,12 @@ export function writeRun(path: string, run: Run, tag = 'quorum', depth?: number)
   writeFileSync(path, formatRun(run, tag, depth));
 }
 
-/** Writes graded qrels as TREC text (`qid 0 docid grade`). */
+/**
+ * Writes graded qrels as TREC text (`qid 0 docid grade`).
+ *
+ * @example
+ * writeQrels('qrels/test.tsv', new Map([['q1', new Map([['d1', 1]])]]));   // q1 0 d1 1
+ */
 export function writeQrels(path: string, qrels: Qrels): void {
   const out: string[] = [];
   for (const [qid, rel] of qrels) for (const [doc, g] of rel) out.push(`${qid} 0 ${doc} ${g}`);
@@ -118,15 +134,23 @@ export function writeQrels(path: string, qrels: Qrels): void {
 
 /** A TREC topic: its number and fields (title, desc, narr; CACM-style files give only `title`). */
 export interface TrecTopic {
+  /** The topic number, as written after `Number:`. */
   id: string;
+  /** The short query. */
   title: string;
+  /** The description, without its `Description:` label. */
   desc?: string;
+  /** The narrative, without its `Narrative:` label. */
   narr?: string;
 }
 
 /**
  * Parses TREC topics: `<top> <num> Number: 301 <title> ... <desc> Description: ... <narr> Narrative: ... </top>`
  * blocks, or CACM-style `<DOC> <DOCNO> 1 </DOCNO> text </DOC>` blocks. ERR_FORMAT when neither is found.
+ *
+ * @example
+ * parseTrecTopics('<top>\n<num> Number: 301\n<title> International Organized Crime\n<desc> Description:\nIdentify organizations.\n</top>');
+ * // [{ id: '301', title: 'International Organized Crime', desc: 'Identify organizations.' }]
  */
 export function parseTrecTopics(text: string, source = 'topics'): TrecTopic[] {
   mustBeString(text, 'topics text');
@@ -153,7 +177,13 @@ export function parseTrecTopics(text: string, source = 'topics'): TrecTopic[] {
   throw new QuorumError('ERR_FORMAT', `${source}: no <top> or <DOC> topics found`);
 }
 
-/** Topics as TREC `<top>` blocks. */
+/**
+ * Topics as TREC `<top>` blocks.
+ *
+ * @example
+ * formatTrecTopics([{ id: '301', title: 'International Organized Crime' }]);
+ * // '<top>\n<num> Number: 301\n<title> International Organized Crime\n</top>\n'
+ */
 export function formatTrecTopics(topics: readonly TrecTopic[]): string {
   mustBeArray(topics, 'topics');
   topics.forEach((t, i) => mustBeObject(t, `topics[${i}]`));

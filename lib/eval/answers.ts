@@ -8,7 +8,12 @@ import { mustBeArray, mustBeObject, mustBeString } from '../validate.js';
 // separator nor a control character.
 const TOKEN = /([\p{L}\p{N}\p{M}]+)|([^\p{Z}\p{C}])/gu;
 
-/** DPR's tokens of `text`: NFD-normalized, lowercased (Unicode default lowercasing, not case folding). */
+/**
+ * DPR's tokens of `text`: NFD-normalized, lowercased (Unicode default lowercasing, not case folding).
+ *
+ * @example
+ * dprTokens("Don't panic!");   // ['don', "'", 't', 'panic', '!']
+ */
 export function dprTokens(text: string): string[] {
   mustBeString(text, 'text');
   return Array.from(text.normalize('NFD').matchAll(TOKEN), (m) => m[0].toLowerCase());
@@ -25,6 +30,11 @@ export type AnswerMatcher = (passageText: string) => boolean;
  *   uses Python's `regex` module; a pattern JavaScript cannot compile (even without the `u` flag) counts as no
  *   match, as an uncompilable pattern does in DPR.
  * Only the passage text should be given, never its title (DPR searches `doc[0]`, the text).
+ *
+ * @example
+ * const matches = answerMatcher(['Eiffel Tower']);
+ * matches('The eiffel tower is in Paris.');   // true
+ * matches('A tower named Eiffel');            // false
  */
 export function answerMatcher(answers: readonly string[], mode: 'string' | 'regex' = 'string'): AnswerMatcher {
   mustBeArray(answers, 'answers');
@@ -86,6 +96,10 @@ export function topKAccuracy(hits: ReadonlyArray<readonly boolean[]>, ks: readon
  * The 0-based rank of `gold` among `scores` (DPR's validation average rank): `'pessimistic'` counts every other
  * score >= the gold's (ties rank the gold last), `'optimistic'` only those > it. DPR's torch.sort leaves ties
  * arbitrary; name the rule you report.
+ *
+ * @example
+ * goldRank([0.2, 0.9, 0.5, 0.9], 1);                 // 1: the other 0.9 ranks first
+ * goldRank([0.2, 0.9, 0.5, 0.9], 1, 'optimistic');   // 0
  */
 export function goldRank(scores: ArrayLike<number>, gold: number, ties: 'pessimistic' | 'optimistic' = 'pessimistic'): number {
   mustBeArray(scores, 'scores', true);
@@ -100,7 +114,12 @@ export function goldRank(scores: ArrayLike<number>, gold: number, ties: 'pessimi
   return rank;
 }
 
-/** Mean {@link goldRank} over questions (lower is better). */
+/**
+ * Mean {@link goldRank} over questions (lower is better).
+ *
+ * @example
+ * averageRank([{ scores: [0.2, 0.9], gold: 1 }, { scores: [0.2, 0.9, 0.5], gold: 2 }]);   // 0.5: ranks 0 and 1
+ */
 export function averageRank(rows: ReadonlyArray<{ scores: ArrayLike<number>; gold: number }>, ties: 'pessimistic' | 'optimistic' = 'pessimistic'): number {
   mustBeArray(rows, 'rows');
   rows.forEach((r, i) => mustBeObject(r, `rows[${i}]`));

@@ -2,7 +2,13 @@
 import { mustBeArray, mustBeObject } from '../validate.js';
 
 
-/** KILT's provenance id: the given keys' values joined by '+' (default: the Wikipedia page id, page level). */
+/**
+ * KILT's provenance id: the given keys' values joined by '+' (default: the Wikipedia page id, page level).
+ *
+ * @example
+ * provenanceId({ wikipedia_id: '12345', start_paragraph_id: 3 });                                          // '12345'
+ * provenanceId({ wikipedia_id: '12345', start_paragraph_id: 3 }, ['wikipedia_id', 'start_paragraph_id']);   // '12345+3'
+ */
 export function provenanceId(prov: Readonly<Record<string, unknown>>, keys: readonly string[] = ['wikipedia_id']): string {
   mustBeObject(prov, 'provenance');
   mustBeArray(keys, 'keys');

@@ -5,7 +5,9 @@ import { checkHits, checkRun, mustBeArray, mustBeMap, mustBeObject } from '../va
 
 /** A scored candidate of one query. */
 export interface ScoredDoc {
+  /** The candidate's document id. */
   id: string;
+  /** Its score, higher is better. */
   score: number;
 }
 
@@ -38,7 +40,13 @@ export function rankedRun(ranked: ReadonlyMap<string, readonly string[]>): Run {
  */
 export type TieOrder = 'trec_eval' | 'id-asc' | 'as-given';
 
-/** Document ids of one query's candidates in rank order. */
+/**
+ * Document ids of one query's candidates in rank order.
+ *
+ * @example
+ * rankDocs([{ id: 'a', score: 1 }, { id: 'b', score: 2 }, { id: 'c', score: 1 }]);            // ['b', 'c', 'a'] (trec_eval: ties by id descending)
+ * rankDocs([{ id: 'a', score: 1 }, { id: 'b', score: 2 }, { id: 'c', score: 1 }], 'id-asc');  // ['b', 'a', 'c']
+ */
 export function rankDocs(docs: readonly ScoredDoc[], tieOrder: TieOrder = 'trec_eval'): string[] {
   checkHits(docs, 'docs', 'string', false);
   if (tieOrder === 'as-given') return docs.map((d) => d.id);
@@ -66,7 +74,13 @@ const isRel = (rel: Judged, id: string, relLevel: number) => (rel.get(id) ?? 0) 
 /** ranx's fix_k: k = 0, or k beyond the run, means the whole run. */
 const cut = (ranked: readonly string[], k: number) => (k === 0 || k > ranked.length ? ranked.length : k);
 
-/** #relevant in the top k / #relevant (0 when nothing is relevant). */
+/**
+ * #relevant in the top k / #relevant (0 when nothing is relevant).
+ *
+ * @example
+ * const rel = new Map([['d2', 1], ['d4', 2]]);
+ * recall(['d1', 'd2', 'd3', 'd4'], rel, 2);   // 0.5
+ */
 export function recall(ranked: readonly string[], rel: Judged, k = 0, relLevel = 1): number {
   checkJudged(ranked, rel);
   const total = relevantCount(rel, relLevel);
@@ -76,7 +90,12 @@ export function recall(ranked: readonly string[], rel: Judged, k = 0, relLevel =
   return hits / total;
 }
 
-/** #relevant in the top k / k, even when the run is shorter than k (k = 0: the whole run). */
+/**
+ * #relevant in the top k / k, even when the run is shorter than k (k = 0: the whole run).
+ *
+ * @example
+ * precision(['d1', 'd2', 'd3', 'd4'], new Map([['d2', 1], ['d4', 2]]), 10);   // 0.2: 2 of 10, though the run has 4
+ */
 export function precision(ranked: readonly string[], rel: Judged, k = 0, relLevel = 1): number {
   checkJudged(ranked, rel);
   const kk = k === 0 ? ranked.length : k;
@@ -86,14 +105,26 @@ export function precision(ranked: readonly string[], rel: Judged, k = 0, relLeve
   return hits / kk;
 }
 
-/** 1 / (i + 1) for the first relevant position i < k, else 0. */
+/**
+ * 1 / (i + 1) for the first relevant position i < k, else 0.
+ *
+ * @example
+ * reciprocalRank(['d1', 'd2', 'd3'], new Map([['d2', 1]]));      // 0.5
+ * reciprocalRank(['d1', 'd2', 'd3'], new Map([['d2', 1]]), 1);   // 0: not in the top 1
+ */
 export function reciprocalRank(ranked: readonly string[], rel: Judged, k = 0, relLevel = 1): number {
   checkJudged(ranked, rel);
   for (let i = 0; i < cut(ranked, k); i++) if (isRel(rel, ranked[i] as string, relLevel)) return 1 / (i + 1);
   return 0;
 }
 
-/** 1 if any relevant document is in the top k (success@k; DPR's top-k accuracy with qrels). */
+/**
+ * 1 if any relevant document is in the top k (success@k; DPR's top-k accuracy with qrels).
+ *
+ * @example
+ * hitRate(['d1', 'd2'], new Map([['d2', 1]]), 1);   // 0
+ * hitRate(['d1', 'd2'], new Map([['d2', 1]]), 2);   // 1
+ */
 export function hitRate(ranked: readonly string[], rel: Judged, k = 0, relLevel = 1): number {
   checkJudged(ranked, rel);
   return reciprocalRank(ranked, rel, k, relLevel) > 0 ? 1 : 0;
@@ -103,6 +134,9 @@ export function hitRate(ranked: readonly string[], rel: Judged, k = 0, relLevel 
  * nDCG@k: DCG = sum_{i<k} gain_i / log2(i + 2) over the run, IDCG the same over the judgments sorted by grade.
  * Gain is the grade (`'linear'`, Järvelin; trec_eval's ndcg_cut and ranx's ndcg) or 2^grade - 1
  * (`'exponential'`, Burges; ranx's ndcg_burges). Grades below relLevel give no gain.
+ *
+ * @example
+ * ndcg(['d1', 'd2', 'd3', 'd4'], new Map([['d2', 1], ['d4', 2]]), 4);   // 0.567: (1/log2 3 + 2/log2 5) / (2 + 1/log2 3)
  */
 export function ndcg(ranked: readonly string[], rel: Judged, k = 0, relLevel = 1, gain: 'linear' | 'exponential' = 'linear'): number {
   checkJudged(ranked, rel);
@@ -115,7 +149,12 @@ export function ndcg(ranked: readonly string[], rel: Judged, k = 0, relLevel = 1
   return idcg === 0 ? 0 : dcg / idcg;
 }
 
-/** Average precision over the top k (k = 0: the whole run), divided by the number of relevant documents. */
+/**
+ * Average precision over the top k (k = 0: the whole run), divided by the number of relevant documents.
+ *
+ * @example
+ * averagePrecision(['d1', 'd2', 'd3', 'd4'], new Map([['d2', 1], ['d4', 1]]));   // 0.5: (1/2 + 2/4) / 2
+ */
 export function averagePrecision(ranked: readonly string[], rel: Judged, k = 0, relLevel = 1): number {
   checkJudged(ranked, rel);
   const total = relevantCount(rel, relLevel);
@@ -127,7 +166,12 @@ export function averagePrecision(ranked: readonly string[], rel: Judged, k = 0, 
   return sum / total;
 }
 
-/** ranx's R-precision: precision at R = #relevant (no evidence sets; see kiltRPrecision for KILT's). */
+/**
+ * ranx's R-precision: precision at R = #relevant (no evidence sets; see kiltRPrecision for KILT's).
+ *
+ * @example
+ * rPrecision(['d1', 'd2', 'd3', 'd4'], new Map([['d2', 1], ['d4', 1]]));   // 0.5: 1 relevant in the top R = 2
+ */
 export function rPrecision(ranked: readonly string[], rel: Judged, relLevel = 1): number {
   checkJudged(ranked, rel);
   const r = relevantCount(rel, relLevel);
@@ -176,6 +220,7 @@ export function metricFn(name: MetricName): MetricFn {
   );
 }
 
+/** Options of {@link evaluate}. */
 export interface EvaluateOptions {
   /** Lowest grade that counts as relevant (default 1). */
   relLevel?: number;
@@ -189,6 +234,7 @@ export interface EvaluateOptions {
   queries?: 'qrels' | 'judged';
 }
 
+/** What {@link evaluate} returns. */
 export interface Evaluation {
   /** Mean of each metric over the evaluated queries. */
   mean: Record<string, number>;

@@ -3,6 +3,7 @@
 import { QuorumError } from '../errors.js';
 import { mustBeArray, mustBeObject } from '../validate.js';
 
+/** What {@link pairedTTest} and {@link randomizationTest} return. */
 export interface PairedTest {
   /** Mean of b - a. */
   meanDifference: number;
@@ -62,7 +63,12 @@ function betaFraction(a: number, b: number, x: number): number {
   return h;
 }
 
-/** The regularized incomplete beta function I_x(a, b). */
+/**
+ * The regularized incomplete beta function I_x(a, b).
+ *
+ * @example
+ * incompleteBeta(0.5, 2, 2);   // 0.5 (symmetric)
+ */
 export function incompleteBeta(x: number, a: number, b: number): number {
   if (x <= 0) return 0;
   if (x >= 1) return 1;
@@ -71,7 +77,12 @@ export function incompleteBeta(x: number, a: number, b: number): number {
   return x < (a + 1) / (a + b + 2) ? (front * betaFraction(a, b, x)) / a : 1 - (front * betaFraction(b, a, 1 - x)) / b;
 }
 
-/** Two-tailed p-value of Student's t with `df` degrees of freedom. */
+/**
+ * Two-tailed p-value of Student's t with `df` degrees of freedom.
+ *
+ * @example
+ * studentTwoTailed(2.0, 10);   // 0.0734
+ */
 export function studentTwoTailed(t: number, df: number): number {
   if (!Number.isFinite(t)) return Number.isNaN(t) ? NaN : 0;
   return incompleteBeta(df / (df + t * t), df / 2, 0.5);

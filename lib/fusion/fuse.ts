@@ -8,6 +8,7 @@ import { hybridFuse } from '../hybrid.js';
 import { checkRun, count, finite, parse, positiveInt, z } from '../validate.js';
 import { type Normalization, type RankedList, bordaMissing, normalizeLists, sortList } from './normalize.js';
 
+/** Every fusion method {@link fuse} runs: ranx's 25, DPR-MUF's, CAME's variants and the hybrid (see SPEC §2). */
 export type FusionMethod =
   // score-based (ranx Comb*)
   | 'sum'
@@ -59,6 +60,7 @@ export type MissingPolicy = 'zero' | 'min' | 'kth' | 'exclude' | '-inf' | '+inf'
 
 /** Per-run tables learned from qrels by {@link trainFusion} for the supervised methods. */
 export interface TrainedFusion {
+  /** The method the tables were trained for. */
   method: FusionMethod;
   /** Per run: a value per position (bayesfuse log-odds, posfuse probabilities) or per segment (probfuse, segfuse). */
   tables: number[][];
@@ -96,7 +98,9 @@ export interface FuseOptions {
   confidence?: readonly number[] | ReadonlyMap<string, readonly number[]>;
   /** hybrid: see `hybridFuse` (alpha default 0.1). */
   alpha?: number;
+  /** hybrid: centred min-max normalisation of both lists first (see `hybridFuse`). */
   normalization?: boolean;
+  /** hybrid: alpha weighs the dense side instead of the sparse one (see `hybridFuse`). */
   weightOnDense?: boolean;
 }
 
@@ -126,12 +130,22 @@ const fuseOptionsSchema = z
   })
   .strict();
 
-/** ranx normalizes with min-max unless told otherwise; MUF, CAME's raw and rank variants and the hybrid use raw scores. */
+/**
+ * ranx normalizes with min-max unless told otherwise; MUF, CAME's raw and rank variants and the hybrid use raw scores.
+ *
+ * @example
+ * defaultNormalization('sum');   // 'min-max'
+ */
 export function defaultNormalization(method: FusionMethod): Normalization {
   return ['muf', 'muf-sparse', 'came-sum', 'came-sumrr', 'came-maxrr', 'came-linear', 'hybrid'].includes(method) ? 'none' : 'min-max';
 }
 
-/** ranx's fills (0 for sum and wsum, ignored for max and min, excluded for the count-based ones); MUF: the list minimum; CAME: the K-th score. */
+/**
+ * ranx's fills (0 for sum and wsum, ignored for max and min, excluded for the count-based ones); MUF: the list minimum; CAME: the K-th score.
+ *
+ * @example
+ * defaultMissing('sum');   // 'zero'
+ */
 export function defaultMissing(method: FusionMethod): MissingPolicy {
   switch (method) {
     case 'sum':

@@ -4,15 +4,23 @@ import { mustBeArray, mustBeObject } from '../validate.js';
 
 /** A candidate list of one run for one query, sorted best first. */
 export interface RankedList {
+  /** Document ids, best first. */
   readonly ids: readonly string[];
+  /** Their scores, same order. */
   readonly scores: readonly number[];
 }
 
+/** Per-list score normalizations before fusion, as ranx defines them (`'none'` keeps raw scores). */
 export type Normalization = 'none' | 'min-max' | 'min-max-inverted' | 'max' | 'sum' | 'zmuv' | 'rank' | 'borda';
 
 const EPS = 1e-9;
 
-/** The list sorted best first: score descending, ties by id ascending (a defined order; ranx leaves ties open). */
+/**
+ * The list sorted best first: score descending, ties by id ascending (a defined order; ranx leaves ties open).
+ *
+ * @example
+ * sortList(['a', 'b', 'c'], [0.5, 0.9, 0.5]);   // { ids: ['b', 'a', 'c'], scores: [0.9, 0.5, 0.5] }
+ */
 export function sortList(ids: readonly string[], scores: readonly number[]): RankedList {
   mustBeArray(ids, 'ids');
   mustBeArray(scores, 'scores', true);
@@ -39,6 +47,9 @@ function maxOf(s: readonly number[]): number {
  * - rank: 1 - i / n for 0-based position i
  * - borda: with C the union over the lists, 1 - i / |C| in a list (missing documents get 0.5 - (n - 1) / (2 |C|),
  *   applied by the fusion through {@link bordaMissing})
+ *
+ * @example
+ * normalizeLists([{ ids: ['a', 'b', 'c'], scores: [4, 2, 0] }], 'min-max');   // [{ ids: ['a', 'b', 'c'], scores: [1, 0.5, 0] }]
  */
 export function normalizeLists(lists: readonly RankedList[], norm: Normalization): RankedList[] {
   mustBeArray(lists, 'lists');

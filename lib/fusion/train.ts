@@ -23,6 +23,10 @@ function positionProbabilities(hits: number[][]): number[] {
  * - posfuse, slidefuse: the probability of relevance at each position;
  * - probfuse: the probability per segment (`segments` of them, each ceil(len / segments) long per query);
  * - segfuse: the probability per fixed segment [0, 5, 15, 35, ..., 5115).
+ *
+ * @example
+ * const trained = trainFusion('posfuse', [bm25DevRun, denseDevRun], devQrels);
+ * const fused = fuse([bm25TestRun, denseTestRun], 'posfuse', { trained });
  */
 export function trainFusion(method: FusionMethod, runs: readonly Run[], qrels: Qrels, options: { segments?: number; relLevel?: number } = {}): TrainedFusion {
   mustBeArray(runs, 'runs');
@@ -89,7 +93,12 @@ export function trainFusion(method: FusionMethod, runs: readonly Run[], qrels: Q
   }
 }
 
-/** Every weight vector on the simplex with step `step` (compared with a tolerance, unlike ranx's exact float sum). */
+/**
+ * Every weight vector on the simplex with step `step` (compared with a tolerance, unlike ranx's exact float sum).
+ *
+ * @example
+ * weightGrid(2, 0.5);   // [[0, 1], [0.5, 0.5], [1, 0]]
+ */
 export function weightGrid(runs: number, step = 0.1): number[][] {
   const units = Math.round(1 / step);
   const out: number[][] = [];
@@ -109,10 +118,13 @@ const range = (from: number, to: number, step: number) => {
   return Array.from({ length: n + 1 }, (_, i) => Math.round((from + i * step) * 1e9) / 1e9);
 };
 
+/** What {@link optimizeFusion} returns. */
 export interface FusionSearch {
   /** The options to pass to `fuse` (trained tables included). */
   options: FuseOptions;
+  /** The metric's mean over the dev queries with those options. */
   value: number;
+  /** Every configuration tried with its value, in grid order. */
   tried: Array<{ options: FuseOptions; value: number }>;
 }
 

@@ -33,6 +33,10 @@ export function writeTokenizerFiles(dir: string, tokenizer: WordPieceTokenizer):
 /**
  * Reads {@link writeTokenizerFiles}'s files. ERR_FORMAT when vocab.txt is missing or tokenizer.json is not an object
  * with a boolean `nfkc`; without tokenizer.json, BERT's normalization alone.
+ *
+ * @example
+ * const tokenizer = await readTokenizerFiles('data/models/default');
+ * tokenizer.nfkc;   // true: the shipped model folds ligatures
  */
 export async function readTokenizerFiles(dir: string): Promise<WordPieceTokenizer> {
   mustBeString(dir, 'directory');

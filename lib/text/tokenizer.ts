@@ -21,12 +21,15 @@ export interface EncodeOptions {
 
 /** An encoded batch: `rows` x `seqLen` row-major ids, padded with [PAD]. */
 export interface EncodedBatch {
+  /** Token ids, `rows * seqLen`, row-major. */
   ids: Int32Array;
   /** 0 for the first segment (with [CLS], the marker and its [SEP]), 1 for the second segment and its [SEP]. */
   typeIds: Int32Array;
   /** Tokens per row, framing included; positions at or beyond it are padding. */
   lengths: Int32Array;
+  /** Number of texts encoded. */
   rows: number;
+  /** Columns per row: the longest row's length, or `maxLength` with `padToMax`. */
   seqLen: number;
 }
 
@@ -51,10 +54,15 @@ export interface TokenizerOptions extends NormalizeOptions {
  * const p = await tok.encodeAsync(['Hamlet'], { pairs: ['A play by Shakespeare.'], maxLength: 128 });
  */
 export class WordPieceTokenizer {
+  /** The tokens; token i has id i. */
   readonly vocabulary: readonly string[];
+  /** Id of [PAD]. */
   readonly padId: number;
+  /** Id of [UNK], what a word with no vocabulary pieces becomes. */
   readonly unkId: number;
+  /** Id of [CLS], first in every row. */
   readonly clsId: number;
+  /** Id of [SEP], which closes each segment. */
   readonly sepId: number;
   /** Whether compatibility characters are folded (NFKC) before BERT's normalization. */
   readonly nfkc: boolean;
@@ -87,6 +95,7 @@ export class WordPieceTokenizer {
     return normalizeBert(text, { nfkc: this.nfkc });
   }
 
+  /** Number of tokens in the vocabulary. */
   get size(): number {
     return this.vocabulary.length;
   }

@@ -29,11 +29,17 @@ export interface TaserConfig {
 
 /** A BERT-style Transformer encoder. Parameter names follow Hugging Face's BertModel (see {@link parameterNames}). */
 export interface EncoderConfig {
+  /** Rows of the token embedding table (the tokenizer's vocabulary size). */
   vocabSize: number;
+  /** Width of the token states (100 for the GloVe presets). */
   hiddenSize: number;
+  /** Transformer blocks; 0 gives embeddings and pooling alone (the fastest encoder). */
   layers: number;
+  /** Attention heads per block (hiddenSize must divide by it). */
   heads: number;
+  /** Width of each block's feed-forward layer. */
   ffnSize: number;
+  /** Rows of the position embedding table: the longest sequence it reads. */
   maxPositions: number;
   /** Token type (segment) ids: 2 in BERT. */
   typeVocabSize: number;
@@ -44,6 +50,7 @@ export interface EncoderConfig {
   embeddingSize: number;
   /** Dropout on embeddings, attention probabilities and block outputs while training (0.1 in BERT). */
   dropout: number;
+  /** Epsilon of every LayerNorm (1e-12 in BERT). */
   layerNormEps: number;
   /**
    * How token states become one vector: 'cls' takes the [CLS] state (BERT, DPR); 'mean' and 'max' take the mean or
@@ -84,13 +91,16 @@ export type RetrieverPreset = 'bi-encoder' | 'siamese' | 'taser';
 
 /** A retriever's full configuration, as {@link retrieverConfig} fills it in and model.json stores it. */
 export interface RetrieverConfig {
+  /** How question and passage encoders are arranged. */
   preset: RetrieverPreset;
+  /** Each encoder's structure (a bi-encoder has two of these). */
   encoder: EncoderConfig;
   /**
    * Task names (Maillard et al.). With `perTaskQueryEncoders`, each task gets its own question encoder over one
    * shared passage encoder (bi-encoder preset only).
    */
   tasks: string[];
+  /** One question encoder per task over a shared passage encoder (bi-encoder only). */
   perTaskQueryEncoders: boolean;
 }
 
@@ -115,7 +125,14 @@ export const defaultEncoderConfig: EncoderConfig = {
   normalize: true,
 };
 
-/** Layer l is a TASER specialized block. */
+/**
+ * Layer l is a TASER specialized block.
+ *
+ * @example
+ * const { encoder } = retrieverConfig({ preset: 'taser', encoder: { layers: 4 } });
+ * isSpecialized(encoder, 1);   // true: every second block, 1 and 3
+ * isSpecialized(encoder, 0);   // false
+ */
 export function isSpecialized(config: EncoderConfig, layer: number): boolean {
   mustBeObject(config, 'encoder config');
   return config.taser !== undefined && (layer + 1) % config.taser.every === 0;
@@ -127,6 +144,11 @@ export function isSpecialized(config: EncoderConfig, layer: number): boolean {
  * `projection.hidden.*` for an MLP head), and for a
  * specialized block `encoder.layer.L.experts.E.{intermediate.dense,output.dense,output.LayerNorm}.*` in place of the
  * block's FFN, plus the router `encoder.layer.L.gate.*` (per-layer gate) or `encoder.gate.*` (shared gate).
+ *
+ * @example
+ * parameterNames(retrieverConfig({ preset: 'siamese', encoder: { layers: 0, hiddenSize: 100 } }).encoder);
+ * // ['embeddings.word_embeddings.weight', 'embeddings.position_embeddings.weight',
+ * //  'embeddings.token_type_embeddings.weight', 'embeddings.LayerNorm.weight', 'embeddings.LayerNorm.bias']
  */
 export function parameterNames(config: EncoderConfig): string[] {
   mustBeObject(config, 'encoder config');

@@ -6,7 +6,9 @@ import type { TokenBatchArg } from '../native.js';
 import type { TokenTable } from './token-table.js';
 import { mustBeObject } from '../validate.js';
 
+/** Options of {@link encodeTable}. */
 export interface EncodeTableOptions {
+  /** Which encoder reads the rows (a bi-encoder has two; TASER's Det-R routes by it). */
   side: 'query' | 'passage';
   /** Task index for per-task query encoders. */
   task?: number;

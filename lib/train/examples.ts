@@ -6,7 +6,9 @@ import type { BeirDataset, Qrels } from '../data/beir.js';
 import { QuorumError } from '../errors.js';
 import { mustBeArray, mustBeMap, mustBeObject } from '../validate.js';
 
+/** One labelled question for contrastive training, its passages named by corpus row. */
 export interface TrainingExample {
+  /** The question text. */
   query: string;
   /** Task name (homogeneous batches, task markers, per-task query encoders, sampling rates). */
   task: string;
@@ -22,7 +24,9 @@ export interface TrainingExample {
 
 /** The text a passage is encoded from: its title and text as a pair ("[CLS] title [SEP] text [SEP]"). */
 export interface PassageText {
+  /** The passage's title (the first segment). */
   title: string;
+  /** The passage's text (the second segment). */
   text: string;
 }
 

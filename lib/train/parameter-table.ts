@@ -36,8 +36,11 @@ export abstract class ParameterTable {
 
 /** AdamW settings (DPR's defaults) and TASER's layer-wise learning-rate decay. */
 export interface OptimizerOptions {
+  /** Decay of the first moment (default 0.9). */
   beta1?: number;
+  /** Decay of the second moment (default 0.999). */
   beta2?: number;
+  /** Added to the second moment's root (default 1e-8). */
   eps?: number;
   /** Decoupled weight decay; biases and LayerNorm weights never decay. Default 0 (DPR). */
   weightDecay?: number;

@@ -23,12 +23,19 @@ export function gloveWordTokenizer(base: WordPieceTokenizer, texts: Iterable<str
   return new WordPieceTokenizer(extendVocabulary(base.vocabulary, texts, { keep: (w) => glove.words.has(w), nfkc }), { nfkc });
 }
 
+/** What {@link prepareTraining} returns: everything {@link trainRetriever} and the methods' trainers need. */
 export interface PreparedData {
+  /** The corpus (row i is passage i). */
   passages: PassageText[];
+  /** Training questions with 30 BM25 hard negatives each. */
   train: TrainingExample[];
+  /** Dev questions (empty without a dev split), with BM25 negatives for the validation pool. */
   dev: TrainingExample[];
+  /** The training questions' task names, sorted. */
   tasks: string[];
+  /** BERT's vocabulary, extended with the corpus's GloVe words when `wordVocab` is set. */
   tokenizer: WordPieceTokenizer;
+  /** The GloVe vectors, when `glove` was set. */
   glove?: GloveVectors;
 }
 

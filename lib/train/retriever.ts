@@ -34,10 +34,13 @@ export interface LoadedModel {
 
 /** Options of {@link Retriever.create}: a preset plus any encoder fields to override. */
 export interface RetrieverOptions {
+  /** How question and passage encoders are arranged: `'taser'`, `'bi-encoder'` or `'siamese'`. */
   preset: RetrieverPreset;
+  /** Encoder fields that override the defaults (`hiddenSize`, `layers`, `pooling`, ...). */
   encoder?: Partial<EncoderConfig>;
   /** TASER structure (taser preset only); default: every 2nd block, 2 experts, Det-R. */
   taser?: Partial<TaserConfig>;
+  /** Task names, for task markers and per-task question encoders (Maillard et al.). */
   tasks?: string[];
   /** One question encoder per task over a shared passage encoder (bi-encoder preset only). */
   perTaskQueryEncoders?: boolean;
@@ -53,7 +56,14 @@ export interface EncodeOptions {
   pooledState?: boolean;
 }
 
-/** The full configuration a preset expands to. */
+/**
+ * The full configuration a preset expands to.
+ *
+ * @example
+ * const c = retrieverConfig({ preset: 'taser', encoder: { layers: 2, hiddenSize: 100 } });
+ * c.encoder.taser;     // { every: 2, experts: 2, routing: 'det' }
+ * c.encoder.pooling;   // 'mean'
+ */
 export function retrieverConfig(o: RetrieverOptions): RetrieverConfig {
   if (o === null || typeof o !== 'object') throw new QuorumError('ERR_ARG', 'Retriever options must be an object ({ preset, encoder, ... })');
   if (o.encoder !== undefined && (o.encoder === null || typeof o.encoder !== 'object')) throw new QuorumError('ERR_ARG', 'encoder options must be an object');
@@ -78,6 +88,7 @@ export function retrieverConfig(o: RetrieverOptions): RetrieverConfig {
  * const emb = await model.encode(q, 'query'); // Float32Array [1, model.dim]
  */
 export class Retriever extends TrainableTable {
+  /** The full configuration, as model.json stores it. */
   readonly config: RetrieverConfig;
   /** Embedding width. */
   readonly dim: number;

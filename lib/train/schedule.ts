@@ -29,7 +29,9 @@ export function shuffle<A extends { length: number; [i: number]: unknown }>(xs: 
 
 /** One homogeneous batch: indices into its task's example list. */
 export interface TaskBatch {
+  /** Index of the task whose examples fill the batch. */
   task: number;
+  /** Indices into that task's example list. */
   examples: number[];
 }
 

@@ -5,7 +5,14 @@ import type { TokenBatchArg } from '../native.js';
 import type { EncodeOptions, WordPieceTokenizer } from '../text/tokenizer.js';
 import type { PassageText } from './examples.js';
 
-/** Rows of token ids and type ids stored back to back. */
+/**
+ * Rows of token ids and type ids stored back to back.
+ *
+ * @example
+ * const table = await TokenTable.passages(tokenizer, passages, 128);   // title and text as pairs
+ * table.size;                       // passages.length
+ * const batch = table.batch([0, 5]);   // two rows, padded to the longer
+ */
 export class TokenTable {
   private constructor(
     private readonly ids: Int32Array,
@@ -59,6 +66,7 @@ export class TokenTable {
     );
   }
 
+  /** Number of rows. */
   get size(): number {
     return this.offsets.length - 1;
   }

@@ -34,11 +34,13 @@ export interface TrainOptions {
   clip?: number;
   /** Batches per optimizer step (default 1). */
   accumulation?: number;
+  /** AdamW's decoupled weight decay (default 0). */
   weightDecay?: number;
   /** TASER's layer-wise learning-rate decay (default 1 = off; TASER uses 0.8). */
   layerDecay?: number;
   /** Parameters not trained: names containing any of these strings (see OptimizerOptions.frozen). */
   frozen?: string[];
+  /** Seed of the batch order, the hard-negative draws and the dev pool (default 12345). */
   seed?: number;
   /** Per-task sampling rates (Maillard et al.'s downsampling; default 1). */
   samplingRates?: Record<string, number>;
@@ -46,7 +48,9 @@ export interface TrainOptions {
   lossScales?: Record<string, number>;
   /** Prepend task marker `[unused<i+1>]` to the questions of task i (default: when there are several tasks). */
   taskMarkers?: boolean;
+  /** Tokens per question, framing and marker included (default 32). */
   maxQueryLength?: number;
+  /** Tokens per passage, title and framing included (default 128). */
   maxPassageLength?: number;
   /**
    * Batches cut so that examples of one `group` stand together (default false): their gold passages become each
@@ -77,24 +81,40 @@ export interface TrainOptions {
   onEpoch?: (stats: EpochStats) => void | Promise<void>;
 }
 
+/** One epoch's training figures, as {@link TrainOptions.onEpoch} and {@link TrainResult} give them. */
 export interface EpochStats {
+  /** 0-based epoch number (the log prints it 1-based). */
   epoch: number;
+  /** Mean contrastive loss over the epoch's questions. */
   loss: number;
+  /** Fraction of questions whose positive ranked first in their batch. */
   accuracy: number;
+  /** Optimizer steps taken. */
   steps: number;
+  /** Real (non-padding) tokens read. */
   tokens: number;
+  /** Wall time of the epoch's training steps (validation and checkpoints not included). */
   seconds: number;
+  /** Training throughput: tokens / seconds. */
   tokensPerSecond: number;
+  /** The dev pool's figures after the epoch, when there are dev examples. */
   validation?: ValidationResult;
 }
 
 /** What {@link trainRetriever} returns: every epoch's figures, the kept epoch and the throughput. */
 export interface TrainResult {
+  /** Every epoch's figures, resumed epochs included. */
   epochs: EpochStats[];
-  /** The best epoch by the validation metric, when there was a dev set. */
+  /**
+   * The kept epoch (0-based) by the validation metric, when there was a dev set; `value` is -MRR or the average rank
+   * (lower is better either way).
+   */
   best?: { epoch: number; value: number };
+  /** Real tokens read, summed over the epochs. */
   tokens: number;
+  /** Training time summed over the epochs (validation and checkpoints not included). */
   seconds: number;
+  /** tokens / seconds. */
   tokensPerSecond: number;
 }
 
@@ -108,9 +128,13 @@ export interface TrainableModel {
   load(path: string): Promise<void>;
 }
 
+/** What {@link trainRetriever} trains on: the corpus and the labelled questions, as corpus rows. */
 export interface TrainingData {
+  /** Every passage (corpus row i is passages[i]). */
   passages: readonly PassageText[];
+  /** The training questions. */
   train: readonly TrainingExample[];
+  /** Dev questions: when given, each epoch is validated and the best checkpoint kept. */
   dev?: readonly TrainingExample[];
 }
 

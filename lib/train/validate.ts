@@ -10,12 +10,15 @@ import type { TokenTable } from './token-table.js';
 import { encodeTable, type TableEncoder } from './encode-corpus.js';
 import { mustBeArray, mustBeMap, mustBeObject } from '../validate.js';
 
+/** The dev figures of one epoch: each dev question ranks the shared pool of passages. */
 export interface ValidationResult {
   /** mean 1 / (rank + 1) */
   mrr: number;
   /** mean 0-based rank (DPR's average rank) */
   averageRank: number;
+  /** Dev questions ranked. */
   questions: number;
+  /** Passages in the pool. */
   pool: number;
 }
 
@@ -38,12 +41,17 @@ export function validationPool(examples: readonly TrainingExample[], corpusSize:
 
 /** What validation ranks: the dev questions (tokenized per task) against one pool of passages. */
 export interface ValidationInput {
+  /** The whole corpus, tokenized (the pool's rows index it). */
   passages: TokenTable;
   /** Question rows per task: queries.get(task) is that task's table, `rows[i]` example i's row in it. */
   queries: ReadonlyMap<string, TokenTable>;
+  /** Example i's row in its task's question table. */
   rows: readonly number[];
+  /** The dev examples, whose `positives` are the gold rows. */
   examples: readonly TrainingExample[];
+  /** Task name -> index (for per-task question encoders). */
   taskIndex: ReadonlyMap<string, number>;
+  /** Corpus rows every question ranks (from {@link validationPool}). */
   pool: readonly number[];
 }
 

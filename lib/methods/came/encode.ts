@@ -10,6 +10,7 @@ import { CameModel, type CameExpertName } from './model.js';
 
 /** One side's encoding of a set of texts, row i = text i. */
 export interface CameEncoding {
+  /** Number of texts encoded. */
   rows: number;
   /** SPLADE weights (term ids ascending per row), the top `maxTerms` of each row when set. */
   lexical?: SparseVectors;
@@ -19,7 +20,9 @@ export interface CameEncoding {
   global?: Float32Array;
 }
 
+/** Options of {@link encodeCame}. */
 export interface CameEncodeOptions {
+  /** Which side's encoders read the rows. */
   side: 'query' | 'passage';
   /** Default: every expert of the model. */
   experts?: readonly CameExpertName[];
@@ -29,6 +32,7 @@ export interface CameEncodeOptions {
   batchSize?: number;
   /** Keep each SPLADE row's largest `maxTerms` weights (default: every non-zero weight). */
   maxTerms?: number;
+  /** Called after each batch with the rows done so far. */
   onProgress?: (done: number, total: number) => void;
 }
 

@@ -7,18 +7,24 @@ import type { Run, ScoredDoc } from '../../eval/ranking.js';
 import { fuse, type FusionMethod } from '../../fusion/fuse.js';
 import { mustBeArray, mustBeObject } from '../../validate.js';
 
+/** One of {@link CAME_FUSIONS}. */
 export type CameFusion = 'sum' | 'normsum' | 'normmax' | 'sumrr' | 'maxrr' | 'linear';
 /** CAME's inference fusions of the experts' lists, by name (the paper's Table 4; `linear` is fitted on dev). */
 export const CAME_FUSIONS: readonly CameFusion[] = ['sum', 'normsum', 'normmax', 'sumrr', 'maxrr', 'linear'];
 
+/** One result of an expert or of the fusion. */
 export interface Hit {
+  /** The passage's corpus row. */
   id: number;
+  /** Its score, higher is better. */
   score: number;
 }
 
 /** The learned linear layer: one weight per expert list (in the order the lists are given) and a bias. */
 export interface LinearFusion {
+  /** One weight per expert list. */
   weights: number[];
+  /** Added to every fused score (it does not change the order). */
   bias: number;
 }
 

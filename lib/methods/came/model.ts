@@ -7,10 +7,12 @@ import { defaultEncoderConfig, type EncoderConfig } from '../../train/config.js'
 import { TrainableTable, type OptimizerOptions } from '../../train/parameter-table.js';
 import { mustBeObject } from '../../validate.js';
 
+/** CAME's experts: lexical (SPLADE), local (ColBERT MaxSim) and global (one pooled vector, DPR). */
 export type CameExpertName = 'lexical' | 'local' | 'global';
 /** The three experts in their fixed order. */
 export const CAME_EXPERTS: readonly CameExpertName[] = ['lexical', 'local', 'global'];
 
+/** A CAME model's full configuration, as {@link cameConfig} fills it in and came.json stores it. */
 export interface CameConfig {
   /**
    * Embeddings and the shared bottom (`layers` blocks). `pooling` and `normalize` shape the global head; token
@@ -33,8 +35,9 @@ export interface CameTraining {
   competitive: boolean;
   /** The competition's temperature: w_e = softmax_e((1 / rank_e) / tau); the paper uses 0.5 (MS MARCO), 2 (NQ). */
   tau: number;
-  /** FLOPS weights of the question and passage SPLADE vectors (paper: 0.01). */
+  /** FLOPS weight of the question SPLADE vectors (paper: 0.01). */
   flopsQuery: number;
+  /** FLOPS weight of the passage SPLADE vectors (paper: 0.01). */
   flopsPassage: number;
   /** Steps over which the FLOPS weights ramp up quadratically (SPLADE's scheduler); 0 = full weight at once. */
   flopsRamp: number;
@@ -42,9 +45,11 @@ export interface CameTraining {
   temperatures: Record<CameExpertName, number>;
 }
 
+/** One batch's training figures of {@link CameModel.accumulate}. */
 export interface CameStepStats extends StepStats {
-  /** The FLOPS regularizer (unweighted) and its ramp factor at this step. */
+  /** The FLOPS regularizer at this step (unweighted). */
   flops: number;
+  /** The FLOPS ramp factor at this step, in [0, 1]. */
   flopsLambda: number;
   /** Per expert: mean NLL, mean weight in the loss (1 in the standardized stage), questions ranked first. */
   experts: Partial<Record<CameExpertName, { loss: number; weight: number; correct: number }>>;
@@ -84,16 +89,26 @@ interface NativeCameModel {
 
 /** Options of {@link CameModel.create}: any fields to override. */
 export interface CameModelOptions {
+  /** Fields of the shared encoder to override (see {@link cameConfig}'s defaults). */
   encoder?: Partial<EncoderConfig>;
+  /** Private blocks per expert (default 1). */
   expertLayers?: number;
+  /** Which experts to build (default all three). */
   experts?: CameExpertName[];
+  /** Width of the local expert's token vectors (default 128). */
   localDim?: number;
+  /** Use libtorch's own MaxSim and SPLADE pooling instead of Quorum's kernels (a benchmark reference). */
   referenceOps?: boolean;
 }
 
 /**
  * CAME's defaults in small: GloVe-sized embeddings (100), one shared block and one block per expert of hidden 100,
  * mean pooling with unit vectors for the global expert (SPEC: [CLS] pooling over fresh layers starts collapsed).
+ *
+ * @example
+ * const c = cameConfig({ experts: ['lexical', 'global'], encoder: { vocabSize: tokenizer.size } });
+ * c.encoder.layers;   // 1 shared block
+ * c.expertLayers;     // 1 block per expert
  */
 export function cameConfig(o: CameModelOptions = {}): CameConfig {
   mustBeObject(o, 'CAME options');
@@ -133,6 +148,7 @@ export function cameConfig(o: CameModelOptions = {}): CameConfig {
  * await model.step(1e-3, 2);
  */
 export class CameModel extends TrainableTable {
+  /** The full configuration. */
   readonly config: CameConfig;
   protected readonly native: NativeCameModel;
 
@@ -143,10 +159,12 @@ export class CameModel extends TrainableTable {
     this.native = callNative(() => new addon.CameModel(config) as NativeCameModel);
   }
 
+  /** A new model with random weights from {@link cameConfig}'s defaults and `options`. */
   static create(options: CameModelOptions = {}): CameModel {
     return new CameModel(cameConfig(options));
   }
 
+  /** A new model with random weights from a full configuration (e.g. a saved came.json's). */
   static fromConfig(config: CameConfig): CameModel {
     mustBeObject(config, 'CAME config');
     return new CameModel(config);
@@ -157,10 +175,12 @@ export class CameModel extends TrainableTable {
     return this.native.info().experts;
   }
 
+  /** Width of the global expert's vectors (the hidden size). */
   get globalDim(): number {
     return this.config.encoder.hiddenSize;
   }
 
+  /** Width of the lexical expert's SPLADE vectors (the vocabulary size). */
   get vocabSize(): number {
     return this.config.encoder.vocabSize;
   }
@@ -170,6 +190,7 @@ export class CameModel extends TrainableTable {
     return ['bottom'];
   }
 
+  /** The current training stage and its settings. */
   get training(): CameTraining {
     return this.native.info().training;
   }
@@ -184,6 +205,7 @@ export class CameModel extends TrainableTable {
     return awaitNative(callNative(() => this.native.encode(batch, side, [...experts], true)) as Promise<CameEncoded>);
   }
 
+  /** {@link CameModel.encode} on the calling thread. */
   encodeSync(batch: TokenBatchArg, side: 'query' | 'passage', experts: readonly CameExpertName[] = this.experts): CameEncoded {
     return callNative(() => this.native.encode(batch, side, [...experts], false) as CameEncoded);
   }
@@ -193,6 +215,7 @@ export class CameModel extends TrainableTable {
     return awaitNative(callNative(() => this.native.accumulate(batch, true)) as Promise<CameStepStats>);
   }
 
+  /** {@link CameModel.accumulate} on the calling thread. */
   accumulateSync(batch: TrainBatchArg): CameStepStats {
     return callNative(() => this.native.accumulate(batch, false) as CameStepStats);
   }

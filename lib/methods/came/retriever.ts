@@ -21,40 +21,53 @@ import { CAME_FUSIONS, fuseExperts, type CameFusion, type Hit, type LinearFusion
 import { CAME_EXPERTS, CameModel, cameConfig, type CameConfig, type CameExpertName, type CameModelOptions } from './model.js';
 import { TokenIndex, type TokenIndexOptions } from './token-index.js';
 
-/** SPLADE weights kept per passage and per question (the largest): what the index holds and searches with. */
+/** SPLADE weights kept per passage (the largest): what the lexical index holds. */
 export const CAME_PASSAGE_TERMS = 256;
+/** SPLADE weights kept per question (the largest). */
 export const CAME_QUERY_TERMS = 64;
 
 export const CAME_FORMAT = 'quorum-came';
 export const CAME_VERSION = 1;
 
+/** How texts are cut before encoding (came.json stores them). */
 export interface CameTextSettings {
+  /** Tokens per question, framing included (default 32). */
   maxQueryLength: number;
+  /** Tokens per passage, title and framing included (default 192). */
   maxPassageLength: number;
 }
 
+/** Options of {@link CameRetriever.create}. */
 export interface CameRetrieverOptions {
+  /** The tokenizer; its size sets the vocabulary (and so the lexical expert's width). */
   tokenizer: WordPieceTokenizer;
+  /** Model fields to override (see {@link cameConfig}). */
   model?: CameModelOptions;
   /** One model per expert (CAME's "independently trained" baseline) instead of one joint model. */
   independent?: boolean;
+  /** Question and passage lengths (defaults 32 and 192 tokens). */
   text?: Partial<CameTextSettings>;
 }
 
+/** Options of {@link CameRetriever.index}. */
 export interface CameIndexOptions {
-  /** SPLADE terms kept per passage (default 256) and per question (default 64): the largest weights. */
+  /** SPLADE terms kept per passage, the largest weights (default 256). */
   passageTerms?: number;
+  /** SPLADE terms kept per question at search time (default 64). */
   queryTerms?: number;
   /** The local expert's token index (faiss factory, nprobe). */
   tokens?: TokenIndexOptions;
+  /** Called after each encoded batch with the passages done so far. */
   onProgress?: (done: number, total: number) => void;
 }
 
+/** Options of {@link CameRetriever.search}. */
 export interface CameSearchOptions {
   /** Fused results per question (default 100). */
   k?: number;
   /** Results each expert retrieves, K in the paper's filling rule (default 100). */
   expertK?: number;
+  /** How the experts' lists are fused (default `'sum'`; see {@link CAME_FUSIONS}). */
   fusion?: CameFusion;
   /** The experts to fuse (default all the retriever has): for ablations. */
   experts?: readonly CameExpertName[];
@@ -62,6 +75,7 @@ export interface CameSearchOptions {
   localCandidates?: number | 'all';
 }
 
+/** What {@link CameRetriever.search} returns. */
 export interface CameSearchResult {
   /** Per question, the fused top-k (ids are corpus rows). */
   fused: Hit[][];
@@ -100,10 +114,13 @@ interface Indexes {
  * came.save('models/came');
  */
 export class CameRetriever {
+  /** The tokenizer the models were trained with. */
   readonly tokenizer: WordPieceTokenizer;
   /** One joint model, or one model per expert (independent). */
   readonly models: CameModel[];
+  /** Whether each expert is its own model (CAME's independently trained baseline). */
   readonly independent: boolean;
+  /** Question and passage lengths. */
   readonly text: CameTextSettings;
   /** The linear fusion layer, once fitted (fitLinearFusion on dev). */
   linear?: LinearFusion;
@@ -118,6 +135,10 @@ export class CameRetriever {
     this.text = text;
   }
 
+  /**
+   * A new, untrained retriever. ERR_ARG without a tokenizer, ERR_SHAPE if vocabSize disagrees with it, ERR_RANGE for
+   * lengths outside [2, maxPositions].
+   */
   static create(options: CameRetrieverOptions): CameRetriever {
     mustBeObject(options, 'CAME options');
     if (!(options.tokenizer instanceof WordPieceTokenizer)) throw new QuorumError('ERR_ARG', 'CAME needs a WordPieceTokenizer');
@@ -146,6 +167,7 @@ export class CameRetriever {
     return m;
   }
 
+  /** Parameters of every model together. */
   get parameterCount(): number {
     return this.models.reduce((a, m) => a + m.parameterCount, 0);
   }
@@ -155,6 +177,7 @@ export class CameRetriever {
     return TokenTable.build(this.tokenizer, questions, { maxLength: this.text.maxQueryLength });
   }
 
+  /** Passages as token rows (title and text as a pair). */
   passageTable(passages: readonly PassageText[]): Promise<TokenTable> {
     return TokenTable.passages(this.tokenizer, passages, this.text.maxPassageLength);
   }

@@ -14,6 +14,7 @@ import type { CameEncoding } from './encode.js';
 import type { Hit } from './fusion.js';
 import { padTokens } from './scores.js';
 
+/** Options of {@link TokenIndex.build}. */
 export interface TokenIndexOptions {
   /**
    * faiss factory of the token index (default: "Flat" up to 200,000 tokens, else "IVF<4 sqrt(n)>,Flat" trained on
@@ -24,6 +25,7 @@ export interface TokenIndexOptions {
   nprobe?: number;
 }
 
+/** Options of {@link TokenIndex.search}. */
 export interface TokenSearchOptions {
   /** Nearest passage tokens per question token that nominate candidates (default 64), or 'all' (brute force). */
   candidates?: number | 'all';
@@ -107,6 +109,7 @@ export class TokenIndex {
     return new TokenIndex(v.data, lengths, starts, tokenPassage, dim, ann);
   }
 
+  /** Number of passages indexed. */
   get size(): number {
     return this.lengths.length;
   }

@@ -24,6 +24,7 @@ import { CAME_PASSAGE_TERMS, CAME_QUERY_TERMS, CameRetriever } from './retriever
 import { expertScores } from './scores.js';
 import { fitLinearFusion, type LinearFusion } from './fusion.js';
 
+/** Options of {@link trainCame}: the two stages, negatives, loss and schedule. */
 export interface CameTrainOptions {
   /** 'competitive' (default): standardized, then specialized; 'standardized': the sum of losses throughout. */
   mode?: 'competitive' | 'standardized';
@@ -45,36 +46,53 @@ export interface CameTrainOptions {
   tau?: number;
   /** FLOPS weight of both sides (default 0.01, the paper's) and its ramp in steps (default a third of stage 1). */
   flops?: number;
+  /** Steps over which the FLOPS weight ramps up quadratically (default a third of stage 1). */
   flopsRamp?: number;
   /** Score temperatures per expert (default 1, 1, and 0.05 for a normalized global expert). */
   temperatures?: Partial<Record<CameExpertName, number>>;
+  /** Gradient-norm clip (default 2). */
   clip?: number;
+  /** Seed of the batch order and the negative draws (default 12345). */
   seed?: number;
   /** Checkpoints of each stage go under it (default a temporary directory). */
   checkpointDir?: string;
   /** Stop a stage after the first epoch past this many seconds. */
   timeBudgetSeconds?: number;
+  /** Show a progress bar per epoch (on a terminal). */
   progress?: boolean;
+  /** Receives a line per epoch and stage. */
   log?: (line: string) => void;
 }
 
 /** Per stage and model: the loop's epochs plus each expert's mean loss and weight per epoch. */
 export interface CameStageRecord {
+  /** Which negatives the stage trained on. */
   stage: 'bm25' | 'hard-negatives';
+  /** The experts of the model this record is for. */
   experts: CameExpertName[];
+  /** The loop's figures per epoch, with each expert's mean loss, weight and accuracy. */
   epochs: Array<EpochStats & { experts: Partial<Record<CameExpertName, { loss: number; weight: number; accuracy: number }>> }>;
+  /** The stage's best epoch by dev MRR (`value` is -MRR), when there was a dev split. */
   best?: { epoch: number; value: number };
   /** The hard-negative stage: which stage's best checkpoint the model kept (the better by dev MRR). */
   kept?: 'bm25' | 'hard-negatives';
+  /** Training time of the stage. */
   seconds: number;
+  /** Training throughput of the stage. */
   tokensPerSecond: number;
 }
 
+/** What {@link trainCame} returns (and came.json keeps as `training`). */
 export interface CameTrainRecord {
+  /** The training mode (see {@link CameTrainOptions.mode}). */
   mode: 'competitive' | 'standardized';
+  /** Whether each expert was its own model. */
   independent: boolean;
+  /** Every stage of every model, in training order. */
   stages: CameStageRecord[];
+  /** Training time of all stages. */
   seconds: number;
+  /** The options the run used, defaults filled in. */
   options: Record<string, unknown>;
 }
 

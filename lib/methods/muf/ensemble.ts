@@ -42,6 +42,7 @@ export interface EnsembleTrainData {
   hardNegatives?: ReadonlyArray<readonly number[]>;
 }
 
+/** Options of {@link MlpEnsemble.train}. */
 export interface EnsembleTrainOptions {
   /** Epochs over the questions (default 100, DPR-MUF's: it deliberately fits the training domain). */
   epochs?: number;
@@ -55,10 +56,13 @@ export interface EnsembleTrainOptions {
   hardNegatives?: number;
   /** Seeds the shuffling and the random negatives (the initialization follows `Retriever.seed`). */
   seed?: number;
+  /** Called after every epoch with its figures. */
   onEpoch?: (e: EnsembleEpoch) => void;
 }
 
+/** One epoch's figures of {@link MlpEnsemble.train}. */
 export interface EnsembleEpoch {
+  /** 0-based epoch number. */
   epoch: number;
   /** Mean over steps of the members' mean NLL. */
   loss: number;
@@ -93,6 +97,7 @@ const FORMAT = 'quorum-muf-ensemble';
  * const { confidence } = await ensembleMI(z, { temperature });
  */
 export class MlpEnsemble extends ParameterTable {
+  /** The full configuration (defaults filled in). */
   readonly config: Required<EnsembleConfig>;
   protected readonly native: NativeMlpEnsemble;
 
@@ -103,11 +108,15 @@ export class MlpEnsemble extends ParameterTable {
     this.native = callNative(() => new addon.MlpEnsemble(config));
   }
 
+  /**
+   * New heads with random weights (defaults: 20 members, 2 hidden layers of 512). ERR_ARG for a bad configuration.
+   */
   static create(config: EnsembleConfig): MlpEnsemble {
     parse(configSchema, config, 'ensemble config');
     return new MlpEnsemble({ hidden: 512, layers: 2, members: 20, ...config });
   }
 
+  /** K, the number of heads. */
   get members(): number {
     return this.config.members;
   }
@@ -263,6 +272,7 @@ export class MlpEnsemble extends ParameterTable {
     return heads;
   }
 
+  /** Reads heads written by {@link MlpEnsemble.save}. ERR_IO if unreadable, ERR_FORMAT if not a valid file. */
   static load(path: string): MlpEnsemble {
     mustBeString(path, 'path');
     let bytes: Uint8Array;

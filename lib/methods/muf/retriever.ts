@@ -35,13 +35,17 @@ export const MUF_TEMPERATURE_GRID: readonly number[] = Object.freeze([
 
 /** One expert's calibration: the temperature ECE chose on the calibration split, and the ECE before and after. */
 export interface ExpertCalibration {
+  /** The temperature with the lowest ECE on the calibration split. */
   temperature: number;
   /** ECE at DPR-MUF's fixed temperature 1e-3. */
   eceBefore: number;
+  /** ECE at the chosen temperature. */
   eceAfter: number;
   /** The split's size and the share of its questions whose top-`hitTopK` held a relevant passage. */
   questions: number;
+  /** That share, in [0, 1]. */
   hitRate: number;
+  /** Every grid temperature with its ECE ({@link MUF_TEMPERATURE_GRID}). */
   tried: Array<{ temperature: number; ece: number }>;
 }
 
@@ -69,6 +73,7 @@ interface MufCard {
   experts: Array<{ name: string; task: string; training?: ExpertState['training']; calibration?: ExpertCalibration }>;
 }
 
+/** One expert of {@link MufRetriever.build}. */
 export interface MufExpertSpec {
   /** A model directory (`quorum train --tasks <task>`) or a loaded Retriever (from `Retriever.load`). */
   model: string | Retriever;
@@ -78,6 +83,7 @@ export interface MufExpertSpec {
   task?: string;
 }
 
+/** Options of {@link MufRetriever.build}. */
 export interface MufOptions {
   /** The ensemble heads (default K = 20 members, 2 hidden layers of 512). */
   heads?: Omit<EnsembleConfig, 'dim'>;
@@ -85,6 +91,7 @@ export interface MufOptions {
   topL?: number;
   /** The calibration target: a relevant passage among the expert's first `hitTopK` (default 1, DPR-MUF's README). */
   hitTopK?: number;
+  /** Called with a line of progress per stage (encoding, training, calibration). */
   onProgress?: (message: string) => void;
 }
 
@@ -96,14 +103,20 @@ export type MufTrainData = readonly TrainingExample[];
 
 /** A calibration (dev) split: questions with their task and the ids of their relevant passages. */
 export interface MufJudgedQuery {
+  /** The question id. */
   id: string;
+  /** The question. */
   text: string;
+  /** Its task, where known (calibration itself counts every question for every expert). */
   task?: string;
+  /** Ids of its relevant passages. */
   relevant: ReadonlySet<string>;
 }
 
+/** How {@link MufRetriever.search} weighs the experts' lists. */
 export type MufFusion = 'muf' | 'uniform' | 'oracle';
 
+/** Options of {@link MufRetriever.search}. */
 export interface MufSearchOptions {
   /** 'muf' (confidence-weighted, default), 'uniform' (every expert weight 1), 'oracle' (only the query's task's expert). */
   fusion?: MufFusion;
@@ -111,7 +124,9 @@ export interface MufSearchOptions {
   tasks?: ReadonlyArray<string | undefined>;
 }
 
+/** One query's fused result. */
 export interface MufHits {
+  /** The fused top-k, best first. */
   hits: ScoredDoc[];
   /** Per expert (in {@link MufRetriever.experts} order): its confidence for this query (1 for 'uniform'). */
   confidence: number[];
@@ -125,8 +140,11 @@ interface Collected {
 
 /** {@link MufRetriever.searchAll}'s result: per query, each fusion's hits and each expert's own. */
 export interface MufAllRuns {
+  /** Confidence-weighted fusion, per query. */
   muf: MufHits[];
+  /** Every expert weight 1, per query. */
   uniform: MufHits[];
+  /** The query's own task's expert alone, per query (when tasks were given). */
   oracle?: MufHits[];
   /** experts[i][b]: expert i's own top-k for query b. */
   experts: ScoredDoc[][][];
@@ -136,10 +154,15 @@ export interface MufAllRuns {
 
 /** Milliseconds per stage of one search call. */
 export interface MufTimings {
+  /** Encoding the questions with every expert. */
   encode: number;
+  /** Each expert's top-L over the corpus. */
   retrieve: number;
+  /** The ensemble heads scoring the top-L. */
   heads: number;
+  /** Mutual information and confidence. */
   mi: number;
+  /** Fusing the experts' lists. */
   fuse: number;
 }
 
@@ -156,10 +179,15 @@ export interface MufTimings {
  * await muf.save('muf');
  */
 export class MufRetriever {
+  /** Every expert's embedding width (they must agree). */
   readonly dim: number;
+  /** Passage ids, in corpus row order. */
   readonly corpusIds: readonly string[];
+  /** Passages each expert retrieves and its heads score (L). */
   readonly topL: number;
+  /** The calibration target: a relevant passage among an expert's first hitTopK. */
   readonly hitTopK: number;
+  /** The heads' configuration, shared by every expert. */
   readonly headsConfig: Required<Omit<EnsembleConfig, 'dim'>>;
   private readonly state: ExpertState[];
   private readonly log: (message: string) => void;

@@ -47,9 +47,11 @@ export interface RomAnswer {
   answer: string;
   /** Corpus row of the passage the answer comes from (-1 when none). */
   passage: number;
-  /** The reader's relevance logit of that passage, its span's start + end logit, and the retrieval score. */
+  /** The reader's relevance logit of that passage. */
   passageScore: number;
+  /** The span's start + end logit. */
   spanScore: number;
+  /** The passage's retrieval score for the question. */
   retrievalScore: number;
 }
 
@@ -92,6 +94,7 @@ export class RomModel {
     public retrieval?: RomRetrievalSide,
   ) {}
 
+  /** A new, untrained model over `tokenizer`'s vocabulary. ERR_ARG without a tokenizer. */
   static create(o: { tokenizer: WordPieceTokenizer; network?: RomNetworkOptions; text?: Partial<RomTextSettings> }): RomModel {
     mustBeObject(o, 'RomModel options');
     if (!(o.tokenizer instanceof WordPieceTokenizer)) throw new QuorumError('ERR_ARG', 'RomModel needs a WordPieceTokenizer');
@@ -142,6 +145,7 @@ export class RomModel {
     this.corpus = undefined;
   }
 
+  /** Whether a corpus is indexed (search and answer need one). */
   get indexed(): boolean {
     return this.corpus !== undefined;
   }

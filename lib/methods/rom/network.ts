@@ -8,10 +8,12 @@ import type { TableEncoder } from '../../train/encode-corpus.js';
 import { TrainableTable, type OptimizerOptions } from '../../train/parameter-table.js';
 import { mustBeObject } from '../../validate.js';
 
+/** One of {@link ROM_HEADS}. */
 export type RomHead = 'retrieval' | 'ict' | 'phrase_ict';
 /** ROM's three contrastive heads on the shared encoder (the reader is separate). */
 export const ROM_HEADS: readonly RomHead[] = ['retrieval', 'ict', 'phrase_ict'];
 
+/** A ROM network's full configuration, as {@link romConfig} fills it in and rom.json stores it. */
 export interface RomConfig {
   /** The one encoder; `pooling` and `normalize` shape the heads. Token weights, centre, projections and routing are not part of ROM. */
   encoder: EncoderConfig;
@@ -25,10 +27,15 @@ export interface RomConfig {
  * `q * passages + positive[q]`.
  */
 export interface ReaderBatchArg {
+  /** The question-passage rows, `questions * passages` of them. */
   inputs: TokenBatchArg;
+  /** Passages per question. */
   passages: number;
+  /** Per question, the index (within its passages) of the one holding the answer. */
   positive: Int32Array;
+  /** Per question, the answer's first token in its positive row. */
   start: Int32Array;
+  /** Per question, the answer's last token in its positive row (inclusive). */
   end: Int32Array;
   /** lambda (and 1 / accumulation steps); default 1. */
   lossScale?: number;
@@ -36,18 +43,23 @@ export interface ReaderBatchArg {
   normalize?: boolean;
 }
 
+/** One batch's training figures of {@link RomNetwork.accumulate} or {@link RomNetwork.accumulateReader}. */
 export interface RomStepStats extends StepStats {
   /** The loss of a uniform guess on this batch (what normalization divides by). */
   chance: number;
-  /** Reader: questions whose positive passage, and whose exact span, ranked first (`correct`: both). */
+  /** Reader: questions whose positive passage ranked first (`correct`: passage and span both). */
   passageCorrect: number;
+  /** Reader: questions whose exact span ranked first in their positive passage. */
   spanCorrect: number;
 }
 
 /** The reader's logits: start and end `[rows, seqLen]` (-Infinity outside the passage), relevance `[rows]`. */
 export interface ReaderLogits {
+  /** Start logits `[rows, seqLen]`. */
   start: Float32Array;
+  /** End logits `[rows, seqLen]`. */
   end: Float32Array;
+  /** Passage relevance logits `[rows]`. */
   relevance: Float32Array;
 }
 
@@ -68,7 +80,9 @@ interface NativeRomModel {
 
 /** Options of {@link RomNetwork.create}: any fields to override. */
 export interface RomNetworkOptions {
+  /** Encoder fields to override (see {@link romConfig}'s defaults). */
   encoder?: Partial<EncoderConfig>;
+  /** Width of the heads' vectors (default 0: the hidden width, identity at step 0). */
   headDim?: number;
 }
 
@@ -76,6 +90,11 @@ export interface RomNetworkOptions {
  * ROM's defaults in small: GloVe-sized embeddings and hidden width (100), two blocks, mean pooling with unit vectors
  * (issue 20: [CLS] pooling over fresh layers starts collapsed), heads of the hidden width (identity at step 0), and
  * three token types so that reader rows can mark the passage tokens that occur in the question.
+ *
+ * @example
+ * const c = romConfig({ encoder: { vocabSize: tokenizer.size } });
+ * c.encoder.layers;          // 2
+ * c.encoder.typeVocabSize;   // 3: question, passage, passage word also in the question
  */
 export function romConfig(o: RomNetworkOptions = {}): RomConfig {
   mustBeObject(o, 'ROM options');
@@ -109,6 +128,7 @@ export function romConfig(o: RomNetworkOptions = {}): RomConfig {
  * await model.step(1e-3, 2);
  */
 export class RomNetwork extends TrainableTable {
+  /** The full configuration. */
   readonly config: RomConfig;
   protected readonly native: NativeRomModel;
 

@@ -9,10 +9,13 @@ import { mustBeArray, mustBeObject } from '../../validate.js';
 
 /** A passage's pieces and, for each, the character range of the whitespace word it belongs to. */
 export interface PassagePieces {
+  /** The passage's text. */
   text: string;
+  /** Its WordPiece ids (no framing). */
   ids: Int32Array;
-  /** Per piece: the start and end (exclusive) offsets in `text` of its word. */
+  /** Per piece: the start offset in `text` of its word. */
   wordStart: Int32Array;
+  /** Per piece: the end offset (exclusive) in `text` of its word. */
   wordEnd: Int32Array;
 }
 
@@ -94,9 +97,11 @@ export function spanText(passage: PassagePieces, start: number, end: number): st
 
 /** Rows of "[CLS] question [SEP] passage [SEP]" and where each row's passage pieces begin. */
 export interface ReaderRows {
+  /** The rows, ready for {@link RomNetwork.read} or a reader batch. */
   inputs: TokenBatchArg;
-  /** Row r's passage piece k is at position offset[r] + k, for k < count[r] (the rest was truncated). */
+  /** Row r's passage piece k is at position offset[r] + k, for k < count[r]. */
   offset: Int32Array;
+  /** Row r's passage pieces kept (the rest was truncated). */
   count: Int32Array;
 }
 

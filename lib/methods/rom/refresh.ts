@@ -3,24 +3,29 @@
 // rebuilds the index, and the reader's training passages are replaced only when the new retrieval is better too.
 import { QuorumError } from '../../errors.js';
 
+/** One decision of {@link IndexRefresh}: a refresh made, with the figures that led to it. */
 export interface RefreshEvent {
   /** The joint round (epoch) that triggered it. */
   round: number;
+  /** The dev average rank that triggered it (lower is better). */
   averageRank: number;
   /** Seconds spent re-encoding and re-indexing. */
   seconds: number;
-  /** The new index's retrieval figure (higher is better), and whether the reader's passages were updated. */
+  /** The new index's retrieval figure (higher is better). */
   retrieval: number;
+  /** Whether the reader's training passages were replaced. */
   updatedReader: boolean;
   /** A refresh made whatever the figures (the joint phase's first index, the pipeline's switch of retrieval side). */
   forced: boolean;
 }
 
+/** What {@link IndexRefresh} calls when it decides to refresh. */
 export interface RefreshHooks {
   /** Re-encodes the corpus and rebuilds the index; returns the new retrieval's figure (e.g. dev Recall@k). */
   refresh(): Promise<number>;
   /** Replaces the reader's training passages with the new retrieval's. */
   updateReader(): Promise<void>;
+  /** Receives a line per decision. */
   log?: (line: string) => void;
 }
 
@@ -36,6 +41,7 @@ export interface RefreshHooks {
  * }
  */
 export class IndexRefresh {
+  /** Every refresh made so far, in order. */
   readonly events: RefreshEvent[] = [];
   private bestRank: number;
   private bestRetrieval: number;

@@ -12,8 +12,10 @@ import { seededRandom } from '../../random.js';
 
 /** ROM's joint-phase schedules, by name (see the head of this file for what each does). */
 export const ROM_SCHEDULES = ['pipeline', 'equal', 'gradual', 'random', 'iterative'] as const;
+/** One of {@link ROM_SCHEDULES}. */
 export type RomSchedule = (typeof ROM_SCHEDULES)[number];
 
+/** Options of {@link retrievalWeight}. */
 export interface ScheduleOptions {
   /** random: the seed of the per-epoch draws. */
   seed?: number;

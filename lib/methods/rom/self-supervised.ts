@@ -11,19 +11,25 @@ import { mustBeArray, mustBeObject, mustBeString } from '../../validate.js';
 
 /** A pseudo-query and the evidence to retrieve for it; `passage` is the source's position in the stream. */
 export interface SelfSupervisedExample {
+  /** The pseudo-query: a sentence (ICT) or a phrase (PhraseICT) of the passage. */
   query: string;
+  /** The evidence: the passage without the pseudo-query (unless `kept`). */
   context: string;
+  /** Position of the source passage in the stream. */
   passage: number;
   /** Whether the query was left in the context (the keep rate). */
   kept: boolean;
 }
 
+/** Options of {@link ictExamples} (and, with `maxWords`, {@link phraseIctExamples}). */
 export interface IctOptions {
+  /** Seed of the draws: which sentence or phrase, and whether it is kept (default 0). */
   seed?: number;
   /** Share of examples whose evidence keeps the pseudo-query (default 0.1, Lee et al.'s). */
   keepRate?: number;
 }
 
+/** Options of {@link phraseIctExamples}. */
 export interface PhraseIctOptions extends IctOptions {
   /** Longest phrase in words (default 4: n is uniform in 1..maxWords). */
   maxWords?: number;
@@ -96,7 +102,12 @@ export function* ictExamples(passages: Iterable<string | { text: string }>, opti
   }
 }
 
-/** Words of a text with their ranges, and the term each stands for (lower case, letters and digits only). */
+/**
+ * Words of a text with their ranges, and the term each stands for (lower case, letters and digits only).
+ *
+ * @example
+ * words('Hello, world!');   // [{ start: 0, end: 6, term: 'hello' }, { start: 7, end: 13, term: 'world' }]
+ */
 export function words(text: string): { start: number; end: number; term: string }[] {
   mustBeString(text, 'text');
   const out: { start: number; end: number; term: string }[] = [];
@@ -104,13 +115,21 @@ export function words(text: string): { start: number; end: number; term: string 
   return out;
 }
 
-/** Inverse document frequencies log(N / df) over a corpus (terms as {@link words} makes them). */
+/**
+ * Inverse document frequencies log(N / df) over a corpus (terms as {@link words} makes them).
+ *
+ * @example
+ * const idf = TermIdf.fit(['the cat sat', 'the dog ran']);
+ * idf.idf('cat');                        // ln 2
+ * idf.scores(words('the cat the'));      // [0, 0.693, 0]: 'the' is in every passage
+ */
 export class TermIdf {
   private constructor(
     private readonly df: Map<string, number>,
     readonly documents: number,
   ) {}
 
+  /** Counts document frequencies over `passages` (strings or `{ text }`). */
   static fit(passages: Iterable<string | { text: string }>): TermIdf {
     const df = new Map<string, number>();
     let n = 0;

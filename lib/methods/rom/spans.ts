@@ -4,10 +4,13 @@
 import { QuorumError } from '../../errors.js';
 import { mustBeArray, mustBeObject } from '../../validate.js';
 
+/** One decoded answer span of a reader row, in token positions. */
 export interface Span {
+  /** First token. */
   start: number;
-  /** inclusive */
+  /** Last token (inclusive). */
   end: number;
+  /** start logit + end logit. */
   score: number;
 }
 

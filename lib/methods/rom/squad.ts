@@ -23,12 +23,22 @@ export function normalizeAnswer(s: string): string {
   return noArticles.split(/\s+/).filter(Boolean).join(' ');
 }
 
-/** 1 when the normalized prediction equals the normalized gold answer, else 0. */
+/**
+ * 1 when the normalized prediction equals the normalized gold answer, else 0.
+ *
+ * @example
+ * exactMatch('The Eiffel Tower', 'eiffel tower');   // 1: case, articles and punctuation ignored
+ */
 export function exactMatch(prediction: string, gold: string): number {
   return normalizeAnswer(prediction) === normalizeAnswer(gold) ? 1 : 0;
 }
 
-/** Token F1 of the normalized answers (a bag of words; 0 when they share no token). */
+/**
+ * Token F1 of the normalized answers (a bag of words; 0 when they share no token).
+ *
+ * @example
+ * f1Score('the tall Eiffel Tower', 'Eiffel Tower');   // 0.8: precision 2/3, recall 1
+ */
 export function f1Score(prediction: string, gold: string): number {
   const p = normalizeAnswer(prediction).split(' ').filter(Boolean);
   const g = normalizeAnswer(gold).split(' ').filter(Boolean);
@@ -48,7 +58,12 @@ export function f1Score(prediction: string, gold: string): number {
   return (2 * precision * recall) / (precision + recall);
 }
 
-/** A prediction's best exact match and F1 over its gold answers. */
+/**
+ * A prediction's best exact match and F1 over its gold answers.
+ *
+ * @example
+ * squadScores('the Eiffel Tower', ['Tower', 'Eiffel Tower']);   // { em: 1, f1: 1 }: the best gold answer counts
+ */
 export function squadScores(prediction: string, golds: readonly string[]): { em: number; f1: number } {
   mustBeString(prediction, 'prediction');
   mustBeArray(golds, 'gold answers');

@@ -31,6 +31,7 @@ import { IndexRefresh, type RefreshEvent } from './refresh.js';
 import { ROM_SCHEDULES, retrievalWeight, type RomSchedule } from './schedule.js';
 import { TermIdf, ictExamples, phraseIctExamples, type SelfSupervisedExample } from './self-supervised.js';
 
+/** Options of {@link trainRom}: the three phases, batches, the schedule and the index refresh. */
 export interface RomTrainOptions {
   /** Phase 1: self-supervised pre-training (default none). */
   pretrain?: {
@@ -61,6 +62,7 @@ export interface RomTrainOptions {
   readerDepth?: number;
   /** Peak learning rate of every phase (default 1e-3: the encoder trains from GloVe, not from BERT). */
   lr?: number;
+  /** Gradient-norm clip (default 2). */
   clip?: number;
   /** Divides retrieval scores before the softmax (default 0.05 for unit vectors, else 1). */
   temperature?: number;
@@ -70,36 +72,53 @@ export interface RomTrainOptions {
   refresh?: boolean;
   /** Passages in the dev average-rank pool (default 1000). */
   validationPool?: number;
+  /** Seed of the batch order, negative draws, self-supervised examples, the random schedule and the dev pool (default 12345). */
   seed?: number;
+  /** Receives a line per epoch and refresh. */
   log?: (line: string) => void;
   /** Progress bars on stderr. */
   progress?: boolean;
 }
 
+/** One epoch's figures of {@link trainRom}. */
 export interface RomEpochRecord {
+  /** Which phase the epoch belongs to. */
   phase: 'pretrain' | 'retrieval' | 'joint';
+  /** 0-based epoch number within its phase. */
   epoch: number;
+  /** Each task's loss weight in this epoch (the schedule's). */
   lambdas: Partial<Record<RomHead | 'reader', number>>;
   /** Mean loss per task over the epoch (unnormalized) and its chance level. */
   losses: Partial<Record<RomHead | 'reader', { loss: number; chance: number; accuracy: number }>>;
+  /** The dev pool's average rank after the epoch, when there are dev questions. */
   averageRank?: number;
+  /** Training time of the epoch. */
   seconds: number;
+  /** Real tokens read. */
   tokens: number;
 }
 
+/** What {@link trainRom} returns (and the model keeps as `training`). */
 export interface RomTrainRecord {
+  /** The options the run used, defaults filled in. */
   options: Omit<RomTrainOptions, 'log'>;
+  /** Every epoch of every phase, in order. */
   epochs: RomEpochRecord[];
+  /** Every index refresh decision (Algorithm 1). */
   refreshes: RefreshEvent[];
   /** Training questions the reader could learn from (an answer string found in a gold passage). */
   readerExamples: number;
+  /** Training time of all phases. */
   seconds: number;
 }
 
+/** What {@link trainRom} trains on: the corpus and labelled questions, as corpus rows. */
 export interface RomTrainingData {
+  /** The corpus (row i is passages[i]). */
   passages: readonly PassageText[];
   /** Questions with gold passages; those with `answers` also train the reader. */
   train: readonly TrainingExample[];
+  /** Dev questions: their average rank drives the index refresh. */
   dev?: readonly TrainingExample[];
 }
 
