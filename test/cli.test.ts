@@ -77,6 +77,45 @@ describe('quorum CLI', () => {
     expect(existsSync(join(out, 'never.trec'))).toBe(false);
   });
 
+  it('fuse trains a supervised method on other questions (--train-runs, --train-qrels) and fuses as the API does', async () => {
+    // Training runs: the even questions of the two systems; fused runs: the odd ones (never the same questions).
+    const half = (file: string, parity: number) => {
+      const lines = readFileSync(join(out, file), 'utf8').trim().split('\n');
+      const ids = [...new Set(lines.map((l) => l.split(' ')[0]!))];
+      const keep = new Set(ids.filter((_, i) => i % 2 === parity));
+      const path = join(out, `${parity ? 'odd' : 'even'}-${file}`);
+      writeFileSync(path, lines.filter((l) => keep.has(l.split(' ')[0]!)).join('\n') + '\n');
+      return path;
+    };
+    const [trainBm25, trainDense, bm25, dense] = [half('bm25.trec', 0), half('dense.trec', 0), half('bm25.trec', 1), half('dense.trec', 1)];
+    for (const [method, extra] of [['posfuse', []], ['probfuse', ['--segments', '5']], ['slidefuse', ['--window', '3']]] as const) {
+      const target = join(out, `${method}.trec`);
+      const r = quorum('fuse', bm25, dense, '--method', method, ...extra, '--train-runs', `${trainBm25},${trainDense}`, '--train-qrels', join(out, 'qrels.txt'), '--out', target);
+      expect(r.stderr).toBe('');
+      expect(r.status).toBe(0);
+      const { readRun, formatRun, readQrels } = await import('../lib/data/trec-files.js');
+      const { trainFusion } = await import('../lib/fusion/train.js');
+      const { fuse } = await import('../lib/fusion/fuse.js');
+      const segments = method === 'probfuse' ? 5 : undefined;
+      const trained = trainFusion(method, [await readRun(trainBm25), await readRun(trainDense)], await readQrels(join(out, 'qrels.txt')), { segments });
+      const expected = fuse([await readRun(bm25), await readRun(dense)], method, { trained, segments, window: method === 'slidefuse' ? 3 : undefined });
+      expect(readFileSync(target, 'utf8')).toBe(formatRun(expected, method));
+    }
+    const bad: Array<[string[], RegExp]> = [
+      [['--method', 'posfuse'], /ERR_ARG: posfuse is supervised: give --train-runs .* and --train-qrels/],
+      [['--method', 'posfuse', '--train-runs', trainBm25, '--train-qrels', join(out, 'qrels.txt')], /ERR_ARG: --train-runs names 1 files for 2 input runs/],
+      [['--method', 'rrf', '--train-runs', `${trainBm25},${trainDense}`, '--train-qrels', join(out, 'qrels.txt')], /ERR_ARG: --train-runs and --train-qrels go together, with a supervised method/],
+      [['--method', 'muf'], /ERR_ARG: muf weighs each run by a per-question confidence .*quorum muf search/],
+    ];
+    for (const [args, message] of bad) {
+      const r = quorum('fuse', bm25, dense, ...args, '--out', join(out, 'never.trec'));
+      expect(r.status).toBe(1);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      expect(r.stderr).toMatch(message);
+    }
+    expect(existsSync(join(out, 'never.trec'))).toBe(false);
+  });
+
   it('report writes the HTML report of an eval --out directory: its metrics, Recall@k curves and latencies', () => {
     const metrics = JSON.parse(readFileSync(join(out, 'metrics.json'), 'utf8')) as { recall: Record<string, Record<string, number>>; latency: Record<string, number[]> };
     // Recall@k at 1, 2, 3, 5, 10, 20, 30, 50 (k = 50), non-decreasing, and the table's recall@20 among them.

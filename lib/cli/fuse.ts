@@ -1,9 +1,11 @@
 // `quorum fuse`: fuses TREC run files with any method of lib/fusion, writes the fused run, and scores it when
-// qrels are given.
+// qrels are given. The supervised methods learn their tables from training runs of the same systems on other
+// questions (--train-runs, --train-qrels), never from the runs being fused.
 import { readQrels, readRun, writeRun } from '../data/trec-files.js';
 import { QuorumError } from '../errors.js';
 import { type Run, evaluate } from '../eval/ranking.js';
 import { type FusionMethod, type MissingPolicy, fuse } from '../fusion/fuse.js';
+import { trainFusion } from '../fusion/train.js';
 import { type Normalization } from '../fusion/normalize.js';
 import { table } from './table.js';
 
@@ -19,17 +21,43 @@ export interface FuseCommandOptions {
   phi?: number;
   gamma?: number;
   alpha?: number;
+  sigma?: number;
+  window?: number;
+  segments?: number;
+  trainRuns?: string[];
+  trainQrels?: string;
   out: string;
   qrels?: string;
   metrics: string[];
 }
 
+const SUPERVISED: readonly string[] = ['bayesfuse', 'mapfuse', 'posfuse', 'probfuse', 'segfuse', 'slidefuse'];
+
 export async function fuseCommand(o: FuseCommandOptions): Promise<void> {
   if (o.runs.length < 1) throw new QuorumError('ERR_ARG', 'give at least one run file');
-  // The qrels are read first: a bad qrels file fails before anything is written.
+  if (o.method === 'muf' || o.method === 'muf-sparse')
+    throw new QuorumError('ERR_ARG', `${o.method} weighs each run by a per-question confidence that run files do not carry: use \`quorum muf search\` or \`quorum eval --muf\``);
+  const supervised = SUPERVISED.includes(o.method);
+  if (supervised !== (o.trainRuns !== undefined) || (o.trainRuns !== undefined) !== (o.trainQrels !== undefined))
+    throw new QuorumError(
+      'ERR_ARG',
+      supervised
+        ? `${o.method} is supervised: give --train-runs (one run file per input run, on training questions) and --train-qrels`
+        : `--train-runs and --train-qrels go together, with a supervised method (${SUPERVISED.join(', ')})`,
+    );
+  if (o.trainRuns && o.trainRuns.length !== o.runs.length)
+    throw new QuorumError('ERR_ARG', `--train-runs names ${o.trainRuns.length} files for ${o.runs.length} input runs: one per input run, in the same order`);
+  // Every file is read first: a bad qrels or run file fails before anything is written.
   const qrels = o.qrels ? await readQrels(o.qrels) : undefined;
   const runs: Run[] = [];
   for (const f of o.runs) runs.push(await readRun(f));
+  let trained;
+  if (o.trainRuns && o.trainQrels) {
+    const trainQrels = await readQrels(o.trainQrels);
+    const trainRuns: Run[] = [];
+    for (const f of o.trainRuns) trainRuns.push(await readRun(f));
+    trained = trainFusion(o.method as FusionMethod, trainRuns, trainQrels, { segments: o.segments });
+  }
   const fused = fuse(runs, o.method as FusionMethod, {
     norm: o.norm as Normalization | undefined,
     missing: o.missing as MissingPolicy | undefined,
@@ -40,6 +68,10 @@ export async function fuseCommand(o: FuseCommandOptions): Promise<void> {
     phi: o.phi,
     gamma: o.gamma,
     alpha: o.alpha,
+    sigma: o.sigma,
+    window: o.window,
+    segments: o.segments,
+    trained,
   });
   writeRun(o.out, fused, o.method.replace(/\W/g, '_'));
   console.log(`fused ${o.runs.length} runs with ${o.method} into ${o.out} (${fused.size} queries)`);

@@ -124,7 +124,7 @@ program
 
 program
   .command('fuse')
-  .description('fuse TREC run files (any method of SPEC §2) into one run file')
+  .description('fuse TREC run files (any method of SPEC §2 but MUF\'s, which needs confidences) into one run file')
   .argument('<runs...>', 'TREC run files')
   .requiredOption('--method <name>', 'rrf, sum, wsum, mnz, bordafuse, condorcet, came-sum, hybrid, ...')
   .requiredOption('--out <file>', 'the fused TREC run file')
@@ -137,6 +137,11 @@ program
   .option('--phi <x>', "rbc's phi", num)
   .option('--gamma <x>', "gmnz's gamma", num)
   .option('--alpha <x>', "hybrid's alpha", num)
+  .option('--sigma <x>', "logn_isr's sigma", num)
+  .option('--window <n>', "slidefuse's half window", int)
+  .option('--segments <n>', "probfuse's segments", int)
+  .option('--train-runs <list>', 'supervised methods: one run file per input run, same systems on training questions', list)
+  .option('--train-qrels <file>', 'supervised methods: qrels of the training questions')
   .option('--qrels <file>', 'qrels (TREC, or the BEIR qrels/<split>.tsv of quorum data build): print the metrics of the inputs and of the fused run')
   .option('--metrics <list>', 'metrics with --qrels', list, ['ndcg@10', 'recall@100', 'mrr@10'])
   .action(async (runs: string[], o: Record<string, unknown>) =>
