@@ -5,6 +5,7 @@ import { type NativeDenseIndex, faissAddon } from './native.js';
 import { idsOf } from './operand.js';
 import { type SearchResult, searchResult } from './search-result.js';
 import { Tensor } from './tensor.js';
+import { checkOptions, optionKeys } from './validate.js';
 
 /**
  * How an index ranks by inner product:
@@ -50,6 +51,9 @@ export interface DenseSearchOptions {
   /** IVF only (ERR_ARG otherwise). */
   nprobe?: number;
 }
+
+const createKeys = optionKeys<DenseIndexOptions>()(['dim', 'factory', 'mips', 'phi', 'efConstruction', 'efSearch', 'nprobe']);
+const searchKeys = optionKeys<DenseSearchOptions>()(['efSearch', 'nprobe']);
 
 /** Vectors: a row-major Float32Array of n x dim, an f32 Tensor [n, dim] (zero-copy), or rows of numbers. */
 export type VectorsInput = Float32Array | Tensor<'f32'> | ReadonlyArray<ArrayLike<number>>;
@@ -130,6 +134,7 @@ export class DenseIndex {
   /** A new, empty index. ERR_ARG for a factory string faiss cannot build. */
   static create(options: DenseIndexOptions): DenseIndex {
     if (!options || typeof options !== 'object') throw new QuorumError('ERR_ARG', 'DenseIndex.create needs { dim, factory? }');
+    checkOptions(options, createKeys, 'DenseIndex.create options');
     const factory = options.factory ?? 'Flat';
     const mips = options.mips ?? 'inner-product';
     const { DenseIndex: Native } = faissAddon();
@@ -166,6 +171,8 @@ export class DenseIndex {
    * Searches at the index's own efSearch run concurrently.
    */
   setSearchDefaults(options: DenseSearchOptions): void {
+    if (options === undefined) throw new QuorumError('ERR_ARG', 'setSearchDefaults needs { efSearch?, nprobe? }');
+    checkOptions(options, searchKeys, 'setSearchDefaults options');
     callNative(() => this.#native.setSearchDefaults(options.efSearch, options.nprobe));
   }
 
@@ -213,6 +220,7 @@ export class DenseIndex {
    * index can return hold id -1 and score -Infinity.
    */
   async search(queries: VectorsInput, k: number, options: DenseSearchOptions = {}): Promise<SearchResult> {
+    checkOptions(options, searchKeys, 'DenseIndex.search options');
     const q = floatsOf(queries, this.dim, 'queries');
     const r = await this.#async<{ ids: BigInt64Array; scores: Float32Array; rows: number; k: number }>(q, () =>
       this.#native.search(q.data, k, options.efSearch, options.nprobe, true),
@@ -222,6 +230,7 @@ export class DenseIndex {
 
   /** {@link search} on the calling thread. */
   searchSync(queries: VectorsInput, k: number, options: DenseSearchOptions = {}): SearchResult {
+    checkOptions(options, searchKeys, 'DenseIndex.search options');
     const q = floatsOf(queries, this.dim, 'queries');
     const r = callNative(() => this.#native.search(q.data, k, options.efSearch, options.nprobe, false)) as {
       ids: BigInt64Array;

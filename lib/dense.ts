@@ -3,6 +3,7 @@ import { QuorumError, awaitNative, callNative } from './errors.js';
 import { type NativeTensorHandle, coreAddon } from './native.js';
 import { rowHits } from './operand.js';
 import { Tensor } from './tensor.js';
+import { checkOptions, optionKeys } from './validate.js';
 
 /**
  * A matrix operand: a {@link Tensor}, or a typed array with its shape (borrowed for the call, never copied).
@@ -24,6 +25,8 @@ export interface DenseOptions {
   /** Scan queries and corpus for NaN and Infinity first and fail with ERR_NONFINITE (costs one pass). */
   checkFinite?: boolean;
 }
+
+const denseKeys = optionKeys<DenseOptions>()(['checkFinite']);
 
 /**
  * Top-k results, row-major `[rows, k]`, in native memory (zero-copy views). Row i lists corpus row ids by
@@ -137,6 +140,7 @@ function needsUpload(q: Tensor, c: Tensor, given: QueryInput): boolean {
  * console.log(top.hits(0)); // [{ id, score }, ...]
  */
 export async function scoreTopK(queries: QueryInput, corpus: MatrixInput, k: number, options: DenseOptions = {}): Promise<TopKResult> {
+  checkOptions(options, denseKeys, 'scoreTopK options');
   const [q0, c] = operands(queries, corpus);
   let q = q0;
   try {
@@ -158,6 +162,7 @@ export async function scoreTopK(queries: QueryInput, corpus: MatrixInput, k: num
  * top.hits(0);   // [{ id, score }, ...] for the first query, best first
  */
 export function scoreTopKSync(queries: QueryInput, corpus: MatrixInput, k: number, options: DenseOptions = {}): TopKResult {
+  checkOptions(options, denseKeys, 'scoreTopK options');
   const [q0, c] = operands(queries, corpus);
   let q = q0;
   try {
@@ -186,6 +191,7 @@ function releaseWraps(made: readonly Tensor[], given: readonly unknown[]): void 
  * s.data;   // Float32Array [1, 0.6]
  */
 export async function score(queries: QueryInput, corpus: MatrixInput, options: DenseOptions = {}): Promise<Tensor<'f32'>> {
+  checkOptions(options, denseKeys, 'score options');
   const core = coreAddon();
   const [q, c] = operands(queries, corpus);
   cpuOnly([q, c], 'score');
@@ -200,6 +206,7 @@ export async function score(queries: QueryInput, corpus: MatrixInput, options: D
  * const s = scoreSync(queries, corpus);   // Tensor f32 [B, N]
  */
 export function scoreSync(queries: QueryInput, corpus: MatrixInput, options: DenseOptions = {}): Tensor<'f32'> {
+  checkOptions(options, denseKeys, 'score options');
   const core = coreAddon();
   const [q, c] = operands(queries, corpus);
   cpuOnly([q, c], 'score');
@@ -228,6 +235,7 @@ function idsTensor(ids: IdsInput, rows: number): Tensor {
  * const s = await gatherScores(queries, corpus, new Int32Array([7, 2, 40]));   // one query row: its scores for rows 7, 2, 40
  */
 export async function gatherScores(queries: QueryInput, corpus: MatrixInput, ids: IdsInput, options: DenseOptions = {}): Promise<Tensor<'f32'>> {
+  checkOptions(options, denseKeys, 'gatherScores options');
   const core = coreAddon();
   const [q, c] = operands(queries, corpus);
   cpuOnly([q, c], 'gatherScores');
@@ -243,6 +251,7 @@ export async function gatherScores(queries: QueryInput, corpus: MatrixInput, ids
  * const s = gatherScoresSync(queries, corpus, new Int32Array([7, 2, 40]));   // Tensor f32 [1, 3]
  */
 export function gatherScoresSync(queries: QueryInput, corpus: MatrixInput, ids: IdsInput, options: DenseOptions = {}): Tensor<'f32'> {
+  checkOptions(options, denseKeys, 'gatherScores options');
   const core = coreAddon();
   const [q, c] = operands(queries, corpus);
   cpuOnly([q, c], 'gatherScores');

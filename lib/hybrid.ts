@@ -1,6 +1,6 @@
 // Dense + sparse (BM25) hybrid as Ma et al. / pyserini's HybridSearcher (SPEC §2.9).
 import { QuorumError } from './errors.js';
-import { checkHits, finite, mustBeArray, mustBeObject, parse, positiveInt, z } from './validate.js';
+import { checkHits, checkOptions, finite, mustBeArray, mustBeObject, optionKeys, parse, positiveInt, z } from './validate.js';
 
 const hybridOptionsSchema = z
   .object({ alpha: finite.optional(), normalization: z.boolean().optional(), weightOnDense: z.boolean().optional(), k: positiveInt.optional() })
@@ -83,6 +83,8 @@ export interface AlphaSearch {
   tried: Array<{ alpha: number; value: number }>;
 }
 
+const searchAlphaKeys = optionKeys<NonNullable<Parameters<typeof searchAlpha>[1]>>()(['normalization', 'weightOnDense', 'k', 'grid', 'metric']);
+
 /**
  * Picks alpha on a dev split: the grid value with the best mean metric (the first on ties). The default metric
  * is Recall@20.
@@ -101,7 +103,7 @@ export function searchAlpha<Id extends string | number | bigint>(
 ): AlphaSearch {
   mustBeArray(dev, 'dev');
   dev.forEach((q, i) => mustBeObject(q, `dev[${i}]`));
-  mustBeObject(options, 'searchAlpha options');
+  checkOptions(options, searchAlphaKeys, 'searchAlpha options');
   const { grid: given, metric: metricOption, ...fuseOptions } = options;
   const grid = parse(z.array(finite).nonempty().optional(), given, 'searchAlpha grid') ?? Array.from({ length: 21 }, (_, i) => i / 10);
   if (metricOption !== undefined && typeof metricOption !== 'function') throw new QuorumError('ERR_ARG', 'searchAlpha metric must be a function');

@@ -3,6 +3,7 @@ import { auxOperand, backendOf } from './cuda.js';
 import { type CoreAddon } from './native.js';
 import { type Int32Input, type TensorInput, f32VectorOf, int32Of, runAsync, runSync, tensorOf } from './operand.js';
 import { Tensor } from './tensor.js';
+import { checkOptions, optionKeys } from './validate.js';
 
 /** Options of {@link infoNce}. */
 export interface InfoNceOptions {
@@ -34,7 +35,10 @@ export interface InfoNceResult {
 
 type Raw = Awaited<ReturnType<CoreAddon['infoNce']>>;
 
+const infoNceKeys = optionKeys<InfoNceOptions>()(['temperature', 'cosine', 'weights', 'grad']);
+
 function call(queries: TensorInput, passages: TensorInput, positives: Int32Input, o: InfoNceOptions) {
+  checkOptions(o, infoNceKeys, 'infoNce options');
   const q = tensorOf(queries, 'queries');
   const p = tensorOf(passages, 'passages');
   const pos = int32Of(positives, 'positives');

@@ -14,6 +14,7 @@ import {
   tensorOf,
 } from './operand.js';
 import { Tensor } from './tensor.js';
+import { checkOptions, optionKeys } from './validate.js';
 
 /** Documents as runs of token vectors. */
 export interface TokenDocuments {
@@ -46,11 +47,17 @@ export interface MaxSimResult {
   argmax?: Tensor<'i32'>;
 }
 
+const documentKeys = optionKeys<TokenDocuments>()(['tokens', 'lengths', 'tokenMask']);
+const maxSimKeys = optionKeys<MaxSimOptions>()(['queryMask', 'clampZero', 'argmax']);
+const backwardKeys = optionKeys<Pick<MaxSimOptions, 'queryMask'>>()(['queryMask']);
+
 type RawScores = { scores: NativeTensorHandle; argmax?: NativeTensorHandle };
 
 function call(queries: TensorInput, docs: TokenDocuments, o: MaxSimOptions) {
+  checkOptions(o, maxSimKeys, 'maxSim options');
   const q = tensorOf(queries, 'queries');
   if (docs === null || typeof docs !== 'object') throw new QuorumError('ERR_ARG', 'documents must be { tokens, lengths, tokenMask? }');
+  checkOptions(docs, documentKeys, 'maxSim documents');
   const d = tensorOf(docs.tokens, 'documents');
   const lengths = int32Of(docs.lengths, 'lengths');
   const qm = maskOf(o.queryMask, 'queryMask');
@@ -107,9 +114,11 @@ function backwardCall(
   grad: Tensor<'f32'> | Float32Array,
   o: Pick<MaxSimOptions, 'queryMask'>,
 ) {
+  checkOptions(o, backwardKeys, 'maxSimBackward options');
   const core = coreAddon();
   const q = tensorOf(queries, 'queries');
   if (docs === null || typeof docs !== 'object') throw new QuorumError('ERR_ARG', 'documents must be { tokens, lengths, tokenMask? }');
+  checkOptions(docs, documentKeys, 'maxSimBackward documents');
   const d = tensorOf(docs.tokens, 'documents');
   cpuOnly([q, d], 'maxSimBackward');
   const lengths = int32Of(docs.lengths, 'lengths');

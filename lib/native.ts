@@ -235,8 +235,25 @@ let core: CoreAddon | undefined;
 
 /** The core addon, loaded on first use. */
 export function coreAddon(): CoreAddon {
-  core ??= loadAddon<CoreAddon>('quorum_core', 'QUORUM_CORE_PATH');
+  if (!core) {
+    core = loadAddon<CoreAddon>('quorum_core', 'QUORUM_CORE_PATH');
+    warnAboutEnvironment(core.capabilities());
+  }
   return core;
+}
+
+/**
+ * The core reads QUORUM_ISA and QUORUM_THREADS when it loads and falls back to its defaults on a value it cannot use
+ * (a variant this CPU lacks, a thread count that is not a positive integer). A process warning says so, once: a
+ * benchmark run with QUORUM_ISA=avx512 on an AVX2 machine must not report AVX2 figures as AVX-512 ones unnoticed.
+ */
+function warnAboutEnvironment(caps: NativeCapabilities): void {
+  const isa = process.env.QUORUM_ISA;
+  if (isa && isa !== caps.isa)
+    process.emitWarning(`QUORUM_ISA=${isa} is not a kernel variant this CPU runs (available: ${caps.availableIsas.join(', ')}); using ${caps.isa}`, { code: 'QUORUM_ENV' });
+  const threads = process.env.QUORUM_THREADS;
+  if (threads && !/^\s*[1-9]\d*\s*$/.test(threads))
+    process.emitWarning(`QUORUM_THREADS=${threads} is not a positive integer; using ${caps.threads} threads`, { code: 'QUORUM_ENV' });
 }
 
 /** One DenseIndex object of quorum_faiss.node (native/napi/faiss_addon.cc). */

@@ -6,6 +6,7 @@ import { idsOf, runAsync, runSync } from './operand.js';
 import { type SearchResult, searchResult } from './search-result.js';
 import { type SparseVectors, sparseTensors, sparseVectors } from './splade.js';
 import { Tensor } from './tensor.js';
+import { checkOptions, optionKeys } from './validate.js';
 
 /** Top-k of each query row; slots no document reached hold id -1. */
 export type SparseSearchResult = SearchResult;
@@ -24,6 +25,9 @@ export interface SparseSearchOptions {
   /** How postings are walked (default `'auto'`); every choice returns the same top-k. */
   algorithm?: SparseAlgorithm;
 }
+
+/** The keys of {@link SparseSearchOptions} (Bm25Index's search takes the same). */
+export const sparseSearchKeys = optionKeys<SparseSearchOptions>()(['algorithm']);
 
 /** Sparse rows as `SparseVectors`, or as arrays of `{ index, value }` entries (any order). */
 export type SparseRowsInput = SparseVectors | ReadonlyArray<ReadonlyArray<{ index: number; value: number }>>;
@@ -127,6 +131,7 @@ export class SparseIndex {
   }
 
   #searchCall(queries: SparseRowsInput, k: number, options: SparseSearchOptions) {
+    checkOptions(options, sparseSearchKeys, 'sparse search options');
     const [o, i, w] = sparseTensors(asVectors(queries));
     const algorithm = options.algorithm ?? 'auto';
     return (async: boolean) => this.#native.search(o.handle, i.handle, w.handle, k, async, algorithm);

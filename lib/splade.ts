@@ -4,6 +4,7 @@ import { QuorumError } from './errors.js';
 import { coreAddon, type NativeTensorHandle } from './native.js';
 import { type MaskInput, type TensorInput, maskOf, runAsync, runSync, tensorOf } from './operand.js';
 import { Tensor } from './tensor.js';
+import { checkOptions, optionKeys } from './validate.js';
 
 /** What {@link spladePool} returns: native Tensors the caller disposes. */
 export interface SpladePoolResult {
@@ -21,9 +22,12 @@ export interface SpladePoolOptions {
   argmax?: boolean;
 }
 
+const poolKeys = optionKeys<SpladePoolOptions>()(['mask', 'argmax']);
+
 type RawPool = { weights: NativeTensorHandle; argmax?: NativeTensorHandle };
 
 function poolCall(logits: TensorInput, o: SpladePoolOptions) {
+  checkOptions(o, poolKeys, 'spladePool options');
   const x = tensorOf(logits, 'logits');
   const mask = maskOf(o.mask, 'mask');
   const be = backendOf([x], ['logits']);
@@ -100,6 +104,8 @@ export interface RegularizerResult {
   grad?: Tensor<'f32'>;
 }
 
+const regularizerKeys = optionKeys<{ grad?: boolean }>()(['grad']);
+
 function regCall(weights: TensorInput, kind: SparseRegularizer, grad: boolean) {
   const core = coreAddon();
   const w = tensorOf(weights, 'weights');
@@ -122,6 +128,7 @@ function wrapReg(r: { value: number; grad?: NativeTensorHandle }): RegularizerRe
  * (await regularizer(w, 'l1')).value;   // 3: (3 + 3) / 2
  */
 export async function regularizer(weights: TensorInput, kind: SparseRegularizer, options: { grad?: boolean } = {}): Promise<RegularizerResult> {
+  checkOptions(options, regularizerKeys, 'regularizer options');
   return runAsync(regCall(weights, kind, options.grad === true), wrapReg);
 }
 
@@ -132,6 +139,7 @@ export async function regularizer(weights: TensorInput, kind: SparseRegularizer,
  * regularizerSync(Tensor.from(new Float32Array([0, 1, 2, 0, 3, 0]), [2, 3]), 'flops').value;   // 5
  */
 export function regularizerSync(weights: TensorInput, kind: SparseRegularizer, options: { grad?: boolean } = {}): RegularizerResult {
+  checkOptions(options, regularizerKeys, 'regularizer options');
   return runSync(regCall(weights, kind, options.grad === true), wrapReg);
 }
 
@@ -218,9 +226,12 @@ export interface ToSparseOptions {
   topK?: number;
 }
 
+const toSparseKeys = optionKeys<ToSparseOptions>()(['threshold', 'topK']);
+
 type RawSparse = { offsets: NativeTensorHandle; indices: NativeTensorHandle; values: NativeTensorHandle };
 
 function sparseCall(weights: TensorInput, o: ToSparseOptions) {
+  checkOptions(o, toSparseKeys, 'toSparse options');
   const core = coreAddon();
   const w = tensorOf(weights, 'weights');
   return (async: boolean) => core.toSparse(w.handle, o.threshold ?? 0, o.topK ?? 0, async);

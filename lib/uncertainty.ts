@@ -5,7 +5,7 @@ import { QuorumError } from './errors.js';
 import { type NativeTensorHandle } from './native.js';
 import { type Int32Input, type TensorInput, int32Of, runAsync, runSync, tensorOf } from './operand.js';
 import { Tensor } from './tensor.js';
-import { mustBeArray, mustBeObject } from './validate.js';
+import { checkOptions, mustBeArray, mustBeObject, optionKeys } from './validate.js';
 
 /** Options of {@link ensembleMI}. */
 export interface EnsembleMIOptions {
@@ -31,7 +31,12 @@ export interface EnsembleMIResult {
   confidence: Tensor<'f32'>;
 }
 
+const ensembleKeys = optionKeys<EnsembleMIOptions>()(['temperature', 'lengths', 'mode']);
+const calibrationKeys = optionKeys<CalibrationSplit>()(['scores', 'lengths', 'hit']);
+const calibrateKeys = optionKeys<{ grid?: unknown; bins?: unknown; mode?: unknown }>()(['grid', 'bins', 'mode']);
+
 function call(scores: TensorInput, o: EnsembleMIOptions) {
+  checkOptions(o, ensembleKeys, 'ensembleMI options');
   const z = tensorOf(scores, 'scores');
   const lengths = o.lengths === undefined ? undefined : int32Of(o.lengths, 'lengths');
   if (o.mode !== undefined && o.mode !== 'exact' && o.mode !== 'muf') throw new QuorumError('ERR_ARG', "mode must be 'exact' or 'muf'");
@@ -163,7 +168,8 @@ export async function calibrateTemperature(
   options: { grid?: readonly number[]; bins?: number; mode?: 'exact' | 'muf' } = {},
 ): Promise<TemperatureSearch> {
   mustBeObject(calibration, 'calibration split');
-  mustBeObject(options, 'calibrateTemperature options');
+  checkOptions(calibration, calibrationKeys, 'calibration split');
+  checkOptions(options, calibrateKeys, 'calibrateTemperature options');
   const grid = options.grid ?? mufTemperatureGrid;
   if (grid.length === 0) throw new QuorumError('ERR_ARG', 'the temperature grid is empty');
   const tried: Array<{ temperature: number; ece: number }> = [];

@@ -1,7 +1,8 @@
-// Checks of the option objects and plain inputs the TypeScript API takes, through one schema library (zod), so
-// that every bad value becomes a QuorumError with a code: ERR_ARG for a wrong type or unknown key, ERR_RANGE for
-// a value out of range (NaN and infinities included). Large arrays (runs, hit lists) are checked by the loops
-// below instead: a schema per element costs too much on a 100k-document run.
+// Checks of the option objects and plain inputs the TypeScript API takes, so that every bad value becomes a
+// QuorumError with a code: ERR_ARG for a wrong type or an unknown key, ERR_RANGE for a value out of range (NaN and
+// infinities included). Schemas (zod) where an object's values need checking; checkOptions where only its keys do,
+// the values being checked where they are used. Large arrays (runs, hit lists) are checked by the loops below
+// instead: a schema per element costs too much on a 100k-document run.
 import { z } from 'zod';
 
 import { QuorumError } from './errors.js';
@@ -92,6 +93,33 @@ export function mustBeMap(v: unknown, what: string): void {
 /** ERR_ARG unless `v` is a non-null object. */
 export function mustBeObject(v: unknown, what: string): void {
   if (v === null || typeof v !== 'object') throw new QuorumError('ERR_ARG', `${what} must be an object, got ${v === null ? 'null' : typeof v}`);
+}
+
+type MissingKeys<T, K extends readonly PropertyKey[]> = Exclude<keyof T, K[number]>;
+
+/**
+ * The option names of `T`, for {@link checkOptions}. The list must name every key of `T`: one left out is a compile
+ * error ("Expected 2 arguments"), so an option added to the interface cannot be refused at run time.
+ *
+ * @example
+ * const denseKeys = optionKeys<DenseOptions>()(['checkFinite']);
+ */
+export function optionKeys<T>() {
+  return <const K extends readonly (keyof T & string)[]>(
+    keys: K,
+    ..._complete: [MissingKeys<T, K>] extends [never] ? [] : [`missing: ${MissingKeys<T, K> & string}`]
+  ): ReadonlySet<string> => new Set<string>(keys);
+}
+
+/**
+ * ERR_ARG unless `v` is undefined or an object whose own keys are all in `known`: a misspelt option
+ * (`{ efsearch: 64 }`) fails instead of being ignored. A key whose value is undefined counts too.
+ */
+export function checkOptions(v: unknown, known: ReadonlySet<string>, what: string): void {
+  if (v === undefined) return;
+  mustBeObject(v, what);
+  for (const k of Object.keys(v as object))
+    if (!known.has(k)) throw new QuorumError('ERR_ARG', `${what}: unknown option '${k}' (known: ${[...known].join(', ') || 'none'})`);
 }
 
 const MIN_I64 = -(2n ** 63n);

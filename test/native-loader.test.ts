@@ -19,6 +19,24 @@ describe('native module loading', () => {
     expect(buildCommand('quorum_core', where)).toMatch(/build-essential python3 && cd \S+ && npx --yes node-gyp rebuild$/);
   });
 
+  it('a QUORUM_ISA or QUORUM_THREADS the core cannot use gives one process warning each, and the defaults', () => {
+    const run = (env: Record<string, string>) =>
+      spawnSync(process.execPath, ['--import', 'tsx', '-e', `import('${join(packageRoot, 'lib', 'index.ts')}').then((q) => console.log(JSON.stringify(q.capabilities())))`], {
+        cwd: packageRoot,
+        encoding: 'utf8',
+        env: { ...process.env, QUORUM_ISA: '', QUORUM_THREADS: '', ...env },
+      });
+    const base = JSON.parse(run({ QUORUM_ISA: 'scalar', QUORUM_THREADS: '1' }).stdout) as { isa: string; threads: number; availableIsas: string[] };
+    expect([base.isa, base.threads]).toEqual(['scalar', 1]);
+    const bad = run({ QUORUM_ISA: 'avx1024', QUORUM_THREADS: 'two' });
+    const caps = JSON.parse(bad.stdout) as { isa: string; threads: number };
+    expect(caps.isa).toBe(base.availableIsas[0]);
+    expect(bad.stderr).toContain(`QUORUM_ISA=avx1024 is not a kernel variant this CPU runs (available: ${base.availableIsas.join(', ')}); using ${caps.isa}`);
+    expect(bad.stderr).toContain(`QUORUM_THREADS=two is not a positive integer; using ${caps.threads} threads`);
+    expect(run({ QUORUM_ISA: 'scalar', QUORUM_THREADS: '1' }).stderr).not.toContain('QUORUM_ENV');
+    expect(run({}).stderr).not.toContain('QUORUM_ENV'); // set but empty: unset
+  });
+
   it('in a source checkout, the full native build', () => {
     expect(buildCommand('quorum_torch', { root: '/src/quorum', checkout: true })).toBe('cd /src/quorum && bash scripts/bootstrap.sh && npm run build:native');
   });

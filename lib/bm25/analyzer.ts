@@ -2,7 +2,7 @@
 // Unicode word segmentation (UAX #29, as Lucene's StandardTokenizer), possessive 's removal, lowercasing,
 // optional English stopwords and Porter stemming.
 import { stemmer } from 'stemmer';
-import { mustBeObject } from '../validate.js';
+import { checkOptions, optionKeys } from '../validate.js';
 
 /** Lucene's default English stopword set (EnglishAnalyzer.ENGLISH_STOP_WORDS_SET). */
 export const luceneEnglishStopwords: ReadonlySet<string> = new Set([
@@ -18,6 +18,8 @@ export interface AnalyzerOptions {
   stem?: boolean;
 }
 
+const analyzerKeys = optionKeys<AnalyzerOptions>()(['stopwords', 'stem']);
+
 /** Turns text into index terms. */
 export type Analyzer = (text: string) => string[];
 
@@ -30,7 +32,7 @@ const segmenter = new Intl.Segmenter('en', { granularity: 'word' });
  * englishAnalyzer()("The system's operating systems") // ['system', 'oper', 'system']
  */
 export function englishAnalyzer(options: AnalyzerOptions = {}): Analyzer {
-  mustBeObject(options, 'analyzer options');
+  checkOptions(options, analyzerKeys, 'analyzer options');
   const stop = options.stopwords === false ? undefined : options.stopwords === true || options.stopwords === undefined ? luceneEnglishStopwords : options.stopwords;
   const stem = options.stem !== false;
   return (text: string) => {

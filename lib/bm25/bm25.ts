@@ -5,10 +5,12 @@
 // counts once per occurrence (Anserini's bag-of-words query boosts each term by its count).
 import { fnv1a32, readFileBytes, writeFileAtomic } from '../data/files.js';
 import { QuorumError } from '../errors.js';
-import { SparseIndex, type SparseSearchOptions, type SparseSearchResult } from '../sparse-index.js';
+import { SparseIndex, type SparseSearchOptions, type SparseSearchResult, sparseSearchKeys } from '../sparse-index.js';
 import { type Analyzer, englishAnalyzer } from './analyzer.js';
 import { luceneQuantizedLength } from './length-norm.js';
-import { finite, parse, z } from '../validate.js';
+import { checkOptions, finite, optionKeys, parse, z } from '../validate.js';
+
+const loadKeys = optionKeys<{ analyzer?: Analyzer }>()(['analyzer']);
 
 const BM25_MAGIC = Array.from('QBM25V01', (c) => c.charCodeAt(0));
 
@@ -182,6 +184,7 @@ export class Bm25Index {
    */
   static fromBuffer(bytes: Uint8Array, options: { analyzer?: Analyzer } = {}): Bm25Index {
     if (!(bytes instanceof Uint8Array)) throw new QuorumError('ERR_ARG', 'fromBuffer needs a Buffer or Uint8Array');
+    checkOptions(options, loadKeys, 'Bm25Index.fromBuffer options');
     const bad = (why: string) => new QuorumError('ERR_FORMAT', `not an intact Quorum BM25 index: ${why}`);
     if (bytes.length < 24 || !BM25_MAGIC.every((c, i) => bytes[i] === c)) throw bad('wrong magic or too short');
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -221,6 +224,7 @@ export class Bm25Index {
 
   /** Reads an index written by {@link save} (ERR_IO when the file cannot be read, ERR_FORMAT when it is not one). */
   static load(path: string, options: { analyzer?: Analyzer } = {}): Bm25Index {
+    checkOptions(options, loadKeys, 'Bm25Index.load options');
     return Bm25Index.fromBuffer(readFileBytes(path), options);
   }
 
@@ -257,11 +261,13 @@ export class Bm25Index {
 
   /** The k best documents for each query (score descending, ties by insertion order). */
   async search(queries: readonly string[], k: number, options: SparseSearchOptions = {}): Promise<Bm25Hit[][]> {
+    checkOptions(options, sparseSearchKeys, 'Bm25Index.search options');
     return this.hitsOf(await this.index.search(this.queryRows(queries), k, options));
   }
 
   /** {@link search} on the calling thread. */
   searchSync(queries: readonly string[], k: number, options: SparseSearchOptions = {}): Bm25Hit[][] {
+    checkOptions(options, sparseSearchKeys, 'Bm25Index.search options');
     return this.hitsOf(this.index.searchSync(this.queryRows(queries), k, options));
   }
 }

@@ -9,6 +9,7 @@ import { QuorumError } from '../errors.js';
 import { type Passage, type Qrels, type Query, writeBeir, writeQrelsTsv } from './beir.js';
 import { readJsonFile, readTextFile } from './files.js';
 import { parseJsonObjectLine } from './lines.js';
+import { checkOptions, mustBeString, optionKeys } from '../validate.js';
 
 /** The six tasks of the multi-domain benchmark that `quorum data build` writes, in its order. */
 export const TASKS = ['wiki', 'xquad', 'reddit', 'covid', 'climate', 'selqa'] as const;
@@ -40,6 +41,8 @@ export interface MultiDomainOptions {
   /** Keep at most this many documents of a task (the first ones in hash order; for small subsets). */
   maxDocs?: Partial<Record<TaskName, number>>;
 }
+
+const buildKeys = optionKeys<MultiDomainOptions>()(['seed', 'fractions', 'chunkWords', 'tasks', 'maxDocs']);
 
 /** What {@link buildMultiDomain} returns and {@link writeMultiDomain} writes. */
 export interface MultiDomainBenchmark {
@@ -202,6 +205,8 @@ function unit(seed: number, task: string, key: string): number {
  * writeMultiDomain('datasets/multidomain', bench);
  */
 export function buildMultiDomain(dataDir: string, options: MultiDomainOptions = {}): MultiDomainBenchmark {
+  mustBeString(dataDir, 'data directory');
+  checkOptions(options, buildKeys, 'buildMultiDomain options');
   const seed = options.seed ?? 13;
   const fractions = options.fractions ?? [0.8, 0.1, 0.1];
   if (fractions.length !== 3 || fractions.some((f) => !(f >= 0)) || Math.abs(fractions[0] + fractions[1] + fractions[2] - 1) > 1e-9)

@@ -3,6 +3,7 @@
 import { QuorumError } from '../errors.js';
 import { Tensor } from '../tensor.js';
 import { loadGloveVectors, type GloveVectors } from '../train/glove.js';
+import { checkOptions, optionKeys } from '../validate.js';
 import { wordTokens } from './hashed-tfidf.js';
 
 /** Options of {@link GloveAverageEncoder.load}. */
@@ -19,6 +20,9 @@ export interface GloveAverageOptions {
    */
   center?: boolean;
 }
+
+const loadKeys = optionKeys<GloveAverageOptions>()(['glove', 'fitOn', 'idf', 'center']);
+const fitKeys = optionKeys<Omit<GloveAverageOptions, 'glove'>>()(['fitOn', 'idf', 'center']);
 
 /**
  * Averages the GloVe vectors of a text's words (lower-cased letter and digit runs; words GloVe lacks are skipped),
@@ -47,11 +51,14 @@ export class GloveAverageEncoder {
 
   /** Loads the vectors (a few seconds for the 300 MB package) and fits on `fitOn` when given. */
   static async load(options: GloveAverageOptions = {}): Promise<GloveAverageEncoder> {
-    return GloveAverageEncoder.fromVectors(options.glove ?? (await loadGloveVectors()), options);
+    checkOptions(options, loadKeys, 'GloveAverageEncoder options');
+    const { glove, ...fit } = options;
+    return GloveAverageEncoder.fromVectors(glove ?? (await loadGloveVectors()), fit);
   }
 
   /** {@link GloveAverageEncoder.load} with vectors already loaded (no package read). */
   static fromVectors(glove: GloveVectors, options: Omit<GloveAverageOptions, 'glove'> = {}): GloveAverageEncoder {
+    checkOptions(options, fitKeys, 'GloveAverageEncoder options');
     const texts = options.fitOn;
     if (!texts) return new GloveAverageEncoder(glove, undefined, 1);
     if (!texts.length) throw new QuorumError('ERR_ARG', 'fitOn needs at least one text');

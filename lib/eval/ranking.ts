@@ -1,7 +1,7 @@
 // Ranked-list metrics (SPEC §4.3, ranx and trec_eval definitions), per query and averaged, with graded
 // judgments and trec_eval's tie order.
 import { QuorumError } from '../errors.js';
-import { checkHits, checkRun, mustBeArray, mustBeMap, mustBeObject } from '../validate.js';
+import { checkHits, checkOptions, checkRun, mustBeArray, mustBeMap, mustBeObject, optionKeys } from '../validate.js';
 
 /** A scored candidate of one query. */
 export interface ScoredDoc {
@@ -234,6 +234,8 @@ export interface EvaluateOptions {
   queries?: 'qrels' | 'judged';
 }
 
+const evaluateKeys = optionKeys<EvaluateOptions>()(['relLevel', 'tieOrder', 'queries']);
+
 /** What {@link evaluate} returns. */
 export interface Evaluation {
   /** Mean of each metric over the evaluated queries. */
@@ -252,7 +254,7 @@ export function evaluate(run: Run, qrels: Qrels, metrics: readonly MetricName[],
   checkRun(run, 'run', false);
   mustBeMap(qrels, 'qrels');
   mustBeArray(metrics, 'metrics');
-  mustBeObject(options, 'evaluate options');
+  checkOptions(options, evaluateKeys, 'evaluate options');
   const relLevel = options.relLevel ?? 1;
   const tieOrder = options.tieOrder ?? 'trec_eval';
   const fns = metrics.map((m) => [m, metricFn(m)] as const);

@@ -1,7 +1,7 @@
 // Comparing two systems on the same queries: the paired two-tailed t-test and the paired randomization
 // (sign-flip permutation) test, over per-query metric values.
 import { QuorumError } from '../errors.js';
-import { mustBeArray, mustBeObject } from '../validate.js';
+import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../validate.js';
 
 /** What {@link pairedTTest} and {@link randomizationTest} return. */
 export interface PairedTest {
@@ -106,6 +106,8 @@ export function pairedTTest(a: readonly number[], b: readonly number[]): PairedT
   return { meanDifference: mean, t, p: studentTwoTailed(t, n - 1), n };
 }
 
+const randomizationKeys = optionKeys<NonNullable<Parameters<typeof randomizationTest>[2]>>()(['trials', 'seed']);
+
 /**
  * Paired randomization test: how often randomly swapping each query's pair of values gives a mean difference at
  * least as large in magnitude as the observed one. p = (count + 1) / (trials + 1). Seeded, so it reproduces.
@@ -118,7 +120,7 @@ export function pairedTTest(a: readonly number[], b: readonly number[]): PairedT
 export function randomizationTest(a: readonly number[], b: readonly number[], options: { trials?: number; seed?: number } = {}): PairedTest {
   mustBeArray(a, 'a', true);
   mustBeArray(b, 'b', true);
-  mustBeObject(options, 'options');
+  checkOptions(options, randomizationKeys, 'randomizationTest options');
   const d = differences(a, b);
   const n = d.length;
   const trials = options.trials ?? 10_000;

@@ -3,7 +3,7 @@
 import { QuorumError } from '../errors.js';
 import { type Qrels, type Run, evaluate } from '../eval/ranking.js';
 import { BAYESFUSE_CUTS, type FuseOptions, type FusionMethod, SEGFUSE_EDGES, type TrainedFusion, fuse, hitLists } from './fuse.js';
-import { checkRun, mustBeArray, mustBeMap, mustBeObject } from '../validate.js';
+import { checkOptions, checkRun, mustBeArray, mustBeMap, mustBeObject, optionKeys } from '../validate.js';
 
 const mean = (v: number[]) => (v.length ? v.reduce((a, b) => a + b, 0) / v.length : 0);
 
@@ -15,6 +15,8 @@ function positionProbabilities(hits: number[][]): number[] {
     return longer.length ? longer.filter((h) => h[r] === 1).length / longer.length : 0;
   });
 }
+
+const trainFusionKeys = optionKeys<NonNullable<Parameters<typeof trainFusion>[3]>>()(['segments', 'relLevel']);
 
 /**
  * Learns the per-run tables of a supervised method from training runs and qrels:
@@ -32,7 +34,7 @@ export function trainFusion(method: FusionMethod, runs: readonly Run[], qrels: Q
   mustBeArray(runs, 'runs');
   runs.forEach((r, i) => checkRun(r, `runs[${i}]`, false));
   mustBeMap(qrels, 'qrels');
-  mustBeObject(options, 'trainFusion options');
+  checkOptions(options, trainFusionKeys, 'trainFusion options');
   const hits = hitLists(runs, qrels, options.relLevel ?? 1);
   switch (method) {
     case 'bayesfuse':

@@ -9,7 +9,7 @@
 //   5. every punctuation character (Unicode category P, plus the ASCII symbols BERT counts as punctuation:
 //      $ + < = > ^ ` | ~) becomes a word of its own.
 // Text is never scanned for special tokens: "[SEP]" in a passage is three words, not a separator.
-import { mustBeString } from '../validate.js';
+import { checkOptions, mustBeString, optionKeys } from '../validate.js';
 
 
 const CONTROL = /[\0\uFFFD]|(?![\t\n\r])\p{C}/gu;
@@ -29,6 +29,8 @@ export interface NormalizeOptions {
   nfkc?: boolean;
 }
 
+const normalizeKeys = optionKeys<NormalizeOptions>()(['nfkc']);
+
 /**
  * Normalizes text the way BERT's uncased BasicTokenizer does, returning space-separated words.
  *
@@ -38,6 +40,7 @@ export interface NormalizeOptions {
  */
 export function normalizeBert(text: string, options: NormalizeOptions = {}): string {
   mustBeString(text, 'text');
+  checkOptions(options, normalizeKeys, 'normalizeBert options');
   return (options.nfkc ? text.normalize('NFKC') : text)
     .replace(CONTROL, '')
     .replace(CJK, ' $1 ')

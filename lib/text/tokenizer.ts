@@ -6,6 +6,7 @@ import { QuorumError, awaitNative, callNative } from '../errors.js';
 import { readTextFile } from '../data/files.js';
 import { coreAddon, packageRoot, type NativeWordPiece } from '../native.js';
 import { normalizeBert, type NormalizeOptions } from './normalize.js';
+import { checkOptions, optionKeys } from '../validate.js';
 
 /** Options of {@link WordPieceTokenizer.encode}. */
 export interface EncodeOptions {
@@ -42,6 +43,9 @@ export interface TokenizerOptions extends NormalizeOptions {
   maxWordChars?: number;
 }
 
+const tokenizerKeys = optionKeys<TokenizerOptions>()(['nfkc', 'maxWordChars']);
+const encodeKeys = optionKeys<EncodeOptions>()(['maxLength', 'pairs', 'marker', 'padToMax']);
+
 /**
  * BERT WordPiece tokenizer (uncased). Text is normalized as BERT's BasicTokenizer does (lower case, accents
  * stripped, punctuation split; with `nfkc`, compatibility characters such as ligatures folded first), then segmented
@@ -72,6 +76,7 @@ export class WordPieceTokenizer {
   constructor(vocabulary: readonly string[], options: TokenizerOptions = {}) {
     const Ctor = coreAddon().WordPiece;
     if (options === null || typeof options !== 'object') throw new QuorumError('ERR_ARG', 'tokenizer options must be an object');
+    checkOptions(options, tokenizerKeys, 'tokenizer options');
     if (options.nfkc !== undefined && typeof options.nfkc !== 'boolean') throw new QuorumError('ERR_ARG', 'nfkc must be a boolean');
     this.native = callNative(() => new Ctor([...vocabulary], options.maxWordChars ?? 100));
     this.vocabulary = vocabulary;
@@ -151,6 +156,7 @@ export class WordPieceTokenizer {
 
   private args(texts: readonly string[], o: EncodeOptions): [string[], string[] | null, number, number, boolean] {
     if (!Array.isArray(texts)) throw new QuorumError('ERR_ARG', 'texts must be an array of strings');
+    checkOptions(o, encodeKeys, 'encode options');
     if (o.pairs !== undefined && o.pairs.length !== texts.length)
       throw new QuorumError('ERR_SHAPE', `${texts.length} texts but ${o.pairs.length} pairs`);
     const norm = (xs: readonly string[], what: string) =>
@@ -164,6 +170,8 @@ export class WordPieceTokenizer {
     return [norm(texts, 'texts'), o.pairs ? norm(o.pairs, 'pairs') : null, o.maxLength ?? 256, marker, o.padToMax ?? false];
   }
 }
+
+const extendKeys = optionKeys<NonNullable<Parameters<typeof extendVocabulary>[2]>>()(['keep', 'minCount', 'maxWords', 'maxWordChars', 'nfkc']);
 
 /**
  * A WordPiece vocabulary extended with whole words: every word of `texts` (BERT-normalised, so lower-cased and split
@@ -186,6 +194,7 @@ export function extendVocabulary(
   if (!Array.isArray(vocabulary)) throw new QuorumError('ERR_ARG', 'vocabulary must be an array of tokens');
   if (texts === null || typeof (texts as Iterable<string>)?.[Symbol.iterator] !== 'function' || typeof texts === 'string')
     throw new QuorumError('ERR_ARG', 'texts must be an iterable of strings');
+  checkOptions(options, extendKeys, 'extendVocabulary options');
   const have = new Set(vocabulary);
   const counts = new Map<string, number>();
   const maxChars = options.maxWordChars ?? 100;

@@ -1,6 +1,6 @@
 // Encoder and retriever configuration shared by the TypeScript API, the native torch module (which receives it as
 // JSON) and the plain TypeScript reference forward (lib/reference/bert.ts).
-import { mustBeObject } from '../validate.js';
+import { checkOptions, mustBeObject, optionKeys } from '../validate.js';
 
 
 /** How a TASER specialized block picks its expert (SPEC §1.7). */
@@ -124,6 +124,22 @@ export const defaultEncoderConfig: EncoderConfig = {
   projectionDim: 0,
   normalize: true,
 };
+
+const encoderKeys = optionKeys<EncoderConfig>()([
+  'vocabSize', 'hiddenSize', 'layers', 'heads', 'ffnSize', 'maxPositions', 'typeVocabSize', 'embeddingSize', 'dropout', 'layerNormEps',
+  'pooling', 'projectionDim', 'projectionHidden', 'normalize', 'tokenWeights', 'center', 'attentionWindow', 'taser',
+]);
+const taserKeys = optionKeys<TaserConfig>()(['every', 'experts', 'routing', 'perLayerGate', 'entropyWeight']);
+
+/**
+ * ERR_ARG for an encoder override (`Retriever.create`'s, CAME's or ROM's `encoder`) or TASER structure with a key
+ * the configuration does not have: `{ hiddensize: 128 }` must not build a model of the default width.
+ */
+export function checkEncoderOverrides(encoder: unknown, taser: unknown, what: string): void {
+  checkOptions(encoder, encoderKeys, `${what} encoder`);
+  if (encoder !== undefined) checkOptions((encoder as { taser?: unknown }).taser, taserKeys, `${what} encoder.taser`);
+  checkOptions(taser, taserKeys, `${what} taser`);
+}
 
 /**
  * Layer l is a TASER specialized block.

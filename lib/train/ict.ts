@@ -5,7 +5,7 @@
 import type { Bm25Index } from '../bm25/bm25.js';
 import { QuorumError } from '../errors.js';
 import { ictExamples } from '../methods/rom/self-supervised.js';
-import { mustBeArray, mustBeObject, mustBeString } from '../validate.js';
+import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../validate.js';
 import { addBm25Negatives, type PassageText, type TrainingExample } from './examples.js';
 
 export interface IctTrainingOptions {
@@ -19,6 +19,8 @@ export interface IctTrainingOptions {
   /** Hard negatives per example (default 30, as for the labelled questions). */
   k?: number;
 }
+
+const ictKeys = optionKeys<IctTrainingOptions>()(['taskOf', 'keepRate', 'seed', 'index', 'k']);
 
 /**
  * One ICT example per passage of two or more sentences whose task is known: the question is a sentence, the gold
@@ -36,6 +38,7 @@ export async function ictTrainingExamples(
 ): Promise<{ passages: PassageText[]; examples: TrainingExample[] }> {
   mustBeArray(passages, 'passages');
   mustBeObject(options, 'ictTrainingExamples options');
+  checkOptions(options, ictKeys, 'ictTrainingExamples options');
   if (typeof options.taskOf !== 'function') throw new QuorumError('ERR_ARG', 'taskOf must be a function of a corpus row');
   const k = options.k ?? 30;
   if (!Number.isInteger(k) || k < 0) throw new QuorumError('ERR_RANGE', `k must be an integer >= 0, got ${String(k)}`);

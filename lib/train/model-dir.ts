@@ -11,6 +11,7 @@ import { dequantizeRowsInt8, quantizeRowsInt8 } from '../io/int8-rows.js';
 import { elementBytes, readSafetensors, writeSafetensors, type TensorToWrite } from '../io/safetensors.js';
 import { WordPieceTokenizer } from '../text/tokenizer.js';
 import { writeTokenizerFiles } from '../text/tokenizer-files.js';
+import { checkOptions, mustBeObject, optionKeys } from '../validate.js';
 import type { RetrieverConfig } from './config.js';
 import type { Retriever } from './retriever.js';
 import type { ParameterTable } from './parameter-table.js';
@@ -66,6 +67,8 @@ export interface SaveModelOptions extends Partial<TextSettings> {
   training?: Record<string, unknown>;
 }
 
+const saveKeys = optionKeys<SaveModelOptions>()(['tokenizer', 'dtype', 'training', 'maxQueryLength', 'maxPassageLength', 'taskMarkers']);
+
 /**
  * Writes a model directory (created if needed; each file written atomically).
  *
@@ -73,6 +76,8 @@ export interface SaveModelOptions extends Partial<TextSettings> {
  * await saveModelDir(model, 'models/taser', { tokenizer: tok, dtype: 'BF16', training: { epochs: result.epochs } });
  */
 export function saveModelDir(model: Retriever, dir: string, o: SaveModelOptions): ModelCard {
+  mustBeObject(o, 'saveModel options');
+  checkOptions(o, saveKeys, 'saveModel options');
   mkdirSync(dir, { recursive: true });
   const dtype = o.dtype ?? 'F32';
   writeWeights(model, join(dir, 'weights.safetensors'), dtype, MODEL_FORMAT);

@@ -9,7 +9,7 @@ import { QuorumError } from '../errors.js';
 import { WordPieceTokenizer, extendVocabulary } from '../text/tokenizer.js';
 import { addBm25Negatives, examplesFromQrels, type PassageText, type TrainingExample } from './examples.js';
 import { loadGloveVectors, type GloveVectors } from './glove.js';
-import { mustBeObject, mustBeString } from '../validate.js';
+import { checkOptions, mustBeObject, mustBeString, optionKeys } from '../validate.js';
 
 /**
  * `base`'s vocabulary plus the whole words of `texts` that GloVe has a vector for, read with `base`'s normalization
@@ -39,6 +39,8 @@ export interface PreparedData {
   glove?: GloveVectors;
 }
 
+const prepareKeys = optionKeys<Parameters<typeof prepareTraining>[1]>()(['tasks', 'glove', 'wordVocab', 'nfkc', 'log']);
+
 /**
  * Loads `dir`'s train (and dev) questions, optionally of some tasks only, adds 30 BM25 negatives to each, loads GloVe
  * when asked and extends the vocabulary with it (`wordVocab`). The tokenizer folds compatibility characters (NFKC:
@@ -53,6 +55,7 @@ export async function prepareTraining(
 ): Promise<PreparedData> {
   mustBeString(dir, 'dataset directory');
   mustBeObject(o, 'prepareTraining options');
+  checkOptions(o, prepareKeys, 'prepareTraining options');
   const log = o.log ?? (() => {});
   const train = loadBeir(dir, 'train');
   const dev = existsSync(join(dir, 'qrels', 'dev.tsv')) ? loadBeir(dir, 'dev') : undefined;

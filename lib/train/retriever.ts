@@ -16,7 +16,9 @@ import type { PassageText } from './examples.js';
 import { loadWeights, modelDir, readModelCard, saveModelDir, type ModelCard, type SaveModelOptions } from './model-dir.js';
 import { TrainableTable, type OptimizerOptions } from './parameter-table.js';
 import { TokenTable } from './token-table.js';
+import { checkOptions, optionKeys } from '../validate.js';
 import {
+  checkEncoderOverrides,
   defaultEncoderConfig,
   type EncoderConfig,
   type RetrieverConfig,
@@ -56,6 +58,11 @@ export interface EncodeOptions {
   pooledState?: boolean;
 }
 
+const retrieverKeys = optionKeys<RetrieverOptions>()(['preset', 'encoder', 'taser', 'tasks', 'perTaskQueryEncoders']);
+const encodeKeys = optionKeys<EncodeOptions>()(['task', 'out', 'pooledState']);
+const queryKeys = optionKeys<{ task?: string }>()(['task']);
+const passageKeys = optionKeys<{ onProgress?: unknown }>()(['onProgress']);
+
 /**
  * The full configuration a preset expands to.
  *
@@ -67,6 +74,8 @@ export interface EncodeOptions {
 export function retrieverConfig(o: RetrieverOptions): RetrieverConfig {
   if (o === null || typeof o !== 'object') throw new QuorumError('ERR_ARG', 'Retriever options must be an object ({ preset, encoder, ... })');
   if (o.encoder !== undefined && (o.encoder === null || typeof o.encoder !== 'object')) throw new QuorumError('ERR_ARG', 'encoder options must be an object');
+  checkOptions(o, retrieverKeys, 'Retriever options');
+  checkEncoderOverrides(o.encoder, o.taser, 'Retriever options');
   const encoder: EncoderConfig = { ...defaultEncoderConfig, ...o.encoder };
   if (o.encoder?.embeddingSize === undefined) encoder.embeddingSize = encoder.hiddenSize;
   if (o.preset === 'taser') encoder.taser = { every: 2, experts: 2, routing: 'det', ...o.taser };
@@ -178,6 +187,7 @@ export class Retriever extends TrainableTable {
    * `task` names one of the model's tasks; without it (or for a task it was not trained on) no marker is added.
    */
   async encodeQueries(texts: readonly string[], options: { task?: string } = {}): Promise<Tensor<'f32'>> {
+    checkOptions(options, queryKeys, 'encodeQueries options');
     const { card, tokenizer } = this.requireLoaded();
     const t = options.task === undefined ? -1 : this.config.tasks.indexOf(options.task);
     const marker = card.text.taskMarkers && t >= 0 ? tokenizer.markerId(t + 1) : undefined;
@@ -187,6 +197,7 @@ export class Retriever extends TrainableTable {
 
   /** Embeds passages (title and text as a pair), off the main thread. */
   async encodePassages(passages: readonly PassageText[], options: { onProgress?: (done: number, total: number) => void } = {}): Promise<Tensor<'f32'>> {
+    checkOptions(options, passageKeys, 'encodePassages options');
     const { card, tokenizer } = this.requireLoaded();
     const table = await TokenTable.passages(tokenizer, passages, card.text.maxPassageLength);
     return encodeTable(this, table, { side: 'passage', onProgress: options.onProgress });
@@ -207,11 +218,13 @@ export class Retriever extends TrainableTable {
    * rows are the pooled states ([rows, hiddenSize]) before the centre, the head and the normalization.
    */
   async encode(batch: TokenBatchArg, side: 'query' | 'passage', options: EncodeOptions = {}): Promise<Float32Array> {
+    checkOptions(options, encodeKeys, 'encode options');
     return awaitNative(callNative(() => this.native.encode(batch, side, options.task ?? 0, options.out ?? null, true, options.pooledState)) as Promise<Float32Array>);
   }
 
   /** {@link encode} on the calling thread. */
   encodeSync(batch: TokenBatchArg, side: 'query' | 'passage', options: EncodeOptions = {}): Float32Array {
+    checkOptions(options, encodeKeys, 'encode options');
     return callNative(() => this.native.encode(batch, side, options.task ?? 0, options.out ?? null, false, options.pooledState) as Float32Array);
   }
 

@@ -1,6 +1,7 @@
 // Learning-rate schedules and batch composition for contrastive training.
 import { QuorumError } from '../errors.js';
 import { seededRandom } from '../random.js';
+import { checkOptions, optionKeys } from '../validate.js';
 
 /**
  * DPR's schedule: linear warmup over `warmup` steps, then linear decay to 0 at `total`, never below `floor` (1e-7)
@@ -52,6 +53,8 @@ function groupedOrder(keys: readonly string[], random: () => number): number[] {
   return shuffle([...byKey.values()], random).flatMap((members) => shuffle(members, random));
 }
 
+const batchKeys = optionKeys<NonNullable<Parameters<typeof homogeneousBatches>[2]>>()(['rates', 'seed', 'epoch', 'groups']);
+
 /**
  * DPR's multi-set iterator (Maillard et al.'s multi-task training, SPEC §3.5): every batch comes from one task;
  * task i contributes floor(ceil(n_i / batchSize) * rate_i) batches per epoch (a rate above 1 cycles through its
@@ -67,6 +70,7 @@ export function homogeneousBatches(
   options: { rates?: readonly number[]; seed?: number; epoch?: number; groups?: ReadonlyArray<readonly string[] | undefined> } = {},
 ): TaskBatch[] {
   if (!Array.isArray(sizes)) throw new QuorumError('ERR_ARG', 'sizes must be an array of task sizes');
+  checkOptions(options, batchKeys, 'homogeneousBatches options');
   const random = seededRandom((options.seed ?? 0) + (options.epoch ?? 0));
   const out: TaskBatch[] = [];
   sizes.forEach((n, task) => {

@@ -16,7 +16,7 @@ import { seededRandom } from '../random.js';
 import { homogeneousBatches, linearSchedule, type TaskBatch } from './schedule.js';
 import { TokenTable } from './token-table.js';
 import { type ValidationInput, type ValidationResult, validate, validationPool } from './validate.js';
-import { mustBeArray, mustBeObject } from '../validate.js';
+import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../validate.js';
 
 /** Options of {@link trainRetriever}: schedule, batches, negatives, loss, validation and checkpoints. */
 export interface TrainOptions {
@@ -196,6 +196,12 @@ export function composeBatch(
   return { passageRows, positives, ignore: Int32Array.from(ignore) };
 }
 
+const trainKeys = optionKeys<TrainOptions>()([
+  'epochs', 'batchSize', 'hardNegatives', 'lr', 'warmupSteps', 'clip', 'accumulation', 'weightDecay', 'layerDecay', 'frozen', 'seed',
+  'samplingRates', 'lossScales', 'taskMarkers', 'maxQueryLength', 'maxPassageLength', 'groupBatches', 'validation', 'validationPool',
+  'checkpointDir', 'resume', 'timeBudgetSeconds', 'progress', 'log', 'temperature', 'validator', 'onBatch', 'onEpoch',
+]);
+
 /**
  * Trains a retriever contrastively: in-batch and hard negatives, homogeneous per-task batches with sampling rates
  * and loss scales, task markers, AdamW with linear warmup and decay, gradient clipping and accumulation,
@@ -212,6 +218,7 @@ export async function trainRetriever(
   data: TrainingData,
   options: TrainOptions = {},
 ): Promise<TrainResult> {
+  checkOptions(options, trainKeys, 'training options');
   const o = {
     epochs: 10,
     batchSize: 16,
@@ -347,6 +354,8 @@ export async function trainRetriever(
   return { epochs: state.history, best: state.best ?? undefined, tokens, seconds, tokensPerSecond: tokens / Math.max(seconds, 1e-9) };
 }
 
+const mineKeys = optionKeys<NonNullable<Parameters<typeof mineHardNegatives>[4]>>()(['k', 'maxQueryLength', 'maxPassageLength', 'taskMarkers']);
+
 /**
  * Maillard et al.'s adversarial confounders: replaces each example's hard negatives with the top passages the
  * model itself retrieves (from an exact DenseIndex over the corpus) that are not gold.
@@ -366,6 +375,7 @@ export async function mineHardNegatives(
   mustBeObject(tokenizer, 'tokenizer');
   mustBeArray(passages, 'passages');
   mustBeArray(examples, 'examples');
+  checkOptions(options, mineKeys, 'mineHardNegatives options');
   const { indexTable, encodeTable } = await import('./encode-corpus.js');
   const k = options.k ?? 30;
   const tasks = model.config.tasks.length ? [...model.config.tasks] : [...new Set(examples.map((e) => e.task))].sort();

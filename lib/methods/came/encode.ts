@@ -5,7 +5,7 @@ import { QuorumError } from '../../errors.js';
 import { sparseVectors, toSparse, type SparseVectors } from '../../splade.js';
 import { Tensor } from '../../tensor.js';
 import { TokenTable } from '../../train/token-table.js';
-import { mustBeObject } from '../../validate.js';
+import { checkOptions, mustBeObject, optionKeys } from '../../validate.js';
 import { CameModel, type CameExpertName } from './model.js';
 
 /** One side's encoding of a set of texts, row i = text i. */
@@ -36,6 +36,9 @@ export interface CameEncodeOptions {
   onProgress?: (done: number, total: number) => void;
 }
 
+const encodeKeys = optionKeys<CameEncodeOptions>()(['side', 'experts', 'rows', 'batchSize', 'maxTerms', 'onProgress']);
+const biasKeys = optionKeys<{ terms?: number; sample?: number }>()(['terms', 'sample']);
+
 /**
  * Runs `model` over rows of `table` and returns each asked-for expert's representation, in row order.
  *
@@ -48,6 +51,7 @@ export async function encodeCame(model: CameModel, table: TokenTable, options: C
   mustBeObject(model, 'model');
   mustBeObject(table, 'token table');
   mustBeObject(options, 'encode options');
+  checkOptions(options, encodeKeys, 'encodeCame options');
   const experts = options.experts ?? model.experts;
   const which = options.rows ?? Array.from({ length: table.size }, (_, i) => i);
   const n = which.length;
@@ -126,7 +130,7 @@ function packSparse(rows: ReadonlyArray<{ indices: Int32Array; values: Float32Ar
 export async function fitLexicalBias(model: CameModel, table: TokenTable, options: { terms?: number; sample?: number } = {}): Promise<number> {
   if (!(model instanceof CameModel)) throw new QuorumError('ERR_ARG', 'fitLexicalBias needs a CameModel');
   if (!(table instanceof TokenTable)) throw new QuorumError('ERR_ARG', 'fitLexicalBias needs a TokenTable of passages');
-  mustBeObject(options, 'fitLexicalBias options');
+  checkOptions(options, biasKeys, 'fitLexicalBias options');
   if (!model.experts.includes('lexical')) throw new QuorumError('ERR_ARG', 'the model has no lexical expert');
   const terms = options.terms ?? 128;
   const n = Math.min(table.size, options.sample ?? 256);

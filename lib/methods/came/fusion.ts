@@ -5,7 +5,7 @@
 import { QuorumError } from '../../errors.js';
 import type { Run, ScoredDoc } from '../../eval/ranking.js';
 import { fuse, type FusionMethod } from '../../fusion/fuse.js';
-import { mustBeArray, mustBeObject } from '../../validate.js';
+import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../../validate.js';
 
 /** One of {@link CAME_FUSIONS}. */
 export type CameFusion = 'sum' | 'normsum' | 'normmax' | 'sumrr' | 'maxrr' | 'linear';
@@ -27,6 +27,8 @@ export interface LinearFusion {
   /** Added to every fused score (it does not change the order). */
   bias: number;
 }
+
+const fitKeys = optionKeys<{ iterations?: number; lr?: number }>()(['iterations', 'lr']);
 
 /**
  * Fuses the experts' lists question by question: `lists[e][q]` is expert e's top-K for question q (best first, ids
@@ -76,7 +78,7 @@ export function fitLinearFusion(
   options: { iterations?: number; lr?: number } = {},
 ): LinearFusion {
   mustBeArray(questions, 'dev questions');
-  mustBeObject(options, 'fit options');
+  checkOptions(options, fitKeys, 'fitLinearFusion options');
   if (!questions.length) throw new QuorumError('ERR_ARG', 'fitting the linear fusion needs dev questions');
   questions.forEach((q, i) => {
     mustBeObject(q, `questions[${i}]`);

@@ -3,9 +3,9 @@
 // over an MLM head tied to the embeddings), local (ColBERT token vectors, MaxSim) and global (one pooled vector).
 import { QuorumError, awaitNative, callNative } from '../../errors.js';
 import { torchAddon, type MaybeAsync, type StepStats, type TokenBatchArg, type TrainBatchArg } from '../../native.js';
-import { defaultEncoderConfig, type EncoderConfig } from '../../train/config.js';
+import { checkEncoderOverrides, defaultEncoderConfig, type EncoderConfig } from '../../train/config.js';
 import { TrainableTable, type OptimizerOptions } from '../../train/parameter-table.js';
-import { mustBeObject } from '../../validate.js';
+import { checkOptions, mustBeObject, optionKeys } from '../../validate.js';
 
 /** CAME's experts: lexical (SPLADE), local (ColBERT MaxSim) and global (one pooled vector, DPR). */
 export type CameExpertName = 'lexical' | 'local' | 'global';
@@ -101,6 +101,9 @@ export interface CameModelOptions {
   referenceOps?: boolean;
 }
 
+const cameModelKeys = optionKeys<CameModelOptions>()(['encoder', 'expertLayers', 'experts', 'localDim', 'referenceOps']);
+const trainingKeys = optionKeys<CameTraining>()(['competitive', 'tau', 'flopsQuery', 'flopsPassage', 'flopsRamp', 'temperatures']);
+
 /**
  * CAME's defaults in small: GloVe-sized embeddings (100), one shared block and one block per expert of hidden 100,
  * mean pooling with unit vectors for the global expert (SPEC: [CLS] pooling over fresh layers starts collapsed).
@@ -113,6 +116,8 @@ export interface CameModelOptions {
 export function cameConfig(o: CameModelOptions = {}): CameConfig {
   mustBeObject(o, 'CAME options');
   if (o.encoder !== undefined) mustBeObject(o.encoder, 'encoder options');
+  checkOptions(o, cameModelKeys, 'CAME model options');
+  checkEncoderOverrides(o.encoder, undefined, 'CAME model options');
   const encoder: EncoderConfig = {
     ...defaultEncoderConfig,
     hiddenSize: 100,
@@ -197,6 +202,8 @@ export class CameModel extends TrainableTable {
 
   /** Changes how the next steps train (fields left out keep their value). */
   setTraining(t: Partial<CameTraining>): void {
+    mustBeObject(t, 'CAME training settings');
+    checkOptions(t, trainingKeys, 'CAME training settings');
     callNative(() => this.native.setTraining(t));
   }
 

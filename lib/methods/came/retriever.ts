@@ -15,7 +15,7 @@ import { readTokenizerFiles, writeTokenizerFiles } from '../../text/tokenizer-fi
 import type { PassageText } from '../../train/examples.js';
 import { readWeights, writeWeights, type WeightStorage } from '../../train/model-dir.js';
 import { TokenTable } from '../../train/token-table.js';
-import { mustBeArray, mustBeObject } from '../../validate.js';
+import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../../validate.js';
 import { encodeCame, type CameEncoding } from './encode.js';
 import { CAME_FUSIONS, fuseExperts, type CameFusion, type Hit, type LinearFusion } from './fusion.js';
 import { CAME_EXPERTS, CameModel, cameConfig, type CameConfig, type CameExpertName, type CameModelOptions } from './model.js';
@@ -85,6 +85,13 @@ export interface CameSearchResult {
   timings: Record<string, number>;
 }
 
+const createKeys = optionKeys<CameRetrieverOptions>()(['tokenizer', 'model', 'independent', 'text']);
+const textKeys = optionKeys<CameTextSettings>()(['maxQueryLength', 'maxPassageLength']);
+const encodeKeys = optionKeys<NonNullable<Parameters<CameRetriever['encode']>[2]>>()(['rows', 'maxTerms', 'experts', 'onProgress']);
+const indexKeys = optionKeys<CameIndexOptions>()(['passageTerms', 'queryTerms', 'tokens', 'onProgress']);
+const searchKeys = optionKeys<CameSearchOptions>()(['k', 'expertK', 'fusion', 'experts', 'localCandidates']);
+const saveKeys = optionKeys<{ dtype?: WeightStorage }>()(['dtype']);
+
 interface CameCard {
   format: typeof CAME_FORMAT;
   version: typeof CAME_VERSION;
@@ -141,6 +148,8 @@ export class CameRetriever {
    */
   static create(options: CameRetrieverOptions): CameRetriever {
     mustBeObject(options, 'CAME options');
+    checkOptions(options, createKeys, 'CAME options');
+    checkOptions(options.text, textKeys, 'CAME options text');
     if (!(options.tokenizer instanceof WordPieceTokenizer)) throw new QuorumError('ERR_ARG', 'CAME needs a WordPieceTokenizer');
     const base = cameConfig({ ...options.model, encoder: { vocabSize: options.tokenizer.size, ...options.model?.encoder } });
     if (base.encoder.vocabSize !== options.tokenizer.size)
@@ -184,6 +193,7 @@ export class CameRetriever {
 
   /** Every expert's encoding of rows of a table, each from its own model (one pass per model). */
   async encode(table: TokenTable, side: 'query' | 'passage', options: { rows?: readonly number[]; maxTerms?: number; experts?: readonly CameExpertName[]; onProgress?: (d: number, t: number) => void } = {}): Promise<CameEncoding> {
+    checkOptions(options, encodeKeys, 'CAME encode options');
     const want = options.experts ?? this.experts;
     let out: CameEncoding = { rows: options.rows?.length ?? table.size };
     for (const m of this.models) {
@@ -198,7 +208,7 @@ export class CameRetriever {
   /** Encodes the corpus and builds each expert's index (row i of `passages` is id i). */
   async index(passages: readonly PassageText[], options: CameIndexOptions = {}): Promise<void> {
     mustBeArray(passages, 'passages');
-    mustBeObject(options, 'index options');
+    checkOptions(options, indexKeys, 'CAME index options');
     if (!passages.length) throw new QuorumError('ERR_ARG', 'the corpus is empty');
     const table = await this.passageTable(passages);
     const enc = await this.encode(table, 'passage', { maxTerms: options.passageTerms ?? CAME_PASSAGE_TERMS, onProgress: options.onProgress });
@@ -272,7 +282,7 @@ export class CameRetriever {
    */
   async search(questions: readonly string[], options: CameSearchOptions = {}): Promise<CameSearchResult> {
     mustBeArray(questions, 'questions');
-    mustBeObject(options, 'search options');
+    checkOptions(options, searchKeys, 'CAME search options');
     const ix = this.indexes;
     if (!ix) throw new QuorumError('ERR_STATE', 'index a corpus first (CameRetriever.index)');
     const k = options.k ?? 100;
@@ -322,6 +332,7 @@ export class CameRetriever {
    * The indexes are not saved: `index` rebuilds them from the corpus.
    */
   save(dir: string, options: { dtype?: WeightStorage } = {}): void {
+    checkOptions(options, saveKeys, 'CAME save options');
     mkdirSync(dir, { recursive: true });
     const dtype = options.dtype ?? 'F32';
     const models = this.models.map((m, i) => {

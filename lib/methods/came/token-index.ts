@@ -10,6 +10,7 @@ import { readSafetensors, writeSafetensors, type TensorToWrite } from '../../io/
 import { QuorumError } from '../../errors.js';
 import { maxSim } from '../../maxsim.js';
 import { Tensor } from '../../tensor.js';
+import { checkOptions, mustBeObject, optionKeys } from '../../validate.js';
 import type { CameEncoding } from './encode.js';
 import type { Hit } from './fusion.js';
 import { padTokens } from './scores.js';
@@ -24,6 +25,9 @@ export interface TokenIndexOptions {
   /** IVF lists searched per question token (default 32). */
   nprobe?: number;
 }
+
+const buildKeys = optionKeys<TokenIndexOptions>()(['factory', 'nprobe']);
+const searchKeys = optionKeys<TokenSearchOptions>()(['candidates']);
 
 /** Options of {@link TokenIndex.search}. */
 export interface TokenSearchOptions {
@@ -59,6 +63,8 @@ export class TokenIndex {
    * const top = await index.search(questionEncoding.local!, 100);
    */
   static async build(local: NonNullable<CameEncoding['local']>, options: TokenIndexOptions = {}): Promise<TokenIndex> {
+    mustBeObject(local, 'local token vectors');
+    checkOptions(options, buildKeys, 'TokenIndex.build options');
     const { vectors, lengths, dim } = local;
     const total = vectors.length / dim;
     const { starts, tokenPassage } = layout(lengths, total);
@@ -121,6 +127,7 @@ export class TokenIndex {
 
   /** Each question's top `k` passages by exact MaxSim over its candidates. */
   async search(questions: NonNullable<CameEncoding['local']>, k: number, options: TokenSearchOptions = {}): Promise<Hit[][]> {
+    checkOptions(options, searchKeys, 'TokenIndex.search options');
     if (questions.dim !== this.dim) throw new QuorumError('ERR_SHAPE', `question tokens are ${questions.dim}-d, the index ${this.dim}-d`);
     if (!Number.isInteger(k) || k < 1) throw new QuorumError('ERR_RANGE', `k must be a positive integer, got ${k}`);
     const per = options.candidates ?? 64;

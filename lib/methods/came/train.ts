@@ -14,7 +14,7 @@ import type { StepStats } from '../../native.js';
 import type { TrainingExample, PassageText } from '../../train/examples.js';
 import { trainRetriever, type EpochStats, type TrainOptions } from '../../train/trainer.js';
 import { rankAgainstPool, type ValidationInput } from '../../train/validate.js';
-import { mustBeArray, mustBeObject } from '../../validate.js';
+import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../../validate.js';
 import type { TokenTable } from '../../train/token-table.js';
 import { encodeCame, fitLexicalBias } from './encode.js';
 import { initFromGlove } from '../../train/init.js';
@@ -63,6 +63,13 @@ export interface CameTrainOptions {
   /** Receives a line per epoch and stage. */
   log?: (line: string) => void;
 }
+
+const trainKeys = optionKeys<CameTrainOptions>()([
+  'mode', 'epochs', 'standardizedShare', 'hardNegativeEpochs', 'mineDepth', 'negatives', 'batchSize', 'lr', 'tau', 'flops', 'flopsRamp',
+  'temperatures', 'clip', 'seed', 'checkpointDir', 'timeBudgetSeconds', 'progress', 'log',
+]);
+const fitKeys = optionKeys<{ expertK?: number }>()(['expertK']);
+const initKeys = optionKeys<{ glove?: unknown; seed?: number; lexicalTerms?: number }>()(['glove', 'seed', 'lexicalTerms']);
 
 /** Per stage and model: the loop's epochs plus each expert's mean loss and weight per epoch. */
 export interface CameStageRecord {
@@ -166,7 +173,7 @@ export async function trainCame(
   mustBeArray(data.passages, 'passages');
   mustBeArray(data.train, 'training examples');
   if (data.dev !== undefined) mustBeArray(data.dev, 'dev examples');
-  mustBeObject(options, 'CAME training options');
+  checkOptions(options, trainKeys, 'CAME training options');
   const o = { mode: 'competitive' as const, epochs: 3, standardizedShare: 0.2, hardNegativeEpochs: 1, mineDepth: 30, negatives: 7, batchSize: 16, lr: 1e-3, tau: 0.5, flops: 0.01, clip: 2, seed: 12345, ...options };
   if (o.mode !== 'competitive' && o.mode !== 'standardized') throw new QuorumError('ERR_ARG', `mode must be 'competitive' or 'standardized', got '${String(o.mode)}'`);
   if (!(o.standardizedShare >= 0 && o.standardizedShare <= 1)) throw new QuorumError('ERR_RANGE', `standardizedShare must be in [0, 1], got ${o.standardizedShare}`);
@@ -281,7 +288,7 @@ export async function trainCame(
 export async function fitCameLinear(came: CameRetriever, dev: readonly TrainingExample[], options: { expertK?: number } = {}): Promise<LinearFusion> {
   if (!(came instanceof CameRetriever)) throw new QuorumError('ERR_ARG', 'fitCameLinear needs a CameRetriever');
   mustBeArray(dev, 'dev examples');
-  mustBeObject(options, 'fit options');
+  checkOptions(options, fitKeys, 'fitCameLinear options');
   if (!dev.length) throw new QuorumError('ERR_ARG', 'fitting the linear fusion needs dev questions');
   const r = await came.search(dev.map((e) => e.query), { k: 1, expertK: options.expertK ?? 100 });
   const experts = came.experts;
@@ -298,7 +305,7 @@ export async function fitCameLinear(came: CameRetriever, dev: readonly TrainingE
 export async function initCame(came: CameRetriever, passages: readonly PassageText[], options: { glove?: GloveVectors; seed?: number; lexicalTerms?: number } = {}): Promise<{ coverage: number; lexicalBias?: number }> {
   if (!(came instanceof CameRetriever)) throw new QuorumError('ERR_ARG', 'initCame needs a CameRetriever');
   mustBeArray(passages, 'passages');
-  mustBeObject(options, 'initCame options');
+  checkOptions(options, initKeys, 'initCame options');
   let coverage = 0;
   if (options.glove) for (const m of came.models) coverage = (await initFromGlove(m, came.tokenizer.vocabulary, { glove: options.glove, seed: options.seed ?? 12345 })).coverage;
   const lexical = came.models.find((m) => m.experts.includes('lexical'));

@@ -17,7 +17,7 @@ import type { PassageText, TrainingExample } from '../../train/examples.js';
 import { modelDir } from '../../train/model-dir.js';
 import { Retriever } from '../../train/retriever.js';
 import { ece, ensembleMI } from '../../uncertainty.js';
-import { mustBeArray, mustBeObject, mustBeString } from '../../validate.js';
+import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
 import { MlpEnsemble, type EnsembleConfig, type EnsembleEpoch, type EnsembleTrainOptions } from './ensemble.js';
 
 export const MUF_FORMAT = 'quorum-muf';
@@ -132,6 +132,13 @@ export interface MufHits {
   confidence: number[];
 }
 
+const mufKeys = optionKeys<MufOptions>()(['heads', 'topL', 'hitTopK', 'onProgress']);
+const expertKeys = optionKeys<MufExpertSpec>()(['model', 'name', 'task']);
+const searchKeys = optionKeys<MufSearchOptions>()(['fusion', 'tasks']);
+const searchAllKeys = optionKeys<{ tasks?: unknown }>()(['tasks']);
+const loadKeys = optionKeys<Pick<MufOptions, 'onProgress'>>()(['onProgress']);
+const calibrateKeys = optionKeys<{ grid?: unknown }>()(['grid']);
+
 interface Collected {
   size: number;
   runs: Array<Map<string, ScoredDoc[]>>;
@@ -218,7 +225,8 @@ export class MufRetriever {
   static async build(experts: readonly MufExpertSpec[], corpus: readonly MufPassage[], options: MufOptions = {}): Promise<MufRetriever> {
     mustBeArray(experts, 'experts');
     mustBeArray(corpus, 'corpus');
-    mustBeObject(options, 'MUF options');
+    checkOptions(options, mufKeys, 'MUF options');
+    experts.forEach((spec, i) => checkOptions(spec, expertKeys, `experts[${i}]`));
     if (experts.length === 0) throw new QuorumError('ERR_ARG', 'MUF needs at least one expert');
     if (corpus.length === 0) throw new QuorumError('ERR_ARG', 'the corpus is empty');
     const log = options.onProgress ?? (() => {});
@@ -329,6 +337,7 @@ export class MufRetriever {
    */
   async calibrate(dev: readonly MufJudgedQuery[], options: { grid?: readonly number[] } = {}): Promise<ExpertCalibration[]> {
     mustBeArray(dev, 'calibration queries');
+    checkOptions(options, calibrateKeys, 'calibrate options');
     if (dev.length === 0) throw new QuorumError('ERR_ARG', 'the calibration split is empty');
     this.requireHeads();
     const grid = options.grid ?? MUF_TEMPERATURE_GRID;
@@ -420,7 +429,7 @@ export class MufRetriever {
    * call are in {@link lastTimings}.
    */
   async search(queries: readonly string[], k: number, options: MufSearchOptions = {}): Promise<MufHits[]> {
-    mustBeObject(options, 'MUF search options');
+    checkOptions(options, searchKeys, 'MUF search options');
     const fusion = options.fusion ?? 'muf';
     this.checkSearch(k, fusion, Array.isArray(queries) ? queries.length : 0, options.tasks);
     const t: MufTimings = { encode: 0, retrieve: 0, heads: 0, mi: 0, fuse: 0 };
@@ -437,7 +446,7 @@ export class MufRetriever {
    * `oracle` (when `tasks` is given), `experts[i]` per expert, and each expert's confidence per query.
    */
   async searchAll(queries: readonly string[], k: number, options: { tasks?: ReadonlyArray<string | undefined> } = {}): Promise<MufAllRuns> {
-    mustBeObject(options, 'MUF search options');
+    checkOptions(options, searchAllKeys, 'MUF searchAll options');
     if (options.tasks) this.checkSearch(k, 'oracle', Array.isArray(queries) ? queries.length : 0, options.tasks);
     else this.checkSearch(k, 'muf', 0);
     const t: MufTimings = { encode: 0, retrieve: 0, heads: 0, mi: 0, fuse: 0 };
@@ -483,7 +492,7 @@ export class MufRetriever {
   /** Loads {@link save}'s directory. ERR_IO for a missing file, ERR_FORMAT for another version or a damaged file. */
   static async load(dir: string, options: Pick<MufOptions, 'onProgress'> = {}): Promise<MufRetriever> {
     mustBeString(dir, 'MUF directory');
-    mustBeObject(options, 'MUF load options');
+    checkOptions(options, loadKeys, 'MUF load options');
     const cardPath = join(dir, 'muf.json');
     if (!existsSync(cardPath)) throw new QuorumError('ERR_IO', `${dir} is not a MUF directory (no muf.json)`);
     const card = readJsonFile(cardPath) as MufCard;

@@ -18,7 +18,7 @@ import type { PassageText } from '../../train/examples.js';
 import { readWeights, writeWeights, type WeightStorage } from '../../train/model-dir.js';
 import { Retriever } from '../../train/retriever.js';
 import { TokenTable } from '../../train/token-table.js';
-import { mustBeArray, mustBeObject } from '../../validate.js';
+import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../../validate.js';
 import { RomNetwork, type RomConfig, type RomNetworkOptions } from './network.js';
 import { passagePieces, readerRows, spanText, type PassagePieces } from './reader-inputs.js';
 import { bestSpans } from './spans.js';
@@ -40,6 +40,12 @@ export interface RomTextSettings {
 
 /** The text settings a ROM model gets unless `RomModel.create`'s `text` overrides them. */
 export const defaultRomText: RomTextSettings = { maxQueryLength: 32, maxPassageLength: 128, readerLength: 192, maxAnswerLength: 10 };
+
+const createKeys = optionKeys<Parameters<typeof RomModel.create>[0]>()(['tokenizer', 'network', 'text']);
+const textKeys = optionKeys<RomTextSettings>()(['maxQueryLength', 'maxPassageLength', 'readerLength', 'maxAnswerLength']);
+const kKeys = optionKeys<{ k?: number }>()(['k']);
+const readKeys = optionKeys<{ batchQuestions?: number }>()(['batchQuestions']);
+const saveKeys = optionKeys<{ dtype?: unknown }>()(['dtype']);
 
 /** One answer of {@link RomModel.answer}. */
 export interface RomAnswer {
@@ -97,6 +103,8 @@ export class RomModel {
   /** A new, untrained model over `tokenizer`'s vocabulary. ERR_ARG without a tokenizer. */
   static create(o: { tokenizer: WordPieceTokenizer; network?: RomNetworkOptions; text?: Partial<RomTextSettings> }): RomModel {
     mustBeObject(o, 'RomModel options');
+    checkOptions(o, createKeys, 'RomModel options');
+    checkOptions(o.text, textKeys, 'RomModel options text');
     if (!(o.tokenizer instanceof WordPieceTokenizer)) throw new QuorumError('ERR_ARG', 'RomModel needs a WordPieceTokenizer');
     const net = o.network ?? {};
     mustBeObject(net, 'network options');
@@ -152,6 +160,7 @@ export class RomModel {
 
   /** The top `k` corpus rows of each question by the retrieval side's dot product. */
   async search(questions: readonly string[], options: { k?: number } = {}): Promise<Array<Array<{ id: number; score: number }>>> {
+    checkOptions(options, kKeys, 'search options');
     const corpus = this.requireIndex();
     mustBeArray(questions, 'questions');
     const k = options.k ?? 20;
@@ -188,6 +197,7 @@ export class RomModel {
   ): Promise<RomAnswer[]> {
     mustBeArray(questions, 'questions');
     mustBeArray(candidates, 'candidates');
+    checkOptions(options, readKeys, 'read options');
     if (candidates.length !== questions.length) throw new QuorumError('ERR_SHAPE', `${candidates.length} candidate lists for ${questions.length} questions`);
     const per = options.batchQuestions ?? 8;
     if (!Number.isInteger(per) || per < 1) throw new QuorumError('ERR_RANGE', 'batchQuestions must be an integer >= 1');
@@ -244,6 +254,7 @@ export class RomModel {
    * console.log(a.answer, a.passage);
    */
   async answer(questions: readonly string[], options: { k?: number } = {}): Promise<RomAnswer[]> {
+    checkOptions(options, kKeys, 'answer options');
     const hits = await this.search(questions, { k: options.k ?? 10 });
     return this.read(questions, hits);
   }
@@ -298,6 +309,7 @@ export class RomModel {
    */
   save(dir: string, options: { dtype?: WeightStorage } = {}): void {
     if (typeof dir !== 'string' || !dir) throw new QuorumError('ERR_ARG', 'dir must be a non-empty string');
+    checkOptions(options, saveKeys, 'save options');
     mkdirSync(dir, { recursive: true });
     const dtype = options.dtype ?? 'F32';
     writeWeights(this.network, join(dir, 'network.safetensors'), dtype, ROM_FORMAT);

@@ -3,10 +3,10 @@
 // PhraseICT) and the reader's span and relevance logits.
 import { QuorumError, awaitNative, callNative } from '../../errors.js';
 import { torchAddon, type MaybeAsync, type StepStats, type TokenBatchArg, type TrainBatchArg } from '../../native.js';
-import { defaultEncoderConfig, type EncoderConfig } from '../../train/config.js';
+import { checkEncoderOverrides, defaultEncoderConfig, type EncoderConfig } from '../../train/config.js';
 import type { TableEncoder } from '../../train/encode-corpus.js';
 import { TrainableTable, type OptimizerOptions } from '../../train/parameter-table.js';
-import { mustBeObject } from '../../validate.js';
+import { checkOptions, mustBeObject, optionKeys } from '../../validate.js';
 
 /** One of {@link ROM_HEADS}. */
 export type RomHead = 'retrieval' | 'ict' | 'phrase_ict';
@@ -86,6 +86,9 @@ export interface RomNetworkOptions {
   headDim?: number;
 }
 
+const networkKeys = optionKeys<RomNetworkOptions>()(['encoder', 'headDim']);
+const accumulateKeys = optionKeys<{ normalize?: boolean }>()(['normalize']);
+
 /**
  * ROM's defaults in small: GloVe-sized embeddings and hidden width (100), two blocks, mean pooling with unit vectors
  * (issue 20: [CLS] pooling over fresh layers starts collapsed), heads of the hidden width (identity at step 0), and
@@ -99,6 +102,8 @@ export interface RomNetworkOptions {
 export function romConfig(o: RomNetworkOptions = {}): RomConfig {
   mustBeObject(o, 'ROM options');
   if (o.encoder !== undefined) mustBeObject(o.encoder, 'encoder options');
+  checkOptions(o, networkKeys, 'ROM network options');
+  checkEncoderOverrides(o.encoder, undefined, 'ROM network options');
   const encoder: EncoderConfig = {
     ...defaultEncoderConfig,
     hiddenSize: 100,
@@ -210,11 +215,13 @@ export class RomNetwork extends TrainableTable {
 
   /** Forward and backward of a contrastive batch through one head; gradients add up until {@link step}. */
   async accumulate(batch: TrainBatchArg, head: RomHead = 'retrieval', options: { normalize?: boolean } = {}): Promise<RomStepStats> {
+    checkOptions(options, accumulateKeys, 'accumulate options');
     return awaitNative(callNative(() => this.native.accumulate(batch, head, options.normalize ?? true, true)) as Promise<RomStepStats>);
   }
 
   /** {@link accumulate} on the calling thread. */
   accumulateSync(batch: TrainBatchArg, head: RomHead = 'retrieval', options: { normalize?: boolean } = {}): RomStepStats {
+    checkOptions(options, accumulateKeys, 'accumulate options');
     return callNative(() => this.native.accumulate(batch, head, options.normalize ?? true, false) as RomStepStats);
   }
 

@@ -5,7 +5,9 @@
 import { QuorumError } from '../../errors.js';
 import type { TokenBatchArg } from '../../native.js';
 import { WordPieceTokenizer } from '../../text/tokenizer.js';
-import { mustBeArray, mustBeObject } from '../../validate.js';
+import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../../validate.js';
+
+const rowKeys = optionKeys<{ maxLength?: number; maxQuestion?: number; markMatches?: boolean }>()(['maxLength', 'maxQuestion', 'markMatches']);
 
 /** A passage's pieces and, for each, the character range of the whitespace word it belongs to. */
 export interface PassagePieces {
@@ -123,7 +125,7 @@ export function readerRows(
   mustBeArray(questionOf, 'questionOf');
   mustBeArray(passages, 'passages');
   passages.forEach(checkPieces);
-  mustBeObject(options, 'options');
+  checkOptions(options, rowKeys, 'readerRows options');
   const maxLength = options.maxLength ?? 256;
   const maxQuestion = options.maxQuestion ?? 32;
   if (!Number.isInteger(maxLength) || maxLength < 8) throw new QuorumError('ERR_RANGE', 'maxLength must be an integer >= 8');

@@ -2,6 +2,9 @@
 // (DPR's average rank, SPEC §4.5: lower is better) is read; only a strict improvement re-encodes the corpus and
 // rebuilds the index, and the reader's training passages are replaced only when the new retrieval is better too.
 import { QuorumError } from '../../errors.js';
+import { checkOptions, optionKeys } from '../../validate.js';
+
+const startKeys = optionKeys<{ averageRank?: number; retrieval?: number }>()(['averageRank', 'retrieval']);
 
 /** One decision of {@link IndexRefresh}: a refresh made, with the figures that led to it. */
 export interface RefreshEvent {
@@ -52,6 +55,7 @@ export class IndexRefresh {
   ) {
     if (typeof hooks?.refresh !== 'function' || typeof hooks.updateReader !== 'function')
       throw new QuorumError('ERR_ARG', 'IndexRefresh needs refresh() and updateReader() hooks');
+    checkOptions(start, startKeys, 'IndexRefresh start');
     this.bestRank = start.averageRank ?? Infinity;
     this.bestRetrieval = start.retrieval ?? -Infinity;
   }

@@ -9,6 +9,7 @@
 //              duty keeps `floor` (default 0.01)
 import { QuorumError } from '../../errors.js';
 import { seededRandom } from '../../random.js';
+import { checkOptions, optionKeys } from '../../validate.js';
 
 /** ROM's joint-phase schedules, by name (see the head of this file for what each does). */
 export const ROM_SCHEDULES = ['pipeline', 'equal', 'gradual', 'random', 'iterative'] as const;
@@ -23,6 +24,8 @@ export interface ScheduleOptions {
   floor?: number;
 }
 
+const scheduleKeys = optionKeys<ScheduleOptions>()(['seed', 'floor']);
+
 /**
  * lambda_retrieval of (0-based) `epoch` out of `epochs` joint epochs.
  *
@@ -31,6 +34,7 @@ export interface ScheduleOptions {
  * retrievalWeight('gradual', 2, 4) // 0.25
  */
 export function retrievalWeight(schedule: RomSchedule, epoch: number, epochs: number, options: ScheduleOptions = {}): number {
+  checkOptions(options, scheduleKeys, 'retrievalWeight options');
   if (!ROM_SCHEDULES.includes(schedule)) throw new QuorumError('ERR_ARG', `schedule must be one of ${ROM_SCHEDULES.join(', ')}, got ${String(schedule)}`);
   if (!Number.isInteger(epochs) || epochs < 1) throw new QuorumError('ERR_RANGE', 'epochs must be an integer >= 1');
   if (!Number.isInteger(epoch) || epoch < 0 || epoch >= epochs) throw new QuorumError('ERR_RANGE', `epoch must be an integer in [0, ${epochs})`);

@@ -7,7 +7,7 @@
 //              evidence is the passage without the phrase, with the same keep rate
 import { QuorumError } from '../../errors.js';
 import { seededRandom } from '../../random.js';
-import { mustBeArray, mustBeObject, mustBeString } from '../../validate.js';
+import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
 
 /** A pseudo-query and the evidence to retrieve for it; `passage` is the source's position in the stream. */
 export interface SelfSupervisedExample {
@@ -34,6 +34,9 @@ export interface PhraseIctOptions extends IctOptions {
   /** Longest phrase in words (default 4: n is uniform in 1..maxWords). */
   maxWords?: number;
 }
+
+const ictKeys = optionKeys<IctOptions>()(['seed', 'keepRate']);
+const phraseKeys = optionKeys<PhraseIctOptions>()(['seed', 'keepRate', 'maxWords']);
 
 function checkRate(o: IctOptions): number {
   const r = o.keepRate ?? 0.1;
@@ -86,7 +89,7 @@ function cut(text: string, start: number, end: number): string {
  * for (const ex of ictExamples(corpus, { seed: 1 })) batch.push(ex); // { query: 'a sentence', context: 'the rest' }
  */
 export function* ictExamples(passages: Iterable<string | { text: string }>, options: IctOptions = {}): Generator<SelfSupervisedExample> {
-  mustBeObject(options, 'options');
+  checkOptions(options, ictKeys, 'ictExamples options');
   const keepRate = checkRate(options);
   const random = seededRandom(options.seed ?? 0);
   let i = 0;
@@ -196,7 +199,7 @@ export function* phraseIctExamples(
   idf: TermIdf,
   options: PhraseIctOptions = {},
 ): Generator<SelfSupervisedExample> {
-  mustBeObject(options, 'options');
+  checkOptions(options, phraseKeys, 'phraseIctExamples options');
   if (!(idf instanceof TermIdf)) throw new QuorumError('ERR_ARG', 'idf must be a TermIdf (TermIdf.fit(corpus))');
   const keepRate = checkRate(options);
   const maxWords = options.maxWords ?? 4;

@@ -2,7 +2,9 @@
 // `maxLength` tokens long, scored start[i] + end[j] (DPR's reader). Positions whose logit is -Infinity (outside the
 // passage) are never part of a span.
 import { QuorumError } from '../../errors.js';
-import { mustBeArray, mustBeObject } from '../../validate.js';
+import { checkOptions, mustBeArray, optionKeys } from '../../validate.js';
+
+const spanKeys = optionKeys<{ maxLength?: number; top?: number; offset?: number; length?: number }>()(['maxLength', 'top', 'offset', 'length']);
 
 /** One decoded answer span of a reader row, in token positions. */
 export interface Span {
@@ -29,7 +31,7 @@ export function bestSpans(
 ): Span[] {
   mustBeArray(start, 'start logits', true);
   mustBeArray(end, 'end logits', true);
-  mustBeObject(options, 'options');
+  checkOptions(options, spanKeys, 'bestSpans options');
   const maxLength = options.maxLength ?? 10;
   const top = options.top ?? 1;
   const offset = options.offset ?? 0;

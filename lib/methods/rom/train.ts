@@ -23,7 +23,7 @@ import { linearSchedule, shuffle } from '../../train/schedule.js';
 import { TokenTable } from '../../train/token-table.js';
 import { composeBatch } from '../../train/trainer.js';
 import { validate, validationPool, type ValidationInput } from '../../train/validate.js';
-import { mustBeArray, mustBeObject } from '../../validate.js';
+import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../../validate.js';
 import type { RomModel } from './model.js';
 import { RomNetwork, type ReaderBatchArg, type RomHead, type RomStepStats } from './network.js';
 import { ReaderData } from './reader-data.js';
@@ -122,6 +122,12 @@ export interface RomTrainingData {
   dev?: readonly TrainingExample[];
 }
 
+const trainKeys = optionKeys<RomTrainOptions>()([
+  'pretrain', 'retrievalEpochs', 'jointEpochs', 'schedule', 'scheduleFloor', 'batchSize', 'hardNegatives', 'readerQuestions', 'readerPassages',
+  'readerDepth', 'lr', 'clip', 'temperature', 'normalizeLosses', 'refresh', 'validationPool', 'seed', 'log', 'progress',
+]);
+const pretrainKeys = optionKeys<NonNullable<RomTrainOptions['pretrain']>>()(['tasks', 'epochs', 'examplesPerEpoch', 'keepRate']);
+
 const positiveInt = (v: number, name: string, zero = false) => {
   if (!Number.isInteger(v) || v < (zero ? 0 : 1)) throw new QuorumError('ERR_RANGE', `${name} must be an integer >= ${zero ? 0 : 1}, got ${v}`);
 };
@@ -138,7 +144,8 @@ const positiveInt = (v: number, name: string, zero = false) => {
 export async function trainRom(model: RomModel, data: RomTrainingData, options: RomTrainOptions = {}): Promise<RomTrainRecord> {
   mustBeObject(model, 'model');
   mustBeObject(data, 'training data');
-  mustBeObject(options, 'options');
+  checkOptions(options, trainKeys, 'ROM training options');
+  checkOptions(options.pretrain, pretrainKeys, 'ROM training options pretrain');
   mustBeArray(data.passages, 'passages');
   mustBeArray(data.train, 'train');
   if (data.dev !== undefined) mustBeArray(data.dev, 'dev');
