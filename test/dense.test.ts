@@ -197,14 +197,27 @@ describe('dense kernels: variants, threads, async', () => {
     const [N, D] = [200_000, 256];
     const corpus = Tensor.zeros([N, D]);
     corpus.data.fill(0.25);
+    // Enough queries for one search of about 60 ms on this machine, whatever its speed.
+    let B = 8;
+    for (;;) {
+      const t = performance.now();
+      await scoreTopK(randomF32(B * D, 2), corpus, 10);
+      const ms = performance.now() - t;
+      if (ms > 5 || B >= 4096) {
+        B = Math.min(4096, Math.ceil((B * 60) / Math.max(ms, 1)));
+        break;
+      }
+      B *= 4;
+    }
     let ticks = 0;
     const timer = setInterval(() => ticks++, 1);
     const t0 = performance.now();
-    await scoreTopK(randomF32(8 * D, 1), corpus, 10);
+    await scoreTopK(randomF32(B * D, 1), corpus, 10);
     const elapsed = performance.now() - t0;
     clearInterval(timer);
     // A blocked loop would tick at most once; a free one ticks about once per millisecond.
-    if (elapsed > 20) expect(ticks).toBeGreaterThan(2);
+    expect(elapsed, 'the search must last long enough for the check to mean something').toBeGreaterThan(20);
+    expect(ticks).toBeGreaterThan(Math.min(10, elapsed / 10));
     corpus.dispose();
   });
 });

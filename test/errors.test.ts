@@ -89,8 +89,8 @@ describe('bad input gives typed errors', () => {
 
   it('leaves stored data intact after failed calls', () => {
     const before = scoreTopKSync(q, corpus, 5);
-    code(() => scoreTopKSync(q, corpus, 0));
-    code(() => gatherScoresSync(q, corpus, new Int32Array([0, 1000])));
+    expect(code(() => scoreTopKSync(q, corpus, 0))).toBe('ERR_RANGE');
+    expect(code(() => gatherScoresSync(q, corpus, new Int32Array([0, 1000])))).toBe('ERR_RANGE');
     const after = scoreTopKSync(q, corpus, 5);
     expect(Array.from(after.ids)).toEqual(Array.from(before.ids));
   });

@@ -1,6 +1,6 @@
 // CAME's kernel-backed autograd functions (native/torch/kernel_autograd.h): MaxSim and SPLADE pooling forward and
 // backward through Quorum's kernels, against a pure-libtorch autograd reference (to 1e-5 relative) and against
-// finite differences of the forward, over random shapes with padding and masks.
+// finite differences of the forward, over a table of shapes (random values) with padding and masks.
 import { describe, expect, it } from 'vitest';
 
 import { torchAddon } from '../lib/native.js';

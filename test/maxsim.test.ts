@@ -163,6 +163,58 @@ describe('maxSim gradients', () => {
   });
 });
 
+describe('maxSim gradients against the reference arg-max, random shapes', () => {
+  // dQ[b, i] = sum_n grad[b, n] D[arg(b, n, i)], dD[arg(b, n, i)] += grad[b, n] Q[b, i], from the reference's arg-max.
+  function referenceGradients(Q: Float32Array, D: Float64Array, arg: Int32Array, grad: Float32Array, nq: number, lq: number, dim: number, st: Int32Array) {
+    const N = st.length;
+    const dQ = new Float64Array(Q.length);
+    const dD = new Float64Array(D.length);
+    for (let b = 0; b < nq; b++)
+      for (let n = 0; n < N; n++)
+        for (let i = 0; i < lq; i++) {
+          const t = arg[(b * N + n) * lq + i]!;
+          if (t < 0) continue;
+          const row = st[n]! + t;
+          const g = grad[b * N + n]!;
+          for (let j = 0; j < dim; j++) {
+            dQ[(b * lq + i) * dim + j]! += g * D[row * dim + j]!;
+            dD[row * dim + j]! += g * Q[(b * lq + i) * dim + j]!;
+          }
+        }
+    return { dQ, dD };
+  }
+
+  for (const dtype of floatDtypes)
+    for (const clampZero of [false, true])
+      it(`documents ${dtype}${clampZero ? ', clampZero with a query mask and an empty document' : ''}`, () => {
+        const r = rng(dtype.length * 7 + (clampZero ? 1 : 0));
+        const draw = (lo: number, hi: number) => lo + Math.floor(((r() + 1) / 2) * (hi - lo + 1));
+        for (let trial = 0; trial < 6; trial++) {
+          const [nq, lq, dim, N] = [draw(1, 3), draw(1, 6), draw(2, 19), draw(2, 6)];
+          const lengths = Int32Array.from({ length: N }, () => draw(1, 7));
+          // -Infinity scores have no gradient to give: an empty document only with clampZero, where it scores 0.
+          if (clampZero) lengths[draw(0, N - 1)] = 0;
+          const rows = sum(lengths);
+          const q = randomF32(nq * lq * dim, 300 + trial);
+          const tokens = Tensor.from(randomF32(rows * dim, 400 + trial), [rows, dim], dtype);
+          const queryMask = clampZero ? Uint8Array.from({ length: nq * lq }, (_, i) => (i % 3 === 1 ? 0 : 1)) : undefined;
+          const D = decoded(tokens);
+          const st = starts(lengths);
+          const ref = maxSimRef({ q, nq, lq, dim, tokens: D, start: st, length: lengths, clampZero, ...(queryMask ? { queryMask } : {}) });
+          const docs = { tokens, lengths };
+          const fwd = maxSimSync({ data: q, shape: [nq, lq, dim] }, docs, { argmax: true, clampZero, ...(queryMask ? { queryMask } : {}) });
+          expect(Array.from(fwd.argmax!.data)).toEqual(Array.from(ref.argmax));
+          if (clampZero) expect(ref.argmax.some((a) => a === -1)).toBe(true);
+          const grad = Float32Array.from({ length: nq * N }, () => r());
+          const g = maxSimBackwardSync({ data: q, shape: [nq, lq, dim] }, docs, fwd.argmax!, grad, queryMask ? { queryMask } : {});
+          const want = referenceGradients(q, D, ref.argmax, grad, nq, lq, dim, st);
+          expectClose(g.dQueries.data, want.dQ, 1e-5);
+          expectClose(g.dDocuments.data, want.dD, 1e-5);
+          expect(g.dDocuments.shape).toEqual([rows, dim]);
+        }
+      });
+});
+
 describe('maxSim API', () => {
   const q = { data: randomF32(3 * 8, 1), shape: [3, 8] as const };
   const tokens = { data: randomF32(10 * 8, 2), shape: [10, 8] as const };

@@ -99,6 +99,7 @@ describe('MufRetriever', () => {
     await muf.train(examples(trainSet), { epochs: 400, batchSize: 80, lr: 1e-2, seed: 2 });
     await expect(muf.search(['what is the capital of g60'], 3)).rejects.toMatchObject({ code: 'ERR_STATE' }); // not calibrated
     const cal = await muf.calibrate(judged(devSet));
+    expect(cal).toHaveLength(2);
     for (const c of cal) {
       expect(c.questions).toBe(32);
       expect(c.eceAfter).toBeLessThanOrEqual(c.eceBefore);

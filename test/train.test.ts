@@ -23,6 +23,7 @@ import { packageRoot } from '../lib/native.js';
 import { fixtureBatch, fixtureConfig } from './fixtures/checkpoint-v0/batch.js';
 import { writeWeights } from '../lib/train/model-dir.js';
 import { code, maxAbsDiff } from './basics.js';
+import { adamGradient, expectGradientsMatch, randomize } from './gradcheck.js';
 
 // A 40-word vocabulary: w0 .. w31 plus the specials.
 const WORDS = Array.from({ length: 32 }, (_, i) => `w${i}`);
@@ -39,15 +40,6 @@ const tempDir = () => {
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
 
-/** Every parameter set to seeded uniform values in [-s, s] (LayerNorm weights around 1), so nothing is trivial. */
-function randomize(model: Retriever, seed: number, s = 0.3): void {
-  const r = seededRandom(seed);
-  for (const { name, shape } of model.parameters()) {
-    const n = shape.reduce((a, b) => a * b, 1);
-    const base = name.endsWith('LayerNorm.weight') ? 1 : 0;
-    model.setParameter(name, Float32Array.from({ length: n }, () => base + (r() * 2 - 1) * s));
-  }
-}
 
 /** One encoder's parameters without their "<encoder>." prefix, for the reference. */
 function encoderParams(model: Retriever, encoder: string): Map<string, Float32Array> {
@@ -221,6 +213,44 @@ function batchOf(model: Retriever, n = 12): Parameters<Retriever['accumulateSync
   void model;
   return { queries: tok.encode(train.map((e) => e.query)), passages: passageBatch, positives: c.positives, ignore: c.ignore };
 }
+
+describe('gradients of the training loss, by central differences (random widths, every pooling and head)', () => {
+  const r = seededRandom(77);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
+  const shape = (): Partial<EncoderConfig> => {
+    const heads = pick([1, 2, 4]);
+    return { ...tiny, hiddenSize: heads * pick([3, 4, 5]), heads, ffnSize: pick([8, 20]), layers: pick([1, 2]) };
+  };
+  const cases: Array<[string, RetrieverOptions, ((name: string) => boolean)?]> = [
+    ['siamese, mean pooling', { preset: 'siamese', encoder: { ...shape(), pooling: 'mean' } }],
+    ['siamese, max pooling, unnormalized', { preset: 'siamese', encoder: { ...shape(), pooling: 'max', normalize: false } }],
+    ['siamese, cls pooling', { preset: 'siamese', encoder: { ...shape(), pooling: 'cls' } }],
+    ['0 layers: token weights, centre, embedding projection', { preset: 'siamese', encoder: { ...shape(), layers: 0, embeddingSize: 6, tokenWeights: true, center: true } }],
+    ['linear and MLP heads after pooling', { preset: 'siamese', encoder: { ...shape(), projectionDim: 6, projectionHidden: 10 } }],
+    ['attention windows of 3 tokens', { preset: 'siamese', encoder: { ...shape(), attentionWindow: 3 } }],
+    ['bi-encoder', { preset: 'bi-encoder', encoder: shape() }],
+    ['TASER Det-R', { preset: 'taser', encoder: { ...shape(), layers: 2 }, taser: { routing: 'det' } }],
+    // The router's own gradient is the straight-through estimate, not the derivative of the hard choice: every
+    // other parameter is checked, with the same Gumbel noise in every pass.
+    ['TASER Seq-R (all but the router)', { preset: 'taser', encoder: { ...shape(), layers: 2 }, taser: { routing: 'seq' } }, (n) => !n.includes('gate')],
+  ];
+  for (const [name, options, names] of cases) {
+    it(name, () => {
+      const model = Retriever.create(options);
+      randomize(model, 11);
+      const normalized = options.encoder?.normalize !== false;
+      const batch = { ...batchOf(model, 6), temperature: normalized ? 0.1 : 1, lossScale: 0.7 };
+      const pass = () => {
+        Retriever.seed(5);
+        return model.accumulateSync(batch).loss;
+      };
+      const grad = adamGradient(model, pass);
+      const { compared, nonzero } = expectGradientsMatch(model, pass, grad, { names, scale: 0.7 });
+      expect(compared).toBeGreaterThan(3 * 8);
+      expect(nonzero).toBeGreaterThan(compared / 2);
+    });
+  }
+});
 
 describe('training steps', () => {
   for (const options of [
