@@ -25,6 +25,9 @@ const cases: Array<[number, number, number, number, boolean, boolean]> = [
   // dP = Gᵀ Q with M = 800 rows: more than one task-sized block of row tiles (64 x 12), so every panel is
   // packed by two tasks and only the last block has a tail.
   [9, 800, 40, 1, false, false],
+  // Per-row weights (CAME's specialized loss) at GEMM sizes, against the weighted reference gradient.
+  [25, 70, 300, 0.5, false, true],
+  [128, 256, 768, 1, false, true],
 ];
 
 function positives(B: number, M: number): Int32Array {
@@ -80,8 +83,8 @@ describe.each(isas)('infoNce, %s variant', (isa) => {
     expect(got.accuracy).toBeCloseTo(Array.from(got.rank.data).filter((r) => r === 1).length / B, 12);
     expect(got.dQ!.shape).toEqual([B, D]);
     expect(got.dP!.shape).toEqual([M, D]);
-    if (!cosine && !weighted) {
-      const g = infoNceGradRef({ q, p, B, M, D, pos, temperature });
+    if (!cosine) {
+      const g = infoNceGradRef({ q, p, B, M, D, pos, temperature, ...(weights ? { weights } : {}) });
       expectClose(got.dQ!.data, g.dq, 1e-4);
       expectClose(got.dP!.data, g.dp, 1e-4);
     }

@@ -85,6 +85,30 @@ describe.each(isas)('spladePool, %s variant', (isa) => {
 });
 
 describe('spladePool gradients and regularizers', () => {
+  it.each(floatDtypes)('backward of %s logits, random shapes: grad / (1 + x) at the reference arg-max of the decoded logits', (dtype) => {
+    const r = rng(dtype.length + 40);
+    const draw = (lo: number, hi: number) => lo + Math.floor(((r() + 1) / 2) * (hi - lo + 1));
+    for (let trial = 0; trial < 5; trial++) {
+      const [B, L, V] = [draw(1, 4), draw(1, 9), draw(1, 70)];
+      const x = Tensor.from(randomF32(B * L * V, 90 + trial), [B, L, V], dtype);
+      const X = decoded(x);
+      const mask = Uint8Array.from({ length: B * L }, (_, i) => (i % 4 === 2 ? 0 : 1));
+      const ref = spladePoolRef(X, B, L, V, mask);
+      const fwd = spladePoolSync(x, { mask, argmax: true });
+      expect(Array.from(fwd.argmax!.data)).toEqual(Array.from(ref.argmax));
+      const g = randomF32(B * V, 95 + trial);
+      const dx = spladePoolBackwardSync(x, fwd.argmax!, { data: g, shape: [B, V] });
+      const want = new Float64Array(B * L * V);
+      for (let b = 0; b < B; b++)
+        for (let v = 0; v < V; v++) {
+          const t = ref.argmax[b * V + v]!;
+          if (t >= 0) want[(b * L + t) * V + v] = g[b * V + v]! / (1 + X[(b * L + t) * V + v]!);
+        }
+      dx.data.forEach((d, i) => expect(Math.abs(d - want[i]!)).toBeLessThanOrEqual(1e-6 * (1 + Math.abs(want[i]!))));
+      expect(want.some((w) => w !== 0)).toBe(true);
+    }
+  });
+
   it('backward matches central finite differences', () => {
     const B = 2, L = 4, V = 7;
     const x = randomF32(B * L * V, 77);

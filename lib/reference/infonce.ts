@@ -45,7 +45,7 @@ export function infoNceRef(a: InfoNceRefInput): { loss: number; rowLoss: Float64
   return { loss: loss / a.B, rowLoss, rank };
 }
 
-/** Dot-product InfoNCE forward and backward in plain loops (the benchmark's plain-JS contender). */
+/** Dot-product InfoNCE forward and backward in plain loops (the benchmark's plain-JS contender), per-row weights included. */
 export function infoNceGradRef(a: InfoNceRefInput): { loss: number; dq: Float64Array; dp: Float64Array } {
   const { B, M, D } = a;
   const t = a.temperature ?? 1;
@@ -62,8 +62,9 @@ export function infoNceGradRef(a: InfoNceRefInput): { loss: number; dq: Float64A
     let sum = 0;
     for (let j = 0; j < M; j++) sum += Math.exp((G[i * M + j] as number) - m);
     const pos = a.pos[i] as number;
-    loss += m + Math.log(sum) - (G[i * M + pos] as number);
-    for (let j = 0; j < M; j++) G[i * M + j] = (Math.exp((G[i * M + j] as number) - m) / sum - (j === pos ? 1 : 0)) / (B * t);
+    const w = a.weights ? (a.weights[i] as number) : 1;
+    loss += w * (m + Math.log(sum) - (G[i * M + pos] as number));
+    for (let j = 0; j < M; j++) G[i * M + j] = (w * (Math.exp((G[i * M + j] as number) - m) / sum - (j === pos ? 1 : 0))) / (B * t);
   }
   const dq = new Float64Array(B * D);
   const dp = new Float64Array(M * D);
