@@ -19,6 +19,7 @@ import { RomNetwork, type ReaderBatchArg } from '../lib/methods/rom/network.js';
 import { passagePieces, readerRows, type PassagePieces } from '../lib/methods/rom/reader-inputs.js';
 import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
 import { Retriever } from '../lib/train/retriever.js';
+import { referenceEncode, type ReferenceTrace } from '../lib/reference/bert.js';
 import { asyncCode, code } from './basics.js';
 import { adamGradient, expectGradientsMatch, randomize } from './gradcheck.js';
 
@@ -148,6 +149,54 @@ describe('ROM model', () => {
     expect(st.loss).toBeCloseTo(want / 2, 4);
     expect(st.chance).toBeCloseTo(chance / 2, 8);
     expect(st.questions).toBe(2);
+  });
+
+  it("the reader's span and relevance logits, and every head's vectors, equal the reference encoder's (random weights)", () => {
+    Retriever.seed(6);
+    const m = RomNetwork.create({ encoder: { ...small.encoder, layers: 2 }, headDim: 8 });
+    randomize(m, 23);
+    const params = new Map(m.parameters().filter((x) => x.name.startsWith('encoder.')).map((x) => [x.name.slice('encoder.'.length), m.getParameter(x.name)]));
+    const get = (name: string) => m.getParameter(name);
+    const H = small.encoder.hiddenSize;
+    const dot = (w: Float32Array, row: number, x: Float64Array) => x.reduce((a, v, i) => a + v * w[row * H + i]!, 0);
+    // Reader rows: question and passage, with type 2 on passage words that occur in the question.
+    const b = { inputs: readerRows(tok, [2, 9].map((q) => tok.ids(question(q))), [0, 1], [2, 9].map((q) => passagePieces(tok, passage(q))), { maxLength: 40, markMatches: true }).inputs };
+    const out = m.readSync(b.inputs);
+    const trace: ReferenceTrace = { calls: [], tokenStates: [] };
+    referenceEncode(m.config.encoder, params, { ...b.inputs, batch: b.inputs.rows, side: 'passage' }, trace);
+    const span = get('reader.span.weight');
+    const spanBias = get('reader.span.bias');
+    const T = b.inputs.seqLen;
+    for (let r = 0; r < b.inputs.rows; r++) {
+      const states = trace.tokenStates[r]!;
+      const n = b.inputs.lengths[r]!;
+      expect(out.relevance[r]!).toBeCloseTo(dot(get('reader.relevance.weight'), 0, states[0]!) + get('reader.relevance.bias')[0]!, 4);
+      for (let t = 0; t < T; t++) {
+        // Answers lie on the passage's tokens (type >= 1), never its closing [SEP] or padding.
+        const allowed = t < n - 1 && b.inputs.typeIds[r * T + t]! >= 1;
+        if (!allowed) {
+          expect(out.start[r * T + t]).toBe(-Infinity);
+          expect(out.end[r * T + t]).toBe(-Infinity);
+          continue;
+        }
+        expect(out.start[r * T + t]!).toBeCloseTo(dot(span, 0, states[t]!) + spanBias[0]!, 4);
+        expect(out.end[r * T + t]!).toBeCloseTo(dot(span, 1, states[t]!) + spanBias[1]!, 4);
+      }
+    }
+    expect(Array.from(b.inputs.typeIds).some((x) => x === 2)).toBe(true);
+    // A head: W x + c on the pooled (mean) state, then unit length; 8 wide here.
+    const c = contrastive([1, 2], [3], [0]);
+    const pooled = referenceEncode({ ...m.config.encoder, normalize: false }, params, { ...c.queries, batch: c.queries.rows, side: 'query' });
+    for (const head of ['retrieval', 'ict', 'phrase_ict'] as const) {
+      const got = m.encodeSync(c.queries, 'query', head);
+      const W = get(`${head}.weight`);
+      const bias = get(`${head}.bias`);
+      for (let r = 0; r < 2; r++) {
+        const y = Array.from({ length: 8 }, (_, o) => bias[o]! + Array.from({ length: H }, (_, i) => W[o * H + i]! * pooled[r * H + i]!).reduce((a, v) => a + v, 0));
+        const norm = Math.hypot(...y);
+        y.forEach((v, o) => expect(got[r * 8 + o]!).toBeCloseTo(v / norm, 4));
+      }
+    }
   });
 
   it('the heads, the encoder and the reader have the gradients of the scaled, normalized losses (central differences)', () => {

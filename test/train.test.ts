@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { infoNceSync } from '../lib/losses.js';
 import { torchAddon } from '../lib/native.js';
 import { readSafetensors, writeSafetensors } from '../lib/io/safetensors.js';
-import { referenceEncode } from '../lib/reference/bert.js';
+import { referenceEncode, type ReferenceTrace } from '../lib/reference/bert.js';
 import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
 import type { EncoderConfig } from '../lib/train/config.js';
 import { encodeTable, indexTable } from '../lib/train/encode-corpus.js';
@@ -90,6 +90,28 @@ describe('encoder forward against the TypeScript reference', () => {
       }
     });
   }
+
+  for (const routing of ['seq', 'tok'] as const)
+    it(`the training pass's router entropy (${routing === 'seq' ? 'Seq-R' : 'Tok-R'}) equals the reference's, averaged as documented`, () => {
+      // One specialized block (layer 1 of 2): the states that reach its router do not depend on the Gumbel draw.
+      const model = Retriever.create({ preset: 'taser', encoder: { ...tiny, layers: 2 }, taser: { routing, experts: 3, entropyWeight: 0.1 } });
+      randomize(model, 9);
+      const batch = batchOf(model, 6);
+      const stats = model.accumulateSync(batch);
+      const params = encoderParams(model, 'encoder');
+      // Per side: the mean over the rows the router read (sequences, or real tokens) of sum_e p log p; then the two sides' mean.
+      const side = (b: TokenBatchArg, which: 'query' | 'passage') => {
+        const trace: ReferenceTrace = { calls: [], tokenStates: [] };
+        referenceEncode(model.config.encoder, params, { ...b, batch: b.rows, side: which }, trace);
+        const rows = trace.calls.flatMap((c) => c.probabilities);
+        expect(new Set(trace.calls.map((c) => c.layer))).toEqual(new Set([1]));
+        expect(rows.length).toBe(routing === 'seq' ? b.rows : b.lengths.reduce((a, x) => a + x, 0));
+        return rows.reduce((a, pr) => a + pr.reduce((x, v) => x + v * Math.log(v), 0), 0) / rows.length;
+      };
+      const want = (side(batch.queries, 'query') + side(batch.passages, 'passage')) / 2;
+      expect(want).toBeLessThan(-0.1); // three experts, far from a one-hot router: the check is not about zeros
+      expect(stats.entropy).toBeCloseTo(want, 5);
+    });
 
   for (const pooling of ['cls', 'mean', 'max'] as const)
     it(`ignores whatever sits in padded positions (${pooling} pooling)`, () => {

@@ -21,15 +21,25 @@ export interface ReferenceInput {
   side: 'query' | 'passage';
 }
 
+/** What {@link referenceEncode} records when asked: what the tests of TASER's routers and ROM's reader compare with. */
+export interface ReferenceTrace {
+  /** One entry per router call, in order: the sequence (batch row), the layer, and softmax(gate logits) per row it routed. */
+  calls: Array<{ sequence: number; layer: number; probabilities: Float64Array[] }>;
+  /** Per sequence, the last layer's state of each real token (what pooling and ROM's reader read). */
+  tokenStates: Float64Array[][];
+}
+
 /**
  * Encodes a batch: [batch, outDim] row-major where outDim = projectionDim || hiddenSize. `params` holds every name of
  * parameterNames(config) with the length of its shape (torch layout, Linear weight [out, in]). ERR_ARG for a missing
- * parameter or bad input, ERR_SHAPE for a parameter of the wrong size, ERR_RANGE for an id outside its table.
+ * parameter or bad input, ERR_SHAPE for a parameter of the wrong size, ERR_RANGE for an id outside its table. With
+ * `trace`, Seq-R and Tok-R routers record their probabilities (Seq-R: one row per sequence, Tok-R: one per token),
+ * and each sequence its final token states.
  *
  * @example
  * const v = referenceEncode(config, params, { ids, typeIds, lengths, batch: 2, seqLen: 8, side: 'query' });
  */
-export function referenceEncode(config: EncoderConfig, params: Map<string, Float32Array>, input: ReferenceInput): Float32Array {
+export function referenceEncode(config: EncoderConfig, params: Map<string, Float32Array>, input: ReferenceInput, trace?: ReferenceTrace): Float32Array {
   checkParams(config, params);
   checkInput(config, input);
   const p = (name: string) => params.get(name) as Float32Array;
@@ -45,9 +55,10 @@ export function referenceEncode(config: EncoderConfig, params: Map<string, Float
     const windows: Float64Array[][] = [];
     for (let s = 0; s < x.length; s += window) windows.push(x.slice(s, s + window));
     x = windows.flatMap((w) => {
-      for (let l = 0; l < config.layers; l++) w = layer(config, p, l, w, input.side);
+      for (let l = 0; l < config.layers; l++) w = layer(config, p, l, w, input.side, trace && ((probabilities) => trace.calls.push({ sequence: b, layer: l, probabilities })));
       return w;
     });
+    trace?.tokenStates.push(x);
     const weights = config.tokenWeights ? ids.map((id) => Math.exp(p('embeddings.token_weights.weight')[id] as number)) : undefined;
     const pooled = pool(config.pooling ?? 'cls', x, weights);
     if (config.center) {
@@ -105,7 +116,7 @@ function embed(c: EncoderConfig, p: Get, ids: number[], types: number[]): Float6
   });
 }
 
-function layer(c: EncoderConfig, p: Get, l: number, x: Float64Array[], side: 'query' | 'passage'): Float64Array[] {
+function layer(c: EncoderConfig, p: Get, l: number, x: Float64Array[], side: 'query' | 'passage', record?: (probabilities: Float64Array[]) => void): Float64Array[] {
   const prefix = `encoder.layer.${l}`;
   const ctx = selfAttention(c, p, prefix, x);
   const a = x.map((xt, t) => {
@@ -121,10 +132,14 @@ function layer(c: EncoderConfig, p: Get, l: number, x: Float64Array[], side: 'qu
   }
   if (taser.routing === 'seq') {
     // One expert for the whole sequence, chosen from [CLS] as it enters the block (before attention).
-    const e = argmax(linear(p, gate, x[0] as Float64Array));
+    const logits = linear(p, gate, x[0] as Float64Array);
+    record?.([softmax(logits)]);
+    const e = argmax(logits);
     return a.map((at) => ffn(c, p, `${prefix}.experts.${e}`, at));
   }
-  return a.map((at) => ffn(c, p, `${prefix}.experts.${argmax(linear(p, gate, at))}`, at));
+  const logits = a.map((at) => linear(p, gate, at));
+  record?.(logits.map(softmax));
+  return a.map((at, t) => ffn(c, p, `${prefix}.experts.${argmax(logits[t] as Float64Array)}`, at));
 }
 
 function selfAttention(c: EncoderConfig, p: Get, prefix: string, x: Float64Array[]): Float64Array[] {
