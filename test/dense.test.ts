@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 import { Tensor, capabilities, gatherScores, gatherScoresSync, score, scoreSync, scoreTopK, scoreTopKSync, setIsa, setThreads, type Isa } from '../lib/index.js';
 import { scoreMatrixRef, topKRef } from '../lib/reference/dense.js';
-import { absDot, decoded, floatDtypes, randomF32, rng } from './helpers.js';
+import { absDot, decoded, floatDtypes, randomF32, randomShapes } from './helpers.js';
 
 const caps = capabilities();
 const isas = caps.availableIsas as Isa[];
@@ -31,11 +31,7 @@ const shapes: Array<[B: number, N: number, D: number, k: number]> = [
   [96, 520, 257, 7],
   [300, 260, 65, 5],
   // Five more drawn at random (seeded), for the combinations the table did not think of.
-  ...(() => {
-    const r = rng(2026);
-    const draw = (lo: number, hi: number) => lo + Math.floor(((r() + 1) / 2) * (hi - lo + 1));
-    return Array.from({ length: 5 }, (): [number, number, number, number] => [draw(1, 80), draw(1, 400), draw(1, 300), draw(1, 50)]);
-  })(),
+  ...(randomShapes(2026, 5, [[1, 80], [1, 400], [1, 300], [1, 50]]) as Array<[number, number, number, number]>),
 ];
 
 describe.each(isas)('dense kernels, %s variant', (isa) => {

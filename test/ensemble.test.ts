@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 import { QuorumError, calibrateTemperature, capabilities, ece, ensembleMI, ensembleMISync, mufTemperatureGrid, setIsa, type Isa } from '../lib/index.js';
 import { ensembleMIRef } from '../lib/reference/ensemble.js';
-import { randomF32, rng } from './helpers.js';
+import { randomF32, randomShapes, rng } from './helpers.js';
 
 const caps = capabilities();
 const isas = caps.availableIsas as Isa[];
@@ -31,6 +31,8 @@ const cases: Array<[number, number, number, number]> = [
   [4, 20, 100, 0.05],
   [5, 3, 33, 1e-3],
   [2, 20, 1000, 1e-3],
+  // Four more drawn at random (seeded), at DPR-MUF's temperature.
+  ...randomShapes(2029, 4, [[1, 9], [2, 24], [1, 300]]).map(([B, K, L]) => [B, K, L, 1e-3] as [number, number, number, number]),
 ];
 
 describe.each(isas)('ensembleMI, %s variant', (isa) => {

@@ -33,4 +33,13 @@ export function absDot(Q: Float32Array, C: Float64Array, B: number, N: number, D
 
 export const floatDtypes: Dtype[] = ['f32', 'bf16', 'f16'];
 
+/**
+ * `count` shapes drawn with a seed, each dimension an integer in its [lo, hi]: appended to the kernels' hand-picked
+ * shape tables, for the combinations those did not think of.
+ */
+export function randomShapes(seed: number, count: number, ranges: ReadonlyArray<readonly [number, number]>): number[][] {
+  const r = rng(seed);
+  return Array.from({ length: count }, () => ranges.map(([lo, hi]) => lo + Math.floor(((r() + 1) / 2) * (hi - lo + 1))));
+}
+
 

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 import { QuorumError, capabilities, infoNce, infoNceSync, setIsa, type Isa } from '../lib/index.js';
 import { infoNceGradRef, infoNceRef } from '../lib/reference/infonce.js';
-import { randomF32 } from './helpers.js';
+import { randomF32, randomShapes } from './helpers.js';
 
 const caps = capabilities();
 const isas = caps.availableIsas as Isa[];
@@ -28,6 +28,10 @@ const cases: Array<[number, number, number, number, boolean, boolean]> = [
   // Per-row weights (CAME's specialized loss) at GEMM sizes, against the weighted reference gradient.
   [25, 70, 300, 0.5, false, true],
   [128, 256, 768, 1, false, true],
+  // Four more drawn at random (seeded): dot or cosine, weighted or not.
+  ...randomShapes(2030, 4, [[1, 60], [1, 150], [1, 300], [0, 1], [0, 1]]).map(
+    ([B, M, D, c, w]) => [B!, Math.max(M!, B!), D!, c ? 0.05 : 1, c === 1, w === 1] as [number, number, number, number, boolean, boolean],
+  ),
 ];
 
 function positives(B: number, M: number): Int32Array {

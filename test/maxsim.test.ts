@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 import { QuorumError, Tensor, capabilities, maxSim, maxSimBackwardSync, maxSimSync, setIsa, setThreads, type Isa } from '../lib/index.js';
 import { maxSimRef } from '../lib/reference/maxsim.js';
-import { decoded, floatDtypes, randomF32, rng } from './helpers.js';
+import { decoded, floatDtypes, randomF32, randomShapes, rng } from './helpers.js';
 
 const caps = capabilities();
 const isas = caps.availableIsas as Isa[];
@@ -29,6 +29,8 @@ const shapes: Array<[number, number, number, number, number]> = [
   [2, 33, 31, 13, 50], // Lq not a multiple of the vector width, ragged tiles
   [1, 17, 64, 3, 200],
   [4, 48, 8, 30, 6],
+  // Four more drawn at random (seeded).
+  ...(randomShapes(2027, 4, [[1, 4], [1, 40], [1, 130], [1, 25], [1, 60]]) as Array<[number, number, number, number, number]>),
 ];
 
 function expectClose(got: ArrayLike<number>, want: ArrayLike<number>, tol: number) {

@@ -18,7 +18,7 @@ import {
   type Isa,
 } from '../lib/index.js';
 import { flopsRef, l1Ref, spladePoolRef } from '../lib/reference/splade.js';
-import { decoded, floatDtypes, randomF32, rng } from './helpers.js';
+import { decoded, floatDtypes, randomF32, randomShapes, rng } from './helpers.js';
 
 const caps = capabilities();
 const isas = caps.availableIsas as Isa[];
@@ -36,6 +36,8 @@ const shapes: Array<[number, number, number, boolean]> = [
   [3, 9, 4100, true], // crosses a 4096-column chunk
   [2, 5, 33, true],
   [4, 16, 300, true],
+  // Four more drawn at random (seeded), masked or not.
+  ...randomShapes(2028, 4, [[1, 5], [1, 20], [1, 5000], [0, 1]]).map(([B, L, V, m]) => [B, L, V, m === 1] as [number, number, number, boolean]),
 ];
 
 describe.each(isas)('spladePool, %s variant', (isa) => {
