@@ -2,7 +2,7 @@
 // native/index/dense_index.h.
 import { QuorumError, awaitNative, callNative } from './errors.js';
 import { type NativeDenseIndex, faissAddon } from './native.js';
-import { idsOf } from './operand.js';
+import { idsOf, launchAsync, plainOperand } from './operand.js';
 import { type SearchResult, searchResult } from './search-result.js';
 import { Tensor } from './tensor.js';
 import { checkOptions, optionKeys } from './validate.js';
@@ -85,7 +85,7 @@ export interface DenseIndexInfo {
 
 // The typed array to hand to the faiss addon, and the tensor to pin while an async call reads it.
 function floatsOf(x: VectorsInput, dim: number, what: string): { data: Float32Array; tensor?: Tensor } {
-  if (x instanceof Float32Array) return { data: x };
+  if (x instanceof Float32Array) return { data: plainOperand(x) };
   if (x instanceof Tensor) {
     if (x.dtype !== 'f32') throw new QuorumError('ERR_DTYPE', `${what} must be f32 for faiss, got ${x.dtype} (convert with .to('f32'))`);
     const last = x.shape[x.shape.length - 1];
@@ -96,6 +96,7 @@ function floatsOf(x: VectorsInput, dim: number, what: string): { data: Float32Ar
   if (Array.isArray(x)) {
     const out = new Float32Array(x.length * dim);
     x.forEach((row: ArrayLike<number>, i: number) => {
+      if (row === null || typeof row !== 'object' || typeof row.length !== 'number') throw new QuorumError('ERR_ARG', `${what} row ${i} must be an array of numbers`);
       if (row.length !== dim) throw new QuorumError('ERR_SHAPE', `${what} row ${i} has ${row.length} values, expected ${dim}`);
       out.set(row, i * dim);
     });
@@ -107,7 +108,7 @@ function floatsOf(x: VectorsInput, dim: number, what: string): { data: Float32Ar
 function idArray(ids: VectorIdsInput | bigint | number): BigInt64Array {
   if (typeof ids === 'bigint' || typeof ids === 'number') return idsOf([ids], 1);
   if (ids === null || typeof ids !== 'object') throw new QuorumError('ERR_ARG', 'ids must be a BigInt64Array, an array of integers or one id');
-  return idsOf(ids, ids.length);
+  return ids instanceof BigInt64Array ? plainOperand(ids) : idsOf(ids, ids.length);
 }
 
 /**
@@ -171,14 +172,14 @@ export class DenseIndex {
    * Searches at the index's own efSearch run concurrently.
    */
   setSearchDefaults(options: DenseSearchOptions): void {
-    if (options === undefined) throw new QuorumError('ERR_ARG', 'setSearchDefaults needs { efSearch?, nprobe? }');
+    if (options === undefined || options === null) throw new QuorumError('ERR_ARG', 'setSearchDefaults needs { efSearch?, nprobe? }');
     checkOptions(options, searchKeys, 'setSearchDefaults options');
     callNative(() => this.#native.setSearchDefaults(options.efSearch, options.nprobe));
   }
 
   /** Trains IVF / PQ / PCA stages (ERR_STATE if already trained). Use a sample like the data you will add. */
   async train(vectors: VectorsInput): Promise<void> {
-    const x = floatsOf(vectors, this.dim, 'vectors');
+    const x = launchAsync(() => floatsOf(vectors, this.dim, 'vectors'));
     return this.#async(x, () => this.#native.train(x.data, true));
   }
 
@@ -193,8 +194,8 @@ export class DenseIndex {
    * id already held or repeated, ERR_NONFINITE for NaN / infinity; a failed batch adds nothing.
    */
   async add(vectors: VectorsInput, ids: VectorIdsInput): Promise<void> {
-    const x = floatsOf(vectors, this.dim, 'vectors');
-    const i = idArray(ids);
+    const x = launchAsync(() => floatsOf(vectors, this.dim, 'vectors'));
+    const i = launchAsync(() => idArray(ids));
     return this.#async(x, () => this.#native.add(x.data, i, true));
   }
 
@@ -206,7 +207,8 @@ export class DenseIndex {
 
   /** Removes ids (unknown ones are skipped); resolves to how many went. ERR_UNSUPPORTED for HNSW. */
   async remove(ids: VectorIdsInput | bigint | number): Promise<number> {
-    const r = await this.#async<{ removed: number }>(undefined, () => this.#native.remove(idArray(ids), true));
+    const i = launchAsync(() => idArray(ids));
+    const r = await this.#async<{ removed: number }>(undefined, () => this.#native.remove(i, true));
     return r.removed;
   }
 
@@ -221,7 +223,7 @@ export class DenseIndex {
    */
   async search(queries: VectorsInput, k: number, options: DenseSearchOptions = {}): Promise<SearchResult> {
     checkOptions(options, searchKeys, 'DenseIndex.search options');
-    const q = floatsOf(queries, this.dim, 'queries');
+    const q = launchAsync(() => floatsOf(queries, this.dim, 'queries'));
     const r = await this.#async<{ ids: BigInt64Array; scores: Float32Array; rows: number; k: number }>(q, () =>
       this.#native.search(q.data, k, options.efSearch, options.nprobe, true),
     );

@@ -1,7 +1,7 @@
 import { backendOf, cpuOnly } from './cuda.js';
 import { QuorumError, awaitNative, callNative } from './errors.js';
 import { type NativeTensorHandle, coreAddon } from './native.js';
-import { rowHits } from './operand.js';
+import { launchAsync, operandOf, rowHits } from './operand.js';
 import { Tensor } from './tensor.js';
 import { checkOptions, optionKeys } from './validate.js';
 
@@ -49,7 +49,7 @@ function borrow(m: MatrixInput, what: string): Tensor {
   if (m instanceof Tensor) return m;
   if (m && typeof m === 'object' && 'data' in m && 'shape' in m) {
     const dtype = 'dtype' in m ? m.dtype : 'f32';
-    return Tensor.wrap(m.data, m.shape, dtype);
+    return operandOf(m.data, m.shape, dtype);
   }
   throw new QuorumError('ERR_ARG', `${what} must be a Tensor or { data, shape }`);
 }
@@ -61,7 +61,7 @@ function operands(queries: QueryInput, corpus: MatrixInput): [Tensor, Tensor] {
     if (c.shape.length !== 2 || dim === 0 || queries.length % dim !== 0) {
       throw new QuorumError('ERR_SHAPE', `a flat query array of length ${queries.length} does not divide into rows of the corpus dimension ${dim}`);
     }
-    return [Tensor.wrap(queries, [queries.length / dim, dim], 'f32'), c];
+    return [operandOf(queries, [queries.length / dim, dim], 'f32'), c];
   }
   return [borrow(queries, 'queries'), c];
 }
@@ -141,7 +141,7 @@ function needsUpload(q: Tensor, c: Tensor, given: QueryInput): boolean {
  */
 export async function scoreTopK(queries: QueryInput, corpus: MatrixInput, k: number, options: DenseOptions = {}): Promise<TopKResult> {
   checkOptions(options, denseKeys, 'scoreTopK options');
-  const [q0, c] = operands(queries, corpus);
+  const [q0, c] = launchAsync(() => operands(queries, corpus));
   let q = q0;
   try {
     if (needsUpload(q0, c, queries)) q = await q0.toAsync('cuda');
@@ -193,7 +193,7 @@ function releaseWraps(made: readonly Tensor[], given: readonly unknown[]): void 
 export async function score(queries: QueryInput, corpus: MatrixInput, options: DenseOptions = {}): Promise<Tensor<'f32'>> {
   checkOptions(options, denseKeys, 'score options');
   const core = coreAddon();
-  const [q, c] = operands(queries, corpus);
+  const [q, c] = launchAsync(() => operands(queries, corpus));
   cpuOnly([q, c], 'score');
   const p = callNative(() => core.scoreMatrix(q.handle, c.handle, options.checkFinite === true, true));
   return Tensor.fromHandle<'f32'>(await awaitNative(p as Promise<NativeTensorHandle>));
@@ -222,7 +222,7 @@ function idsTensor(ids: IdsInput, rows: number): Tensor {
     if (rows === 0 || ids.length % rows !== 0) {
       throw new QuorumError('ERR_SHAPE', `${ids.length} ids do not divide into ${rows} query rows`);
     }
-    return Tensor.wrap(ids, [rows, ids.length / rows]);
+    return operandOf(ids, [rows, ids.length / rows]);
   }
   throw new QuorumError('ERR_ARG', 'ids must be a Tensor, Int32Array or BigInt64Array');
 }
@@ -237,9 +237,11 @@ function idsTensor(ids: IdsInput, rows: number): Tensor {
 export async function gatherScores(queries: QueryInput, corpus: MatrixInput, ids: IdsInput, options: DenseOptions = {}): Promise<Tensor<'f32'>> {
   checkOptions(options, denseKeys, 'gatherScores options');
   const core = coreAddon();
-  const [q, c] = operands(queries, corpus);
+  const [q, c, i] = launchAsync(() => {
+    const [q, c] = operands(queries, corpus);
+    return [q, c, idsTensor(ids, q.shape[0] ?? 0)] as const;
+  });
   cpuOnly([q, c], 'gatherScores');
-  const i = idsTensor(ids, q.shape[0] ?? 0);
   const p = callNative(() => core.gatherScores(q.handle, c.handle, i.handle, options.checkFinite === true, true));
   return Tensor.fromHandle<'f32'>(await awaitNative(p as Promise<NativeTensorHandle>));
 }

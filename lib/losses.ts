@@ -71,7 +71,7 @@ function wrap(r: Raw): InfoNceResult {
  * r.loss; r.dQ; r.dP;
  */
 export async function infoNce(queries: TensorInput, passages: TensorInput, positives: Int32Input, options: InfoNceOptions = {}): Promise<InfoNceResult> {
-  return runAsync(call(queries, passages, positives, options), wrap);
+  return runAsync(() => call(queries, passages, positives, options), wrap);
 }
 
 /**

@@ -9,6 +9,7 @@ import {
   handleOf,
   int32Of,
   maskOf,
+  operandOf,
   runAsync,
   runSync,
   tensorOf,
@@ -84,7 +85,7 @@ function wrap(r: RawScores): MaxSimResult {
  * scores.data[n] // score of document n
  */
 export async function maxSim(queries: TensorInput, docs: TokenDocuments, options: MaxSimOptions = {}): Promise<MaxSimResult> {
-  return runAsync(call(queries, docs, options), wrap);
+  return runAsync(() => call(queries, docs, options), wrap);
 }
 
 /**
@@ -122,7 +123,7 @@ function backwardCall(
   const d = tensorOf(docs.tokens, 'documents');
   cpuOnly([q, d], 'maxSimBackward');
   const lengths = int32Of(docs.lengths, 'lengths');
-  const g = grad instanceof Tensor ? grad : Tensor.wrap(grad, [q.shape.length === 3 ? (q.shape[0] ?? 0) : 1, lengths.size], 'f32');
+  const g = grad instanceof Tensor ? grad : operandOf(grad, [q.shape.length === 3 ? (q.shape[0] ?? 0) : 1, lengths.size], 'f32');
   const qm = maskOf(o.queryMask, 'queryMask');
   const tm = maskOf(docs.tokenMask, 'tokenMask');
   return (async: boolean) =>
@@ -151,7 +152,7 @@ export function maxSimBackward(
   grad: Tensor<'f32'> | Float32Array,
   options: Pick<MaxSimOptions, 'queryMask'> = {},
 ): Promise<MaxSimGradients> {
-  return runAsync(backwardCall(queries, docs, argmax, grad, options), wrapGrads);
+  return runAsync(() => backwardCall(queries, docs, argmax, grad, options), wrapGrads);
 }
 
 /**

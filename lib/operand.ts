@@ -1,6 +1,6 @@
 // Turns the inputs the public API accepts (Tensors, typed arrays with a shape, plain arrays for small index
-// and mask vectors) into Tensors for the native calls. Typed arrays are borrowed, never copied; only masks
-// given in another type than Uint8Array are converted (one byte per entry).
+// and mask vectors) into Tensors for the native calls. The Sync forms borrow typed arrays; the Promise forms copy
+// them (see launchAsync); masks given in another type than Uint8Array are converted (one byte per entry).
 import { type AnyTypedArray, type Dtype } from './dtype.js';
 import { QuorumError, awaitNative, callNative } from './errors.js';
 import { type NativeTensorHandle } from './native.js';
@@ -16,24 +16,50 @@ export type MaskInput = Tensor<'u8'> | Uint8Array | ArrayLike<number | boolean>;
 /** Small i32 vectors (positives, lengths): an Int32Array, a number array or an i32 Tensor. */
 export type Int32Input = Tensor<'i32'> | Int32Array | readonly number[];
 
+// Promise forms read their operands off the main thread. A plain typed array's memory can be taken from under
+// them there: its buffer transferred (postMessage, structuredClone) and the new owner collected, and the worker
+// would read freed memory. So while a Promise form builds its operands, plain typed arrays are copied into native
+// memory. A Tensor is read in place: it is pinned, and a dispose() meanwhile waits for the work to end.
+let asyncDepth = 0;
+
+/** Runs `launch`, which builds a Promise form's operands and queues its work, with plain typed arrays copied. */
+export function launchAsync<T>(launch: () => T): T {
+  asyncDepth++;
+  try {
+    return launch();
+  } finally {
+    asyncDepth--;
+  }
+}
+
+/** A typed array as an operand Tensor: borrowed by the Sync forms, copied inside {@link launchAsync}. */
+export function operandOf(data: AnyTypedArray, shape: readonly number[], dtype?: Dtype): Tensor {
+  return asyncDepth > 0 ? Tensor.from(data as never, shape, dtype as never) : Tensor.wrap(data as never, shape, dtype as never);
+}
+
+/** A typed array another addon reads as is (faiss, libtorch): itself, or a copy inside {@link launchAsync}. */
+export function plainOperand<A extends AnyTypedArray>(data: A): A {
+  return asyncDepth > 0 ? (data.slice() as A) : data;
+}
+
 export function tensorOf(input: TensorInput, what: string): Tensor {
   if (input instanceof Tensor) return input;
   if (input && typeof input === 'object' && 'data' in input && 'shape' in input) {
-    return Tensor.wrap(input.data as never, input.shape, input.dtype as never);
+    return operandOf(input.data, input.shape, input.dtype);
   }
   throw new QuorumError('ERR_ARG', `${what} must be a Tensor or { data, shape }`);
 }
 
 export function f32VectorOf(input: Tensor<'f32'> | Float32Array | readonly number[], what: string): Tensor {
   if (input instanceof Tensor) return input;
-  if (input instanceof Float32Array) return Tensor.wrap(input, [input.length], 'f32');
+  if (input instanceof Float32Array) return operandOf(input, [input.length], 'f32');
   if (Array.isArray(input)) return Tensor.from(input, [input.length], 'f32');
   throw new QuorumError('ERR_ARG', `${what} must be a Float32Array, a number array or an f32 Tensor`);
 }
 
 export function int32Of(input: Int32Input, what: string): Tensor {
   if (input instanceof Tensor) return input;
-  if (input instanceof Int32Array) return Tensor.wrap(input, [input.length], 'i32');
+  if (input instanceof Int32Array) return operandOf(input, [input.length], 'i32');
   if (Array.isArray(input)) return Tensor.from(input, [input.length], 'i32');
   throw new QuorumError('ERR_ARG', `${what} must be an Int32Array, a number array or an i32 Tensor`);
 }
@@ -41,7 +67,7 @@ export function int32Of(input: Int32Input, what: string): Tensor {
 export function maskOf(mask: MaskInput | undefined, what: string): Tensor | undefined {
   if (mask === undefined) return undefined;
   if (mask instanceof Tensor) return mask;
-  if (mask instanceof Uint8Array) return Tensor.wrap(mask, [mask.length], 'u8');
+  if (mask instanceof Uint8Array) return operandOf(mask, [mask.length], 'u8');
   if (mask && typeof mask === 'object' && 'length' in mask) {
     const out = new Uint8Array(mask.length);
     for (let i = 0; i < mask.length; i++) out[i] = mask[i] ? 1 : 0;
@@ -78,8 +104,12 @@ export function runSync<R>(call: (async: boolean) => unknown, wrap: (raw: never)
   return wrap(callNative(() => call(false)) as never);
 }
 
-export async function runAsync<R>(call: (async: boolean) => unknown, wrap: (raw: never) => R): Promise<R> {
-  const p = callNative(() => call(true)) as Promise<unknown>;
+/**
+ * The Promise form: `operands()` builds the call inside {@link launchAsync} (plain typed arrays copied), then it is
+ * queued off the main thread.
+ */
+export async function runAsync<R>(operands: () => (async: boolean) => unknown, wrap: (raw: never) => R): Promise<R> {
+  const p = launchAsync(() => callNative(() => operands()(true))) as Promise<unknown>;
   return wrap((await awaitNative(p)) as never);
 }
 

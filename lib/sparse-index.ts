@@ -2,7 +2,7 @@
 // native/kernels/sparse_index.h.
 import { QuorumError, callNative } from './errors.js';
 import { type NativeTensorHandle, coreAddon } from './native.js';
-import { idsOf, runAsync, runSync } from './operand.js';
+import { idsOf, operandOf, runAsync, runSync } from './operand.js';
 import { type SearchResult, searchResult } from './search-result.js';
 import { type SparseVectors, sparseTensors, sparseVectors } from './splade.js';
 import { Tensor } from './tensor.js';
@@ -115,14 +115,14 @@ export class SparseIndex {
 
   #addCall(ids: BigInt64Array | ArrayLike<number | bigint>, docs: SparseRowsInput) {
     const v = asVectors(docs);
-    const idt = Tensor.wrap(idsOf(ids, v.rows), [v.rows], 'i64');
+    const idt = operandOf(idsOf(ids, v.rows), [v.rows], 'i64');
     const [o, i, w] = sparseTensors(v);
     return (async: boolean) => this.#native.add(idt.handle, o.handle, i.handle, w.handle, async);
   }
 
   /** Adds documents with the given ids. Term ids must be >= 0 and weights finite; a bad batch adds nothing. */
   async add(ids: BigInt64Array | ArrayLike<number | bigint>, docs: SparseRowsInput): Promise<void> {
-    return runAsync(this.#addCall(ids, docs), () => undefined);
+    return runAsync(() => this.#addCall(ids, docs), () => undefined);
   }
 
   /** {@link add} on the calling thread. */
@@ -142,7 +142,7 @@ export class SparseIndex {
    * old file or the new one. Versioned header and checksum. ERR_IO on failure.
    */
   async save(path: string): Promise<void> {
-    return runAsync((async) => this.#native.save(path, async), () => undefined);
+    return runAsync(() => (async) => this.#native.save(path, async), () => undefined);
   }
 
   /** {@link save} on the calling thread. */
@@ -153,7 +153,7 @@ export class SparseIndex {
   /** Reads an index written by {@link save}. A corrupt, truncated or foreign file is ERR_FORMAT; a missing one ERR_IO. */
   static async load(path: string): Promise<SparseIndex> {
     const index = new SparseIndex();
-    await runAsync((async) => index.#native.load(path, async), () => undefined);
+    await runAsync(() => (async) => index.#native.load(path, async), () => undefined);
     return index;
   }
 
@@ -178,7 +178,7 @@ export class SparseIndex {
 
   /** The k best documents for each query row. */
   async search(queries: SparseRowsInput, k: number, options: SparseSearchOptions = {}): Promise<SparseSearchResult> {
-    return runAsync(this.#searchCall(queries, k, options), wrapResult);
+    return runAsync(() => this.#searchCall(queries, k, options), wrapResult);
   }
 
   /** {@link search} on the calling thread. */

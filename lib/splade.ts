@@ -2,7 +2,7 @@
 import { auxOperand, backendOf } from './cuda.js';
 import { QuorumError } from './errors.js';
 import { coreAddon, type NativeTensorHandle } from './native.js';
-import { type MaskInput, type TensorInput, maskOf, runAsync, runSync, tensorOf } from './operand.js';
+import { type MaskInput, type TensorInput, maskOf, operandOf, runAsync, runSync, tensorOf } from './operand.js';
 import { Tensor } from './tensor.js';
 import { checkOptions, optionKeys } from './validate.js';
 
@@ -49,7 +49,7 @@ function wrapPool(r: RawPool): SpladePoolResult {
  * const sparse = toSparseSync(weights, { topK: 256 });
  */
 export async function spladePool(logits: TensorInput, options: SpladePoolOptions = {}): Promise<SpladePoolResult> {
-  return runAsync(poolCall(logits, options), wrapPool);
+  return runAsync(() => poolCall(logits, options), wrapPool);
 }
 
 /**
@@ -80,7 +80,7 @@ function backwardCall(logits: TensorInput, argmax: Tensor<'i32'>, grad: TensorIn
  * d.data;   // [0.5, 0, 0, 0.333...]: 1 / (1 + 1) and 1 / (1 + 2) at the winning tokens
  */
 export async function spladePoolBackward(logits: TensorInput, argmax: Tensor<'i32'>, grad: TensorInput): Promise<Tensor<'f32'>> {
-  return runAsync(backwardCall(logits, argmax, grad), (h: NativeTensorHandle) => Tensor.fromHandle<'f32'>(h));
+  return runAsync(() => backwardCall(logits, argmax, grad), (h: NativeTensorHandle) => Tensor.fromHandle<'f32'>(h));
 }
 
 /**
@@ -129,7 +129,7 @@ function wrapReg(r: { value: number; grad?: NativeTensorHandle }): RegularizerRe
  */
 export async function regularizer(weights: TensorInput, kind: SparseRegularizer, options: { grad?: boolean } = {}): Promise<RegularizerResult> {
   checkOptions(options, regularizerKeys, 'regularizer options');
-  return runAsync(regCall(weights, kind, options.grad === true), wrapReg);
+  return runAsync(() => regCall(weights, kind, options.grad === true), wrapReg);
 }
 
 /**
@@ -253,7 +253,7 @@ function wrapSparse(r: RawSparse): SparseVectors {
  * s.row(0);   // [{ index: 2, value: 1.5 }, { index: 3, value: 0.7 }]
  */
 export async function toSparse(weights: TensorInput, options: ToSparseOptions = {}): Promise<SparseVectors> {
-  return runAsync(sparseCall(weights, options), wrapSparse);
+  return runAsync(() => sparseCall(weights, options), wrapSparse);
 }
 
 /**
@@ -270,9 +270,9 @@ export function toSparseSync(weights: TensorInput, options: ToSparseOptions = {}
 export function sparseTensors(s: SparseVectors): [Tensor, Tensor, Tensor] {
   checkSparseVectors(s);
   return [
-    Tensor.wrap(s.offsets, [s.offsets.length], 'i64'),
-    Tensor.wrap(s.indices, [s.indices.length], 'i32'),
-    Tensor.wrap(s.values, [s.values.length], 'f32'),
+    operandOf(s.offsets, [s.offsets.length], 'i64'),
+    operandOf(s.indices, [s.indices.length], 'i32'),
+    operandOf(s.values, [s.values.length], 'f32'),
   ];
 }
 
@@ -294,7 +294,7 @@ const asF32 = (h: NativeTensorHandle) => Tensor.fromHandle<'f32'>(h);
  * (await sparseScores(a, b)).data;   // [2, 4]
  */
 export async function sparseScores(a: SparseVectors, b: SparseVectors): Promise<Tensor<'f32'>> {
-  return runAsync(sparseScoresCall(a, b), asF32);
+  return runAsync(() => sparseScoresCall(a, b), asF32);
 }
 
 /**
@@ -322,7 +322,7 @@ function sparseDenseCall(a: SparseVectors, dense: TensorInput) {
  * (await sparseDenseScores(a, Tensor.from(new Float32Array([0, 0, 1, 3, 0, 0.5]), [2, 3]))).data;   // [2, 4]
  */
 export async function sparseDenseScores(a: SparseVectors, dense: TensorInput): Promise<Tensor<'f32'>> {
-  return runAsync(sparseDenseCall(a, dense), asF32);
+  return runAsync(() => sparseDenseCall(a, dense), asF32);
 }
 
 /**

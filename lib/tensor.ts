@@ -121,6 +121,8 @@ export class Tensor<D extends Dtype = Dtype> {
   /**
    * A tensor that borrows `data` (no copy): kernels read and write the typed array's memory directly. The
    * array stays referenced for as long as the tensor lives. Uint16Array is bf16 unless `dtype` says 'f16'.
+   * Do not transfer or detach the array's buffer while a Promise call uses the tensor (the API's own operands are
+   * copied for Promise calls; a tensor you wrap yourself is not): use {@link Tensor.from} to copy once instead.
    */
   static wrap<D extends Dtype>(data: TypedArrayOf[D], shape: readonly number[], dtype?: D): Tensor<D> {
     const dt = dtype ?? (dtypeOfArray(data) as D | undefined);

@@ -56,7 +56,7 @@ function wrap(r: { mi: NativeTensorHandle; confidence: NativeTensorHandle }): En
  * const { confidence } = await ensembleMI(z, { temperature: 1e-3 });
  */
 export async function ensembleMI(scores: TensorInput, options: EnsembleMIOptions = {}): Promise<EnsembleMIResult> {
-  return runAsync(call(scores, options), wrap);
+  return runAsync(() => call(scores, options), wrap);
 }
 
 /**

@@ -7,7 +7,9 @@ import {
   DenseIndex,
   QuorumError,
   SparseIndex,
+  Retriever,
   Tensor,
+  WordPieceTokenizer,
   ece,
   ensembleMI,
   ensembleMISync,
@@ -15,6 +17,7 @@ import {
   infoNce,
   infoNceSync,
   maxSim,
+  maxSimBackward,
   regularizer,
   score,
   scoreTopK,
@@ -219,4 +222,36 @@ describe('ece counts only what it can bin', () => {
   ];
   for (const [name, fn, want] of cases) it(name, () => expect(code(fn)).toBe(want));
   it('is exact on a hand case', () => expect(ece([0.9, 0.9, 0.2, 0.2], [1, 0, 0, 0])).toBeCloseTo(0.5 * 0.4 + 0.5 * 0.2, 12));
+});
+
+describe('typed errors where a plain TypeError escaped (a user-side audit, 27 Nov)', () => {
+  it('maxSimBackward is a Promise form: bad arguments reject, they do not throw', async () => {
+    expect(await rejection(() => maxSimBackward(undefined as never, undefined as never, undefined as never, undefined as never))).toBe('ERR_ARG');
+    expect(await rejection(() => maxSimBackward(q2(), null as never, Tensor.from(new Int32Array(2), [1, 1, 2]), new Float32Array(1)))).toBe('ERR_ARG');
+  });
+
+  it('encodeQueries / encodePassages check their texts; a passage without a title reads as an empty title', async () => {
+    const model = await Retriever.load('default');
+    expect(await rejection(() => model.encodeQueries(null as never))).toBe('ERR_ARG');
+    expect(await rejection(() => model.encodeQueries([null] as never))).toBe('ERR_ARG');
+    expect(await rejection(() => model.encodePassages(null as never))).toBe('ERR_ARG');
+    expect(await rejection(() => model.encodePassages({} as never))).toBe('ERR_ARG');
+    expect(await rejection(() => model.encodePassages([null] as never))).toBe('ERR_ARG');
+    expect(await rejection(() => model.encodePassages([{ title: 3, text: 'x' }] as never))).toBe('ERR_ARG');
+    const untitled = await model.encodePassages([{ text: 'influenza vaccines' } as never]);
+    const titled = await model.encodePassages([{ title: '', text: 'influenza vaccines' }]);
+    expect(Array.from(untitled.data)).toEqual(Array.from(titled.data));
+  });
+
+  it('DenseIndex rows and search defaults, and WordPieceTokenizer.decode', async () => {
+    const index = DenseIndex.create({ dim: 2 });
+    expect(code(() => index.setSearchDefaults(null as never))).toBe('ERR_ARG');
+    expect(code(() => index.addSync([null] as never, [1]))).toBe('ERR_ARG');
+    expect(await rejection(() => index.add([[1, 2], null] as never, [1, 2]))).toBe('ERR_ARG');
+    expect(code(() => index.searchSync([null] as never, 1))).toBe('ERR_ARG');
+    expect(index.size).toBe(0);
+    const tok = await WordPieceTokenizer.load();
+    expect(code(() => tok.decode(null as never))).toBe('ERR_ARG');
+    expect(tok.decode(tok.encode(['hello world']).ids)).toBe('hello world');
+  });
 });

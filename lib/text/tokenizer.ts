@@ -131,6 +131,8 @@ export class WordPieceTokenizer {
 
   /** Joins ids back into text: framing and padding dropped, "##" pieces glued to the piece before. */
   decode(ids: ArrayLike<number>): string {
+    if (ids === null || typeof ids !== 'object' || typeof (ids as { length?: unknown }).length !== 'number')
+      throw new QuorumError('ERR_ARG', 'ids must be an array or typed array of token ids');
     const out: string[] = [];
     for (const id of Array.from(ids)) {
       if (id === this.padId || id === this.clsId || id === this.sepId) continue;

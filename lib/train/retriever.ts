@@ -16,7 +16,7 @@ import type { PassageText } from './examples.js';
 import { loadWeights, modelDir, readModelCard, saveModelDir, type ModelCard, type SaveModelOptions } from './model-dir.js';
 import { TrainableTable, type OptimizerOptions } from './parameter-table.js';
 import { TokenTable } from './token-table.js';
-import { checkOptions, optionKeys } from '../validate.js';
+import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../validate.js';
 import {
   checkEncoderOverrides,
   defaultEncoderConfig,
@@ -188,6 +188,8 @@ export class Retriever extends TrainableTable {
    */
   async encodeQueries(texts: readonly string[], options: { task?: string } = {}): Promise<Tensor<'f32'>> {
     checkOptions(options, queryKeys, 'encodeQueries options');
+    mustBeArray(texts, 'questions');
+    texts.forEach((t, i) => mustBeString(t, `questions[${i}]`));
     const { card, tokenizer } = this.requireLoaded();
     const t = options.task === undefined ? -1 : this.config.tasks.indexOf(options.task);
     const marker = card.text.taskMarkers && t >= 0 ? tokenizer.markerId(t + 1) : undefined;
@@ -198,8 +200,16 @@ export class Retriever extends TrainableTable {
   /** Embeds passages (title and text as a pair), off the main thread. */
   async encodePassages(passages: readonly PassageText[], options: { onProgress?: (done: number, total: number) => void } = {}): Promise<Tensor<'f32'>> {
     checkOptions(options, passageKeys, 'encodePassages options');
+    mustBeArray(passages, 'passages');
+    // A passage without a title (a corpus.jsonl line may have none) reads as one with an empty title.
+    const texts = passages.map((p, i) => {
+      mustBeObject(p, `passages[${i}]`);
+      mustBeString(p.text, `passages[${i}].text`);
+      if (p.title !== undefined) mustBeString(p.title, `passages[${i}].title`);
+      return { title: p.title ?? '', text: p.text };
+    });
     const { card, tokenizer } = this.requireLoaded();
-    const table = await TokenTable.passages(tokenizer, passages, card.text.maxPassageLength);
+    const table = await TokenTable.passages(tokenizer, texts, card.text.maxPassageLength);
     return encodeTable(this, table, { side: 'passage', onProgress: options.onProgress });
   }
 
@@ -219,7 +229,19 @@ export class Retriever extends TrainableTable {
    */
   async encode(batch: TokenBatchArg, side: 'query' | 'passage', options: EncodeOptions = {}): Promise<Float32Array> {
     checkOptions(options, encodeKeys, 'encode options');
-    return awaitNative(callNative(() => this.native.encode(batch, side, options.task ?? 0, options.out ?? null, true, options.pooledState)) as Promise<Float32Array>);
+    const out = options.out;
+    if (out !== undefined && !(out instanceof Float32Array)) throw new QuorumError('ERR_ARG', 'out must be a Float32Array');
+    // The rows are written off the main thread: into the addon's own array, then copied into `out` here, so that a
+    // transfer of `out` meanwhile cannot have the worker write into freed memory.
+    const rows = await awaitNative(callNative(() => this.native.encode(batch, side, options.task ?? 0, null, true, options.pooledState)) as Promise<Float32Array>);
+    if (out === undefined) return rows;
+    if (out.length !== rows.length) {
+      throw out.length === 0 && rows.length > 0
+        ? new QuorumError('ERR_DISPOSED', 'out was transferred or detached while the batch was encoded')
+        : new QuorumError('ERR_SHAPE', `out holds ${out.length} floats, the batch needs ${rows.length}`);
+    }
+    out.set(rows);
+    return out;
   }
 
   /** {@link encode} on the calling thread. */

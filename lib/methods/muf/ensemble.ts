@@ -10,6 +10,7 @@ import { readSafetensors, safetensorsMetadata, writeSafetensors, type Safetensor
 import { torchAddon, type NativeMlpEnsemble } from '../../native.js';
 import { seededRandom } from '../../random.js';
 import { Tensor } from '../../tensor.js';
+import { launchAsync, plainOperand } from '../../operand.js';
 import { ParameterTable } from '../../train/parameter-table.js';
 import { shuffle } from '../../train/schedule.js';
 import { mustBeObject, mustBeString, parse, positiveInt, z } from '../../validate.js';
@@ -139,6 +140,9 @@ export class MlpEnsemble extends ParameterTable {
       throw new QuorumError('ERR_SHAPE', `questions and passages must be [rows, ${dim}] with rows >= 1`);
     if (positives.length !== n) throw new QuorumError('ERR_SHAPE', `${positives.length} positives for ${n} questions`);
     if (data.hardNegatives !== undefined && data.hardNegatives.length !== n) throw new QuorumError('ERR_SHAPE', `hardNegatives needs one list per question (${n})`);
+    // Every step reads the vectors off the main thread: copies, which no transfer of the caller's buffers can free.
+    const questionRows = questions.slice();
+    const passageRows = passages.slice();
     const batchSize = options.batchSize ?? 128;
     const perMember = Math.floor(Math.min(batchSize, n) / K);
     if (perMember < 1)
@@ -168,7 +172,7 @@ export class MlpEnsemble extends ParameterTable {
           for (let j = 0; j < h; j++) pRows[r * group + 1 + j] = negs[j] ?? Math.floor(rand() * nPassages);
         }
         const s = await awaitNative(
-          callNative(() => this.native.step(questions, passages, qRows, pRows, group, options.lr ?? 1e-3, options.clip ?? 2, true)) as Promise<{
+          callNative(() => this.native.step(questionRows, passageRows, qRows, pRows, group, options.lr ?? 1e-3, options.clip ?? 2, true)) as Promise<{
             loss: number;
             memberLoss: Float64Array;
             correct: number;
@@ -193,29 +197,41 @@ export class MlpEnsemble extends ParameterTable {
     return { epochs, seconds: (performance.now() - t0) / 1000 };
   }
 
-  private scoreCall(q: Float32Array, passages: Float32Array, ids: Int32Array, L: number) {
+  private scoreCall(queries: Float32Array | Tensor<'f32'>, corpus: Float32Array | Tensor<'f32'>, idArray: Int32Array, L: number) {
     const { dim, members: K } = this.config;
-    if (!(q instanceof Float32Array) || !(passages instanceof Float32Array)) throw new QuorumError('ERR_DTYPE', 'queries and passages must be Float32Arrays');
-    if (!(ids instanceof Int32Array)) throw new QuorumError('ERR_DTYPE', 'ids must be an Int32Array');
+    const floats = (x: Float32Array | Tensor<'f32'>) => (x instanceof Tensor && x.dtype === 'f32' ? (x.data as Float32Array) : x instanceof Float32Array ? plainOperand(x) : undefined);
+    const q = floats(queries);
+    const passages = floats(corpus);
+    if (!q || !passages) throw new QuorumError('ERR_DTYPE', 'queries and passages must be Float32Arrays or f32 Tensors');
+    if (!(idArray instanceof Int32Array)) throw new QuorumError('ERR_DTYPE', 'ids must be an Int32Array');
+    const ids = plainOperand(idArray);
+    // A Tensor is read in place and pinned while the call runs (a dispose() meanwhile waits); a plain array is copied.
+    const pinned = [queries, corpus].filter((x): x is Tensor<'f32'> => x instanceof Tensor);
     const B = q.length / dim;
     if (!Number.isInteger(B)) throw new QuorumError('ERR_SHAPE', `queries must be [rows, ${dim}]`);
     if (!Number.isInteger(L) || L < 1) throw new QuorumError('ERR_RANGE', `L must be a positive integer, got ${L}`);
     const out = new Float32Array(B * K * L);
-    return { out, shape: [B, K, L], call: (async: boolean) => this.native.score(q, passages, ids, L, out, async) };
+    return { out, shape: [B, K, L], pinned, call: (async: boolean) => this.native.score(q, passages, ids, L, out, async) };
   }
 
   /**
    * Every member's score of each query's L candidates, off the main thread: `z[b, k, l] = f_k(q_b) . passages[ids[b, l]]`,
-   * an f32 Tensor `[B, K, L]`. `q` is `[B, dim]`, `passages` `[N, dim]`, `ids` `[B, L]` rows of `passages`.
+   * an f32 Tensor `[B, K, L]`. `q` is `[B, dim]`, `passages` `[N, dim]`, `ids` `[B, L]` rows of `passages`. Tensors
+   * are read in place; plain Float32Arrays are copied first, since the work runs off the main thread.
    */
-  async score(q: Float32Array, passages: Float32Array, ids: Int32Array, L: number): Promise<Tensor<'f32'>> {
-    const c = this.scoreCall(q, passages, ids, L);
-    await awaitNative(callNative(() => c.call(true)) as Promise<Float32Array>);
+  async score(q: Float32Array | Tensor<'f32'>, passages: Float32Array | Tensor<'f32'>, ids: Int32Array, L: number): Promise<Tensor<'f32'>> {
+    const c = launchAsync(() => this.scoreCall(q, passages, ids, L));
+    c.pinned.forEach((t) => callNative(() => t.handle.pin()));
+    try {
+      await awaitNative(callNative(() => c.call(true)) as Promise<Float32Array>);
+    } finally {
+      c.pinned.forEach((t) => t.handle.unpin());
+    }
     return Tensor.wrap(c.out, c.shape);
   }
 
   /** {@link score} on the calling thread. */
-  scoreSync(q: Float32Array, passages: Float32Array, ids: Int32Array, L: number): Tensor<'f32'> {
+  scoreSync(q: Float32Array | Tensor<'f32'>, passages: Float32Array | Tensor<'f32'>, ids: Int32Array, L: number): Tensor<'f32'> {
     const c = this.scoreCall(q, passages, ids, L);
     callNative(() => c.call(false));
     return Tensor.wrap(c.out, c.shape);

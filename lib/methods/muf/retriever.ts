@@ -310,7 +310,7 @@ export class MufRetriever {
       const top = await scoreTopK(q, e.passages, L);
       t.retrieve += performance.now() - t0;
       t0 = performance.now();
-      const z = await e.heads!.score(q.data, e.passages.data, top.ids, L);
+      const z = await e.heads!.score(q, e.passages, top.ids, L);
       t.heads += performance.now() - t0;
       return { top, z };
     } finally {
