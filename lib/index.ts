@@ -7,7 +7,7 @@
  * const top = await scoreTopK(query, corpus, 10);
  */
 export { QuorumError, type ErrorCode } from './errors.js';
-export { type Dtype, type TypedArrayOf } from './dtype.js';
+export { type AnyTypedArray, type Dtype, type TypedArrayOf } from './dtype.js';
 export { Tensor, type Device } from './tensor.js';
 export {
   scoreTopK,
@@ -106,6 +106,7 @@ export {
   reciprocalRank,
   type EvaluateOptions,
   type Evaluation,
+  type MetricFn,
   type Qrels,
   rankedRun,
   type MetricName,
@@ -171,12 +172,16 @@ export {
   Retriever,
   retrieverConfig,
   type EncodeOptions as RetrieverEncodeOptions,
+  type LoadedModel,
   type OptimizerOptions,
   type RetrieverOptions,
   type StepStats,
+  type TokenBatchArg,
+  type TrainBatchArg,
 } from './train/retriever.js';
+export { type ModelCard, type SaveModelOptions, type TextSettings, type WeightStorage } from './train/model-dir.js';
 export { TokenTable } from './train/token-table.js';
-export { encodeTable, indexTable, type EncodeTableOptions } from './train/encode-corpus.js';
+export { encodeTable, indexTable, type EncodeTableOptions, type TableEncoder } from './train/encode-corpus.js';
 export { addBm25Negatives, examplesFromQrels, type PassageText, type TrainingExample } from './train/examples.js';
 export { homogeneousBatches, linearSchedule, type TaskBatch } from './train/schedule.js';
 export {
@@ -184,16 +189,17 @@ export {
   mineHardNegatives,
   trainRetriever,
   type EpochStats,
+  type TrainableModel,
   type TrainOptions,
   type TrainResult,
   type TrainingData,
 } from './train/trainer.js';
 export { validate, validationPool, type ValidationResult } from './train/validate.js';
 export { fitPoolingToCorpus, initFromBertCheckpoint, initFromGlove } from './train/init.js';
-export { gloveForVocab, loadGloveVectors, type GloveVectors } from './train/glove.js';
+export { gloveForVocab, loadGloveVectors, type GloveVectors, type VocabEmbeddings } from './train/glove.js';
 export { GloveAverageEncoder, type GloveAverageOptions } from './encoders/glove-average.js';
-export { mapBertCheckpoint } from './train/checkpoint-map.js';
-export { loadSafetensors, readSafetensors, writeSafetensors } from './io/safetensors.js';
+export { mapBertCheckpoint, type MappedCheckpoint } from './train/checkpoint-map.js';
+export { loadSafetensors, readSafetensors, writeSafetensors, type SafetensorsTensor, type TensorToWrite } from './io/safetensors.js';
 // DPR-MUF (lib/methods/muf): per-task experts, ensemble heads, calibrated confidence, fused retrieval.
 export {
   MlpEnsemble,
@@ -215,6 +221,7 @@ export {
   type MufPassage,
   type MufSearchOptions,
   type MufTimings,
+  type MufTrainData,
 } from './methods/muf/retriever.js';
 // CAME (lib/methods/came): lexical, local and global experts on a shared bottom, competitive learning, fused retrieval.
 export {

@@ -316,20 +316,34 @@ export function loadedFaissAddon(): FaissAddon | undefined {
 
 /** A tokenized batch as the torch module takes it (lib/text/tokenizer.ts produces it). */
 export interface TokenBatchArg {
+  /** Token ids, `rows * seqLen`, row-major, padded with [PAD]. */
   ids: Int32Array;
+  /** Token type (segment) ids, same layout. */
   typeIds: Int32Array;
+  /** Real tokens per row, framing included. */
   lengths: Int32Array;
+  /** Number of rows. */
   rows: number;
+  /** Columns per row. */
   seqLen: number;
 }
 
 /** One contrastive training batch (native/torch/retriever.h TrainBatch). */
 export interface TrainBatchArg {
+  /** The batch's questions. */
   queries: TokenBatchArg;
+  /** The batch's passages: every question's candidates (its positive, hard negatives and the others'). */
   passages: TokenBatchArg;
+  /** Per question, the row of its positive among the passages. */
   positives: Int32Array;
+  /**
+   * (question, passage) pairs left out of the softmax, flattened: e.g. a passage that is another gold of the
+   * question.
+   */
   ignore?: Int32Array | null;
+  /** Task index, for task markers and per-task question encoders. */
   task?: number;
+  /** Multiplies the batch's loss (a task's loss scale; 1 / accumulation steps). */
   lossScale?: number;
   /** Scores are divided by it before the softmax (default 1). */
   temperature?: number;

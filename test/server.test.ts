@@ -81,6 +81,20 @@ describe('example search server', () => {
       expect((r.body.error as { message: string }).message.length).toBeGreaterThan(5);
     }
     expect((await get('/search?q=x', 'POST')).status).toBe(405);
+    // A request target no URL parser accepts (a client that sends "http://[") is the client's error: 400, not 500.
+    const { request } = await import('node:net').then(async (net) => {
+      const port = Number(new URL(url).port);
+      const text = await new Promise<string>((done, fail) => {
+        const s = net.connect(port, '127.0.0.1', () => s.end('GET http://[ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'));
+        let b = '';
+        s.on('data', (d) => (b += String(d)));
+        s.on('close', () => done(b));
+        s.on('error', fail);
+      });
+      return { request: text };
+    });
+    expect(request.split('\r\n')[0]).toBe('HTTP/1.1 400 Bad Request');
+    expect(request).toContain('"code":"ERR_ARG"');
   });
 
   it('the load test (short form) has no failed request', () => {

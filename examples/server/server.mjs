@@ -96,8 +96,13 @@ export async function createSearchService(options = {}) {
       res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
       res.end(json(body));
     };
+    let url;
     try {
-      const url = new URL(req.url ?? '/', 'http://localhost');
+      url = new URL(req.url ?? '/', 'http://localhost');
+    } catch {
+      return send(400, { error: { code: 'ERR_ARG', message: 'the request target is not a valid URL' } });
+    }
+    try {
       if (req.method !== 'GET') return send(405, { error: { code: 'ERR_METHOD', message: 'GET only' } });
       if (url.pathname === '/health') return send(200, { ok: true, passages: corpus.length, modes });
       if (url.pathname !== '/search') return send(404, { error: { code: 'ERR_NOT_FOUND', message: `no route ${url.pathname}: use /search or /health` } });

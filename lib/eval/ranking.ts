@@ -181,7 +181,8 @@ export function rPrecision(ranked: readonly string[], rel: Judged, relLevel = 1)
 /** A metric by name: 'recall@k', 'precision@k', 'mrr@k', 'ndcg@k', 'ndcg_burges@k', 'map', 'map@k', 'r-precision', 'hit_rate@k' (or 'success@k'). */
 export type MetricName = string;
 
-type MetricFn = (ranked: readonly string[], rel: Judged, relLevel: number) => number;
+/** A metric of one query: its ranked document ids and graded judgements in, a value out (see {@link metricFn}). */
+export type MetricFn = (ranked: readonly string[], rel: Judged, relLevel: number) => number;
 
 /**
  * The function that computes one metric for one query (the ranked ids, the query's judgements, the lowest

@@ -11,14 +11,19 @@ export type SafetensorsDtype = 'F32' | 'F16' | 'BF16' | 'F64' | 'I32' | 'I64' | 
 
 /** One decoded tensor: the file's dtype and shape, the values as float32 (row-major). */
 export interface SafetensorsTensor {
+  /** The dtype the file stores it in. */
   dtype: SafetensorsDtype;
+  /** Its dimensions. */
   shape: number[];
+  /** The values, decoded to float32, row-major. */
   data: Float32Array;
 }
 
 /** What {@link writeSafetensors} takes per tensor. */
 export interface TensorToWrite {
+  /** Its dimensions. */
   shape: number[];
+  /** The values, row-major (`shape`'s product of them). */
   data: Float32Array;
   /**
    * Stored as float32 (default), bfloat16 (rounded to nearest even; half the bytes) or int8 (the values must

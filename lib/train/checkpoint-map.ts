@@ -15,6 +15,7 @@ export interface CheckpointTensor {
 
 /** What {@link mapBertCheckpoint} found: values by our names, ours it lacks, and its names it did not use. */
 export interface MappedCheckpoint {
+  /** The checkpoint's values under our parameter names, ready for setParameter. */
   tensors: Map<string, Float32Array>;
   /** Our parameter names the checkpoint has nothing for (gates, projections, ...): they keep their initialisation. */
   missing: string[];

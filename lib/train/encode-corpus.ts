@@ -29,8 +29,11 @@ const indexTableKeys = optionKeys<Partial<DenseIndexOptions> & Omit<EncodeTableO
 
 /** What encoding a table needs of a model: a Retriever, or one of ROM's heads (RomNetwork.head). */
 export interface TableEncoder {
+  /** Width of the vectors `encode` returns. */
   readonly dim: number;
+  /** Its encoder's hidden width (the pooled states' width). */
   readonly config: { readonly encoder: { readonly hiddenSize: number } };
+  /** Embeds a tokenized batch off the main thread: `[rows, dim]` row-major. */
   encode(batch: TokenBatchArg, side: 'query' | 'passage', options?: { task?: number; out?: Float32Array; pooledState?: boolean }): Promise<Float32Array>;
 }
 

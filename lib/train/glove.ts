@@ -21,6 +21,7 @@ export interface GloveVectors {
 export interface VocabEmbeddings {
   /** [vocab.length, dim] row-major. */
   table: Float32Array;
+  /** Tokens that found a GloVe vector. */
   covered: number;
   /** The tokens that got random vectors (all but [PAD] and the covered ones), ascending ids. */
   uncovered: number[];

@@ -29,7 +29,9 @@ export const MODEL_VERSION = 1;
 
 /** How texts become token ids for this model. */
 export interface TextSettings {
+  /** Tokens per question, framing and marker included. */
   maxQueryLength: number;
+  /** Tokens per passage, title and framing included. */
   maxPassageLength: number;
   /** Questions of task i start with the marker [unused<i+1>] (multi-task models). */
   taskMarkers: boolean;
@@ -37,10 +39,15 @@ export interface TextSettings {
 
 /** model.json. */
 export interface ModelCard {
+  /** Always 'quorum-retriever'. */
   format: typeof MODEL_FORMAT;
+  /** The format version; another one is ERR_FORMAT on load. */
   version: typeof MODEL_VERSION;
+  /** The retriever's full configuration. */
   config: RetrieverConfig;
+  /** How texts become token ids for it. */
   text: TextSettings;
+  /** The weights file, in the directory, and how it stores them. */
   weights: { file: string; dtype: WeightStorage };
   /** Free-form: the training options, the per-epoch record, the data it was trained on. */
   training?: Record<string, unknown>;
@@ -60,10 +67,16 @@ export function weightStorageOption(value: string): WeightStorage {
   return upper;
 }
 
+/**
+ * Options of {@link Retriever.saveModel}: the tokenizer, the text settings (defaults 32 / 128 tokens, markers when
+ * multi-task), the storage.
+ */
 export interface SaveModelOptions extends Partial<TextSettings> {
+  /** The tokenizer the model was trained with (written as vocab.txt and tokenizer.json). */
   tokenizer: WordPieceTokenizer;
   /** Weight storage (default F32). */
   dtype?: WeightStorage;
+  /** Free-form training record kept in model.json. */
   training?: Record<string, unknown>;
 }
 

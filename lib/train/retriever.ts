@@ -30,7 +30,9 @@ export type { OptimizerOptions, StepStats, TokenBatchArg, TrainBatchArg };
 
 /** What {@link Retriever.load} attaches: the model directory's card and tokenizer. */
 export interface LoadedModel {
+  /** The directory's model.json. */
   card: ModelCard;
+  /** The directory's tokenizer (vocab.txt and tokenizer.json). */
   tokenizer: WordPieceTokenizer;
 }
 

@@ -120,11 +120,17 @@ export interface TrainResult {
 
 /** What the loop needs of a model: a native training step, AdamW, checkpoints (Retriever, CAME). */
 export interface TrainableModel {
+  /** Its tasks (for task markers) and whether its outputs are unit vectors (for the default temperature). */
   readonly config: { readonly tasks?: readonly string[]; readonly encoder: { readonly normalize?: boolean } };
+  /** Sets AdamW's settings (the loop passes weight decay, layer decay and frozen parameters). */
   setOptimizer(options: OptimizerOptions): void;
+  /** Forward and backward of one batch; gradients add up until `step`. */
   accumulate(batch: TrainBatchArg): Promise<StepStats>;
+  /** One AdamW step at `lr` with gradient-norm clipping; resolves to the norm before clipping. */
   step(lr: number, clip: number): Promise<number>;
+  /** Writes a checkpoint (weights and optimizer state). */
   save(path: string): Promise<void>;
+  /** Reads a checkpoint written by `save`. */
   load(path: string): Promise<void>;
 }
 
