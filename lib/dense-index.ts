@@ -157,6 +157,29 @@ export class DenseIndex {
     return this.info.size;
   }
 
+  /**
+   * Frees the faiss index now, or when the last call in flight ends (it completes normally); any later use is
+   * ERR_DISPOSED, a second dispose does nothing. Without it, GC frees it.
+   *
+   * @example
+   * const index = DenseIndex.create({ dim: 768, factory: 'HNSW32' });
+   * // ... serve ...
+   * index.dispose();   // or `using index = ...` in TypeScript
+   */
+  dispose(): void {
+    this.#native.dispose();
+  }
+
+  /** True after {@link DenseIndex.dispose}. */
+  get disposed(): boolean {
+    return this.#native.isDisposed();
+  }
+
+  /** Same as {@link DenseIndex.dispose}, for `using`. */
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
   async #async<R>(x: { tensor?: Tensor } | undefined, call: () => unknown): Promise<R> {
     const h = x?.tensor?.handle;
     if (h) callNative(() => h.pin());

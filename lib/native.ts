@@ -274,6 +274,8 @@ export interface NativeDenseIndex {
   toBuffer(): Uint8Array;
   fromBuffer(bytes: Uint8Array): void;
   setSearchDefaults(efSearch: number | undefined, nprobe: number | undefined): void;
+  dispose(): void;
+  isDisposed(): boolean;
   info(): {
     dim: number;
     size: number;
@@ -366,6 +368,8 @@ export interface StepStats {
 /** The native Retriever of quorum_torch.node (native/napi/torch_addon.cc). */
 export interface NativeRetriever {
   info(): { parameterCount: number; outDim: number; optimizerSteps: number; encoders: string[] };
+  dispose(): void;
+  isDisposed(): boolean;
   parameters(): { name: string; shape: number[] }[];
   getParameter(name: string): Float32Array;
   setParameter(name: string, values: Float32Array): void;
@@ -394,6 +398,8 @@ export interface NativeRetriever {
 /** The MUF ensemble heads (native/napi/mlp_ensemble_object.cc). */
 export interface NativeMlpEnsemble {
   info(): { parameterCount: number; optimizerSteps: number };
+  dispose(): void;
+  isDisposed(): boolean;
   parameters(): { name: string; shape: number[] }[];
   getParameter(name: string): Float32Array;
   setParameter(name: string, values: Float32Array): void;

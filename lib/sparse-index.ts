@@ -74,6 +74,8 @@ interface NativeSparseIndex {
   readonly size: number;
   readonly postings: number;
   readonly vocab: number;
+  dispose(): void;
+  isDisposed(): boolean;
 }
 
 function wrapResult(r: { ids: NativeTensorHandle; scores: NativeTensorHandle }): SparseSearchResult {
@@ -102,15 +104,33 @@ export class SparseIndex {
 
   /** Documents held. */
   get size(): number {
-    return this.#native.size;
+    return callNative(() => this.#native.size);
   }
   /** Postings held (distinct (term, document) pairs). */
   get postings(): number {
-    return this.#native.postings;
+    return callNative(() => this.#native.postings);
   }
   /** 1 + the largest term id seen. */
   get vocab(): number {
-    return this.#native.vocab;
+    return callNative(() => this.#native.vocab);
+  }
+
+  /**
+   * Frees the postings now, or when the last call in flight ends (it completes normally); any later use is
+   * ERR_DISPOSED, a second dispose does nothing.
+   */
+  dispose(): void {
+    this.#native.dispose();
+  }
+
+  /** True after {@link SparseIndex.dispose}. */
+  get disposed(): boolean {
+    return this.#native.isDisposed();
+  }
+
+  /** Same as {@link SparseIndex.dispose}, for `using`. */
+  [Symbol.dispose](): void {
+    this.dispose();
   }
 
   #addCall(ids: BigInt64Array | ArrayLike<number | bigint>, docs: SparseRowsInput) {

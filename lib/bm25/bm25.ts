@@ -228,6 +228,21 @@ export class Bm25Index {
     return Bm25Index.fromBuffer(readFileBytes(path), options);
   }
 
+  /** Frees the postings now, or when the last search in flight ends; any later search is ERR_DISPOSED. */
+  dispose(): void {
+    this.index.dispose();
+  }
+
+  /** True after {@link Bm25Index.dispose}. */
+  get disposed(): boolean {
+    return this.index.disposed;
+  }
+
+  /** Same as {@link Bm25Index.dispose}, for `using`. */
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
   /** Inverse document frequency of an analyzed term (0 for a term no document has). */
   idf(term: string): number {
     const t = this.vocab.get(term);

@@ -3,11 +3,14 @@
 import { awaitNative, callNative } from '../errors.js';
 import type { MaybeAsync } from '../native.js';
 
-interface NativeParameters {
+/** What every libtorch-backed native object answers (native/napi/torch_args.h, TorchObject). */
+export interface NativeParameters {
   info(): { parameterCount: number };
   parameters(): { name: string; shape: number[] }[];
   getParameter(name: string): Float32Array;
   setParameter(name: string, values: Float32Array): void;
+  dispose(): void;
+  isDisposed(): boolean;
 }
 
 export abstract class ParameterTable {
@@ -15,12 +18,35 @@ export abstract class ParameterTable {
 
   /** Trainable values in all parameters. */
   get parameterCount(): number {
-    return this.native.info().parameterCount;
+    return callNative(() => this.native.info().parameterCount);
   }
 
   /** Names and shapes, in the model's fixed order. */
   parameters(): { name: string; shape: number[] }[] {
-    return this.native.parameters();
+    return callNative(() => this.native.parameters());
+  }
+
+  /**
+   * Frees the model's native memory (weights, optimizer state) now, or when the last call in flight ends (that call
+   * completes normally). Any later use is ERR_DISPOSED; a second dispose does nothing. Without it, GC frees it.
+   *
+   * @example
+   * const model = await Retriever.load('default');
+   * const vectors = await model.encodeQueries(['what is covid-19?']);
+   * model.dispose();   // or `using model = ...` in TypeScript
+   */
+  dispose(): void {
+    callNative(() => this.native.dispose());
+  }
+
+  /** True after {@link ParameterTable.dispose}. */
+  get disposed(): boolean {
+    return this.native.isDisposed();
+  }
+
+  /** Same as {@link ParameterTable.dispose}, for `using`. */
+  [Symbol.dispose](): void {
+    this.dispose();
   }
 
   /** A copy of one parameter's values (ERR_NOT_FOUND for an unknown name). */
@@ -72,7 +98,7 @@ export abstract class TrainableTable extends ParameterTable {
 
   /** AdamW updates applied so far (restored by {@link load}). */
   get optimizerSteps(): number {
-    return this.native.info().optimizerSteps;
+    return callNative(() => this.native.info().optimizerSteps);
   }
 
   /**

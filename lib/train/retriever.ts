@@ -222,7 +222,7 @@ export class Retriever extends TrainableTable {
 
   /** The encoder names of this preset ("query", "passage", "query.<task>", "encoder"). */
   encoderNames(): string[] {
-    return this.native.info().encoders;
+    return callNative(() => this.native.info().encoders);
   }
 
   /**

@@ -101,16 +101,16 @@ class CameObject : public TrainableObject<CameObject, CameModel> {
   Napi::Value Info(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       Napi::Env env = info.Env();
-      std::lock_guard<std::mutex> lock(model_->mutex());
+      std::lock_guard<std::mutex> lock(live()->mutex());
       Napi::Object o = count_info(env);
       Napi::Array experts = Napi::Array::New(env);
       for (int e = 0; e < kCameExperts; ++e)
-        if (model_->config().experts[e]) experts.Set(experts.Length(), torchx::came_expert_name(e));
+        if (live()->config().experts[e]) experts.Set(experts.Length(), torchx::came_expert_name(e));
       o.Set("experts", experts);
-      o.Set("vocabSize", double(model_->vocab_size()));
-      o.Set("globalDim", double(model_->global_dim()));
-      o.Set("localDim", double(model_->config().local_dim));
-      o.Set("training", training_object(env, model_->training()));
+      o.Set("vocabSize", double(live()->vocab_size()));
+      o.Set("globalDim", double(live()->global_dim()));
+      o.Set("localDim", double(live()->config().local_dim));
+      o.Set("training", training_object(env, live()->training()));
       return Napi::Value(o);
     });
   }
@@ -118,8 +118,8 @@ class CameObject : public TrainableObject<CameObject, CameModel> {
   // setTraining({ competitive?, tau?, flopsQuery?, flopsPassage?, flopsRamp?, temperatures? })
   Napi::Value SetTraining(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
-      std::lock_guard<std::mutex> lock(model_->mutex());
-      model_->set_training(training_arg(info[0], model_->training()));
+      std::lock_guard<std::mutex> lock(live()->mutex());
+      live()->set_training(training_arg(info[0], live()->training()));
       return info.Env().Undefined();
     });
   }
@@ -129,11 +129,11 @@ class CameObject : public TrainableObject<CameObject, CameModel> {
   Napi::Value Encode(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       Napi::Env env = info.Env();
-      auto batch = std::make_shared<torchx::TokenBatch>(token_batch(info[0], model_->config().encoder, "batch"));
+      auto batch = std::make_shared<torchx::TokenBatch>(token_batch(info[0], live()->config().encoder, "batch"));
       const torchx::Side side = side_arg(info[1]);
       const auto which = experts_arg(info[2]);  // CameModel::encode refuses an expert it does not hold
       auto out = std::make_shared<torchx::CameEncoded>();
-      auto model = model_;
+      auto model = live();
       return run(env, info[3], {}, Napi::Object::New(env),
                         [=] { *out = model->encode(*batch, side, which); },
                         [out](Napi::Env env, Napi::Object result) {
@@ -149,9 +149,9 @@ class CameObject : public TrainableObject<CameObject, CameModel> {
   Napi::Value Accumulate(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       Napi::Env env = info.Env();
-      auto batch = std::make_shared<torchx::TrainBatch>(train_batch(info[0], model_->config().encoder));
+      auto batch = std::make_shared<torchx::TrainBatch>(train_batch(info[0], live()->config().encoder));
       auto stats = std::make_shared<torchx::CameStepStats>();
-      auto model = model_;
+      auto model = live();
       return run(env, info[1], {}, Napi::Object::New(env), [=] { *stats = model->accumulate(*batch); },
                         [stats, model](Napi::Env env, Napi::Object result) {
                           put_stats(result, *stats);

@@ -106,7 +106,9 @@ class DenseIndexObject : public Napi::ObjectWrap<DenseIndexObject> {
                         InstanceMethod<&DenseIndexObject::ToBuffer>("toBuffer"),
                         InstanceMethod<&DenseIndexObject::FromBuffer>("fromBuffer"),
                         InstanceMethod<&DenseIndexObject::Info>("info"),
-                        InstanceMethod<&DenseIndexObject::SetSearchDefaults>("setSearchDefaults")});
+                        InstanceMethod<&DenseIndexObject::SetSearchDefaults>("setSearchDefaults"),
+                        InstanceMethod<&DenseIndexObject::Dispose>("dispose"),
+                        InstanceMethod<&DenseIndexObject::IsDisposed>("isDisposed")});
   }
 
   // new DenseIndex({dim, factory, mips, phi, efConstruction, efSearch, nprobe}), or new DenseIndex() for an empty
@@ -136,9 +138,19 @@ class DenseIndexObject : public Napi::ObjectWrap<DenseIndexObject> {
 
  private:
   std::shared_ptr<DenseIndex> held() const {
+    if (disposed_) throw Error("ERR_DISPOSED", "this DenseIndex was disposed");
     if (!index_) throw Error("ERR_STATE", "DenseIndex is empty (load() did not complete)");
     return index_;
   }
+
+  // dispose(): drops the faiss index now, or when the last queued call (which holds its own reference) ends.
+  Napi::Value Dispose(const Napi::CallbackInfo& info) {
+    disposed_ = true;
+    index_.reset();
+    return info.Env().Undefined();
+  }
+
+  Napi::Value IsDisposed(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), disposed_); }
 
   // rows in a [rows, dim] Float32Array, or ERR_SHAPE.
   static size_t rows_of(size_t length, size_t dim, const char* what) {
@@ -260,7 +272,9 @@ class DenseIndexObject : public Napi::ObjectWrap<DenseIndexObject> {
       auto slot = std::make_shared<std::unique_ptr<DenseIndex>>();
       return run_work(
           info.Env(), flag(info[1]), {info.This().As<Napi::Object>()}, Napi::Object::New(info.Env()),
-          [=] { *slot = DenseIndex::load(path); }, [this, slot](Napi::Env, Napi::Object) { index_ = std::move(*slot); });
+          [=] { *slot = DenseIndex::load(path); }, [this, slot](Napi::Env, Napi::Object) {
+            if (!disposed_) index_ = std::move(*slot);
+          });
     });
   }
 
@@ -270,6 +284,7 @@ class DenseIndexObject : public Napi::ObjectWrap<DenseIndexObject> {
 
   Napi::Value FromBuffer(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
+      if (disposed_) throw Error("ERR_DISPOSED", "this DenseIndex was disposed");
       Bytes b = bytes_arg(info[0]);
       index_ = DenseIndex::from_bytes(b.data, b.size);
       return info.Env().Undefined();
@@ -307,6 +322,7 @@ class DenseIndexObject : public Napi::ObjectWrap<DenseIndexObject> {
   }
 
   std::shared_ptr<DenseIndex> index_;
+  bool disposed_ = false;
 };
 
 Napi::Value SetThreads(const Napi::CallbackInfo& info) {

@@ -51,7 +51,7 @@ class MlpEnsembleObject : public TorchObject<MlpEnsembleObject, MlpEnsemble> {
  private:
   Napi::Value Info(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
-      std::lock_guard<std::mutex> lock(model_->mutex());
+      std::lock_guard<std::mutex> lock(live()->mutex());
       return Napi::Value(count_info(info.Env()));
     });
   }
@@ -61,7 +61,7 @@ class MlpEnsembleObject : public TorchObject<MlpEnsembleObject, MlpEnsemble> {
   Napi::Value Step(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       Napi::Env env = info.Env();
-      const int64_t dim = model_->config().dim;
+      const int64_t dim = live()->config().dim;
       auto qa = typed_array<Napi::Float32Array>(info[0], "questions");
       auto pa = typed_array<Napi::Float32Array>(info[1], "passages");
       torch::Tensor q = table_of(qa, dim, "questions"), p = table_of(pa, dim, "passages");
@@ -73,7 +73,7 @@ class MlpEnsembleObject : public TorchObject<MlpEnsembleObject, MlpEnsemble> {
       if (group < 1 || group != double(int64_t(group))) throw Error("ERR_RANGE", "group must be an integer >= 1");
       const double lr = number_arg(info[5], "lr"), clip = number_arg(info[6], "clip");
       auto stats = std::make_shared<torchx::EnsembleStepStats>();
-      auto model = model_;
+      auto model = live();
       return run(env, info[7], {qa, pa}, Napi::Object::New(env),
                  [=] { *stats = model->step(q, p, q_rows, p_rows, int64_t(group), lr, clip); },
                  [stats](Napi::Env e, Napi::Object result) {
@@ -91,7 +91,7 @@ class MlpEnsembleObject : public TorchObject<MlpEnsembleObject, MlpEnsemble> {
   Napi::Value Score(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       Napi::Env env = info.Env();
-      const int64_t dim = model_->config().dim, K = model_->config().members;
+      const int64_t dim = live()->config().dim, K = live()->config().members;
       auto qa = typed_array<Napi::Float32Array>(info[0], "queries");
       auto pa = typed_array<Napi::Float32Array>(info[1], "passages");
       torch::Tensor q = table_of(qa, dim, "queries"), p = table_of(pa, dim, "passages");
@@ -106,7 +106,7 @@ class MlpEnsembleObject : public TorchObject<MlpEnsembleObject, MlpEnsemble> {
       if (int64_t(out.ElementLength()) != B * K * int64_t(L))
         throw Error("ERR_SHAPE", "out must hold queries x members x L = " + std::to_string(B * K * int64_t(L)) + " floats");
       float* dst = out.Data();
-      auto model = model_;
+      auto model = live();
       Napi::Object result = out;
       return run(env, info[5], {qa, pa, result}, result, [=] {
         torch::Tensor z = model->score(q, p, ids);
@@ -119,12 +119,12 @@ class MlpEnsembleObject : public TorchObject<MlpEnsembleObject, MlpEnsemble> {
   Napi::Value Members(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       Napi::Env env = info.Env();
-      const int64_t dim = model_->config().dim, K = model_->config().members;
+      const int64_t dim = live()->config().dim, K = live()->config().members;
       auto qa = typed_array<Napi::Float32Array>(info[0], "queries");
       torch::Tensor q = table_of(qa, dim, "queries");
       Napi::Float32Array out = Napi::Float32Array::New(env, size_t(q.size(0) * K * dim));
       float* dst = out.Data();
-      auto model = model_;
+      auto model = live();
       Napi::Object result = out;
       return run(env, info[1], {qa, result}, result, [=] {
         torch::Tensor m = model->members(q);

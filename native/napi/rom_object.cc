@@ -88,9 +88,9 @@ class RomObject : public TrainableObject<RomObject, RomModel> {
   // info() -> { parameterCount, optimizerSteps, outDim }
   Napi::Value Info(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
-      std::lock_guard<std::mutex> lock(model_->mutex());
+      std::lock_guard<std::mutex> lock(live()->mutex());
       Napi::Object o = count_info(info.Env());
-      o.Set("outDim", double(model_->config().out_dim()));
+      o.Set("outDim", double(live()->config().out_dim()));
       return Napi::Value(o);
     });
   }
@@ -99,11 +99,11 @@ class RomObject : public TrainableObject<RomObject, RomModel> {
   Napi::Value Encode(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       Napi::Env env = info.Env();
-      auto batch = std::make_shared<torchx::TokenBatch>(token_batch(info[0], model_->config().encoder, "batch"));
+      auto batch = std::make_shared<torchx::TokenBatch>(token_batch(info[0], live()->config().encoder, "batch"));
       const torchx::Side side = side_arg(info[1]);
       const torchx::RomHead h = head_arg(info[2]);
       auto out = std::make_shared<torch::Tensor>();
-      auto model = model_;
+      auto model = live();
       return run(env, info[3], {}, Napi::Object::New(env), [=] { *out = model->encode(*batch, side, h); },
                  [out](Napi::Env env, Napi::Object result) { result.Set("vectors", float_array_of(env, *out)); });
     });
@@ -113,9 +113,9 @@ class RomObject : public TrainableObject<RomObject, RomModel> {
   Napi::Value Read(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       Napi::Env env = info.Env();
-      auto batch = std::make_shared<torchx::TokenBatch>(token_batch(info[0], model_->config().encoder, "inputs"));
+      auto batch = std::make_shared<torchx::TokenBatch>(token_batch(info[0], live()->config().encoder, "inputs"));
       auto out = std::make_shared<torchx::ReaderOutput>();
-      auto model = model_;
+      auto model = live();
       return run(env, info[1], {}, Napi::Object::New(env), [=] { *out = model->read(*batch); },
                  [out](Napi::Env env, Napi::Object result) {
                    result.Set("start", float_array_of(env, out->start));
@@ -129,11 +129,11 @@ class RomObject : public TrainableObject<RomObject, RomModel> {
   Napi::Value Accumulate(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       Napi::Env env = info.Env();
-      auto batch = std::make_shared<torchx::TrainBatch>(train_batch(info[0], model_->config().encoder));
+      auto batch = std::make_shared<torchx::TrainBatch>(train_batch(info[0], live()->config().encoder));
       const torchx::RomHead h = head_arg(info[1]);
       const bool normalize = flag(info[2]);
       auto stats = std::make_shared<torchx::RomStepStats>();
-      auto model = model_;
+      auto model = live();
       return run(env, info[3], {}, Napi::Object::New(env), [=] { *stats = model->accumulate(*batch, h, normalize); },
                  [stats](Napi::Env, Napi::Object result) { put_rom_stats(result, *stats); });
     });
@@ -143,9 +143,9 @@ class RomObject : public TrainableObject<RomObject, RomModel> {
   Napi::Value AccumulateReader(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       Napi::Env env = info.Env();
-      auto batch = std::make_shared<torchx::ReaderBatch>(reader_batch(info[0], model_->config().encoder));
+      auto batch = std::make_shared<torchx::ReaderBatch>(reader_batch(info[0], live()->config().encoder));
       auto stats = std::make_shared<torchx::RomStepStats>();
-      auto model = model_;
+      auto model = live();
       return run(env, info[1], {}, Napi::Object::New(env), [=] { *stats = model->accumulate_reader(*batch); },
                  [stats](Napi::Env, Napi::Object result) { put_rom_stats(result, *stats); });
     });

@@ -25,6 +25,8 @@ class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
                         InstanceMethod<&SparseIndexObject::Load>("load"),
                         InstanceMethod<&SparseIndexObject::ToBuffer>("toBuffer"),
                         InstanceMethod<&SparseIndexObject::FromBuffer>("fromBuffer"),
+                        InstanceMethod<&SparseIndexObject::Dispose>("dispose"),
+                        InstanceMethod<&SparseIndexObject::IsDisposed>("isDisposed"),
                         InstanceAccessor<&SparseIndexObject::Size>("size"),
                         InstanceAccessor<&SparseIndexObject::Postings>("postings"),
                         InstanceAccessor<&SparseIndexObject::Vocab>("vocab")});
@@ -43,7 +45,7 @@ class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
       if (it->numel() != rows.view.rows)
         throw Error("ERR_SHAPE", std::to_string(it->numel()) + " ids for " + std::to_string(rows.view.rows) + " rows");
       const auto* ids = reinterpret_cast<const int64_t*>(it->data());
-      auto index = index_;
+      auto index = held();
       return run_kernel(env, flag(info[4]), operands({info[0], info[1], info[2], info[3]}), Napi::Object::New(env),
                         [=] { index->add(ids, rows.view, rows.nnz); });
     });
@@ -68,7 +70,7 @@ class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
       result.Set("scores", scores);
       int64_t* ip = data_of<int64_t>(ids);
       float* sp = data_of<float>(scores);
-      auto index = index_;
+      auto index = held();
       return run_kernel(env, flag(info[4]), operands({info[0], info[1], info[2], ids, scores}), result,
                         [=] { index->search(q.view, q.nnz, k, ip, sp, algorithm); });
     });
@@ -78,7 +80,7 @@ class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
   Napi::Value Save(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       std::string path = path_arg(info[0]);
-      auto index = index_;
+      auto index = held();
       return run_kernel(info.Env(), flag(info[1]), {}, Napi::Object::New(info.Env()), [=] { index->save(path); });
     });
   }
@@ -87,28 +89,46 @@ class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
   Napi::Value Load(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       std::string path = path_arg(info[0]);
-      auto index = index_;
+      auto index = held();
       return run_kernel(info.Env(), flag(info[1]), {}, Napi::Object::New(info.Env()), [=] { index->load(path); });
     });
   }
 
   Napi::Value ToBuffer(const Napi::CallbackInfo& info) {
-    return guard(info.Env(), [&] { return buffer_of(info.Env(), index_->to_bytes()); });
+    return guard(info.Env(), [&] { return buffer_of(info.Env(), held()->to_bytes()); });
   }
 
   Napi::Value FromBuffer(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       Bytes b = bytes_arg(info[0]);
-      index_->from_bytes(b.data, b.size);
+      held()->from_bytes(b.data, b.size);
       return info.Env().Undefined();
     });
   }
 
-  Napi::Value Size(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), double(index_->size())); }
-  Napi::Value Postings(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), double(index_->postings()));
+  Napi::Value Size(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] { return Napi::Number::New(info.Env(), double(held()->size())); });
   }
-  Napi::Value Vocab(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), double(index_->vocab())); }
+  Napi::Value Postings(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] { return Napi::Number::New(info.Env(), double(held()->postings())); });
+  }
+  Napi::Value Vocab(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] { return Napi::Number::New(info.Env(), double(held()->vocab())); });
+  }
+
+  // The index, or ERR_DISPOSED after dispose(). Queued work holds its own reference, so dispose() during an async
+  // call frees the postings when that call ends, not under it.
+  std::shared_ptr<kernels::SparseIndex> held() const {
+    if (!index_) throw Error("ERR_DISPOSED", "this SparseIndex was disposed");
+    return index_;
+  }
+
+  Napi::Value Dispose(const Napi::CallbackInfo& info) {
+    index_.reset();
+    return info.Env().Undefined();
+  }
+
+  Napi::Value IsDisposed(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), !index_); }
 
   std::shared_ptr<kernels::SparseIndex> index_;
 };

@@ -62,11 +62,11 @@ class RetrieverObject : public TrainableObject<RetrieverObject, Retriever> {
   Napi::Value Info(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       Napi::Env env = info.Env();
-      std::lock_guard<std::mutex> lock(model_->mutex());
+      std::lock_guard<std::mutex> lock(live()->mutex());
       Napi::Object o = count_info(env);
-      o.Set("outDim", double(model_->out_dim()));
-      Napi::Array names = Napi::Array::New(env, model_->encoder_names().size());
-      for (size_t i = 0; i < model_->encoder_names().size(); ++i) names.Set(uint32_t(i), model_->encoder_names()[i]);
+      o.Set("outDim", double(live()->out_dim()));
+      Napi::Array names = Napi::Array::New(env, live()->encoder_names().size());
+      for (size_t i = 0; i < live()->encoder_names().size(); ++i) names.Set(uint32_t(i), live()->encoder_names()[i]);
       o.Set("encoders", names);
       return Napi::Value(o);
     });
@@ -76,11 +76,11 @@ class RetrieverObject : public TrainableObject<RetrieverObject, Retriever> {
   Napi::Value Encode(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       Napi::Env env = info.Env();
-      torchx::TokenBatch batch = token_batch(info[0], model_->config().encoder, "batch");
+      torchx::TokenBatch batch = token_batch(info[0], live()->config().encoder, "batch");
       const torchx::Side side = side_arg(info[1]);
       const int64_t task = info[2].IsUndefined() ? 0 : int64_t(number_arg(info[2], "task"));
       const bool state = flag(info[5]);
-      const int64_t rows = batch.ids.size(0), dim = state ? model_->config().encoder.hidden : model_->out_dim();
+      const int64_t rows = batch.ids.size(0), dim = state ? live()->config().encoder.hidden : live()->out_dim();
       Napi::Float32Array out = info[3].IsUndefined() || info[3].IsNull()
                                    ? Napi::Float32Array::New(env, size_t(rows * dim))
                                    : typed_array<Napi::Float32Array>(info[3], "out");
@@ -88,7 +88,7 @@ class RetrieverObject : public TrainableObject<RetrieverObject, Retriever> {
         throw Error("ERR_SHAPE", "out holds " + std::to_string(out.ElementLength()) + " floats, the batch needs " +
                                      std::to_string(rows * dim));
       float* dst = out.Data();
-      auto model = model_;
+      auto model = live();
       Napi::Object result = out;
       return run(env, info[4], {result}, result, [=] {
         if (rows == 0) return;
@@ -102,9 +102,9 @@ class RetrieverObject : public TrainableObject<RetrieverObject, Retriever> {
   Napi::Value Accumulate(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       Napi::Env env = info.Env();
-      auto batch = std::make_shared<torchx::TrainBatch>(train_batch(info[0], model_->config().encoder));
+      auto batch = std::make_shared<torchx::TrainBatch>(train_batch(info[0], live()->config().encoder));
       auto stats = std::make_shared<torchx::StepStats>();
-      auto model = model_;
+      auto model = live();
       return run(env, info[1], {}, Napi::Object::New(env), [=] { *stats = model->accumulate(*batch); },
                  [stats](Napi::Env, Napi::Object result) { put_stats(result, *stats); });
     });
@@ -119,7 +119,7 @@ class RetrieverObject : public TrainableObject<RetrieverObject, Retriever> {
       if (!info[0].IsArray()) throw Error("ERR_ARG", "batches must be an array");
       Napi::Array arr = info[0].As<Napi::Array>();
       auto batches = std::make_shared<std::vector<torchx::TrainBatch>>();
-      for (uint32_t i = 0; i < arr.Length(); ++i) batches->push_back(train_batch(arr.Get(i), model_->config().encoder));
+      for (uint32_t i = 0; i < arr.Length(); ++i) batches->push_back(train_batch(arr.Get(i), live()->config().encoder));
       if (!info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array)
         throw Error("ERR_ARG", "lrs must be a Float64Array");
       auto lr_arr = info[1].As<Napi::Float64Array>();
@@ -131,7 +131,7 @@ class RetrieverObject : public TrainableObject<RetrieverObject, Retriever> {
         throw Error("ERR_SHAPE", "lrs needs one rate per optimizer step");
       auto total = std::make_shared<torchx::StepStats>();
       auto ms = std::make_shared<double>(0);
-      auto model = model_;
+      auto model = live();
       return run(env, info[4], {}, Napi::Object::New(env),
                  [=] {
                    const auto t0 = std::chrono::steady_clock::now();

@@ -99,14 +99,31 @@ class TorchObject : public Napi::ObjectWrap<Derived> {
  protected:
   using Methods = std::vector<Napi::ClassPropertyDescriptor<Derived>>;
 
-  // Derived's own methods plus parameters / getParameter / setParameter.
+  // Derived's own methods plus parameters / getParameter / setParameter / dispose.
   static Methods with_parameter_methods(Methods own) {
     using W = Napi::ObjectWrap<Derived>;
     own.push_back(W::InstanceMethod("parameters", &TorchObject::Parameters));
     own.push_back(W::InstanceMethod("getParameter", &TorchObject::GetParameter));
     own.push_back(W::InstanceMethod("setParameter", &TorchObject::SetParameter));
+    own.push_back(W::InstanceMethod("dispose", &TorchObject::Dispose));
+    own.push_back(W::InstanceMethod("isDisposed", &TorchObject::IsDisposed));
     return own;
   }
+
+  // The model, or ERR_DISPOSED after dispose(). Queued work holds its own reference (run_locked), so dispose()
+  // during an async call frees the model when that call ends, not under it.
+  const std::shared_ptr<Model>& live() const {
+    if (!model_) throw Error("ERR_DISPOSED", "this model was disposed");
+    return model_;
+  }
+
+  // dispose(): drops the model (its weights and optimizer state) now, or when the last queued call ends.
+  Napi::Value Dispose(const Napi::CallbackInfo& info) {
+    model_.reset();
+    return info.Env().Undefined();
+  }
+
+  Napi::Value IsDisposed(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), !model_); }
 
   // The constructor's body: model_ = make(), which parses the arguments and builds the model; quorum and c10
   // errors become a thrown JS error.
@@ -121,27 +138,27 @@ class TorchObject : public Napi::ObjectWrap<Derived> {
   // { parameterCount, optimizerSteps }: the start of every model's info(); the caller holds the model's mutex.
   Napi::Object count_info(Napi::Env env) const {
     Napi::Object o = Napi::Object::New(env);
-    o.Set("parameterCount", double(model_->parameter_count()));
-    o.Set("optimizerSteps", double(model_->optimizer_steps()));
+    o.Set("parameterCount", double(live()->parameter_count()));
+    o.Set("optimizerSteps", double(live()->optimizer_steps()));
     return o;
   }
 
   Napi::Value run(Napi::Env env, const Napi::Value& async, std::vector<Napi::Object> keep, Napi::Value result,
                   std::function<void()> work, Finish finish = nullptr) {
-    return run_locked(env, async, model_, std::move(keep), result, std::move(work), std::move(finish));
+    return run_locked(env, async, live(), std::move(keep), result, std::move(work), std::move(finish));
   }
 
   // parameters() -> [{ name, shape }]
   Napi::Value Parameters(const Napi::CallbackInfo& info) {
-    return guard(info.Env(), [&] { return Napi::Value(parameter_list(info.Env(), model_->parameters())); });
+    return guard(info.Env(), [&] { return Napi::Value(parameter_list(info.Env(), live()->parameters())); });
   }
 
   Napi::Value GetParameter(const Napi::CallbackInfo& info) {
-    return guard(info.Env(), [&] { return get_parameter(info, *model_); });
+    return guard(info.Env(), [&] { return get_parameter(info, *live()); });
   }
 
   Napi::Value SetParameter(const Napi::CallbackInfo& info) {
-    return guard(info.Env(), [&] { return set_parameter(info, *model_); });
+    return guard(info.Env(), [&] { return set_parameter(info, *live()); });
   }
 
   std::shared_ptr<Model> model_;

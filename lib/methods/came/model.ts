@@ -66,6 +66,8 @@ export interface CameEncoded {
 }
 
 interface NativeCameModel {
+  dispose(): void;
+  isDisposed(): boolean;
   info(): {
     parameterCount: number;
     optimizerSteps: number;
@@ -177,7 +179,7 @@ export class CameModel extends TrainableTable {
 
   /** The experts this model holds, in lexical, local, global order. */
   get experts(): CameExpertName[] {
-    return this.native.info().experts;
+    return callNative(() => this.native.info().experts);
   }
 
   /** Width of the global expert's vectors (the hidden size). */
@@ -197,7 +199,7 @@ export class CameModel extends TrainableTable {
 
   /** The current training stage and its settings. */
   get training(): CameTraining {
-    return this.native.info().training;
+    return callNative(() => this.native.info().training);
   }
 
   /** Changes how the next steps train (fields left out keep their value). */

@@ -328,6 +328,17 @@ export class CameRetriever {
   }
 
   /**
+   * Frees every model's and every index's native memory (each when its call in flight ends); any later use is
+   * ERR_DISPOSED.
+   */
+  dispose(): void {
+    for (const m of this.models) m.dispose();
+    this.indexes?.lexical?.dispose();
+    this.indexes?.local?.dispose();
+    this.indexes?.global?.dispose();
+  }
+
+  /**
    * Writes the retriever as one directory: came.json, vocab.txt, tokenizer.json and model-<i>.safetensors per model (f32, bf16 or q8).
    * The indexes are not saved: `index` rebuilds them from the corpus.
    */

@@ -120,6 +120,11 @@ export class TokenIndex {
     return this.lengths.length;
   }
 
+  /** Frees the faiss copy of the token vectors now (or when the search in flight ends); a later search is ERR_DISPOSED. */
+  dispose(): void {
+    this.ann.dispose();
+  }
+
   /** Token vectors held (faiss holds a second copy). */
   get tokens(): number {
     return this.tokenPassage.length;

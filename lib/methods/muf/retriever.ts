@@ -528,9 +528,13 @@ export class MufRetriever {
     return muf;
   }
 
-  /** Frees the experts' passage vectors. */
+  /** Frees the experts' passage vectors, their models and their heads; any later search is ERR_DISPOSED. */
   dispose(): void {
-    for (const e of this.state) e.passages.dispose();
+    for (const e of this.state) {
+      e.passages.dispose();
+      e.model.dispose();
+      e.heads?.dispose();
+    }
   }
 }
 

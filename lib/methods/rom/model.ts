@@ -148,6 +148,18 @@ export class RomModel {
     this.corpus = { passages, vectors };
   }
 
+  /**
+   * Frees the network, a separate retrieval side and the corpus index (each when its call in flight ends); any later
+   * use is ERR_DISPOSED.
+   */
+  dispose(): void {
+    this.network.dispose();
+    if (this.retrieval?.kind === 'retriever') this.retrieval.model.dispose();
+    else if (this.retrieval?.kind === 'rom' && this.retrieval.network !== this.network) this.retrieval.network.dispose();
+    this.corpus?.vectors.dispose();
+    this.corpus = undefined;
+  }
+
   /** Forgets the index (e.g. after training changed the encoder). */
   dropIndex(): void {
     this.corpus = undefined;

@@ -64,6 +64,8 @@ export interface ReaderLogits {
 }
 
 interface NativeRomModel {
+  dispose(): void;
+  isDisposed(): boolean;
   info(): { parameterCount: number; optimizerSteps: number; outDim: number };
   parameters(): { name: string; shape: number[] }[];
   getParameter(name: string): Float32Array;
@@ -162,7 +164,7 @@ export class RomNetwork extends TrainableTable {
 
   /** Width of the heads' vectors. */
   get dim(): number {
-    return this.native.info().outDim;
+    return callNative(() => this.native.info().outDim);
   }
 
   /** The prefix of the token embedding table's name (for initFromGlove). */
