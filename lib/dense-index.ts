@@ -6,6 +6,7 @@ import { idsOf, launchAsync, plainOperand } from './operand.js';
 import { type SearchResult, searchResult } from './search-result.js';
 import { Tensor } from './tensor.js';
 import { checkOptions, optionKeys } from './validate.js';
+import { NativeResource, type NativeDisposable } from './native-resource.js';
 
 /**
  * How an index ranks by inner product:
@@ -124,11 +125,12 @@ function idArray(ids: VectorIdsInput | bigint | number): BigInt64Array {
  * await index.save('passages.qdx');
  * const again = await DenseIndex.load('passages.qdx');
  */
-export class DenseIndex {
+export class DenseIndex extends NativeResource {
   readonly #native: NativeDenseIndex;
 
   /** Use {@link DenseIndex.create} (or `load` / `fromBuffer`). */
   constructor(native: NativeDenseIndex) {
+    super();
     this.#native = native;
   }
 
@@ -157,27 +159,9 @@ export class DenseIndex {
     return this.info.size;
   }
 
-  /**
-   * Frees the faiss index now, or when the last call in flight ends (it completes normally); any later use is
-   * ERR_DISPOSED, a second dispose does nothing. Without it, GC frees it.
-   *
-   * @example
-   * const index = DenseIndex.create({ dim: 768, factory: 'HNSW32' });
-   * // ... serve ...
-   * index.dispose();   // or `using index = ...` in TypeScript
-   */
-  dispose(): void {
-    this.#native.dispose();
-  }
-
-  /** True after {@link DenseIndex.dispose}. */
-  get disposed(): boolean {
-    return this.#native.isDisposed();
-  }
-
-  /** Same as {@link DenseIndex.dispose}, for `using`. */
-  [Symbol.dispose](): void {
-    this.dispose();
+  /** The faiss index object (what {@link NativeResource.dispose} frees). */
+  protected nativeResource(): NativeDisposable {
+    return this.#native;
   }
 
   async #async<R>(x: { tensor?: Tensor } | undefined, call: () => unknown): Promise<R> {

@@ -89,6 +89,7 @@ export {
 } from './dense-index.js';
 export { type SearchResult } from './search-result.js';
 export { Bm25Index, type Bm25Hit, type Bm25Options } from './bm25/bm25.js';
+export type { NativeDisposable, NativeResource } from './native-resource.js';
 export { englishAnalyzer, luceneEnglishStopwords, type Analyzer, type AnalyzerOptions } from './bm25/analyzer.js';
 export { luceneQuantizedLength } from './bm25/length-norm.js';
 export { gainOverBaseline, hybridFuse, searchAlpha, type AlphaSearch, type GainOverBaseline, type HybridOptions, type RankedHit } from './hybrid.js';

@@ -7,6 +7,7 @@ import { type SearchResult, searchResult } from './search-result.js';
 import { type SparseVectors, sparseTensors, sparseVectors } from './splade.js';
 import { Tensor } from './tensor.js';
 import { checkOptions, optionKeys } from './validate.js';
+import { NativeResource, type NativeDisposable } from './native-resource.js';
 
 /** Top-k of each query row; slots no document reached hold id -1. */
 export type SparseSearchResult = SearchResult;
@@ -94,10 +95,11 @@ function wrapResult(r: { ids: NativeTensorHandle; scores: NativeTensorHandle }):
  * const top = await index.search([[{ index: 3, value: 1 }]], 10);
  * top.hits(0); // [{ id: 10n, score: 1.5 }, { id: 11n, score: 0.5 }]
  */
-export class SparseIndex {
+export class SparseIndex extends NativeResource {
   readonly #native: NativeSparseIndex;
 
   constructor() {
+    super();
     const core = coreAddon() as unknown as { SparseIndex: new () => NativeSparseIndex };
     this.#native = new core.SparseIndex();
   }
@@ -115,22 +117,9 @@ export class SparseIndex {
     return callNative(() => this.#native.vocab);
   }
 
-  /**
-   * Frees the postings now, or when the last call in flight ends (it completes normally); any later use is
-   * ERR_DISPOSED, a second dispose does nothing.
-   */
-  dispose(): void {
-    this.#native.dispose();
-  }
-
-  /** True after {@link SparseIndex.dispose}. */
-  get disposed(): boolean {
-    return this.#native.isDisposed();
-  }
-
-  /** Same as {@link SparseIndex.dispose}, for `using`. */
-  [Symbol.dispose](): void {
-    this.dispose();
+  /** The native index (what {@link NativeResource.dispose} frees). */
+  protected nativeResource(): NativeDisposable {
+    return this.#native;
   }
 
   #addCall(ids: BigInt64Array | ArrayLike<number | bigint>, docs: SparseRowsInput) {

@@ -121,7 +121,9 @@ export async function createSearchService(options = {}) {
     modes,
     passages: corpus.length,
     close() {
-      dense.dispose?.();
+      dense.dispose();
+      bm25.dispose();
+      model.dispose();
       muf?.dispose();
     },
   };

@@ -9,6 +9,7 @@ import { SparseIndex, type SparseSearchOptions, type SparseSearchResult, sparseS
 import { type Analyzer, englishAnalyzer } from './analyzer.js';
 import { luceneQuantizedLength } from './length-norm.js';
 import { checkOptions, finite, optionKeys, parse, z } from '../validate.js';
+import { NativeResource, type NativeDisposable } from '../native-resource.js';
 
 const loadKeys = optionKeys<{ analyzer?: Analyzer }>()(['analyzer']);
 
@@ -50,7 +51,7 @@ export interface Bm25Hit {
  * const bm25 = await Bm25Index.build(docs.map((d) => ({ id: d.id, text: d.contents })), { k1: 0.9, b: 0.4 });
  * const hits = await bm25.search(['operating systems for IBM computers'], 1000);
  */
-export class Bm25Index {
+export class Bm25Index extends NativeResource {
   /** Term-frequency saturation (Anserini's default 0.9). */
   readonly k1: number;
   /** Length normalization (Anserini's default 0.4). */
@@ -81,6 +82,7 @@ export class Bm25Index {
     index: SparseIndex;
     averageLength: number;
   }) {
+    super();
     this.k1 = fields.k1;
     this.b = fields.b;
     this.lengthNorm = fields.lengthNorm;
@@ -228,19 +230,9 @@ export class Bm25Index {
     return Bm25Index.fromBuffer(readFileBytes(path), options);
   }
 
-  /** Frees the postings now, or when the last search in flight ends; any later search is ERR_DISPOSED. */
-  dispose(): void {
-    this.index.dispose();
-  }
-
-  /** True after {@link Bm25Index.dispose}. */
-  get disposed(): boolean {
-    return this.index.disposed;
-  }
-
-  /** Same as {@link Bm25Index.dispose}, for `using`. */
-  [Symbol.dispose](): void {
-    this.dispose();
+  /** Its postings (what {@link NativeResource.dispose} frees). */
+  protected nativeResource(): NativeDisposable {
+    return { dispose: () => this.index.dispose(), isDisposed: () => this.index.disposed };
   }
 
   /** Inverse document frequency of an analyzed term (0 for a term no document has). */

@@ -2,18 +2,17 @@
 // copies out, checked writes in; and the optimizer and checkpoints of the natively trained models.
 import { awaitNative, callNative } from '../errors.js';
 import type { MaybeAsync } from '../native.js';
+import { NativeResource, type NativeDisposable } from '../native-resource.js';
 
 /** What every libtorch-backed native object answers (native/napi/torch_args.h, TorchObject). */
-export interface NativeParameters {
+export interface NativeParameters extends NativeDisposable {
   info(): { parameterCount: number };
   parameters(): { name: string; shape: number[] }[];
   getParameter(name: string): Float32Array;
   setParameter(name: string, values: Float32Array): void;
-  dispose(): void;
-  isDisposed(): boolean;
 }
 
-export abstract class ParameterTable {
+export abstract class ParameterTable extends NativeResource {
   protected abstract readonly native: NativeParameters;
 
   /** Trainable values in all parameters. */
@@ -26,27 +25,9 @@ export abstract class ParameterTable {
     return callNative(() => this.native.parameters());
   }
 
-  /**
-   * Frees the model's native memory (weights, optimizer state) now, or when the last call in flight ends (that call
-   * completes normally). Any later use is ERR_DISPOSED; a second dispose does nothing. Without it, GC frees it.
-   *
-   * @example
-   * const model = await Retriever.load('default');
-   * const vectors = await model.encodeQueries(['what is covid-19?']);
-   * model.dispose();   // or `using model = ...` in TypeScript
-   */
-  dispose(): void {
-    callNative(() => this.native.dispose());
-  }
-
-  /** True after {@link ParameterTable.dispose}. */
-  get disposed(): boolean {
-    return this.native.isDisposed();
-  }
-
-  /** Same as {@link ParameterTable.dispose}, for `using`. */
-  [Symbol.dispose](): void {
-    this.dispose();
+  /** The native model (what {@link NativeResource.dispose} frees: weights and optimizer state). */
+  protected nativeResource(): NativeDisposable {
+    return this.native;
   }
 
   /** A copy of one parameter's values (ERR_NOT_FOUND for an unknown name). */
