@@ -1,3 +1,5 @@
+import { brandClass } from './brand.js';
+
 /** Machine-readable error codes carried by every {@link QuorumError}. */
 export type ErrorCode =
   | 'ERR_ARG'
@@ -32,6 +34,8 @@ export class QuorumError extends Error {
     this.code = code;
   }
 }
+// `e instanceof QuorumError` holds for the errors of the package's other copy too (ESM and CommonJS in one process).
+brandClass(QuorumError, 'QuorumError');
 
 /** Re-throws a native error as a QuorumError, keeping its code; anything else passes through unchanged. */
 export function asQuorumError(e: unknown): unknown {

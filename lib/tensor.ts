@@ -4,6 +4,7 @@ import { cudaAddon } from './cuda.js';
 import { type NativeTensorHandle, coreAddon } from './native.js';
 import { int64 } from './validate.js';
 import { elementCount } from './shape.js';
+import { brandClass } from './brand.js';
 
 /**
  * Where a tensor's memory lives: 'cpu' (native memory, zero-copy `data`) or 'cuda' (GPU memory, read through
@@ -273,3 +274,5 @@ export class Tensor<D extends Dtype = Dtype> {
 function checkDtype(d: unknown): asserts d is Dtype {
   if (!isDtype(d)) throw new QuorumError('ERR_DTYPE', `unknown dtype ${String(d)}: expected one of ${dtypeNames.join(', ')} (or a device: cpu, cuda)`);
 }
+// `x instanceof Tensor` holds for the Tensors of the package's other copy too (ESM and CommonJS in one process).
+brandClass(Tensor, 'Tensor');

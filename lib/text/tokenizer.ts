@@ -7,6 +7,7 @@ import { readTextFile } from '../data/files.js';
 import { coreAddon, packageRoot, type NativeWordPiece } from '../native.js';
 import { normalizeBert, type NormalizeOptions } from './normalize.js';
 import { checkOptions, optionKeys } from '../validate.js';
+import { brandClass } from '../brand.js';
 
 /** Options of {@link WordPieceTokenizer.encode}. */
 export interface EncodeOptions {
@@ -172,6 +173,8 @@ export class WordPieceTokenizer {
     return [norm(texts, 'texts'), o.pairs ? norm(o.pairs, 'pairs') : null, o.maxLength ?? 256, marker, o.padToMax ?? false];
   }
 }
+// `instanceof WordPieceTokenizer` holds for the other copy's tokenizers too (ESM and CommonJS in one process).
+brandClass(WordPieceTokenizer, 'WordPieceTokenizer');
 
 const extendKeys = optionKeys<NonNullable<Parameters<typeof extendVocabulary>[2]>>()(['keep', 'minCount', 'maxWords', 'maxWordChars', 'nfkc']);
 
