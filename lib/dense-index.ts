@@ -2,7 +2,7 @@
 // native/index/dense_index.h.
 import { QuorumError, awaitNative, callNative } from './errors.js';
 import { type NativeDenseIndex, faissAddon } from './native.js';
-import { idsOf, launchAsync, plainOperand } from './operand.js';
+import { idsOf, launchAsync, plainOperand, whilePinned } from './operand.js';
 import { type SearchResult, searchResult } from './search-result.js';
 import { Tensor } from './tensor.js';
 import { checkOptions, optionKeys } from './validate.js';
@@ -164,14 +164,8 @@ export class DenseIndex extends NativeResource {
     return this.#native;
   }
 
-  async #async<R>(x: { tensor?: Tensor } | undefined, call: () => unknown): Promise<R> {
-    const h = x?.tensor?.handle;
-    if (h) callNative(() => h.pin());
-    try {
-      return (await awaitNative(callNative(call) as Promise<R>)) as R;
-    } finally {
-      h?.unpin();
-    }
+  #async<R>(x: { tensor?: Tensor } | undefined, call: () => unknown): Promise<R> {
+    return whilePinned([x?.tensor], () => awaitNative(callNative(call) as Promise<R>));
   }
 
   /**

@@ -6,7 +6,8 @@ import { Tensor } from './tensor.js';
 import { checkOptions, optionKeys } from './validate.js';
 
 /**
- * A matrix operand: a {@link Tensor}, or a typed array with its shape (borrowed for the call, never copied).
+ * A matrix operand: a {@link Tensor}, or a typed array with its shape (read in place by the Sync forms, copied by the
+ * Promise forms, whose work runs off the main thread).
  * Queries may also be a bare Float32Array whose length is a multiple of the corpus dimension.
  */
 export type MatrixInput =

@@ -37,6 +37,24 @@ export function operandOf(data: AnyTypedArray, shape: readonly number[], dtype?:
   return asyncDepth > 0 ? Tensor.from(data as never, shape, dtype as never) : Tensor.wrap(data as never, shape, dtype as never);
 }
 
+/**
+ * Awaits `run` (a call another addon, faiss or libtorch, makes off the main thread on `tensors`' memory) with those
+ * Tensors pinned, so that a dispose() meanwhile frees them only after the call.
+ */
+export async function whilePinned<R>(tensors: ReadonlyArray<Tensor | undefined>, run: () => Promise<R>): Promise<R> {
+  const pinned: Tensor[] = [];
+  try {
+    for (const t of tensors) {
+      if (!t) continue;
+      callNative(() => t.handle.pin());
+      pinned.push(t);
+    }
+    return await run();
+  } finally {
+    for (const t of pinned) t.handle.unpin();
+  }
+}
+
 /** A typed array another addon reads as is (faiss, libtorch): itself, or a copy inside {@link launchAsync}. */
 export function plainOperand<A extends AnyTypedArray>(data: A): A {
   return asyncDepth > 0 ? (data.slice() as A) : data;

@@ -56,13 +56,12 @@ export async function encodeTable(model: TableEncoder, table: TokenTable, option
   // Positions into `which`, shortest rows first.
   const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => table.length(which[a]!) - table.length(which[b]!));
   const size = options.batchSize ?? 64;
-  const buf = new Float32Array(size * dim);
   const data = out.data;
   for (let s = 0; s < n; s += size) {
     const rows = order.slice(s, s + size);
+    // No `out` buffer: the Promise forms write into their own array (a caller's `out` would be one copy more).
     const emb = await model.encode(table.batch(rows.map((i) => which[i]!)), options.side, {
       ...(options.task !== undefined ? { task: options.task } : {}),
-      out: buf.subarray(0, rows.length * dim),
       ...(options.pooledState ? { pooledState: true } : {}),
     });
     rows.forEach((r, i) => data.set(emb.subarray(i * dim, (i + 1) * dim), r * dim));
@@ -89,9 +88,9 @@ export async function indexTable(
   checkOptions(options, indexTableKeys, 'indexTable options');
   // Each half of the options to its own consumer: both refuse keys they do not know.
   const { dim: _dim, factory, mips, phi, efConstruction, efSearch, nprobe, ...encoding } = options;
-  const indexing = Object.fromEntries(Object.entries({ factory, mips, phi, efConstruction, efSearch, nprobe }).filter(([, v]) => v !== undefined));
   const embeddings = await encodeTable(model, table, { ...encoding, side: 'passage' });
-  const index = DenseIndex.create({ ...indexing, dim: model.dim });
+  // An option left undefined takes its default, as if absent.
+  const index = DenseIndex.create({ factory, mips, phi, efConstruction, efSearch, nprobe, dim: model.dim });
   if (!index.info.trained) await index.train(embeddings);
   await index.add(embeddings, Array.from({ length: table.size }, (_, i) => i));
   return { embeddings, index };

@@ -10,7 +10,7 @@ import { readSafetensors, safetensorsMetadata, writeSafetensors, type Safetensor
 import { torchAddon, type NativeMlpEnsemble } from '../../native.js';
 import { seededRandom } from '../../random.js';
 import { Tensor } from '../../tensor.js';
-import { launchAsync, plainOperand } from '../../operand.js';
+import { launchAsync, plainOperand, whilePinned } from '../../operand.js';
 import { ParameterTable } from '../../train/parameter-table.js';
 import { shuffle } from '../../train/schedule.js';
 import { mustBeObject, mustBeString, parse, positiveInt, z } from '../../validate.js';
@@ -221,12 +221,7 @@ export class MlpEnsemble extends ParameterTable {
    */
   async score(q: Float32Array | Tensor<'f32'>, passages: Float32Array | Tensor<'f32'>, ids: Int32Array, L: number): Promise<Tensor<'f32'>> {
     const c = launchAsync(() => this.scoreCall(q, passages, ids, L));
-    c.pinned.forEach((t) => callNative(() => t.handle.pin()));
-    try {
-      await awaitNative(callNative(() => c.call(true)) as Promise<Float32Array>);
-    } finally {
-      c.pinned.forEach((t) => t.handle.unpin());
-    }
+    await whilePinned(c.pinned, () => awaitNative(callNative(() => c.call(true)) as Promise<Float32Array>));
     return Tensor.wrap(c.out, c.shape);
   }
 
