@@ -241,7 +241,7 @@ Napi::Value FmaPeakGflops(const Napi::CallbackInfo& info) {
 // register tile (gemm_ops().tile_cols: 12 x 32 with AVX-512, 6 x 16 with AVX2) reps times at once over an A tile
 // and a panel small enough for L1 (kTileSteps steps of k: 3 + 8 KiB with AVX-512); about 20 ms at the default.
 // The FMA chains above issue no loads; on this VM the two rates part at times by a third or more while the
-// chains hold (bench/RESULTS.md, "GEMM-tile rate"), so this is the ceiling a GEMM-bound kernel meets at that
+// chains hold (docs/results/kernels.md#gemm-tile-rate-and-the-vms-slow-phases), so this is the ceiling a GEMM-bound kernel meets at that
 // moment. A thread slowed by whatever shares its core shows here as a low entry.
 constexpr size_t kTileSteps = 64;
 Napi::Value TileRateGflops(const Napi::CallbackInfo& info) {

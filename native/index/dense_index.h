@@ -4,10 +4,11 @@
 // Ids: IVF indexes keep them natively (with a hash-table direct map, so remove and reconstruct work); every
 // other type sits under an IndexIDMap2. Two ways to rank by inner product (`Mips`):
 //   kInnerProduct  faiss's own METRIC_INNER_PRODUCT;
-//   kL2Transform   DPR's reduction (SPEC §1.1): passages become [c, sqrt(phi - |c|^2)], queries [q, 0], and L2
-//                  ranking equals inner-product ranking. phi is the largest squared norm, fixed by the first
-//                  train() or add() unless given; a later vector with a larger norm is ERR_RANGE (the reduction
-//                  would silently rank it wrong). Scores come back as inner products.
+//   kL2Transform   DPR's reduction (docs/methods/kernels.md#mips-as-l2-search): passages become
+//                  [c, sqrt(phi - |c|^2)], queries [q, 0], and L2 ranking equals inner-product ranking. phi is the
+//                  largest squared norm, fixed by the first train() or add() unless given; a later vector with a
+//                  larger norm is ERR_RANGE (the reduction would silently rank it wrong). Scores come back as inner
+//                  products.
 //
 // Results: per query row, ids and scores by score descending, ties by id ascending (faiss itself does not
 // order ties); slots beyond what the index can return hold id -1 and score -inf.

@@ -1,4 +1,5 @@
-// Ensemble mutual information and confidence (DPR-MUF), SPEC §1.5. For one query with K members' scores
+// Ensemble mutual information and confidence (DPR-MUF; formulas in
+// docs/methods/kernels.md#ensemble-mutual-information-and-confidence). For one query with K members' scores
 // z[k, d] over n candidates and a temperature T that DIVIDES the scores (T = 1e-3 multiplies them by 1000):
 //   p_k(d) = softmax_d((z[k, d] - max_d z[k, d]) / T)
 //   M(d)   = mean_k p_k(d)

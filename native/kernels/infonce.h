@@ -1,4 +1,4 @@
-// InfoNCE with in-batch and hard negatives (DPR form), SPEC §1.4, with its gradients:
+// InfoNCE with in-batch and hard negatives (DPR form), with its gradients (docs/methods/kernels.md#infonce):
 //   a[i, j] = q_i . p_j / tau            (cosine: q̂_i . p̂_j / tau, x̂ = x / max(|x|, 1e-12) as F.normalize)
 //   l_i     = logsumexp_j a[i, j] - a[i, pos_i]
 //   L       = (1/B) sum_i w_i l_i         (w_i = 1 without weights: DPR's mean NLL)
@@ -6,8 +6,8 @@
 // the in-batch negatives. pos is explicit per row (never an assumed stride).
 //
 // rank_i = 1 + #{j : a[i, j] > a[i, pos_i]}: ties count in the positive's favour (CAME's rank definition,
-// SPEC §3.3). Accuracy is the fraction of rows with rank 1. DPR's `correct` (argmax == pos, lowest index on
-// ties) differs only on exact ties.
+// docs/methods/came.md#competitive-learning). Accuracy is the fraction of rows with rank 1. DPR's `correct`
+// (argmax == pos, lowest index on ties) differs only on exact ties.
 //
 // Extra memory: the [B, M] score matrix (which becomes the gradient of the scores), a second one for cosine
 // scores with gradients, the norms, and the GEMM's packed operands (gemm.h).

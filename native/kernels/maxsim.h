@@ -1,9 +1,9 @@
-// MaxSim (ColBERT late interaction), SPEC §1.2:
+// MaxSim (ColBERT late interaction), docs/methods/kernels.md#maxsim:
 //   S[b, n] = sum over query tokens q of  max over document tokens t of  dot(Q[b, q], D_n[t])
 // Documents are runs of token rows in one matrix (packed [sum Ld, dim] or padded [N, Ld, dim]), stored as
 // f32, bf16 or f16; accumulation is f32.
 //
-// Conventions (they differ from ColBERT's CPU path on purpose, see SPEC §1.2):
+// Conventions (they differ from ColBERT's CPU path on purpose, see docs/methods/kernels.md#maxsim):
 // - A masked document token, or a padding token past a document's length, never wins the max: it is -inf.
 // - No zero clamp, unless clamp_zero (then each query token contributes max(0, best), as ColBERT's CPU
 //   segmented kernel does, and a clamped token reports arg-max -1).

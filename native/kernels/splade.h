@@ -1,4 +1,4 @@
-// SPLADE max pooling and its regularizers, SPEC §1.3:
+// SPLADE max pooling and its regularizers, docs/methods/kernels.md#splade-pooling-and-regularizers:
 //   w[b, v] = max over unmasked tokens t of log1p(relu(logits[b, t, v]))
 // Because log1p(relu(.)) is monotone, the kernel takes the running max of the raw logits against 0 and applies
 // log1p once per output: a single streaming pass over the logits, bound by memory bandwidth.

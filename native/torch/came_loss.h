@@ -1,5 +1,6 @@
-// CAME's training losses (Cai et al.; PAPERS.md): each expert's contrastive NLL over the batch's passages, summed
-// over experts in the standardized stage, weighted per question by the competitive weights in the specialized stage:
+// CAME's training losses (Cai et al.; docs/methods/came.md#competitive-learning): each expert's contrastive NLL
+// over the batch's passages, summed over experts in the standardized stage, weighted per question by the
+// competitive weights in the specialized stage:
 //   w[b, e] = softmax_e( (1 / rank_e(b)) / tau ),   rank_e(b) = 1 + #{passages p : S_e[b, p] > S_e[b, pos(b)]}
 // (the positive's 1-based rank among the question's candidates under expert e; ties count in its favour; a smaller
 // tau means a more intense competition), with no gradient through the weights.

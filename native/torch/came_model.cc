@@ -136,7 +136,8 @@ CameStepStats CameModel::accumulate(const TrainBatch& b) {
   torch::Tensor total = loss * b.loss_scale;
   CameStepStats s;
   if (q.lexical.defined()) {
-    // FLOPS(W) = sum_v (mean_b |w_bv|)^2 over each side's batch (SPEC §1.3); w >= 0, so |w| = w.
+    // FLOPS(W) = sum_v (mean_b |w_bv|)^2 over each side's batch
+    // (docs/methods/kernels.md#splade-pooling-and-regularizers); w >= 0, so |w| = w.
     const double t = double(optimizer_steps() + 1), ramp = double(training_.flops_ramp);
     const double scale = ramp > 0 ? std::pow(std::min(t, ramp) / ramp, 2.0) : 1.0;
     const torch::Tensor flops = training_.flops_query * q.lexical.mean(0).pow(2).sum() +

@@ -1,6 +1,6 @@
-// CAME (Cai et al.; SPEC §3.3, PAPERS.md): one Transformer shared by questions and passages whose bottom blocks
-// ("bottom.*": embeddings and encoder.layers blocks) are shared by three experts, each with its own upper blocks
-// ("<expert>.encoder.layer.*") and head:
+// CAME (Cai et al.; docs/methods/came.md, its training in docs/methods/came.md#competitive-learning): one
+// Transformer shared by questions and passages whose bottom blocks ("bottom.*": embeddings and encoder.layers
+// blocks) are shared by three experts, each with its own upper blocks ("<expert>.encoder.layer.*") and head:
 //   lexical  MLM head (dense, GELU, LayerNorm, decoder tied to the word embeddings plus a bias), SPLADE max pooling
 //            log(1 + relu(logit)) over every real token including [CLS]; score = dot product of the two weight
 //            vectors; FLOPS regularizer with SPLADE's quadratic lambda ramp

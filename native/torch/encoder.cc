@@ -138,8 +138,9 @@ torch::Tensor BertEncoder::ffn(const std::string& p, const torch::Tensor& a, boo
   return norm(p + ".output.LayerNorm", a + out);
 }
 
-// Rows are bucketed by expert and each expert runs one GEMM over its rows only (SPEC §1.7's contract), instead of
-// every expert over every row as the reference code does.
+// Rows are bucketed by expert and each expert runs one GEMM over its rows only (see
+// docs/methods/training.md#taser-specialized-blocks), instead of every expert over every row as the reference code
+// does.
 torch::Tensor BertEncoder::routed_ffn(int64_t layer, const torch::Tensor& a, const torch::Tensor& expert,
                                       const torch::Tensor& scale, bool training) const {
   const std::string p = layer_prefix(layer) + ".experts.";

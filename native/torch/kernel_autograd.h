@@ -6,16 +6,16 @@
 
 namespace quorum::torchx {
 
-// ColBERT's late interaction, SPEC §1.2: S[b, n] = sum over unmasked query tokens q of max over document n's tokens
-// t < d_lengths[n] of <Q[b, q], D[n, t]>. q [B, Lq, dim], q_mask [B, Lq] (bool or uint8; nonzero = use),
-// d [N, Ld, dim] padded, d_lengths [N] int64 in [1, Ld]. Returns [B, N]. The gradient of each query token goes to
-// its arg-max document token (ties: the lowest index).
+// ColBERT's late interaction (docs/methods/kernels.md#maxsim): S[b, n] = sum over unmasked query tokens q of max
+// over document n's tokens t < d_lengths[n] of <Q[b, q], D[n, t]>. q [B, Lq, dim], q_mask [B, Lq] (bool or uint8;
+// nonzero = use), d [N, Ld, dim] padded, d_lengths [N] int64 in [1, Ld]. Returns [B, N]. The gradient of each query
+// token goes to its arg-max document token (ties: the lowest index).
 torch::Tensor maxsim_scores(const torch::Tensor& q, const torch::Tensor& q_mask, const torch::Tensor& d,
                             const torch::Tensor& d_lengths);
 
-// SPLADE max pooling, SPEC §1.3: w[b, v] = max over unmasked tokens t of log(1 + relu(logits[b, t, v])).
-// logits [B, T, V], mask [B, T] (nonzero = use). Returns [B, V]; the gradient goes to the arg-max token, 0 where
-// the max is 0.
+// SPLADE max pooling (docs/methods/kernels.md#splade-pooling-and-regularizers):
+// w[b, v] = max over unmasked tokens t of log(1 + relu(logits[b, t, v])). logits [B, T, V], mask [B, T] (nonzero =
+// use). Returns [B, V]; the gradient goes to the arg-max token, 0 where the max is 0.
 torch::Tensor splade_pool(const torch::Tensor& logits, const torch::Tensor& mask);
 
 // SPLADE pooling fused with the MLM decoder that produces its logits (CAME's lexical head):

@@ -1,5 +1,5 @@
-// DPR-MUF's ensemble heads (SPEC §1.5, §3.2): K independent MLPs, each mapping a frozen expert question vector to a
-// new vector in the same space as the expert's frozen passage vectors,
+// DPR-MUF's ensemble heads (docs/methods/muf.md#ensemble-training): K independent MLPs, each mapping a frozen
+// expert question vector to a new vector in the same space as the expert's frozen passage vectors,
 //   f_k(q) = W_L ReLU(... ReLU(W_1 q + b_1) ...) + b_L      (`layers` hidden ReLU layers of width `hidden`),
 // stored member-major so that all K run as one batched matmul ([K, in, out] weights, [K, out] biases). Member k is
 // trained only on its own contiguous sub-batch with the DPR NLL against the positive, the hard negatives and the

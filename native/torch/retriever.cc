@@ -49,8 +49,9 @@ Retriever::Retriever(RetrieverConfig config) : config_(std::move(config)) {
   set_parameters(std::move(params));
 }
 
-// TASER's layer-wise decay (SPEC §3.6): weight = decay^(n_layers + 2 - depth), embeddings at depth 0, block l at
-// depth l + 1, the output projection at n + 2 (weight 1), a shared gate at n / 2 + 2.
+// TASER's layer-wise decay (docs/methods/training.md#taser-specialized-blocks): weight = decay^(n_layers + 2 - depth),
+// embeddings at depth 0, block l at depth l + 1, the output projection at n + 2 (weight 1), a shared gate at
+// n / 2 + 2.
 double Retriever::lr_multiplier(const std::string& name, const OptimizerConfig& o) const {
   const double d = o.layer_decay;
   if (d == 1.0) return 1.0;

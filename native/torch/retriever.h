@@ -3,8 +3,8 @@
 //               "query.<task>" for each task over the one passage encoder (Maillard et al.)
 //   siamese     one encoder ("encoder") for both sides
 //   taser       one encoder with specialized blocks (routing by side or by a learned router)
-// Parameter names are "<encoder>.<BERT name>". The loss is DPR's in-batch NLL (SPEC §1.4) through libtorch's
-// autograd, plus beta times the routers' negative entropy.
+// Parameter names are "<encoder>.<BERT name>". The loss is DPR's in-batch NLL (docs/methods/kernels.md#infonce)
+// through libtorch's autograd, plus beta times the routers' negative entropy.
 #pragma once
 #include <torch/torch.h>
 

@@ -1,5 +1,5 @@
-// ROM (Fun, Gandhi, Ravi; SPEC §3.4, PAPERS.md): one BertEncoder ("encoder.*") serves questions, passages and the
-// reader, with light task heads:
+// ROM (Fun, Gandhi, Ravi; docs/methods/rom.md#tasks-schedules-and-index-refresh): one BertEncoder ("encoder.*")
+// serves questions, passages and the reader, with light task heads:
 //   retrieval   a linear map of the pooled state, shared by questions and passages; DPR's in-batch NLL
 //   ict         its own linear head, the same loss over (pseudo-query sentence, block) pairs (Lee et al.)
 //   phrase_ict  its own linear head, over (TF-IDF phrase, block) pairs
