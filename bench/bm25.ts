@@ -5,7 +5,9 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 
 import { loadTrecCollection } from '../lib/data/trec-collection.js';
-import { Bm25Index, englishAnalyzer, evaluate } from '../lib/index.js';
+import { Bm25Index } from '../lib/index.js';
+import { englishAnalyzer } from '../lib/entries/text.js';
+import { evaluate } from '../lib/entries/eval.js';
 import { packageRoot } from '../lib/native.js';
 import { fmt, timeIt } from './harness.js';
 

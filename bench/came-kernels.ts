@@ -3,11 +3,11 @@
 // reference). Median of the given repetitions, alternated, in one process.
 //   node --import tsx bench/came-kernels.ts [--reps=5]
 import { capabilities } from '../lib/index.js';
-import { torchAddon } from '../lib/native.js';
+import { torchTestAddon } from '../test/torch-hooks.js';
 import { fillRandom, median, printTable } from './harness.js';
 
 const reps = Number(process.argv.find((a) => a.startsWith('--reps='))?.slice(7) ?? '5');
-const addon = torchAddon();
+const addon = torchTestAddon();
 const caps = capabilities();
 console.log(`isa ${caps.isa}, ${caps.threads} threads`);
 const rows: Array<Array<string | number>> = [];

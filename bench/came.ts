@@ -23,9 +23,9 @@ import { capabilities } from '../lib/index.js';
 import { packageRoot } from '../lib/native.js';
 import { seededRandom } from '../lib/random.js';
 import { composeBatch } from '../lib/train/trainer.js';
-import { shuffle } from '../lib/train/schedule.js';
+import { shuffle } from '../lib/random.js';
 import { prepareTraining } from '../lib/train/prepare.js';
-import { Retriever } from '../lib/train/retriever.js';
+import { Retriever } from '../lib/models/retriever.js';
 import { median, percentile, writeResults } from './harness.js';
 
 const arg = (name: string, fallback: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;

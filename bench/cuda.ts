@@ -7,7 +7,8 @@ import { performance } from 'node:perf_hooks';
 
 import { cudaAddon, cudaInfo } from '../lib/cuda.js';
 import { dtypeCode } from '../lib/dtype.js';
-import { ensembleMISync, infoNceSync, maxSimSync, scoreTopKSync, spladePoolSync, Tensor } from '../lib/index.js';
+import { ensembleMISync, infoNceSync, maxSimSync, spladePoolSync } from '../lib/entries/kernels.js';
+import { scoreTopKSync, Tensor } from '../lib/index.js';
 import type { Dtype } from '../lib/index.js';
 
 const quick = process.argv.includes('--quick');

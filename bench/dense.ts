@@ -2,7 +2,7 @@
 // faiss IndexFlatIP, usearch exactSearch and simsimd, all measured in this process, plus the machine's
 // memory bandwidth and FMA peak, and event-loop lag during an async search.
 import { Tensor, capabilities, scoreTopKSync } from '../lib/index.js';
-import { plainJsTopK } from '../lib/reference/dense.js';
+import { plainJsTopK } from '../lib/cli/plain-js-topk.js';
 import { baselinesAddon, simsimd, usearch } from './baselines.js';
 import { type LagResult, measureLag, measureLagInFreshProcess } from './event-loop-lag.js';
 import { fillRandom, fmt, printTable, timeIt } from './harness.js';

@@ -3,11 +3,12 @@
 //
 // libtorch runs at 1 and at 2 ATen threads and the faster counts (its matmuls use OpenBLAS's own threads, so
 // one ATen thread is often its best); ours run with the pool's default thread count.
-import { Tensor, capabilities, ensembleMISync, infoNceSync, maxSimSync, setThreads, spladePoolSync } from '../lib/index.js';
-import { ensembleMIRef } from '../lib/reference/ensemble.js';
-import { infoNceGradRef } from '../lib/reference/infonce.js';
-import { maxSimRef } from '../lib/reference/maxsim.js';
-import { spladePoolRef } from '../lib/reference/splade.js';
+import { Tensor, capabilities, setThreads } from '../lib/index.js';
+import { ensembleMISync, infoNceSync, maxSimSync, spladePoolSync } from '../lib/entries/kernels.js';
+import { ensembleMIRef } from '../test/reference/ensemble.js';
+import { infoNceGradRef } from '../test/reference/infonce.js';
+import { maxSimRef } from '../test/reference/maxsim.js';
+import { spladePoolRef } from '../test/reference/splade.js';
 import { type TorchTimed, baselinesAddon, torchBaselinesAddon } from './baselines.js';
 import { fillRandom, fmt, median, printTable, settle, timeIt } from './harness.js';
 
@@ -210,7 +211,7 @@ export async function benchKernels(opts: { quick: boolean }): Promise<{ rows: Ke
     // The loss is FMA-bound (6 B M D flops), so each round also samples two ceilings of the moment on the
     // pool's threads: the FMA peak (register-only chains) and the rate of a GEMM register tile on each thread
     // (loads feeding FMAs, as in the loss). On this VM the tile rate of a thread drops by a third or more for
-    // seconds at a time while the chains hold (bench/RESULTS.md, "GEMM-tile rate").
+    // seconds at a time while the chains hold (docs/results/kernels.md#gemm-tile-rate-and-the-vms-slow-phases).
     const flops = 6 * B * M * D;
     const peaks: number[] = [], tiles: number[][] = [];
     const m = await alternated(

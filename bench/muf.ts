@@ -14,7 +14,7 @@ import { evaluate } from '../lib/eval/ranking.js';
 import { fuse } from '../lib/fusion/fuse.js';
 import { readSafetensors } from '../lib/io/safetensors.js';
 import { MufRetriever } from '../lib/methods/muf/retriever.js';
-import { Retriever } from '../lib/train/retriever.js';
+import { Retriever } from '../lib/models/retriever.js';
 import { packageRoot } from '../lib/native.js';
 import { confidenceHistogramsSvg, reliabilityDiagramSvg } from '../lib/report/charts.js';
 import { CalibrationRecorder } from '../lib/report/data.js';

@@ -23,8 +23,8 @@ import { packageRoot } from '../lib/native.js';
 import { seededRandom } from '../lib/random.js';
 import { initFromGlove } from '../lib/train/init.js';
 import { prepareTraining } from '../lib/train/prepare.js';
-import { Retriever } from '../lib/train/retriever.js';
-import { shuffle } from '../lib/train/schedule.js';
+import { Retriever } from '../lib/models/retriever.js';
+import { shuffle } from '../lib/random.js';
 import { trainRetriever } from '../lib/train/trainer.js';
 import { writeResults } from './harness.js';
 

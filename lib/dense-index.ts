@@ -11,7 +11,7 @@ import { NativeResource, type NativeDisposable } from './native-resource.js';
 /**
  * How an index ranks by inner product:
  * - `'inner-product'`: faiss's own inner-product metric;
- * - `'l2'`: DPR's reduction to L2 search (SPEC §1.1): stored vectors get an extra component
+ * - `'l2'`: DPR's reduction to L2 search (docs/methods/kernels.md#mips-as-l2-search): stored vectors get an extra component
  *   sqrt(phi - |c|^2), queries a 0, so L2 order equals inner-product order. `phi` (the largest squared norm)
  *   is fixed by the first `train` or `add` unless given; a later vector with a larger norm is ERR_RANGE.
  */
@@ -28,7 +28,7 @@ export interface DenseIndexOptions {
   factory?: string;
   /**
    * See {@link Mips}. Default `'inner-product'`: at the same efSearch it gave HNSW the better recall in our
-   * measurements (bench/RESULTS.md), and it takes incremental adds of any norm.
+   * measurements (docs/results/indexes.md), and it takes incremental adds of any norm.
    */
   mips?: Mips;
   /** `'l2'` only: the largest squared norm to expect (default: taken from the first train or add). */

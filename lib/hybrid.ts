@@ -1,4 +1,4 @@
-// Dense + sparse (BM25) hybrid as Ma et al. / pyserini's HybridSearcher (SPEC §2.9).
+// Dense + sparse (BM25) hybrid as Ma et al. / pyserini's HybridSearcher (docs/methods/fusion.md#bm25-hybrid).
 import { QuorumError } from './errors.js';
 import { checkHits, checkOptions, finite, mustBeArray, mustBeObject, optionKeys, parse, positiveInt, z } from './validate.js';
 

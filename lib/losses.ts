@@ -1,4 +1,4 @@
-// InfoNCE with in-batch and hard negatives (DPR form), SPEC §1.4. Contract: native/kernels/infonce.h.
+// InfoNCE with in-batch and hard negatives (DPR form), docs/methods/kernels.md#infonce. Contract: native/kernels/infonce.h.
 import { auxOperand, backendOf } from './cuda.js';
 import { type CoreAddon } from './native.js';
 import { type Int32Input, type TensorInput, f32VectorOf, int32Of, runAsync, runSync, tensorOf } from './operand.js';

@@ -1,4 +1,4 @@
-// MaxSim late interaction (ColBERT), SPEC §1.2. See native/kernels/maxsim.h for the contract.
+// MaxSim late interaction (ColBERT), docs/methods/kernels.md#maxsim. See native/kernels/maxsim.h for the contract.
 import { auxOperand, backendOf, cpuOnly } from './cuda.js';
 import { QuorumError } from './errors.js';
 import { coreAddon, type NativeTensorHandle } from './native.js';

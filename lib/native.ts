@@ -39,8 +39,8 @@ const systemPackages: Record<string, string[]> = {
   quorum_torch: ['build-essential', 'cmake', 'python3', 'libtorch-dev'],
 };
 
-/** A source checkout (it has the benchmarks, which the published package leaves out). */
-const isCheckout = (): boolean => existsSync(join(packageRoot, 'bench'));
+/** A source checkout, as opposed to the package installed under a node_modules folder. */
+const isCheckout = (): boolean => !packageRoot.split(/[\\/]/).includes('node_modules');
 
 /**
  * The exact commands that build a missing module where the package is: in a source checkout the full native
@@ -425,49 +425,9 @@ export interface TorchAddon {
   CameModel: new (config: object) => unknown;
   /** ROM's model (native/napi/rom_object.cc); typed by lib/methods/rom/model.ts. */
   RomModel: new (config: object) => unknown;
-  contrastiveLoss(
-    q: Float32Array,
-    p: Float32Array,
-    rows: number,
-    passages: number,
-    dim: number,
-    positives: Int32Array,
-    ignore: Int32Array | null,
-  ): { loss: number; dQ: Float32Array; dP: Float32Array };
   setThreads(n: number): void;
   threads(): number;
   manualSeed(seed: number): void;
-  /** One forward + backward of MaxSim through the kernels' autograd function, or (reference) libtorch's own ops. */
-  maxSimAutograd(
-    q: Float32Array,
-    qMask: Int32Array,
-    d: Float32Array,
-    dLengths: Int32Array,
-    grad: Float32Array,
-    B: number,
-    Lq: number,
-    N: number,
-    Ld: number,
-    dim: number,
-    reference: boolean,
-  ): { scores: Float32Array; dQ: Float32Array; dD: Float32Array };
-  /** The same for SPLADE pooling. */
-  spladePoolAutograd(logits: Float32Array, mask: Int32Array, grad: Float32Array, B: number, T: number, V: number, reference: boolean): { w: Float32Array; dLogits: Float32Array };
-  /** SPLADE pooling fused with its MLM decoder (logits = h emb^T + bias), through the kernels or libtorch's ops. */
-  spladeDecoderAutograd(
-    h: Float32Array,
-    mask: Int32Array,
-    emb: Float32Array,
-    bias: Float32Array,
-    grad: Float32Array,
-    B: number,
-    T: number,
-    V: number,
-    dim: number,
-    reference: boolean,
-  ): { w: Float32Array; dH: Float32Array; dEmb: Float32Array; dBias: Float32Array };
-  /** CAME's batch loss (standardized, or with the competitive weights) and its gradient. */
-  cameLoss(scores: Float32Array, E: number, B: number, P: number, positives: Int32Array, tau: number, competitive: boolean): { loss: number; weights: Float32Array; dScores: Float32Array };
 }
 
 let torchModule: TorchAddon | undefined;

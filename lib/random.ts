@@ -35,3 +35,12 @@ export function seededNormal(seed: number): () => number {
     return r * Math.cos(theta);
   };
 }
+
+/** Fisher-Yates in place, on an array or a typed array. */
+export function shuffle<A extends { length: number; [i: number]: unknown }>(xs: A, random: () => number): A {
+  for (let i = xs.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [xs[i], xs[j]] = [xs[j], xs[i]];
+  }
+  return xs;
+}

@@ -16,7 +16,7 @@ export type SparseSearchResult = SearchResult;
  * How a search walks the postings; both return the same top-k (up to f32 summation order):
  * - `'taat'`: term at a time into accumulators, touching every posting of every query term;
  * - `'maxscore'`: document at a time with MaxScore pruning, skipping documents that cannot reach the top-k.
- * `'auto'` (the default) picks per query by the measurement in bench/RESULTS.md: MaxScore for queries of at
+ * `'auto'` (the default) picks per query by the measurement in docs/results/indexes.md: MaxScore for queries of at
  * most 8 terms with k <= 100 on indexes of 50,000 documents or more, term at a time otherwise.
  */
 export type SparseAlgorithm = 'taat' | 'maxscore' | 'auto';

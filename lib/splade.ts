@@ -1,4 +1,4 @@
-// SPLADE max pooling, its regularizers and sparse vectors, SPEC §1.3. Contract: native/kernels/splade.h.
+// SPLADE max pooling, its regularizers and sparse vectors, docs/methods/kernels.md#splade-pooling-and-regularizers. Contract: native/kernels/splade.h.
 import { auxOperand, backendOf } from './cuda.js';
 import { QuorumError } from './errors.js';
 import { coreAddon, type NativeTensorHandle } from './native.js';

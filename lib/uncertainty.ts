@@ -1,5 +1,5 @@
 // DPR-MUF's ensemble uncertainty: mutual information, confidence, ECE and the temperature search
-// (SPEC §1.5-1.6). Contract of the kernel: native/kernels/ensemble.h.
+// (docs/methods/kernels.md#ensemble-mutual-information-and-confidence, docs/methods/kernels.md#ece-and-temperature-calibration). Contract of the kernel: native/kernels/ensemble.h.
 import { auxOperand, backendOf } from './cuda.js';
 import { QuorumError } from './errors.js';
 import { type NativeTensorHandle } from './native.js';

@@ -1,9 +1,10 @@
-// The CommonJS form of the package, next to tsc's ES modules in dist/lib: one bundle dist/cjs/index.js (esbuild;
-// dependencies stay external) and the declaration tree copied beside it. dist/cjs/package.json says
+// The CommonJS form of the package, next to tsc's ES modules in dist/lib: every module of lib/ transpiled to CommonJS
+// one for one (esbuild, no bundling: the entry points share one copy of each module, so a Tensor made through one
+// subpath is the same class in every other) and the declaration tree copied beside it. dist/cjs/package.json says
 // "type": "commonjs", so Node runs the bundle as CommonJS and TypeScript reads the copied .d.ts files as CommonJS
 // declarations (a require() of the package type-checks against them).
 import { build } from 'esbuild';
-import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -17,16 +18,19 @@ if (!existsSync(join(esm, 'index.d.ts'))) {
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
 
+const sources = readdirSync(join(root, 'lib'), { recursive: true, withFileTypes: true })
+  .filter((e) => e.isFile() && e.name.endsWith('.ts'))
+  .map((e) => join(e.parentPath, e.name));
 await build({
-  entryPoints: [join(root, 'lib', 'index.ts')],
-  outfile: join(out, 'index.js'),
-  bundle: true,
+  entryPoints: sources,
+  outdir: out,
+  outbase: join(root, 'lib'),
+  bundle: false,
   platform: 'node',
   format: 'cjs',
   target: 'node20',
-  packages: 'external',
   sourcemap: true,
-  // The sources locate the package root and load addons from import.meta.url; in the bundle that is the bundle's file.
+  // The sources locate the package root and load addons from import.meta.url: in CommonJS, the module's own file.
   define: { 'import.meta.url': '__quorumModuleUrl' },
   banner: { js: "const __quorumModuleUrl = require('node:url').pathToFileURL(__filename).href;" },
   logLevel: 'warning',
@@ -34,4 +38,4 @@ await build({
 
 cpSync(esm, out, { recursive: true, filter: (src) => !/\.js(\.map)?$/.test(src) });
 writeFileSync(join(out, 'package.json'), JSON.stringify({ type: 'commonjs' }, null, 2) + '\n');
-console.log('build-cjs: dist/cjs/index.js and its declarations written');
+console.log(`build-cjs: ${sources.length} CommonJS modules and their declarations written to dist/cjs`);

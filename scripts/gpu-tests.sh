@@ -6,11 +6,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-if [ -f build/CMakeCache.txt ]; then
-  cmake --build build --target quorum_core quorum_cuda -j"$(nproc)"
-else
-  npx cmake-js compile --out build
-fi
+npm run build:cuda
 [ -f build/Release/quorum_cuda.node ] || { echo "test:gpu: quorum_cuda.node was not built (no nvcc found by CMake)" >&2; exit 1; }
 mkdir -p .gpu
 node scripts/bundle-gpu.mjs

@@ -12,9 +12,12 @@ bash scripts/bootstrap.sh
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund
 fi
-# Rebuild when any native or TypeScript source is newer than the build outputs.
-if [ ! -f build/Release/quorum_core.node ] || [ -n "$(find native CMakeLists.txt -newer build/Release/quorum_core.node -print -quit)" ]; then
-  npm run build:native
+# Rebuild when any native or TypeScript source is newer than the build outputs. The demo and the tests need the
+# core, faiss and libtorch modules (and the test hooks); the benchmarks add their baseline modules.
+stamp=build/Release/quorum_core.node
+if [ "$what" = bench ]; then stamp=build/Release/quorum_baselines.node; fi
+if [ ! -f $stamp ] || [ -n "$(find native CMakeLists.txt -newer $stamp -print -quit)" ]; then
+  if [ "$what" = bench ]; then npm run build:bench; else npm run build:native; fi
 fi
 if [ ! -f dist/lib/index.js ] || [ -n "$(find lib tsconfig.json -newer dist/lib/index.js -print -quit)" ]; then
   npm run build:ts

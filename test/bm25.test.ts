@@ -3,7 +3,8 @@ import { join } from 'node:path';
 
 import { describe, expect, it } from 'vitest';
 
-import { Bm25Index, englishAnalyzer, luceneQuantizedLength } from '../lib/index.js';
+import { Bm25Index } from '../lib/index.js';
+import { englishAnalyzer, luceneQuantizedLength } from '../lib/entries/text.js';
 
 const fixture = JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures', 'bm25-mini.json'), 'utf8')) as {
   docs: Array<{ id: string; text: string }>;

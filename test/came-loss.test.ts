@@ -2,7 +2,7 @@
 // and specialized losses against plain TypeScript, and their gradients against finite differences.
 import { describe, expect, it } from 'vitest';
 
-import { torchAddon } from '../lib/native.js';
+import { torchTestAddon } from './torch-hooks.js';
 import { rng } from './basics.js';
 
 /** Mean over questions of sum_e c[b, e] * NLL_e(b), in float64 (weights given). */
@@ -31,7 +31,7 @@ describe('CAME losses', () => {
     ]);
     const pos = Int32Array.of(0, 2);
     const tau = 0.5;
-    const r = torchAddon().cameLoss(scores, 3, 2, 4, pos, tau, true);
+    const r = torchTestAddon().cameLoss(scores, 3, 2, 4, pos, tau, true);
     const softmax = (xs: number[]) => {
       const ex = xs.map((x) => Math.exp(x / tau));
       const s = ex.reduce((a, v) => a + v, 0);
@@ -41,12 +41,12 @@ describe('CAME losses', () => {
     for (let b = 0; b < 2; b++) for (let e = 0; e < 3; e++) expect(r.weights[b * 3 + e]).toBeCloseTo(expected[b]![e]!, 6);
     expect(r.loss).toBeCloseTo(lossRef(scores, 3, 2, 4, pos, expected), 5);
     // A larger tau flattens the competition toward 1/3 each.
-    const flat = torchAddon().cameLoss(scores, 3, 2, 4, pos, 1e6, true);
+    const flat = torchTestAddon().cameLoss(scores, 3, 2, 4, pos, 1e6, true);
     for (const w of flat.weights) expect(w).toBeCloseTo(1 / 3, 5);
   });
 
   it('sums the experts in the standardized stage, and both losses have the finite-difference gradient', () => {
-    const addon = torchAddon();
+    const addon = torchTestAddon();
     const [E, B, P] = [3, 4, 6];
     const r = rng(3);
     const scores = Float32Array.from({ length: E * B * P }, () => 3 * r());
@@ -75,7 +75,7 @@ describe('CAME losses', () => {
   });
 
   it('gives typed errors for a bad tau or positive', () => {
-    const addon = torchAddon();
+    const addon = torchTestAddon();
     const s = new Float32Array(4);
     expect(() => addon.cameLoss(s, 1, 2, 2, Int32Array.of(0, 1), 0, true)).toThrow(expect.objectContaining({ code: 'ERR_RANGE' }));
     expect(() => addon.cameLoss(s, 1, 2, 2, Int32Array.of(0, 2), 1, true)).toThrow(expect.objectContaining({ code: 'ERR_RANGE' }));

@@ -19,8 +19,8 @@ import { trainCame } from '../lib/methods/came/train.js';
 import { packageRoot } from '../lib/native.js';
 import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
 import type { TrainingExample } from '../lib/train/examples.js';
-import { TokenTable } from '../lib/train/token-table.js';
-import { Retriever, type TokenBatchArg } from '../lib/train/retriever.js';
+import { TokenTable } from '../lib/models/token-table.js';
+import { Retriever, type TokenBatchArg } from '../lib/models/retriever.js';
 import { asyncCode, code } from './basics.js';
 import { adamGradient, expectGradientsMatch, randomize } from './gradcheck.js';
 

@@ -4,25 +4,7 @@ import { join } from 'node:path';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
-import {
-  type BeirDataset,
-  type DprExample,
-  formatTrecTopics,
-  loadBeir,
-  parseTrecTopics,
-  readBeir,
-  readDpr,
-  readJsonArray,
-  readQrels,
-  readRun,
-  readSquad,
-  streamDpr,
-  writeBeir,
-  writeDpr,
-  writeQrels,
-  writeRun,
-  writeSquad,
-} from '../lib/index.js';
+import { type BeirDataset, type DprExample, formatTrecTopics, loadBeir, parseTrecTopics, readBeir, readDpr, readJsonArray, readQrels, readRun, readSquad, streamDpr, writeBeir, writeDpr, writeQrels, writeRun, writeSquad } from '../lib/entries/data.js';
 import { asyncCode, code } from './helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'quorum-data-'));

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { Tensor, capabilities, gatherScores, gatherScoresSync, score, scoreSync, scoreTopK, scoreTopKSync, setIsa, setThreads, type Isa } from '../lib/index.js';
-import { scoreMatrixRef, topKRef } from '../lib/reference/dense.js';
+import { scoreMatrixRef, topKRef } from './reference/dense.js';
 import { absDot, decoded, floatDtypes, randomF32, randomShapes } from './helpers.js';
 
 const caps = capabilities();

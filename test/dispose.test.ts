@@ -3,18 +3,10 @@
 // finishes with its normal result.
 import { describe, expect, it } from 'vitest';
 
-import {
-  Bm25Index,
-  CameModel,
-  CameRetriever,
-  DenseIndex,
-  MlpEnsemble,
-  Retriever,
-  RomModel,
-  RomNetwork,
-  SparseIndex,
-  WordPieceTokenizer,
-} from '../lib/index.js';
+import { Bm25Index, DenseIndex, Retriever, SparseIndex, WordPieceTokenizer } from '../lib/index.js';
+import { CameModel, CameRetriever } from '../lib/entries/methods/came.js';
+import { MlpEnsemble } from '../lib/entries/methods/muf.js';
+import { RomModel, RomNetwork } from '../lib/entries/methods/rom.js';
 import { code, rejection } from './helpers.js';
 
 const letters = new WordPieceTokenizer(['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', 'a', 'b', 'c']);

@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { QuorumError, calibrateTemperature, capabilities, ece, ensembleMI, ensembleMISync, mufTemperatureGrid, setIsa, type Isa } from '../lib/index.js';
-import { ensembleMIRef } from '../lib/reference/ensemble.js';
+import { QuorumError, capabilities, setIsa, type Isa } from '../lib/index.js';
+import { calibrateTemperature, ece, ensembleMI, ensembleMISync, mufTemperatureGrid } from '../lib/entries/kernels.js';
+import { ensembleMIRef } from './reference/ensemble.js';
 import { randomF32, randomShapes, rng } from './helpers.js';
 
 const caps = capabilities();

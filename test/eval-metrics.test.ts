@@ -2,25 +2,9 @@
 // from the formulas of SPEC §4 (the arithmetic is in the comments).
 import { describe, expect, it } from 'vitest';
 
-import {
-  answerMatcher,
-  averageRank,
-  dprTokens,
-  evaluate,
-  goldRank,
-  groupMeans,
-  kiltRPrecision,
-  pairedTTest,
-  parseQrels,
-  provenanceId,
-  randomizationTest,
-  rankDocs,
-  rankedRun,
-  studentTwoTailed,
-  topKAccuracy,
-  type Qrels,
-  type Run,
-} from '../lib/index.js';
+import { answerMatcher, averageRank, dprTokens, evaluate, goldRank, groupMeans, kiltRPrecision, pairedTTest, provenanceId, randomizationTest, rankDocs, rankedRun, studentTwoTailed, topKAccuracy } from '../lib/entries/eval.js';
+import { parseQrels } from '../lib/entries/data.js';
+import { type Qrels, type Run } from '../lib/index.js';
 import { code } from './helpers.js';
 
 // q1: d2 and d3 tie at 2.0. trec_eval order (score desc, id desc): d1, d3, d2, d4, d5.

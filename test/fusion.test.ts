@@ -2,17 +2,8 @@
 // comments). Run A ranks a (0.9), b (0.5), c (0.1); run B ranks b (8), d (4). Union: a, b, c, d.
 import { describe, expect, it } from 'vitest';
 
-import {
-  type FuseOptions,
-  type FusionMethod,
-  type Qrels,
-  type Run,
-  fuse,
-  normalizeLists,
-  optimizeFusion,
-  trainFusion,
-  weightGrid,
-} from '../lib/index.js';
+import { type FuseOptions, type FusionMethod, type Qrels, type Run, fuse } from '../lib/index.js';
+import { normalizeLists, optimizeFusion, trainFusion, weightGrid } from '../lib/entries/fusion.js';
 import { code } from './helpers.js';
 
 const A: Run = new Map([['q', [{ id: 'c', score: 0.1 }, { id: 'a', score: 0.9 }, { id: 'b', score: 0.5 }]]]);

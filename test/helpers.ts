@@ -1,7 +1,7 @@
 import { expect } from 'vitest';
 
 import { QuorumError, Tensor, type Dtype } from '../lib/index.js';
-import { bf16ToF32, f16ToF32 } from '../lib/reference/dense.js';
+import { bf16ToF32, f16ToF32 } from './reference/dense.js';
 import { rng } from './basics.js';
 
 export { asyncCode, code, rejection, rng } from './basics.js';

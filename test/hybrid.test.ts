@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
-import { gainOverBaseline, hybridFuse, searchAlpha } from '../lib/index.js';
+import { gainOverBaseline, searchAlpha } from '../lib/entries/fusion.js';
+import { hybridFuse } from '../lib/index.js';
 import { code } from './helpers.js';
 
 const dense = [

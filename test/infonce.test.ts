@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { QuorumError, capabilities, infoNce, infoNceSync, setIsa, type Isa } from '../lib/index.js';
-import { infoNceGradRef, infoNceRef } from '../lib/reference/infonce.js';
+import { QuorumError, capabilities, setIsa, type Isa } from '../lib/index.js';
+import { infoNce, infoNceSync } from '../lib/entries/kernels.js';
+import { infoNceGradRef, infoNceRef } from './reference/infonce.js';
 import { randomF32, randomShapes } from './helpers.js';
 
 const caps = capabilities();

@@ -3,7 +3,7 @@
 // finite differences of the forward, over a table of shapes (random values) with padding and masks.
 import { describe, expect, it } from 'vitest';
 
-import { torchAddon } from '../lib/native.js';
+import { torchTestAddon } from './torch-hooks.js';
 import { rng } from './basics.js';
 
 const close = (a: ArrayLike<number>, b: ArrayLike<number>, rel = 1e-5, abs = 1e-5) => {
@@ -15,7 +15,7 @@ const randoms = (n: number, r: () => number) => Float32Array.from({ length: n },
 
 describe('MaxSim as an autograd function', () => {
   it('equals the libtorch reference in value and gradients, for random shapes, padding and query masks', () => {
-    const addon = torchAddon();
+    const addon = torchTestAddon();
     for (const [B, Lq, N, Ld, D, seed] of [
       [1, 1, 1, 1, 1, 1],
       [2, 3, 4, 5, 8, 2],
@@ -40,7 +40,7 @@ describe('MaxSim as an autograd function', () => {
   });
 
   it('matches finite differences of its own forward', () => {
-    const addon = torchAddon();
+    const addon = torchTestAddon();
     const [B, Lq, N, Ld, D] = [2, 3, 3, 4, 5];
     const r = rng(9);
     const q = randoms(B * Lq * D, r);
@@ -70,7 +70,7 @@ describe('MaxSim as an autograd function', () => {
   });
 
   it('gives typed errors for bad shapes and lengths', () => {
-    const addon = torchAddon();
+    const addon = torchTestAddon();
     const one = Float32Array.of(1);
     expect(() => addon.maxSimAutograd(one, Int32Array.of(1), one, Int32Array.of(2), one, 1, 1, 1, 1, 1, false)).toThrow(expect.objectContaining({ code: 'ERR_RANGE' }));
     expect(() => addon.maxSimAutograd(one, Int32Array.of(1), one, Int32Array.of(1), one, 1, 1, 1, 1, 2, false)).toThrow(expect.objectContaining({ code: 'ERR_SHAPE' }));
@@ -79,7 +79,7 @@ describe('MaxSim as an autograd function', () => {
 
 describe('SPLADE pooling as an autograd function', () => {
   it('equals the libtorch reference in value and gradients, with masks, negative logits and empty rows', () => {
-    const addon = torchAddon();
+    const addon = torchTestAddon();
     for (const [B, T, V, seed] of [
       [1, 1, 1, 1],
       [2, 5, 7, 2],
@@ -99,7 +99,7 @@ describe('SPLADE pooling as an autograd function', () => {
   });
 
   it('matches finite differences of its own forward', () => {
-    const addon = torchAddon();
+    const addon = torchTestAddon();
     const [B, T, V] = [2, 4, 6];
     const r = rng(11);
     const x = randoms(B * T * V, () => 2 * r());
@@ -125,7 +125,7 @@ describe('SPLADE pooling as an autograd function', () => {
 
 describe('SPLADE pooling fused with the MLM decoder', () => {
   it('equals the libtorch reference (decoder, relu, log1p, masked max) in value and every gradient', () => {
-    const addon = torchAddon();
+    const addon = torchTestAddon();
     // B = 37 crosses the forward's 16-row slices; V = 1 and dim = 1 are the edges.
     for (const [B, T, V, D, seed] of [
       [1, 1, 1, 1, 1],
@@ -151,7 +151,7 @@ describe('SPLADE pooling fused with the MLM decoder', () => {
   });
 
   it('matches finite differences of its own forward', () => {
-    const addon = torchAddon();
+    const addon = torchTestAddon();
     const [B, T, V, D] = [2, 3, 5, 4];
     const r = rng(21);
     const h = randoms(B * T * D, r);

@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { QuorumError, Tensor, capabilities, maxSim, maxSimBackwardSync, maxSimSync, setIsa, setThreads, type Isa } from '../lib/index.js';
-import { maxSimRef } from '../lib/reference/maxsim.js';
+import { QuorumError, Tensor, capabilities, setIsa, setThreads, type Isa } from '../lib/index.js';
+import { maxSim, maxSimBackwardSync, maxSimSync } from '../lib/entries/kernels.js';
+import { maxSimRef } from './reference/maxsim.js';
 import { decoded, floatDtypes, randomF32, randomShapes, rng } from './helpers.js';
 
 const caps = capabilities();

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { MlpEnsemble } from '../lib/methods/muf/ensemble.js';
-import { Retriever } from '../lib/train/retriever.js';
+import { Retriever } from '../lib/models/retriever.js';
 import { asyncCode, code, rng } from './basics.js';
 
 type Params = Map<string, Float32Array>;

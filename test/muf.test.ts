@@ -12,7 +12,7 @@ import { MufRetriever, type MufJudgedQuery, type MufPassage } from '../lib/metho
 import { packageRoot } from '../lib/native.js';
 import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
 import type { TrainingExample } from '../lib/train/examples.js';
-import { Retriever } from '../lib/train/retriever.js';
+import { Retriever } from '../lib/models/retriever.js';
 import { ece, ensembleMISync } from '../lib/uncertainty.js';
 import { asyncCode, rng } from './basics.js';
 

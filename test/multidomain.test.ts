@@ -5,7 +5,7 @@ import { join } from 'node:path';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { buildMultiDomain, loadBeir, writeMultiDomain } from '../lib/index.js';
+import { buildMultiDomain, loadBeir, writeMultiDomain } from '../lib/entries/data.js';
 import { code } from './helpers.js';
 
 const root = mkdtempSync(join(tmpdir(), 'quorum-md-'));

@@ -4,84 +4,19 @@
 // MufRetriever's search, searchAll, calibrate and train, which need trained experts to reach (they check the same way).
 import { describe, expect, it } from 'vitest';
 
-import {
-  Bm25Index,
-  CameModel,
-  CameRetriever,
-  DenseIndex,
-  GloveAverageEncoder,
-  IndexRefresh,
-  MlpEnsemble,
-  MufRetriever,
-  QuorumError,
-  Retriever,
-  RomModel,
-  RomNetwork,
-  SparseIndex,
-  Tensor,
-  TermIdf,
-  TokenIndex,
-  WordPieceTokenizer,
-  addBm25Negatives,
-  bestSpans,
-  buildMultiDomain,
-  calibrateTemperature,
-  cameConfig,
-  encodeTable,
-  englishAnalyzer,
-  ensembleMI,
-  ensembleMISync,
-  evaluate,
-  encodeCame,
-  extendVocabulary,
-  fitCameLinear,
-  fitLexicalBias,
-  fuse,
-  gloveForVocab,
-  initCame,
-  mineHardNegatives,
-  optimizeFusion,
-  prepareTraining,
-  readerRows,
-  trainCame,
-  trainRom,
-  hybridFuse,
-  fitLinearFusion,
-  fitPoolingToCorpus,
-  gatherScores,
-  gatherScoresSync,
-  homogeneousBatches,
-  ictExamples,
-  indexTable,
-  infoNce,
-  infoNceSync,
-  initFromGlove,
-  loadGloveVectors,
-  maxSim,
-  maxSimBackward,
-  maxSimSync,
-  normalizeBert,
-  phraseIctExamples,
-  randomizationTest,
-  regularizer,
-  regularizerSync,
-  retrievalWeight,
-  retrieverConfig,
-  romConfig,
-  score,
-  scoreSync,
-  scoreTopK,
-  scoreTopKSync,
-  searchAlpha,
-  spladePool,
-  spladePoolSync,
-  toSparse,
-  toSparseSync,
-  trainFusion,
-  trainRetriever,
-} from '../lib/index.js';
+import { Bm25Index, DenseIndex, QuorumError, Retriever, SparseIndex, Tensor, WordPieceTokenizer, fuse, hybridFuse, gatherScores, gatherScoresSync, score, scoreSync, scoreTopK, scoreTopKSync } from '../lib/index.js';
+import { CameModel, CameRetriever, TokenIndex, cameConfig, encodeCame, fitCameLinear, fitLexicalBias, initCame, trainCame, fitLinearFusion } from '../lib/entries/methods/came.js';
+import { GloveAverageEncoder, encodeTable, gloveForVocab, indexTable, loadGloveVectors, retrieverConfig } from '../lib/entries/models.js';
+import { IndexRefresh, RomModel, RomNetwork, bestSpans, readerRows, trainRom, retrievalWeight, romConfig } from '../lib/entries/methods/rom.js';
+import { MlpEnsemble, MufRetriever } from '../lib/entries/methods/muf.js';
+import { TermIdf, addBm25Negatives, mineHardNegatives, prepareTraining, fitPoolingToCorpus, homogeneousBatches, ictExamples, initFromGlove, phraseIctExamples, trainRetriever } from '../lib/entries/train.js';
+import { buildMultiDomain } from '../lib/entries/data.js';
+import { calibrateTemperature, ensembleMI, ensembleMISync, infoNce, infoNceSync, maxSim, maxSimBackward, maxSimSync, regularizer, regularizerSync, spladePool, spladePoolSync, toSparse, toSparseSync } from '../lib/entries/kernels.js';
+import { englishAnalyzer, extendVocabulary, normalizeBert } from '../lib/entries/text.js';
+import { evaluate, randomizationTest } from '../lib/entries/eval.js';
+import { optimizeFusion, searchAlpha, trainFusion } from '../lib/entries/fusion.js';
 import { ictTrainingExamples } from '../lib/train/ict.js';
-import { TokenTable } from '../lib/train/token-table.js';
+import { TokenTable } from '../lib/models/token-table.js';
 
 const bogus = { bogus: 1 } as never;
 const with_ = <T extends object>(o: T) => ({ ...o, bogus: 1 }) as T;

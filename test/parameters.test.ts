@@ -1,8 +1,8 @@
 // Parameter shapes and counts, checked against counts worked out by hand for tiny configs.
 import { describe, expect, it } from 'vitest';
 
-import { type EncoderConfig, parameterNames } from '../lib/train/config.js';
-import { parameterCount, parameterShapes } from '../lib/train/parameters.js';
+import { type EncoderConfig, parameterNames } from '../lib/models/config.js';
+import { parameterCount, parameterShapes } from '../lib/models/parameters.js';
 
 // vocab 10, hidden 4, 2 layers, ffn 8, 6 positions, 2 types, no factorization, no projection.
 const plain: EncoderConfig = {

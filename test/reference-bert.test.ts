@@ -5,9 +5,9 @@
 // n(d) = d / sqrt(d^2 + 1).
 import { describe, expect, it } from 'vitest';
 
-import { type ReferenceInput, erf, gelu, referenceEncode } from '../lib/reference/bert.js';
-import type { EncoderConfig } from '../lib/train/config.js';
-import { parameterShapes } from '../lib/train/parameters.js';
+import { type ReferenceInput, erf, gelu, referenceEncode } from './reference/bert.js';
+import type { EncoderConfig } from '../lib/models/config.js';
+import { parameterShapes } from '../lib/models/parameters.js';
 import { code, rng } from './basics.js';
 
 

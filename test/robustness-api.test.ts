@@ -2,31 +2,8 @@
 // never throws synchronously (it rejects); nothing returns a wrong result silently.
 import { describe, expect, it } from 'vitest';
 
-import {
-  Bm25Index,
-  DenseIndex,
-  QuorumError,
-  SparseIndex,
-  Retriever,
-  Tensor,
-  WordPieceTokenizer,
-  ece,
-  ensembleMI,
-  ensembleMISync,
-  gatherScores,
-  infoNce,
-  infoNceSync,
-  maxSim,
-  maxSimBackward,
-  regularizer,
-  score,
-  scoreTopK,
-  scoreTopKSync,
-  sparseDenseScores,
-  sparseScores,
-  spladePool,
-  toSparse,
-} from '../lib/index.js';
+import { Bm25Index, DenseIndex, QuorumError, SparseIndex, Retriever, Tensor, WordPieceTokenizer, gatherScores, score, scoreTopK, scoreTopKSync } from '../lib/index.js';
+import { ece, ensembleMI, ensembleMISync, infoNce, infoNceSync, maxSim, maxSimBackward, regularizer, sparseDenseScores, sparseScores, spladePool, toSparse } from '../lib/entries/kernels.js';
 import { fuse, type FuseOptions, type FusionMethod } from '../lib/fusion/fuse.js';
 import { hybridFuse } from '../lib/hybrid.js';
 import { code, rejection } from './helpers.js';

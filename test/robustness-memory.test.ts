@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 import { SparseIndex } from '../lib/index.js';
 import { writeFileAtomic } from '../lib/data/files.js';
-import { Retriever } from '../lib/train/retriever.js';
+import { Retriever } from '../lib/models/retriever.js';
 import { CODE_OF, runIsolated } from './isolated.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'quorum-robust-memory-'));
@@ -17,7 +17,8 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 describe('Tensor.wrap after the wrapped buffer is transferred', () => {
   it('is ERR_DISPOSED in every kernel (it read freed memory: SIGSEGV, heap-use-after-free)', () => {
     const r = runIsolated(`${CODE_OF}
-import { Tensor, scoreTopKSync, scoreSync, infoNceSync, DenseIndex } from '$lib/index.js';
+import { Tensor, scoreTopKSync, scoreSync, DenseIndex } from '$lib/index.js';
+import { infoNceSync } from '$lib/entries/kernels.js';
 const out: Record<string, string> = {};
 const make = () => {
   const data = new Float32Array(4 * 64).fill(0.5);

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { DenseIndex, QuorumError, SparseIndex } from '../lib/index.js';
 import { readSafetensors } from '../lib/io/safetensors.js';
 import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
-import { Retriever } from '../lib/train/retriever.js';
+import { Retriever } from '../lib/models/retriever.js';
 import { Bm25Index } from '../lib/bm25/bm25.js';
 import { loadBeir } from '../lib/data/beir.js';
 import { code, rejection } from './helpers.js';

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { IndexRefresh } from '../lib/methods/rom/refresh.js';
 import { findAnswer, passagePieces, readerRows, spanText } from '../lib/methods/rom/reader-inputs.js';
 import { ROM_SCHEDULES, retrievalWeight } from '../lib/methods/rom/schedule.js';
-import { TermIdf, drawSpan, ictExamples, phraseIctExamples, splitSentences, words } from '../lib/methods/rom/self-supervised.js';
+import { TermIdf, drawSpan, ictExamples, phraseIctExamples, splitSentences, words } from '../lib/train/self-supervised.js';
 import { bestSpans, type Span } from '../lib/methods/rom/spans.js';
 import { exactMatch, f1Score, normalizeAnswer, squadEvaluate, squadScores } from '../lib/methods/rom/squad.js';
 import { seededRandom } from '../lib/random.js';

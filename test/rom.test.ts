@@ -18,8 +18,8 @@ import type { TrainingExample } from '../lib/train/examples.js';
 import { RomNetwork, type ReaderBatchArg } from '../lib/methods/rom/network.js';
 import { passagePieces, readerRows, type PassagePieces } from '../lib/methods/rom/reader-inputs.js';
 import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
-import { Retriever } from '../lib/train/retriever.js';
-import { referenceEncode, type ReferenceTrace } from '../lib/reference/bert.js';
+import { Retriever } from '../lib/models/retriever.js';
+import { referenceEncode, type ReferenceTrace } from './reference/bert.js';
 import { asyncCode, code } from './basics.js';
 import { adamGradient, expectGradientsMatch, randomize } from './gradcheck.js';
 

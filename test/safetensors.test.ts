@@ -8,8 +8,8 @@ import { describe, expect, it } from 'vitest';
 
 import { loadSafetensors, readSafetensors, safetensorsMetadata, writeSafetensors } from '../lib/io/safetensors.js';
 import { mapBertCheckpoint } from '../lib/train/checkpoint-map.js';
-import { type EncoderConfig, parameterNames } from '../lib/train/config.js';
-import { parameterShapes } from '../lib/train/parameters.js';
+import { type EncoderConfig, parameterNames } from '../lib/models/config.js';
+import { parameterShapes } from '../lib/models/parameters.js';
 import { code } from './basics.js';
 
 

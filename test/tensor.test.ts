@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 
-import { Tensor, capabilities, infoNceSync, scoreTopK, scoreTopKSync } from '../lib/index.js';
-import { bf16ToF32, f16ToF32 } from '../lib/reference/dense.js';
+import { Tensor, capabilities, scoreTopK, scoreTopKSync } from '../lib/index.js';
+import { infoNceSync } from '../lib/entries/kernels.js';
+import { bf16ToF32, f16ToF32 } from './reference/dense.js';
 import { elementCount } from '../lib/shape.js';
 import { randomF32 } from './helpers.js';
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 
 import { seededRandom } from '../lib/random.js';
 import { interpolateParameters, snapshotParameters } from '../lib/train/interpolate.js';
-import { Retriever } from '../lib/train/retriever.js';
+import { Retriever } from '../lib/models/retriever.js';
 import { code } from './basics.js';
 
 const tiny = { vocabSize: 20, hiddenSize: 8, heads: 2, ffnSize: 16, layers: 1, maxPositions: 16, dropout: 0 };

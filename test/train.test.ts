@@ -6,22 +6,23 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 import { infoNceSync } from '../lib/losses.js';
 import { torchAddon } from '../lib/native.js';
+import { torchTestAddon } from './torch-hooks.js';
 import { readSafetensors, writeSafetensors } from '../lib/io/safetensors.js';
-import { referenceEncode, type ReferenceTrace } from '../lib/reference/bert.js';
+import { referenceEncode, type ReferenceTrace } from './reference/bert.js';
 import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
-import type { EncoderConfig } from '../lib/train/config.js';
-import { encodeTable, indexTable } from '../lib/train/encode-corpus.js';
+import type { EncoderConfig } from '../lib/models/config.js';
+import { encodeTable, indexTable } from '../lib/models/encode-corpus.js';
 import type { TrainingExample } from '../lib/train/examples.js';
 import { fitPoolingToCorpus, initFromBertCheckpoint, initFromGlove } from '../lib/train/init.js';
-import { Retriever, type RetrieverOptions, type TokenBatchArg } from '../lib/train/retriever.js';
+import { Retriever, type RetrieverOptions, type TokenBatchArg } from '../lib/models/retriever.js';
 import { seededRandom } from '../lib/random.js';
 import { homogeneousBatches, linearSchedule } from '../lib/train/schedule.js';
 import { composeBatch, mineHardNegatives, trainRetriever } from '../lib/train/trainer.js';
-import { TokenTable } from '../lib/train/token-table.js';
+import { TokenTable } from '../lib/models/token-table.js';
 import { validationPool } from '../lib/train/validate.js';
 import { packageRoot } from '../lib/native.js';
 import { fixtureBatch, fixtureConfig } from './fixtures/checkpoint-v0/batch.js';
-import { writeWeights } from '../lib/train/model-dir.js';
+import { writeWeights } from '../lib/models/model-dir.js';
 import { code, maxAbsDiff } from './basics.js';
 import { adamGradient, expectGradientsMatch, randomize } from './gradcheck.js';
 
@@ -158,7 +159,7 @@ describe('contrastive loss', () => {
     const q = Float32Array.from({ length: B * D }, () => r() * 2 - 1);
     const p = Float32Array.from({ length: P * D }, () => r() * 2 - 1);
     const pos = Int32Array.from([0, 2, 4, 6, 8]);
-    const torch = torchAddon().contrastiveLoss(q, p, B, P, D, pos, null);
+    const torch = torchTestAddon().contrastiveLoss(q, p, B, P, D, pos, null);
     const kernel = infoNceSync({ data: q, shape: [B, D] }, { data: p, shape: [P, D] }, pos);
     expect(Math.abs(torch.loss - kernel.loss)).toBeLessThan(1e-5);
     expect(maxAbsDiff(torch.dQ, kernel.dQ!.data)).toBeLessThan(1e-6);
@@ -207,7 +208,7 @@ describe('contrastive loss', () => {
       }
       return total / B;
     };
-    const t = torchAddon().contrastiveLoss(q, p, B, P, D, pos, ignore);
+    const t = torchTestAddon().contrastiveLoss(q, p, B, P, D, pos, ignore);
     expect(Math.abs(t.loss - loss(q))).toBeLessThan(1e-5);
     const h = 1e-3;
     for (let i = 0; i < q.length; i++) {

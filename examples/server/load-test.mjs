@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
 import autocannon from 'autocannon';
-import { loadBeir, packageRoot } from 'quorum-retrieval';
+import { loadBeir } from 'quorum-retrieval/data';
+import { packageRoot } from 'quorum-retrieval';
 
 import { startServer } from './server.mjs';
 

@@ -10,7 +10,9 @@ import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
-import { Bm25Index, DenseIndex, MufRetriever, QuorumError, Retriever, hybridFuse, loadBeirCorpus, packageRoot } from 'quorum-retrieval';
+import { Bm25Index, DenseIndex, QuorumError, Retriever, hybridFuse, packageRoot } from 'quorum-retrieval';
+import { MufRetriever } from 'quorum-retrieval/methods/muf';
+import { loadBeirCorpus } from 'quorum-retrieval/data';
 
 /** HTTP status of each QuorumError code: the caller's mistakes are 4xx, a missing backend 503, the rest 500. */
 export const STATUS = {

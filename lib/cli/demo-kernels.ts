@@ -2,7 +2,7 @@
 // and the speed comparison on a random corpus.
 import { scoreTopK, scoreTopKSync } from '../dense.js';
 import { evaluate, rankedRun, type Qrels } from '../eval/ranking.js';
-import { plainJsTopK } from '../reference/dense.js';
+import { plainJsTopK } from './plain-js-topk.js';
 import { Tensor } from '../tensor.js';
 import { table } from './table.js';
 

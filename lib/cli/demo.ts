@@ -21,7 +21,7 @@ import { writeReport } from '../report/html.js';
 import { capabilities } from '../runtime.js';
 import { scoreTopK } from '../dense.js';
 import { Tensor } from '../tensor.js';
-import { Retriever } from '../train/retriever.js';
+import { Retriever } from '../models/retriever.js';
 import { kernelCheck, speedCheck } from './demo-kernels.js';
 import { table } from './table.js';
 

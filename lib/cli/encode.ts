@@ -5,7 +5,7 @@ import { join } from 'node:path';
 
 import { readBeirCorpus } from '../data/beir.js';
 import { DenseIndex } from '../dense-index.js';
-import { Retriever } from '../train/retriever.js';
+import { Retriever } from '../models/retriever.js';
 import { progress } from '../progress.js';
 
 export async function encodeCommand(o: { model: string; data: string; out: string }, log: (line: string) => void = console.log): Promise<void> {

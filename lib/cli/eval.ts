@@ -1,5 +1,5 @@
 // `quorum eval`: retrieval methods (and/or given run files) over any BEIR-layout dataset, scored with the
-// metrics of SPEC §4; a table on screen, TREC run files and metrics.json on disk.
+// metrics of docs/methods/evaluation.md; a table on screen, TREC run files and metrics.json on disk.
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 
@@ -18,7 +18,7 @@ import { CAME_FUSIONS, fuseExperts, type Hit } from '../methods/came/fusion.js';
 import { CameRetriever } from '../methods/came/retriever.js';
 import { MufRetriever } from '../methods/muf/retriever.js';
 import type { PassageText } from '../train/examples.js';
-import { Retriever } from '../train/retriever.js';
+import { Retriever } from '../models/retriever.js';
 import { BATCH, bm25Search } from './index-search.js';
 import { inBatches } from '../progress.js';
 import { CalibrationRecorder, type ReportData, recallCurve, recallCutoffs, timeEach } from '../report/data.js';

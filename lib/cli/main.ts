@@ -15,7 +15,7 @@ import { POOLINGS, PRESETS, trainCommand, type TrainCommandOptions } from './tra
 import { fuseCommand } from './fuse.js';
 import { reportCommand } from './report.js';
 import { indexBm25, indexDense, searchCommand } from './index-search.js';
-import { TASKS, type TaskName, buildMultiDomain, writeMultiDomain } from '../data/multidomain.js';
+import { TASKS, type TaskName, buildMultiDomain, writeMultiDomain } from '../builders/multidomain.js';
 import { registerCameCommands } from '../methods/came/cli.js';
 import { registerMufCommands } from '../methods/muf/cli.js';
 import { registerRomCommands } from '../methods/rom/cli.js';
@@ -124,7 +124,7 @@ program
 
 program
   .command('fuse')
-  .description('fuse TREC run files (any method of SPEC §2 but MUF\'s, which needs confidences) into one run file')
+  .description('fuse TREC run files into one run file, by any fusion method of docs/methods/fusion.md but MUF\'s (which needs confidences)')
   .argument('<runs...>', 'TREC run files')
   .requiredOption('--method <name>', 'rrf, sum, wsum, mnz, bordafuse, condorcet, came-sum, hybrid, ...')
   .requiredOption('--out <file>', 'the fused TREC run file')
@@ -189,8 +189,8 @@ program
 const data = program.command('data').description('datasets');
 data
   .command('build')
-  .description('build the multi-domain benchmark (BEIR layout, a task per query, split by document) from ../shared/data')
-  .requiredOption('--data <dir>', 'the source files (the layout of ../shared/data)')
+  .description('build the multi-domain benchmark (BEIR layout, a task per query, split by document) from the public source files')
+  .requiredOption('--data <dir>', 'the source files, laid out as docs/data.md ("Source files of the multi-domain benchmark") describes')
   .requiredOption('--out <dir>', 'where to write corpus.jsonl, queries.jsonl, qrels/{train,dev,test}.tsv, metadata.json')
   .option('--tasks <list>', `comma-separated subset of ${TASKS.join(', ')}`, list, [...TASKS] as string[])
   .option('--seed <n>', 'split seed', int, 13)

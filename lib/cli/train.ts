@@ -2,11 +2,11 @@
 // selection when present), initialised from GloVe, written as a model directory (Retriever.load reads it).
 import { join } from 'node:path';
 
-import type { EncoderConfig, Pooling, RetrieverPreset } from '../train/config.js';
+import type { EncoderConfig, Pooling, RetrieverPreset } from '../models/config.js';
 import { prepareTraining } from '../train/prepare.js';
 import { fitPoolingToCorpus, initFromGlove } from '../train/init.js';
-import { Retriever } from '../train/retriever.js';
-import { weightStorageOption } from '../train/model-dir.js';
+import { Retriever } from '../models/retriever.js';
+import { weightStorageOption } from '../models/model-dir.js';
 import { trainRetriever } from '../train/trainer.js';
 import { check } from '../validate.js';
 

@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { QuorumError } from '../errors.js';
-import type { Qrels } from '../eval/ranking.js';
+import type { Qrels } from './runs.js';
 import { readTextFile } from './files.js';
 import { parseQrels, readQrels } from './trec-files.js';
 import { lineError, parseJsonObjectLine, readJsonLines } from './lines.js';

@@ -1,8 +1,8 @@
-// Reads a small TREC-style test collection as the CACM files in ../shared/data/cacm lay it out: documents as
+// Reads a small TREC-style test collection as the CACM collection is laid out (docs/data.md#cacm): documents as
 // JSON lines `{ id, contents }`, topics as `<DOC><DOCNO> n </DOCNO> text </DOC>`, and TREC qrels.
 import { join } from 'node:path';
 
-import { type Qrels } from '../eval/ranking.js';
+import { type Qrels } from './runs.js';
 import { readTextFile } from './files.js';
 import { parseJsonObjectLine } from './lines.js';
 import { parseQrels, parseTrecTopics } from './trec-files.js';

@@ -4,7 +4,7 @@
 import { writeFileSync } from 'node:fs';
 
 import { QuorumError } from '../errors.js';
-import { type Qrels, type Run, type ScoredDoc, rankDocs } from '../eval/ranking.js';
+import { type Qrels, type Run, type ScoredDoc, rankDocs } from './runs.js';
 import { lineError, readLines } from './lines.js';
 import { checkRun, mustBeArray, mustBeObject, mustBeString } from '../validate.js';
 

@@ -2,7 +2,7 @@
 // IDF-weighted, L2-normalised so that the dot product is the cosine.
 import { QuorumError } from '../errors.js';
 import { Tensor } from '../tensor.js';
-import { loadGloveVectors, type GloveVectors } from '../train/glove.js';
+import { loadGloveVectors, type GloveVectors } from '../models/glove.js';
 import { checkOptions, optionKeys } from '../validate.js';
 import { wordTokens } from './hashed-tfidf.js';
 

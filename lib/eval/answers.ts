@@ -1,6 +1,6 @@
-// DPR's top-k answer accuracy (SPEC §4.1): does a passage contain an answer, by DPR's tokenizer rules (string
+// DPR's top-k answer accuracy (docs/methods/evaluation.md#top-k-answer-accuracy): does a passage contain an answer, by DPR's tokenizer rules (string
 // mode) or by regular expression (regex mode, CuratedTREC); then, per question, the first passage with a hit.
-// Also DPR's validation "average rank" (SPEC §4.5).
+// Also DPR's validation "average rank" (docs/methods/evaluation.md#average-rank).
 import { QuorumError } from '../errors.js';
 import { mustBeArray, mustBeObject, mustBeString } from '../validate.js';
 

@@ -1,4 +1,4 @@
-// KILT's R-precision (SPEC §4.2): page or passage level, the best over the gold evidence sets.
+// KILT's R-precision (docs/methods/evaluation.md#kilt-r-precision): page or passage level, the best over the gold evidence sets.
 import { mustBeArray, mustBeObject } from '../validate.js';
 
 

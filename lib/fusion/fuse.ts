@@ -1,4 +1,4 @@
-// One entry point for every fusion method of SPEC §2: ranx's 25 (score-based, rank-based and the supervised
+// One entry point for every fusion method of docs/methods/fusion.md: ranx's 25 (score-based, rank-based and the supervised
 // ones), DPR-MUF's confidence-weighted dense fusion, CAME's inference variants and the DPR + BM25 hybrid.
 // Every method works per query over the runs' candidate lists, with an explicit normalization and an explicit
 // missing-score policy.
@@ -8,7 +8,7 @@ import { hybridFuse } from '../hybrid.js';
 import { checkRun, count, finite, parse, positiveInt, z } from '../validate.js';
 import { type Normalization, type RankedList, bordaMissing, normalizeLists, sortList } from './normalize.js';
 
-/** Every fusion method {@link fuse} runs: ranx's 25, DPR-MUF's, CAME's variants and the hybrid (see SPEC §2). */
+/** Every fusion method {@link fuse} runs: ranx's 25, DPR-MUF's, CAME's variants and the hybrid (see docs/methods/fusion.md). */
 export type FusionMethod =
   // score-based (ranx Comb*)
   | 'sum'
@@ -397,7 +397,7 @@ function confidenceFor(qid: string, n: number, o: FuseOptions): number[] {
   return [...c];
 }
 
-// Segment edges of SegFuse (SPEC §2.5).
+// Segment edges of SegFuse (docs/methods/fusion.md#supervised-methods).
 export const SEGFUSE_EDGES = [0, 5, 15, 35, 75, 155, 315, 635, 1275, 2555, 5115];
 // BayesFuse's cut-offs.
 export const BAYESFUSE_CUTS = [0, 5, 10, 15, 20, 30, 100, 200, 500, 1000];

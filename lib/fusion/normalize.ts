@@ -1,4 +1,4 @@
-// Per-run, per-query score normalizations before fusion (SPEC §2.2, ranx's definitions).
+// Per-run, per-query score normalizations before fusion (docs/methods/fusion.md#normalizations, ranx's definitions).
 import { QuorumError } from '../errors.js';
 import { mustBeArray, mustBeObject } from '../validate.js';
 

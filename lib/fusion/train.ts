@@ -1,4 +1,4 @@
-// Training the supervised fusion methods on qrels (SPEC §2.5) and searching fusion parameters on a dev split
+// Training the supervised fusion methods on qrels (docs/methods/fusion.md#supervised-methods) and searching fusion parameters on a dev split
 // (ranx's grids, with the weight simplex compared with a tolerance instead of exact float equality).
 import { QuorumError } from '../errors.js';
 import { type Qrels, type Run, evaluate } from '../eval/ranking.js';

@@ -1,9 +1,9 @@
 // Maps a Hugging Face BERT checkpoint onto an encoder's parameter names, so training can start from pretrained
 // weights. TASER's experts all start as copies of the pretrained FFN of their block (the paper's initialisation).
 import { QuorumError } from '../errors.js';
-import type { EncoderConfig } from './config.js';
-import { parameterNames } from './config.js';
-import { parameterShapes } from './parameters.js';
+import type { EncoderConfig } from '../models/config.js';
+import { parameterNames } from '../models/config.js';
+import { parameterShapes } from '../models/parameters.js';
 import { mustBeMap, mustBeObject } from '../validate.js';
 import { elementCount } from '../shape.js';
 

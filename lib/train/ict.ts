@@ -1,10 +1,10 @@
-// Self-supervised training questions for a dense retriever: ROM's ICT examples (Lee et al.; SPEC §3.4) drawn from
+// Self-supervised training questions for a dense retriever: ROM's ICT examples (Lee et al.; docs/methods/rom.md#tasks-schedules-and-index-refresh) drawn from
 // the corpus itself and added to the labelled questions. A small task (COVID-QA in the mini set: 727 questions over
 // 2,094 passages) then sees every passage's vocabulary in training, not only the gold passages' words; no label of
 // any split is read.
 import type { Bm25Index } from '../bm25/bm25.js';
 import { QuorumError } from '../errors.js';
-import { ictExamples } from '../methods/rom/self-supervised.js';
+import { ictExamples } from './self-supervised.js';
 import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../validate.js';
 import { addBm25Negatives, type PassageText, type TrainingExample } from './examples.js';
 

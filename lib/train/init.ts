@@ -3,14 +3,14 @@
 import { QuorumError } from '../errors.js';
 import { loadSafetensors } from '../io/safetensors.js';
 import { mapBertCheckpoint } from './checkpoint-map.js';
-import { gloveForVocab, loadGloveVectors, type GloveVectors } from './glove.js';
+import { gloveForVocab, loadGloveVectors, type GloveVectors } from '../models/glove.js';
 import type { WordPieceTokenizer } from '../text/tokenizer.js';
-import { encodeTable } from './encode-corpus.js';
+import { encodeTable } from '../models/encode-corpus.js';
 import type { PassageText } from './examples.js';
-import type { Retriever } from './retriever.js';
-import type { EncoderConfig } from './config.js';
-import { TokenTable } from './token-table.js';
-import { parameterShapes } from './parameters.js';
+import type { Retriever } from '../models/retriever.js';
+import type { EncoderConfig } from '../models/config.js';
+import { TokenTable } from '../models/token-table.js';
+import { parameterShapes } from '../models/parameters.js';
 import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../validate.js';
 import { elementCount } from '../shape.js';
 
@@ -178,13 +178,13 @@ const poolingFitKeys = optionKeys<NonNullable<Parameters<typeof fitPoolingToCorp
  * the same way (measured on multidomain-mini at step 0: COVID-QA MRR@10 0.094 with them, 0.171 without). So do
  * continuation pieces (`mutePieces`, default true): a word GloVe lacks ("covid") is read as pieces ("co", "##vid")
  * whose vectors are those of unrelated strings ("vid"); muting the pieces lifted COVID-QA dev MRR@10 at step 0 from
- * 0.113 to 0.170 (bench/train-diagnose-dev.ts). Training can raise all these weights.
+ * 0.113 to 0.170 (docs/results/training.md, "What set the defaults"). Training can raise all these weights.
  *
  * `foldTokenScale` (default false) adds each token's ln sigma(e) to its log-weight, where sigma(e) is the spread of its
  * embedding over the dimensions that the embedding LayerNorm divides by (needs embeddingSize equal to hiddenSize,
  * else ERR_ARG): a 0-layer model then starts as the IDF-weighted average of its (mean-removed) GloVe vectors, as the
  * training-free baseline is (with layers, that is what the first block reads). Measured on multidomain-mini
- * (bench/RESULTS.md): better at step 0, mixed after training.
+ * (docs/results/training.md): better at step 0, mixed after training.
  *
  * @example
  * const model = Retriever.create({ preset: 'siamese', encoder: { tokenWeights: true, center: true } });

@@ -5,7 +5,7 @@
 // chosen on a dev split, never on test.
 import { QuorumError } from '../errors.js';
 import { mustBeMap } from '../validate.js';
-import type { ParameterTable } from './parameter-table.js';
+import type { ParameterTable } from '../models/parameter-table.js';
 import { elementCount } from '../shape.js';
 
 /** Every parameter's values by name (copies). */

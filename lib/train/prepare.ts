@@ -8,7 +8,7 @@ import { loadBeir } from '../data/beir.js';
 import { QuorumError } from '../errors.js';
 import { WordPieceTokenizer, extendVocabulary } from '../text/tokenizer.js';
 import { addBm25Negatives, examplesFromQrels, type PassageText, type TrainingExample } from './examples.js';
-import { loadGloveVectors, type GloveVectors } from './glove.js';
+import { loadGloveVectors, type GloveVectors } from '../models/glove.js';
 import { checkOptions, mustBeObject, mustBeString, optionKeys } from '../validate.js';
 
 /**

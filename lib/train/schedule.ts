@@ -1,5 +1,6 @@
 // Learning-rate schedules and batch composition for contrastive training.
 import { QuorumError } from '../errors.js';
+import { shuffle } from '../random.js';
 import { seededRandom } from '../random.js';
 import { checkOptions, optionKeys } from '../validate.js';
 
@@ -18,15 +19,6 @@ export function linearSchedule(warmup: number, total: number, floor = 1e-7): (st
   };
 }
 
-
-/** Fisher-Yates in place, on an array or a typed array. */
-export function shuffle<A extends { length: number; [i: number]: unknown }>(xs: A, random: () => number): A {
-  for (let i = xs.length - 1; i > 0; i--) {
-    const j = Math.floor(random() * (i + 1));
-    [xs[i], xs[j]] = [xs[j], xs[i]];
-  }
-  return xs;
-}
 
 /** One homogeneous batch: indices into its task's example list. */
 export interface TaskBatch {
@@ -56,7 +48,7 @@ function groupedOrder(keys: readonly string[], random: () => number): number[] {
 const batchKeys = optionKeys<NonNullable<Parameters<typeof homogeneousBatches>[2]>>()(['rates', 'seed', 'epoch', 'groups']);
 
 /**
- * DPR's multi-set iterator (Maillard et al.'s multi-task training, SPEC §3.5): every batch comes from one task;
+ * DPR's multi-set iterator (Maillard et al.'s multi-task training, docs/methods/training.md#multi-task-batches-maillard-et-al): every batch comes from one task;
  * task i contributes floor(ceil(n_i / batchSize) * rate_i) batches per epoch (a rate above 1 cycles through its
  * data again); each task's data and then the sequence of batches are shuffled with seed + epoch. With `groups` (per
  * task, a key per example) a task's batches are cut from an order that keeps each group's examples together.

@@ -7,14 +7,14 @@ import { join } from 'node:path';
 import { readJsonFile, writeFileAtomic } from '../data/files.js';
 import { QuorumError } from '../errors.js';
 import type { StepStats, TrainBatchArg } from '../native.js';
-import type { OptimizerOptions } from './parameter-table.js';
+import type { OptimizerOptions } from '../models/parameter-table.js';
 import type { WordPieceTokenizer } from '../text/tokenizer.js';
 import { progress } from '../progress.js';
 import type { PassageText, TrainingExample } from './examples.js';
-import type { Retriever } from './retriever.js';
+import type { Retriever } from '../models/retriever.js';
 import { seededRandom } from '../random.js';
 import { homogeneousBatches, linearSchedule, type TaskBatch } from './schedule.js';
-import { TokenTable } from './token-table.js';
+import { TokenTable } from '../models/token-table.js';
 import { type ValidationInput, type ValidationResult, validate, validationPool } from './validate.js';
 import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../validate.js';
 
@@ -382,7 +382,7 @@ export async function mineHardNegatives(
   mustBeArray(passages, 'passages');
   mustBeArray(examples, 'examples');
   checkOptions(options, mineKeys, 'mineHardNegatives options');
-  const { indexTable, encodeTable } = await import('./encode-corpus.js');
+  const { indexTable, encodeTable } = await import('../models/encode-corpus.js');
   const k = options.k ?? 30;
   const tasks = model.config.tasks.length ? [...model.config.tasks] : [...new Set(examples.map((e) => e.task))].sort();
   const table = await TokenTable.passages(tokenizer, passages, options.maxPassageLength ?? 128);

@@ -1,13 +1,12 @@
-// Validation for checkpoint selection (SPEC §4.5): every dev question is ranked against one pool of passages
+// Validation for checkpoint selection (docs/methods/evaluation.md#average-rank): every dev question is ranked against one pool of passages
 // (the dev questions' gold passages and hard negatives, topped up with random passages); the rank of a question is
 // the number of pool passages scoring strictly above its best gold passage (0 = first; ties count in its favour).
 import { QuorumError } from '../errors.js';
 import type { TrainingExample } from './examples.js';
 import { score } from '../dense.js';
-import { seededRandom } from '../random.js';
-import { shuffle } from './schedule.js';
-import type { TokenTable } from './token-table.js';
-import { encodeTable, type TableEncoder } from './encode-corpus.js';
+import { seededRandom, shuffle } from '../random.js';
+import type { TokenTable } from '../models/token-table.js';
+import { encodeTable, type TableEncoder } from '../models/encode-corpus.js';
 import { mustBeArray, mustBeMap, mustBeObject } from '../validate.js';
 
 /** The dev figures of one epoch: each dev question ranks the shared pool of passages. */

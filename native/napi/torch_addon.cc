@@ -156,33 +156,6 @@ class RetrieverObject : public TrainableObject<RetrieverObject, Retriever> {
 
 };
 
-// contrastiveLoss(q, p: Float32Array, rows, passages, dim, positives: Int32Array, ignore: Int32Array | null)
-//   -> { loss, dQ, dP }: the training step's loss and its gradients by autograd (tests compare it to infoNce).
-Napi::Value ContrastiveLoss(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  auto qa = typed_array<Napi::Float32Array>(info[0], "q");
-  auto pa = typed_array<Napi::Float32Array>(info[1], "p");
-  const int64_t nq = int64_t(number_arg(info[2], "rows")), np = int64_t(number_arg(info[3], "passages")),
-                d = int64_t(number_arg(info[4], "dim"));
-  if (nq < 1 || np < 1 || d < 1 || int64_t(qa.ElementLength()) != nq * d || int64_t(pa.ElementLength()) != np * d)
-    throw Error("ERR_SHAPE", "q must be rows x dim and p passages x dim");
-  auto pos_arr = typed_array<Napi::Int32Array>(info[5], "positives");
-  if (int64_t(pos_arr.ElementLength()) != nq) throw Error("ERR_SHAPE", "one positive per row");
-  torch::Tensor pos = long_tensor(pos_arr, {nq}, 0, np, "positives");
-  torch::Tensor ignore = ignore_arg(info[6], nq, np);
-  return torch_call([&] {
-    torch::Tensor q = torch::from_blob(qa.Data(), {nq, d}, torch::kFloat).clone().set_requires_grad(true);
-    torch::Tensor p = torch::from_blob(pa.Data(), {np, d}, torch::kFloat).clone().set_requires_grad(true);
-    torch::Tensor loss = Retriever::contrastive_loss(q, p, pos, ignore);
-    loss.backward();
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("loss", loss.item<double>());
-    o.Set("dQ", float_array_of(env, q.grad()));
-    o.Set("dP", float_array_of(env, p.grad()));
-    return Napi::Value(o);
-  });
-}
-
 Napi::Value SetThreads(const Napi::CallbackInfo& info) {
   const int n = threads_arg(info[0]);
   torch::set_num_threads(n);
@@ -207,8 +180,6 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("MlpEnsemble", MlpEnsembleClass(env));
   exports.Set("CameModel", CameModelClass(env));
   exports.Set("RomModel", RomModelClass(env));
-  InitTorchTestHooks(env, exports);
-  exports.Set("contrastiveLoss", Napi::Function::New<guarded<ContrastiveLoss>>(env));
   exports.Set("setThreads", Napi::Function::New<guarded<SetThreads>>(env));
   exports.Set("threads", Napi::Function::New<guarded<Threads>>(env));
   exports.Set("manualSeed", Napi::Function::New<guarded<ManualSeed>>(env));

@@ -167,7 +167,4 @@ class TorchObject : public Napi::ObjectWrap<Derived> {
 // The ensemble's JS class (mlp_ensemble_object.cc).
 Napi::Function MlpEnsembleClass(Napi::Env env);
 
-// maxSimAutograd, spladePoolAutograd and cameLoss (torch_test_hooks.cc).
-void InitTorchTestHooks(Napi::Env env, Napi::Object exports);
-
 }  // namespace quorum::napi

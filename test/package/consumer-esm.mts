@@ -5,3 +5,8 @@ const corpus: Tensor<'f32'> = Tensor.from(new Float32Array([1, 0, 0, 1]), [2, 2]
 const top: TopKResult = await scoreTopK(corpus, corpus, 1);
 export const code: string = new QuorumError('ERR_RANGE', 'x').code;
 export { top };
+// Subpath exports carry their types too.
+import type { Evaluation } from 'quorum-retrieval/eval';
+import { MUF_TEMPERATURE_GRID } from 'quorum-retrieval/methods/muf';
+export const grid: readonly number[] = MUF_TEMPERATURE_GRID;
+export type Ev = Evaluation;

@@ -7,11 +7,11 @@ import type { Command } from 'commander';
 import { count, int, num } from '../../cli/args.js';
 import { loadBeirCorpus } from '../../data/beir.js';
 import { prepareTraining } from '../../train/prepare.js';
-import { Retriever } from '../../train/retriever.js';
+import { Retriever } from '../../models/retriever.js';
 import { CAME_FUSIONS, type CameFusion } from './fusion.js';
 import { CameRetriever } from './retriever.js';
 import { fitCameLinear, initCame, trainCame } from './train.js';
-import { weightStorageOption } from '../../train/model-dir.js';
+import { weightStorageOption } from '../../models/model-dir.js';
 import { check } from '../../validate.js';
 
 export interface CameTrainCommandOptions {

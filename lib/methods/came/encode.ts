@@ -4,7 +4,7 @@
 import { QuorumError } from '../../errors.js';
 import { sparseVectors, toSparse, type SparseVectors } from '../../splade.js';
 import { Tensor } from '../../tensor.js';
-import { TokenTable } from '../../train/token-table.js';
+import { TokenTable } from '../../models/token-table.js';
 import { checkOptions, mustBeObject, optionKeys } from '../../validate.js';
 import { CameModel, type CameExpertName } from './model.js';
 

@@ -1,4 +1,4 @@
-// CAME's inference fusion (SPEC §2.8; the paper's Table 4) over the experts' top-K lists, by lib/fusion's CAME
+// CAME's inference fusion (docs/methods/fusion.md#came-fusion; the paper's Table 4) over the experts' top-K lists, by lib/fusion's CAME
 // methods: a passage missing from an expert's list takes that expert's K-th score (sum, linear), min-max normalised
 // lists (normsum, normmax; a missing passage adds nothing), reciprocal ranks (sumrr, maxrr). This file adapts the
 // experts' per-question lists to runs, and fits the linear layer on dev.

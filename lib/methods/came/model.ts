@@ -3,8 +3,8 @@
 // over an MLM head tied to the embeddings), local (ColBERT token vectors, MaxSim) and global (one pooled vector).
 import { QuorumError, awaitNative, callNative } from '../../errors.js';
 import { torchAddon, type MaybeAsync, type StepStats, type TokenBatchArg, type TrainBatchArg } from '../../native.js';
-import { checkEncoderOverrides, defaultEncoderConfig, type EncoderConfig } from '../../train/config.js';
-import { TrainableTable, type OptimizerOptions } from '../../train/parameter-table.js';
+import { checkEncoderOverrides, defaultEncoderConfig, type EncoderConfig } from '../../models/config.js';
+import { TrainableTable, type OptimizerOptions } from '../../models/parameter-table.js';
 import { checkOptions, mustBeObject, optionKeys } from '../../validate.js';
 
 /** CAME's experts: lexical (SPLADE), local (ColBERT MaxSim) and global (one pooled vector, DPR). */
@@ -108,7 +108,7 @@ const trainingKeys = optionKeys<CameTraining>()(['competitive', 'tau', 'flopsQue
 
 /**
  * CAME's defaults in small: GloVe-sized embeddings (100), one shared block and one block per expert of hidden 100,
- * mean pooling with unit vectors for the global expert (SPEC: [CLS] pooling over fresh layers starts collapsed).
+ * mean pooling with unit vectors for the global expert ([CLS] pooling over fresh layers starts collapsed: docs/methods/training.md#why-training-did-not-learn-issue-20-and-the-glove-average-baseline).
  *
  * @example
  * const c = cameConfig({ experts: ['lexical', 'global'], encoder: { vocabSize: tokenizer.size } });

@@ -1,4 +1,4 @@
-// CAME end to end (Cai et al.; SPEC §2.8, §3.3): the model (one joint three-expert model, or one model per expert
+// CAME end to end (Cai et al.; docs/methods/fusion.md#came-fusion, docs/methods/came.md#competitive-learning): the model (one joint three-expert model, or one model per expert
 // for independently trained experts), its tokenizer and text settings, an index per expert over the corpus (lexical:
 // SparseIndex of SPLADE weights; local: token vectors in faiss, then exact MaxSim; global: DenseIndex), and fused
 // search. One directory holds it: came.json, vocab.txt, tokenizer.json and one weights file per model.
@@ -12,9 +12,9 @@ import { SparseIndex } from '../../sparse-index.js';
 import { Tensor } from '../../tensor.js';
 import { WordPieceTokenizer } from '../../text/tokenizer.js';
 import { readTokenizerFiles, writeTokenizerFiles } from '../../text/tokenizer-files.js';
-import type { PassageText } from '../../train/examples.js';
-import { readWeights, writeWeights, type WeightStorage } from '../../train/model-dir.js';
-import { TokenTable } from '../../train/token-table.js';
+import type { PassageText } from '../../data/examples.js';
+import { readWeights, writeWeights, type WeightStorage } from '../../models/model-dir.js';
+import { TokenTable } from '../../models/token-table.js';
 import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../../validate.js';
 import { encodeCame, type CameEncoding } from './encode.js';
 import { CAME_FUSIONS, fuseExperts, type CameFusion, type Hit, type LinearFusion } from './fusion.js';

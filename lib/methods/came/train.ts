@@ -1,4 +1,4 @@
-// CAME's training schedule (Cai et al.; PAPERS.md, SPEC §3.3), on the shared contrastive loop (lib/train/trainer.ts):
+// CAME's training schedule (Cai et al.; docs/methods/came.md#references, docs/methods/came.md#competitive-learning), on the shared contrastive loop (lib/train/trainer.ts):
 //   1. BM25 negatives: the standardized stage (sum of the experts' losses) for the first `standardizedShare` of the
 //      steps, then the specialized stage (competitive weights) for the rest;
 //   2. hard negatives mined from the union of the three experts' top results (minus the gold), then more
@@ -15,10 +15,10 @@ import type { TrainingExample, PassageText } from '../../train/examples.js';
 import { trainRetriever, type EpochStats, type TrainOptions } from '../../train/trainer.js';
 import { rankAgainstPool, type ValidationInput } from '../../train/validate.js';
 import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../../validate.js';
-import type { TokenTable } from '../../train/token-table.js';
+import type { TokenTable } from '../../models/token-table.js';
 import { encodeCame, fitLexicalBias } from './encode.js';
 import { initFromGlove } from '../../train/init.js';
-import type { GloveVectors } from '../../train/glove.js';
+import type { GloveVectors } from '../../models/glove.js';
 import type { CameStepStats, CameExpertName, CameModel } from './model.js';
 import { CAME_PASSAGE_TERMS, CAME_QUERY_TERMS, CameRetriever } from './retriever.js';
 import { expertScores } from './scores.js';

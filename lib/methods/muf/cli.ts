@@ -9,7 +9,7 @@ import { count, int, list, num } from '../../cli/args.js';
 import { loadBeir } from '../../data/beir.js';
 import { QuorumError } from '../../errors.js';
 import { addBm25Negatives, examplesFromQrels } from '../../train/examples.js';
-import { Retriever } from '../../train/retriever.js';
+import { Retriever } from '../../models/retriever.js';
 import { MufRetriever, type MufFusion, type MufJudgedQuery } from './retriever.js';
 
 export interface MufTrainOptions {

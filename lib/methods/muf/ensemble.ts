@@ -1,4 +1,4 @@
-// DPR-MUF's ensemble heads (SPEC §1.5, §3.2): the typed front of the native MlpEnsemble. K small MLPs over one
+// DPR-MUF's ensemble heads (docs/methods/kernels.md#ensemble-mutual-information-and-confidence, docs/methods/muf.md#ensemble-training): the typed front of the native MlpEnsemble. K small MLPs over one
 // expert's frozen question vectors, trained each on its own sub-batches with the DPR NLL against the expert's frozen
 // passage vectors; at query time they score the expert's top-L passages, and their disagreement (ensembleMI) is
 // the expert's confidence.
@@ -8,11 +8,10 @@ import { writeFileAtomic } from '../../data/files.js';
 import { QuorumError, awaitNative, callNative } from '../../errors.js';
 import { readSafetensors, safetensorsMetadata, writeSafetensors, type SafetensorsTensor, type TensorToWrite } from '../../io/safetensors.js';
 import { torchAddon, type NativeMlpEnsemble } from '../../native.js';
-import { seededRandom } from '../../random.js';
+import { seededRandom, shuffle } from '../../random.js';
 import { Tensor } from '../../tensor.js';
 import { launchAsync, plainOperand, whilePinned } from '../../operand.js';
-import { ParameterTable } from '../../train/parameter-table.js';
-import { shuffle } from '../../train/schedule.js';
+import { ParameterTable } from '../../models/parameter-table.js';
 import { mustBeObject, mustBeString, parse, positiveInt, z } from '../../validate.js';
 
 /** The heads' shape: `layers` hidden ReLU layers of `hidden` units between `dim` and `dim`, K = `members`. */

@@ -1,4 +1,4 @@
-// DPR-MUF end to end (SPEC §1.5, §1.6, §2.7, §3.2): one trained retriever per task (the experts), each with its own
+// DPR-MUF end to end (docs/methods/kernels.md#ensemble-mutual-information-and-confidence, docs/methods/kernels.md#ece-and-temperature-calibration, docs/methods/fusion.md#muf-fusion, docs/methods/muf.md#ensemble-training): one trained retriever per task (the experts), each with its own
 // corpus encoding and an ensemble of K MLP heads; at query time every expert retrieves its top-L, its heads score
 // those L passages, their mutual information gives the expert's confidence, and the experts' raw scores are fused
 // with confidence weights. One directory holds it all: muf.json, corpus-ids.txt and, per expert, its model
@@ -13,9 +13,9 @@ import type { ScoredDoc } from '../../eval/ranking.js';
 import { fuse } from '../../fusion/fuse.js';
 import { readSafetensors, writeSafetensors } from '../../io/safetensors.js';
 import { Tensor } from '../../tensor.js';
-import type { PassageText, TrainingExample } from '../../train/examples.js';
-import { modelDir } from '../../train/model-dir.js';
-import { Retriever } from '../../train/retriever.js';
+import type { PassageText, TrainingExample } from '../../data/examples.js';
+import { modelDir } from '../../models/model-dir.js';
+import { Retriever } from '../../models/retriever.js';
 import { ece, ensembleMI } from '../../uncertainty.js';
 import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
 import { MlpEnsemble, type EnsembleConfig, type EnsembleEpoch, type EnsembleTrainOptions } from './ensemble.js';
@@ -423,7 +423,7 @@ export class MufRetriever {
   }
 
   /**
-   * Searches every expert and fuses their raw scores (SPEC §2.7: a passage missing from an expert's list takes that
+   * Searches every expert and fuses their raw scores (docs/methods/fusion.md#muf-fusion: a passage missing from an expert's list takes that
    * list's minimum), weighted by each expert's confidence per query ('muf') or uniformly ('uniform'); or returns the
    * list of the query's own task's expert ('oracle', the indicator baseline, needing `tasks`). Stage times of the
    * call are in {@link lastTimings}.

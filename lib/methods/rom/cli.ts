@@ -10,11 +10,11 @@ import { count, int, num } from '../../cli/args.js';
 import { loadBeirCorpus } from '../../data/beir.js';
 import { initFromGlove } from '../../train/init.js';
 import { prepareTraining } from '../../train/prepare.js';
-import { Retriever } from '../../train/retriever.js';
+import { Retriever } from '../../models/retriever.js';
 import { RomModel } from './model.js';
 import { ROM_SCHEDULES, type RomSchedule } from './schedule.js';
 import { trainRom } from './train.js';
-import { weightStorageOption } from '../../train/model-dir.js';
+import { weightStorageOption } from '../../models/model-dir.js';
 import { check } from '../../validate.js';
 
 export interface RomTrainCommandOptions {

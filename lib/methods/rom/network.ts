@@ -3,9 +3,9 @@
 // PhraseICT) and the reader's span and relevance logits.
 import { QuorumError, awaitNative, callNative } from '../../errors.js';
 import { torchAddon, type MaybeAsync, type StepStats, type TokenBatchArg, type TrainBatchArg } from '../../native.js';
-import { checkEncoderOverrides, defaultEncoderConfig, type EncoderConfig } from '../../train/config.js';
-import type { TableEncoder } from '../../train/encode-corpus.js';
-import { TrainableTable, type OptimizerOptions } from '../../train/parameter-table.js';
+import { checkEncoderOverrides, defaultEncoderConfig, type EncoderConfig } from '../../models/config.js';
+import type { TableEncoder } from '../../models/encode-corpus.js';
+import { TrainableTable, type OptimizerOptions } from '../../models/parameter-table.js';
 import { checkOptions, mustBeObject, optionKeys } from '../../validate.js';
 
 /** One of {@link ROM_HEADS}. */

@@ -1,4 +1,4 @@
-// ROM's learning schedules for the joint phase (PAPERS.md, the paper's §3.3): the retrieval loss weight of each epoch,
+// ROM's learning schedules for the joint phase (docs/methods/rom.md#references, the paper's §3.3): the retrieval loss weight of each epoch,
 // the reader's being 1 - lambda_retrieval.
 //   pipeline   retrieval alone for the first half of the epochs, then the reader alone (two checkpoints, as DPR)
 //   equal      0.5 / 0.5 throughout

@@ -1,4 +1,4 @@
-// ROM's training (PAPERS.md; the paper's §3 and Algorithm 1) in three phases over one network:
+// ROM's training (docs/methods/rom.md#references; the paper's §3 and Algorithm 1) in three phases over one network:
 //   1. self-supervised: ICT and / or PhraseICT batches (in-batch negatives), each through its own head
 //   2. retrieval alone (DPR's NLL with BM25 hard negatives), the best epoch by dev average rank kept
 //   3. joint: per epoch lambda_retrieval from the schedule and lambda_reader = 1 - lambda_retrieval; after each
@@ -16,11 +16,11 @@ import { scoreTopK } from '../../dense.js';
 import { QuorumError } from '../../errors.js';
 import type { TokenBatchArg, TrainBatchArg } from '../../native.js';
 import { progress } from '../../progress.js';
-import { seededRandom } from '../../random.js';
-import { encodeTable } from '../../train/encode-corpus.js';
+import { seededRandom, shuffle } from '../../random.js';
+import { encodeTable } from '../../models/encode-corpus.js';
 import type { PassageText, TrainingExample } from '../../train/examples.js';
-import { linearSchedule, shuffle } from '../../train/schedule.js';
-import { TokenTable } from '../../train/token-table.js';
+import { linearSchedule } from '../../train/schedule.js';
+import { TokenTable } from '../../models/token-table.js';
 import { composeBatch } from '../../train/trainer.js';
 import { validate, validationPool, type ValidationInput } from '../../train/validate.js';
 import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../../validate.js';
@@ -29,7 +29,7 @@ import { RomNetwork, type ReaderBatchArg, type RomHead, type RomStepStats } from
 import { ReaderData } from './reader-data.js';
 import { IndexRefresh, type RefreshEvent } from './refresh.js';
 import { ROM_SCHEDULES, retrievalWeight, type RomSchedule } from './schedule.js';
-import { TermIdf, ictExamples, phraseIctExamples, type SelfSupervisedExample } from './self-supervised.js';
+import { TermIdf, ictExamples, phraseIctExamples, type SelfSupervisedExample } from '../../train/self-supervised.js';
 
 /** Options of {@link trainRom}: the three phases, batches, the schedule and the index refresh. */
 export interface RomTrainOptions {
@@ -367,7 +367,7 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
 }
 
 /**
- * The dev pool (SPEC §4.5) and the dev questions, tokenized once: validate() reads each task's questions from a table
+ * The dev pool (docs/methods/evaluation.md#average-rank) and the dev questions, tokenized once: validate() reads each task's questions from a table
  * per task, and here every task points at the one table of all dev questions (row i = question i).
  */
 async function validationInput(

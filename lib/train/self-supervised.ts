@@ -1,13 +1,13 @@
-// ROM's self-supervised examples (SPEC §3.4, PAPERS.md), streamed from any corpus and reproducible from a seed:
+// ROM's self-supervised examples (docs/methods/rom.md#tasks-schedules-and-index-refresh, docs/methods/rom.md#references), streamed from any corpus and reproducible from a seed:
 //   ICT        (Lee et al.) one sentence of a passage is the pseudo-query; the evidence is the passage with that
 //              sentence removed, except in a `keepRate` share of the examples (Lee et al. keep it 10% of the time,
 //              so that the encoder still learns word matching)
 //   PhraseICT  a phrase of n words, n uniform in 1..4, is the pseudo-query: every span of n consecutive words scores
 //              the sum of its words' TF-IDF and one span is drawn with probability proportional to its score; the
 //              evidence is the passage without the phrase, with the same keep rate
-import { QuorumError } from '../../errors.js';
-import { seededRandom } from '../../random.js';
-import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
+import { QuorumError } from '../errors.js';
+import { seededRandom } from '../random.js';
+import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../validate.js';
 
 /** A pseudo-query and the evidence to retrieve for it; `passage` is the source's position in the stream. */
 export interface SelfSupervisedExample {

@@ -1,8 +1,12 @@
-// Issue 21's remaining gap, measured: calls every function lib/index.ts exports with garbage arguments (none,
-// undefined, null, a string, a number, {}, [], NaN, ...) and lists those that throw something other than a
-// QuorumError (or reject with one). Classes and writers are left out (their methods are in test/robustness-*).
-//   node --import tsx bench/sweep-errors.ts
-import * as Q from '../lib/index.js';
+// Calls every function of every entry point with garbage arguments (none, undefined, null, a string, a number, {},
+// [], NaN, ...) and lists those that throw something other than a QuorumError (or reject with one). Classes and
+// writers are left out (their methods are in test/robustness-*). Run in its own process by
+// test/robustness-sweep.test.ts:
+//   node --import tsx test/sweep-errors.ts
+import { QuorumError } from '../lib/index.js';
+import { publicNames } from './entries.js';
+
+const Q = Object.fromEntries([...(await publicNames())].map(([name, { value }]) => [name, value]));
 const garbage: unknown[][] = [[], [undefined], [null], ['x'], [5], [{}], [[]], [Number.NaN], [{}, {}], ['x', 'y', 'z'], [[1], 'q', -1]];
 const skip = new Set(['setThreads', 'setIsa', 'Retriever', 'Tensor', 'DenseIndex', 'SparseIndex', 'Bm25Index', 'QuorumError', 'WordPieceTokenizer', 'TokenTable', 'GloveAverageEncoder', 'MlpEnsemble', 'MufRetriever', 'CameModel', 'CameRetriever', 'TokenIndex', 'RomNetwork', 'RomModel', 'TermIdf', 'IndexRefresh', 'RegWeightScheduler', 'loadGloveVectors', 'buildMultiDomain', 'writeMultiDomain', 'writeBeir', 'writeQrels', 'writeRun', 'writeSquad', 'writeDpr', 'trainRetriever']);
 const bad: string[] = [];
@@ -13,12 +17,12 @@ for (const [name, f] of Object.entries(Q)) {
     try {
       r = (f as (...a: unknown[]) => unknown)(...args);
     } catch (e) {
-      if (!(e instanceof Q.QuorumError)) bad.push(`${name}(${args.map((a) => JSON.stringify(a) ?? 'undefined').join(', ')}): sync ${(e as Error)?.name}: ${String((e as Error)?.message).slice(0, 70)}`);
+      if (!(e instanceof QuorumError)) bad.push(`${name}(${args.map((a) => JSON.stringify(a) ?? 'undefined').join(', ')}): sync ${(e as Error)?.name}: ${String((e as Error)?.message).slice(0, 70)}`);
       continue;
     }
     if (r instanceof Promise) {
       try { await r; } catch (e) {
-        if (!(e instanceof Q.QuorumError)) bad.push(`${name}(${args.map((a) => JSON.stringify(a) ?? 'undefined').join(', ')}): async ${(e as Error)?.name}: ${String((e as Error)?.message).slice(0, 70)}`);
+        if (!(e instanceof QuorumError)) bad.push(`${name}(${args.map((a) => JSON.stringify(a) ?? 'undefined').join(', ')}): async ${(e as Error)?.name}: ${String((e as Error)?.message).slice(0, 70)}`);
       }
     }
   }

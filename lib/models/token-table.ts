@@ -3,7 +3,7 @@
 import { QuorumError } from '../errors.js';
 import type { TokenBatchArg } from '../native.js';
 import type { EncodeOptions, WordPieceTokenizer } from '../text/tokenizer.js';
-import type { PassageText } from './examples.js';
+import type { PassageText } from '../data/examples.js';
 
 /**
  * Rows of token ids and type ids stored back to back.

@@ -2,10 +2,10 @@
 // speed: loops and float64 sums. Tests check the native libtorch encoder against it. Padding is handled by computing
 // each sequence over its first lengths[b] tokens only, which is what masking padded keys out of the softmax means for
 // the [CLS] output of a post-LN BERT.
-import { QuorumError } from '../errors.js';
-import { type EncoderConfig, type Pooling, isSpecialized } from '../train/config.js';
-import { parameterShapes } from '../train/parameters.js';
-import { elementCount } from '../shape.js';
+import { QuorumError } from '../../lib/errors.js';
+import { type EncoderConfig, type Pooling, isSpecialized } from '../../lib/models/config.js';
+import { parameterShapes } from '../../lib/models/parameters.js';
+import { elementCount } from '../../lib/shape.js';
 
 /** A batch of token ids for {@link referenceEncode}. */
 export interface ReferenceInput {

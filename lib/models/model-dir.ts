@@ -13,7 +13,6 @@ import { WordPieceTokenizer } from '../text/tokenizer.js';
 import { writeTokenizerFiles } from '../text/tokenizer-files.js';
 import { checkOptions, mustBeObject, optionKeys } from '../validate.js';
 import type { RetrieverConfig } from './config.js';
-import type { Retriever } from './retriever.js';
 import type { ParameterTable } from './parameter-table.js';
 
 /** Where the package's shipped model lives (trained by scripts/train-default-model.sh). */
@@ -88,7 +87,7 @@ const saveKeys = optionKeys<SaveModelOptions>()(['tokenizer', 'dtype', 'training
  * @example
  * await saveModelDir(model, 'models/taser', { tokenizer: tok, dtype: 'BF16', training: { epochs: result.epochs } });
  */
-export function saveModelDir(model: Retriever, dir: string, o: SaveModelOptions): ModelCard {
+export function saveModelDir(model: ParameterTable & { readonly config: RetrieverConfig }, dir: string, o: SaveModelOptions): ModelCard {
   mustBeObject(o, 'saveModel options');
   checkOptions(o, saveKeys, 'saveModel options');
   mkdirSync(dir, { recursive: true });
@@ -132,7 +131,7 @@ export function readModelCard(dir: string): ModelCard {
  * Loads the weights of a model directory into `model` (built from the card's config), checking that the file holds
  * every parameter with its shape; a bad file changes nothing (ERR_FORMAT).
  */
-export function loadWeights(model: Retriever, dir: string, card: ModelCard): void {
+export function loadWeights(model: ParameterTable, dir: string, card: ModelCard): void {
   readWeights(model, join(dir, card.weights.file));
 }
 

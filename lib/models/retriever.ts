@@ -12,7 +12,7 @@ import type { WordPieceTokenizer } from '../text/tokenizer.js';
 import type { Tensor } from '../tensor.js';
 import { readTokenizerFiles } from '../text/tokenizer-files.js';
 import { encodeTable } from './encode-corpus.js';
-import type { PassageText } from './examples.js';
+import type { PassageText } from '../data/examples.js';
 import { loadWeights, modelDir, readModelCard, saveModelDir, type ModelCard, type SaveModelOptions } from './model-dir.js';
 import { TrainableTable, type OptimizerOptions } from './parameter-table.js';
 import { TokenTable } from './token-table.js';

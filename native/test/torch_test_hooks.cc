@@ -1,15 +1,18 @@
-// Test and benchmark hooks of quorum_torch's training pieces: the kernel-backed autograd functions
-// (native/torch/kernel_autograd.h), one forward and backward through Quorum's kernels or through a pure-libtorch
-// reference built from libtorch's own ops, so the two can be compared value for value and gradient for gradient;
-// and CAME's losses (native/torch/came_loss.h) with their gradients.
+// Test-only hooks of quorum_torch's training pieces, built as quorum_torch_test.node (never shipped): the
+// kernel-backed autograd functions (native/torch/kernel_autograd.h), one forward and backward through Quorum's kernels
+// or through a pure-libtorch reference built from libtorch's own ops, so the two can be compared value for value and
+// gradient for gradient; CAME's losses (native/torch/came_loss.h) with their gradients; and the Retriever's
+// contrastive loss by autograd, which the tests compare with the InfoNCE kernel.
 #include <napi.h>
 #include <torch/torch.h>
 
+#include "../napi/errors.h"
+#include "../napi/scalar_args.h"
+#include "../napi/torch_args.h"
+#include "../napi/torch_batch_args.h"
 #include "../torch/came_loss.h"
 #include "../torch/kernel_autograd.h"
-#include "errors.h"
-#include "scalar_args.h"
-#include "torch_args.h"
+#include "../torch/retriever.h"
 
 namespace quorum::napi {
 namespace {
@@ -119,13 +122,45 @@ Napi::Value CameLoss(const Napi::CallbackInfo& info) {
   });
 }
 
-}  // namespace
+// contrastiveLoss(q, p: Float32Array, rows, passages, dim, positives: Int32Array, ignore: Int32Array | null)
+//   -> { loss, dQ, dP }: the training step's loss and its gradients by autograd (tests compare it to infoNce).
+Napi::Value ContrastiveLoss(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto qa = typed_array<Napi::Float32Array>(info[0], "q");
+  auto pa = typed_array<Napi::Float32Array>(info[1], "p");
+  const int64_t nq = int64_t(number_arg(info[2], "rows")), np = int64_t(number_arg(info[3], "passages")),
+                d = int64_t(number_arg(info[4], "dim"));
+  if (nq < 1 || np < 1 || d < 1 || int64_t(qa.ElementLength()) != nq * d || int64_t(pa.ElementLength()) != np * d)
+    throw Error("ERR_SHAPE", "q must be rows x dim and p passages x dim");
+  auto pos_arr = typed_array<Napi::Int32Array>(info[5], "positives");
+  if (int64_t(pos_arr.ElementLength()) != nq) throw Error("ERR_SHAPE", "one positive per row");
+  torch::Tensor pos = long_tensor(pos_arr, {nq}, 0, np, "positives");
+  torch::Tensor ignore = ignore_arg(info[6], nq, np);
+  return torch_call([&] {
+    torch::Tensor q = torch::from_blob(qa.Data(), {nq, d}, torch::kFloat).clone().set_requires_grad(true);
+    torch::Tensor p = torch::from_blob(pa.Data(), {np, d}, torch::kFloat).clone().set_requires_grad(true);
+    torch::Tensor loss = torchx::Retriever::contrastive_loss(q, p, pos, ignore);
+    loss.backward();
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("loss", loss.item<double>());
+    o.Set("dQ", float_array_of(env, q.grad()));
+    o.Set("dP", float_array_of(env, p.grad()));
+    return Napi::Value(o);
+  });
+}
 
-void InitTorchTestHooks(Napi::Env env, Napi::Object exports) {
+}  // namespace
+}  // namespace quorum::napi
+
+// Entry point of quorum_torch_test.node.
+static Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  using namespace quorum::napi;
   exports.Set("maxSimAutograd", Napi::Function::New<guarded<MaxSimAutograd>>(env));
   exports.Set("spladePoolAutograd", Napi::Function::New<guarded<SpladePoolAutograd>>(env));
   exports.Set("spladeDecoderAutograd", Napi::Function::New<guarded<SpladeDecoderAutograd>>(env));
   exports.Set("cameLoss", Napi::Function::New<guarded<CameLoss>>(env));
+  exports.Set("contrastiveLoss", Napi::Function::New<guarded<ContrastiveLoss>>(env));
+  return exports;
 }
 
-}  // namespace quorum::napi
+NODE_API_MODULE(quorum_torch_test, Init)

@@ -1,9 +1,9 @@
 // Encoder and retriever configuration shared by the TypeScript API, the native torch module (which receives it as
-// JSON) and the plain TypeScript reference forward (lib/reference/bert.ts).
+// JSON) and the plain TypeScript reference forward (test/reference/bert.ts).
 import { checkOptions, mustBeObject, optionKeys } from '../validate.js';
 
 
-/** How a TASER specialized block picks its expert (SPEC §1.7). */
+/** How a TASER specialized block picks its expert (docs/methods/training.md#taser-specialized-blocks). */
 export type Routing = 'det' | 'seq' | 'tok';
 
 /** TASER structure: which Transformer blocks have routed (per-expert) FFNs, and how inputs are routed. */
@@ -107,7 +107,7 @@ export interface RetrieverConfig {
 /**
  * Defaults: a small BERT that trains on two CPU cores in minutes. Mean pooling and unit-length outputs, because
  * [CLS] pooling over freshly initialised layers gives every text nearly the same vector (mean pairwise cosine 0.9997
- * on the multi-domain passages) and un-normalised means rank by norm (bench/RESULTS.md, issue 20).
+ * on the multi-domain passages) and un-normalised means rank by norm (docs/results/training.md, "What set the defaults").
  */
 export const defaultEncoderConfig: EncoderConfig = {
   vocabSize: 30522,

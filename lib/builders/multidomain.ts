@@ -1,4 +1,4 @@
-// The multi-domain benchmark of ../shared/data/README.md, built deterministically from the released files: one
+// The multi-domain benchmark (docs/data.md#source-files-of-the-multi-domain-benchmark), built deterministically from the released files: one
 // corpus shared by six tasks, split into train / dev / test by document (article, post, paper), never by
 // question, so that no test passage is seen in training.
 import { createHash } from 'node:crypto';
@@ -6,9 +6,9 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { QuorumError } from '../errors.js';
-import { type Passage, type Qrels, type Query, writeBeir, writeQrelsTsv } from './beir.js';
-import { readJsonFile, readTextFile } from './files.js';
-import { parseJsonObjectLine } from './lines.js';
+import { type Passage, type Qrels, type Query, writeBeir, writeQrelsTsv } from '../data/beir.js';
+import { readJsonFile, readTextFile } from '../data/files.js';
+import { parseJsonObjectLine } from '../data/lines.js';
 import { checkOptions, mustBeString, optionKeys } from '../validate.js';
 
 /** The six tasks of the multi-domain benchmark that `quorum data build` writes, in its order. */
@@ -197,11 +197,11 @@ function unit(seed: number, task: string, key: string): number {
 }
 
 /**
- * Builds the benchmark from `dataDir` (the layout of ../shared/data). Passage ids are `<task>-<doc>-<passage>` in
+ * Builds the benchmark from `dataDir` (laid out as docs/data.md#source-files-of-the-multi-domain-benchmark describes). Passage ids are `<task>-<doc>-<passage>` in
  * source order; query ids keep the source ids behind a task prefix; every query carries its `task`.
  *
  * @example
- * const bench = buildMultiDomain('../shared/data', { seed: 13 });
+ * const bench = buildMultiDomain('/data/multidomain-sources', { seed: 13 });
  * writeMultiDomain('datasets/multidomain', bench);
  */
 export function buildMultiDomain(dataDir: string, options: MultiDomainOptions = {}): MultiDomainBenchmark {
@@ -285,7 +285,7 @@ export function buildMultiDomain(dataDir: string, options: MultiDomainOptions = 
  * Writes the benchmark in the BEIR layout: corpus.jsonl, queries.jsonl (with task), qrels/{train,dev,test}.tsv, metadata.json.
  *
  * @example
- * writeMultiDomain('/tmp/quorum-full/data', buildMultiDomain('../shared/data'));   // what `quorum data build` does
+ * writeMultiDomain('/tmp/quorum-full/data', buildMultiDomain('/data/multidomain-sources'));   // what `quorum data build` does
  */
 export function writeMultiDomain(dir: string, b: MultiDomainBenchmark): void {
   writeBeir(dir, { corpus: b.corpus, queries: b.queries, qrels: b.qrels.test }, 'test');

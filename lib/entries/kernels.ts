@@ -1,0 +1,51 @@
+/**
+ * `quorum-retrieval/kernels`: the kernels beyond dense scoring (MaxSim, SPLADE pooling and sparse vectors, InfoNCE,
+ * ensemble mutual information and calibration) and the CUDA device's state.
+ *
+ * @packageDocumentation
+ */
+export { cudaEmptyCache, cudaInfo, cudaMemoryStats, type CudaDeviceInfo, type CudaMemoryStats } from '../cuda.js';
+export {
+  maxSim,
+  maxSimSync,
+  maxSimBackward,
+  maxSimBackwardSync,
+  type MaxSimGradients,
+  type MaxSimOptions,
+  type MaxSimResult,
+  type TokenDocuments,
+} from '../maxsim.js';
+export {
+  spladePool,
+  spladePoolSync,
+  spladePoolBackward,
+  spladePoolBackwardSync,
+  regularizer,
+  regularizerSync,
+  RegWeightScheduler,
+  toSparse,
+  toSparseSync,
+  sparseVectors,
+  sparseScores,
+  sparseScoresSync,
+  sparseDenseScores,
+  sparseDenseScoresSync,
+  type RegularizerResult,
+  type SparseRegularizer,
+  type SparseVectors,
+  type SpladePoolOptions,
+  type SpladePoolResult,
+  type ToSparseOptions,
+} from '../splade.js';
+export { infoNce, infoNceSync, type InfoNceOptions, type InfoNceResult } from '../losses.js';
+export {
+  ensembleMI,
+  ensembleMISync,
+  ece,
+  calibrateTemperature,
+  mufTemperatureGrid,
+  type CalibrationSplit,
+  type EnsembleMIOptions,
+  type EnsembleMIResult,
+  type TemperatureSearch,
+} from '../uncertainty.js';

@@ -1,0 +1,44 @@
+/**
+ * `quorum-retrieval/methods/came`: CAME (docs/methods/came.md): lexical, local and global experts on a shared
+ * bottom, competitive learning, fused retrieval.
+ *
+ * @packageDocumentation
+ */
+export {
+  CAME_EXPERTS,
+  CameModel,
+  cameConfig,
+  type CameConfig,
+  type CameEncoded,
+  type CameExpertName,
+  type CameModelOptions,
+  type CameStepStats,
+  type CameTraining,
+} from '../../methods/came/model.js';
+export {
+  CameRetriever,
+  type CameIndexOptions,
+  type CameRetrieverOptions,
+  type CameSearchOptions,
+  type CameSearchResult,
+  type CameTextSettings,
+} from '../../methods/came/retriever.js';
+export {
+  fitCameLinear,
+  initCame,
+  trainCame,
+  type CameStageRecord,
+  type CameTrainOptions,
+  type CameTrainRecord,
+} from '../../methods/came/train.js';
+export {
+  CAME_FUSIONS,
+  fitLinearFusion,
+  fuseExperts,
+  type CameFusion,
+  type Hit,
+  type LinearFusion,
+} from '../../methods/came/fusion.js';
+export { encodeCame, fitLexicalBias, type CameEncodeOptions, type CameEncoding } from '../../methods/came/encode.js';
+export { expertScores } from '../../methods/came/scores.js';
+export { TokenIndex, type TokenIndexOptions, type TokenSearchOptions } from '../../methods/came/token-index.js';

@@ -1,0 +1,28 @@
+/**
+ * `quorum-retrieval/methods/muf`: DPR-MUF (docs/methods/muf.md): per-task experts, ensemble heads, calibrated
+ * confidence, fused retrieval.
+ *
+ * @packageDocumentation
+ */
+export {
+  MlpEnsemble,
+  type EnsembleConfig,
+  type EnsembleEpoch,
+  type EnsembleTrainData,
+  type EnsembleTrainOptions,
+} from '../../methods/muf/ensemble.js';
+export {
+  MUF_TEMPERATURE_GRID,
+  MufRetriever,
+  type ExpertCalibration,
+  type MufAllRuns,
+  type MufExpertSpec,
+  type MufFusion,
+  type MufHits,
+  type MufJudgedQuery,
+  type MufOptions,
+  type MufPassage,
+  type MufSearchOptions,
+  type MufTimings,
+  type MufTrainData,
+} from '../../methods/muf/retriever.js';
