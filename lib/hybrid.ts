@@ -1,5 +1,6 @@
 // Dense + sparse (BM25) hybrid as Ma et al. / pyserini's HybridSearcher (docs/methods/fusion.md#bm25-hybrid).
 import { QuorumError } from './errors.js';
+import { gridSearch } from './grid-search.js';
 import { checkHits, checkOptions, finite, mustBeArray, mustBeObject, optionKeys, parse, positiveInt, z } from './validate.js';
 
 const hybridOptionsSchema = z
@@ -73,6 +74,15 @@ export function hybridFuse<Id extends string | number | bigint>(
   return options.k === undefined ? out : out.slice(0, options.k);
 }
 
+/** ranx's grid for the hybrid's alpha: 0, 0.1, ..., 2 (searchAlpha's default and optimizeFusion's). */
+export const HYBRID_ALPHA_GRID: readonly number[] = Object.freeze(Array.from({ length: 21 }, (_, i) => i / 10));
+
+/**
+ * A wider grid for `quorum eval`'s per-task alpha: ranx's stops at 2, where lexical-overlap questions still want
+ * more BM25 weight; 0..10 by 0.1, then coarser steps up to 100 (the dense side only breaks BM25's ties there).
+ */
+export const WIDE_ALPHA_GRID: readonly number[] = Object.freeze([...Array.from({ length: 101 }, (_, i) => i / 10), 12, 15, 20, 30, 50, 100]);
+
 /** What {@link searchAlpha} returns. */
 export interface AlphaSearch {
   /** The grid value with the best mean metric (the first on ties). */
@@ -105,17 +115,16 @@ export function searchAlpha<Id extends string | number | bigint>(
   dev.forEach((q, i) => mustBeObject(q, `dev[${i}]`));
   checkOptions(options, searchAlphaKeys, 'searchAlpha options');
   const { grid: given, metric: metricOption, ...fuseOptions } = options;
-  const grid = parse(z.array(finite).nonempty().optional(), given, 'searchAlpha grid') ?? Array.from({ length: 21 }, (_, i) => i / 10);
+  const grid = parse(z.array(finite).nonempty().optional(), given, 'searchAlpha grid') ?? HYBRID_ALPHA_GRID;
   if (metricOption !== undefined && typeof metricOption !== 'function') throw new QuorumError('ERR_ARG', 'searchAlpha metric must be a function');
   const metric = metricOption ?? ((ranked, relevant) => (relevant.size ? ranked.slice(0, 20).filter((x) => relevant.has(x)).length / relevant.size : 0));
-  const tried = grid.map((alpha) => {
+  const meanAt = (alpha: number) => {
     let total = 0;
     for (const q of dev) total += metric(hybridFuse(q.dense, q.sparse, { ...fuseOptions, alpha }).map((h) => h.id), q.relevant);
-    return { alpha, value: dev.length ? total / dev.length : 0 };
-  });
-  let best = tried[0] ?? { alpha: 0.1, value: 0 };
-  for (const t of tried) if (t.value > best.value) best = t;
-  return { alpha: best.alpha, value: best.value, tried };
+    return dev.length ? total / dev.length : 0;
+  };
+  const { best, tried } = gridSearch(grid, meanAt, { goal: 'max', ties: 'first' });
+  return { alpha: best.point, value: best.value, tried: tried.map((t) => ({ alpha: t.point, value: t.value })) };
 }
 
 /** What {@link gainOverBaseline} returns: the paired gain and the one-standard-error decision. */

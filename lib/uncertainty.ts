@@ -1,6 +1,7 @@
 // DPR-MUF's ensemble uncertainty: mutual information, confidence, ECE and the temperature search
 // (docs/methods/kernels.md#ensemble-mutual-information-and-confidence, docs/methods/kernels.md#ece-and-temperature-calibration). Contract of the kernel: native/kernels/ensemble.h.
 import { auxOperand, backendOf } from './cuda.js';
+import { bestPoint, type GridPoint } from './grid-search.js';
 import { QuorumError } from './errors.js';
 import { type NativeTensorHandle } from './native.js';
 import { type Int32Input, type TensorInput, int32Of, runAsync, runSync, tensorOf } from './operand.js';
@@ -156,6 +157,33 @@ export interface TemperatureSearch {
 export const mufTemperatureGrid: readonly number[] = Object.freeze(Array.from({ length: 10 }, (_, i) => 0.001 + i * 0.001));
 
 /**
+ * DPR-MUF's grid (rounded to 0.001 .. 0.010) widened on both sides, for confidences from scores that are not on
+ * DPR's dot-product scale (MufRetriever's heads): 1e-5 .. 5e-4 below, 0.02 .. 10 above.
+ */
+export const widenedTemperatureGrid: readonly number[] = Object.freeze([
+  1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4,
+  ...mufTemperatureGrid.map((t) => Math.round(t * 1000) / 1000),
+  0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10,
+]);
+
+/**
+ * The temperature with the lowest ECE over `grid` (the first on ties), given the confidences at each temperature
+ * and the outcomes: the search behind {@link calibrateTemperature} and MufRetriever.calibrate.
+ */
+export async function searchTemperature(
+  grid: readonly number[],
+  confidenceAt: (temperature: number) => Promise<ArrayLike<number>>,
+  hit: ArrayLike<number | boolean>,
+  bins = 10,
+): Promise<TemperatureSearch> {
+  if (grid.length === 0) throw new QuorumError('ERR_ARG', 'the temperature grid is empty');
+  const tried: Array<GridPoint<number>> = [];
+  for (const temperature of grid) tried.push({ point: temperature, value: ece(await confidenceAt(temperature), hit, bins) });
+  const best = bestPoint(tried, { goal: 'min', ties: 'first' });
+  return { temperature: best.point, ece: best.value, tried: tried.map((t) => ({ temperature: t.point, ece: t.value })) };
+}
+
+/**
  * Picks the temperature with the lowest ECE on a calibration split (the first on ties). Pass a held-out split
  * such as the expert's dev set: searching on the test questions would tune on test labels, which is why
  * DPR-MUF's README fixes p = 1e-3 instead.
@@ -170,19 +198,15 @@ export async function calibrateTemperature(
   mustBeObject(calibration, 'calibration split');
   checkOptions(calibration, calibrationKeys, 'calibration split');
   checkOptions(options, calibrateKeys, 'calibrateTemperature options');
-  const grid = options.grid ?? mufTemperatureGrid;
-  if (grid.length === 0) throw new QuorumError('ERR_ARG', 'the temperature grid is empty');
-  const tried: Array<{ temperature: number; ece: number }> = [];
-  for (const temperature of grid) {
+  const confidenceAt = async (temperature: number) => {
     const opts: EnsembleMIOptions = { temperature };
     if (calibration.lengths !== undefined) opts.lengths = calibration.lengths;
     if (options.mode !== undefined) opts.mode = options.mode;
     const r = await ensembleMI(calibration.scores, opts);
-    tried.push({ temperature, ece: ece(r.confidence.data, calibration.hit, options.bins ?? 10) });
+    const c = r.confidence.data.slice();
     r.mi.dispose();
     r.confidence.dispose();
-  }
-  let best = tried[0]!;
-  for (const t of tried) if (t.ece < best.ece) best = t;
-  return { temperature: best.temperature, ece: best.ece, tried };
+    return c;
+  };
+  return searchTemperature(options.grid ?? mufTemperatureGrid, confidenceAt, calibration.hit, options.bins ?? 10);
 }

@@ -12,7 +12,8 @@ import { HashedTfidfEncoder } from '../encoders/hashed-tfidf.js';
 import { QuorumError } from '../errors.js';
 import { type Qrels, type Run, type ScoredDoc, evaluate, groupMeans, metricFn } from '../eval/ranking.js';
 import { fuse } from '../fusion/fuse.js';
-import { gainOverBaseline, type GainOverBaseline } from '../hybrid.js';
+import { gridSearch } from '../grid-search.js';
+import { WIDE_ALPHA_GRID, gainOverBaseline, type GainOverBaseline } from '../hybrid.js';
 import type { Tensor } from '../tensor.js';
 import { CAME_FUSIONS, fuseExperts, type Hit } from '../methods/came/fusion.js';
 import { CameRetriever } from '../methods/came/retriever.js';
@@ -141,9 +142,6 @@ interface HybridAlpha {
   byTask: Map<string, number>;
 }
 
-// ranx's grid stops at 2, where lexical-overlap questions still want more BM25 weight: 0..10 by 0.1, then coarser
-// steps up to 100 (the dense side only breaks BM25's ties there).
-const ALPHA_GRID = [...Array.from({ length: 101 }, (_, i) => i / 10), 12, 15, 20, 30, 50, 100];
 
 /** The entries of `run` whose query is in `qids`. */
 function pick<V>(run: ReadonlyMap<string, V>, qids: ReadonlySet<string>): Map<string, V> {
@@ -156,16 +154,16 @@ function mrrPerQuery(run: Run, qrels: Qrels, qids: ReadonlySet<string>): Map<str
   return new Map([...perQuery].map(([q, m]) => [q, m['mrr@10'] ?? 0]));
 }
 
-/** The grid's alpha with the best MRR@10 over `qids` (ties go to the smaller alpha: more weight on the dense model). */
+/**
+ * The wide grid's alpha with the best MRR@10 over `qids` (ties go to the smaller alpha: more weight on the dense
+ * model).
+ */
 function tune(runs: Run[], qrels: Qrels, qids: ReadonlySet<string>, k: number): { alpha: number; value: number } {
   const subset = runs.map((run) => pick(run, qids));
   const judged = pick(qrels, qids);
-  let best = { alpha: 1, value: -Infinity };
-  for (const alpha of ALPHA_GRID) {
-    const value = evaluate(fuse(subset, 'hybrid', { alpha, normalization: true, depth: k }), judged, ['mrr@10']).mean['mrr@10'] as number;
-    if (value > best.value) best = { alpha, value };
-  }
-  return best;
+  const mrr = (alpha: number) => evaluate(fuse(subset, 'hybrid', { alpha, normalization: true, depth: k }), judged, ['mrr@10']).mean['mrr@10'] as number;
+  const { best } = gridSearch(WIDE_ALPHA_GRID, mrr, { goal: 'max', ties: 'first' });
+  return { alpha: best.point, value: best.value };
 }
 
 /**

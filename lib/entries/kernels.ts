@@ -44,6 +44,7 @@ export {
   ece,
   calibrateTemperature,
   mufTemperatureGrid,
+  widenedTemperatureGrid,
   type CalibrationSplit,
   type EnsembleMIOptions,
   type EnsembleMIResult,

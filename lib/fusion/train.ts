@@ -2,6 +2,8 @@
 // (ranx's grids, with the weight simplex compared with a tolerance instead of exact float equality).
 import { QuorumError } from '../errors.js';
 import { type Qrels, type Run, evaluate } from '../eval/ranking.js';
+import { gridSearch } from '../grid-search.js';
+import { HYBRID_ALPHA_GRID } from '../hybrid.js';
 import { BAYESFUSE_CUTS, type FuseOptions, type FusionMethod, SEGFUSE_EDGES, type TrainedFusion, fuse, hitLists } from './fuse.js';
 import { checkOptions, checkRun, mustBeArray, mustBeMap, mustBeObject, optionKeys } from '../validate.js';
 
@@ -171,7 +173,7 @@ export function optimizeFusion(
       grid = range(0.01, 1, 0.01).map((sigma) => ({ ...fixed, sigma }));
       break;
     case 'hybrid':
-      grid = range(0, 2, 0.1).map((alpha) => ({ ...fixed, alpha }));
+      grid = HYBRID_ALPHA_GRID.map((alpha) => ({ ...fixed, alpha }));
       break;
     case 'slidefuse': {
       const trained = trainFusion('slidefuse', runs, qrels, { relLevel });
@@ -190,8 +192,7 @@ export function optimizeFusion(
     default:
       grid = [fixed];
   }
-  const tried = grid.map((options) => ({ options, value: score(options) }));
-  let best = tried[0] as { options: FuseOptions; value: number };
-  for (const t of tried) if (t.value >= best.value) best = t;
-  return { options: best.options, value: best.value, tried };
+  // ranx's optimize_fusion keeps the later of equal configurations.
+  const { best, tried } = gridSearch(grid, score, { goal: 'max', ties: 'last' });
+  return { options: best.point, value: best.value, tried: tried.map((t) => ({ options: t.point, value: t.value })) };
 }

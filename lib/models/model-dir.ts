@@ -1,14 +1,15 @@
 // A trained retriever as one directory: model.json (format version, configuration, text settings, training record),
 // vocab.txt and tokenizer.json (the tokenizer's vocabulary and normalization) and weights.safetensors (every parameter, f32, bf16 or int8 rows). Checkpoints with
 // optimizer state stay in the trainer's own files; this is what a user ships, loads and serves.
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { readJsonFile, writeFileAtomic } from '../data/files.js';
+import { readFileBytes, writeFileAtomic } from '../data/files.js';
 import { QuorumError } from '../errors.js';
 import { packageRoot } from '../native.js';
 import { dequantizeRowsInt8, quantizeRowsInt8 } from '../io/int8-rows.js';
 import { elementBytes, readSafetensors, writeSafetensors, type TensorToWrite } from '../io/safetensors.js';
+import { readSavedCard, savedFile, writeSavedCard, type SavedFormat } from '../io/saved-dir.js';
 import { WordPieceTokenizer } from '../text/tokenizer.js';
 import { writeTokenizerFiles } from '../text/tokenizer-files.js';
 import { checkOptions, mustBeObject, optionKeys } from '../validate.js';
@@ -25,6 +26,7 @@ export function modelDir(nameOrPath: string): string {
 
 export const MODEL_FORMAT = 'quorum-retriever';
 export const MODEL_VERSION = 1;
+const modelFormat: SavedFormat = { card: 'model.json', format: MODEL_FORMAT, version: MODEL_VERSION, what: 'a model directory' };
 
 /** How texts become token ids for this model. */
 export interface TextSettings {
@@ -90,8 +92,8 @@ const saveKeys = optionKeys<SaveModelOptions>()(['tokenizer', 'dtype', 'training
 export function saveModelDir(model: ParameterTable & { readonly config: RetrieverConfig }, dir: string, o: SaveModelOptions): ModelCard {
   mustBeObject(o, 'saveModel options');
   checkOptions(o, saveKeys, 'saveModel options');
-  mkdirSync(dir, { recursive: true });
   const dtype = o.dtype ?? 'F32';
+  mkdirSync(dir, { recursive: true });
   writeWeights(model, join(dir, 'weights.safetensors'), dtype, MODEL_FORMAT);
   writeTokenizerFiles(dir, o.tokenizer);
   const card: ModelCard = {
@@ -106,24 +108,18 @@ export function saveModelDir(model: ParameterTable & { readonly config: Retrieve
     weights: { file: 'weights.safetensors', dtype },
     ...(o.training ? { training: o.training } : {}),
   };
-  writeFileAtomic(join(dir, 'model.json'), Buffer.from(JSON.stringify(card, null, 1) + '\n'));
+  writeSavedCard(dir, modelFormat, card);
   return card;
 }
 
 /** Reads and checks model.json: ERR_IO when missing, ERR_FORMAT when it is not a model card of this version. */
 export function readModelCard(dir: string): ModelCard {
-  const path = join(dir, 'model.json');
-  if (!existsSync(path)) throw new QuorumError('ERR_IO', `${dir} is not a model directory (no model.json)`);
-  const card = readJsonFile(path) as Partial<ModelCard> | null;
-  if (!card || typeof card !== 'object' || card.format !== MODEL_FORMAT)
-    throw new QuorumError('ERR_FORMAT', `${path} is not a Quorum retriever (format ${JSON.stringify(card?.format)})`);
-  if (card.version !== MODEL_VERSION)
-    throw new QuorumError('ERR_FORMAT', `${path} has format version ${JSON.stringify(card.version)}; this Quorum reads version ${MODEL_VERSION}`);
+  const { card, path } = readSavedCard<ModelCard>(dir, modelFormat);
   const t = card.text;
   if (!card.config || typeof card.config !== 'object' || !t || !Number.isInteger(t.maxQueryLength) || !Number.isInteger(t.maxPassageLength))
     throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed config / text settings`);
-  if (!card.weights || typeof card.weights.file !== 'string' || /[\\/]/.test(card.weights.file))
-    throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed weights entry`);
+  if (!card.weights || typeof card.weights !== 'object') throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed weights entry`);
+  savedFile(dir, card.weights.file, path, 'weights');
   return card as ModelCard;
 }
 
@@ -132,7 +128,7 @@ export function readModelCard(dir: string): ModelCard {
  * every parameter with its shape; a bad file changes nothing (ERR_FORMAT).
  */
 export function loadWeights(model: ParameterTable, dir: string, card: ModelCard): void {
-  readWeights(model, join(dir, card.weights.file));
+  readWeights(model, savedFile(dir, card.weights.file, join(dir, 'model.json'), 'weights'));
 }
 
 // A Q8 matrix's row scales are stored beside it under this suffix ('#' occurs in no parameter name).
@@ -171,12 +167,7 @@ export function writeWeights(model: ParameterTable, path: string, dtype: WeightS
  * finite values: a bad file changes nothing (ERR_FORMAT; ERR_IO when unreadable).
  */
 export function readWeights(model: ParameterTable, path: string): void {
-  let bytes: Uint8Array;
-  try {
-    bytes = readFileSync(path);
-  } catch (e) {
-    throw new QuorumError('ERR_IO', `cannot read ${path}: ${(e as Error).message}`);
-  }
+  const bytes = readFileBytes(path);
   let tensors;
   try {
     tensors = readSafetensors(bytes);

@@ -7,6 +7,8 @@ export const code: string = new QuorumError('ERR_RANGE', 'x').code;
 export { top };
 // Subpath exports carry their types too.
 import type { Evaluation } from 'quorum-retrieval/eval';
-import { MUF_TEMPERATURE_GRID } from 'quorum-retrieval/methods/muf';
-export const grid: readonly number[] = MUF_TEMPERATURE_GRID;
+import { MufRetriever } from 'quorum-retrieval/methods/muf';
+import { widenedTemperatureGrid } from 'quorum-retrieval/kernels';
+export const grid: readonly number[] = widenedTemperatureGrid;
+export type Muf = MufRetriever;
 export type Ev = Evaluation;

@@ -12,7 +12,6 @@ export {
   type EnsembleTrainOptions,
 } from '../../methods/muf/ensemble.js';
 export {
-  MUF_TEMPERATURE_GRID,
   MufRetriever,
   type ExpertCalibration,
   type MufAllRuns,

@@ -2,10 +2,10 @@
 // for independently trained experts), its tokenizer and text settings, an index per expert over the corpus (lexical:
 // SparseIndex of SPLADE weights; local: token vectors in faiss, then exact MaxSim; global: DenseIndex), and fused
 // search. One directory holds it: came.json, vocab.txt, tokenizer.json and one weights file per model.
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { readJsonFile, writeFileAtomic } from '../../data/files.js';
+import { readTextFile, writeFileAtomic } from '../../data/files.js';
 import { DenseIndex } from '../../dense-index.js';
 import { QuorumError } from '../../errors.js';
 import { SparseIndex } from '../../sparse-index.js';
@@ -13,6 +13,7 @@ import { Tensor } from '../../tensor.js';
 import { WordPieceTokenizer } from '../../text/tokenizer.js';
 import { readTokenizerFiles, writeTokenizerFiles } from '../../text/tokenizer-files.js';
 import type { PassageText } from '../../data/examples.js';
+import { readSavedCard, savedFile, writeSavedCard, type SavedFormat } from '../../io/saved-dir.js';
 import { readWeights, writeWeights, type WeightStorage } from '../../models/model-dir.js';
 import { TokenTable } from '../../models/token-table.js';
 import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../../validate.js';
@@ -28,6 +29,8 @@ export const CAME_QUERY_TERMS = 64;
 
 export const CAME_FORMAT = 'quorum-came';
 export const CAME_VERSION = 1;
+const cameFormat: SavedFormat = { card: 'came.json', format: CAME_FORMAT, version: CAME_VERSION, what: 'a CAME directory' };
+const cameIndexFormat: SavedFormat = { card: 'index.json', format: 'quorum-came-index', version: 1, what: 'a CAME index' };
 
 /** How texts are cut before encoding (came.json stores them). */
 export interface CameTextSettings {
@@ -239,19 +242,16 @@ export class CameRetriever {
     if (ix.lexical) await ix.lexical.save(join(dir, 'lexical.sparse'));
     if (ix.global) await ix.global.save(join(dir, 'global.faiss'));
     if (ix.local) await ix.local.save(join(dir, 'local'));
-    writeFileAtomic(join(dir, 'index.json'), Buffer.from(JSON.stringify({ format: 'quorum-came-index', version: 1, size: ix.size, queryTerms: ix.queryTerms, experts: this.experts }) + '\n'));
+    writeSavedCard(dir, cameIndexFormat, { size: ix.size, queryTerms: ix.queryTerms, experts: this.experts }, 0);
     writeFileAtomic(join(dir, 'ids.txt'), Buffer.from(ids.join('\n') + '\n'));
   }
 
   /** Loads {@link saveIndex}'s directory; returns the corpus ids. ERR_IO when missing, ERR_FORMAT when damaged. */
   async loadIndex(dir: string): Promise<string[]> {
-    const path = join(dir, 'index.json');
-    if (!existsSync(path)) throw new QuorumError('ERR_IO', `${dir} holds no CAME index (run quorum came index)`);
-    const card = readJsonFile(path) as { format?: string; version?: number; size?: number; queryTerms?: number; experts?: string[] } | null;
-    if (!card || card.format !== 'quorum-came-index' || card.version !== 1 || !Number.isInteger(card.size) || !Number.isInteger(card.queryTerms))
-      throw new QuorumError('ERR_FORMAT', `${path} is not a CAME index of version 1`);
+    const { card, path } = readSavedCard<{ size: number; queryTerms: number; experts: string[] }>(dir, cameIndexFormat);
+    if (!Number.isInteger(card.size) || !Number.isInteger(card.queryTerms)) throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed size / queryTerms`);
     if (JSON.stringify(card.experts) !== JSON.stringify(this.experts)) throw new QuorumError('ERR_FORMAT', `${path} indexes experts ${String(card.experts)}, this retriever has ${this.experts.join(',')}`);
-    const ids = readFileSync(join(dir, 'ids.txt'), 'utf8').split('\n').slice(0, card.size);
+    const ids = readTextFile(join(dir, 'ids.txt')).split('\n').slice(0, card.size);
     const ix: Indexes = { size: card.size!, queryTerms: card.queryTerms! };
     if (this.experts.includes('lexical')) ix.lexical = await SparseIndex.load(join(dir, 'lexical.sparse'));
     if (this.experts.includes('global')) ix.global = await DenseIndex.load(join(dir, 'global.faiss'));
@@ -361,21 +361,18 @@ export class CameRetriever {
       ...(this.linear ? { linear: this.linear } : {}),
       ...(this.training ? { training: this.training } : {}),
     };
-    writeFileAtomic(join(dir, 'came.json'), Buffer.from(JSON.stringify(card, null, 1) + '\n'));
+    writeSavedCard(dir, cameFormat, card);
   }
 
   /** Loads {@link save}'s directory. ERR_IO for a missing directory or file, ERR_FORMAT for another version or damage. */
   static async load(dir: string): Promise<CameRetriever> {
-    const path = join(dir, 'came.json');
-    if (!existsSync(path)) throw new QuorumError('ERR_IO', `${dir} is not a CAME directory (no came.json)`);
-    const card = readJsonFile(path) as Partial<CameCard> | null;
-    if (!card || typeof card !== 'object' || card.format !== CAME_FORMAT) throw new QuorumError('ERR_FORMAT', `${path} is not a Quorum CAME retriever`);
-    if (card.version !== CAME_VERSION) throw new QuorumError('ERR_FORMAT', `${path} has format version ${JSON.stringify(card.version)}; this Quorum reads ${CAME_VERSION}`);
+    const { card, path } = readSavedCard<CameCard>(dir, cameFormat);
     if (!Array.isArray(card.models) || !card.models.length || !card.text || !Number.isInteger(card.text.maxQueryLength) || !Number.isInteger(card.text.maxPassageLength))
       throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed models / text settings`);
     const tokenizer = await readTokenizerFiles(dir);
     const models = card.models.map((m) => {
-      if (!m || typeof m.weights !== 'string' || /[\\/]/.test(m.weights) || !m.config) throw new QuorumError('ERR_FORMAT', `${path}: a malformed model entry`);
+      if (!m || !m.config) throw new QuorumError('ERR_FORMAT', `${path}: a malformed model entry`);
+      const weights = savedFile(dir, m.weights, path, 'model weights');
       let model: CameModel;
       try {
         model = CameModel.fromConfig(m.config);
@@ -384,7 +381,7 @@ export class CameRetriever {
         throw e;
       }
       if (m.config.encoder.vocabSize !== tokenizer.size) throw new QuorumError('ERR_FORMAT', `${dir}: vocab.txt has ${tokenizer.size} tokens, the model ${m.config.encoder.vocabSize}`);
-      readWeights(model, join(dir, m.weights));
+      readWeights(model, weights);
       return model;
     });
     const r = new CameRetriever(tokenizer, models, card.independent === true, card.text);

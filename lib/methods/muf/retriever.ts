@@ -6,32 +6,25 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { readJsonFile, writeFileAtomic } from '../../data/files.js';
+import { readFileBytes, readTextFile, writeFileAtomic } from '../../data/files.js';
 import { scoreTopK } from '../../dense.js';
 import { QuorumError } from '../../errors.js';
 import type { ScoredDoc } from '../../eval/ranking.js';
 import { fuse } from '../../fusion/fuse.js';
 import { readSafetensors, writeSafetensors } from '../../io/safetensors.js';
+import { readSavedCard, savedFile, writeSavedCard, type SavedFormat } from '../../io/saved-dir.js';
 import { Tensor } from '../../tensor.js';
 import type { PassageText, TrainingExample } from '../../data/examples.js';
 import { modelDir } from '../../models/model-dir.js';
 import { Retriever } from '../../models/retriever.js';
-import { ece, ensembleMI } from '../../uncertainty.js';
+import { ece, ensembleMI, searchTemperature, widenedTemperatureGrid } from '../../uncertainty.js';
 import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
 import { MlpEnsemble, type EnsembleConfig, type EnsembleEpoch, type EnsembleTrainOptions } from './ensemble.js';
 
 export const MUF_FORMAT = 'quorum-muf';
 export const MUF_VERSION = 1;
+const mufFormat: SavedFormat = { card: 'muf.json', format: MUF_FORMAT, version: MUF_VERSION, what: 'a MUF directory' };
 
-/**
- * DPR-MUF's temperature grid (0.001 .. 0.010) widened on both sides, since these heads' scores are not on DPR's
- * dot-product scale: 1e-5 .. 5e-4 below, 0.02 .. 10 above.
- */
-export const MUF_TEMPERATURE_GRID: readonly number[] = Object.freeze([
-  1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4,
-  ...Array.from({ length: 10 }, (_, i) => Math.round((0.001 + i * 0.001) * 1000) / 1000),
-  0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10,
-]);
 
 /** One expert's calibration: the temperature ECE chose on the calibration split, and the ECE before and after. */
 export interface ExpertCalibration {
@@ -45,7 +38,7 @@ export interface ExpertCalibration {
   questions: number;
   /** That share, in [0, 1]. */
   hitRate: number;
-  /** Every grid temperature with its ECE ({@link MUF_TEMPERATURE_GRID}). */
+  /** Every grid temperature with its ECE (by default {@link widenedTemperatureGrid}). */
   tried: Array<{ temperature: number; ece: number }>;
 }
 
@@ -340,7 +333,7 @@ export class MufRetriever {
     checkOptions(options, calibrateKeys, 'calibrate options');
     if (dev.length === 0) throw new QuorumError('ERR_ARG', 'the calibration split is empty');
     this.requireHeads();
-    const grid = options.grid ?? MUF_TEMPERATURE_GRID;
+    const grid = options.grid ?? widenedTemperatureGrid;
     const t: MufTimings = { encode: 0, retrieve: 0, heads: 0, mi: 0, fuse: 0 };
     const out: ExpertCalibration[] = [];
     for (const e of this.state) {
@@ -349,20 +342,17 @@ export class MufRetriever {
         for (let j = 0; j < this.hitTopK; j++) if (q.relevant.has(this.corpusIds[top.ids[b * top.k + j]!] ?? '')) return 1;
         return 0;
       });
-      const eceAt = async (temperature: number) => ece(await this.confidence(e, z, temperature), hit);
-      const tried: Array<{ temperature: number; ece: number }> = [];
-      for (const temperature of grid) tried.push({ temperature, ece: await eceAt(temperature) });
-      let best = tried[0]!;
-      for (const x of tried) if (x.ece < best.ece) best = x;
+      const confidenceAt = (temperature: number) => this.confidence(e, z, temperature);
+      const { temperature, ece: eceAfter, tried } = await searchTemperature(grid, confidenceAt, hit);
       e.calibration = {
-        temperature: best.temperature,
-        eceBefore: tried.find((x) => x.temperature === 1e-3)?.ece ?? (await eceAt(1e-3)),
-        eceAfter: best.ece,
+        temperature,
+        eceBefore: tried.find((x) => x.temperature === 1e-3)?.ece ?? ece(await confidenceAt(1e-3), hit),
+        eceAfter,
         questions: dev.length,
         hitRate: hit.reduce((a: number, v) => a + v, 0) / dev.length,
         tried,
       };
-      this.log(`${e.name}: temperature ${best.temperature} (ECE ${e.calibration.eceBefore.toFixed(3)} at 1e-3 -> ${best.ece.toFixed(3)})`);
+      this.log(`${e.name}: temperature ${temperature} (ECE ${e.calibration.eceBefore.toFixed(3)} at 1e-3 -> ${eceAfter.toFixed(3)})`);
       out.push(e.calibration);
     }
     return out;
@@ -486,26 +476,22 @@ export class MufRetriever {
       heads: this.headsConfig,
       experts: this.state.map((e) => ({ name: e.name, task: e.task, ...(e.training ? { training: e.training } : {}), ...(e.calibration ? { calibration: e.calibration } : {}) })),
     };
-    writeFileAtomic(join(dir, 'muf.json'), Buffer.from(JSON.stringify(card, null, 1) + '\n'));
+    writeSavedCard(dir, mufFormat, card);
   }
 
   /** Loads {@link save}'s directory. ERR_IO for a missing file, ERR_FORMAT for another version or a damaged file. */
   static async load(dir: string, options: Pick<MufOptions, 'onProgress'> = {}): Promise<MufRetriever> {
     mustBeString(dir, 'MUF directory');
     checkOptions(options, loadKeys, 'MUF load options');
-    const cardPath = join(dir, 'muf.json');
-    if (!existsSync(cardPath)) throw new QuorumError('ERR_IO', `${dir} is not a MUF directory (no muf.json)`);
-    const card = readJsonFile(cardPath) as MufCard;
-    if (card === null || typeof card !== 'object' || card.format !== MUF_FORMAT) throw new QuorumError('ERR_FORMAT', `${cardPath}: not a MUF directory card`);
-    if (card.version !== MUF_VERSION) throw new QuorumError('ERR_FORMAT', `${cardPath}: format version ${String(card.version)}, this Quorum reads ${MUF_VERSION}`);
+    const { card, path: cardPath } = readSavedCard<MufCard>(dir, mufFormat);
     if (!Array.isArray(card.experts) || card.experts.length === 0) throw new QuorumError('ERR_FORMAT', `${cardPath}: no experts`);
-    const ids = readText(join(dir, 'corpus-ids.txt')).split('\n');
+    const ids = readTextFile(join(dir, 'corpus-ids.txt')).split('\n');
     if (ids.at(-1) === '') ids.pop();
     const state: ExpertState[] = [];
     for (const x of card.experts) {
-      const base = join(dir, 'experts', String(x.name));
+      const base = savedFile(join(dir, 'experts'), x.name, cardPath, 'expert name');
       const model = await Retriever.load(join(base, 'model'));
-      const tensors = readSafetensors(readBytes(join(base, 'passages.safetensors')));
+      const tensors = readSafetensors(readFileBytes(join(base, 'passages.safetensors')));
       const p = tensors.get('passages');
       if (!p || p.shape.length !== 2 || p.shape[0] !== ids.length || p.shape[1] !== model.dim)
         throw new QuorumError('ERR_FORMAT', `${base}/passages.safetensors: expected [${ids.length}, ${model.dim}] passage vectors`);
@@ -538,15 +524,4 @@ export class MufRetriever {
   }
 }
 
-function readBytes(path: string): Uint8Array {
-  try {
-    return readFileSync(path);
-  } catch (e) {
-    throw new QuorumError('ERR_IO', `cannot read ${path}`, { cause: e });
-  }
-}
-
-function readText(path: string): string {
-  return Buffer.from(readBytes(path)).toString('utf8');
-}
 

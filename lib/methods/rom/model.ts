@@ -3,10 +3,11 @@
 // the top passages, read each, answer with the best span of the passage the reader ranks first. The retrieval side
 // may be another model: the pipeline schedule's retrieval checkpoint, or a separately trained bi-encoder (the
 // "three models" baseline).
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { readJsonFile, writeFileAtomic } from '../../data/files.js';
+import { writeFileAtomic } from '../../data/files.js';
+import { readSavedCard, savedFile, writeSavedCard, type SavedFormat } from '../../io/saved-dir.js';
 import { scoreTopK } from '../../dense.js';
 import { QuorumError } from '../../errors.js';
 import { readSafetensors, writeSafetensors } from '../../io/safetensors.js';
@@ -25,6 +26,8 @@ import { bestSpans } from './spans.js';
 
 export const ROM_FORMAT = 'quorum-rom';
 export const ROM_VERSION = 1;
+const romFormat: SavedFormat = { card: 'rom.json', format: ROM_FORMAT, version: ROM_VERSION, what: 'a ROM directory' };
+const romIndexFormat: SavedFormat = { card: 'index.json', format: 'quorum-rom-index', version: 1, what: 'a ROM index' };
 
 /** How texts become the network's inputs. */
 export interface RomTextSettings {
@@ -282,7 +285,7 @@ export class RomModel {
     mkdirSync(dir, { recursive: true });
     const [n, d] = corpus.vectors.shape as [number, number];
     writeFileAtomic(join(dir, 'vectors.safetensors'), writeSafetensors({ vectors: { shape: [n, d], data: corpus.vectors.data } }, { format: ROM_FORMAT }));
-    writeFileAtomic(join(dir, 'index.json'), Buffer.from(JSON.stringify({ format: 'quorum-rom-index', version: 1, ids }) + '\n'));
+    writeSavedCard(dir, romIndexFormat, { ids }, 0);
   }
 
   /**
@@ -291,10 +294,8 @@ export class RomModel {
    */
   loadIndex(dir: string, passages: readonly (PassageText & { id: string })[]): void {
     mustBeArray(passages, 'passages');
-    const path = join(dir, 'index.json');
-    if (!existsSync(path)) throw new QuorumError('ERR_IO', `${dir} holds no ROM index (no index.json)`);
-    const card = readJsonFile(path) as { format?: string; version?: number; ids?: unknown } | null;
-    if (!card || card.format !== 'quorum-rom-index' || card.version !== 1 || !Array.isArray(card.ids)) throw new QuorumError('ERR_FORMAT', `${path} is not a ROM index of version 1`);
+    const { card, path } = readSavedCard<{ ids: unknown[] }>(dir, romIndexFormat);
+    if (!Array.isArray(card.ids)) throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed ids`);
     if (card.ids.length !== passages.length || card.ids.some((id, i) => id !== passages[i]!.id))
       throw new QuorumError('ERR_FORMAT', `${dir} indexes another corpus (${card.ids.length} passages; rebuild it with \`quorum rom index\`)`);
     let tensors;
@@ -344,29 +345,25 @@ export class RomModel {
       ...(retrieval ? { retrieval } : {}),
       ...(this.training ? { training: this.training } : {}),
     };
-    writeFileAtomic(join(dir, 'rom.json'), Buffer.from(JSON.stringify(card, null, 1) + '\n'));
+    writeSavedCard(dir, romFormat, card);
   }
 
   /** Loads {@link save}'s directory. ERR_IO for a missing directory or file, ERR_FORMAT for another version or damage. */
   static async load(dir: string): Promise<RomModel> {
-    if (typeof dir !== 'string' || !dir) throw new QuorumError('ERR_ARG', 'dir must be a non-empty string');
-    const path = join(dir, 'rom.json');
-    if (!existsSync(path)) throw new QuorumError('ERR_IO', `${dir} is not a ROM model directory (no rom.json)`);
-    const card = readJsonFile(path) as Partial<RomCard> | null;
-    if (!card || typeof card !== 'object' || card.format !== ROM_FORMAT) throw new QuorumError('ERR_FORMAT', `${path} is not a Quorum ROM model`);
-    if (card.version !== ROM_VERSION) throw new QuorumError('ERR_FORMAT', `${path} has format version ${JSON.stringify(card.version)}; this Quorum reads ${ROM_VERSION}`);
+    const { card, path } = readSavedCard<RomCard>(dir, romFormat);
     const t = card.text;
-    if (!card.config || !t || !Object.keys(defaultRomText).every((k) => Number.isInteger(t[k as keyof RomTextSettings])) || typeof card.weights !== 'string' || /[\\/]/.test(card.weights))
-      throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed config, text settings or weights entry`);
+    if (!card.config || !t || !Object.keys(defaultRomText).every((k) => Number.isInteger(t[k as keyof RomTextSettings])))
+      throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed config or text settings`);
+    const weights = savedFile(dir, card.weights, path, 'weights');
     const tokenizer = await readTokenizerFiles(dir);
     const network = networkOf(card.config, tokenizer, path);
-    readWeights(network, join(dir, card.weights));
+    readWeights(network, weights);
     const model = new RomModel(tokenizer, network, t as RomTextSettings);
     const r = card.retrieval;
     if (r?.kind === 'rom') {
-      if (typeof r.weights !== 'string' || /[\\/]/.test(r.weights)) throw new QuorumError('ERR_FORMAT', `${path}: malformed retrieval entry`);
+      const sideWeights = savedFile(dir, r.weights, path, 'retrieval');
       const side = networkOf(r.config, tokenizer, path);
-      readWeights(side, join(dir, r.weights));
+      readWeights(side, sideWeights);
       model.retrieval = { kind: 'rom', network: side };
     } else if (r?.kind === 'retriever') {
       if (r.dir !== 'retriever') throw new QuorumError('ERR_FORMAT', `${path}: malformed retrieval entry`);
