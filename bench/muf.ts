@@ -13,6 +13,7 @@ import { loadBeir } from '../lib/data/beir.js';
 import { evaluate } from '../lib/eval/ranking.js';
 import { fuse } from '../lib/fusion/fuse.js';
 import { readSafetensors } from '../lib/io/safetensors.js';
+import { mufFusion } from '../lib/methods/muf/fusion.js';
 import { MufRetriever } from '../lib/methods/muf/retriever.js';
 import { Retriever } from '../lib/models/retriever.js';
 import { packageRoot } from '../lib/native.js';
@@ -217,7 +218,7 @@ async function jsPipeline(): Promise<{ hits: Array<Array<{ id: string; score: nu
     runs.push(run);
   });
   const t0 = performance.now();
-  const fused = fuse(runs, 'muf', { confidence: new Map(Array.from({ length: B }, (_, b) => [String(b), tables.map((_, e) => conf[e]![b]!)])), depth: 100 });
+  const fused = fuse(runs, mufFusion, { confidence: new Map(Array.from({ length: B }, (_, b) => [String(b), tables.map((_, e) => conf[e]![b]!)])), depth: 100 });
   st.fuse += performance.now() - t0;
   return { hits: Array.from({ length: B }, (_, b) => fused.get(String(b)) ?? []), stages: st };
 }

@@ -12,12 +12,15 @@ bash scripts/bootstrap.sh
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund
 fi
-# Rebuild when any native or TypeScript source is newer than the build outputs. The demo and the tests need the
-# core, faiss and libtorch modules (and the test hooks); the benchmarks add their baseline modules.
-stamp=build/Release/quorum_core.node
-if [ "$what" = bench ]; then stamp=build/Release/quorum_baselines.node; fi
+# Rebuild when any native or TypeScript source is newer than the build outputs. The demo needs the core, faiss and
+# libtorch modules; the tests add the test hooks, the benchmarks their baseline modules.
+case "$what" in
+  test) stamp=build/Release/quorum_torch_test.node; build=build:test ;;
+  bench) stamp=build/Release/quorum_baselines.node; build=build:bench ;;
+  *) stamp=build/Release/quorum_core.node; build=build:native ;;
+esac
 if [ ! -f $stamp ] || [ -n "$(find native CMakeLists.txt -newer $stamp -print -quit)" ]; then
-  if [ "$what" = bench ]; then npm run build:bench; else npm run build:native; fi
+  npm run $build
 fi
 if [ ! -f dist/lib/index.js ] || [ -n "$(find lib tsconfig.json -newer dist/lib/index.js -print -quit)" ]; then
   npm run build:ts

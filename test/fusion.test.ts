@@ -4,13 +4,16 @@ import { describe, expect, it } from 'vitest';
 
 import { type FuseOptions, type FusionMethod, type Qrels, type Run, fuse } from '../lib/index.js';
 import { normalizeLists, optimizeFusion, trainFusion, weightGrid } from '../lib/entries/fusion.js';
+import { CAME_FUSION_METHODS } from '../lib/entries/methods/came.js';
+import { mufFusion, mufSparseFusion } from '../lib/entries/methods/muf.js';
+import { FUSION_METHODS, fuseQuery, type FusionMethodDef } from '../lib/entries/fusion.js';
 import { code } from './helpers.js';
 
 const A: Run = new Map([['q', [{ id: 'c', score: 0.1 }, { id: 'a', score: 0.9 }, { id: 'b', score: 0.5 }]]]);
 const B: Run = new Map([['q', [{ id: 'd', score: 4 }, { id: 'b', score: 8 }]]]);
 const qrels: Qrels = new Map([['q', new Map([['b', 1], ['d', 1]])]]);
 
-function scores(method: FusionMethod, options: FuseOptions = {}, runs: Run[] = [A, B]): Record<string, number> {
+function scores(method: FusionMethod | FusionMethodDef<object>, options: FuseOptions & Record<string, unknown> = {}, runs: Run[] = [A, B]): Record<string, number> {
   return Object.fromEntries((fuse(runs, method, options).get('q') ?? []).map((d) => [d.id, d.score]));
 }
 
@@ -119,25 +122,67 @@ describe('supervised fusion (trained on qrels: b and d relevant)', () => {
 describe('MUF, CAME and the hybrid', () => {
   it("MUF dense: confidence weights, a missing document takes the expert's list minimum, raw scores", () => {
     // w = [1, 3] / 4; fills A 0.1, B 4.
-    expectScores(scores('muf', { confidence: [1, 3] }), { a: 3.225, b: 6.125, c: 3.025, d: 3.025 });
-    expectScores(scores('muf', { confidence: new Map([['q', [3, 1]]]) }), { a: 1.675, b: 2.375, c: 1.075, d: 0.075 + 1 });
-    expectScores(scores('muf-sparse', { confidence: [1, 3] }), { b: 8, d: 4 });
-    expect(code(() => fuse([A, B], 'muf', { confidence: [1, -1] }))).toBe('ERR_RANGE');
+    expectScores(scores(mufFusion as FusionMethodDef<object>, { confidence: [1, 3] }), { a: 3.225, b: 6.125, c: 3.025, d: 3.025 });
+    expectScores(scores(mufFusion as FusionMethodDef<object>, { confidence: new Map([['q', [3, 1]]]) }), { a: 1.675, b: 2.375, c: 1.075, d: 0.075 + 1 });
+    expectScores(scores(mufSparseFusion as FusionMethodDef<object>, { confidence: [1, 3] }), { b: 8, d: 4 });
+    expect(code(() => fuse([A, B], mufFusion, { confidence: [1, -1] }))).toBe('ERR_RANGE');
   });
 
   it('CAME: Sum with the K-th score, NormSum, NormMax, SumRR, MaxRR, LinearLayer', () => {
-    expectScores(scores('came-sum', { k: 2 }), { a: 4.9, b: 8.5, c: 4.1, d: 4.5 });
-    expectScores(scores('came-sum'), { a: 4.9, b: 8.5, c: 4.1, d: 4.1 }); // K = each list's length
-    expectScores(scores('came-normsum'), { a: 1, b: 1.5, c: 0, d: 0 });
-    expectScores(scores('came-normmax'), { a: 1, b: 1, c: 0, d: 0 });
-    expectScores(scores('came-sumrr'), { a: 1, b: 1.5, c: 1 / 3, d: 0.5 });
-    expectScores(scores('came-maxrr'), { a: 1, b: 1, c: 1 / 3, d: 0.5 });
-    expectScores(scores('came-linear', { weights: w }), { a: 3.225, b: 6.125, c: 3.025, d: 3.025 });
+    expectScores(scores(CAME_FUSION_METHODS.sum, { k: 2 }), { a: 4.9, b: 8.5, c: 4.1, d: 4.5 });
+    expectScores(scores(CAME_FUSION_METHODS.sum), { a: 4.9, b: 8.5, c: 4.1, d: 4.1 }); // K = each list's length
+    expectScores(scores(CAME_FUSION_METHODS.normsum), { a: 1, b: 1.5, c: 0, d: 0 });
+    expectScores(scores(CAME_FUSION_METHODS.normmax), { a: 1, b: 1, c: 0, d: 0 });
+    expectScores(scores(CAME_FUSION_METHODS.sumrr), { a: 1, b: 1.5, c: 1 / 3, d: 0.5 });
+    expectScores(scores(CAME_FUSION_METHODS.maxrr), { a: 1, b: 1, c: 1 / 3, d: 0.5 });
+    expectScores(scores(CAME_FUSION_METHODS.linear, { weights: w }), { a: 3.225, b: 6.125, c: 3.025, d: 3.025 });
   });
 
   it('hybrid [dense, sparse]: missing -> that list minimum, alpha on the sparse side', () => {
     expectScores(scores('hybrid', { alpha: 0.5 }), { a: 2.9, b: 4.5, c: 2.1, d: 2.1 });
     expect(code(() => fuse([A], 'hybrid'))).toBe('ERR_ARG');
+  });
+});
+
+describe('the method registry and one query over numeric ids', () => {
+  it('holds ranx 25 methods and the hybrid, each under its own name', () => {
+    expect(Object.keys(FUSION_METHODS)).toHaveLength(26);
+    for (const [name, def] of Object.entries(FUSION_METHODS)) expect(def.name).toBe(name);
+  });
+
+  it('fuses corpus rows as numbers, never as strings', () => {
+    const out = fuseQuery([{ ids: [3, 10], scores: [2, 1] }, { ids: [10, 9], scores: [5, 1] }], 'rrf');
+    expect(out.map((d) => d.id)).toEqual([10, 3, 9]); // 1/61 + 1/62, 1/61, 1/62
+    expect(out.every((d) => typeof d.id === 'number')).toBe(true);
+    expect(out[0]!.score).toBeCloseTo(1 / 61 + 1 / 62, 12);
+  });
+
+  it('breaks equal scores by id in its own order (9 before 10)', () => {
+    expect(fuseQuery([{ ids: [10], scores: [1] }, { ids: [9], scores: [1] }], CAME_FUSION_METHODS.sumrr).map((d) => d.id)).toEqual([9, 10]);
+    expect(fuseQuery([{ ids: ['10'], scores: [1] }, { ids: ['9'], scores: [1] }], 'sum', { norm: 'none' }).map((d) => d.id)).toEqual(['10', '9']);
+  });
+
+  it('gives the same scores over numbers as over the same ids as strings', () => {
+    const lists = [{ ids: [5, 1, 7], scores: [0.3, 0.9, 0.1] }, { ids: [7, 2], scores: [2, 1] }];
+    const asText = lists.map((l) => ({ ids: l.ids.map(String), scores: l.scores }));
+    for (const method of ['sum', 'mnz', 'rrf', 'bordafuse', 'condorcet', 'isr'] as const) {
+      const n = new Map(fuseQuery(lists, method).map((d) => [String(d.id), d.score]));
+      const t = new Map(fuseQuery(asText, method).map((d) => [d.id, d.score]));
+      expect(n, method).toEqual(t);
+    }
+  });
+
+  it('takes a method defined by the caller', () => {
+    const firstRunOnly: FusionMethodDef = { name: 'first-run', norm: 'none', missing: 'exclude', scores: (q) => new Map(q.lists[0]!.ids.map((id, i) => [id, -i])) };
+    expect(fuse([A, B], firstRunOnly).get('q')!.map((d) => d.id)).toEqual(['a', 'b', 'c']);
+  });
+
+  it('refuses malformed lists', () => {
+    expect(code(() => fuseQuery([], 'sum'))).toBe('ERR_ARG');
+    expect(code(() => fuseQuery([{ ids: [1, 2], scores: [1] }], 'sum'))).toBe('ERR_ARG');
+    expect(code(() => fuseQuery([{ ids: [{}], scores: [1] }] as never, 'sum'))).toBe('ERR_ARG');
+    expect(code(() => fuseQuery([{ ids: [1], scores: [Number.NaN] }], 'sum'))).toBe('ERR_NONFINITE');
+    expect(code(() => fuseQuery([{ ids: [1], scores: [1] }], 'combsum' as never))).toBe('ERR_ARG');
   });
 });
 

@@ -6,6 +6,9 @@ import { Bm25Index, DenseIndex, QuorumError, SparseIndex, Retriever, Tensor, Wor
 import { ece, ensembleMI, ensembleMISync, infoNce, infoNceSync, maxSim, maxSimBackward, regularizer, sparseDenseScores, sparseScores, spladePool, toSparse } from '../lib/entries/kernels.js';
 import { fuse, type FuseOptions, type FusionMethod } from '../lib/fusion/fuse.js';
 import { hybridFuse } from '../lib/hybrid.js';
+import { CAME_FUSION_METHODS } from '../lib/methods/came/fusion.js';
+import { mufFusion } from '../lib/methods/muf/fusion.js';
+import type { FusionMethodDef } from '../lib/fusion/method.js';
 import { code, rejection } from './helpers.js';
 
 const q2 = () => Tensor.from([1, 0, 0, 1], [2, 2]);
@@ -122,7 +125,7 @@ describe('fusion rejects what it used to fuse silently', () => {
   const run = (docs: Array<[string, unknown]>) => new Map([['q1', docs.map(([id, score]) => ({ id, score: score as number }))]]);
   const good = run([['a', 2], ['b', 1]]);
   const other = run([['b', 3], ['c', 1]]);
-  const cases: Array<[string, readonly unknown[], FusionMethod, FuseOptions | unknown, string]> = [
+  const cases: Array<[string, readonly unknown[], FusionMethod | FusionMethodDef<object>, FuseOptions | unknown, string]> = [
     ['a NaN score', [run([['a', Number.NaN]]), other], 'sum', {}, 'ERR_RANGE'],
     ['a string score (concatenated before)', [run([['a', '2']]), other], 'sum', {}, 'ERR_ARG'],
     ['an infinite score', [run([['a', Number.POSITIVE_INFINITY]]), other], 'max', {}, 'ERR_RANGE'],
@@ -138,14 +141,14 @@ describe('fusion rejects what it used to fuse silently', () => {
     ['phi 1.5', [good, other], 'rbc', { phi: 1.5 }, 'ERR_RANGE'],
     ['phi 0', [good, other], 'rbc', { phi: 0 }, 'ERR_RANGE'],
     ['phi missing', [good, other], 'rbc', {}, 'ERR_ARG'],
-    ['k -1', [good, other], 'came-sum', { k: -1 }, 'ERR_RANGE'],
+    ['k -1', [good, other], CAME_FUSION_METHODS.sum, { k: -1 }, 'ERR_RANGE'],
     ['depth 0', [good, other], 'sum', { depth: 0 }, 'ERR_RANGE'],
     ['depth 2.5', [good, other], 'sum', { depth: 2.5 }, 'ERR_RANGE'],
-    ['MUF without confidences (all 1 before)', [good, other], 'muf', {}, 'ERR_ARG'],
-    ['MUF with a NaN confidence', [good, other], 'muf', { confidence: [1, Number.NaN] }, 'ERR_RANGE'],
-    ['MUF with a negative confidence', [good, other], 'muf', { confidence: [1, -1] }, 'ERR_RANGE'],
-    ['MUF with one confidence for two runs', [good, other], 'muf', { confidence: [1] }, 'ERR_SHAPE'],
-    ['MUF with no confidences for the query', [good, other], 'muf', { confidence: new Map([['q9', [1, 1]]]) }, 'ERR_ARG'],
+    ['MUF without confidences (all 1 before)', [good, other], mufFusion, {}, 'ERR_ARG'],
+    ['MUF with a NaN confidence', [good, other], mufFusion, { confidence: [1, Number.NaN] }, 'ERR_RANGE'],
+    ['MUF with a negative confidence', [good, other], mufFusion, { confidence: [1, -1] }, 'ERR_RANGE'],
+    ['MUF with one confidence for two runs', [good, other], mufFusion, { confidence: [1] }, 'ERR_SHAPE'],
+    ['MUF with no confidences for the query', [good, other], mufFusion, { confidence: new Map([['q9', [1, 1]]]) }, 'ERR_ARG'],
     ['an unknown normalization', [good, other], 'sum', { norm: 'l2' }, 'ERR_ARG'],
     ['an unknown missing policy', [good, other], 'sum', { missing: 'none' }, 'ERR_ARG'],
     ['an unknown option (a typo)', [good, other], 'rrf', { rrf_k: 10 }, 'ERR_ARG'],
@@ -163,7 +166,7 @@ describe('fusion rejects what it used to fuse silently', () => {
       { id: 'a', score: 2 },
       { id: 'c', score: 1 },
     ]);
-    expect(fuse([good, other], 'muf', { confidence: [2, 1] }).get('q1')?.[0]?.id).toBe('a');
+    expect(fuse([good, other], mufFusion, { confidence: [2, 1] }).get('q1')?.[0]?.id).toBe('a');
   });
 });
 

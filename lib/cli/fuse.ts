@@ -1,12 +1,13 @@
-// `quorum fuse`: fuses TREC run files with any method of lib/fusion, writes the fused run, and scores it when
+// `quorum fuse`: fuses TREC run files with any named method of lib/fusion or CAME's (came-<fusion>), writes the fused run, and scores it when
 // qrels are given. The supervised methods learn their tables from training runs of the same systems on other
 // questions (--train-runs, --train-qrels), never from the runs being fused.
 import { readQrels, readRun, writeRun } from '../data/trec-files.js';
 import { QuorumError } from '../errors.js';
 import { type Run, evaluate } from '../eval/ranking.js';
-import { type FusionMethod, type MissingPolicy, fuse } from '../fusion/fuse.js';
+import { type FusionMethod, type FusionMethodDef, type MissingPolicy, fuse, fusionMethod } from '../fusion/fuse.js';
 import { trainFusion } from '../fusion/train.js';
 import { type Normalization } from '../fusion/normalize.js';
+import { CAME_FUSION_METHODS } from '../methods/came/fusion.js';
 import { table } from './table.js';
 
 export interface FuseCommandOptions {
@@ -33,10 +34,17 @@ export interface FuseCommandOptions {
 
 const SUPERVISED: readonly string[] = ['bayesfuse', 'mapfuse', 'posfuse', 'probfuse', 'segfuse', 'slidefuse'];
 
+/** A --method name: lib/fusion's, or CAME's as came-<fusion>. */
+function methodNamed(name: string): FusionMethodDef {
+  const came = Object.values(CAME_FUSION_METHODS).find((m) => m.name === name);
+  return came ?? fusionMethod(name as FusionMethod);
+}
+
 export async function fuseCommand(o: FuseCommandOptions): Promise<void> {
   if (o.runs.length < 1) throw new QuorumError('ERR_ARG', 'give at least one run file');
   if (o.method === 'muf' || o.method === 'muf-sparse')
     throw new QuorumError('ERR_ARG', `${o.method} weighs each run by a per-question confidence that run files do not carry: use \`quorum muf search\` or \`quorum eval --muf\``);
+  const method = methodNamed(o.method);
   const supervised = SUPERVISED.includes(o.method);
   if (supervised !== (o.trainRuns !== undefined) || (o.trainRuns !== undefined) !== (o.trainQrels !== undefined))
     throw new QuorumError(
@@ -56,9 +64,9 @@ export async function fuseCommand(o: FuseCommandOptions): Promise<void> {
     const trainQrels = await readQrels(o.trainQrels);
     const trainRuns: Run[] = [];
     for (const f of o.trainRuns) trainRuns.push(await readRun(f));
-    trained = trainFusion(o.method as FusionMethod, trainRuns, trainQrels, { segments: o.segments });
+    trained = trainFusion(method, trainRuns, trainQrels, { segments: o.segments });
   }
-  const fused = fuse(runs, o.method as FusionMethod, {
+  const fused = fuse(runs, method, {
     norm: o.norm as Normalization | undefined,
     missing: o.missing as MissingPolicy | undefined,
     weights: o.weights,

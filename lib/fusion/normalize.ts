@@ -2,10 +2,18 @@
 import { QuorumError } from '../errors.js';
 import { mustBeArray, mustBeObject } from '../validate.js';
 
+/** A document id in a fused list: a string (runs, TREC files) or a number (corpus rows). */
+export type FusionId = string | number;
+
+/** Ids ascending: numbers numerically, strings by code unit (strcmp's byte order for ASCII). */
+export function compareIds<Id extends FusionId>(a: Id, b: Id): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
 /** A candidate list of one run for one query, sorted best first. */
-export interface RankedList {
+export interface RankedList<Id extends FusionId = string> {
   /** Document ids, best first. */
-  readonly ids: readonly string[];
+  readonly ids: readonly Id[];
   /** Their scores, same order. */
   readonly scores: readonly number[];
 }
@@ -21,11 +29,11 @@ const EPS = 1e-9;
  * @example
  * sortList(['a', 'b', 'c'], [0.5, 0.9, 0.5]);   // { ids: ['b', 'a', 'c'], scores: [0.9, 0.5, 0.5] }
  */
-export function sortList(ids: readonly string[], scores: readonly number[]): RankedList {
+export function sortList<Id extends FusionId = string>(ids: readonly Id[], scores: readonly number[]): RankedList<Id> {
   mustBeArray(ids, 'ids');
   mustBeArray(scores, 'scores', true);
-  const order = ids.map((_, i) => i).sort((a, b) => (scores[b] as number) - (scores[a] as number) || ((ids[a] as string) < (ids[b] as string) ? -1 : 1));
-  return { ids: order.map((i) => ids[i] as string), scores: order.map((i) => scores[i] as number) };
+  const order = ids.map((_, i) => i).sort((a, b) => (scores[b] as number) - (scores[a] as number) || ((ids[a] as Id) < (ids[b] as Id) ? -1 : 1));
+  return { ids: order.map((i) => ids[i] as Id), scores: order.map((i) => scores[i] as number) };
 }
 
 function minOf(s: readonly number[]): number {
@@ -51,7 +59,7 @@ function maxOf(s: readonly number[]): number {
  * @example
  * normalizeLists([{ ids: ['a', 'b', 'c'], scores: [4, 2, 0] }], 'min-max');   // [{ ids: ['a', 'b', 'c'], scores: [1, 0.5, 0] }]
  */
-export function normalizeLists(lists: readonly RankedList[], norm: Normalization): RankedList[] {
+export function normalizeLists<Id extends FusionId = string>(lists: ReadonlyArray<RankedList<Id>>, norm: Normalization): Array<RankedList<Id>> {
   mustBeArray(lists, 'lists');
   lists.forEach((l, i) => mustBeObject(l, `lists[${i}]`));
   switch (norm) {
@@ -66,7 +74,7 @@ export function normalizeLists(lists: readonly RankedList[], norm: Normalization
   }
 }
 
-function normalizeOne(l: RankedList, norm: Exclude<Normalization, 'none' | 'borda'>): RankedList {
+function normalizeOne<Id extends FusionId>(l: RankedList<Id>, norm: Exclude<Normalization, 'none' | 'borda'>): RankedList<Id> {
   const s = l.scores;
   const n = s.length;
   const lo = minOf(s);

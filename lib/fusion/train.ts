@@ -3,20 +3,9 @@
 import { QuorumError } from '../errors.js';
 import { type Qrels, type Run, evaluate } from '../eval/ranking.js';
 import { gridSearch } from '../grid-search.js';
-import { HYBRID_ALPHA_GRID } from '../hybrid.js';
-import { BAYESFUSE_CUTS, type FuseOptions, type FusionMethod, SEGFUSE_EDGES, type TrainedFusion, fuse, hitLists } from './fuse.js';
+import { type FuseOptions, type FusionMethod, type FusionMethodDef, type TrainedFusion, fuse, fusionMethod, hitLists } from './fuse.js';
+import { type TrainingHits } from './method.js';
 import { checkOptions, checkRun, mustBeArray, mustBeMap, mustBeObject, optionKeys } from '../validate.js';
-
-const mean = (v: number[]) => (v.length ? v.reduce((a, b) => a + b, 0) / v.length : 0);
-
-/** PosFuse's probabilities: hits at position r over the queries whose list is longer than r. */
-function positionProbabilities(hits: number[][]): number[] {
-  const depth = Math.max(0, ...hits.map((h) => h.length));
-  return Array.from({ length: depth }, (_, r) => {
-    const longer = hits.filter((h) => h.length > r);
-    return longer.length ? longer.filter((h) => h[r] === 1).length / longer.length : 0;
-  });
-}
 
 const trainFusionKeys = optionKeys<NonNullable<Parameters<typeof trainFusion>[3]>>()(['segments', 'relLevel']);
 
@@ -32,69 +21,24 @@ const trainFusionKeys = optionKeys<NonNullable<Parameters<typeof trainFusion>[3]
  * const trained = trainFusion('posfuse', [bm25DevRun, denseDevRun], devQrels);
  * const fused = fuse([bm25TestRun, denseTestRun], 'posfuse', { trained });
  */
-export function trainFusion(method: FusionMethod, runs: readonly Run[], qrels: Qrels, options: { segments?: number; relLevel?: number } = {}): TrainedFusion {
+export function trainFusion(
+  method: FusionMethod | FusionMethodDef,
+  runs: readonly Run[],
+  qrels: Qrels,
+  options: { segments?: number; relLevel?: number } = {},
+): TrainedFusion {
   mustBeArray(runs, 'runs');
   runs.forEach((r, i) => checkRun(r, `runs[${i}]`, false));
   mustBeMap(qrels, 'qrels');
   checkOptions(options, trainFusionKeys, 'trainFusion options');
-  const hits = hitLists(runs, qrels, options.relLevel ?? 1);
-  switch (method) {
-    case 'bayesfuse':
-      return {
-        method,
-        tables: hits.map((perQuery) => {
-          const table: number[] = [];
-          for (let s = 0; s + 1 < BAYESFUSE_CUTS.length; s++) {
-            const a = BAYESFUSE_CUTS[s] as number;
-            const b = BAYESFUSE_CUTS[s + 1] as number;
-            let p = mean(perQuery.map((h) => h.slice(a, b).reduce((x, y) => x + y, 0) / (b - a)));
-            if (p === 0) p = 0.001;
-            const q = 1 - p === 0 ? 0.001 : 1 - p;
-            for (let r = a; r < b; r++) table.push(Math.log(p / q));
-          }
-          return table;
-        }),
-      };
-    case 'mapfuse':
-      return {
-        method,
-        tables: runs.map(() => []),
-        maps: runs.map((r) => evaluate(r, qrels, ['map'], { relLevel: options.relLevel }).mean.map as number),
-      };
-    case 'posfuse':
-    case 'slidefuse':
-      return { method, tables: hits.map(positionProbabilities) };
-    case 'probfuse': {
-      const n = options.segments;
-      if (!n || !Number.isInteger(n) || n < 1) throw new QuorumError('ERR_ARG', "probfuse needs 'segments' (a positive integer)");
-      return {
-        method,
-        tables: hits.map((perQuery) =>
-          Array.from({ length: n }, (_, k) =>
-            mean(
-              perQuery.map((h) => {
-                const size = Math.ceil(h.length / n);
-                const seg = h.slice(k * size, (k + 1) * size);
-                return size > 0 && seg.length ? seg.reduce((x, y) => x + y, 0) / size : 0; // empty segments add 0
-              }),
-            ),
-          ),
-        ),
-      };
-    }
-    case 'segfuse':
-      return {
-        method,
-        tables: hits.map((perQuery) =>
-          SEGFUSE_EDGES.slice(0, -1).map((a, k) => {
-            const b = SEGFUSE_EDGES[k + 1] as number;
-            return mean(perQuery.map((h) => h.slice(a, b).reduce((x, y) => x + y, 0) / (b - a)));
-          }),
-        ),
-      };
-    default:
-      throw new QuorumError('ERR_ARG', `${method} is not a supervised method (bayesfuse, mapfuse, posfuse, probfuse, segfuse, slidefuse)`);
-  }
+  const def = fusionMethod(method);
+  if (!def.train) throw new QuorumError('ERR_ARG', `${def.name} is not a supervised method (bayesfuse, mapfuse, posfuse, probfuse, segfuse, slidefuse)`);
+  return { method: def.name, ...def.train(trainingData(runs, qrels, options)) };
+}
+
+function trainingData(runs: readonly Run[], qrels: Qrels, options: { segments?: number; relLevel?: number }): TrainingHits {
+  const relLevel = options.relLevel ?? 1;
+  return { hits: hitLists(runs, qrels, relLevel), runs, qrels, relLevel, ...(options.segments !== undefined ? { segments: options.segments } : {}) };
 }
 
 /**
@@ -116,11 +60,6 @@ export function weightGrid(runs: number, step = 0.1): number[][] {
   if (runs >= 1) rec([], units);
   return out;
 }
-
-const range = (from: number, to: number, step: number) => {
-  const n = Math.round((to - from) / step);
-  return Array.from({ length: n + 1 }, (_, i) => Math.round((from + i * step) * 1e9) / 1e9);
-};
 
 /** What {@link optimizeFusion} returns. */
 export interface FusionSearch {
@@ -145,53 +84,19 @@ export interface FusionSearch {
 export function optimizeFusion(
   runs: readonly Run[],
   qrels: Qrels,
-  method: FusionMethod,
+  method: FusionMethod | FusionMethodDef,
   base: FuseOptions & { metric?: string; relLevel?: number } = {},
 ): FusionSearch {
   const { metric = 'ndcg', relLevel, ...fixed } = base;
-  const score = (o: FuseOptions) => evaluate(fuse(runs, method, o), qrels, [metric], { relLevel, tieOrder: 'as-given' }).mean[metric] as number;
+  const def = fusionMethod(method);
+  const score = (o: FuseOptions) => evaluate(fuse(runs, def, o), qrels, [metric], { relLevel, tieOrder: 'as-given' }).mean[metric] as number;
+  // ranx's grids: the weight simplex for a weighted method, the method's own grid (trained on the same split for a
+  // supervised one), else the fixed options alone; a supervised method without a grid is trained once.
   let grid: FuseOptions[];
-  switch (method) {
-    case 'wsum':
-    case 'wmnz':
-    case 'mixed':
-    case 'w_bordafuse':
-    case 'w_condorcet':
-    case 'came-linear':
-      grid = weightGrid(runs.length).map((weights) => ({ ...fixed, weights }));
-      break;
-    case 'rrf':
-      grid = range(10, 100, 10).map((rrfK) => ({ ...fixed, rrfK }));
-      break;
-    case 'rbc':
-      grid = range(0.01, 1, 0.01).map((phi) => ({ ...fixed, phi }));
-      break;
-    case 'gmnz':
-      grid = range(0.01, 1, 0.01).map((gamma) => ({ ...fixed, gamma }));
-      break;
-    case 'logn_isr':
-      grid = range(0.01, 1, 0.01).map((sigma) => ({ ...fixed, sigma }));
-      break;
-    case 'hybrid':
-      grid = HYBRID_ALPHA_GRID.map((alpha) => ({ ...fixed, alpha }));
-      break;
-    case 'slidefuse': {
-      const trained = trainFusion('slidefuse', runs, qrels, { relLevel });
-      grid = range(1, 100, 1).map((window) => ({ ...fixed, window, trained }));
-      break;
-    }
-    case 'probfuse':
-      grid = range(1, 100, 1).map((segments) => ({ ...fixed, segments, trained: trainFusion('probfuse', runs, qrels, { segments, relLevel }) }));
-      break;
-    case 'bayesfuse':
-    case 'mapfuse':
-    case 'posfuse':
-    case 'segfuse':
-      grid = [{ ...fixed, trained: trainFusion(method, runs, qrels, { relLevel }) }];
-      break;
-    default:
-      grid = [fixed];
-  }
+  if (def.weighted) grid = weightGrid(runs.length).map((weights) => ({ ...fixed, weights }));
+  else if (def.grid) grid = def.grid(fixed, trainingData(runs, qrels, { relLevel }));
+  else if (def.train) grid = [{ ...fixed, trained: trainFusion(def, runs, qrels, { relLevel }) }];
+  else grid = [fixed];
   // ranx's optimize_fusion keeps the later of equal configurations.
   const { best, tried } = gridSearch(grid, score, { goal: 'max', ties: 'last' });
   return { options: best.point, value: best.value, tried: tried.map((t) => ({ options: t.point, value: t.value })) };

@@ -38,6 +38,7 @@ export {
   type CameFusion,
   type Hit,
   type LinearFusion,
+  CAME_FUSION_METHODS,
 } from '../../methods/came/fusion.js';
 export { encodeCame, fitLexicalBias, type CameEncodeOptions, type CameEncoding } from '../../methods/came/encode.js';
 export { expertScores } from '../../methods/came/scores.js';

@@ -25,3 +25,4 @@ export {
   type MufTimings,
   type MufTrainData,
 } from '../../methods/muf/retriever.js';
+export { mufFusion, mufSparseFusion, type MufFuseOptions } from '../../methods/muf/fusion.js';

@@ -1,16 +1,43 @@
-// CAME's inference fusion (docs/methods/fusion.md#came-fusion; the paper's Table 4) over the experts' top-K lists, by lib/fusion's CAME
-// methods: a passage missing from an expert's list takes that expert's K-th score (sum, linear), min-max normalised
-// lists (normsum, normmax; a missing passage adds nothing), reciprocal ranks (sumrr, maxrr). This file adapts the
-// experts' per-question lists to runs, and fits the linear layer on dev.
+// CAME's inference fusion (docs/methods/fusion.md#came-fusion; the paper's Table 4) over the experts' top-K lists of
+// corpus rows: a passage missing from an expert's list takes that expert's K-th score (sum, linear), min-max
+// normalised lists (normsum, normmax; a missing passage adds nothing), reciprocal ranks (sumrr, maxrr). The six are
+// fusion methods of lib/fusion's kind, run per question over numeric ids; the linear layer is fitted on dev.
 import { QuorumError } from '../../errors.js';
-import type { Run, ScoredDoc } from '../../eval/ranking.js';
-import { fuse, type FusionMethod } from '../../fusion/fuse.js';
+import { fuseQuery } from '../../fusion/fuse.js';
+import { type FusionMethodDef, rankSum, scoreBased, sumOf, weighted, weightsFor } from '../../fusion/method.js';
 import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../../validate.js';
 
 /** One of {@link CAME_FUSIONS}. */
 export type CameFusion = 'sum' | 'normsum' | 'normmax' | 'sumrr' | 'maxrr' | 'linear';
 /** CAME's inference fusions of the experts' lists, by name (the paper's Table 4; `linear` is fitted on dev). */
 export const CAME_FUSIONS: readonly CameFusion[] = ['sum', 'normsum', 'normmax', 'sumrr', 'maxrr', 'linear'];
+
+/**
+ * CAME's fusions as fusion methods (`fuse(runs, CAME_FUSION_METHODS.sum, { k: 100 })`): named 'came-<fusion>'.
+ * Raw scores for sum, sumrr, maxrr and linear; min-max normalised lists for normsum and normmax.
+ */
+export const CAME_FUSION_METHODS: Readonly<Record<CameFusion, FusionMethodDef>> = {
+  sum: { name: 'came-sum', norm: 'none', missing: 'kth', scores: (q) => scoreBased(q, (v) => sumOf(v)) },
+  normsum: { name: 'came-normsum', norm: 'min-max', missing: 'exclude', scores: (q) => scoreBased(q, (v) => sumOf(v)) },
+  normmax: { name: 'came-normmax', norm: 'min-max', missing: '-inf', scores: (q) => scoreBased(q, (v) => Math.max(...v)) },
+  sumrr: { name: 'came-sumrr', norm: 'none', missing: 'exclude', scores: (q) => rankSum(q, (_list, r) => 1 / (r + 1)) },
+  maxrr: {
+    name: 'came-maxrr',
+    norm: 'none',
+    missing: 'exclude',
+    scores: (q) => new Map(q.union.map((d) => [d, Math.max(...q.pos.map((p) => (p.has(d) ? 1 / ((p.get(d) as number) + 1) : 0)))])),
+  },
+  linear: {
+    name: 'came-linear',
+    norm: 'none',
+    missing: 'kth',
+    weighted: true,
+    scores: (q) => {
+      const w = weightsFor(q, 'came-linear');
+      return scoreBased(q, (v, _present, runs) => weighted(w, v, runs));
+    },
+  },
+};
 
 /** One result of an expert or of the fusion. */
 export interface Hit {
@@ -44,10 +71,15 @@ export function fuseExperts(lists: ReadonlyArray<ReadonlyArray<readonly Hit[]>>,
   if (method === 'linear' && (!linear || linear.weights.length !== lists.length))
     throw new QuorumError('ERR_ARG', `linear fusion needs ${lists.length} fitted weights (fitLinearFusion)`);
   const questions = lists[0]!.length;
-  const runs: Run[] = lists.map((l) => new Map(l.map((hits: readonly Hit[], q: number) => [String(q), hits.map((h) => ({ id: String(h.id), score: h.score }))])));
-  const fused = fuse(runs, `came-${method}` as FusionMethod, { k: K, depth: k, ...(linear ? { weights: linear.weights } : {}) });
+  const options = { k: K, depth: k, ...(linear ? { weights: linear.weights } : {}) };
   const bias = method === 'linear' ? linear!.bias : 0;
-  return Array.from({ length: questions }, (_, q) => (fused.get(String(q)) ?? []).map((d: ScoredDoc) => ({ id: Number(d.id), score: d.score + bias })));
+  return Array.from({ length: questions }, (_, q) => {
+    const perExpert = lists.map((l) => {
+      const hits: readonly Hit[] = l[q] ?? [];
+      return { ids: hits.map((h) => h.id), scores: hits.map((h) => h.score) };
+    });
+    return fuseQuery(perExpert, CAME_FUSION_METHODS[method], options, String(q)).map((d) => ({ id: d.id, score: d.score + bias }));
+  });
 }
 
 /** Each list's scores for every candidate, missing ones filled with the list's K-th (last) score. */

@@ -11,6 +11,7 @@ import { scoreTopK } from '../../dense.js';
 import { QuorumError } from '../../errors.js';
 import type { ScoredDoc } from '../../eval/ranking.js';
 import { fuse } from '../../fusion/fuse.js';
+import { mufFusion } from './fusion.js';
 import { readSafetensors, writeSafetensors } from '../../io/safetensors.js';
 import { readSavedCard, savedFile, writeSavedCard, type SavedFormat } from '../../io/saved-dir.js';
 import { Tensor } from '../../tensor.js';
@@ -397,7 +398,7 @@ export class MufRetriever {
       // A query whose task has no expert (oracle), or whom every expert gives confidence 0: weigh all equally.
       weights.set(String(b), w.some((v) => v > 0) ? w : w.map(() => 1));
     }
-    const fused = fuse(c.runs, 'muf', { confidence: weights, depth: k });
+    const fused = fuse(c.runs, mufFusion, { confidence: weights, depth: k });
     return Array.from({ length: c.size }, (_, b) => {
       const w = weights.get(String(b))!;
       const own = fusion === 'oracle' && w.filter((v) => v > 0).length === 1 ? w.indexOf(1) : -1;
