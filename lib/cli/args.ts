@@ -1,6 +1,6 @@
 // Option parsers shared by the CLI's commands: a bad value becomes commander's InvalidArgumentError, which the
 // CLI reports as one `quorum: ERR_ARG: ...` line.
-import { InvalidArgumentError } from 'commander';
+import { type Command, InvalidArgumentError } from 'commander';
 
 export const list = (v: string): string[] => v.split(',').map((x) => x.trim()).filter(Boolean);
 
@@ -23,3 +23,59 @@ export const num = (v: string): number => {
 };
 
 export const numbers = (v: string): number[] => list(v).map(num);
+
+const DTYPE_HELP = 'weight storage: f32, bf16 or q8 (embedding tables as int8 rows with a scale each, the rest bf16)';
+
+/** Defaults and wording of the options every training command shares ({@link trainingOptions}). */
+export interface TrainingOptionSpec {
+  /** --data's help: the BEIR files the command reads. */
+  data: string;
+  /** --out's help: what it writes. */
+  out: string;
+  /** --batch's default and help. */
+  batch: [number, string];
+  /** --lr's default and help. */
+  lr: [number, string];
+  /** --seed's help (default 12345). */
+  seed: string;
+  /** Offer --no-glove (random token embeddings instead of GloVe). */
+  glove?: boolean;
+  /** Offer --dtype (weight storage of the written model). */
+  dtype?: boolean;
+  /** Offer --hidden with this default. */
+  hidden?: number;
+  /** Offer --max-query-length and --max-passage-length with these defaults. */
+  lengths?: [number, number];
+}
+
+/**
+ * Adds the options every training command shares (`quorum train`, `muf train`, `came train`, `rom train`) with
+ * the command's own defaults and wording; the command adds what is its own.
+ */
+export function trainingOptions(cmd: Command, s: TrainingOptionSpec): Command {
+  cmd.requiredOption('--data <dir>', s.data).requiredOption('--out <dir>', s.out);
+  cmd.option('--batch <n>', s.batch[1], int, s.batch[0]).option('--lr <x>', s.lr[1], num, s.lr[0]);
+  if (s.hidden !== undefined) cmd.option('--hidden <n>', 'hidden size', int, s.hidden);
+  if (s.lengths) cmd.option('--max-query-length <n>', 'question tokens', int, s.lengths[0]).option('--max-passage-length <n>', 'passage tokens', int, s.lengths[1]);
+  if (s.glove) cmd.option('--no-glove', 'random token embeddings instead of GloVe');
+  cmd.option('--seed <n>', s.seed, count, 12345);
+  if (s.dtype) cmd.option('--dtype <t>', DTYPE_HELP, 'f32');
+  return cmd;
+}
+
+/**
+ * A method's `index` command: encodes `corpus` with `index`, saves it with `save` into `where`, and logs the time.
+ */
+export async function indexCorpusCommand(
+  corpus: readonly unknown[],
+  index: () => Promise<void>,
+  save: () => void | Promise<void>,
+  where: string,
+  log: (line: string) => void,
+  detail = '',
+): Promise<void> {
+  const t0 = performance.now();
+  await index();
+  await save();
+  log(`indexed ${corpus.length} passages${detail} in ${((performance.now() - t0) / 1000).toFixed(1)} s; wrote ${where}`);
+}

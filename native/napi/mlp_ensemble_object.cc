@@ -2,7 +2,7 @@
 // training steps and scoring now or on the libuv pool under the ensemble's mutex. The big tables (question and
 // passage vectors) are read in place from the caller's Float32Arrays, which stay referenced until the work ends.
 #include <napi.h>
-#include <torch/torch.h>
+#include "../torch/torch_includes.h"
 
 #include <cstring>
 #include <memory>

@@ -1,7 +1,7 @@
 // The ROM model (native/torch/rom_model.h) as a JS class of quorum_torch, behind lib/methods/rom/model.ts:
 // converts and validates, runs encoding, reading and training steps now or on the libuv pool under the model's mutex.
 #include <napi.h>
-#include <torch/torch.h>
+#include "../torch/torch_includes.h"
 
 #include <cmath>
 #include <memory>

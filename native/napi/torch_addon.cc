@@ -3,7 +3,7 @@
 // load it. This layer converts and validates; c10 errors become typed errors (ERR_NATIVE) without their C++
 // backtraces, and every call on one model runs under that model's mutex, so async calls never interleave.
 #include <napi.h>
-#include <torch/torch.h>
+#include "../torch/torch_includes.h"
 
 #include <cmath>
 #include <cstring>

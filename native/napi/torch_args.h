@@ -2,7 +2,7 @@
 // arrays, range-checked index tensors, and c10 errors as typed errors.
 #pragma once
 #include <napi.h>
-#include <torch/torch.h>
+#include "../torch/torch_includes.h"
 
 #include <functional>
 #include <memory>

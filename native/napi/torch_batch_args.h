@@ -3,7 +3,7 @@
 // same way (setOptimizer, step, save, load).
 #pragma once
 #include <napi.h>
-#include <torch/torch.h>
+#include "../torch/torch_includes.h"
 
 #include <memory>
 #include <mutex>

@@ -4,7 +4,7 @@
 // gradient for gradient; CAME's losses (native/torch/came_loss.h) with their gradients; and the Retriever's
 // contrastive loss by autograd, which the tests compare with the InfoNCE kernel.
 #include <napi.h>
-#include <torch/torch.h>
+#include "../torch/torch_includes.h"
 
 #include "../napi/errors.h"
 #include "../napi/scalar_args.h"

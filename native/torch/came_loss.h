@@ -5,7 +5,7 @@
 // (the positive's 1-based rank among the question's candidates under expert e; ties count in its favour; a smaller
 // tau means a more intense competition), with no gradient through the weights.
 #pragma once
-#include <torch/torch.h>
+#include "torch_includes.h"
 
 #include <vector>
 

@@ -11,7 +11,7 @@
 // came_loss.h's: the standardized sum, or the competitive weights of the specialized stage. A model may hold any
 // subset of the experts (an independently trained expert is a one-expert model).
 #pragma once
-#include <torch/torch.h>
+#include "torch_includes.h"
 
 #include <array>
 #include <memory>

@@ -5,7 +5,7 @@
 // lists them), so a BERT checkpoint loads by name; the forward pass is functional (torch::linear,
 // torch::layer_norm, ...) over that table.
 #pragma once
-#include <torch/torch.h>
+#include "torch_includes.h"
 
 #include <map>
 #include <string>

@@ -2,7 +2,7 @@
 // lexical experts: forward and backward run through the same kernels that search uses, not libtorch's ops. Inputs
 // are f32 on the CPU; gradients flow to the token vectors (MaxSim) and the logits (SPLADE).
 #pragma once
-#include <torch/torch.h>
+#include "torch_includes.h"
 
 namespace quorum::torchx {
 

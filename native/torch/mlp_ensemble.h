@@ -5,7 +5,7 @@
 // trained only on its own contiguous sub-batch with the DPR NLL against the positive, the hard negatives and the
 // sub-batch's other passages; members start from different draws of PyTorch's nn.Linear initialisation.
 #pragma once
-#include <torch/torch.h>
+#include "torch_includes.h"
 
 #include <memory>
 #include <mutex>

@@ -6,7 +6,7 @@
 // Parameter names are "<encoder>.<BERT name>". The loss is DPR's in-batch NLL (docs/methods/kernels.md#infonce)
 // through libtorch's autograd, plus beta times the routers' negative entropy.
 #pragma once
-#include <torch/torch.h>
+#include "torch_includes.h"
 
 #include <memory>
 #include <string>

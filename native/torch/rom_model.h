@@ -12,7 +12,7 @@
 // divide each task's loss by the loss of a uniform guess on that batch before weighting it by its lambda: then the
 // schedule's lambdas, not the tasks' scales, set their balance.
 #pragma once
-#include <torch/torch.h>
+#include "torch_includes.h"
 
 #include <array>
 #include <memory>

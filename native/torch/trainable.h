@@ -3,7 +3,7 @@
 // (parameters and optimizer state in one file, written atomically; loading checks names and shapes before touching
 // anything). The Retriever (DPR, TASER) and the CAME model derive from it.
 #pragma once
-#include <torch/torch.h>
+#include "torch_includes.h"
 
 #include <mutex>
 #include <string>

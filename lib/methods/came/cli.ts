@@ -4,7 +4,7 @@ import { join } from 'node:path';
 
 import type { Command } from 'commander';
 
-import { count, int, num } from '../../cli/args.js';
+import { count, indexCorpusCommand, int, num, trainingOptions } from '../../cli/args.js';
 import { loadBeirCorpus } from '../../data/beir.js';
 import { prepareTraining } from '../../train/prepare.js';
 import { Retriever } from '../../models/retriever.js';
@@ -93,10 +93,8 @@ export async function cameTrainCommand(o: CameTrainCommandOptions, log: (line: s
 export async function cameIndexCommand(o: { came: string; data: string }, log: (line: string) => void = console.log): Promise<void> {
   const came = await CameRetriever.load(o.came);
   const corpus = loadBeirCorpus(o.data);
-  const t0 = performance.now();
-  await came.index(corpus);
-  await came.saveIndex(join(o.came, 'index'), corpus.map((p) => p.id));
-  log(`indexed ${corpus.length} passages with ${came.experts.join(', ')} in ${((performance.now() - t0) / 1000).toFixed(1)} s; wrote ${join(o.came, 'index')}`);
+  const where = join(o.came, 'index');
+  await indexCorpusCommand(corpus, () => came.index(corpus), () => came.saveIndex(where, corpus.map((p) => p.id)), where, log, ` with ${came.experts.join(', ')}`);
 }
 
 export async function cameSearchCommand(queries: string[], o: { came: string; k: number; fusion: string }): Promise<void> {
@@ -114,29 +112,28 @@ export async function cameSearchCommand(queries: string[], o: { came: string; k:
 /** Adds `came train`, `came index` and `came search` to the program. */
 export function registerCameCommands(program: Command): void {
   const came = program.command('came').description('CAME: lexical, local and global experts on a shared bottom, competitive learning, fused retrieval');
-  came
-    .command('train')
+  trainingOptions(came.command('train'), {
+    data: 'BEIR layout: corpus.jsonl, queries.jsonl, qrels/train.tsv (qrels/dev.tsv)',
+    out: 'the CAME directory to write',
+    batch: [16, 'questions per batch'],
+    lr: [1e-3, 'peak learning rate'],
+    seed: 'seed',
+    glove: true,
+    dtype: true,
+    hidden: 100,
+    lengths: [32, 192],
+  })
     .description('train CAME on a BEIR dataset (train split; dev picks checkpoints and fits the linear fusion) into a CAME directory')
-    .requiredOption('--data <dir>', 'BEIR layout: corpus.jsonl, queries.jsonl, qrels/train.tsv (qrels/dev.tsv)')
-    .requiredOption('--out <dir>', 'the CAME directory to write')
     .option('--mode <name>', 'competitive (standardized, then specialized) or standardized (sum of losses throughout)', 'competitive')
     .option('--independent', 'one model per expert, trained alone (the paper\'s baseline)')
     .option('--epochs <n>', 'epochs on BM25 negatives', count, 3)
     .option('--hard-epochs <n>', 'epochs on hard negatives mined from the experts (0: none)', count, 1)
     .option('--negatives <n>', 'negatives per positive', count, 7)
-    .option('--batch <n>', 'questions per batch', int, 16)
-    .option('--lr <x>', 'peak learning rate', num, 1e-3)
     .option('--tau <x>', "the competition's temperature", num, 0.5)
     .option('--flops <x>', 'FLOPS weight of the lexical expert', num, 0.01)
     .option('--shared-layers <n>', 'Transformer blocks shared by the experts', count, 1)
     .option('--expert-layers <n>', "each expert's own blocks", count, 1)
-    .option('--hidden <n>', 'hidden size', int, 100)
-    .option('--max-query-length <n>', 'question tokens', int, 32)
-    .option('--max-passage-length <n>', 'passage tokens', int, 192)
-    .option('--no-glove', 'random token embeddings instead of GloVe')
-    .option('--seed <n>', 'seed', count, 12345)
     .option('--budget <s>', 'stop each stage after the first epoch past this many seconds', int)
-    .option('--dtype <t>', 'weight storage: f32, bf16 or q8 (embedding tables as int8 rows with a scale each, the rest bf16)', 'f32')
     .action(async (o: CameTrainCommandOptions) => {
       await cameTrainCommand(o);
     });

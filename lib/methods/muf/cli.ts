@@ -5,7 +5,7 @@ import { join } from 'node:path';
 
 import type { Command } from 'commander';
 
-import { count, int, list, num } from '../../cli/args.js';
+import { count, int, list, trainingOptions } from '../../cli/args.js';
 import { loadBeir } from '../../data/beir.js';
 import { QuorumError } from '../../errors.js';
 import { addBm25Negatives, examplesFromQrels } from '../../train/examples.js';
@@ -128,22 +128,22 @@ export async function mufSearchCommand(queries: string[], o: { muf: string; k: n
 /** Adds `muf train` and `muf search` to the program. */
 export function registerMufCommands(program: Command): void {
   const muf = program.command('muf').description('DPR-MUF: per-task experts, ensemble heads, calibrated confidence, fused retrieval');
-  muf
-    .command('train')
+  trainingOptions(muf.command('train'), {
+    data: "BEIR layout whose queries carry a 'task': corpus.jsonl, queries.jsonl, qrels/train.tsv, qrels/dev.tsv",
+    out: 'the MUF directory to write',
+    batch: [128, 'questions per step, split into one sub-batch per member'],
+    lr: [1e-3, "Adam's learning rate"],
+    seed: 'seed of the heads and their batches',
+  })
     .description('train each expert\'s ensemble heads (train split) and calibrate its temperature (dev split) into a MUF directory')
-    .requiredOption('--data <dir>', "BEIR layout whose queries carry a 'task': corpus.jsonl, queries.jsonl, qrels/train.tsv, qrels/dev.tsv")
     .requiredOption('--experts <list>', 'comma-separated model directories, one per task (`quorum train --tasks <task>`); DIR:task names the task of a multi-task model', list)
-    .requiredOption('--out <dir>', 'the MUF directory to write')
     .option('--members <n>', 'K, heads per expert', int, 20)
     .option('--hidden <n>', 'hidden units per head layer', int, 512)
     .option('--layers <n>', 'hidden layers per head', count, 2)
     .option('--epochs <n>', 'passes over each expert\'s training questions', int, 100)
-    .option('--batch <n>', 'questions per step, split into one sub-batch per member', int, 128)
-    .option('--lr <x>', "Adam's learning rate", num, 1e-3)
     .option('--hard-negatives <n>', 'BM25 hard negatives per question', count, 1)
     .option('--top-l <n>', 'passages each expert retrieves and its heads score', int, 100)
     .option('--hit-top-k <n>', 'calibration target: a relevant passage in the expert\'s top k', int, 1)
-    .option('--seed <n>', 'seed of the heads and their batches', count, 12345)
     .action(async (o: MufTrainOptions) => {
       (await mufTrainCommand(o)).dispose();
     });

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 
 import type { Command } from 'commander';
 
-import { count, int, num } from '../../cli/args.js';
+import { count, indexCorpusCommand, int, num, trainingOptions } from '../../cli/args.js';
 import { loadBeirCorpus } from '../../data/beir.js';
 import { initFromGlove } from '../../train/init.js';
 import { prepareTraining } from '../../train/prepare.js';
@@ -81,10 +81,8 @@ export async function romTrainCommand(o: RomTrainCommandOptions, log: (line: str
 export async function romIndexCommand(o: { model: string; data: string }, log: (line: string) => void = console.log): Promise<void> {
   const rom = await RomModel.load(o.model);
   const corpus = loadBeirCorpus(o.data);
-  const t0 = performance.now();
-  await rom.index(corpus);
-  rom.saveIndex(join(o.model, 'index'), corpus.map((p) => p.id));
-  log(`indexed ${corpus.length} passages in ${((performance.now() - t0) / 1000).toFixed(1)} s; wrote ${join(o.model, 'index')}`);
+  const where = join(o.model, 'index');
+  await indexCorpusCommand(corpus, () => rom.index(corpus), () => rom.saveIndex(where, corpus.map((p) => p.id)), where, log);
 }
 
 /** Answers questions from a dataset's corpus (the saved index when it matches the corpus, else encoded now). */
@@ -106,28 +104,28 @@ export async function askCommand(questions: string[], o: { model: string; data: 
 /** Adds `rom train`, `rom index` and `ask` to the program. */
 export function registerRomCommands(program: Command): void {
   const rom = program.command('rom').description('ROM: one encoder for retrieval and reading, ICT / PhraseICT, learning schedules, index refresh');
-  rom
-    .command('train')
+  trainingOptions(rom.command('train'), {
+    data: 'BEIR layout: corpus.jsonl, queries.jsonl (with answers), qrels/train.tsv (qrels/dev.tsv)',
+    out: 'the model directory to write',
+    batch: [16, 'questions per retrieval batch'],
+    lr: [1e-3, 'peak learning rate'],
+    seed: 'seed',
+    glove: true,
+    dtype: true,
+    hidden: 100,
+  })
     .description('train ROM on a BEIR dataset whose questions carry answers (train split; dev for average rank and refreshes)')
-    .requiredOption('--data <dir>', 'BEIR layout: corpus.jsonl, queries.jsonl (with answers), qrels/train.tsv (qrels/dev.tsv)')
-    .requiredOption('--out <dir>', 'the model directory to write')
     .option('--tasks <list>', 'train on these tasks only (comma-separated)')
     .option('--schedule <name>', `joint-phase schedule: ${ROM_SCHEDULES.join(', ')}`, 'random')
     .option('--pretrain <list>', 'self-supervised pre-training: ict, phrase_ict (comma-separated; default none)')
     .option('--pretrain-epochs <n>', 'epochs of pre-training', count, 1)
     .option('--retrieval-epochs <n>', 'epochs of retrieval alone', count, 2)
     .option('--joint-epochs <n>', 'epochs of joint retrieval + reader training', count, 4)
-    .option('--batch <n>', 'questions per retrieval batch', int, 16)
     .option('--reader-questions <n>', 'questions per reader batch', int, 4)
     .option('--reader-passages <n>', 'passages per question in reader batches (1 positive + negatives)', int, 10)
-    .option('--lr <x>', 'peak learning rate', num, 1e-3)
-    .option('--hidden <n>', 'hidden size', int, 100)
     .option('--layers <n>', 'Transformer blocks', count, 2)
     .option('--reader-length <n>', 'tokens of a reader row (question + passage)', int, 192)
     .option('--no-refresh', 'keep the index the joint phase starts from (no refresh on improvement)')
-    .option('--no-glove', 'random token embeddings instead of GloVe')
-    .option('--seed <n>', 'seed', count, 12345)
-    .option('--dtype <t>', 'weight storage: f32, bf16 or q8 (embedding tables as int8 rows with a scale each, the rest bf16)', 'f32')
     .action(async (o: RomTrainCommandOptions) => {
       await romTrainCommand(o);
     });
