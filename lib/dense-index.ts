@@ -2,7 +2,7 @@
 // native/index/dense_index.h.
 import { QuorumError, awaitNative, callNative } from './errors.js';
 import { type NativeDenseIndex, faissAddon } from './native.js';
-import { idsOf, launchAsync, plainOperand, whilePinned } from './operand.js';
+import { idsOf, whilePinned, Operands } from './operand.js';
 import { type SearchResult, searchResult } from './search-result.js';
 import { Tensor } from './tensor.js';
 import { checkOptions, optionKeys } from './validate.js';
@@ -84,9 +84,10 @@ export interface DenseIndexInfo {
   nprobe?: number;
 }
 
-// The typed array to hand to the faiss addon, and the tensor to pin while an async call reads it.
-function floatsOf(x: VectorsInput, dim: number, what: string): { data: Float32Array; tensor?: Tensor } {
-  if (x instanceof Float32Array) return { data: plainOperand(x) };
+// The typed array to hand to the faiss addon (a plain one borrowed or copied as `ops` says), and the tensor to pin
+// while an async call reads it.
+function floatsOf(ops: Operands, x: VectorsInput, dim: number, what: string): { data: Float32Array; tensor?: Tensor } {
+  if (x instanceof Float32Array) return { data: ops.plain(x) };
   if (x instanceof Tensor) {
     if (x.dtype !== 'f32') throw new QuorumError('ERR_DTYPE', `${what} must be f32 for faiss, got ${x.dtype} (convert with .to('f32'))`);
     const last = x.shape[x.shape.length - 1];
@@ -106,10 +107,10 @@ function floatsOf(x: VectorsInput, dim: number, what: string): { data: Float32Ar
   throw new QuorumError('ERR_ARG', `${what} must be a Float32Array, an f32 Tensor or an array of rows`);
 }
 
-function idArray(ids: VectorIdsInput | bigint | number): BigInt64Array {
+function idArray(ops: Operands, ids: VectorIdsInput | bigint | number): BigInt64Array {
   if (typeof ids === 'bigint' || typeof ids === 'number') return idsOf([ids], 1);
   if (ids === null || typeof ids !== 'object') throw new QuorumError('ERR_ARG', 'ids must be a BigInt64Array, an array of integers or one id');
-  return ids instanceof BigInt64Array ? plainOperand(ids) : idsOf(ids, ids.length);
+  return ids instanceof BigInt64Array ? ops.plain(ids) : idsOf(ids, ids.length);
 }
 
 /**
@@ -180,13 +181,13 @@ export class DenseIndex extends NativeResource {
 
   /** Trains IVF / PQ / PCA stages (ERR_STATE if already trained). Use a sample like the data you will add. */
   async train(vectors: VectorsInput): Promise<void> {
-    const x = launchAsync(() => floatsOf(vectors, this.dim, 'vectors'));
+    const x = floatsOf(Operands.copied, vectors, this.dim, 'vectors');
     return this.#async(x, () => this.#native.train(x.data, true));
   }
 
   /** {@link train} on the calling thread. */
   trainSync(vectors: VectorsInput): void {
-    const x = floatsOf(vectors, this.dim, 'vectors');
+    const x = floatsOf(Operands.borrowed, vectors, this.dim, 'vectors');
     callNative(() => this.#native.train(x.data, false));
   }
 
@@ -195,27 +196,27 @@ export class DenseIndex extends NativeResource {
    * id already held or repeated, ERR_NONFINITE for NaN / infinity; a failed batch adds nothing.
    */
   async add(vectors: VectorsInput, ids: VectorIdsInput): Promise<void> {
-    const x = launchAsync(() => floatsOf(vectors, this.dim, 'vectors'));
-    const i = launchAsync(() => idArray(ids));
+    const x = floatsOf(Operands.copied, vectors, this.dim, 'vectors');
+    const i = idArray(Operands.copied, ids);
     return this.#async(x, () => this.#native.add(x.data, i, true));
   }
 
   /** {@link add} on the calling thread. */
   addSync(vectors: VectorsInput, ids: VectorIdsInput): void {
-    const x = floatsOf(vectors, this.dim, 'vectors');
-    callNative(() => this.#native.add(x.data, idArray(ids), false));
+    const x = floatsOf(Operands.borrowed, vectors, this.dim, 'vectors');
+    callNative(() => this.#native.add(x.data, idArray(Operands.borrowed, ids), false));
   }
 
   /** Removes ids (unknown ones are skipped); resolves to how many went. ERR_UNSUPPORTED for HNSW. */
   async remove(ids: VectorIdsInput | bigint | number): Promise<number> {
-    const i = launchAsync(() => idArray(ids));
+    const i = idArray(Operands.copied, ids);
     const r = await this.#async<{ removed: number }>(undefined, () => this.#native.remove(i, true));
     return r.removed;
   }
 
   /** {@link remove} on the calling thread. */
   removeSync(ids: VectorIdsInput | bigint | number): number {
-    return callNative(() => this.#native.remove(idArray(ids), false) as { removed: number }).removed;
+    return callNative(() => this.#native.remove(idArray(Operands.borrowed, ids), false) as { removed: number }).removed;
   }
 
   /**
@@ -224,7 +225,7 @@ export class DenseIndex extends NativeResource {
    */
   async search(queries: VectorsInput, k: number, options: DenseSearchOptions = {}): Promise<SearchResult> {
     checkOptions(options, searchKeys, 'DenseIndex.search options');
-    const q = launchAsync(() => floatsOf(queries, this.dim, 'queries'));
+    const q = floatsOf(Operands.copied, queries, this.dim, 'queries');
     const r = await this.#async<{ ids: BigInt64Array; scores: Float32Array; rows: number; k: number }>(q, () =>
       this.#native.search(q.data, k, options.efSearch, options.nprobe, true),
     );
@@ -234,7 +235,7 @@ export class DenseIndex extends NativeResource {
   /** {@link search} on the calling thread. */
   searchSync(queries: VectorsInput, k: number, options: DenseSearchOptions = {}): SearchResult {
     checkOptions(options, searchKeys, 'DenseIndex.search options');
-    const q = floatsOf(queries, this.dim, 'queries');
+    const q = floatsOf(Operands.borrowed, queries, this.dim, 'queries');
     const r = callNative(() => this.#native.search(q.data, k, options.efSearch, options.nprobe, false)) as {
       ids: BigInt64Array;
       scores: Float32Array;
@@ -246,13 +247,13 @@ export class DenseIndex extends NativeResource {
 
   /** The stored vectors of `ids`, n x dim (approximate for PQ / SQ / PCA). ERR_NOT_FOUND for an id not held. */
   async reconstruct(ids: VectorIdsInput | bigint | number): Promise<Float32Array> {
-    const r = await this.#async<{ vectors: Float32Array }>(undefined, () => this.#native.reconstruct(idArray(ids), true));
+    const r = await this.#async<{ vectors: Float32Array }>(undefined, () => this.#native.reconstruct(idArray(Operands.copied, ids), true));
     return r.vectors;
   }
 
   /** {@link reconstruct} on the calling thread. */
   reconstructSync(ids: VectorIdsInput | bigint | number): Float32Array {
-    return callNative(() => this.#native.reconstruct(idArray(ids), false) as { vectors: Float32Array }).vectors;
+    return callNative(() => this.#native.reconstruct(idArray(Operands.borrowed, ids), false) as { vectors: Float32Array }).vectors;
   }
 
   /**

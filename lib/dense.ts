@@ -1,7 +1,7 @@
 import { backendOf, cpuOnly } from './cuda.js';
 import { QuorumError, awaitNative, callNative } from './errors.js';
 import { type NativeTensorHandle, coreAddon } from './native.js';
-import { launchAsync, operandOf, rowHits } from './operand.js';
+import { rowHits, Operands } from './operand.js';
 import { Tensor } from './tensor.js';
 import { checkOptions, optionKeys } from './validate.js';
 
@@ -46,25 +46,25 @@ export interface TopKResult {
   hits(row: number): Array<{ id: number; score: number }>;
 }
 
-function borrow(m: MatrixInput, what: string): Tensor {
+function matrix(ops: Operands, m: MatrixInput, what: string): Tensor {
   if (m instanceof Tensor) return m;
   if (m && typeof m === 'object' && 'data' in m && 'shape' in m) {
     const dtype = 'dtype' in m ? m.dtype : 'f32';
-    return operandOf(m.data, m.shape, dtype);
+    return ops.typed(m.data, m.shape, dtype);
   }
   throw new QuorumError('ERR_ARG', `${what} must be a Tensor or { data, shape }`);
 }
 
-function operands(queries: QueryInput, corpus: MatrixInput): [Tensor, Tensor] {
-  const c = borrow(corpus, 'corpus');
+function operands(ops: Operands, queries: QueryInput, corpus: MatrixInput): [Tensor, Tensor] {
+  const c = matrix(ops, corpus, 'corpus');
   if (queries instanceof Float32Array) {
     const dim = c.shape[1] ?? 0;
     if (c.shape.length !== 2 || dim === 0 || queries.length % dim !== 0) {
       throw new QuorumError('ERR_SHAPE', `a flat query array of length ${queries.length} does not divide into rows of the corpus dimension ${dim}`);
     }
-    return [operandOf(queries, [queries.length / dim, dim], 'f32'), c];
+    return [ops.typed(queries, [queries.length / dim, dim], 'f32'), c];
   }
-  return [borrow(queries, 'queries'), c];
+  return [matrix(ops, queries, 'queries'), c];
 }
 
 type RawTopK = { ids: NativeTensorHandle; scores: NativeTensorHandle };
@@ -142,7 +142,7 @@ function needsUpload(q: Tensor, c: Tensor, given: QueryInput): boolean {
  */
 export async function scoreTopK(queries: QueryInput, corpus: MatrixInput, k: number, options: DenseOptions = {}): Promise<TopKResult> {
   checkOptions(options, denseKeys, 'scoreTopK options');
-  const [q0, c] = launchAsync(() => operands(queries, corpus));
+  const [q0, c] = operands(Operands.copied, queries, corpus);
   let q = q0;
   try {
     if (needsUpload(q0, c, queries)) q = await q0.toAsync('cuda');
@@ -164,7 +164,7 @@ export async function scoreTopK(queries: QueryInput, corpus: MatrixInput, k: num
  */
 export function scoreTopKSync(queries: QueryInput, corpus: MatrixInput, k: number, options: DenseOptions = {}): TopKResult {
   checkOptions(options, denseKeys, 'scoreTopK options');
-  const [q0, c] = operands(queries, corpus);
+  const [q0, c] = operands(Operands.borrowed, queries, corpus);
   let q = q0;
   try {
     if (needsUpload(q0, c, queries)) q = q0.to('cuda');
@@ -194,7 +194,7 @@ function releaseWraps(made: readonly Tensor[], given: readonly unknown[]): void 
 export async function score(queries: QueryInput, corpus: MatrixInput, options: DenseOptions = {}): Promise<Tensor<'f32'>> {
   checkOptions(options, denseKeys, 'score options');
   const core = coreAddon();
-  const [q, c] = launchAsync(() => operands(queries, corpus));
+  const [q, c] = operands(Operands.copied, queries, corpus);
   cpuOnly([q, c], 'score');
   const p = callNative(() => core.scoreMatrix(q.handle, c.handle, options.checkFinite === true, true));
   return Tensor.fromHandle<'f32'>(await awaitNative(p as Promise<NativeTensorHandle>));
@@ -209,7 +209,7 @@ export async function score(queries: QueryInput, corpus: MatrixInput, options: D
 export function scoreSync(queries: QueryInput, corpus: MatrixInput, options: DenseOptions = {}): Tensor<'f32'> {
   checkOptions(options, denseKeys, 'score options');
   const core = coreAddon();
-  const [q, c] = operands(queries, corpus);
+  const [q, c] = operands(Operands.borrowed, queries, corpus);
   cpuOnly([q, c], 'score');
   return Tensor.fromHandle<'f32'>(callNative(() => core.scoreMatrix(q.handle, c.handle, options.checkFinite === true, false)) as NativeTensorHandle);
 }
@@ -217,13 +217,13 @@ export function scoreSync(queries: QueryInput, corpus: MatrixInput, options: Den
 /** Ids per query row: an i32 or i64 Tensor `[B, m]`, or an Int32Array / BigInt64Array of B * m ids. */
 export type IdsInput = Tensor<'i32'> | Tensor<'i64'> | Int32Array | BigInt64Array;
 
-function idsTensor(ids: IdsInput, rows: number): Tensor {
+function idsTensor(ops: Operands, ids: IdsInput, rows: number): Tensor {
   if (ids instanceof Tensor) return ids;
   if (ids instanceof Int32Array || ids instanceof BigInt64Array) {
     if (rows === 0 || ids.length % rows !== 0) {
       throw new QuorumError('ERR_SHAPE', `${ids.length} ids do not divide into ${rows} query rows`);
     }
-    return operandOf(ids, [rows, ids.length / rows]);
+    return ops.typed(ids, [rows, ids.length / rows]);
   }
   throw new QuorumError('ERR_ARG', 'ids must be a Tensor, Int32Array or BigInt64Array');
 }
@@ -238,10 +238,8 @@ function idsTensor(ids: IdsInput, rows: number): Tensor {
 export async function gatherScores(queries: QueryInput, corpus: MatrixInput, ids: IdsInput, options: DenseOptions = {}): Promise<Tensor<'f32'>> {
   checkOptions(options, denseKeys, 'gatherScores options');
   const core = coreAddon();
-  const [q, c, i] = launchAsync(() => {
-    const [q, c] = operands(queries, corpus);
-    return [q, c, idsTensor(ids, q.shape[0] ?? 0)] as const;
-  });
+  const [q, c] = operands(Operands.copied, queries, corpus);
+  const i = idsTensor(Operands.copied, ids, q.shape[0] ?? 0);
   cpuOnly([q, c], 'gatherScores');
   const p = callNative(() => core.gatherScores(q.handle, c.handle, i.handle, options.checkFinite === true, true));
   return Tensor.fromHandle<'f32'>(await awaitNative(p as Promise<NativeTensorHandle>));
@@ -256,8 +254,8 @@ export async function gatherScores(queries: QueryInput, corpus: MatrixInput, ids
 export function gatherScoresSync(queries: QueryInput, corpus: MatrixInput, ids: IdsInput, options: DenseOptions = {}): Tensor<'f32'> {
   checkOptions(options, denseKeys, 'gatherScores options');
   const core = coreAddon();
-  const [q, c] = operands(queries, corpus);
+  const [q, c] = operands(Operands.borrowed, queries, corpus);
   cpuOnly([q, c], 'gatherScores');
-  const i = idsTensor(ids, q.shape[0] ?? 0);
+  const i = idsTensor(Operands.borrowed, ids, q.shape[0] ?? 0);
   return Tensor.fromHandle<'f32'>(callNative(() => core.gatherScores(q.handle, c.handle, i.handle, options.checkFinite === true, false)) as NativeTensorHandle);
 }

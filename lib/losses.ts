@@ -1,7 +1,7 @@
 // InfoNCE with in-batch and hard negatives (DPR form), docs/methods/kernels.md#infonce. Contract: native/kernels/infonce.h.
 import { auxOperand, backendOf } from './cuda.js';
 import { type CoreAddon } from './native.js';
-import { type Int32Input, type TensorInput, f32VectorOf, int32Of, runAsync, runSync, tensorOf } from './operand.js';
+import { type Int32Input, type TensorInput, runAsync, runSync, Operands } from './operand.js';
 import { Tensor } from './tensor.js';
 import { checkOptions, optionKeys } from './validate.js';
 
@@ -37,12 +37,12 @@ type Raw = Awaited<ReturnType<CoreAddon['infoNce']>>;
 
 const infoNceKeys = optionKeys<InfoNceOptions>()(['temperature', 'cosine', 'weights', 'grad']);
 
-function call(queries: TensorInput, passages: TensorInput, positives: Int32Input, o: InfoNceOptions) {
+function call(ops: Operands, queries: TensorInput, passages: TensorInput, positives: Int32Input, o: InfoNceOptions) {
   checkOptions(o, infoNceKeys, 'infoNce options');
-  const q = tensorOf(queries, 'queries');
-  const p = tensorOf(passages, 'passages');
-  const pos = int32Of(positives, 'positives');
-  const w = o.weights === undefined ? undefined : f32VectorOf(o.weights, 'weights');
+  const q = ops.tensor(queries, 'queries');
+  const p = ops.tensor(passages, 'passages');
+  const pos = ops.int32(positives, 'positives');
+  const w = o.weights === undefined ? undefined : ops.f32Vector(o.weights, 'weights');
   const be = backendOf([q, p], ['queries', 'passages']);
   return (async: boolean) =>
     be.infoNce(q.handle, p.handle, auxOperand(be, pos, 'positives')!, auxOperand(be, w, 'weights'), o.temperature ?? 1, o.cosine === true, o.grad !== false, async);
@@ -71,7 +71,7 @@ function wrap(r: Raw): InfoNceResult {
  * r.loss; r.dQ; r.dP;
  */
 export async function infoNce(queries: TensorInput, passages: TensorInput, positives: Int32Input, options: InfoNceOptions = {}): Promise<InfoNceResult> {
-  return runAsync(() => call(queries, passages, positives, options), wrap);
+  return runAsync((ops) => call(ops, queries, passages, positives, options), wrap);
 }
 
 /**
@@ -81,5 +81,5 @@ export async function infoNce(queries: TensorInput, passages: TensorInput, posit
  * const { loss, accuracy } = infoNceSync(q, p, Int32Array.from({ length: B }, (_, i) => 2 * i), { grad: false });
  */
 export function infoNceSync(queries: TensorInput, passages: TensorInput, positives: Int32Input, options: InfoNceOptions = {}): InfoNceResult {
-  return runSync(call(queries, passages, positives, options), wrap);
+  return runSync((ops) => call(ops, queries, passages, positives, options), wrap);
 }

@@ -2,18 +2,7 @@
 import { auxOperand, backendOf, cpuOnly } from './cuda.js';
 import { QuorumError } from './errors.js';
 import { coreAddon, type NativeTensorHandle } from './native.js';
-import {
-  type Int32Input,
-  type MaskInput,
-  type TensorInput,
-  handleOf,
-  int32Of,
-  maskOf,
-  operandOf,
-  runAsync,
-  runSync,
-  tensorOf,
-} from './operand.js';
+import { type Int32Input, type MaskInput, type TensorInput, handleOf, runAsync, runSync, Operands } from './operand.js';
 import { Tensor } from './tensor.js';
 import { checkOptions, optionKeys } from './validate.js';
 
@@ -54,15 +43,15 @@ const backwardKeys = optionKeys<Pick<MaxSimOptions, 'queryMask'>>()(['queryMask'
 
 type RawScores = { scores: NativeTensorHandle; argmax?: NativeTensorHandle };
 
-function call(queries: TensorInput, docs: TokenDocuments, o: MaxSimOptions) {
+function call(ops: Operands, queries: TensorInput, docs: TokenDocuments, o: MaxSimOptions) {
   checkOptions(o, maxSimKeys, 'maxSim options');
-  const q = tensorOf(queries, 'queries');
+  const q = ops.tensor(queries, 'queries');
   if (docs === null || typeof docs !== 'object') throw new QuorumError('ERR_ARG', 'documents must be { tokens, lengths, tokenMask? }');
   checkOptions(docs, documentKeys, 'maxSim documents');
-  const d = tensorOf(docs.tokens, 'documents');
-  const lengths = int32Of(docs.lengths, 'lengths');
-  const qm = maskOf(o.queryMask, 'queryMask');
-  const tm = maskOf(docs.tokenMask, 'tokenMask');
+  const d = ops.tensor(docs.tokens, 'documents');
+  const lengths = ops.int32(docs.lengths, 'lengths');
+  const qm = ops.mask(o.queryMask, 'queryMask');
+  const tm = ops.mask(docs.tokenMask, 'tokenMask');
   const be = backendOf([q, d], ['queries', 'documents']);
   const aux = (t: Tensor | undefined, what: string) => auxOperand(be, t, what);
   return (async: boolean) =>
@@ -85,7 +74,7 @@ function wrap(r: RawScores): MaxSimResult {
  * scores.data[n] // score of document n
  */
 export async function maxSim(queries: TensorInput, docs: TokenDocuments, options: MaxSimOptions = {}): Promise<MaxSimResult> {
-  return runAsync(() => call(queries, docs, options), wrap);
+  return runAsync((ops) => call(ops, queries, docs, options), wrap);
 }
 
 /**
@@ -95,7 +84,7 @@ export async function maxSim(queries: TensorInput, docs: TokenDocuments, options
  * const { scores } = maxSimSync(queryTokens, { tokens: docTokens, lengths });   // scores: Tensor f32 [nq, N]
  */
 export function maxSimSync(queries: TensorInput, docs: TokenDocuments, options: MaxSimOptions = {}): MaxSimResult {
-  return runSync(call(queries, docs, options), wrap);
+  return runSync((ops) => call(ops, queries, docs, options), wrap);
 }
 
 /** What {@link maxSimBackward} returns: f32 Tensors the caller disposes. */
@@ -109,6 +98,7 @@ export interface MaxSimGradients {
 type RawGrads = { dQueries: NativeTensorHandle; dDocuments: NativeTensorHandle };
 
 function backwardCall(
+  ops: Operands,
   queries: TensorInput,
   docs: TokenDocuments,
   argmax: Tensor,
@@ -117,15 +107,15 @@ function backwardCall(
 ) {
   checkOptions(o, backwardKeys, 'maxSimBackward options');
   const core = coreAddon();
-  const q = tensorOf(queries, 'queries');
+  const q = ops.tensor(queries, 'queries');
   if (docs === null || typeof docs !== 'object') throw new QuorumError('ERR_ARG', 'documents must be { tokens, lengths, tokenMask? }');
   checkOptions(docs, documentKeys, 'maxSimBackward documents');
-  const d = tensorOf(docs.tokens, 'documents');
+  const d = ops.tensor(docs.tokens, 'documents');
   cpuOnly([q, d], 'maxSimBackward');
-  const lengths = int32Of(docs.lengths, 'lengths');
-  const g = grad instanceof Tensor ? grad : operandOf(grad, [q.shape.length === 3 ? (q.shape[0] ?? 0) : 1, lengths.size], 'f32');
-  const qm = maskOf(o.queryMask, 'queryMask');
-  const tm = maskOf(docs.tokenMask, 'tokenMask');
+  const lengths = ops.int32(docs.lengths, 'lengths');
+  const g = grad instanceof Tensor ? grad : ops.typed(grad, [q.shape.length === 3 ? (q.shape[0] ?? 0) : 1, lengths.size], 'f32');
+  const qm = ops.mask(o.queryMask, 'queryMask');
+  const tm = ops.mask(docs.tokenMask, 'tokenMask');
   return (async: boolean) =>
     core.maxSimBackward(q.handle, handleOf(qm), d.handle, lengths.handle, handleOf(tm), argmax.handle, g.handle, async);
 }
@@ -152,7 +142,7 @@ export function maxSimBackward(
   grad: Tensor<'f32'> | Float32Array,
   options: Pick<MaxSimOptions, 'queryMask'> = {},
 ): Promise<MaxSimGradients> {
-  return runAsync(() => backwardCall(queries, docs, argmax, grad, options), wrapGrads);
+  return runAsync((ops) => backwardCall(ops, queries, docs, argmax, grad, options), wrapGrads);
 }
 
 /**
@@ -168,6 +158,6 @@ export function maxSimBackwardSync(
   grad: Tensor<'f32'> | Float32Array,
   options: Pick<MaxSimOptions, 'queryMask'> = {},
 ): MaxSimGradients {
-  return runSync(backwardCall(queries, docs, argmax, grad, options), wrapGrads);
+  return runSync((ops) => backwardCall(ops, queries, docs, argmax, grad, options), wrapGrads);
 }
 

@@ -1,6 +1,6 @@
 // Turns the inputs the public API accepts (Tensors, typed arrays with a shape, plain arrays for small index
-// and mask vectors) into Tensors for the native calls. The Sync forms borrow typed arrays; the Promise forms copy
-// them (see launchAsync); masks given in another type than Uint8Array are converted (one byte per entry).
+// and mask vectors) into Tensors for the native calls. Whether plain typed arrays are borrowed or copied is the
+// calling form's (Operands); masks given in another type than Uint8Array are converted (one byte per entry).
 import { type AnyTypedArray, type Dtype } from './dtype.js';
 import { QuorumError, awaitNative, callNative } from './errors.js';
 import { type NativeTensorHandle } from './native.js';
@@ -16,25 +16,71 @@ export type MaskInput = Tensor<'u8'> | Uint8Array | ArrayLike<number | boolean>;
 /** Small i32 vectors (positives, lengths): an Int32Array, a number array or an i32 Tensor. */
 export type Int32Input = Tensor<'i32'> | Int32Array | readonly number[];
 
-// Promise forms read their operands off the main thread. A plain typed array's memory can be taken from under
-// them there: its buffer transferred (postMessage, structuredClone) and the new owner collected, and the worker
-// would read freed memory. So while a Promise form builds its operands, plain typed arrays are copied into native
-// memory. A Tensor is read in place: it is pinned, and a dispose() meanwhile waits for the work to end.
-let asyncDepth = 0;
+/**
+ * How a call takes plain typed arrays, decided by its calling form and passed to the code that builds its operands.
+ * A Sync form borrows them ({@link Operands.borrowed}): the caller's thread is the one reading. A Promise form reads
+ * them off the main thread, where a plain typed array's memory can be taken from under it (its buffer transferred
+ * by postMessage or structuredClone, the new owner collected), so it copies them into native memory
+ * ({@link Operands.copied}). A Tensor is read in place either way: it is pinned, and a dispose() meanwhile waits
+ * for the work to end. {@link runSync} and {@link runAsync} hand the builder the right one; a call that builds its
+ * operands itself names it.
+ */
+export class Operands {
+  private constructor(
+    /** Whether plain typed arrays are copied. */
+    readonly copy: boolean,
+  ) {}
 
-/** Runs `launch`, which builds a Promise form's operands and queues its work, with plain typed arrays copied. */
-export function launchAsync<T>(launch: () => T): T {
-  asyncDepth++;
-  try {
-    return launch();
-  } finally {
-    asyncDepth--;
+  /** The Sync forms': plain typed arrays borrowed. */
+  static readonly borrowed = new Operands(false);
+  /** The Promise forms': plain typed arrays copied. */
+  static readonly copied = new Operands(true);
+
+  /** A typed array as an operand Tensor (borrowed or copied). */
+  typed(data: AnyTypedArray, shape: readonly number[], dtype?: Dtype): Tensor {
+    return this.copy ? Tensor.from(data as never, shape, dtype as never) : Tensor.wrap(data as never, shape, dtype as never);
   }
-}
 
-/** A typed array as an operand Tensor: borrowed by the Sync forms, copied inside {@link launchAsync}. */
-export function operandOf(data: AnyTypedArray, shape: readonly number[], dtype?: Dtype): Tensor {
-  return asyncDepth > 0 ? Tensor.from(data as never, shape, dtype as never) : Tensor.wrap(data as never, shape, dtype as never);
+  /** A typed array another addon reads as is (faiss, libtorch): itself, or a copy. */
+  plain<A extends AnyTypedArray>(data: A): A {
+    return this.copy ? (data.slice() as A) : data;
+  }
+
+  /** A {@link TensorInput} as a Tensor. */
+  tensor(input: TensorInput, what: string): Tensor {
+    if (input instanceof Tensor) return input;
+    if (input && typeof input === 'object' && 'data' in input && 'shape' in input) return this.typed(input.data, input.shape, input.dtype);
+    throw new QuorumError('ERR_ARG', `${what} must be a Tensor or { data, shape }`);
+  }
+
+  /** An f32 vector: an f32 Tensor, a Float32Array or a number array. */
+  f32Vector(input: Tensor<'f32'> | Float32Array | readonly number[], what: string): Tensor {
+    if (input instanceof Tensor) return input;
+    if (input instanceof Float32Array) return this.typed(input, [input.length], 'f32');
+    if (Array.isArray(input)) return Tensor.from(input, [input.length], 'f32');
+    throw new QuorumError('ERR_ARG', `${what} must be a Float32Array, a number array or an f32 Tensor`);
+  }
+
+  /** A small i32 vector (positives, lengths). */
+  int32(input: Int32Input, what: string): Tensor {
+    if (input instanceof Tensor) return input;
+    if (input instanceof Int32Array) return this.typed(input, [input.length], 'i32');
+    if (Array.isArray(input)) return Tensor.from(input, [input.length], 'i32');
+    throw new QuorumError('ERR_ARG', `${what} must be an Int32Array, a number array or an i32 Tensor`);
+  }
+
+  /** A per-entry mask; other types than Uint8Array are converted (one byte per entry). */
+  mask(mask: MaskInput | undefined, what: string): Tensor | undefined {
+    if (mask === undefined) return undefined;
+    if (mask instanceof Tensor) return mask;
+    if (mask instanceof Uint8Array) return this.typed(mask, [mask.length], 'u8');
+    if (mask && typeof mask === 'object' && 'length' in mask) {
+      const out = new Uint8Array(mask.length);
+      for (let i = 0; i < mask.length; i++) out[i] = mask[i] ? 1 : 0;
+      return Tensor.wrap(out, [out.length], 'u8');
+    }
+    throw new QuorumError('ERR_ARG', `${what} must be a Uint8Array, an array of numbers or booleans, or a u8 Tensor`);
+  }
 }
 
 /**
@@ -53,45 +99,6 @@ export async function whilePinned<R>(tensors: ReadonlyArray<Tensor | undefined>,
   } finally {
     for (const t of pinned) t.handle.unpin();
   }
-}
-
-/** A typed array another addon reads as is (faiss, libtorch): itself, or a copy inside {@link launchAsync}. */
-export function plainOperand<A extends AnyTypedArray>(data: A): A {
-  return asyncDepth > 0 ? (data.slice() as A) : data;
-}
-
-export function tensorOf(input: TensorInput, what: string): Tensor {
-  if (input instanceof Tensor) return input;
-  if (input && typeof input === 'object' && 'data' in input && 'shape' in input) {
-    return operandOf(input.data, input.shape, input.dtype);
-  }
-  throw new QuorumError('ERR_ARG', `${what} must be a Tensor or { data, shape }`);
-}
-
-export function f32VectorOf(input: Tensor<'f32'> | Float32Array | readonly number[], what: string): Tensor {
-  if (input instanceof Tensor) return input;
-  if (input instanceof Float32Array) return operandOf(input, [input.length], 'f32');
-  if (Array.isArray(input)) return Tensor.from(input, [input.length], 'f32');
-  throw new QuorumError('ERR_ARG', `${what} must be a Float32Array, a number array or an f32 Tensor`);
-}
-
-export function int32Of(input: Int32Input, what: string): Tensor {
-  if (input instanceof Tensor) return input;
-  if (input instanceof Int32Array) return operandOf(input, [input.length], 'i32');
-  if (Array.isArray(input)) return Tensor.from(input, [input.length], 'i32');
-  throw new QuorumError('ERR_ARG', `${what} must be an Int32Array, a number array or an i32 Tensor`);
-}
-
-export function maskOf(mask: MaskInput | undefined, what: string): Tensor | undefined {
-  if (mask === undefined) return undefined;
-  if (mask instanceof Tensor) return mask;
-  if (mask instanceof Uint8Array) return operandOf(mask, [mask.length], 'u8');
-  if (mask && typeof mask === 'object' && 'length' in mask) {
-    const out = new Uint8Array(mask.length);
-    for (let i = 0; i < mask.length; i++) out[i] = mask[i] ? 1 : 0;
-    return Tensor.wrap(out, [out.length], 'u8');
-  }
-  throw new QuorumError('ERR_ARG', `${what} must be a Uint8Array, an array of numbers or booleans, or a u8 Tensor`);
 }
 
 /**
@@ -114,20 +121,20 @@ export function idsOf(ids: BigInt64Array | ArrayLike<number | bigint>, n: number
   return out;
 }
 
-/**
- * Runs one native kernel call in its Sync or Promise form. `call(async)` makes the native call; `wrap` turns
- * its raw result into the public one.
- */
-export function runSync<R>(call: (async: boolean) => unknown, wrap: (raw: never) => R): R {
-  return wrap(callNative(() => call(false)) as never);
+/** A native call from one definition: `build(ops)` checks the arguments, makes the operands and returns the call. */
+export type NativeCall = (ops: Operands) => (async: boolean) => unknown;
+
+/** The Sync form of a {@link NativeCall}: operands borrowed, run on the calling thread; `wrap` makes the result. */
+export function runSync<R>(build: NativeCall, wrap: (raw: never) => R): R {
+  return wrap(callNative(() => build(Operands.borrowed)(false)) as never);
 }
 
 /**
- * The Promise form: `operands()` builds the call inside {@link launchAsync} (plain typed arrays copied), then it is
- * queued off the main thread.
+ * The Promise form of the same {@link NativeCall}: operands copied, queued off the main thread. Bad arguments reject
+ * (the build runs inside the Promise).
  */
-export async function runAsync<R>(operands: () => (async: boolean) => unknown, wrap: (raw: never) => R): Promise<R> {
-  const p = launchAsync(() => callNative(() => operands()(true))) as Promise<unknown>;
+export async function runAsync<R>(build: NativeCall, wrap: (raw: never) => R): Promise<R> {
+  const p = callNative(() => build(Operands.copied)(true)) as Promise<unknown>;
   return wrap((await awaitNative(p)) as never);
 }
 

@@ -2,7 +2,7 @@
 // native/kernels/sparse_index.h.
 import { QuorumError, callNative } from './errors.js';
 import { type NativeTensorHandle, coreAddon } from './native.js';
-import { idsOf, operandOf, runAsync, runSync } from './operand.js';
+import { idsOf, runAsync, runSync, Operands } from './operand.js';
 import { type SearchResult, searchResult } from './search-result.js';
 import { type SparseVectors, sparseTensors, sparseVectors } from './splade.js';
 import { Tensor } from './tensor.js';
@@ -122,26 +122,26 @@ export class SparseIndex extends NativeResource {
     return this.#native;
   }
 
-  #addCall(ids: BigInt64Array | ArrayLike<number | bigint>, docs: SparseRowsInput) {
+  #addCall(ops: Operands, ids: BigInt64Array | ArrayLike<number | bigint>, docs: SparseRowsInput) {
     const v = asVectors(docs);
-    const idt = operandOf(idsOf(ids, v.rows), [v.rows], 'i64');
-    const [o, i, w] = sparseTensors(v);
+    const idt = ops.typed(idsOf(ids, v.rows), [v.rows], 'i64');
+    const [o, i, w] = sparseTensors(ops, v);
     return (async: boolean) => this.#native.add(idt.handle, o.handle, i.handle, w.handle, async);
   }
 
   /** Adds documents with the given ids. Term ids must be >= 0 and weights finite; a bad batch adds nothing. */
   async add(ids: BigInt64Array | ArrayLike<number | bigint>, docs: SparseRowsInput): Promise<void> {
-    return runAsync(() => this.#addCall(ids, docs), () => undefined);
+    return runAsync((ops) => this.#addCall(ops, ids, docs), () => undefined);
   }
 
   /** {@link add} on the calling thread. */
   addSync(ids: BigInt64Array | ArrayLike<number | bigint>, docs: SparseRowsInput): void {
-    runSync(this.#addCall(ids, docs), () => undefined);
+    runSync((ops) => this.#addCall(ops, ids, docs), () => undefined);
   }
 
-  #searchCall(queries: SparseRowsInput, k: number, options: SparseSearchOptions) {
+  #searchCall(ops: Operands, queries: SparseRowsInput, k: number, options: SparseSearchOptions) {
     checkOptions(options, sparseSearchKeys, 'sparse search options');
-    const [o, i, w] = sparseTensors(asVectors(queries));
+    const [o, i, w] = sparseTensors(ops, asVectors(queries));
     const algorithm = options.algorithm ?? 'auto';
     return (async: boolean) => this.#native.search(o.handle, i.handle, w.handle, k, async, algorithm);
   }
@@ -156,7 +156,7 @@ export class SparseIndex extends NativeResource {
 
   /** {@link save} on the calling thread. */
   saveSync(path: string): void {
-    runSync((async) => this.#native.save(path, async), () => undefined);
+    runSync(() => (async) => this.#native.save(path, async), () => undefined);
   }
 
   /** Reads an index written by {@link save}. A corrupt, truncated or foreign file is ERR_FORMAT; a missing one ERR_IO. */
@@ -169,7 +169,7 @@ export class SparseIndex extends NativeResource {
   /** {@link SparseIndex.load} on the calling thread. */
   static loadSync(path: string): SparseIndex {
     const index = new SparseIndex();
-    runSync((async) => index.#native.load(path, async), () => undefined);
+    runSync(() => (async) => index.#native.load(path, async), () => undefined);
     return index;
   }
 
@@ -187,11 +187,11 @@ export class SparseIndex extends NativeResource {
 
   /** The k best documents for each query row. */
   async search(queries: SparseRowsInput, k: number, options: SparseSearchOptions = {}): Promise<SparseSearchResult> {
-    return runAsync(() => this.#searchCall(queries, k, options), wrapResult);
+    return runAsync((ops) => this.#searchCall(ops, queries, k, options), wrapResult);
   }
 
   /** {@link search} on the calling thread. */
   searchSync(queries: SparseRowsInput, k: number, options: SparseSearchOptions = {}): SparseSearchResult {
-    return runSync(this.#searchCall(queries, k, options), wrapResult);
+    return runSync((ops) => this.#searchCall(ops, queries, k, options), wrapResult);
   }
 }

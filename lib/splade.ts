@@ -2,7 +2,7 @@
 import { auxOperand, backendOf } from './cuda.js';
 import { QuorumError } from './errors.js';
 import { coreAddon, type NativeTensorHandle } from './native.js';
-import { type MaskInput, type TensorInput, maskOf, operandOf, runAsync, runSync, tensorOf } from './operand.js';
+import { type MaskInput, type TensorInput, runAsync, runSync, Operands } from './operand.js';
 import { Tensor } from './tensor.js';
 import { checkOptions, optionKeys } from './validate.js';
 
@@ -26,10 +26,10 @@ const poolKeys = optionKeys<SpladePoolOptions>()(['mask', 'argmax']);
 
 type RawPool = { weights: NativeTensorHandle; argmax?: NativeTensorHandle };
 
-function poolCall(logits: TensorInput, o: SpladePoolOptions) {
+function poolCall(ops: Operands, logits: TensorInput, o: SpladePoolOptions) {
   checkOptions(o, poolKeys, 'spladePool options');
-  const x = tensorOf(logits, 'logits');
-  const mask = maskOf(o.mask, 'mask');
+  const x = ops.tensor(logits, 'logits');
+  const mask = ops.mask(o.mask, 'mask');
   const be = backendOf([x], ['logits']);
   return (async: boolean) => be.spladePool(x.handle, auxOperand(be, mask, 'mask'), o.argmax === true, async);
 }
@@ -49,7 +49,7 @@ function wrapPool(r: RawPool): SpladePoolResult {
  * const sparse = toSparseSync(weights, { topK: 256 });
  */
 export async function spladePool(logits: TensorInput, options: SpladePoolOptions = {}): Promise<SpladePoolResult> {
-  return runAsync(() => poolCall(logits, options), wrapPool);
+  return runAsync((ops) => poolCall(ops, logits, options), wrapPool);
 }
 
 /**
@@ -59,12 +59,12 @@ export async function spladePool(logits: TensorInput, options: SpladePoolOptions
  * const { weights } = spladePoolSync(logits, { mask: attentionMask });   // Tensor f32 [B, V]
  */
 export function spladePoolSync(logits: TensorInput, options: SpladePoolOptions = {}): SpladePoolResult {
-  return runSync(poolCall(logits, options), wrapPool);
+  return runSync((ops) => poolCall(ops, logits, options), wrapPool);
 }
 
-function backwardCall(logits: TensorInput, argmax: Tensor<'i32'>, grad: TensorInput) {
-  const x = tensorOf(logits, 'logits');
-  const g = tensorOf(grad, 'grad');
+function backwardCall(ops: Operands, logits: TensorInput, argmax: Tensor<'i32'>, grad: TensorInput) {
+  const x = ops.tensor(logits, 'logits');
+  const g = ops.tensor(grad, 'grad');
   const be = backendOf([x, argmax, g], ['logits', 'argmax', 'grad']);
   return (async: boolean) => be.spladePoolBackward(x.handle, argmax.handle, g.handle, async);
 }
@@ -80,7 +80,7 @@ function backwardCall(logits: TensorInput, argmax: Tensor<'i32'>, grad: TensorIn
  * d.data;   // [0.5, 0, 0, 0.333...]: 1 / (1 + 1) and 1 / (1 + 2) at the winning tokens
  */
 export async function spladePoolBackward(logits: TensorInput, argmax: Tensor<'i32'>, grad: TensorInput): Promise<Tensor<'f32'>> {
-  return runAsync(() => backwardCall(logits, argmax, grad), (h: NativeTensorHandle) => Tensor.fromHandle<'f32'>(h));
+  return runAsync((ops) => backwardCall(ops, logits, argmax, grad), (h: NativeTensorHandle) => Tensor.fromHandle<'f32'>(h));
 }
 
 /**
@@ -90,7 +90,7 @@ export async function spladePoolBackward(logits: TensorInput, argmax: Tensor<'i3
  * const dLogits = spladePoolBackwardSync(logits, argmax, dWeights);   // Tensor f32 [B, L, V]
  */
 export function spladePoolBackwardSync(logits: TensorInput, argmax: Tensor<'i32'>, grad: TensorInput): Tensor<'f32'> {
-  return runSync(backwardCall(logits, argmax, grad), (h: NativeTensorHandle) => Tensor.fromHandle<'f32'>(h));
+  return runSync((ops) => backwardCall(ops, logits, argmax, grad), (h: NativeTensorHandle) => Tensor.fromHandle<'f32'>(h));
 }
 
 /** Which regularizer: FLOPS `sum_v (mean_b |w_bv|)^2` (over the batch) or L1 `mean_b sum_v |w_bv|`. */
@@ -106,9 +106,9 @@ export interface RegularizerResult {
 
 const regularizerKeys = optionKeys<{ grad?: boolean }>()(['grad']);
 
-function regCall(weights: TensorInput, kind: SparseRegularizer, grad: boolean) {
+function regCall(ops: Operands, weights: TensorInput, kind: SparseRegularizer, grad: boolean) {
   const core = coreAddon();
-  const w = tensorOf(weights, 'weights');
+  const w = ops.tensor(weights, 'weights');
   return (async: boolean) => core.spladeRegularizer(w.handle, kind, grad, async);
 }
 
@@ -129,7 +129,7 @@ function wrapReg(r: { value: number; grad?: NativeTensorHandle }): RegularizerRe
  */
 export async function regularizer(weights: TensorInput, kind: SparseRegularizer, options: { grad?: boolean } = {}): Promise<RegularizerResult> {
   checkOptions(options, regularizerKeys, 'regularizer options');
-  return runAsync(() => regCall(weights, kind, options.grad === true), wrapReg);
+  return runAsync((ops) => regCall(ops, weights, kind, options.grad === true), wrapReg);
 }
 
 /**
@@ -140,7 +140,7 @@ export async function regularizer(weights: TensorInput, kind: SparseRegularizer,
  */
 export function regularizerSync(weights: TensorInput, kind: SparseRegularizer, options: { grad?: boolean } = {}): RegularizerResult {
   checkOptions(options, regularizerKeys, 'regularizer options');
-  return runSync(regCall(weights, kind, options.grad === true), wrapReg);
+  return runSync((ops) => regCall(ops, weights, kind, options.grad === true), wrapReg);
 }
 
 /**
@@ -230,10 +230,10 @@ const toSparseKeys = optionKeys<ToSparseOptions>()(['threshold', 'topK']);
 
 type RawSparse = { offsets: NativeTensorHandle; indices: NativeTensorHandle; values: NativeTensorHandle };
 
-function sparseCall(weights: TensorInput, o: ToSparseOptions) {
+function sparseCall(ops: Operands, weights: TensorInput, o: ToSparseOptions) {
   checkOptions(o, toSparseKeys, 'toSparse options');
   const core = coreAddon();
-  const w = tensorOf(weights, 'weights');
+  const w = ops.tensor(weights, 'weights');
   return (async: boolean) => core.toSparse(w.handle, o.threshold ?? 0, o.topK ?? 0, async);
 }
 
@@ -253,7 +253,7 @@ function wrapSparse(r: RawSparse): SparseVectors {
  * s.row(0);   // [{ index: 2, value: 1.5 }, { index: 3, value: 0.7 }]
  */
 export async function toSparse(weights: TensorInput, options: ToSparseOptions = {}): Promise<SparseVectors> {
-  return runAsync(() => sparseCall(weights, options), wrapSparse);
+  return runAsync((ops) => sparseCall(ops, weights, options), wrapSparse);
 }
 
 /**
@@ -263,23 +263,23 @@ export async function toSparse(weights: TensorInput, options: ToSparseOptions = 
  * toSparseSync(Tensor.from(new Float32Array([0, 0.2, 1.5, 0.7]), [1, 4]), { topK: 1 }).row(0);   // [{ index: 2, value: 1.5 }]
  */
 export function toSparseSync(weights: TensorInput, options: ToSparseOptions = {}): SparseVectors {
-  return runSync(sparseCall(weights, options), wrapSparse);
+  return runSync((ops) => sparseCall(ops, weights, options), wrapSparse);
 }
 
-/** @internal The three arrays of sparse rows as borrowed Tensors (offsets i64, indices i32, values f32). */
-export function sparseTensors(s: SparseVectors): [Tensor, Tensor, Tensor] {
+/** @internal The three arrays of sparse rows as operand Tensors (offsets i64, indices i32, values f32). */
+export function sparseTensors(ops: Operands, s: SparseVectors): [Tensor, Tensor, Tensor] {
   checkSparseVectors(s);
   return [
-    operandOf(s.offsets, [s.offsets.length], 'i64'),
-    operandOf(s.indices, [s.indices.length], 'i32'),
-    operandOf(s.values, [s.values.length], 'f32'),
+    ops.typed(s.offsets, [s.offsets.length], 'i64'),
+    ops.typed(s.indices, [s.indices.length], 'i32'),
+    ops.typed(s.values, [s.values.length], 'f32'),
   ];
 }
 
-function sparseScoresCall(a: SparseVectors, b: SparseVectors) {
+function sparseScoresCall(ops: Operands, a: SparseVectors, b: SparseVectors) {
   const core = coreAddon();
-  const [ao, ai, av] = sparseTensors(a);
-  const [bo, bi, bv] = sparseTensors(b);
+  const [ao, ai, av] = sparseTensors(ops, a);
+  const [bo, bi, bv] = sparseTensors(ops, b);
   return (async: boolean) => core.sparseScores(ao.handle, ai.handle, av.handle, bo.handle, bi.handle, bv.handle, async);
 }
 
@@ -294,7 +294,7 @@ const asF32 = (h: NativeTensorHandle) => Tensor.fromHandle<'f32'>(h);
  * (await sparseScores(a, b)).data;   // [2, 4]
  */
 export async function sparseScores(a: SparseVectors, b: SparseVectors): Promise<Tensor<'f32'>> {
-  return runAsync(() => sparseScoresCall(a, b), asF32);
+  return runAsync((ops) => sparseScoresCall(ops, a, b), asF32);
 }
 
 /**
@@ -304,13 +304,13 @@ export async function sparseScores(a: SparseVectors, b: SparseVectors): Promise<
  * sparseScoresSync(a, b).data;   // [a.rows * b.rows] dot products
  */
 export function sparseScoresSync(a: SparseVectors, b: SparseVectors): Tensor<'f32'> {
-  return runSync(sparseScoresCall(a, b), asF32);
+  return runSync((ops) => sparseScoresCall(ops, a, b), asF32);
 }
 
-function sparseDenseCall(a: SparseVectors, dense: TensorInput) {
+function sparseDenseCall(ops: Operands, a: SparseVectors, dense: TensorInput) {
   const core = coreAddon();
-  const [ao, ai, av] = sparseTensors(a);
-  const d = tensorOf(dense, 'dense');
+  const [ao, ai, av] = sparseTensors(ops, a);
+  const d = ops.tensor(dense, 'dense');
   return (async: boolean) => core.sparseDenseScores(ao.handle, ai.handle, av.handle, d.handle, async);
 }
 
@@ -322,7 +322,7 @@ function sparseDenseCall(a: SparseVectors, dense: TensorInput) {
  * (await sparseDenseScores(a, Tensor.from(new Float32Array([0, 0, 1, 3, 0, 0.5]), [2, 3]))).data;   // [2, 4]
  */
 export async function sparseDenseScores(a: SparseVectors, dense: TensorInput): Promise<Tensor<'f32'>> {
-  return runAsync(() => sparseDenseCall(a, dense), asF32);
+  return runAsync((ops) => sparseDenseCall(ops, a, dense), asF32);
 }
 
 /**
@@ -332,5 +332,5 @@ export async function sparseDenseScores(a: SparseVectors, dense: TensorInput): P
  * sparseDenseScoresSync(a, denseRows).data;   // [a.rows * N] dot products
  */
 export function sparseDenseScoresSync(a: SparseVectors, dense: TensorInput): Tensor<'f32'> {
-  return runSync(sparseDenseCall(a, dense), asF32);
+  return runSync((ops) => sparseDenseCall(ops, a, dense), asF32);
 }

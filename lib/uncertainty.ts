@@ -4,7 +4,7 @@ import { auxOperand, backendOf } from './cuda.js';
 import { bestPoint, type GridPoint } from './grid-search.js';
 import { QuorumError } from './errors.js';
 import { type NativeTensorHandle } from './native.js';
-import { type Int32Input, type TensorInput, int32Of, runAsync, runSync, tensorOf } from './operand.js';
+import { type Int32Input, type TensorInput, runAsync, runSync, Operands } from './operand.js';
 import { Tensor } from './tensor.js';
 import { checkOptions, mustBeArray, mustBeObject, optionKeys } from './validate.js';
 
@@ -36,10 +36,10 @@ const ensembleKeys = optionKeys<EnsembleMIOptions>()(['temperature', 'lengths', 
 const calibrationKeys = optionKeys<CalibrationSplit>()(['scores', 'lengths', 'hit']);
 const calibrateKeys = optionKeys<{ grid?: unknown; bins?: unknown; mode?: unknown }>()(['grid', 'bins', 'mode']);
 
-function call(scores: TensorInput, o: EnsembleMIOptions) {
+function call(ops: Operands, scores: TensorInput, o: EnsembleMIOptions) {
   checkOptions(o, ensembleKeys, 'ensembleMI options');
-  const z = tensorOf(scores, 'scores');
-  const lengths = o.lengths === undefined ? undefined : int32Of(o.lengths, 'lengths');
+  const z = ops.tensor(scores, 'scores');
+  const lengths = o.lengths === undefined ? undefined : ops.int32(o.lengths, 'lengths');
   if (o.mode !== undefined && o.mode !== 'exact' && o.mode !== 'muf') throw new QuorumError('ERR_ARG', "mode must be 'exact' or 'muf'");
   const be = backendOf([z], ['scores']);
   return (async: boolean) => be.ensembleMI(z.handle, auxOperand(be, lengths, 'lengths'), o.temperature ?? 1e-3, o.mode === 'muf', async);
@@ -57,7 +57,7 @@ function wrap(r: { mi: NativeTensorHandle; confidence: NativeTensorHandle }): En
  * const { confidence } = await ensembleMI(z, { temperature: 1e-3 });
  */
 export async function ensembleMI(scores: TensorInput, options: EnsembleMIOptions = {}): Promise<EnsembleMIResult> {
-  return runAsync(() => call(scores, options), wrap);
+  return runAsync((ops) => call(ops, scores, options), wrap);
 }
 
 /**
@@ -67,7 +67,7 @@ export async function ensembleMI(scores: TensorInput, options: EnsembleMIOptions
  * const { mi, confidence } = ensembleMISync(z, { temperature: 1e-3 });   // z: [B, K, L]
  */
 export function ensembleMISync(scores: TensorInput, options: EnsembleMIOptions = {}): EnsembleMIResult {
-  return runSync(call(scores, options), wrap);
+  return runSync((ops) => call(ops, scores, options), wrap);
 }
 
 /**

@@ -1,6 +1,6 @@
 // A plain typed array whose buffer is transferred away (and collected) while a Promise form still works on it must
 // not crash the process: the Promise forms copy plain typed arrays before going off the main thread (lib/operand.ts,
-// launchAsync). Run in a child process, with GC forced after each transfer, so that a crash fails this test only.
+// Operands.copied). Run in a child process, with GC forced after each transfer, so that a crash fails this test only.
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 

@@ -10,7 +10,7 @@ import { readSafetensors, safetensorsMetadata, writeSafetensors, type Safetensor
 import { torchAddon, type NativeMlpEnsemble } from '../../native.js';
 import { seededRandom, shuffle } from '../../random.js';
 import { Tensor } from '../../tensor.js';
-import { launchAsync, plainOperand, whilePinned } from '../../operand.js';
+import { whilePinned, Operands } from '../../operand.js';
 import { ParameterTable } from '../../models/parameter-table.js';
 import { mustBeObject, mustBeString, parse, positiveInt, z } from '../../validate.js';
 
@@ -196,14 +196,14 @@ export class MlpEnsemble extends ParameterTable {
     return { epochs, seconds: (performance.now() - t0) / 1000 };
   }
 
-  private scoreCall(queries: Float32Array | Tensor<'f32'>, corpus: Float32Array | Tensor<'f32'>, idArray: Int32Array, L: number) {
+  private scoreCall(ops: Operands, queries: Float32Array | Tensor<'f32'>, corpus: Float32Array | Tensor<'f32'>, idArray: Int32Array, L: number) {
     const { dim, members: K } = this.config;
-    const floats = (x: Float32Array | Tensor<'f32'>) => (x instanceof Tensor && x.dtype === 'f32' ? (x.data as Float32Array) : x instanceof Float32Array ? plainOperand(x) : undefined);
+    const floats = (x: Float32Array | Tensor<'f32'>) => (x instanceof Tensor && x.dtype === 'f32' ? (x.data as Float32Array) : x instanceof Float32Array ? ops.plain(x) : undefined);
     const q = floats(queries);
     const passages = floats(corpus);
     if (!q || !passages) throw new QuorumError('ERR_DTYPE', 'queries and passages must be Float32Arrays or f32 Tensors');
     if (!(idArray instanceof Int32Array)) throw new QuorumError('ERR_DTYPE', 'ids must be an Int32Array');
-    const ids = plainOperand(idArray);
+    const ids = ops.plain(idArray);
     // A Tensor is read in place and pinned while the call runs (a dispose() meanwhile waits); a plain array is copied.
     const pinned = [queries, corpus].filter((x): x is Tensor<'f32'> => x instanceof Tensor);
     const B = q.length / dim;
@@ -219,14 +219,14 @@ export class MlpEnsemble extends ParameterTable {
    * are read in place; plain Float32Arrays are copied first, since the work runs off the main thread.
    */
   async score(q: Float32Array | Tensor<'f32'>, passages: Float32Array | Tensor<'f32'>, ids: Int32Array, L: number): Promise<Tensor<'f32'>> {
-    const c = launchAsync(() => this.scoreCall(q, passages, ids, L));
+    const c = this.scoreCall(Operands.copied, q, passages, ids, L);
     await whilePinned(c.pinned, () => awaitNative(callNative(() => c.call(true)) as Promise<Float32Array>));
     return Tensor.wrap(c.out, c.shape);
   }
 
   /** {@link score} on the calling thread. */
   scoreSync(q: Float32Array | Tensor<'f32'>, passages: Float32Array | Tensor<'f32'>, ids: Int32Array, L: number): Tensor<'f32'> {
-    const c = this.scoreCall(q, passages, ids, L);
+    const c = this.scoreCall(Operands.borrowed, q, passages, ids, L);
     callNative(() => c.call(false));
     return Tensor.wrap(c.out, c.shape);
   }
