@@ -1,7 +1,7 @@
 // Issue 23's kernel row: forward + backward of MaxSim and SPLADE pooling at CAME training shapes, through Quorum's
 // kernels as libtorch autograd functions against the same step in libtorch's own ops (the pure-libtorch
 // reference). Median of the given repetitions, alternated, in one process.
-//   node --import tsx bench/came-kernels.ts [--reps=5]
+//   npm run build:test && node --import tsx bench/came-kernels.ts [--reps=5]   (the hooks module: quorum_torch_test.node)
 import { capabilities } from '../lib/index.js';
 import { torchTestAddon } from '../test/torch-hooks.js';
 import { fillRandom, median, printTable } from './harness.js';
