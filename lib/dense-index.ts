@@ -113,6 +113,13 @@ function idArray(ops: Operands, ids: VectorIdsInput | bigint | number): BigInt64
   return ids instanceof BigInt64Array ? ops.plain(ids) : idsOf(ids, ids.length);
 }
 
+/** A faiss call from one definition: `build(ops)` makes the operands, the Tensor to pin, and the call. */
+type FaissCall = (ops: Operands) => { pin?: Tensor | undefined; call: (async: boolean) => unknown };
+
+type RawSearch = { ids: BigInt64Array; scores: Float32Array; rows: number; k: number };
+
+const resultOf = (r: RawSearch): SearchResult => searchResult(r.ids, r.scores, r.rows, r.k);
+
 /**
  * A dense vector index over faiss: exact or approximate top-k by inner product, with your own 64-bit ids.
  * Searches may run concurrently; train, add and remove are exclusive. faiss's OpenMP threads follow
@@ -165,8 +172,54 @@ export class DenseIndex extends NativeResource {
     return this.#native;
   }
 
-  #async<R>(x: { tensor?: Tensor } | undefined, call: () => unknown): Promise<R> {
-    return whilePinned([x?.tensor], () => awaitNative(callNative(call) as Promise<R>));
+  // Each heavy method is one definition, a FaissCall, run in its two forms: the Sync form borrows plain typed arrays
+  // and calls on this thread; the Promise form copies them, pins a Tensor operand while faiss reads it, and queues
+  // the call off the main thread.
+  static #runSync<R>(build: FaissCall): R {
+    const c = build(Operands.borrowed);
+    return callNative(() => c.call(false)) as R;
+  }
+
+  static async #runAsync<R>(build: FaissCall): Promise<R> {
+    const c = build(Operands.copied);
+    return whilePinned([c.pin], () => awaitNative(callNative(() => c.call(true)) as Promise<R>));
+  }
+
+  #train(vectors: VectorsInput): FaissCall {
+    return (ops) => {
+      const x = floatsOf(ops, vectors, this.dim, 'vectors');
+      return { pin: x.tensor, call: (async) => this.#native.train(x.data, async) };
+    };
+  }
+
+  #add(vectors: VectorsInput, ids: VectorIdsInput): FaissCall {
+    return (ops) => {
+      const x = floatsOf(ops, vectors, this.dim, 'vectors');
+      const i = idArray(ops, ids);
+      return { pin: x.tensor, call: (async) => this.#native.add(x.data, i, async) };
+    };
+  }
+
+  #remove(ids: VectorIdsInput | bigint | number): FaissCall {
+    return (ops) => {
+      const i = idArray(ops, ids);
+      return { call: (async) => this.#native.remove(i, async) };
+    };
+  }
+
+  #search(queries: VectorsInput, k: number, options: DenseSearchOptions): FaissCall {
+    return (ops) => {
+      checkOptions(options, searchKeys, 'DenseIndex.search options');
+      const q = floatsOf(ops, queries, this.dim, 'queries');
+      return { pin: q.tensor, call: (async) => this.#native.search(q.data, k, options.efSearch, options.nprobe, async) };
+    };
+  }
+
+  #reconstruct(ids: VectorIdsInput | bigint | number): FaissCall {
+    return (ops) => {
+      const i = idArray(ops, ids);
+      return { call: (async) => this.#native.reconstruct(i, async) };
+    };
   }
 
   /**
@@ -181,14 +234,12 @@ export class DenseIndex extends NativeResource {
 
   /** Trains IVF / PQ / PCA stages (ERR_STATE if already trained). Use a sample like the data you will add. */
   async train(vectors: VectorsInput): Promise<void> {
-    const x = floatsOf(Operands.copied, vectors, this.dim, 'vectors');
-    return this.#async(x, () => this.#native.train(x.data, true));
+    await DenseIndex.#runAsync(this.#train(vectors));
   }
 
   /** {@link train} on the calling thread. */
   trainSync(vectors: VectorsInput): void {
-    const x = floatsOf(Operands.borrowed, vectors, this.dim, 'vectors');
-    callNative(() => this.#native.train(x.data, false));
+    DenseIndex.#runSync(this.#train(vectors));
   }
 
   /**
@@ -196,27 +247,22 @@ export class DenseIndex extends NativeResource {
    * id already held or repeated, ERR_NONFINITE for NaN / infinity; a failed batch adds nothing.
    */
   async add(vectors: VectorsInput, ids: VectorIdsInput): Promise<void> {
-    const x = floatsOf(Operands.copied, vectors, this.dim, 'vectors');
-    const i = idArray(Operands.copied, ids);
-    return this.#async(x, () => this.#native.add(x.data, i, true));
+    await DenseIndex.#runAsync(this.#add(vectors, ids));
   }
 
   /** {@link add} on the calling thread. */
   addSync(vectors: VectorsInput, ids: VectorIdsInput): void {
-    const x = floatsOf(Operands.borrowed, vectors, this.dim, 'vectors');
-    callNative(() => this.#native.add(x.data, idArray(Operands.borrowed, ids), false));
+    DenseIndex.#runSync(this.#add(vectors, ids));
   }
 
   /** Removes ids (unknown ones are skipped); resolves to how many went. ERR_UNSUPPORTED for HNSW. */
   async remove(ids: VectorIdsInput | bigint | number): Promise<number> {
-    const i = idArray(Operands.copied, ids);
-    const r = await this.#async<{ removed: number }>(undefined, () => this.#native.remove(i, true));
-    return r.removed;
+    return (await DenseIndex.#runAsync<{ removed: number }>(this.#remove(ids))).removed;
   }
 
   /** {@link remove} on the calling thread. */
   removeSync(ids: VectorIdsInput | bigint | number): number {
-    return callNative(() => this.#native.remove(idArray(Operands.borrowed, ids), false) as { removed: number }).removed;
+    return DenseIndex.#runSync<{ removed: number }>(this.#remove(ids)).removed;
   }
 
   /**
@@ -224,36 +270,22 @@ export class DenseIndex extends NativeResource {
    * index can return hold id -1 and score -Infinity.
    */
   async search(queries: VectorsInput, k: number, options: DenseSearchOptions = {}): Promise<SearchResult> {
-    checkOptions(options, searchKeys, 'DenseIndex.search options');
-    const q = floatsOf(Operands.copied, queries, this.dim, 'queries');
-    const r = await this.#async<{ ids: BigInt64Array; scores: Float32Array; rows: number; k: number }>(q, () =>
-      this.#native.search(q.data, k, options.efSearch, options.nprobe, true),
-    );
-    return searchResult(r.ids, r.scores, r.rows, r.k);
+    return resultOf(await DenseIndex.#runAsync<RawSearch>(this.#search(queries, k, options)));
   }
 
   /** {@link search} on the calling thread. */
   searchSync(queries: VectorsInput, k: number, options: DenseSearchOptions = {}): SearchResult {
-    checkOptions(options, searchKeys, 'DenseIndex.search options');
-    const q = floatsOf(Operands.borrowed, queries, this.dim, 'queries');
-    const r = callNative(() => this.#native.search(q.data, k, options.efSearch, options.nprobe, false)) as {
-      ids: BigInt64Array;
-      scores: Float32Array;
-      rows: number;
-      k: number;
-    };
-    return searchResult(r.ids, r.scores, r.rows, r.k);
+    return resultOf(DenseIndex.#runSync<RawSearch>(this.#search(queries, k, options)));
   }
 
   /** The stored vectors of `ids`, n x dim (approximate for PQ / SQ / PCA). ERR_NOT_FOUND for an id not held. */
   async reconstruct(ids: VectorIdsInput | bigint | number): Promise<Float32Array> {
-    const r = await this.#async<{ vectors: Float32Array }>(undefined, () => this.#native.reconstruct(idArray(Operands.copied, ids), true));
-    return r.vectors;
+    return (await DenseIndex.#runAsync<{ vectors: Float32Array }>(this.#reconstruct(ids))).vectors;
   }
 
   /** {@link reconstruct} on the calling thread. */
   reconstructSync(ids: VectorIdsInput | bigint | number): Float32Array {
-    return callNative(() => this.#native.reconstruct(idArray(Operands.borrowed, ids), false) as { vectors: Float32Array }).vectors;
+    return DenseIndex.#runSync<{ vectors: Float32Array }>(this.#reconstruct(ids)).vectors;
   }
 
   /**
@@ -261,26 +293,25 @@ export class DenseIndex extends NativeResource {
    * in-memory copy: versioned header, faiss's own serialization, checksum. ERR_IO on failure.
    */
   async save(path: string): Promise<void> {
-    return this.#async(undefined, () => this.#native.save(path, true));
+    await DenseIndex.#runAsync(() => ({ call: (async) => this.#native.save(path, async) }));
   }
 
   /** {@link save} on the calling thread. */
   saveSync(path: string): void {
-    callNative(() => this.#native.save(path, false));
+    DenseIndex.#runSync(() => ({ call: (async) => this.#native.save(path, async) }));
   }
 
   /** Reads an index written by {@link save}: ERR_FORMAT for a corrupt, truncated or foreign file, ERR_IO for a missing one. */
   static async load(path: string): Promise<DenseIndex> {
     const native = new (faissAddon().DenseIndex)();
-    const index = new DenseIndex(native);
-    await index.#async(undefined, () => native.load(path, true));
-    return index;
+    await DenseIndex.#runAsync(() => ({ call: (async) => native.load(path, async) }));
+    return new DenseIndex(native);
   }
 
   /** {@link DenseIndex.load} on the calling thread. */
   static loadSync(path: string): DenseIndex {
     const native = new (faissAddon().DenseIndex)();
-    callNative(() => native.load(path, false));
+    DenseIndex.#runSync(() => ({ call: (async) => native.load(path, async) }));
     return new DenseIndex(native);
   }
 

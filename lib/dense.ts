@@ -1,7 +1,7 @@
 import { backendOf, cpuOnly } from './cuda.js';
 import { QuorumError, awaitNative, callNative } from './errors.js';
 import { type NativeTensorHandle, coreAddon } from './native.js';
-import { rowHits, Operands } from './operand.js';
+import { Operands, rowHits, runAsync, runSync } from './operand.js';
 import { Tensor } from './tensor.js';
 import { checkOptions, optionKeys } from './validate.js';
 
@@ -183,6 +183,17 @@ function releaseWraps(made: readonly Tensor[], given: readonly unknown[]): void 
   });
 }
 
+const f32Result = (h: NativeTensorHandle) => Tensor.fromHandle<'f32'>(h);
+
+// score's one definition: the operands, then the call (runSync / runAsync run it in either form).
+function scoreCall(ops: Operands, queries: QueryInput, corpus: MatrixInput, options: DenseOptions) {
+  checkOptions(options, denseKeys, 'score options');
+  const core = coreAddon();
+  const [q, c] = operands(ops, queries, corpus);
+  cpuOnly([q, c], 'score');
+  return (async: boolean) => core.scoreMatrix(q.handle, c.handle, options.checkFinite === true, async);
+}
+
 /**
  * The full score matrix `S = Q · Cᵀ` as an f32 Tensor `[B, N]`. Prefer {@link scoreTopK} for retrieval:
  * this writes B x N floats.
@@ -192,12 +203,7 @@ function releaseWraps(made: readonly Tensor[], given: readonly unknown[]): void 
  * s.data;   // Float32Array [1, 0.6]
  */
 export async function score(queries: QueryInput, corpus: MatrixInput, options: DenseOptions = {}): Promise<Tensor<'f32'>> {
-  checkOptions(options, denseKeys, 'score options');
-  const core = coreAddon();
-  const [q, c] = operands(Operands.copied, queries, corpus);
-  cpuOnly([q, c], 'score');
-  const p = callNative(() => core.scoreMatrix(q.handle, c.handle, options.checkFinite === true, true));
-  return Tensor.fromHandle<'f32'>(await awaitNative(p as Promise<NativeTensorHandle>));
+  return runAsync((ops) => scoreCall(ops, queries, corpus, options), f32Result);
 }
 
 /**
@@ -207,11 +213,7 @@ export async function score(queries: QueryInput, corpus: MatrixInput, options: D
  * const s = scoreSync(queries, corpus);   // Tensor f32 [B, N]
  */
 export function scoreSync(queries: QueryInput, corpus: MatrixInput, options: DenseOptions = {}): Tensor<'f32'> {
-  checkOptions(options, denseKeys, 'score options');
-  const core = coreAddon();
-  const [q, c] = operands(Operands.borrowed, queries, corpus);
-  cpuOnly([q, c], 'score');
-  return Tensor.fromHandle<'f32'>(callNative(() => core.scoreMatrix(q.handle, c.handle, options.checkFinite === true, false)) as NativeTensorHandle);
+  return runSync((ops) => scoreCall(ops, queries, corpus, options), f32Result);
 }
 
 /** Ids per query row: an i32 or i64 Tensor `[B, m]`, or an Int32Array / BigInt64Array of B * m ids. */
@@ -228,6 +230,16 @@ function idsTensor(ops: Operands, ids: IdsInput, rows: number): Tensor {
   throw new QuorumError('ERR_ARG', 'ids must be a Tensor, Int32Array or BigInt64Array');
 }
 
+// gatherScores' one definition.
+function gatherCall(ops: Operands, queries: QueryInput, corpus: MatrixInput, ids: IdsInput, options: DenseOptions) {
+  checkOptions(options, denseKeys, 'gatherScores options');
+  const core = coreAddon();
+  const [q, c] = operands(ops, queries, corpus);
+  const i = idsTensor(ops, ids, q.shape[0] ?? 0);
+  cpuOnly([q, c], 'gatherScores');
+  return (async: boolean) => core.gatherScores(q.handle, c.handle, i.handle, options.checkFinite === true, async);
+}
+
 /**
  * Scores of given corpus rows: `out[b, j] = dot(q_b, corpus[ids[b, j]])`, an f32 Tensor `[B, m]`. Used to
  * rescore candidates from another system (e.g. DPR-MUF's experts). An id outside the corpus is ERR_RANGE.
@@ -236,13 +248,7 @@ function idsTensor(ops: Operands, ids: IdsInput, rows: number): Tensor {
  * const s = await gatherScores(queries, corpus, new Int32Array([7, 2, 40]));   // one query row: its scores for rows 7, 2, 40
  */
 export async function gatherScores(queries: QueryInput, corpus: MatrixInput, ids: IdsInput, options: DenseOptions = {}): Promise<Tensor<'f32'>> {
-  checkOptions(options, denseKeys, 'gatherScores options');
-  const core = coreAddon();
-  const [q, c] = operands(Operands.copied, queries, corpus);
-  const i = idsTensor(Operands.copied, ids, q.shape[0] ?? 0);
-  cpuOnly([q, c], 'gatherScores');
-  const p = callNative(() => core.gatherScores(q.handle, c.handle, i.handle, options.checkFinite === true, true));
-  return Tensor.fromHandle<'f32'>(await awaitNative(p as Promise<NativeTensorHandle>));
+  return runAsync((ops) => gatherCall(ops, queries, corpus, ids, options), f32Result);
 }
 
 /**
@@ -252,10 +258,5 @@ export async function gatherScores(queries: QueryInput, corpus: MatrixInput, ids
  * const s = gatherScoresSync(queries, corpus, new Int32Array([7, 2, 40]));   // Tensor f32 [1, 3]
  */
 export function gatherScoresSync(queries: QueryInput, corpus: MatrixInput, ids: IdsInput, options: DenseOptions = {}): Tensor<'f32'> {
-  checkOptions(options, denseKeys, 'gatherScores options');
-  const core = coreAddon();
-  const [q, c] = operands(Operands.borrowed, queries, corpus);
-  cpuOnly([q, c], 'gatherScores');
-  const i = idsTensor(Operands.borrowed, ids, q.shape[0] ?? 0);
-  return Tensor.fromHandle<'f32'>(callNative(() => core.gatherScores(q.handle, c.handle, i.handle, options.checkFinite === true, false)) as NativeTensorHandle);
+  return runSync((ops) => gatherCall(ops, queries, corpus, ids, options), f32Result);
 }
