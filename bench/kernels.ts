@@ -1,5 +1,5 @@
 // Micro-benchmarks of the issue-3 kernels (MaxSim, SPLADE pooling, InfoNCE, ensemble MI) against libtorch
-// (quorum_torch_baselines.node) and plain JS (lib/reference), all in one run.
+// (quorum_torch_baselines.node) and plain JS (test/reference), all in one run.
 //
 // libtorch runs at 1 and at 2 ATen threads and the faster counts (its matmuls use OpenBLAS's own threads, so
 // one ATen thread is often its best); ours run with the pool's default thread count.

@@ -1,4 +1,4 @@
-// The plain TypeScript BERT forward (lib/reference/bert.ts), checked on models small enough to follow by hand.
+// The plain TypeScript BERT forward (test/reference/bert.ts), checked on models small enough to follow by hand.
 //
 // Hand models use hidden size 2 and LayerNorm eps = 1, where LayerNorm has a closed form: for x = (a, b) with
 // d = (a - b) / 2, the mean is (a + b) / 2, the biased variance d^2, and LN(x) = (n(d), -n(d)) * weight + bias with

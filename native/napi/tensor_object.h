@@ -2,7 +2,7 @@
 // ArrayBuffer, so a typed-array view is zero-copy) or borrows the memory of a JS typed array (held by a
 // reference for as long as the tensor lives; its address is re-read at every use, so a transferred buffer is
 // ERR_DISPOSED rather than freed memory). A transfer while an async kernel runs is not caught here: the TypeScript
-// layer copies the typed arrays it would wrap for a Promise call (lib/operand.ts, launchAsync); a tensor the user
+// layer copies the typed arrays it would wrap for a Promise call (lib/operand.ts, Operands.copied); a tensor the user
 // wraps with Tensor.wrap is the user's promise not to transfer its buffer before the kernel's Promise settles.
 //
 // dispose() detaches the ArrayBuffer (every JS view becomes empty) and frees the memory at once, or, while an

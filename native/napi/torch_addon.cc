@@ -1,4 +1,4 @@
-// Entry point of quorum_torch.node: the libtorch Retriever (native/torch/retriever.h) behind lib/train/retriever.ts.
+// Entry point of quorum_torch.node: the libtorch Retriever (native/torch/retriever.h) behind lib/models/retriever.ts.
 // A separate module because loading libtorch costs ~160 MB and up to a second: servers that only search never
 // load it. This layer converts and validates; c10 errors become typed errors (ERR_NATIVE) without their C++
 // backtraces, and every call on one model runs under that model's mutex, so async calls never interleave.

@@ -16,7 +16,7 @@
 
 namespace quorum::napi {
 
-// { vocabSize, hiddenSize, layers, heads, ffnSize, ..., pooling, taser? } (lib/train/config.ts's EncoderConfig).
+// { vocabSize, hiddenSize, layers, heads, ffnSize, ..., pooling, taser? } (lib/models/config.ts's EncoderConfig).
 torchx::EncoderConfig encoder_config(const Napi::Object& o);
 // { ids, typeIds, lengths: Int32Array, rows, seqLen } as produced by lib/text/tokenizer.ts.
 torchx::TokenBatch token_batch(const Napi::Value& v, const torchx::EncoderConfig& c, const char* what);

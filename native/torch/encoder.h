@@ -1,7 +1,7 @@
 // A BERT-style Transformer encoder in libtorch whose TASER structure is configuration (formulas in
 // docs/methods/training.md#taser-specialized-blocks): every T-th block may carry one FFN per expert, chosen by the
 // input's side (Det-R) or by a Gumbel-softmax router over the [CLS] state (Seq-R) or each token (Tok-R). Parameters
-// live in a flat, ordered name -> tensor table named as Hugging Face's BertModel names them (lib/train/config.ts
+// live in a flat, ordered name -> tensor table named as Hugging Face's BertModel names them (lib/models/config.ts
 // lists them), so a BERT checkpoint loads by name; the forward pass is functional (torch::linear,
 // torch::layer_norm, ...) over that table.
 #pragma once
