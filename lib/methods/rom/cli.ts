@@ -108,8 +108,6 @@ export function registerRomCommands(program: Command): void {
     data: 'BEIR layout: corpus.jsonl, queries.jsonl (with answers), qrels/train.tsv (qrels/dev.tsv)',
     out: 'the model directory to write',
     batch: [16, 'questions per retrieval batch'],
-    lr: [1e-3, 'peak learning rate'],
-    seed: 'seed',
     glove: true,
     dtype: true,
     hidden: 100,
