@@ -42,12 +42,20 @@ const systemPackages: Record<string, string[]> = {
 /** A source checkout, as opposed to the package installed under a node_modules folder. */
 const isCheckout = (): boolean => !packageRoot.split(/[\\/]/).includes('node_modules');
 
+/** In a source checkout, the npm script that builds each module the default build (build:native) leaves out. */
+const checkoutScripts: Record<string, string> = {
+  quorum_cuda: 'build:cuda',
+  quorum_baselines: 'build:bench',
+  quorum_torch_baselines: 'build:bench',
+  quorum_torch_test: 'build:test',
+};
+
 /**
- * The exact commands that build a missing module where the package is: in a source checkout the full native
- * build; in an installed package the Debian packages the module links against, then its build there.
+ * The exact commands that build a missing module where the package is: in a source checkout the native build that
+ * makes it; in an installed package the Debian packages the module links against, then its build there.
  */
 export function buildCommand(name: string, where: { root: string; checkout: boolean } = { root: packageRoot, checkout: isCheckout() }): string {
-  if (where.checkout) return `cd ${where.root} && bash scripts/bootstrap.sh && npm run build:native`;
+  if (where.checkout) return `cd ${where.root} && bash scripts/bootstrap.sh && npm run ${checkoutScripts[name] ?? 'build:native'}`;
   const apt = `sudo apt-get install -y --no-install-recommends ${(systemPackages[name] ?? systemPackages.quorum_torch!).join(' ')}`;
   if (name === 'quorum_core') return `${apt} && cd ${where.root} && npx --yes node-gyp rebuild`;
   return `${apt} && cd ${where.root} && npx --yes cmake-js@8 compile --out build`;

@@ -41,6 +41,14 @@ describe('native module loading', () => {
     expect(buildCommand('quorum_torch', { root: '/src/quorum', checkout: true })).toBe('cd /src/quorum && bash scripts/bootstrap.sh && npm run build:native');
   });
 
+  it('in a source checkout, the build that makes a module the default build leaves out', () => {
+    const checkout = { root: '/src/quorum', checkout: true };
+    expect(buildCommand('quorum_cuda', checkout)).toBe('cd /src/quorum && bash scripts/bootstrap.sh && npm run build:cuda');
+    expect(buildCommand('quorum_baselines', checkout)).toMatch(/npm run build:bench$/);
+    expect(buildCommand('quorum_torch_baselines', checkout)).toMatch(/npm run build:bench$/);
+    expect(buildCommand('quorum_torch_test', checkout)).toMatch(/npm run build:test$/);
+  });
+
   it('a module that is missing is ERR_BACKEND_UNAVAILABLE with that command, and the process goes on', () => {
     // A child whose torch module path points nowhere and whose package root has no build of it.
     const script = `

@@ -1,7 +1,6 @@
 // quorum_torch_test.node (native/test/torch_test_hooks.cc): test-only hooks of the libtorch training pieces, built
 // in a source checkout and never shipped. The kernel-backed autograd functions run through Quorum's kernels or
 // through libtorch's own ops (reference), so the two can be compared value for value and gradient for gradient.
-import { QuorumError } from '../lib/errors.js';
 import { loadAddon, torchAddon } from '../lib/native.js';
 
 export interface TorchTestAddon {
@@ -54,13 +53,7 @@ let hooks: TorchTestAddon | undefined;
 export function torchTestAddon(): TorchTestAddon {
   if (!hooks) {
     torchAddon();
-    try {
-      hooks = loadAddon<TorchTestAddon>('quorum_torch_test', 'QUORUM_TORCH_TEST_PATH');
-    } catch (e) {
-      if (e instanceof QuorumError && e.code === 'ERR_BACKEND_UNAVAILABLE')
-        throw new QuorumError('ERR_BACKEND_UNAVAILABLE', 'quorum_torch_test.node is not built: run the tests with bash scripts/run.sh test, or npm run build:test first');
-      throw e;
-    }
+    hooks = loadAddon<TorchTestAddon>('quorum_torch_test', 'QUORUM_TORCH_TEST_PATH');
   }
   return hooks;
 }
