@@ -1,5 +1,6 @@
 // Dense + sparse (BM25) hybrid as Ma et al. / pyserini's HybridSearcher (docs/methods/fusion.md#bm25-hybrid).
 import { QuorumError } from './errors.js';
+import { compareIds } from './fusion/normalize.js';
 import { gridSearch } from './grid-search.js';
 import { checkHits, checkOptions, finite, mustBeArray, mustBeObject, optionKeys, parse, positiveInt, z } from './validate.js';
 
@@ -31,10 +32,6 @@ function range<Id>(list: ReadonlyArray<RankedHit<Id>>): [number, number] {
     hi = Math.max(hi, h.score);
   }
   return [lo, hi];
-}
-
-function compareIds<Id>(a: Id, b: Id): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /**

@@ -5,8 +5,8 @@ import { mustBeArray, mustBeObject } from '../validate.js';
 /** A document id in a fused list: a string (runs, TREC files) or a number (corpus rows). */
 export type FusionId = string | number;
 
-/** Ids ascending: numbers numerically, strings by code unit (strcmp's byte order for ASCII). */
-export function compareIds<Id extends FusionId>(a: Id, b: Id): number {
+/** Ids ascending: numbers (and bigints) numerically, strings by code unit (strcmp's byte order for ASCII). */
+export function compareIds<Id extends FusionId | bigint>(a: Id, b: Id): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
