@@ -42,11 +42,20 @@ export function readSavedCard<T>(dir: string, f: SavedFormat): ReadCard<T> {
   return { card, path };
 }
 
-/** Writes `dir`'s card (the directory created if needed; the file atomically): format and version first. */
-export function writeSavedCard(dir: string, f: SavedFormat, body: object, indent = 1): void {
+/**
+ * Writes `dir`'s card (the directory created if needed; the file atomically), format and version first, and returns
+ * it as written.
+ */
+export function writeSavedCard<F extends SavedFormat, B extends object>(
+  dir: string,
+  f: F,
+  body: B,
+  indent = 1,
+): { format: F['format']; version: F['version'] } & B {
   mkdirSync(dir, { recursive: true });
-  const card = { format: f.format, version: f.version, ...body };
+  const card = { format: f.format as F['format'], version: f.version as F['version'], ...body };
   writeFileAtomic(join(dir, f.card), Buffer.from(JSON.stringify(card, null, indent) + '\n'));
+  return card;
 }
 
 /** A file a card names: a plain file name (no directory part), returned as its path in `dir`; else ERR_FORMAT. */

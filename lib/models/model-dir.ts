@@ -24,9 +24,7 @@ export function modelDir(nameOrPath: string): string {
   return nameOrPath === 'default' ? defaultModelDir : nameOrPath;
 }
 
-export const MODEL_FORMAT = 'quorum-retriever';
-export const MODEL_VERSION = 1;
-const modelFormat: SavedFormat = { card: 'model.json', format: MODEL_FORMAT, version: MODEL_VERSION, what: 'a model directory' };
+const modelFormat = { card: 'model.json', format: 'quorum-retriever', version: 1, what: 'a model directory' } as const satisfies SavedFormat;
 
 /** How texts become token ids for this model. */
 export interface TextSettings {
@@ -41,9 +39,9 @@ export interface TextSettings {
 /** model.json. */
 export interface ModelCard {
   /** Always 'quorum-retriever'. */
-  format: typeof MODEL_FORMAT;
+  format: typeof modelFormat.format;
   /** The format version; another one is ERR_FORMAT on load. */
-  version: typeof MODEL_VERSION;
+  version: typeof modelFormat.version;
   /** The retriever's full configuration. */
   config: RetrieverConfig;
   /** How texts become token ids for it. */
@@ -94,11 +92,9 @@ export function saveModelDir(model: ParameterTable & { readonly config: Retrieve
   checkOptions(o, saveKeys, 'saveModel options');
   const dtype = o.dtype ?? 'F32';
   mkdirSync(dir, { recursive: true });
-  writeWeights(model, join(dir, 'weights.safetensors'), dtype, MODEL_FORMAT);
+  writeWeights(model, join(dir, 'weights.safetensors'), dtype, modelFormat.format);
   writeTokenizerFiles(dir, o.tokenizer);
-  const card: ModelCard = {
-    format: MODEL_FORMAT,
-    version: MODEL_VERSION,
+  return writeSavedCard(dir, modelFormat, {
     config: model.config,
     text: {
       maxQueryLength: o.maxQueryLength ?? 32,
@@ -107,9 +103,7 @@ export function saveModelDir(model: ParameterTable & { readonly config: Retrieve
     },
     weights: { file: 'weights.safetensors', dtype },
     ...(o.training ? { training: o.training } : {}),
-  };
-  writeSavedCard(dir, modelFormat, card);
-  return card;
+  });
 }
 
 /** Reads and checks model.json: ERR_IO when missing, ERR_FORMAT when it is not a model card of this version. */

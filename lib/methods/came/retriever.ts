@@ -27,9 +27,7 @@ export const CAME_PASSAGE_TERMS = 256;
 /** SPLADE weights kept per question (the largest). */
 export const CAME_QUERY_TERMS = 64;
 
-export const CAME_FORMAT = 'quorum-came';
-export const CAME_VERSION = 1;
-const cameFormat: SavedFormat = { card: 'came.json', format: CAME_FORMAT, version: CAME_VERSION, what: 'a CAME directory' };
+const cameFormat = { card: 'came.json', format: 'quorum-came', version: 1, what: 'a CAME directory' } as const satisfies SavedFormat;
 const cameIndexFormat: SavedFormat = { card: 'index.json', format: 'quorum-came-index', version: 1, what: 'a CAME index' };
 
 /** How texts are cut before encoding (came.json stores them). */
@@ -96,8 +94,8 @@ const searchKeys = optionKeys<CameSearchOptions>()(['k', 'expertK', 'fusion', 'e
 const saveKeys = optionKeys<{ dtype?: WeightStorage }>()(['dtype']);
 
 interface CameCard {
-  format: typeof CAME_FORMAT;
-  version: typeof CAME_VERSION;
+  format: typeof cameFormat.format;
+  version: typeof cameFormat.version;
   independent: boolean;
   models: Array<{ config: CameConfig; weights: string }>;
   text: CameTextSettings;
@@ -348,13 +346,11 @@ export class CameRetriever {
     const dtype = options.dtype ?? 'F32';
     const models = this.models.map((m, i) => {
       const weights = `model-${i}.safetensors`;
-      writeWeights(m, join(dir, weights), dtype, CAME_FORMAT);
+      writeWeights(m, join(dir, weights), dtype, cameFormat.format);
       return { config: m.config, weights };
     });
     writeTokenizerFiles(dir, this.tokenizer);
-    const card: CameCard = {
-      format: CAME_FORMAT,
-      version: CAME_VERSION,
+    const card: Omit<CameCard, 'format' | 'version'> = {
       independent: this.independent,
       models,
       text: this.text,

@@ -22,9 +22,7 @@ import { ece, ensembleMI, searchTemperature, widenedTemperatureGrid } from '../.
 import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
 import { MlpEnsemble, type EnsembleConfig, type EnsembleEpoch, type EnsembleTrainOptions } from './ensemble.js';
 
-export const MUF_FORMAT = 'quorum-muf';
-export const MUF_VERSION = 1;
-const mufFormat: SavedFormat = { card: 'muf.json', format: MUF_FORMAT, version: MUF_VERSION, what: 'a MUF directory' };
+const mufFormat = { card: 'muf.json', format: 'quorum-muf', version: 1, what: 'a MUF directory' } as const satisfies SavedFormat;
 
 
 /** One expert's calibration: the temperature ECE chose on the calibration split, and the ECE before and after. */
@@ -58,8 +56,8 @@ interface ExpertState {
 
 /** muf.json. */
 interface MufCard {
-  format: typeof MUF_FORMAT;
-  version: typeof MUF_VERSION;
+  format: typeof mufFormat.format;
+  version: typeof mufFormat.version;
   dim: number;
   topL: number;
   hitTopK: number;
@@ -468,9 +466,7 @@ export class MufRetriever {
       writeFileAtomic(join(base, 'passages.safetensors'), writeSafetensors({ passages: { shape: [...e.passages.shape], data: e.passages.data } }));
       if (e.heads) e.heads.save(join(base, 'heads.safetensors'));
     }
-    const card: MufCard = {
-      format: MUF_FORMAT,
-      version: MUF_VERSION,
+    const card: Omit<MufCard, 'format' | 'version'> = {
       dim: this.dim,
       topL: this.topL,
       hitTopK: this.hitTopK,

@@ -24,9 +24,7 @@ import { RomNetwork, type RomConfig, type RomNetworkOptions } from './network.js
 import { passagePieces, readerRows, spanText, type PassagePieces } from './reader-inputs.js';
 import { bestSpans } from './spans.js';
 
-export const ROM_FORMAT = 'quorum-rom';
-export const ROM_VERSION = 1;
-const romFormat: SavedFormat = { card: 'rom.json', format: ROM_FORMAT, version: ROM_VERSION, what: 'a ROM directory' };
+const romFormat = { card: 'rom.json', format: 'quorum-rom', version: 1, what: 'a ROM directory' } as const satisfies SavedFormat;
 const romIndexFormat: SavedFormat = { card: 'index.json', format: 'quorum-rom-index', version: 1, what: 'a ROM index' };
 
 /** How texts become the network's inputs. */
@@ -68,8 +66,8 @@ export interface RomAnswer {
 export type RomRetrievalSide = { kind: 'rom'; network: RomNetwork } | { kind: 'retriever'; model: Retriever };
 
 interface RomCard {
-  format: typeof ROM_FORMAT;
-  version: typeof ROM_VERSION;
+  format: typeof romFormat.format;
+  version: typeof romFormat.version;
   config: RomConfig;
   text: RomTextSettings;
   weights: string;
@@ -284,7 +282,7 @@ export class RomModel {
     if (ids.length !== corpus.passages.length) throw new QuorumError('ERR_SHAPE', `${ids.length} ids for an index of ${corpus.passages.length} passages`);
     mkdirSync(dir, { recursive: true });
     const [n, d] = corpus.vectors.shape as [number, number];
-    writeFileAtomic(join(dir, 'vectors.safetensors'), writeSafetensors({ vectors: { shape: [n, d], data: corpus.vectors.data } }, { format: ROM_FORMAT }));
+    writeFileAtomic(join(dir, 'vectors.safetensors'), writeSafetensors({ vectors: { shape: [n, d], data: corpus.vectors.data } }, { format: romFormat.format }));
     writeSavedCard(dir, romIndexFormat, { ids }, 0);
   }
 
@@ -325,20 +323,18 @@ export class RomModel {
     checkOptions(options, saveKeys, 'save options');
     mkdirSync(dir, { recursive: true });
     const dtype = options.dtype ?? 'F32';
-    writeWeights(this.network, join(dir, 'network.safetensors'), dtype, ROM_FORMAT);
+    writeWeights(this.network, join(dir, 'network.safetensors'), dtype, romFormat.format);
     writeTokenizerFiles(dir, this.tokenizer);
     let retrieval: RomCard['retrieval'];
     const r = this.retrieval;
     if (r?.kind === 'rom') {
-      writeWeights(r.network, join(dir, 'retrieval.safetensors'), dtype, ROM_FORMAT);
+      writeWeights(r.network, join(dir, 'retrieval.safetensors'), dtype, romFormat.format);
       retrieval = { kind: 'rom', config: r.network.config, weights: 'retrieval.safetensors' };
     } else if (r?.kind === 'retriever') {
       r.model.saveModel(join(dir, 'retriever'), { tokenizer: this.tokenizer, dtype, maxQueryLength: this.text.maxQueryLength, maxPassageLength: this.text.maxPassageLength, taskMarkers: false });
       retrieval = { kind: 'retriever', dir: 'retriever' };
     }
-    const card: RomCard = {
-      format: ROM_FORMAT,
-      version: ROM_VERSION,
+    const card: Omit<RomCard, 'format' | 'version'> = {
       config: this.network.config,
       text: this.text,
       weights: 'network.safetensors',
