@@ -40,8 +40,9 @@ const fuseOptionsSchema = z
 /** The method a name or a definition stands for (ERR_ARG for an unknown name). */
 export function fusionMethod<O extends object = object>(method: FusionMethod | FusionMethodDef<O>): FusionMethodDef<O> {
   if (method !== null && typeof method === 'object' && typeof (method as FusionMethodDef).scores === 'function') return method as FusionMethodDef<O>;
-  if (typeof method === 'string' && Object.hasOwn(FUSION_METHODS, method)) return FUSION_METHODS[method] as FusionMethodDef<O>;
-  throw new QuorumError('ERR_ARG', `unknown fusion method '${String(method)}'`);
+  if (typeof method !== 'string') throw new QuorumError('ERR_ARG', 'a fusion method is a method name or a FusionMethodDef');
+  if (Object.hasOwn(FUSION_METHODS, method)) return FUSION_METHODS[method] as FusionMethodDef<O>;
+  throw new QuorumError('ERR_ARG', `unknown fusion method '${method}'`);
 }
 
 /**
@@ -151,7 +152,6 @@ export function fuse<O extends object = object>(
   options: FuseOptions & O = {} as FuseOptions & O,
 ): Map<string, ScoredDoc[]> {
   if (!Array.isArray(runs) || runs.length === 0) throw new QuorumError('ERR_ARG', 'fuse needs an array of at least one run');
-  if (typeof method !== 'string' && (method === null || typeof method !== 'object')) throw new QuorumError('ERR_ARG', 'fuse needs a method name');
   const def = fusionMethod(method);
   parse(optionsSchema(def as FusionMethodDef), options, 'fuse options');
   runs.forEach((r, i) => checkRun(r, `runs[${i}]`));
