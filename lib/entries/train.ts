@@ -26,7 +26,7 @@ export {
   type ValidationInput,
 } from '../train/validate.js';
 export { fitPoolingToCorpus, initFromBertCheckpoint, initFromGlove } from '../train/init.js';
-export { mapBertCheckpoint, type MappedCheckpoint } from '../train/checkpoint-map.js';
+export { mapBertCheckpoint, type MappedCheckpoint } from '../models/checkpoint-map.js';
 export { prepareTraining, type PreparedData } from '../train/prepare.js';
 export {
   TermIdf,

@@ -14,6 +14,7 @@ import { readTokenizerFiles } from '../text/tokenizer-files.js';
 import { encodeTable } from './encode-corpus.js';
 import type { PassageText } from '../data/examples.js';
 import { loadWeights, modelDir, readModelCard, saveModelDir, type ModelCard, type SaveModelOptions } from './model-dir.js';
+import { isHfModelDir, loadPretrainedWeights, readPretrained, type PretrainedOptions } from './hf.js';
 import { TrainableTable, type OptimizerOptions } from './parameter-table.js';
 import { TokenTable } from './token-table.js';
 import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../validate.js';
@@ -141,16 +142,21 @@ export class Retriever extends TrainableTable {
 
   /**
    * Loads a model directory written by {@link saveModel} (or `quorum train`): configuration, tokenizer and weights;
-   * `'default'` is the model shipped in the package (data/models/default).
-   * ERR_IO when the directory or a file is missing; ERR_FORMAT for another format version, a damaged model.json,
-   * or a truncated or mismatched weights file.
+   * `'default'` is the model shipped in the package (data/models/default). A Hugging Face BERT-family directory
+   * (config.json, safetensors weights, tokenizer.json or vocab.txt) loads too, through {@link fromPretrained}, with
+   * `options` choosing its pooling and normalization. ERR_IO when the directory or a file is missing; ERR_FORMAT for
+   * another format version, a damaged model.json, or a truncated or mismatched weights file.
    *
    * @example
    * const model = await Retriever.load('models/taser');
    * const q = await model.encodeQueries(['who wrote hamlet?']);   // f32 Tensor [1, model.dim]
+   * const bge = await Retriever.load('checkpoints/bge-small-en-v1.5');   // pooling from its 1_Pooling/config.json
    */
-  static async load(nameOrDir: string): Promise<Retriever> {
+  static async load(nameOrDir: string, options: PretrainedOptions = {}): Promise<Retriever> {
+    mustBeString(nameOrDir, 'model directory');
     const dir = modelDir(nameOrDir);
+    if (isHfModelDir(dir)) return Retriever.fromPretrained(dir, options);
+    if (Object.keys(options ?? {}).length) throw new QuorumError('ERR_ARG', `${dir} is a Quorum model directory: its pooling and normalization are its own (options are for Hugging Face directories)`);
     const card = readModelCard(dir);
     let model: Retriever;
     try {
@@ -161,10 +167,44 @@ export class Retriever extends TrainableTable {
       throw e;
     }
     const tokenizer = await readTokenizerFiles(dir);
-    if (tokenizer.vocabulary.length !== card.config.encoder.vocabSize)
-      throw new QuorumError('ERR_FORMAT', `${dir}: vocab.txt has ${tokenizer.vocabulary.length} tokens, the model ${card.config.encoder.vocabSize}`);
+    if (tokenizer.vocabulary.length > card.config.encoder.vocabSize)
+      throw new QuorumError('ERR_FORMAT', `${dir}: the tokenizer has ${tokenizer.vocabulary.length} tokens, the model ${card.config.encoder.vocabSize}`);
     loadWeights(model, dir, card);
     model.loaded = { card, tokenizer };
+    return model;
+  }
+
+  /**
+   * A Siamese retriever from a Hugging Face BERT-family directory (BERT, MiniLM, BGE, E5, GTE-style `BertModel`
+   * checkpoints; see docs/guides/bring-your-own-model.md), ready to encode: every weight must be in the checkpoint
+   * (ERR_FORMAT names the first one missing). Pooling comes from `options.pooling`, else the sentence-transformers
+   * 1_Pooling/config.json, else [CLS]; questions are cut at 64 tokens and passages at sentence-transformers'
+   * max_seq_length (else 256), within the position table.
+   *
+   * @example
+   * const e5 = await Retriever.fromPretrained('checkpoints/e5-small-v2', { pooling: 'mean', normalize: true });
+   */
+  static async fromPretrained(dir: string, options: PretrainedOptions = {}): Promise<Retriever> {
+    const bert = readPretrained(dir, options);
+    let model: Retriever;
+    try {
+      model = new Retriever({ preset: 'siamese', encoder: bert.encoder, tasks: [], perTaskQueryEncoders: false });
+    } catch (e) {
+      if (e instanceof QuorumError && e.code !== 'ERR_BACKEND_UNAVAILABLE')
+        throw new QuorumError('ERR_FORMAT', `${dir}/config.json: ${e.message}`, { cause: e });
+      throw e;
+    }
+    loadPretrainedWeights(model, bert, { strict: true });
+    const positions = bert.encoder.maxPositions;
+    const card: ModelCard = {
+      format: 'quorum-retriever',
+      version: 1,
+      config: model.config,
+      text: { maxQueryLength: Math.min(64, positions), maxPassageLength: Math.min(bert.maxSeqLength ?? 256, positions), taskMarkers: false },
+      weights: { file: 'model.safetensors', dtype: 'F32' },
+      training: { pretrained: dir, pooling: bert.poolingSource },
+    };
+    model.loaded = { card, tokenizer: bert.tokenizer };
     return model;
   }
 

@@ -5,10 +5,12 @@
 //   1. drop NUL, U+FFFD and control characters (Unicode category C, except tab / newline / carriage return);
 //   2. every whitespace character becomes a space;
 //   3. CJK ideographs become words of their own;
-//   4. lower-case, decompose (NFD) and drop combining marks (category Mn): "Café" -> "cafe";
+//   4. lower-case, decompose (NFD) and drop combining marks (category Mn): "Café" -> "cafe" (each optional, for
+//      cased checkpoints: Hugging Face's BertNormalizer `lowercase` and `strip_accents`);
 //   5. every punctuation character (Unicode category P, plus the ASCII symbols BERT counts as punctuation:
 //      $ + < = > ^ ` | ~) becomes a word of its own.
 // Text is never scanned for special tokens: "[SEP]" in a passage is three words, not a separator.
+import { QuorumError } from '../errors.js';
 import { checkOptions, mustBeString, optionKeys } from '../validate.js';
 
 
@@ -20,34 +22,58 @@ const CJK =
 const MARKS = /\p{Mn}/gu;
 const PUNCT = /([\p{P}!-/:-@[-`{-~])/gu;
 
-/** Options of {@link normalizeBert}. */
+/**
+ * Options of {@link normalizeBert}: Hugging Face's BertNormalizer settings (`lowercase`, `stripAccents`,
+ * `chineseChars`, `cleanText`, all true by default as for uncased BERT) and Quorum's `nfkc`.
+ */
 export interface NormalizeOptions {
   /**
    * Fold compatibility characters first (Unicode NFKC): ligatures, full-width forms, superscripts, the micro sign.
    * Not part of BERT (default false, so ids match a BERT checkpoint's tokenizer); Quorum's own models turn it on.
    */
   nfkc?: boolean;
+  /** Lower-case (default true; false for cased checkpoints such as bert-base-cased). */
+  lowercase?: boolean;
+  /** Decompose and drop combining marks (default: the same as `lowercase`, as BertNormalizer's `strip_accents: null`). */
+  stripAccents?: boolean;
+  /** Make every CJK ideograph a word of its own (default true). */
+  chineseChars?: boolean;
+  /** Drop control characters and turn every whitespace character into a space (default true). */
+  cleanText?: boolean;
 }
 
-const normalizeKeys = optionKeys<NormalizeOptions>()(['nfkc']);
+const normalizeKeys = optionKeys<NormalizeOptions>()(['nfkc', 'lowercase', 'stripAccents', 'chineseChars', 'cleanText']);
+
+/** {@link NormalizeOptions} with every field filled in and checked (ERR_ARG for a non-boolean). */
+export function normalizeSettings(options: NormalizeOptions = {}): Required<NormalizeOptions> {
+  checkOptions(options, normalizeKeys, 'normalize options');
+  for (const k of ['nfkc', 'lowercase', 'stripAccents', 'chineseChars', 'cleanText'] as const)
+    if (options[k] !== undefined && typeof options[k] !== 'boolean') throw new QuorumError('ERR_ARG', `${k} must be a boolean`);
+  const lowercase = options.lowercase ?? true;
+  return {
+    nfkc: options.nfkc ?? false,
+    lowercase,
+    stripAccents: options.stripAccents ?? lowercase,
+    chineseChars: options.chineseChars ?? true,
+    cleanText: options.cleanText ?? true,
+  };
+}
 
 /**
- * Normalizes text the way BERT's uncased BasicTokenizer does, returning space-separated words.
+ * Normalizes text the way BERT's BasicTokenizer does (uncased by default), returning space-separated words.
  *
  * @example
  * normalizeBert("Héllo, World!")                    // "hello , world !"
+ * normalizeBert("Héllo, World!", { lowercase: false })   // "Héllo , World !" (cased: accents kept too)
  * normalizeBert('Inﬂuenza', { nfkc: true })          // "influenza" (without nfkc: "inﬂuenza", ligature kept)
  */
 export function normalizeBert(text: string, options: NormalizeOptions = {}): string {
   mustBeString(text, 'text');
-  checkOptions(options, normalizeKeys, 'normalizeBert options');
-  return (options.nfkc ? text.normalize('NFKC') : text)
-    .replace(CONTROL, '')
-    .replace(CJK, ' $1 ')
-    .toLowerCase()
-    .normalize('NFD')
-    .replace(MARKS, '')
-    .replace(PUNCT, ' $1 ')
-    .replace(WHITESPACE, ' ')
-    .trim();
+  const o = normalizeSettings(options);
+  let s = o.nfkc ? text.normalize('NFKC') : text;
+  if (o.cleanText) s = s.replace(CONTROL, '');
+  if (o.chineseChars) s = s.replace(CJK, ' $1 ');
+  if (o.lowercase) s = s.toLowerCase();
+  if (o.stripAccents) s = s.normalize('NFD').replace(MARKS, '');
+  return s.replace(PUNCT, ' $1 ').replace(WHITESPACE, ' ').trim();
 }

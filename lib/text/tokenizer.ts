@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { QuorumError, awaitNative, callNative } from '../errors.js';
 import { readTextFile } from '../data/files.js';
 import { coreAddon, packageRoot, type NativeWordPiece } from '../native.js';
-import { normalizeBert, type NormalizeOptions } from './normalize.js';
+import { normalizeBert, normalizeSettings, type NormalizeOptions } from './normalize.js';
 import { checkOptions, optionKeys } from '../validate.js';
 import { brandClass } from '../brand.js';
 
@@ -44,13 +44,13 @@ export interface TokenizerOptions extends NormalizeOptions {
   maxWordChars?: number;
 }
 
-const tokenizerKeys = optionKeys<TokenizerOptions>()(['nfkc', 'maxWordChars']);
+const tokenizerKeys = optionKeys<TokenizerOptions>()(['nfkc', 'lowercase', 'stripAccents', 'chineseChars', 'cleanText', 'maxWordChars']);
 const encodeKeys = optionKeys<EncodeOptions>()(['maxLength', 'pairs', 'marker', 'padToMax']);
 
 /**
- * BERT WordPiece tokenizer (uncased). Text is normalized as BERT's BasicTokenizer does (lower case, accents
- * stripped, punctuation split; with `nfkc`, compatibility characters such as ligatures folded first), then segmented
- * greedily into the longest vocabulary pieces.
+ * BERT WordPiece tokenizer. Text is normalized as BERT's BasicTokenizer does (by default uncased: lower case, accents
+ * stripped, punctuation split; cased with `lowercase: false`; with `nfkc`, compatibility characters such as ligatures
+ * folded first), then segmented greedily into the longest vocabulary pieces.
  *
  * @example
  * const tok = await WordPieceTokenizer.load();
@@ -71,6 +71,10 @@ export class WordPieceTokenizer {
   readonly sepId: number;
   /** Whether compatibility characters are folded (NFKC) before BERT's normalization. */
   readonly nfkc: boolean;
+  /** The normalization, every setting filled in (what tokenizer files store). */
+  readonly normalization: Readonly<Required<NormalizeOptions>>;
+  /** Words longer than this many characters become [UNK]. */
+  readonly maxWordChars: number;
   private readonly native: NativeWordPiece;
 
   /** From a token list: token i has id i. Needs [PAD], [UNK], [CLS] and [SEP]; tokens must be unique. */
@@ -78,10 +82,12 @@ export class WordPieceTokenizer {
     const Ctor = coreAddon().WordPiece;
     if (options === null || typeof options !== 'object') throw new QuorumError('ERR_ARG', 'tokenizer options must be an object');
     checkOptions(options, tokenizerKeys, 'tokenizer options');
-    if (options.nfkc !== undefined && typeof options.nfkc !== 'boolean') throw new QuorumError('ERR_ARG', 'nfkc must be a boolean');
-    this.native = callNative(() => new Ctor([...vocabulary], options.maxWordChars ?? 100));
+    const { maxWordChars = 100, ...normalization } = options;
+    this.normalization = Object.freeze(normalizeSettings(normalization));
+    this.native = callNative(() => new Ctor([...vocabulary], maxWordChars));
     this.vocabulary = vocabulary;
-    this.nfkc = options.nfkc ?? false;
+    this.nfkc = this.normalization.nfkc;
+    this.maxWordChars = maxWordChars;
     this.padId = this.native.idOf('[PAD]');
     this.unkId = this.native.idOf('[UNK]');
     this.clsId = this.native.idOf('[CLS]');
@@ -98,7 +104,7 @@ export class WordPieceTokenizer {
 
   /** This tokenizer's normalization of a text: the words the segmenter reads. */
   normalize(text: string): string {
-    return normalizeBert(text, { nfkc: this.nfkc });
+    return normalizeBert(text, this.normalization);
   }
 
   /** Number of tokens in the vocabulary. */

@@ -2,7 +2,7 @@
 // vocabulary, or a Hugging Face BERT checkpoint in safetensors.
 import { QuorumError } from '../errors.js';
 import { loadSafetensors } from '../io/safetensors.js';
-import { mapBertCheckpoint } from './checkpoint-map.js';
+import { loadPretrainedWeights, type PretrainedTarget } from '../models/hf.js';
 import { gloveForVocab, loadGloveVectors, type GloveVectors } from '../models/glove.js';
 import type { WordPieceTokenizer } from '../text/tokenizer.js';
 import { encodeTable } from '../models/encode-corpus.js';
@@ -79,24 +79,16 @@ export async function initFromGlove(
 }
 
 /**
- * Loads a Hugging Face BERT checkpoint (safetensors) into every encoder: names map as BertModel's (a `bert.`
+ * Loads a Hugging Face BERT checkpoint (one safetensors file) into every encoder: names map as BertModel's (a `bert.`
  * prefix is dropped); TASER experts start as copies of their block's FFN; parameters the checkpoint lacks (router
- * gates, projections) keep their initialization and are listed in `missing`.
+ * gates, projections) keep their initialization and are listed in `missing`. For a whole model directory
+ * (config.json, tokenizer, shards) use `readPretrained` and `loadPretrainedWeights` (lib/models/hf.ts).
  *
  * @example
  * const { missing, unused } = await initFromBertCheckpoint(model, 'model.safetensors');
  */
-export async function initFromBertCheckpoint(model: Retriever, path: string): Promise<{ missing: string[]; unused: string[] }> {
-  const source = await loadSafetensors(path);
-  const mapped = mapBertCheckpoint(source, model.config.encoder);
-  // Integer tensors are buffers (position ids) or quantized weights whose scales live elsewhere: read as weights,
-  // their codes would train silently from garbage.
-  const unused = new Set(mapped.unused);
-  for (const [name, t] of source)
-    if (!unused.has(name) && (t.dtype === 'I8' || t.dtype === 'I32' || t.dtype === 'I64'))
-      throw new QuorumError('ERR_FORMAT', `${path}: ${name} is ${t.dtype}; only floating-point (unquantized) checkpoints load as weights`);
-  for (const e of model.encoderNames()) for (const [name, values] of mapped.tensors) model.setParameter(`${e}.${name}`, values);
-  return { missing: mapped.missing, unused: mapped.unused };
+export async function initFromBertCheckpoint(model: PretrainedTarget, path: string): Promise<{ missing: string[]; unused: string[] }> {
+  return loadPretrainedWeights(model, { dir: path, weights: await loadSafetensors(path) }, { strict: false });
 }
 
 // The log-weight of a muted token: exp(-10) = 4.5e-5 against IDFs of 0.7-10, yet Adam's steps (about lr each,

@@ -39,19 +39,20 @@ export interface PreparedData {
   glove?: GloveVectors;
 }
 
-const prepareKeys = optionKeys<Parameters<typeof prepareTraining>[1]>()(['tasks', 'glove', 'wordVocab', 'nfkc', 'log']);
+const prepareKeys = optionKeys<Parameters<typeof prepareTraining>[1]>()(['tasks', 'glove', 'wordVocab', 'nfkc', 'tokenizer', 'log']);
 
 /**
  * Loads `dir`'s train (and dev) questions, optionally of some tasks only, adds 30 BM25 negatives to each, loads GloVe
  * when asked and extends the vocabulary with it (`wordVocab`). The tokenizer folds compatibility characters (NFKC:
- * ligatures such as "ﬂ") unless `nfkc` is false.
+ * ligatures such as "ﬂ") unless `nfkc` is false. A given `tokenizer` (a pretrained checkpoint's) is used as it is:
+ * no GloVe, no added words, its own normalization.
  *
  * @example
  * const d = await prepareTraining('data/multidomain-mini', { glove: true, wordVocab: true, log: console.log });
  */
 export async function prepareTraining(
   dir: string,
-  o: { tasks?: readonly string[]; glove: boolean; wordVocab: boolean; nfkc?: boolean; log?: (line: string) => void },
+  o: { tasks?: readonly string[]; glove: boolean; wordVocab: boolean; nfkc?: boolean; tokenizer?: WordPieceTokenizer; log?: (line: string) => void },
 ): Promise<PreparedData> {
   mustBeString(dir, 'dataset directory');
   mustBeObject(o, 'prepareTraining options');
@@ -71,8 +72,10 @@ export async function prepareTraining(
   const passages = train.corpus;
   log(`${dir}: ${passages.length} passages, ${trainEx.length} train and ${devEx.length} dev questions, tasks ${tasks.join(', ')}`);
 
+  if (o.tokenizer !== undefined && !(o.tokenizer instanceof WordPieceTokenizer)) throw new QuorumError('ERR_ARG', 'tokenizer must be a WordPieceTokenizer');
+  if (o.tokenizer && o.glove) throw new QuorumError('ERR_ARG', "a pretrained checkpoint's tokenizer and GloVe vectors do not go together");
   // Quorum's models fold compatibility characters (PDF ligatures: COVID-QA's "inﬂuenza") unless told otherwise.
-  const base = await WordPieceTokenizer.load(undefined, { nfkc: o.nfkc ?? true });
+  const base = o.tokenizer ?? (await WordPieceTokenizer.load(undefined, { nfkc: o.nfkc ?? true }));
   const glove = o.glove ? await loadGloveVectors() : undefined;
   const words = [...passages.flatMap((p) => [p.title, p.text]), ...trainEx.map((e) => e.query)];
   const tokenizer = glove && o.wordVocab ? gloveWordTokenizer(base, words, glove) : base;

@@ -1,9 +1,9 @@
 // Maps a Hugging Face BERT checkpoint onto an encoder's parameter names, so training can start from pretrained
 // weights. TASER's experts all start as copies of the pretrained FFN of their block (the paper's initialisation).
 import { QuorumError } from '../errors.js';
-import type { EncoderConfig } from '../models/config.js';
-import { parameterNames } from '../models/config.js';
-import { parameterShapes } from '../models/parameters.js';
+import type { EncoderConfig } from './config.js';
+import { parameterNames } from './config.js';
+import { parameterShapes } from './parameters.js';
 import { mustBeMap, mustBeObject } from '../validate.js';
 import { elementCount } from '../shape.js';
 
@@ -28,7 +28,9 @@ export interface MappedCheckpoint {
  * TF-era `LayerNorm.gamma` / `LayerNorm.beta`. A specialized block's expert `encoder.layer.L.experts.E.<rest>` takes
  * the checkpoint's own expert tensor when there is one, else a copy of `encoder.layer.L.<rest>`. ERR_SHAPE (naming the
  * parameter and both shapes) when a mapped tensor's shape differs from {@link parameterShapes}; ERR_FORMAT when two
- * checkpoint names mean the same parameter.
+ * checkpoint names mean the same parameter. An encoder with more token types than the checkpoint (ROM's reader marks
+ * question words as type 2; BERT has 2 types) gets the checkpoint's rows, and each extra row starts as a copy of
+ * row 0 (the question segment's), so that marking changes nothing until training teaches it.
  *
  * @example
  * const { tensors, missing } = mapBertCheckpoint(await loadSafetensors('bert/model.safetensors'), config);
@@ -53,8 +55,9 @@ export function mapBertCheckpoint(source: Map<string, CheckpointTensor>, config:
       missing.push(target);
       continue;
     }
-    const t = source.get(original) as CheckpointTensor;
+    let t = source.get(original) as CheckpointTensor;
     const want = shapes.get(target) as number[];
+    if (TOKEN_TYPES.test(target)) t = growTokenTypes(t, want);
     checkShape(target, original, t, want);
     // Experts of one block come from the same tensor; each gets its own copy so that updating one leaves the
     // others alone.
@@ -63,6 +66,17 @@ export function mapBertCheckpoint(source: Map<string, CheckpointTensor>, config:
   }
   const unused = [...source.keys()].filter((n) => !used.has(n));
   return { tensors, missing, unused };
+}
+
+const TOKEN_TYPES = /(^|\.)embeddings\.token_type_embeddings\.weight$/;
+
+function growTokenTypes(t: CheckpointTensor, want: number[]): CheckpointTensor {
+  const [rows, cols] = t.shape;
+  if (t.shape.length !== 2 || want.length !== 2 || cols !== want[1] || rows === undefined || rows >= want[0]! || rows < 1) return t;
+  const data = new Float32Array(want[0]! * cols!);
+  data.set(t.data);
+  for (let r = rows; r < want[0]!; r++) data.set(t.data.subarray(0, cols), r * cols!);
+  return { shape: want, data };
 }
 
 function canonicalName(name: string): string {

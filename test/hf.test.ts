@@ -1,0 +1,301 @@
+// Hugging Face checkpoints in and out (docs/guides/bring-your-own-model.md): directories written by
+// scripts/make-tiny-hf.mjs (which imports nothing from Quorum) load and encode as the plain reference forward does;
+// the exported ONNX graphs give the same vectors in ONNX Runtime; the tokenizer gives the same ids as Hugging Face's
+// tokenizers.js on hard strings; an exported HF directory imports back bit for bit; bad directories get one typed line.
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { Tokenizer } from '@huggingface/tokenizers';
+import * as ort from 'onnxruntime-node';
+import { afterAll, describe, expect, it } from 'vitest';
+
+import { QuorumError } from '../lib/errors.js';
+import { exportHf, exportOnnx } from '../lib/models/export.js';
+import { readPretrained } from '../lib/models/hf.js';
+import { Retriever } from '../lib/models/retriever.js';
+import type { EncoderConfig } from '../lib/models/config.js';
+import { readHfTokenizer } from '../lib/text/hf-tokenizer.js';
+import type { EncodedBatch, WordPieceTokenizer } from '../lib/text/tokenizer.js';
+import { writeSafetensors } from '../lib/io/safetensors.js';
+import { referenceEncode } from './reference/bert.js';
+
+const root = join(import.meta.dirname, '..');
+const scratch = mkdtempSync(join(tmpdir(), 'quorum-hf-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+let made = 0;
+
+/** A tiny checkpoint from the repository's script, in Hugging Face's exact layout. */
+function tinyHf(...args: string[]): string {
+  const dir = join(scratch, `ckpt-${made++}`);
+  execFileSync(process.execPath, [join(root, 'scripts', 'make-tiny-hf.mjs'), '--out', dir, ...args], { stdio: 'pipe' });
+  return dir;
+}
+
+function copyDir(from: string, to: string, skip: (name: string) => boolean = () => false): string {
+  mkdirSync(to, { recursive: true });
+  for (const f of ['config.json', 'model.safetensors', 'vocab.txt', 'tokenizer.json', 'tokenizer_config.json'])
+    if (existsSync(join(from, f)) && !skip(f)) copyFileSync(join(from, f), join(to, f));
+  return to;
+}
+
+// Hard strings: accents, CJK, Hangul, punctuation runs, long words, a word over 100 characters, characters outside
+// the vocabulary ([UNK]), control and zero-width characters, ligatures and full-width forms (NFKC), mixed scripts.
+const HARD = [
+  'Héllo, Wörld! Café crème brûlée',
+  'ÅNGSTRÖM façade naïve',
+  '東京は日本の首都です。北京欢迎你',
+  '안녕하세요 세계',
+  '...!!!???---((()))',
+  'e.g. U.S.A. $5.00 + 3% = ~x^2 | y`z',
+  'antidisestablishmentarianism supercalifragilisticexpialidocious',
+  'a'.repeat(120) + ' end',
+  '🤗 emoji ☃ snow ✓ tick',
+  'tab\there\nnewline\r\nzero\u200bwidth soft\u00adhyphen',
+  'ﬁnancial ﬂow ligatures',
+  'Ｆｕｌｌ－ｗｉｄｔｈ ＡＢＣ',
+  'İstanbul ß straße',
+  'x\u0000y\uFFFDz',
+  '   leading and trailing   ',
+  'COVID-19 SARS-CoV-2 mRNA-1273',
+  "don't won't it's",
+  'Ελληνικά кириллица עברית العربية',
+];
+
+function hfReference(dir: string): Tokenizer {
+  return new Tokenizer(JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8')), JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8')));
+}
+
+function expectSameIds(ours: WordPieceTokenizer, ref: Tokenizer): void {
+  for (const s of HARD) expect(Array.from(ours.encode([s], { maxLength: 512 }).ids), JSON.stringify(s)).toEqual(ref.encode(s).ids);
+  // Pairs: [CLS] A [SEP] B [SEP], types 0 then 1.
+  const pair = ours.encode([HARD[0]!], { pairs: [HARD[2]!], maxLength: 512 });
+  const r = ref.encode(HARD[0]!, { text_pair: HARD[2]! }) as { ids: number[]; token_type_ids?: number[] };
+  expect(Array.from(pair.ids)).toEqual(r.ids);
+  if (r.token_type_ids) expect(Array.from(pair.typeIds)).toEqual(r.token_type_ids);
+}
+
+async function ortEncode(path: string, b: EncodedBatch): Promise<Float32Array> {
+  const session = await ort.InferenceSession.create(path);
+  const ids = (a: Int32Array) => new ort.Tensor('int64', BigInt64Array.from(a, BigInt), [b.rows, b.seqLen]);
+  const mask = new BigInt64Array(b.rows * b.seqLen);
+  for (let r = 0; r < b.rows; r++) for (let j = 0; j < b.lengths[r]!; j++) mask[r * b.seqLen + j] = 1n;
+  const out = await session.run({ input_ids: ids(b.ids), attention_mask: new ort.Tensor('int64', mask, [b.rows, b.seqLen]), token_type_ids: ids(b.typeIds) });
+  return out.sentence_embedding!.data as Float32Array;
+}
+
+/** Bit-identical float arrays (toEqual walks a million-element table one value at a time). */
+const sameBits = (a: Float32Array, b: Float32Array) => a.length === b.length && Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+
+const maxAbsDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
+  expect(a.length).toBe(b.length);
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
+  return m;
+};
+
+const TEXTS = ['Who wrote Hamlet?', 'Héllo wörld, 東京 is big!', 'a', 'The quick brown fox jumps over the lazy dog near the river bank today.'];
+
+/** An encoder's parameters without its prefix, as the reference forward takes them. */
+function encoderParams(model: Retriever, prefix: string): Map<string, Float32Array> {
+  return new Map(model.parameters().filter((p) => p.name.startsWith(`${prefix}.`)).map((p) => [p.name.slice(prefix.length + 1), model.getParameter(p.name)]));
+}
+
+describe('importing a Hugging Face directory', () => {
+  it('a sentence-transformers directory (mean pooling, Normalize) encodes as the plain reference forward', async () => {
+    const dir = tinyHf('--pooling', 'mean', '--normalize');
+    const model = await Retriever.load(dir);
+    expect(model.config.encoder).toMatchObject({ pooling: 'mean', normalize: true, layers: 2, hiddenSize: 32, heads: 4, ffnSize: 64, maxPositions: 128, vocabSize: 8000 });
+    const b = model.loaded!.tokenizer.encode(TEXTS, { maxLength: 64 });
+    const ours = await model.encode(b, 'query');
+    const ref = referenceEncode(model.config.encoder, encoderParams(model, 'encoder'), { ids: b.ids, typeIds: b.typeIds, lengths: b.lengths, batch: b.rows, seqLen: b.seqLen, side: 'query' });
+    expect(maxAbsDiff(ours, ref)).toBeLessThan(1e-5);
+    // encodeQueries applies the same tokenizer (its own lengths).
+    const q = await model.encodeQueries(TEXTS);
+    expect(maxAbsDiff(q.data, ours)).toBeLessThan(1e-6);
+  });
+
+  it('reads `bert.`-prefixed shards with vocab.txt only, [CLS] pooling by default, and skips the pooler and position_ids', async () => {
+    const sharded = tinyHf('--prefix', 'bert.', '--shards', '3', '--tokenizer', 'vocab', '--seed', '7');
+    const single = tinyHf('--seed', '7');
+    const a = await Retriever.load(sharded);
+    const b = await Retriever.load(single);
+    expect(a.config.encoder.pooling).toBe('cls');
+    expect(a.config.encoder.normalize).toBe(false);
+    for (const p of a.parameters()) expect(sameBits(a.getParameter(p.name), b.getParameter(p.name)), p.name).toBe(true);
+    const batch = a.loaded!.tokenizer.encode(TEXTS, { maxLength: 32 });
+    expect(await a.encode(batch, 'passage')).toEqual(await b.encode(batch, 'passage'));
+    // --pooling / options override the default.
+    const mean = await Retriever.load(single, { pooling: 'mean', normalize: true });
+    expect(mean.config.encoder).toMatchObject({ pooling: 'mean', normalize: true });
+  });
+
+  it('a cased checkpoint keeps case and accents, as its tokenizer.json says', async () => {
+    const dir = tinyHf('--cased', '--vocab-size', '30522');
+    const tok = readHfTokenizer(dir);
+    expect(tok.normalization).toMatchObject({ lowercase: false, stripAccents: false });
+    expect(tok.normalize('Héllo World')).toBe('Héllo World');
+    expect(readPretrained(dir).tokenizer.normalization.lowercase).toBe(false);
+  });
+
+  it('bad directories get one typed line naming the file and the tensor', async () => {
+    const good = tinyHf();
+    const variant = (name: string, edit: (dir: string) => void, skip?: (f: string) => boolean) => {
+      const dir = copyDir(good, join(scratch, name), skip);
+      edit(dir);
+      return dir;
+    };
+    const editConfig = (dir: string, change: Record<string, unknown>) => {
+      const c = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8'));
+      writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...c, ...change }));
+    };
+    const failure = async (dir: string) => {
+      const e = await Retriever.load(dir).catch((x: unknown) => x);
+      expect(e).toBeInstanceOf(QuorumError);
+      expect((e as Error).message).not.toContain('\n');
+      return e as QuorumError;
+    };
+    let e = await failure(variant('roberta', (d) => editConfig(d, { model_type: 'roberta' })));
+    expect([e.code, e.message]).toEqual(['ERR_FORMAT', expect.stringMatching(/config\.json: model_type "roberta" is not supported/)]);
+    e = await failure(variant('gelu-new', (d) => editConfig(d, { hidden_act: 'gelu_new' })));
+    expect(e.message).toMatch(/hidden_act "gelu_new"/);
+    e = await failure(variant('relative', (d) => editConfig(d, { position_embedding_type: 'relative_key' })));
+    expect(e.message).toMatch(/position_embedding_type "relative_key"/);
+    // A tensor of the wrong shape: the config says 48 wide, the weights are 32.
+    e = await failure(variant('shape', (d) => editConfig(d, { hidden_size: 48, num_attention_heads: 4 })));
+    expect([e.code, e.message]).toEqual(['ERR_FORMAT', expect.stringMatching(/embeddings\.word_embeddings\.weight: checkpoint tensor .* has shape \[8000, 32\], the encoder needs \[8000, 48\]/)]);
+    // Missing weights: one layer more than the file holds.
+    e = await failure(variant('missing', (d) => editConfig(d, { num_hidden_layers: 3 })));
+    expect(e.message).toMatch(/the weights have no encoder\.layer\.2\.attention\.self\.query\.weight/);
+    // A BPE tokenizer.
+    e = await failure(
+      variant('bpe', (d) => {
+        const t = JSON.parse(readFileSync(join(d, 'tokenizer.json'), 'utf8'));
+        writeFileSync(join(d, 'tokenizer.json'), JSON.stringify({ ...t, model: { type: 'BPE', vocab: {}, merges: [] } }));
+      }),
+    );
+    expect(e.message).toMatch(/tokenizer\.json: a BPE tokenizer: Quorum reads WordPiece/);
+    // pytorch_model.bin only: refused with the conversion command.
+    e = await failure(variant('pickle', (d) => writeFileSync(join(d, 'pytorch_model.bin'), 'PK'), (f) => f === 'model.safetensors'));
+    expect([e.code, e.message]).toEqual(['ERR_FORMAT', expect.stringMatching(/pytorch_model\.bin: PyTorch pickle weights are not read .*safe_serialization=True/)]);
+    // No tokenizer at all.
+    e = await failure(variant('no-tokenizer', () => {}, (f) => f === 'vocab.txt' || f === 'tokenizer.json'));
+    expect(e.message).toMatch(/has neither tokenizer\.json nor vocab\.txt/);
+    // An integer tensor where a weight belongs.
+    e = await failure(
+      variant('int-weights', (d) => {
+        const t = new Map([['embeddings.word_embeddings.weight', { shape: [8000, 32], data: new Float32Array(8000 * 32), dtype: 'I8' as const }]]);
+        writeFileSync(join(d, 'model.safetensors'), writeSafetensors(t));
+      }),
+    );
+    expect(e.code).toBe('ERR_FORMAT');
+  });
+});
+
+describe('the tokenizer against Hugging Face tokenizers.js', () => {
+  it('gives the same ids on hard strings: uncased, cased, and a Quorum model exported with NFKC', async () => {
+    for (const dir of [tinyHf('--vocab-size', '30522'), tinyHf('--cased', '--vocab-size', '30522')]) expectSameIds(readHfTokenizer(dir), hfReference(dir));
+    const shipped = await Retriever.load('default');
+    const out = join(scratch, 'default-onnx');
+    exportOnnx(shipped, shipped.loaded!.tokenizer, shipped.loaded!.card.text, out);
+    expect(shipped.loaded!.tokenizer.nfkc).toBe(true);
+    expectSameIds(shipped.loaded!.tokenizer, hfReference(out));
+    // The exported tokenizer.json reads back as the same tokenizer.
+    const again = readHfTokenizer(out);
+    expect(again.vocabulary).toEqual(shipped.loaded!.tokenizer.vocabulary);
+    expect(again.normalization).toEqual(shipped.loaded!.tokenizer.normalization);
+  });
+
+  it('task markers are added tokens in the export, so "[unused1] question" gets the marker id there', async () => {
+    const tok = readHfTokenizer(tinyHf('--vocab-size', '30522'));
+    const model = Retriever.create({ preset: 'siamese', encoder: { vocabSize: tok.size, layers: 0, hiddenSize: 16 }, tasks: ['a', 'b'] });
+    const out = join(scratch, 'markers');
+    exportOnnx(model, tok, { maxQueryLength: 32, maxPassageLength: 64, taskMarkers: true }, out);
+    const ref = hfReference(out);
+    const q = 'who wrote hamlet?';
+    expect(Array.from(tok.encode([q], { marker: tok.markerId(2) }).ids)).toEqual(ref.encode(`[unused2] ${q}`).ids);
+    // A deliberate difference: Quorum never reads special tokens out of text ("[SEP]" in a passage is three words).
+    expect(Array.from(tok.encode(['a [SEP] b']).ids)).not.toEqual(ref.encode('a [SEP] b').ids);
+  });
+});
+
+describe('export', () => {
+  it('hf: a sentence-transformers directory that imports back bit for bit, with its pooling, head and normalization', async () => {
+    const tok = readHfTokenizer(tinyHf('--vocab-size', '30522'));
+    for (const encoder of [
+      { pooling: 'mean', normalize: true, projectionDim: 0 },
+      { pooling: 'cls', normalize: false, projectionDim: 24 },
+      { pooling: 'max', normalize: true, projectionDim: 8 },
+    ] as const) {
+      const model = Retriever.create({ preset: 'siamese', encoder: { vocabSize: tok.size, layers: 2, hiddenSize: 32, heads: 4, ffnSize: 64, ...encoder } });
+      const out = join(scratch, `hf-${encoder.pooling}`);
+      exportHf(model, tok, { maxQueryLength: 32, maxPassageLength: 128, taskMarkers: false }, out);
+      const modules = JSON.parse(readFileSync(join(out, 'modules.json'), 'utf8')) as Array<{ type: string }>;
+      expect(modules.map((m) => m.type.split('.').pop())).toEqual(['Transformer', 'Pooling', ...(encoder.projectionDim ? ['Dense'] : []), ...(encoder.normalize ? ['Normalize'] : [])]);
+      const pooling = JSON.parse(readFileSync(join(out, '1_Pooling', 'config.json'), 'utf8'));
+      expect(pooling[`pooling_mode_${{ mean: 'mean_tokens', cls: 'cls_token', max: 'max_tokens' }[encoder.pooling]}`]).toBe(true);
+      for (const f of ['config.json', 'model.safetensors', 'vocab.txt', 'tokenizer_config.json', 'special_tokens_map.json', 'tokenizer.json', 'sentence_bert_config.json'])
+        expect(existsSync(join(out, f)), f).toBe(true);
+      const back = await Retriever.load(out);
+      expect(back.config.encoder).toMatchObject(encoder);
+      for (const p of model.parameters()) expect(sameBits(back.getParameter(p.name), model.getParameter(p.name)), p.name).toBe(true);
+      expect(back.loaded!.tokenizer.vocabulary).toEqual(tok.vocabulary);
+    }
+  });
+
+  it('hf: a bi-encoder becomes one directory per encoder; what BertModel cannot hold is refused with the way out', async () => {
+    const tok = readHfTokenizer(tinyHf());
+    const bi = Retriever.create({ preset: 'bi-encoder', encoder: { vocabSize: tok.size, layers: 1, hiddenSize: 16, heads: 2, ffnSize: 32 } });
+    const out = join(scratch, 'hf-bi');
+    expect(exportHf(bi, tok, { maxQueryLength: 16, maxPassageLength: 64, taskMarkers: false }, out).files).toEqual({ query: 'query', passage: 'passage' });
+    const passage = await Retriever.load(join(out, 'passage'));
+    for (const p of passage.parameters()) expect(sameBits(passage.getParameter(p.name), bi.getParameter(p.name.replace(/^encoder\./, 'passage.'))), p.name).toBe(true);
+    const taser = Retriever.create({ preset: 'taser', encoder: { vocabSize: tok.size, layers: 2, hiddenSize: 16, heads: 2, ffnSize: 32 } });
+    expect(() => exportHf(taser, tok, { maxQueryLength: 16, maxPassageLength: 64, taskMarkers: false }, join(scratch, 'hf-taser'))).toThrow(/cannot hold TASER routed blocks: export this model with --format onnx/);
+  });
+
+  // Every architecture and preset: ONNX Runtime on the exported graph against libtorch, 1e-5 in f32.
+  const cases: Array<[string, Parameters<typeof Retriever.create>[0]]> = [
+    ['siamese, mean, normalized', { preset: 'siamese', encoder: { layers: 2, pooling: 'mean', normalize: true } }],
+    ['siamese, cls, linear head', { preset: 'siamese', encoder: { layers: 2, pooling: 'cls', normalize: false, projectionDim: 12 } }],
+    ['siamese, max, MLP head', { preset: 'siamese', encoder: { layers: 1, pooling: 'max', projectionDim: 8, projectionHidden: 20 } }],
+    ['0 layers, token weights, centre, factorized embeddings', { preset: 'siamese', encoder: { layers: 0, embeddingSize: 10, tokenWeights: true, center: true } }],
+    ['bi-encoder, per-task question encoders', { preset: 'bi-encoder', encoder: { layers: 1 }, tasks: ['a', 'b'], perTaskQueryEncoders: true }],
+    ['TASER Det-R', { preset: 'taser', encoder: { layers: 2 }, taser: { routing: 'det', experts: 4 } }],
+    ['TASER Seq-R', { preset: 'taser', encoder: { layers: 2 }, taser: { routing: 'seq', perLayerGate: true } }],
+    ['TASER Tok-R', { preset: 'taser', encoder: { layers: 3 }, taser: { routing: 'tok', every: 1, experts: 3 } }],
+  ];
+  it.each(cases)('onnx: %s gives libtorch\'s vectors in ONNX Runtime', async (name, options) => {
+    const tok = readHfTokenizer(tinyHf('--vocab-size', '2000'));
+    const base: Partial<EncoderConfig> = { vocabSize: tok.size, hiddenSize: 16, heads: 2, ffnSize: 32, maxPositions: 64, ...options.encoder };
+    Retriever.seed(3);
+    const model = Retriever.create({ ...options, encoder: base });
+    // Fresh models have zero biases, token weights, centres: give every parameter random values.
+    let s = 1;
+    for (const p of model.parameters()) model.setParameter(p.name, model.getParameter(p.name).map((v) => v + 0.2 * Math.sin(s++ * 12.9898)));
+    const out = join(scratch, `onnx-${name.replace(/\W+/g, '-')}`);
+    const card = exportOnnx(model, tok, { maxQueryLength: 16, maxPassageLength: 48, taskMarkers: false }, out);
+    const b = tok.encode(TEXTS, { maxLength: 48 });
+    const sides: Array<['query' | 'passage', string, number]> = [['passage', card.graphs.passage, 0], ['query', card.graphs.query, 0]];
+    for (const [i, file] of Object.values(card.graphs.tasks ?? {}).entries()) sides.push(['query', file, i]);
+    for (const [side, file, task] of sides) {
+      const torch = await model.encode(b, side, { task });
+      const onnx = await ortEncode(join(out, file), b);
+      expect(maxAbsDiff(onnx, torch), `${side} ${file}`).toBeLessThan(1e-5);
+    }
+    expect(card.dim).toBe(model.dim);
+  });
+
+  it('onnx: the shipped model and an imported checkpoint, through the CLI, match quorum encode', async () => {
+    const out = join(scratch, 'cli-onnx');
+    const dir = tinyHf('--pooling', 'mean', '--normalize');
+    execFileSync(process.execPath, ['--import', 'tsx', join(root, 'lib', 'cli', 'main.ts'), 'export', '--model', dir, '--format', 'onnx', '--out', out], { stdio: 'pipe' });
+    const model = await Retriever.load(dir);
+    const b = model.loaded!.tokenizer.encode(TEXTS, { maxLength: 64 });
+    expect(maxAbsDiff(await ortEncode(join(out, 'model.onnx'), b), await model.encode(b, 'query'))).toBeLessThan(1e-5);
+    const shipped = await Retriever.load('default');
+    const sb = shipped.loaded!.tokenizer.encode(TEXTS, { maxLength: 64 });
+    expect(maxAbsDiff(await ortEncode(join(scratch, 'default-onnx', 'model.onnx'), sb), await shipped.encode(sb, 'query'))).toBeLessThan(1e-5);
+  });
+});
