@@ -20,6 +20,11 @@ import { readHfTokenizer } from '../lib/text/hf-tokenizer.js';
 import type { EncodedBatch, WordPieceTokenizer } from '../lib/text/tokenizer.js';
 import { writeSafetensors } from '../lib/io/safetensors.js';
 import { referenceEncode } from './reference/bert.js';
+import { writeBeir, writeQrelsTsv } from '../lib/data/beir.js';
+import { CameRetriever } from '../lib/methods/came/retriever.js';
+import { initCameFromPretrained } from '../lib/methods/came/train.js';
+import { RomModel } from '../lib/methods/rom/model.js';
+import { loadPretrainedWeights } from '../lib/models/hf.js';
 
 const root = join(import.meta.dirname, '..');
 const scratch = mkdtempSync(join(tmpdir(), 'quorum-hf-'));
@@ -290,12 +295,123 @@ describe('export', () => {
   it('onnx: the shipped model and an imported checkpoint, through the CLI, match quorum encode', async () => {
     const out = join(scratch, 'cli-onnx');
     const dir = tinyHf('--pooling', 'mean', '--normalize');
-    execFileSync(process.execPath, ['--import', 'tsx', join(root, 'lib', 'cli', 'main.ts'), 'export', '--model', dir, '--format', 'onnx', '--out', out], { stdio: 'pipe' });
+    quorum('export', '--model', dir, '--format', 'onnx', '--out', out);
     const model = await Retriever.load(dir);
     const b = model.loaded!.tokenizer.encode(TEXTS, { maxLength: 64 });
     expect(maxAbsDiff(await ortEncode(join(out, 'model.onnx'), b), await model.encode(b, 'query'))).toBeLessThan(1e-5);
     const shipped = await Retriever.load('default');
+    const shippedOut = join(scratch, 'default-cli-onnx');
+    quorum('export', '--model', 'default', '--format', 'onnx', '--out', shippedOut);
     const sb = shipped.loaded!.tokenizer.encode(TEXTS, { maxLength: 64 });
-    expect(maxAbsDiff(await ortEncode(join(scratch, 'default-onnx', 'model.onnx'), sb), await shipped.encode(sb, 'query'))).toBeLessThan(1e-5);
+    expect(maxAbsDiff(await ortEncode(join(shippedOut, 'model.onnx'), sb), await shipped.encode(sb, 'query'))).toBeLessThan(1e-5);
   });
+});
+
+/** A BEIR dataset of 48 passages; question i (task a or b, answer w<i>) is about passage i. */
+function tinyBeir(): string {
+  const dir = join(scratch, 'beir');
+  const N = 48;
+  const corpus = Array.from({ length: N }, (_, i) => ({ id: `p${i}`, title: `topic ${i}`, text: `the city of k${i} is known for w${i} and its river` }));
+  const queries = Array.from({ length: N }, (_, i) => ({ id: `q${i}`, text: `what is k${i} known for?`, task: i % 2 ? 'b' : 'a', answers: [`w${i}`] }));
+  const qrels = (lo: number, hi: number) => new Map(Array.from({ length: hi - lo }, (_, j) => [`q${lo + j}`, new Map([[`p${lo + j}`, 1]])]));
+  writeBeir(dir, { corpus, queries, qrels: qrels(0, 32) }, 'train');
+  writeQrelsTsv(join(dir, 'qrels', 'dev.tsv'), qrels(32, 40));
+  writeQrelsTsv(join(dir, 'qrels', 'test.tsv'), qrels(40, 48));
+  return dir;
+}
+
+function quorum(...args: string[]): string {
+  return execFileSync(process.execPath, ['--import', 'tsx', join(root, 'lib', 'cli', 'main.ts'), ...args], { cwd: root, encoding: 'utf8', stdio: 'pipe', timeout: 240_000 });
+}
+
+function quorumError(...args: string[]): string {
+  try {
+    quorum(...args);
+  } catch (e) {
+    return String((e as { stderr?: string }).stderr).trim();
+  }
+  throw new Error(`quorum ${args.join(' ')} succeeded`);
+}
+
+describe('training from a checkpoint', () => {
+  it('train --init (a few steps) -> export --format onnx -> ONNX Runtime gives the vectors of quorum encode; encode --model reads HF directories', async () => {
+    const data = tinyBeir();
+    const ckpt = tinyHf('--pooling', 'mean', '--normalize');
+    const trained = join(scratch, 'trained');
+    const log = quorum('train', '--data', data, '--preset', 'siamese', '--init', ckpt, '--out', trained, '--epochs', '1', '--batch', '8', '--lr', '1e-4', '--max-passage-length', '32', '--max-query-length', '16');
+    expect(log).toMatch(/initialized from/);
+    const model = await Retriever.load(trained);
+    expect(model.config.encoder).toMatchObject({ layers: 2, hiddenSize: 32, pooling: 'mean', normalize: true });
+    // Training moved the weights away from the checkpoint's.
+    const start = await Retriever.load(ckpt);
+    expect(sameBits(model.getParameter('encoder.encoder.layer.1.output.dense.weight'), start.getParameter('encoder.encoder.layer.1.output.dense.weight'))).toBe(false);
+    const onnxDir = join(scratch, 'trained-onnx');
+    quorum('export', '--model', trained, '--format', 'onnx', '--out', onnxDir);
+    const encoded = join(scratch, 'trained-encoded');
+    quorum('encode', '--model', trained, '--data', data, '--out', encoded);
+    const bytes = readFileSync(join(encoded, 'vectors.f32'));
+    const vectors = new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4);
+    const corpus = readFileSync(join(data, 'corpus.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { title: string; text: string });
+    const tok = readHfTokenizer(onnxDir);
+    const b = tok.encode(corpus.map((p) => p.title), { pairs: corpus.map((p) => p.text), maxLength: model.loaded!.card.text.maxPassageLength });
+    expect(maxAbsDiff(await ortEncode(join(onnxDir, 'model.onnx'), b), vectors)).toBeLessThan(1e-5);
+    // quorum encode straight from the Hugging Face directory.
+    quorum('encode', '--model', ckpt, '--data', data, '--out', join(scratch, 'hf-encoded'));
+    const hfBytes = readFileSync(join(scratch, 'hf-encoded', 'vectors.f32'));
+    expect(hfBytes.byteLength).toBe(48 * 32 * 4);
+  }, 240_000);
+
+  it('--init is refused with options the checkpoint decides, and with a checkpoint that is not BERT', () => {
+    const data = tinyBeir();
+    const ckpt = tinyHf();
+    expect(quorumError('train', '--data', data, '--preset', 'siamese', '--init', ckpt, '--out', join(scratch, 'x'), '--hidden', '64')).toMatch(/^quorum: ERR_ARG: --init .* drop --hidden$/);
+    expect(quorumError('came', 'train', '--data', data, '--init', ckpt, '--out', join(scratch, 'x'), '--shared-layers', '2')).toMatch(/^quorum: ERR_ARG: --init .* drop --shared-layers$/);
+    expect(quorumError('rom', 'train', '--data', data, '--init', ckpt, '--out', join(scratch, 'x'), '--layers', '1')).toMatch(/^quorum: ERR_ARG: --init .* drop --layers$/);
+    const notBert = copyDir(ckpt, join(scratch, 'not-bert'));
+    writeFileSync(join(notBert, 'config.json'), JSON.stringify({ model_type: 't5' }));
+    expect(quorumError('train', '--data', data, '--preset', 'siamese', '--init', notBert, '--out', join(scratch, 'x'))).toMatch(/^quorum: ERR_FORMAT: .*config\.json: model_type "t5" is not supported/);
+  }, 60_000);
+
+  it('CAME: the bottom takes the lower blocks, every expert the upper ones, the lexical head the masked-LM transform', () => {
+    const ckpt = tinyHf('--layers', '3', '--hidden', '16', '--heads', '2');
+    const bert = readPretrained(ckpt);
+    const came = CameRetriever.create({ tokenizer: bert.tokenizer, model: { encoder: { vocabSize: bert.encoder.vocabSize, hiddenSize: 16, embeddingSize: 16, heads: 2, ffnSize: 32, maxPositions: 128, layers: 2 }, expertLayers: 1 }, text: { maxQueryLength: 16, maxPassageLength: 64 } });
+    const mlm = new Float32Array(16 * 16).map((_, i) => i / 256);
+    bert.weights.set('cls.predictions.transform.dense.weight', { dtype: 'F32', shape: [16, 16], data: mlm });
+    const { missing } = initCameFromPretrained(came, bert);
+    const m = came.models[0]!;
+    const ck = (n: string) => bert.weights.get(n)!.data;
+    expect(sameBits(m.getParameter('bottom.embeddings.word_embeddings.weight'), ck('embeddings.word_embeddings.weight'))).toBe(true);
+    expect(sameBits(m.getParameter('bottom.encoder.layer.1.attention.self.key.weight'), ck('encoder.layer.1.attention.self.key.weight'))).toBe(true);
+    for (const e of m.experts) expect(sameBits(m.getParameter(`${e}.encoder.layer.0.output.dense.weight`), ck('encoder.layer.2.output.dense.weight')), e).toBe(true);
+    expect(sameBits(m.getParameter('lexical.head.transform.dense.weight'), mlm)).toBe(true);
+    // What BERT has nothing for: the local head, the decoder bias, the MLM LayerNorm (this checkpoint has no MLM head).
+    expect(missing[0]!.sort()).toEqual(['lexical.head.decoder.bias', 'lexical.head.transform.LayerNorm.bias', 'lexical.head.transform.LayerNorm.weight', 'lexical.head.transform.dense.bias', 'local.head.bias', 'local.head.weight']);
+  });
+
+  it('ROM: the encoder takes the checkpoint; the reader\'s third token type starts as type 0', () => {
+    const ckpt = tinyHf('--layers', '1', '--hidden', '16', '--heads', '2');
+    const bert = readPretrained(ckpt);
+    const rom = RomModel.create({ tokenizer: bert.tokenizer, network: { encoder: { vocabSize: bert.encoder.vocabSize, hiddenSize: 16, embeddingSize: 16, heads: 2, ffnSize: 32, maxPositions: 128, layers: 1 } } });
+    const { missing } = loadPretrainedWeights(rom.network, bert, { strict: false });
+    expect(missing).toEqual([]);
+    const types = rom.network.getParameter('encoder.embeddings.token_type_embeddings.weight');
+    const ck = bert.weights.get('embeddings.token_type_embeddings.weight')!.data;
+    expect(types.length).toBe(3 * 16);
+    expect(sameBits(types.subarray(0, 32), ck)).toBe(true);
+    expect(sameBits(types.subarray(32), ck.subarray(0, 16))).toBe(true);
+  });
+
+  it('came train --init, rom train --init and muf train over experts trained with --init run end to end', () => {
+    const data = tinyBeir();
+    const ckpt = tinyHf('--layers', '2', '--hidden', '16', '--heads', '2');
+    expect(quorum('came', 'train', '--data', data, '--init', ckpt, '--out', join(scratch, 'came'), '--epochs', '1', '--hard-epochs', '0', '--negatives', '1', '--batch', '8', '--max-passage-length', '24', '--max-query-length', '16', '--lr', '1e-4')).toMatch(/initialized from .*: 1 shared and 1 per-expert blocks/);
+    expect(quorum('rom', 'train', '--data', data, '--init', ckpt, '--out', join(scratch, 'rom'), '--retrieval-epochs', '1', '--joint-epochs', '1', '--reader-length', '48', '--batch', '8', '--lr', '1e-4')).toMatch(/ROM: .* 2 blocks of 16 from /);
+    const experts = ['a', 'b'].map((task) => {
+      const out = join(scratch, `expert-${task}`);
+      quorum('train', '--data', data, '--preset', 'siamese', '--tasks', task, '--init', ckpt, '--pooling', 'mean', '--out', out, '--epochs', '1', '--batch', '8', '--max-passage-length', '24', '--max-query-length', '16');
+      return out;
+    });
+    expect(quorum('muf', 'train', '--data', data, '--experts', experts.join(','), '--out', join(scratch, 'muf'), '--members', '2', '--hidden', '8', '--layers', '0', '--epochs', '2', '--top-l', '8')).toMatch(/wrote .*muf/);
+  }, 240_000);
 });

@@ -280,3 +280,12 @@ export function loadPretrainedWeights(model: PretrainedTarget, bert: Pick<Pretra
   for (const e of model.encoderNames()) for (const [name, values] of mapped.tensors) model.setParameter(`${e}.${name}`, values);
   return { missing: mapped.missing, unused: mapped.unused };
 }
+
+/**
+ * The fields of a checkpoint's encoder that its weights fix (widths, heads, tables, LayerNorm epsilon, dropout), to
+ * spread into a method's own encoder options (CAME, ROM), which keep their pooling, heads and depth split.
+ */
+export function pretrainedShape(e: EncoderConfig): Pick<EncoderConfig, 'vocabSize' | 'hiddenSize' | 'embeddingSize' | 'heads' | 'ffnSize' | 'maxPositions' | 'dropout' | 'layerNormEps'> {
+  const { vocabSize, hiddenSize, embeddingSize, heads, ffnSize, maxPositions, dropout, layerNormEps } = e;
+  return { vocabSize, hiddenSize, embeddingSize, heads, ffnSize, maxPositions, dropout, layerNormEps };
+}

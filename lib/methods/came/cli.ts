@@ -4,7 +4,8 @@ import { join } from 'node:path';
 
 import type { Command } from 'commander';
 
-import { count, indexCorpusCommand, int, num, trainingOptions } from '../../cli/args.js';
+import { checkInitConflicts, count, indexCorpusCommand, int, num, trainingOptions } from '../../cli/args.js';
+import { pretrainedShape, readPretrained } from '../../models/hf.js';
 import { loadBeirCorpus } from '../../data/beir.js';
 import { prepareTraining } from '../../train/prepare.js';
 import { Retriever } from '../../models/retriever.js';
@@ -32,6 +33,8 @@ export interface CameTrainCommandOptions {
   maxQueryLength: number;
   maxPassageLength: number;
   glove: boolean;
+  /** A Hugging Face BERT-family directory: the bottom and the experts' blocks start from its layers. */
+  init?: string;
   seed: number;
   budget?: number;
   dtype: string;
@@ -43,25 +46,31 @@ export async function cameTrainCommand(o: CameTrainCommandOptions, log: (line: s
   const dtype = weightStorageOption(o.dtype);
   check(o.hidden % 4 === 0, 'ERR_ARG', `--hidden ${o.hidden} must be a multiple of the 4 attention heads`);
   check(o.lr > 0 && o.tau > 0 && o.flops >= 0, 'ERR_RANGE', '--lr and --tau must be > 0, --flops >= 0');
-  const d = await prepareTraining(o.data, { glove: o.glove, wordVocab: o.glove, log });
+  const bert = o.init !== undefined ? readPretrained(o.init) : undefined;
+  // From a checkpoint, its last --expert-layers blocks become each expert's own and the ones below the shared bottom.
+  if (bert) check(bert.encoder.layers >= o.expertLayers, 'ERR_RANGE', `--expert-layers ${o.expertLayers} exceeds the checkpoint's ${bert.encoder.layers} layers`);
+  const d = await prepareTraining(o.data, bert ? { tokenizer: bert.tokenizer, glove: false, wordVocab: false, log } : { glove: o.glove, wordVocab: o.glove, log });
   Retriever.seed(o.seed);
   const came = CameRetriever.create({
     tokenizer: d.tokenizer,
     independent: o.independent === true,
     model: {
-      encoder: {
-        hiddenSize: o.hidden,
-        embeddingSize: o.glove ? 100 : o.hidden,
-        layers: o.sharedLayers,
-        ffnSize: 4 * o.hidden,
-        maxPositions: Math.max(o.maxQueryLength, o.maxPassageLength),
-      },
+      encoder: bert
+        ? { ...pretrainedShape(bert.encoder), layers: bert.encoder.layers - o.expertLayers }
+        : {
+            hiddenSize: o.hidden,
+            embeddingSize: o.glove ? 100 : o.hidden,
+            layers: o.sharedLayers,
+            ffnSize: 4 * o.hidden,
+            maxPositions: Math.max(o.maxQueryLength, o.maxPassageLength),
+          },
       expertLayers: o.expertLayers,
     },
     text: { maxQueryLength: o.maxQueryLength, maxPassageLength: o.maxPassageLength },
   });
   log(`CAME${came.independent ? ' (independent experts)' : ''}: ${came.parameterCount.toLocaleString()} parameters, ${o.sharedLayers} shared + ${o.expertLayers} per expert layers`);
-  const init = await initCame(came, d.passages, { ...(d.glove ? { glove: d.glove } : {}), seed: o.seed });
+  const init = await initCame(came, d.passages, { ...(d.glove ? { glove: d.glove } : {}), ...(bert ? { pretrained: bert } : {}), seed: o.seed });
+  if (bert) log(`initialized from ${o.init}: ${came.models[0]!.config.encoder.layers} shared and ${o.expertLayers} per-expert blocks`);
   if (init.lexicalBias !== undefined) log(`lexical expert: decoder bias ${init.lexicalBias.toFixed(2)} (about 128 terms per passage at step 0)`);
   const record = await trainCame(came, { passages: d.passages, train: d.train, ...(d.dev.length ? { dev: d.dev } : {}) }, {
     mode: o.mode as 'competitive' | 'standardized',
@@ -120,6 +129,7 @@ export function registerCameCommands(program: Command): void {
     dtype: true,
     hidden: 100,
     lengths: [32, 192],
+    init: true,
   })
     .description('train CAME on a BEIR dataset (train split; dev picks checkpoints and fits the linear fusion) into a CAME directory')
     .option('--mode <name>', 'competitive (standardized, then specialized) or standardized (sum of losses throughout)', 'competitive')
@@ -129,10 +139,11 @@ export function registerCameCommands(program: Command): void {
     .option('--negatives <n>', 'negatives per positive', count, 7)
     .option('--tau <x>', "the competition's temperature", num, 0.5)
     .option('--flops <x>', 'FLOPS weight of the lexical expert', num, 0.01)
-    .option('--shared-layers <n>', 'Transformer blocks shared by the experts', count, 1)
+    .option('--shared-layers <n>', 'Transformer blocks shared by the experts (with --init: the checkpoint\'s layers less --expert-layers)', count, 1)
     .option('--expert-layers <n>', "each expert's own blocks", count, 1)
     .option('--budget <s>', 'stop each stage after the first epoch past this many seconds', int)
-    .action(async (o: CameTrainCommandOptions) => {
+    .action(async (o: CameTrainCommandOptions, cmd: Command) => {
+      checkInitConflicts(cmd, ['hidden', 'sharedLayers']);
       await cameTrainCommand(o);
     });
   came

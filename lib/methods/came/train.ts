@@ -19,6 +19,8 @@ import type { TokenTable } from '../../models/token-table.js';
 import { encodeCame, fitLexicalBias } from './encode.js';
 import { initFromGlove } from '../../train/init.js';
 import type { GloveVectors } from '../../models/glove.js';
+import { mapBertCheckpoint } from '../../models/checkpoint-map.js';
+import type { PretrainedBert } from '../../models/hf.js';
 import type { CameStepStats, CameExpertName, CameModel } from './model.js';
 import { CAME_PASSAGE_TERMS, CAME_QUERY_TERMS, CameRetriever } from './retriever.js';
 import { expertScores } from './scores.js';
@@ -69,7 +71,7 @@ const trainKeys = optionKeys<CameTrainOptions>()([
   'temperatures', 'clip', 'seed', 'checkpointDir', 'timeBudgetSeconds', 'progress', 'log',
 ]);
 const fitKeys = optionKeys<{ expertK?: number }>()(['expertK']);
-const initKeys = optionKeys<{ glove?: unknown; seed?: number; lexicalTerms?: number }>()(['glove', 'seed', 'lexicalTerms']);
+const initKeys = optionKeys<{ glove?: unknown; pretrained?: unknown; seed?: number; lexicalTerms?: number }>()(['glove', 'pretrained', 'seed', 'lexicalTerms']);
 
 /** Per stage and model: the loop's epochs plus each expert's mean loss and weight per epoch. */
 export interface CameStageRecord {
@@ -295,19 +297,72 @@ export async function fitCameLinear(came: CameRetriever, dev: readonly TrainingE
   return fitLinearFusion(dev.map((e, q) => ({ lists: experts.map((x) => r.experts[x]![q]!), relevant: new Set(e.positives) })));
 }
 
+// BERT's masked-LM head (BertForMaskedLM / BertForPreTraining), which CAME's lexical expert is (docs/methods/came.md).
+const MLM_HEAD: ReadonlyArray<[string[], string]> = [
+  [['cls.predictions.transform.dense.weight'], 'lexical.head.transform.dense.weight'],
+  [['cls.predictions.transform.dense.bias'], 'lexical.head.transform.dense.bias'],
+  [['cls.predictions.transform.LayerNorm.weight', 'cls.predictions.transform.LayerNorm.gamma'], 'lexical.head.transform.LayerNorm.weight'],
+  [['cls.predictions.transform.LayerNorm.bias', 'cls.predictions.transform.LayerNorm.beta'], 'lexical.head.transform.LayerNorm.bias'],
+];
+
 /**
- * CAME's start from GloVe: every model's token embeddings from the vectors ({@link initFromGlove}), then the lexical
- * expert's decoder bias fitted to start sparse ({@link fitLexicalBias}, about `lexicalTerms` terms per passage).
+ * CAME from a pretrained BERT: the shared bottom takes the checkpoint's embeddings and its first `encoder.layers`
+ * blocks; every expert's own blocks take the `expertLayers` blocks after them (the same copies for each expert, as
+ * CAME starts its experts from one checkpoint); the lexical head takes BERT's masked-LM transform when the checkpoint
+ * has one (`cls.predictions.*`). ERR_FORMAT (naming the tensor) for a shape that does not fit. Returns, per model,
+ * the parameters the checkpoint had nothing for (they keep their initialization).
+ *
+ * @example
+ * const bert = readPretrained('bert-base-uncased');
+ * initCameFromPretrained(came, bert);   // came built with encoder.layers + expertLayers = 12
+ */
+export function initCameFromPretrained(came: CameRetriever, bert: Pick<PretrainedBert, 'dir' | 'weights'>): { missing: string[][] } {
+  if (!(came instanceof CameRetriever)) throw new QuorumError('ERR_ARG', 'initCameFromPretrained needs a CameRetriever');
+  const missing: string[][] = [];
+  for (const m of came.models) {
+    const shared = m.config.encoder.layers;
+    let mapped;
+    try {
+      mapped = mapBertCheckpoint(bert.weights, { ...m.config.encoder, layers: shared + m.config.expertLayers });
+    } catch (e) {
+      throw e instanceof QuorumError ? new QuorumError('ERR_FORMAT', `${bert.dir}: ${e.message}`, { cause: e }) : e;
+    }
+    const left = new Set(m.parameters().map((p) => p.name));
+    const set = (name: string, values: Float32Array) => {
+      if (!left.delete(name)) return;
+      m.setParameter(name, values);
+    };
+    for (const [name, values] of mapped.tensors) {
+      const block = /^encoder\.layer\.(\d+)\.(.*)$/.exec(name);
+      if (block && Number(block[1]) >= shared) for (const e of m.experts) set(`${e}.encoder.layer.${Number(block[1]) - shared}.${block[2]}`, values);
+      else set(`bottom.${name}`, values);
+    }
+    const shapes = new Map(m.parameters().map((p) => [p.name, p.shape.reduce((a, b) => a * b, 1)]));
+    for (const [from, to] of MLM_HEAD) {
+      const t = from.map((n) => bert.weights.get(n) ?? bert.weights.get(`bert.${n}`)).find((x) => x !== undefined);
+      if (t && shapes.has(to) && t.data.length === shapes.get(to)) set(to, t.data);
+    }
+    missing.push([...left]);
+  }
+  return { missing };
+}
+
+/**
+ * CAME's start: every model's token embeddings from GloVe ({@link initFromGlove}) or every weight a checkpoint has
+ * from it (`pretrained`, {@link initCameFromPretrained}), then the lexical expert's decoder bias fitted to start sparse
+ * ({@link fitLexicalBias}, about `lexicalTerms` terms per passage).
  *
  * @example
  * await initCame(came, passages, { glove });
  */
-export async function initCame(came: CameRetriever, passages: readonly PassageText[], options: { glove?: GloveVectors; seed?: number; lexicalTerms?: number } = {}): Promise<{ coverage: number; lexicalBias?: number }> {
+export async function initCame(came: CameRetriever, passages: readonly PassageText[], options: { glove?: GloveVectors; pretrained?: PretrainedBert; seed?: number; lexicalTerms?: number } = {}): Promise<{ coverage: number; lexicalBias?: number }> {
   if (!(came instanceof CameRetriever)) throw new QuorumError('ERR_ARG', 'initCame needs a CameRetriever');
   mustBeArray(passages, 'passages');
   checkOptions(options, initKeys, 'initCame options');
+  if (options.glove && options.pretrained) throw new QuorumError('ERR_ARG', 'initCame takes GloVe vectors or a pretrained checkpoint, not both');
   let coverage = 0;
   if (options.glove) for (const m of came.models) coverage = (await initFromGlove(m, came.tokenizer.vocabulary, { glove: options.glove, seed: options.seed ?? 12345 })).coverage;
+  if (options.pretrained) initCameFromPretrained(came, options.pretrained);
   const lexical = came.models.find((m) => m.experts.includes('lexical'));
   if (!lexical) return { coverage };
   const lexicalBias = await fitLexicalBias(lexical, await came.passageTable(passages), { terms: options.lexicalTerms ?? 128 });

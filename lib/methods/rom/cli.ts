@@ -6,7 +6,8 @@ import { join } from 'node:path';
 
 import type { Command } from 'commander';
 
-import { count, indexCorpusCommand, int, num, trainingOptions } from '../../cli/args.js';
+import { checkInitConflicts, count, indexCorpusCommand, int, num, trainingOptions } from '../../cli/args.js';
+import { loadPretrainedWeights, pretrainedShape, readPretrained } from '../../models/hf.js';
 import { loadBeirCorpus } from '../../data/beir.js';
 import { initFromGlove } from '../../train/init.js';
 import { prepareTraining } from '../../train/prepare.js';
@@ -35,6 +36,8 @@ export interface RomTrainCommandOptions {
   readerLength: number;
   refresh: boolean;
   glove: boolean;
+  /** A Hugging Face BERT-family directory: the encoder starts from it (its shape, tokenizer and weights). */
+  init?: string;
   seed: number;
   dtype: string;
 }
@@ -48,15 +51,24 @@ export async function romTrainCommand(o: RomTrainCommandOptions, log: (line: str
   const pretrain = (o.pretrain ?? '').split(',').filter(Boolean);
   for (const t of pretrain) check(t === 'ict' || t === 'phrase_ict', 'ERR_ARG', `--pretrain takes ict and phrase_ict, got '${t}'`);
   const tasks = o.tasks?.split(',').filter(Boolean);
-  const d = await prepareTraining(o.data, { glove: o.glove, wordVocab: o.glove, log, ...(tasks ? { tasks } : {}) });
+  const bert = o.init !== undefined ? readPretrained(o.init) : undefined;
+  if (bert) check(o.readerLength <= bert.encoder.maxPositions, 'ERR_RANGE', `--reader-length ${o.readerLength} exceeds the checkpoint's ${bert.encoder.maxPositions} positions`);
+  const d = await prepareTraining(o.data, { ...(bert ? { tokenizer: bert.tokenizer, glove: false, wordVocab: false } : { glove: o.glove, wordVocab: o.glove }), log, ...(tasks ? { tasks } : {}) });
   Retriever.seed(o.seed);
   const rom = RomModel.create({
     tokenizer: d.tokenizer,
-    network: { encoder: { hiddenSize: o.hidden, embeddingSize: o.glove ? 100 : o.hidden, layers: o.layers, ffnSize: 4 * o.hidden, maxPositions: Math.max(o.readerLength, 128) } },
+    network: {
+      encoder: bert
+        ? { ...pretrainedShape(bert.encoder), layers: bert.encoder.layers }
+        : { hiddenSize: o.hidden, embeddingSize: o.glove ? 100 : o.hidden, layers: o.layers, ffnSize: 4 * o.hidden, maxPositions: Math.max(o.readerLength, 128) },
+    },
     text: { readerLength: o.readerLength },
   });
   if (d.glove) await initFromGlove(rom.network, d.tokenizer.vocabulary, { glove: d.glove, seed: o.seed });
-  log(`ROM: ${rom.parameterCount.toLocaleString()} parameters, ${o.layers} blocks of ${o.hidden}; schedule ${o.schedule}`);
+  // The reader's third token type (question words in the passage) starts as a copy of type 0 (checkpoint-map.ts).
+  if (bert) loadPretrainedWeights(rom.network, bert, { strict: false });
+  const { layers, hiddenSize } = rom.network.config.encoder;
+  log(`ROM: ${rom.parameterCount.toLocaleString()} parameters, ${layers} blocks of ${hiddenSize}${bert ? ` from ${o.init}` : ''}; schedule ${o.schedule}`);
   const record = await trainRom(rom, { passages: d.passages, train: d.train, ...(d.dev.length ? { dev: d.dev } : {}) }, {
     schedule: o.schedule as RomSchedule,
     ...(pretrain.length ? { pretrain: { tasks: pretrain as Array<'ict' | 'phrase_ict'>, epochs: o.pretrainEpochs } } : {}),
@@ -111,6 +123,7 @@ export function registerRomCommands(program: Command): void {
     glove: true,
     dtype: true,
     hidden: 100,
+    init: true,
   })
     .description('train ROM on a BEIR dataset whose questions carry answers (train split; dev for average rank and refreshes)')
     .option('--tasks <list>', 'train on these tasks only (comma-separated)')
@@ -124,7 +137,8 @@ export function registerRomCommands(program: Command): void {
     .option('--layers <n>', 'Transformer blocks', count, 2)
     .option('--reader-length <n>', 'tokens of a reader row (question + passage)', int, 192)
     .option('--no-refresh', 'keep the index the joint phase starts from (no refresh on improvement)')
-    .action(async (o: RomTrainCommandOptions) => {
+    .action(async (o: RomTrainCommandOptions, cmd: Command) => {
+      checkInitConflicts(cmd, ['hidden', 'layers']);
       await romTrainCommand(o);
     });
   rom
