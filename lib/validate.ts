@@ -95,6 +95,19 @@ export function mustBeObject(v: unknown, what: string): void {
   if (v === null || typeof v !== 'object') throw new QuorumError('ERR_ARG', `${what} must be an object, got ${v === null ? 'null' : typeof v}`);
 }
 
+/**
+ * ERR_ARG unless `v` is an object with these methods and an object `config` (with `config.<field>` an object when
+ * `field` is given): what the exporters and loaders read from a model, checked before they touch it.
+ */
+export function mustBeModelLike(v: unknown, methods: readonly string[], what: string, field?: string): void {
+  mustBeObject(v, what);
+  const o = v as Record<string, unknown>;
+  for (const m of methods) if (typeof o[m] !== 'function') throw new QuorumError('ERR_ARG', `${what} must have a ${m}() method (a model)`);
+  const config = o.config as Record<string, unknown> | undefined;
+  if (config === null || typeof config !== 'object' || (field !== undefined && (config[field] === null || typeof config[field] !== 'object')))
+    throw new QuorumError('ERR_ARG', `${what} must have a config${field ? ` with an ${field}` : ''} object`);
+}
+
 type MissingKeys<T, K extends readonly PropertyKey[]> = Exclude<keyof T, K[number]>;
 
 /**

@@ -6,7 +6,7 @@
 //
 //   node scripts/make-tiny-hf.mjs --out /tmp/tiny-bert [--layers 2] [--hidden 32] [--heads 4] [--ffn 64]
 //        [--vocab-size 8000] [--prefix bert.] [--shards 2] [--pooling mean|cls|max] [--normalize]
-//        [--tokenizer json|vocab] [--cased] [--seed 1] [--positions 128]
+//        [--tokenizer json|vocab] [--cased] [--seed 1] [--positions 128] [--std 0.15] [--dtype F32|BF16|F16]
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -56,11 +56,13 @@ function normal(std, mean = 0) {
 }
 const randn = (n, std, mean = 0) => Float32Array.from({ length: n }, () => normal(std, mean));
 
-// Weights larger than BERT's init (0.02), so that every layer changes the vectors measurably.
+// By default weights larger than BERT's init (0.02), so that every layer of a tiny model changes the vectors
+// measurably; --std 0.02 gives BERT's own scale (a BERT-base shape with std 0.15 amplifies rounding at every layer).
+const std = Number(opt('std', 0.15));
 const tensors = [];
 const add = (name, shape, data, dtype = 'F32') => tensors.push({ name: prefix + name, shape, data, dtype });
 const linear = (name, o, i) => {
-  add(`${name}.weight`, [o, i], randn(o * i, 0.15));
+  add(`${name}.weight`, [o, i], randn(o * i, std));
   add(`${name}.bias`, [o], randn(o, 0.05));
 };
 const norm = (name) => {
@@ -83,6 +85,44 @@ for (let l = 0; l < layers; l++) {
   norm(`${p}.output.LayerNorm`);
 }
 linear('pooler.dense', hidden, hidden);
+
+// Half-precision checkpoints (torch_dtype bfloat16 / float16), rounded to nearest even as torch's .to() does.
+const dtype = opt('dtype', 'F32');
+const f32bits = (x) => new Uint32Array(Float32Array.of(x).buffer)[0];
+function toBf16(data) {
+  return Uint16Array.from(data, (x) => {
+    const b = f32bits(x);
+    return (b + 0x7fff + ((b >>> 16) & 1)) >>> 16;
+  });
+}
+function toF16(data) {
+  return Uint16Array.from(data, (x) => {
+    const b = f32bits(x);
+    const sign = (b >>> 16) & 0x8000;
+    const exp = ((b >>> 23) & 0xff) - 127 + 15;
+    const mant = b & 0x7fffff;
+    if (exp <= 0) {
+      // Subnormal: the mantissa with its implicit 1, shifted right, rounded to nearest even.
+      if (exp < -10) return sign;
+      const m = mant | 0x800000;
+      const shift = 14 - exp;
+      const sub = m >>> shift;
+      const rem = m & ((1 << shift) - 1);
+      const halfway = 1 << (shift - 1);
+      return sign | (rem > halfway || (rem === halfway && sub & 1) ? sub + 1 : sub);
+    }
+    if (exp >= 31) return sign | 0x7c00;
+    const half = sign | (exp << 10) | (mant >>> 13);
+    const rest = mant & 0x1fff;
+    return rest > 0x1000 || (rest === 0x1000 && half & 1) ? half + 1 : half;
+  });
+}
+if (dtype !== 'F32')
+  for (const t of tensors) {
+    if (t.dtype !== 'F32') continue;
+    t.data = dtype === 'BF16' ? toBf16(t.data) : toF16(t.data);
+    t.dtype = dtype;
+  }
 
 function safetensors(list) {
   const header = { __metadata__: { format: 'pt' } };
@@ -132,7 +172,7 @@ writeFileSync(
       num_hidden_layers: layers,
       pad_token_id: 0,
       position_embedding_type: 'absolute',
-      torch_dtype: 'float32',
+      torch_dtype: { F32: 'float32', BF16: 'bfloat16', F16: 'float16' }[dtype],
       transformers_version: '4.44.0',
       type_vocab_size: 2,
       use_cache: true,

@@ -9,6 +9,8 @@ what=${1:-demo}
 shift || true
 
 bash scripts/bootstrap.sh
+# onnxruntime-node (development dependency) has its CPU binary inside; its install script only fetches GPU files.
+export ONNXRUNTIME_NODE_INSTALL=skip
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund
 fi

@@ -25,6 +25,9 @@ import { CameRetriever } from '../lib/methods/came/retriever.js';
 import { initCameFromPretrained } from '../lib/methods/came/train.js';
 import { RomModel } from '../lib/methods/rom/model.js';
 import { loadPretrainedWeights } from '../lib/models/hf.js';
+import { cameOnnx, mufHeadsOnnx, romOnnx } from '../lib/models/onnx-export.js';
+import { MlpEnsemble } from '../lib/methods/muf/ensemble.js';
+import { RomNetwork } from '../lib/methods/rom/network.js';
 
 const root = join(import.meta.dirname, '..');
 const scratch = mkdtempSync(join(tmpdir(), 'quorum-hf-'));
@@ -81,13 +84,35 @@ function expectSameIds(ours: WordPieceTokenizer, ref: Tokenizer): void {
   if (r.token_type_ids) expect(Array.from(pair.typeIds)).toEqual(r.token_type_ids);
 }
 
-async function ortEncode(path: string, b: EncodedBatch): Promise<Float32Array> {
-  const session = await ort.InferenceSession.create(path);
+/** Every output of a graph over a token batch (ONNX Runtime, from a file or bytes). */
+async function ortRun(graph: string | Uint8Array, b: Pick<EncodedBatch, 'ids' | 'typeIds' | 'lengths' | 'rows' | 'seqLen'>): Promise<Record<string, Float32Array>> {
+  const session = await ort.InferenceSession.create(graph as string);
   const ids = (a: Int32Array) => new ort.Tensor('int64', BigInt64Array.from(a, BigInt), [b.rows, b.seqLen]);
   const mask = new BigInt64Array(b.rows * b.seqLen);
   for (let r = 0; r < b.rows; r++) for (let j = 0; j < b.lengths[r]!; j++) mask[r * b.seqLen + j] = 1n;
   const out = await session.run({ input_ids: ids(b.ids), attention_mask: new ort.Tensor('int64', mask, [b.rows, b.seqLen]), token_type_ids: ids(b.typeIds) });
-  return out.sentence_embedding!.data as Float32Array;
+  return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, v.data as Float32Array]));
+}
+
+async function ortEncode(path: string, b: EncodedBatch): Promise<Float32Array> {
+  return (await ortRun(path, b)).sentence_embedding!;
+}
+
+/** Every parameter of a model moved off its initialization (zero biases, identity heads test nothing). */
+function perturb(model: { parameters(): { name: string }[]; getParameter(n: string): Float32Array; setParameter(n: string, v: Float32Array): void }, scale = 0.2): void {
+  let s = 1;
+  for (const p of model.parameters()) model.setParameter(p.name, model.getParameter(p.name).map((v) => v + scale * Math.sin(s++ * 12.9898)));
+}
+
+/** max |a - b| over entries where both are finite, and that a and b are infinite at the same places. */
+function maxFiniteDiff(a: Float32Array, b: Float32Array): number {
+  expect(a.length).toBe(b.length);
+  let m = 0;
+  for (let i = 0; i < a.length; i++) {
+    expect(Number.isFinite(a[i]!), `entry ${i}`).toBe(Number.isFinite(b[i]!));
+    if (Number.isFinite(a[i]!)) m = Math.max(m, Math.abs(a[i]! - b[i]!));
+  }
+  return m;
 }
 
 /** Bit-identical float arrays (toEqual walks a million-element table one value at a time). */
@@ -134,6 +159,20 @@ describe('importing a Hugging Face directory', () => {
     // --pooling / options override the default.
     const mean = await Retriever.load(single, { pooling: 'mean', normalize: true });
     expect(mean.config.encoder).toMatchObject({ pooling: 'mean', normalize: true });
+  });
+
+  it('bfloat16 and float16 checkpoints load as f32 within their rounding', async () => {
+    const f32 = await Retriever.load(tinyHf('--seed', '5'));
+    for (const [dtype, ulp] of [['BF16', 2 ** -8], ['F16', 2 ** -11]] as const) {
+      const half = await Retriever.load(tinyHf('--seed', '5', '--dtype', dtype));
+      for (const p of f32.parameters()) {
+        const a = half.getParameter(p.name), b = f32.getParameter(p.name);
+        let worst = 0;
+        for (let i = 0; i < b.length; i++) worst = Math.max(worst, Math.abs(a[i]! - b[i]!) / Math.max(Math.abs(b[i]!), 2 ** -14));
+        expect(worst, `${dtype} ${p.name}`).toBeLessThanOrEqual(ulp);
+        expect(worst, `${dtype} ${p.name}`).toBeGreaterThan(0);
+      }
+    }
   });
 
   it('a cased checkpoint keeps case and accents, as its tokenizer.json says', async () => {
@@ -277,8 +316,7 @@ describe('export', () => {
     Retriever.seed(3);
     const model = Retriever.create({ ...options, encoder: base });
     // Fresh models have zero biases, token weights, centres: give every parameter random values.
-    let s = 1;
-    for (const p of model.parameters()) model.setParameter(p.name, model.getParameter(p.name).map((v) => v + 0.2 * Math.sin(s++ * 12.9898)));
+    perturb(model);
     const out = join(scratch, `onnx-${name.replace(/\W+/g, '-')}`);
     const card = exportOnnx(model, tok, { maxQueryLength: 16, maxPassageLength: 48, taskMarkers: false }, out);
     const b = tok.encode(TEXTS, { maxLength: 48 });
@@ -290,6 +328,50 @@ describe('export', () => {
       expect(maxAbsDiff(onnx, torch), `${side} ${file}`).toBeLessThan(1e-5);
     }
     expect(card.dim).toBe(model.dim);
+  });
+
+  it('onnx: CAME\'s three experts (shared bottom, own blocks, SPLADE / MaxSim / global heads) as libtorch computes them', async () => {
+    const tok = readHfTokenizer(tinyHf('--vocab-size', '2000'));
+    for (const [expertLayers, experts] of [[1, ['lexical', 'local', 'global']], [0, ['lexical', 'global']]] as const) {
+      const came = CameRetriever.create({ tokenizer: tok, model: { encoder: { hiddenSize: 16, embeddingSize: 16, heads: 2, ffnSize: 32, maxPositions: 64, layers: 1 }, expertLayers, experts: [...experts], localDim: 8 }, text: { maxQueryLength: 16, maxPassageLength: 48 } });
+      const m = came.models[0]!;
+      perturb(m, 0.1);
+      const b = tok.encode(TEXTS, { maxLength: 48 });
+      const torch = await m.encode(b, 'passage');
+      const onnx = await ortRun(cameOnnx(m, m.config), b);
+      for (const e of experts) expect(maxAbsDiff(onnx[e]!, torch[e]!), `${expertLayers} layers: ${e}`).toBeLessThan(1e-5);
+      // The lexical expert is sparse and non-negative, as SPLADE's weights are.
+      expect(onnx.lexical!.every((v) => v >= 0)).toBe(true);
+    }
+  });
+
+  it('onnx: ROM\'s retrieval head and reader (span logits -inf outside the passage, relevance) as libtorch computes them', async () => {
+    const tok = readHfTokenizer(tinyHf('--vocab-size', '2000'));
+    const net = RomNetwork.create({ encoder: { vocabSize: tok.size, hiddenSize: 16, embeddingSize: 16, heads: 2, ffnSize: 32, maxPositions: 64, layers: 2 }, headDim: 12 });
+    perturb(net, 0.1);
+    const q = tok.encode(TEXTS, { maxLength: 48 });
+    expect(maxAbsDiff((await ortRun(romOnnx(net, net.config, 'retrieval'), q)).embedding!, await net.encode(q, 'query'))).toBeLessThan(1e-5);
+    // Reader rows: question, then the passage (type 1), with some passage tokens marked as question words (type 2).
+    const rows = tok.encode(TEXTS, { pairs: ['the river bank', 'big', 'a b c d', 'who knows'], maxLength: 40 });
+    const types = rows.typeIds.map((t, i) => (t === 1 && i % 3 === 0 ? 2 : t));
+    const reader = { ...rows, typeIds: types };
+    const torch = await net.read(reader);
+    const onnx = await ortRun(romOnnx(net, net.config, 'reader'), reader);
+    expect(maxFiniteDiff(onnx.start_logits!, torch.start)).toBeLessThan(1e-5);
+    expect(maxFiniteDiff(onnx.end_logits!, torch.end)).toBeLessThan(1e-5);
+    expect(maxAbsDiff(onnx.relevance!, torch.relevance)).toBeLessThan(1e-5);
+  });
+
+  it('onnx: MUF\'s K heads as one graph of batched MatMuls give the members\' vectors', async () => {
+    for (const layers of [0, 2]) {
+      const heads = MlpEnsemble.create({ dim: 12, hidden: 10, layers, members: 5 });
+      perturb(heads, 0.1);
+      const q = Float32Array.from({ length: 3 * 12 }, (_, i) => Math.cos(i));
+      const session = await ort.InferenceSession.create(mufHeadsOnnx(heads, heads.config));
+      const out = await session.run({ query_embedding: new ort.Tensor('float32', q, [3, 12]) });
+      expect(out.member_embeddings!.dims).toEqual([3, 5, 12]);
+      expect(maxAbsDiff(out.member_embeddings!.data as Float32Array, heads.membersSync(q)), `${layers} hidden layers`).toBeLessThan(1e-5);
+    }
   });
 
   it('onnx: the shipped model and an imported checkpoint, through the CLI, match quorum encode', async () => {
@@ -402,7 +484,7 @@ describe('training from a checkpoint', () => {
     expect(sameBits(types.subarray(32), ck.subarray(0, 16))).toBe(true);
   });
 
-  it('came train --init, rom train --init and muf train over experts trained with --init run end to end', () => {
+  it('came train --init, rom train --init and muf train over experts trained with --init run end to end, and export as ONNX', async () => {
     const data = tinyBeir();
     const ckpt = tinyHf('--layers', '2', '--hidden', '16', '--heads', '2');
     expect(quorum('came', 'train', '--data', data, '--init', ckpt, '--out', join(scratch, 'came'), '--epochs', '1', '--hard-epochs', '0', '--negatives', '1', '--batch', '8', '--max-passage-length', '24', '--max-query-length', '16', '--lr', '1e-4')).toMatch(/initialized from .*: 1 shared and 1 per-expert blocks/);
@@ -413,5 +495,14 @@ describe('training from a checkpoint', () => {
       return out;
     });
     expect(quorum('muf', 'train', '--data', data, '--experts', experts.join(','), '--out', join(scratch, 'muf'), '--members', '2', '--hidden', '8', '--layers', '0', '--epochs', '2', '--top-l', '8')).toMatch(/wrote .*muf/);
+    // Each method's directory exports as ONNX graphs that ONNX Runtime loads; Hugging Face's format is refused.
+    for (const [method, graphs] of [['came', ['came.onnx']], ['rom', ['retrieval.onnx', 'reader.onnx']], ['muf', ['experts/a/model.onnx', 'experts/a/heads.onnx', 'experts/b/heads.onnx']]] as const) {
+      const out = join(scratch, `${method}-onnx`);
+      quorum('export', '--model', join(scratch, method), '--format', 'onnx', '--out', out);
+      const card = JSON.parse(readFileSync(join(out, 'quorum-onnx.json'), 'utf8'));
+      expect(card).toMatchObject({ format: 'quorum-onnx', version: 1, method });
+      for (const g of graphs) await ort.InferenceSession.create(join(out, g));
+      expect(quorumError('export', '--model', join(scratch, method), '--format', 'hf', '--out', join(out, 'hf'))).toMatch(/^quorum: ERR_ARG: a .* directory exports as ONNX graphs only/);
+    }
   }, 240_000);
 });

@@ -1,6 +1,7 @@
 /**
  * `quorum-retrieval/models`: trained retrievers' configuration, parameters, saved directories and corpus encoding;
- * GloVe vectors and the GloVe-average baseline; safetensors files.
+ * Hugging Face checkpoints in (docs/guides/bring-your-own-model.md) and out (Hugging Face, ONNX); GloVe vectors and
+ * the GloVe-average baseline; safetensors files.
  *
  * @packageDocumentation
  */
@@ -37,3 +38,24 @@ export {
   type SafetensorsTensor,
   type TensorToWrite,
 } from '../io/safetensors.js';
+export {
+  isHfModelDir,
+  loadPretrainedWeights,
+  pretrainedShape,
+  readPretrained,
+  type PretrainedBert,
+  type PretrainedOptions,
+  type PretrainedTarget,
+} from '../models/hf.js';
+export { exportHf, exportOnnx, writeHfTokenizerFiles, writeOnnxCard, type ExportResult, type OnnxCardHead, type ExportSource, type OnnxExportCard } from '../models/export.js';
+export {
+  cameOnnx,
+  encoderOnnx,
+  mufHeadsOnnx,
+  romOnnx,
+  type CameGraphConfig,
+  type EncoderOnnxOptions,
+  type MufHeadsGraphConfig,
+  type ParameterSource,
+  type RomGraphConfig,
+} from '../models/onnx-export.js';

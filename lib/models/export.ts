@@ -8,16 +8,21 @@ import { QuorumError } from '../errors.js';
 import { writeFileAtomic } from '../data/files.js';
 import { writeSafetensors, type TensorToWrite } from '../io/safetensors.js';
 import { hfTokenizerJson } from '../text/hf-tokenizer.js';
-import type { WordPieceTokenizer } from '../text/tokenizer.js';
+
 import { parameterNames, type EncoderConfig, type RetrieverConfig } from './config.js';
 import type { TextSettings } from './model-dir.js';
 import { encoderOnnx } from './onnx-export.js';
+import { WordPieceTokenizer } from '../text/tokenizer.js';
+import { mustBeModelLike, mustBeObject, mustBeString } from '../validate.js';
 import { parameterShapes } from './parameters.js';
 
 /** What an export reads: a retriever's configuration, encoders and parameters, with its tokenizer and text settings. */
 export interface ExportSource {
+  /** The retriever's configuration (preset, encoder, tasks). */
   readonly config: RetrieverConfig;
+  /** Its encoders' parameter-name prefixes. */
   encoderNames(): string[];
+  /** One parameter's values by its full name. */
   getParameter(name: string): Float32Array;
 }
 
@@ -29,11 +34,29 @@ export interface ExportResult {
 
 const writeJson = (path: string, value: unknown) => writeFileAtomic(path, Buffer.from(JSON.stringify(value, null, 2) + '\n'));
 
+function checkTokenizer(tokenizer: unknown): void {
+  if (!(tokenizer instanceof WordPieceTokenizer)) throw new QuorumError('ERR_ARG', 'tokenizer must be a WordPieceTokenizer');
+}
+
+// What both exports read, checked before a file is written.
+function checkExport(model: unknown, tokenizer: unknown, text: unknown, out: unknown): void {
+  mustBeModelLike(model, ['encoderNames', 'getParameter'], 'model', 'encoder');
+  checkTokenizer(tokenizer);
+  mustBeObject(text, 'text settings');
+  const t = text as Partial<TextSettings>;
+  for (const k of ['maxQueryLength', 'maxPassageLength'] as const)
+    if (!Number.isInteger(t[k]) || (t[k] as number) < 2) throw new QuorumError('ERR_ARG', `text.${k} must be an integer >= 2`);
+  mustBeString(out, 'output directory');
+}
+
 /**
  * vocab.txt, tokenizer.json (Hugging Face's), tokenizer_config.json and special_tokens_map.json; `markers` task
  * markers as added tokens (see hfTokenizerJson).
  */
 export function writeHfTokenizerFiles(dir: string, tokenizer: WordPieceTokenizer, maxLength: number, markers = 0): void {
+  mustBeString(dir, 'directory');
+  checkTokenizer(tokenizer);
+  if (!Number.isInteger(maxLength) || maxLength < 2) throw new QuorumError('ERR_ARG', 'maxLength must be an integer >= 2');
   writeFileAtomic(join(dir, 'vocab.txt'), Buffer.from(tokenizer.vocabulary.join('\n') + '\n'));
   writeJson(join(dir, 'tokenizer.json'), hfTokenizerJson(tokenizer, { markers }));
   const n = tokenizer.normalization;
@@ -77,6 +100,7 @@ function hfBlockers(c: EncoderConfig): string[] {
  * // python: SentenceTransformer('export/hf').encode(['who wrote hamlet?'])
  */
 export function exportHf(model: ExportSource, tokenizer: WordPieceTokenizer, text: TextSettings, out: string): ExportResult {
+  checkExport(model, tokenizer, text, out);
   const c = model.config.encoder;
   const blockers = hfBlockers(c);
   if (blockers.length) throw new QuorumError('ERR_ARG', `a Hugging Face BertModel cannot hold ${blockers.join(', ')}: export this model with --format onnx`);
@@ -160,10 +184,18 @@ function writeEncoderHf(model: ExportSource, prefix: string, c: EncoderConfig, t
   writeJson(join(dir, 'sentence_bert_config.json'), { max_seq_length: maxLength, do_lower_case: false });
 }
 
-/** The quorum-onnx.json card of an ONNX export: which graph encodes which side, and how texts become ids. */
-export interface OnnxExportCard {
+/** What every quorum-onnx.json starts with. */
+export interface OnnxCardHead<M extends string> {
+  /** Always 'quorum-onnx'. */
   format: 'quorum-onnx';
+  /** The card's format version. */
   version: 1;
+  /** What was exported: 'retriever' (a retriever's encoders), 'came', 'rom' or 'muf'. */
+  method: M;
+}
+
+/** The quorum-onnx.json card of a retriever's ONNX export: which graph encodes which side, how texts become ids. */
+export interface OnnxExportCard extends OnnxCardHead<'retriever'> {
   /** Graph file per side: both the same file for a Siamese encoder without Det-R routing. */
   graphs: { query: string; passage: string; tasks?: Record<string, string> };
   /** Output width. */
@@ -172,7 +204,9 @@ export interface OnnxExportCard {
   text: TextSettings;
   /** Task names, in marker order (task i's questions start with [unused<i+1>] when `text.taskMarkers`). */
   tasks: string[];
+  /** The encoder's pooling (already inside the graph; for readers of the card). */
   pooling: EncoderConfig['pooling'];
+  /** Whether `sentence_embedding` rows are unit length. */
   normalize: boolean;
 }
 
@@ -186,6 +220,7 @@ export interface OnnxExportCard {
  * exportOnnx(model, tokenizer, model.loaded!.card.text, 'export/onnx');
  */
 export function exportOnnx(model: ExportSource, tokenizer: WordPieceTokenizer, text: TextSettings, out: string): OnnxExportCard {
+  checkExport(model, tokenizer, text, out);
   const c = model.config.encoder;
   mkdirSync(out, { recursive: true });
   const names = model.encoderNames();
@@ -212,7 +247,15 @@ export function exportOnnx(model: ExportSource, tokenizer: WordPieceTokenizer, t
   }
   writeHfTokenizerFiles(out, tokenizer, Math.max(text.maxQueryLength, text.maxPassageLength), text.taskMarkers ? model.config.tasks.length : 0);
   const dim = c.projectionDim > 0 ? c.projectionDim : c.hiddenSize;
-  const card: OnnxExportCard = { format: 'quorum-onnx', version: 1, graphs, dim, text, tasks: model.config.tasks, pooling: c.pooling, normalize: !!c.normalize };
-  writeJson(join(out, 'quorum-onnx.json'), card);
+  const card: OnnxExportCard = { format: 'quorum-onnx', version: 1, method: 'retriever', graphs, dim, text, tasks: model.config.tasks, pooling: c.pooling, normalize: !!c.normalize };
+  writeOnnxCard(out, card);
   return card;
+}
+
+/** Writes an ONNX export's quorum-onnx.json (format and version first). */
+export function writeOnnxCard(out: string, card: OnnxCardHead<string>): void {
+  mustBeString(out, 'output directory');
+  mustBeObject(card, 'card');
+  if (card.format !== 'quorum-onnx' || card.version !== 1 || typeof card.method !== 'string') throw new QuorumError('ERR_ARG', "card must start with format 'quorum-onnx', version 1 and a method");
+  writeJson(join(out, 'quorum-onnx.json'), card);
 }

@@ -10,7 +10,7 @@ import { readFileBytes, readJsonFile } from '../data/files.js';
 import { readSafetensors, type SafetensorsTensor } from '../io/safetensors.js';
 import { readHfTokenizerSpec } from '../text/hf-tokenizer.js';
 import { WordPieceTokenizer } from '../text/tokenizer.js';
-import { checkOptions, mustBeString, optionKeys } from '../validate.js';
+import { checkOptions, mustBeMap, mustBeModelLike, mustBeObject, mustBeString, optionKeys } from '../validate.js';
 import type { EncoderConfig, Pooling } from './config.js';
 import { mapBertCheckpoint } from './checkpoint-map.js';
 
@@ -244,8 +244,11 @@ export function readPretrained(dir: string, options: PretrainedOptions = {}): Pr
 
 /** A model whose encoders are named prefixes of BERT's parameter names (Retriever, ROM's network). */
 export interface PretrainedTarget {
+  /** The configuration whose encoder the checkpoint's tensors must fit. */
   readonly config: { readonly encoder: EncoderConfig };
+  /** The parameter-name prefixes of its encoders (`encoder`, `query`, `passage`, ...): each gets the checkpoint. */
   encoderNames(): string[];
+  /** Sets one parameter by its full name. */
   setParameter(name: string, values: Float32Array): void;
 }
 
@@ -260,6 +263,11 @@ export interface PretrainedTarget {
  * const { missing } = loadPretrainedWeights(model, readPretrained('bert-base-uncased'), { strict: false });
  */
 export function loadPretrainedWeights(model: PretrainedTarget, bert: Pick<PretrainedBert, 'dir' | 'weights'>, o: { strict: boolean }): { missing: string[]; unused: string[] } {
+  mustBeModelLike(model, ['encoderNames', 'setParameter'], 'model', 'encoder');
+  mustBeObject(bert, 'checkpoint');
+  mustBeMap(bert.weights, 'checkpoint weights');
+  mustBeObject(o, 'options');
+  if (typeof o.strict !== 'boolean') throw new QuorumError('ERR_ARG', 'options.strict must be a boolean');
   let mapped;
   try {
     mapped = mapBertCheckpoint(bert.weights, model.config.encoder);
@@ -286,6 +294,7 @@ export function loadPretrainedWeights(model: PretrainedTarget, bert: Pick<Pretra
  * spread into a method's own encoder options (CAME, ROM), which keep their pooling, heads and depth split.
  */
 export function pretrainedShape(e: EncoderConfig): Pick<EncoderConfig, 'vocabSize' | 'hiddenSize' | 'embeddingSize' | 'heads' | 'ffnSize' | 'maxPositions' | 'dropout' | 'layerNormEps'> {
+  mustBeObject(e, 'encoder config');
   const { vocabSize, hiddenSize, embeddingSize, heads, ffnSize, maxPositions, dropout, layerNormEps } = e;
   return { vocabSize, hiddenSize, embeddingSize, heads, ffnSize, maxPositions, dropout, layerNormEps };
 }

@@ -4,11 +4,25 @@
 // attention_mask, token_type_ids, int64, dynamic batch and sequence axes); outputs are `sentence_embedding`
 // [batch, dim] and `last_hidden_state` [batch, sequence, hidden]. docs/guides/bring-your-own-model.md#export.
 import { QuorumError } from '../errors.js';
-import { encodeOnnxModel, OnnxType, type OnnxAttribute, type OnnxElementType, type OnnxNode, type OnnxTensor } from '../io/onnx-proto.js';
+import { encodeOnnxModel, OnnxType, type OnnxAttribute, type OnnxNode, type OnnxTensor, type OnnxValueInfo } from '../io/onnx-proto.js';
 import { isSpecialized, type EncoderConfig } from './config.js';
+import { mustBeObject } from '../validate.js';
+
+// What every graph builder reads, checked before any weight is: parameters by name, and a configuration object.
+function checkGraphArgs(params: unknown, config: unknown, field?: string): void {
+  mustBeObject(params, 'parameters');
+  if (typeof (params as ParameterSource).getParameter !== 'function') throw new QuorumError('ERR_ARG', 'parameters must have a getParameter(name) method (a model)');
+  mustBeObject(config, 'config');
+  if (field !== undefined) mustBeObject((config as Record<string, unknown>)[field], `config.${field}`);
+}
+
+function checkSide(side: unknown): void {
+  if (side !== 'query' && side !== 'passage') throw new QuorumError('ERR_ARG', `side must be 'query' or 'passage', got ${JSON.stringify(side)}`);
+}
 
 /** Where an exported encoder reads its weights: a parameter by its full name. */
 export interface ParameterSource {
+  /** One parameter's values (row-major, torch layout) by its full name. */
   getParameter(name: string): Float32Array;
 }
 
@@ -26,7 +40,7 @@ export interface EncoderOnnxOptions {
 }
 
 // Builds nodes with fresh output names; constants and weights become initializers.
-class Graph {
+export class Graph {
   readonly nodes: OnnxNode[] = [];
   readonly initializers: OnnxTensor[] = [];
   private count = 0;
@@ -132,78 +146,275 @@ function routedFfn(g: Graph, p: ParameterSource, c: EncoderConfig, layer: number
   return out;
 }
 
+/** A graph's token inputs and the states an encoder computes from them. */
+export interface TokenStateNodes {
+  /** The attention mask as float [B, T]. */
+  mask: string;
+  /** The final token states [B, T, hidden]. */
+  states: string;
+}
+
+const noWindows = (c: EncoderConfig) => {
+  if ((c.attentionWindow ?? 0) > 0) throw new QuorumError('ERR_ARG', 'an encoder with windowed attention (attentionWindow) has no ONNX export yet');
+};
+
+/**
+ * Embeddings (word, factorized projection, position, type; LayerNorm) and blocks [from, to) of the encoder whose
+ * parameters start with `prefix` (`'encoder.'`, `'bottom.'`, ...), reading the graph inputs input_ids,
+ * attention_mask and token_type_ids. `x` (with its mask) continues from given states instead of the embeddings:
+ * CAME's experts' own blocks run on the shared bottom's states.
+ */
+export function tokenStateNodes(g: Graph, p: ParameterSource, c: EncoderConfig, prefix: string, side: 'query' | 'passage', x?: TokenStateNodes, layers: readonly [number, number] = [0, c.layers]): TokenStateNodes {
+  noWindows(c);
+  const H = c.hiddenSize;
+  let mask: string;
+  let h: string;
+  if (x) {
+    mask = x.mask;
+    h = x.states;
+  } else {
+    let word = g.op('Gather', [g.weight(`${prefix}embeddings.word_embeddings.weight`, [c.vocabSize, c.embeddingSize], () => p.getParameter(`${prefix}embeddings.word_embeddings.weight`)), 'input_ids']);
+    if (c.embeddingSize !== H) word = linear(g, p, `${prefix}embeddings.projection`, word, H, c.embeddingSize);
+    const seqLen = g.op('Gather', [g.op('Shape', ['input_ids']), g.i64([1], [])]);
+    const positions = g.op('Range', [g.i64([0], []), seqLen, g.i64([1], [])]);
+    const pos = g.op('Gather', [g.weight(`${prefix}embeddings.position_embeddings.weight`, [c.maxPositions, H], () => p.getParameter(`${prefix}embeddings.position_embeddings.weight`)), positions]);
+    const type = g.op('Gather', [g.weight(`${prefix}embeddings.token_type_embeddings.weight`, [c.typeVocabSize, H], () => p.getParameter(`${prefix}embeddings.token_type_embeddings.weight`)), 'token_type_ids']);
+    h = layerNorm(g, p, `${prefix}embeddings.LayerNorm`, g.op('Add', [g.op('Add', [word, pos]), type]), H, c.layerNormEps);
+    mask = g.op('Cast', ['attention_mask'], { to: { int: OnnxType.FLOAT } }); // [B, T]
+  }
+  // Padded keys get -1e9 before the softmax, as the libtorch path: exp underflows to exactly 0, never NaN.
+  const keyBias = g.op('Unsqueeze', [g.op('Mul', [g.op('Sub', [g.f32([1]), mask]), g.f32([-1e9])]), g.i64([1, 2])]);
+  for (let l = layers[0]; l < layers[1]; l++) {
+    const name = `${prefix}encoder.layer.${l}`;
+    const a = attention(g, p, c, name, h, keyBias);
+    h = isSpecialized(c, l) ? routedFfn(g, p, c, l, prefix, a, h, side) : ffn(g, p, c, name, a);
+  }
+  return { mask, states: h };
+}
+
+function unitRows(g: Graph, v: string): string {
+  return g.op('Div', [v, g.op('Max', [g.op('ReduceL2', [v], { axes: { ints: [-1] }, keepdims: { int: 1 } }), g.f32([1e-12])])]);
+}
+
+/** Pooling over real tokens ([CLS] and [SEP] included, padding never), as BertEncoder::pool. */
+export function poolNodes(g: Graph, p: ParameterSource, c: EncoderConfig, prefix: string, t: TokenStateNodes): string {
+  if (c.pooling === 'cls') return g.op('Gather', [t.states, g.i64([0], [])], { axis: { int: 1 } });
+  if (c.pooling === 'max') {
+    const keep = g.op('Unsqueeze', [g.op('Cast', [t.mask], { to: { int: OnnxType.BOOL } }), g.i64([2])]);
+    return g.op('ReduceMax', [g.op('Where', [keep, t.states, g.f32([-Infinity])])], { axes: { ints: [1] }, keepdims: { int: 0 } });
+  }
+  let w = t.mask;
+  if (c.tokenWeights) {
+    const u = g.weight(`${prefix}embeddings.token_weights.weight`, [c.vocabSize], () => p.getParameter(`${prefix}embeddings.token_weights.weight`));
+    w = g.op('Mul', [w, g.op('Exp', [g.op('Gather', [u, 'input_ids'])])]);
+  }
+  const w3 = g.op('Unsqueeze', [w, g.i64([2])]);
+  const sum = g.op('ReduceSum', [g.op('Mul', [t.states, w3]), g.i64([1])], { keepdims: { int: 0 } });
+  return g.op('Div', [sum, g.op('ReduceSum', [w3, g.i64([1])], { keepdims: { int: 0 } })]);
+}
+
+/** Centre, head and normalization after pooling, as BertEncoder::forward; returns the output and its width. */
+function outputNodes(g: Graph, p: ParameterSource, c: EncoderConfig, prefix: string, state: string): [string, number] {
+  const H = c.hiddenSize;
+  let y = state;
+  if (c.center) y = g.op('Sub', [unitRows(g, y), g.weight(`${prefix}pooler.center`, [H], () => p.getParameter(`${prefix}pooler.center`))]);
+  let dim = H;
+  if ((c.projectionHidden ?? 0) > 0) {
+    y = linear(g, p, `${prefix}projection`, gelu(g, linear(g, p, `${prefix}projection.hidden`, y, c.projectionHidden!, H)), c.projectionDim, c.projectionHidden!);
+    dim = c.projectionDim;
+  } else if (c.projectionDim > 0) {
+    y = linear(g, p, `${prefix}projection`, y, c.projectionDim, H);
+    dim = c.projectionDim;
+  }
+  if (c.normalize) y = unitRows(g, y);
+  return [y, dim];
+}
+
+/** Names the node computing `value` as the graph output `name`. */
+function output(g: Graph, value: string, name: string): string {
+  g.op('Identity', [value]);
+  return g.nameLast(name);
+}
+
+const TOKEN_INPUTS: OnnxValueInfo[] = ['input_ids', 'attention_mask', 'token_type_ids'].map((name) => ({ name, type: OnnxType.INT64, dims: ['batch', 'sequence'] }));
+
+function serialize(g: Graph, name: string, outputs: Array<{ name: string; dims: Array<number | string> }>, metadata: Record<string, string> = {}, inputs = TOKEN_INPUTS): Uint8Array {
+  return encodeOnnxModel({
+    graphName: name,
+    producer: 'quorum',
+    opset: 17,
+    nodes: g.nodes,
+    initializers: g.initializers,
+    inputs,
+    outputs: outputs.map((o) => ({ name: o.name, type: OnnxType.FLOAT, dims: o.dims })),
+    metadata,
+  });
+}
+
 /**
  * One encoder of a model as an ONNX graph (serialized ModelProto bytes). ERR_ARG for what the graph does not
- * compute: windowed attention (`attentionWindow`) and encoders without embeddings.
+ * compute: windowed attention (`attentionWindow`).
  *
  * @example
  * writeFileSync('model.onnx', encoderOnnx(model, model.config.encoder, { prefix: 'encoder', side: 'query' }));
  */
 export function encoderOnnx(params: ParameterSource, c: EncoderConfig, o: EncoderOnnxOptions): Uint8Array {
-  if ((c.attentionWindow ?? 0) > 0) throw new QuorumError('ERR_ARG', 'an encoder with windowed attention (attentionWindow) has no ONNX export yet');
+  checkGraphArgs(params, c);
+  mustBeObject(o, 'options');
+  if (typeof o.prefix !== 'string') throw new QuorumError('ERR_ARG', 'options.prefix must be a string');
+  checkSide(o.side);
   const g = new Graph();
   const prefix = o.prefix ? `${o.prefix}.` : '';
-  const H = c.hiddenSize;
-  // Embeddings: word (+ factorized projection) + position + type, then LayerNorm.
-  let word = g.op('Gather', [g.weight(`${prefix}embeddings.word_embeddings.weight`, [c.vocabSize, c.embeddingSize], params.getParameter(`${prefix}embeddings.word_embeddings.weight`)), 'input_ids']);
-  if (c.embeddingSize !== H) word = linear(g, params, `${prefix}embeddings.projection`, word, H, c.embeddingSize);
+  const t = tokenStateNodes(g, params, c, prefix, o.side);
+  const hidden = output(g, t.states, 'last_hidden_state');
+  const [y, dim] = outputNodes(g, params, c, prefix, poolNodes(g, params, c, prefix, { mask: t.mask, states: hidden }));
+  output(g, y, 'sentence_embedding');
+  return serialize(g, 'quorum_encoder', [
+    { name: 'sentence_embedding', dims: ['batch', dim] },
+    { name: 'last_hidden_state', dims: ['batch', 'sequence', c.hiddenSize] },
+  ], o.metadata);
+}
+
+/** CAME's configuration as {@link cameOnnx} reads it (lib/methods/came/model.ts's CameConfig). */
+export interface CameGraphConfig {
+  /** The shared bottom (and, with expertLayers blocks, each expert's tower). */
+  encoder: EncoderConfig;
+  /** Each expert's own blocks above the bottom. */
+  expertLayers: number;
+  /** The experts the model has. */
+  experts: ReadonlyArray<'lexical' | 'local' | 'global'>;
+  /** Width of the local expert's token vectors. */
+  localDim: number;
+}
+
+/**
+ * CAME's three experts as one graph (docs/methods/came.md): the shared bottom, each expert's own blocks and its
+ * head. Outputs: `lexical` [batch, vocab] (SPLADE: max over real tokens of log(1 + relu(logits)), the decoder tied
+ * to the word embeddings), `local` [batch, sequence, localDim] (unit token vectors, zero on padding, for MaxSim),
+ * `global` [batch, hidden] (the pooled vector, unit length when the encoder normalizes), each present when the model
+ * has that expert.
+ */
+export function cameOnnx(params: ParameterSource, c: CameGraphConfig, side: 'query' | 'passage' = 'query'): Uint8Array {
+  checkGraphArgs(params, c, 'encoder');
+  checkSide(side);
+  if (!Array.isArray(c.experts)) throw new QuorumError('ERR_ARG', 'config.experts must be an array');
+  const g = new Graph();
+  const bottom = tokenStateNodes(g, params, c.encoder, 'bottom.', side);
+  const tower = (e: string): TokenStateNodes =>
+    c.expertLayers > 0 ? tokenStateNodes(g, params, { ...c.encoder, layers: c.expertLayers }, `${e}.`, side, bottom, [0, c.expertLayers]) : bottom;
+  const outputs: Array<{ name: string; dims: Array<number | string> }> = [];
+  const E = c.encoder.embeddingSize, H = c.encoder.hiddenSize, V = c.encoder.vocabSize;
+  if (c.experts.includes('lexical')) {
+    const top = tower('lexical');
+    let h = gelu(g, linear(g, params, 'lexical.head.transform.dense', top.states, E, H));
+    h = layerNorm(g, params, 'lexical.head.transform.LayerNorm', h, E, c.encoder.layerNormEps);
+    // logits = h E^T + b over the tied word embeddings [V, E].
+    const emb = g.weight('bottom.embeddings.word_embeddings.weight_t', [E, V], () => {
+      const w = params.getParameter('bottom.embeddings.word_embeddings.weight');
+      const t = new Float32Array(w.length);
+      for (let v = 0; v < V; v++) for (let e = 0; e < E; e++) t[e * V + v] = w[v * E + e]!;
+      return t;
+    });
+    const logits = g.op('Add', [g.op('MatMul', [h, emb]), g.weight('lexical.head.decoder.bias', [V], () => params.getParameter('lexical.head.decoder.bias'))]);
+    const keep = g.op('Unsqueeze', [g.op('Cast', [top.mask], { to: { int: OnnxType.BOOL } }), g.i64([2])]);
+    // Padded tokens read as 0, which relu maps every logit to anyway: the max over tokens of relu(logit).
+    const pooled = g.op('ReduceMax', [g.op('Where', [keep, g.op('Relu', [logits]), g.f32([0])])], { axes: { ints: [1] }, keepdims: { int: 0 } });
+    outputs.push({ name: output(g, g.op('Log', [g.op('Add', [pooled, g.f32([1])])]), 'lexical'), dims: ['batch', V] });
+  }
+  if (c.experts.includes('local')) {
+    const top = tower('local');
+    const t = unitRows(g, linear(g, params, 'local.head', top.states, c.localDim, H));
+    outputs.push({ name: output(g, g.op('Mul', [t, g.op('Unsqueeze', [top.mask, g.i64([2])])]), 'local'), dims: ['batch', 'sequence', c.localDim] });
+  }
+  if (c.experts.includes('global')) {
+    const top = tower('global');
+    const prefix = c.expertLayers > 0 ? 'global.' : 'bottom.';
+    const pooled = poolNodes(g, params, c.encoder, prefix, top);
+    outputs.push({ name: output(g, c.encoder.normalize ? unitRows(g, pooled) : pooled, 'global'), dims: ['batch', H] });
+  }
+  return serialize(g, 'quorum_came', outputs, { producer: 'quorum', method: 'came', side });
+}
+
+/** ROM's configuration as {@link romOnnx} reads it (lib/methods/rom/network.ts's RomConfig). */
+export interface RomGraphConfig {
+  /** The one encoder. */
+  encoder: EncoderConfig;
+  /** Width of the retrieval head (0: the hidden size). */
+  headDim: number;
+}
+
+/**
+ * ROM's one encoder (docs/methods/rom.md) as two graphs. `retrieval`: the pooled state through the retrieval head
+ * (unit length when the encoder normalizes), output `embedding` [batch, dim]. `reader`: rows "[CLS] question [SEP]
+ * passage [SEP]" (type 1 for passage tokens, 2 for passage tokens the question contains) give `start_logits` and
+ * `end_logits` [batch, sequence], -inf outside the passage, and `relevance` [batch] from the [CLS] state.
+ */
+export function romOnnx(params: ParameterSource, c: RomGraphConfig, graph: 'retrieval' | 'reader'): Uint8Array {
+  checkGraphArgs(params, c, 'encoder');
+  if (graph !== 'retrieval' && graph !== 'reader') throw new QuorumError('ERR_ARG', `graph must be 'retrieval' or 'reader', got ${JSON.stringify(graph)}`);
+  const g = new Graph();
+  const H = c.encoder.hiddenSize;
+  const t = tokenStateNodes(g, params, c.encoder, 'encoder.', 'passage');
+  if (graph === 'retrieval') {
+    const D = c.headDim > 0 ? c.headDim : H;
+    const v = linear(g, params, 'retrieval', poolNodes(g, params, c.encoder, 'encoder.', t), D, H);
+    output(g, c.encoder.normalize ? unitRows(g, v) : v, 'embedding');
+    return serialize(g, 'quorum_rom_retrieval', [{ name: 'embedding', dims: ['batch', D] }], { producer: 'quorum', method: 'rom', graph });
+  }
+  const span = linear(g, params, 'reader.span', t.states, 2, H); // [B, T, 2]
+  // Answer positions: passage tokens (type >= 1), real, before the final [SEP] (as RomModel::answer_positions).
+  const length = g.op('ReduceSum', [g.op('Cast', ['attention_mask'], { to: { int: OnnxType.INT64 } }), g.i64([1])], { keepdims: { int: 1 } }); // [B, 1]
   const seqLen = g.op('Gather', [g.op('Shape', ['input_ids']), g.i64([1], [])]);
-  const positions = g.op('Range', [g.i64([0], []), seqLen, g.i64([1], [])]);
-  const pos = g.op('Gather', [g.weight(`${prefix}embeddings.position_embeddings.weight`, [c.maxPositions, H], params.getParameter(`${prefix}embeddings.position_embeddings.weight`)), positions]);
-  const type = g.op('Gather', [g.weight(`${prefix}embeddings.token_type_embeddings.weight`, [c.typeVocabSize, H], params.getParameter(`${prefix}embeddings.token_type_embeddings.weight`)), 'token_type_ids']);
-  let x = layerNorm(g, params, `${prefix}embeddings.LayerNorm`, g.op('Add', [g.op('Add', [word, pos]), type]), H, c.layerNormEps);
-  // Padded keys get -1e9 before the softmax, as the libtorch path: exp underflows to exactly 0, never NaN.
-  const mask = g.op('Cast', ['attention_mask'], { to: { int: OnnxType.FLOAT } }); // [B, T]
-  const keyBias = g.op('Unsqueeze', [g.op('Mul', [g.op('Sub', [g.f32([1]), mask]), g.f32([-1e9])]), g.i64([1, 2])]);
-  for (let l = 0; l < c.layers; l++) {
-    const name = `${prefix}encoder.layer.${l}`;
-    const a = attention(g, params, c, name, x, keyBias);
-    x = isSpecialized(c, l) ? routedFfn(g, params, c, l, prefix, a, x, o.side) : ffn(g, params, c, name, a);
+  const positions = g.op('Unsqueeze', [g.op('Range', [g.i64([0], []), seqLen, g.i64([1], [])]), g.i64([0])]); // [1, T]
+  const allowed = g.op('And', [g.op('GreaterOrEqual', ['token_type_ids', g.i64([1], [])]), g.op('Less', [positions, g.op('Sub', [length, g.i64([1], [])])])]);
+  const logit = (i: number, name: string) => output(g, g.op('Where', [allowed, g.op('Squeeze', [g.op('Gather', [span, g.i64([i], [1])], { axis: { int: 2 } }), g.i64([2])]), g.f32([-Infinity])]), name);
+  logit(0, 'start_logits');
+  logit(1, 'end_logits');
+  const cls = g.op('Gather', [t.states, g.i64([0], [])], { axis: { int: 1 } });
+  output(g, g.op('Squeeze', [linear(g, params, 'reader.relevance', cls, 1, H), g.i64([1])]), 'relevance');
+  return serialize(g, 'quorum_rom_reader', [
+    { name: 'start_logits', dims: ['batch', 'sequence'] },
+    { name: 'end_logits', dims: ['batch', 'sequence'] },
+    { name: 'relevance', dims: ['batch'] },
+  ], { producer: 'quorum', method: 'rom', graph });
+}
+
+/** The heads' configuration as {@link mufHeadsOnnx} reads it (lib/methods/muf/ensemble.ts's EnsembleConfig). */
+export interface MufHeadsGraphConfig {
+  /** The expert's vector width (input and output). */
+  dim: number;
+  /** Hidden units per layer. */
+  hidden: number;
+  /** Hidden ReLU layers. */
+  layers: number;
+  /** K, the heads. */
+  members: number;
+}
+
+/**
+ * DPR-MUF's K ensemble heads of one expert (docs/methods/muf.md) as one graph, the K MLPs as batched MatMuls over
+ * member-major weights ([K, in, out], as the heads store them): input `query_embedding` [batch, dim] (the expert's
+ * question vector), output `member_embeddings` [batch, K, dim]. A passage's K scores are these rows' dot products
+ * with its vector; their mutual information is the expert's confidence (the core's `ensembleMI` kernel).
+ */
+export function mufHeadsOnnx(params: ParameterSource, c: MufHeadsGraphConfig): Uint8Array {
+  checkGraphArgs(params, c);
+  for (const k of ['dim', 'hidden', 'members'] as const)
+    if (!Number.isInteger(c[k]) || c[k] < 1) throw new QuorumError('ERR_ARG', `config.${k} must be a positive integer`);
+  if (!Number.isInteger(c.layers) || c.layers < 0) throw new QuorumError('ERR_ARG', 'config.layers must be an integer >= 0');
+  const g = new Graph();
+  const K = c.members;
+  let x = g.op('Unsqueeze', ['query_embedding', g.i64([0])]); // [1, B, dim]
+  for (let i = 0; i <= c.layers; i++) {
+    const inp = i === 0 ? c.dim : c.hidden;
+    const out = i === c.layers ? c.dim : c.hidden;
+    const w = g.weight(`layer.${i}.weight`, [K, inp, out], () => params.getParameter(`layer.${i}.weight`));
+    const b = g.weight(`layer.${i}.bias`, [K, 1, out], () => params.getParameter(`layer.${i}.bias`));
+    x = g.op('Add', [g.op('MatMul', [x, w]), b]); // [K, B, out]
+    if (i < c.layers) x = g.op('Relu', [x]);
   }
-  g.op('Identity', [x]);
-  const hidden = g.nameLast('last_hidden_state');
-  // Pooling over real tokens ([CLS] and [SEP] included, padding never).
-  let state: string;
-  if (c.pooling === 'cls') state = g.op('Gather', [hidden, g.i64([0], [])], { axis: { int: 1 } });
-  else if (c.pooling === 'max') {
-    const keep = g.op('Unsqueeze', [g.op('Cast', ['attention_mask'], { to: { int: OnnxType.BOOL } }), g.i64([2])]);
-    state = g.op('ReduceMax', [g.op('Where', [keep, hidden, g.f32([-Infinity])])], { axes: { ints: [1] }, keepdims: { int: 0 } });
-  } else {
-    let w = mask;
-    if (c.tokenWeights) {
-      const u = g.weight(`${prefix}embeddings.token_weights.weight`, [c.vocabSize], params.getParameter(`${prefix}embeddings.token_weights.weight`));
-      w = g.op('Mul', [w, g.op('Exp', [g.op('Gather', [u, 'input_ids'])])]);
-    }
-    const w3 = g.op('Unsqueeze', [w, g.i64([2])]);
-    const sum = g.op('ReduceSum', [g.op('Mul', [hidden, w3]), g.i64([1])], { keepdims: { int: 0 } });
-    state = g.op('Div', [sum, g.op('ReduceSum', [w3, g.i64([1])], { keepdims: { int: 0 } })]);
-  }
-  const unit = (v: string) => g.op('Div', [v, g.op('Max', [g.op('ReduceL2', [v], { axes: { ints: [-1] }, keepdims: { int: 1 } }), g.f32([1e-12])])]);
-  let y = state;
-  if (c.center) y = g.op('Sub', [unit(y), g.weight(`${prefix}pooler.center`, [H], params.getParameter(`${prefix}pooler.center`))]);
-  let dim = H;
-  if ((c.projectionHidden ?? 0) > 0) {
-    y = linear(g, params, `${prefix}projection`, gelu(g, linear(g, params, `${prefix}projection.hidden`, y, c.projectionHidden!, H)), c.projectionDim, c.projectionHidden!);
-    dim = c.projectionDim;
-  } else if (c.projectionDim > 0) {
-    y = linear(g, params, `${prefix}projection`, y, c.projectionDim, H);
-    dim = c.projectionDim;
-  }
-  if (c.normalize) y = unit(y);
-  g.op('Identity', [y]);
-  g.nameLast('sentence_embedding');
-  const ids = (name: string) => ({ name, type: OnnxType.INT64 as OnnxElementType, dims: ['batch', 'sequence'] });
-  return encodeOnnxModel({
-    graphName: 'quorum_encoder',
-    producer: 'quorum',
-    opset: 17,
-    nodes: g.nodes,
-    initializers: g.initializers,
-    inputs: [ids('input_ids'), ids('attention_mask'), ids('token_type_ids')],
-    outputs: [
-      { name: 'sentence_embedding', type: OnnxType.FLOAT, dims: ['batch', dim] },
-      { name: 'last_hidden_state', type: OnnxType.FLOAT, dims: ['batch', 'sequence', H] },
-    ],
-    metadata: o.metadata ?? {},
-  });
+  output(g, g.op('Transpose', [x], { perm: { ints: [1, 0, 2] } }), 'member_embeddings');
+  return serialize(g, 'quorum_muf_heads', [{ name: 'member_embeddings', dims: ['batch', K, c.dim] }], { producer: 'quorum', method: 'muf' }, [
+    { name: 'query_embedding', type: OnnxType.FLOAT, dims: ['batch', c.dim] },
+  ]);
 }

@@ -10,11 +10,14 @@ import { join } from 'node:path';
 import { QuorumError } from '../errors.js';
 import { readJsonFile, readTextFile } from '../data/files.js';
 import type { NormalizeOptions } from './normalize.js';
+import { mustBeString } from '../validate.js';
 import { WordPieceTokenizer, type TokenizerOptions } from './tokenizer.js';
 
 /** A vocabulary and the options that rebuild its tokenizer, as read from a file. */
 export interface TokenizerSpec {
+  /** The tokens; token i has id i. */
   vocabulary: string[];
+  /** The normalization and word length limit, for the WordPieceTokenizer constructor. */
   options: TokenizerOptions;
 }
 
@@ -66,6 +69,7 @@ function normalizerOptions(n: unknown, path: string): NormalizeOptions {
  * whose ids are not 0..n-1, or one without [PAD], [UNK], [CLS] and [SEP].
  */
 export function hfTokenizerSpec(json: unknown, path: string): TokenizerSpec {
+  mustBeString(path, 'tokenizer.json path');
   if (!isHfTokenizerJson(json)) throw bad(path, 'not a Hugging Face tokenizer.json (no "model")');
   const j = json as Json;
   const model = j.model as Json;
@@ -101,6 +105,7 @@ function vocabularyById(vocab: Json, path: string): string[] {
  * ERR_FORMAT when neither file is there or one cannot be read as a BERT-family tokenizer.
  */
 export function readHfTokenizerSpec(dir: string): TokenizerSpec {
+  mustBeString(dir, 'tokenizer directory');
   const json = join(dir, 'tokenizer.json');
   if (existsSync(json)) return hfTokenizerSpec(readJsonFile(json), json);
   const vocabPath = join(dir, 'vocab.txt');
@@ -144,6 +149,9 @@ export function readHfTokenizer(dir: string): WordPieceTokenizer {
  * `encode(..., { marker })` gives it.
  */
 export function hfTokenizerJson(tokenizer: WordPieceTokenizer, options: { markers?: number } = {}): Json {
+  if (!(tokenizer instanceof WordPieceTokenizer)) throw new QuorumError('ERR_ARG', 'tokenizer must be a WordPieceTokenizer');
+  if (options === null || typeof options !== 'object') throw new QuorumError('ERR_ARG', 'options must be an object');
+  if (options.markers !== undefined && (!Number.isInteger(options.markers) || options.markers < 0)) throw new QuorumError('ERR_RANGE', 'markers must be an integer >= 0');
   const n = tokenizer.normalization;
   const vocab: Record<string, number> = {};
   tokenizer.vocabulary.forEach((t, i) => (vocab[t] = i));

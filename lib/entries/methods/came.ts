@@ -26,6 +26,7 @@ export {
 export {
   fitCameLinear,
   initCame,
+  initCameFromPretrained,
   trainCame,
   type CameStageRecord,
   type CameTrainOptions,
@@ -43,3 +44,4 @@ export {
 export { encodeCame, fitLexicalBias, type CameEncodeOptions, type CameEncoding } from '../../methods/came/encode.js';
 export { expertScores } from '../../methods/came/scores.js';
 export { TokenIndex, type TokenIndexOptions, type TokenSearchOptions } from '../../methods/came/token-index.js';
+export { cameExportOnnx, type CameOnnxCard } from '../../methods/came/export.js';

@@ -26,3 +26,4 @@ export {
   type MufTrainData,
 } from '../../methods/muf/retriever.js';
 export { mufFusion, mufSparseFusion, type MufFuseOptions } from '../../methods/muf/fusion.js';
+export { mufExportOnnx, type MufOnnxCard } from '../../methods/muf/export.js';

@@ -41,3 +41,4 @@ export {
   type PassagePieces,
   type ReaderRows,
 } from '../../methods/rom/reader-inputs.js';
+export { romExportOnnx, type RomOnnxCard } from '../../methods/rom/export.js';

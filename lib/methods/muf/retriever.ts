@@ -211,6 +211,16 @@ export class MufRetriever {
   }
 
   /**
+   * Expert `i`'s model and trained heads (undefined before {@link train}), for exports: the objects themselves, still
+   * owned by this retriever (dispose it, not them).
+   */
+  expertParts(i: number): { name: string; task: string; model: Retriever; heads?: MlpEnsemble; calibration?: ExpertCalibration } {
+    const e = this.state[i];
+    if (!Number.isInteger(i) || e === undefined) throw new QuorumError('ERR_RANGE', `expert ${i} is outside 0..${this.state.length - 1}`);
+    return { name: e.name, task: e.task, model: e.model, ...(e.heads ? { heads: e.heads } : {}), ...(e.calibration ? { calibration: e.calibration } : {}) };
+  }
+
+  /**
    * Loads the experts and encodes the corpus with each. ERR_ARG without experts or with two of one name; ERR_SHAPE
    * for experts of different widths.
    */
