@@ -16,7 +16,11 @@ export type ErrorCode =
   | 'ERR_NOT_FOUND'
   | 'ERR_DUPLICATE_ID'
   | 'ERR_NATIVE'
-  | 'ERR_BACKEND_UNAVAILABLE';
+  | 'ERR_BACKEND_UNAVAILABLE'
+  /** A bounded queue is full (RequestBatcher): try again later. */
+  | 'ERR_BUSY'
+  /** A request was not answered within its deadline (RequestBatcher). */
+  | 'ERR_TIMEOUT';
 
 /**
  * The error Quorum throws (or rejects with) for bad input or an unavailable backend. Check `code` rather

@@ -1,7 +1,7 @@
 // The `quorum` CLI end to end (through tsx, from the sources): eval on the embedded dataset, fuse, and the
 // non-zero exits with one-line messages on bad input.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -349,6 +349,28 @@ describe('quorum CLI', () => {
     expect(t.stdout).toMatch(/dense: hashed TF-IDF \(768-d\)/);
     expect(t.stdout).not.toContain('DPR-MUF');
   });
+
+  it('eval on data without a dev split takes the hybrid alpha stored in the model card (hybrid-alpha stores it), not 1', () => {
+    const model = join(out, 'default-with-alpha');
+    cpSync(join(packageRoot, 'data', 'models', 'default'), model, { recursive: true });
+    const card = JSON.parse(readFileSync(join(model, 'model.json'), 'utf8')) as Record<string, unknown>;
+    // null: the one-SE rule chose BM25 alone, so the hybrid run is BM25's.
+    writeFileSync(join(model, 'model.json'), JSON.stringify({ ...card, hybrid: { alpha: null, tunedOn: { data: 'x', questions: 10 } } }));
+    const r = quorum('eval', '--data', data, '--model', model, '--methods', 'bm25,hybrid', '--metrics', 'mrr@10', '--k', '20', '--out', join(out, 'stored'));
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toMatch(/hybrid: alpha BM25 alone from the model's card \(tuned on x's 10 dev questions; no dev split here\)/);
+    const m = JSON.parse(readFileSync(join(out, 'stored', 'metrics.json'), 'utf8')) as { metrics: Record<string, Record<string, number>> };
+    expect(m.metrics.hybrid!['mrr@10']).toBe(m.metrics.bm25!['mrr@10']);
+    // hybrid-alpha tunes on a dev split and stores the result; a dataset without one is refused.
+    const tuned = quorum('hybrid-alpha', '--model', model, '--data', join(packageRoot, 'data', 'multidomain-mini'));
+    expect(tuned.stderr).toBe('');
+    const stored = (JSON.parse(readFileSync(join(model, 'model.json'), 'utf8')) as { hybrid: { alpha: number | null; byTask: Record<string, number | null>; tunedOn: { questions: number } } }).hybrid;
+    expect(stored.tunedOn.questions).toBe(200);
+    expect(Object.keys(stored.byTask).sort()).toEqual(['covid', 'selqa']);
+    expect(tuned.stdout).toContain(`stored in ${model}/model.json: alpha ${stored.alpha ?? 'BM25 alone'}`);
+    const noDev = quorum('hybrid-alpha', '--model', model, '--data', data);
+    expect([noDev.status, noDev.stderr.trim()]).toEqual([1, expect.stringMatching(/^quorum: ERR_IO: .*has no qrels\/dev\.tsv to tune the hybrid on$/)]);
+  }, 240_000);
 
   it('eval --methods glove scores the GloVe-average baseline', () => {
     const r = quorum('eval', '--data', data, '--methods', 'glove', '--metrics', 'mrr@10');

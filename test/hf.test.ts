@@ -427,6 +427,9 @@ describe('training from a checkpoint', () => {
     const trained = join(scratch, 'trained');
     const log = quorum('train', '--data', data, '--preset', 'siamese', '--init', ckpt, '--out', trained, '--epochs', '1', '--batch', '8', '--lr', '1e-4', '--max-passage-length', '32', '--max-query-length', '16');
     expect(log).toMatch(/initialized from/);
+    // The hybrid's alpha, tuned on the same dev split, is stored with the model.
+    expect(log).toMatch(/hybrid alpha .* stored in /);
+    expect(JSON.parse(readFileSync(join(trained, 'model.json'), 'utf8')).hybrid.tunedOn).toEqual({ data, questions: 8 });
     const model = await Retriever.load(trained);
     expect(model.config.encoder).toMatchObject({ layers: 2, hiddenSize: 32, pooling: 'mean', normalize: true });
     // Training moved the weights away from the checkpoint's.

@@ -97,6 +97,77 @@ describe('example search server', () => {
     expect(request).toContain('"code":"ERR_ARG"');
   });
 
+  it('the hybrid uses the alpha stored with the model (tuned on its dev split): per task, BM25 alone where the dense side did not help', async () => {
+    const card = JSON.parse(readFileSync(join(packageRoot, 'data', 'models', 'default', 'model.json'), 'utf8')) as { hybrid: { alpha: number | null; byTask: Record<string, number | null> } };
+    const q = encodeURIComponent('what is the incubation period of the coronavirus');
+    const all = (await get(`/search?mode=hybrid&k=5&q=${q}`)).body;
+    expect(all.alpha).toBe(card.hybrid.alpha);
+    for (const task of ['covid', 'selqa']) {
+      const r = (await get(`/search?mode=hybrid&k=5&task=${task}&q=${q}`)).body;
+      expect(r.alpha, task).toBe(card.hybrid.byTask[task]);
+      if (r.alpha === null) expect((r.hits as Hit[]).map((h) => h.id), task).toEqual(((await get(`/search?mode=bm25&k=5&q=${q}`)).body.hits as Hit[]).map((h) => h.id));
+    }
+  });
+
+  it('--batch: concurrent dense questions share batches and get the hits they get alone', async () => {
+    const { startServer } = (await import(join(packageRoot, 'examples', 'server', 'server.mjs'))) as {
+      startServer(o: object): Promise<{ server: { close(): void }; url: string; service: { batching: boolean; batchStats(): { batches: number; largestBatch: number } } }>;
+    };
+    const batched = await startServer({ port: 0, batch: true, batchWaitMs: 20 });
+    try {
+      expect(batched.service.batching).toBe(true);
+      const questions = ['incubation period of the coronavirus', 'who wrote hamlet', 'symptoms of covid-19', 'how tall is mount everest', 'vaccines and mRNA'];
+      const alone = await Promise.all(questions.map((t) => get(`/search?mode=dense&k=${3 + (t.length % 3)}&q=${encodeURIComponent(t)}`)));
+      const together = await Promise.all(questions.map(async (t) => {
+        const r = await fetch(`${batched.url}/search?mode=dense&k=${3 + (t.length % 3)}&q=${encodeURIComponent(t)}`);
+        return { status: r.status, body: (await r.json()) as Record<string, unknown> };
+      }));
+      together.forEach((r, i) => {
+        expect(r.status).toBe(200);
+        const ids = (x: { body: Record<string, unknown> }) => (x.body.hits as Hit[]).map((h) => h.id);
+        expect(ids(r), questions[i]).toEqual(ids(alone[i]!));
+        (r.body.hits as Hit[]).forEach((h, j) => expect(h.score).toBeCloseTo((alone[i]!.body.hits as Hit[])[j]!.score, 5));
+      });
+      // They arrived within the 20 ms window: fewer batches than questions.
+      const stats = batched.service.batchStats();
+      expect(stats.largestBatch).toBeGreaterThan(1);
+      expect(stats.batches).toBeLessThan(questions.length);
+    } finally {
+      batched.server.close();
+    }
+  }, 120_000);
+
+  it('malformed requests are 4xx with a JSON body: invalid percent-encoding, a request line over 16 KiB', async () => {
+    for (const q of ['%E0%A4%A', '%zz', 'ok&x=%']) {
+      const r = await get(`/search?q=${q}`);
+      expect([r.status, (r.body.error as { code: string }).code], q).toEqual([400, 'ERR_ARG']);
+      expect((r.body.error as { message: string }).message).toMatch(/invalid percent-encoding/);
+    }
+    // A well-formed escape still searches.
+    expect((await get(`/search?q=${encodeURIComponent('café ☕ 東京')}&mode=bm25`)).status).toBe(200);
+    const long = await fetch(`${url}/search?q=${'a'.repeat(20_000)}`);
+    expect(long.status).toBe(431);
+    expect(((await long.json()) as { error: { code: string } }).error.code).toBe('ERR_ARG');
+  });
+
+  it('startup errors are one line with a code and exit status 1: missing directories, bad or busy port, unknown flag', () => {
+    const start = (...args: string[]) => spawnSync(process.execPath, [join(packageRoot, 'examples', 'server', 'server.mjs'), ...args], { cwd: packageRoot, encoding: 'utf8', timeout: 180_000 });
+    const busy = new URL(url).port;
+    for (const [args, line] of [
+      [['--data', join(root, 'nowhere')], /^quorum-server: ERR_IO: --data .*nowhere: no such directory$/],
+      [['--muf', join(root, 'nowhere')], /^quorum-server: ERR_IO: --muf .*nowhere: no such directory$/],
+      [['--port', 'eighty'], /^quorum-server: ERR_RANGE: --port must be an integer in 0\.\.65535, got 'eighty'$/],
+      [['--port', '70000'], /^quorum-server: ERR_RANGE: --port/],
+      [['--bogus'], /^quorum-server: ERR_ARG: Unknown option '--bogus'.* \(options: --data DIR/],
+      [['--port', busy], new RegExp(`^quorum-server: ERR_IO: port ${busy} on 127\\.0\\.0\\.1 is in use$`)],
+    ] as const) {
+      const r = start(...args);
+      expect([r.status, r.stdout], args.join(' ')).toEqual([1, '']);
+      expect(r.stderr.trimEnd().split('\n'), args.join(' ')).toHaveLength(1);
+      expect(r.stderr.trimEnd(), args.join(' ')).toMatch(line);
+    }
+  }, 240_000);
+
   it('the load test (short form) has no failed request', () => {
     const r = spawnSync(process.execPath, [join(packageRoot, 'examples', 'server', 'load-test.mjs'), '--seconds', '1', '--connections', '2', '--muf', mufDir, '--json', join(root, 'load.json')], {
       cwd: packageRoot,

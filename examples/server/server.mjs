@@ -5,12 +5,16 @@
 // ids are 64-bit integers (bigint in JavaScript: serialised as strings); hybrid fuses the two (normalized scores);
 // muf is a DPR-MUF directory (--muf DIR, `quorum muf train`). Every search runs off the event loop (the Promise
 // forms). A QuorumError becomes an HTTP status by its code; its message goes back as JSON.
-//   node examples/server/server.mjs [--data DIR] [--model DIR|default] [--muf DIR] [--port 8080] [--host 127.0.0.1]
+//   node examples/server/server.mjs [--data DIR] [--model DIR|default] [--muf DIR] [--port 8080] [--host 127.0.0.1] [--batch]
+// --batch coalesces concurrent dense questions (and the hybrid's dense side) into batches of up to 64 (RequestBatcher).
+// Startup errors (a missing directory, a bad or busy port, an unknown flag) are one line, as the CLI's; malformed
+// requests (invalid percent-encoding, a request line over 16 KiB) get a 4xx with a JSON error body.
+import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
-import { Bm25Index, DenseIndex, QuorumError, Retriever, hybridFuse, packageRoot } from 'quorum-retrieval';
+import { Bm25Index, DenseIndex, QuorumError, RequestBatcher, Retriever, hybridFuse, packageRoot } from 'quorum-retrieval';
 import { MufRetriever } from 'quorum-retrieval/methods/muf';
 import { loadBeirCorpus } from 'quorum-retrieval/data';
 
@@ -31,6 +35,8 @@ export const STATUS = {
   ERR_FORMAT: 500,
   ERR_IO: 500,
   ERR_NATIVE: 500,
+  ERR_BUSY: 503,
+  ERR_TIMEOUT: 504,
 };
 
 const MAX_K = 100;
@@ -39,9 +45,25 @@ const MAX_QUERY_CHARS = 2000;
 // bigint ids (faiss) as decimal strings: JSON has no 64-bit integers.
 const json = (value) => JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? v.toString() : v));
 
+/** The first component of a query string that does not decode as percent-encoded UTF-8, or undefined. */
+export function badPercentEncoding(search) {
+  for (const part of search.replace(/^\?/, '').split(/[&=]/)) {
+    try {
+      decodeURIComponent(part.replace(/\+/g, ' '));
+    } catch {
+      return part.slice(0, 40);
+    }
+  }
+  return undefined;
+}
+
+const errorBody = (code, message) => json({ error: { code, message } });
+
 /** Loads the dataset, builds the indexes and returns the request handler and what it serves. */
 export async function createSearchService(options = {}) {
   const data = options.data ?? join(packageRoot, 'data', 'multidomain-mini');
+  for (const [flag, dir] of [['--data', data], ['--muf', options.muf], ['--model', options.model && options.model !== 'default' ? options.model : undefined]])
+    if (dir !== undefined && !existsSync(dir)) throw new QuorumError('ERR_IO', `${flag} ${dir}: no such directory`);
   const corpus = loadBeirCorpus(data);
   const texts = corpus.map((p) => ({ id: p.id, text: p.title ? `${p.title}. ${p.text}` : p.text }));
   const bm25 = await Bm25Index.build(texts, { k1: 0.9, b: 0.4 });
@@ -53,13 +75,42 @@ export async function createSearchService(options = {}) {
   const muf = options.muf ? await MufRetriever.load(options.muf) : undefined;
   const modes = ['bm25', 'dense', 'hybrid', ...(muf ? ['muf'] : [])];
 
-  const denseHits = async (q, k, task) => {
+  const asHits = (hits) => hits.map((h) => ({ id: corpus[Number(h.id)].id, row: h.id, score: h.score }));
+  // One question: its own encoder call and kernel call.
+  const searchOne = async (q, k, task) => {
     const qv = await model.encodeQueries([q], { task });
     try {
-      return (await dense.search(qv.data, k)).hits(0).map((h) => ({ id: corpus[Number(h.id)].id, row: h.id, score: h.score }));
+      return asHits((await dense.search(qv.data, k)).hits(0));
     } finally {
       qv.dispose();
     }
+  };
+  // With --batch: the questions that arrive together share one encoder call per task and one kernel call
+  // (RequestBatcher, docs/api.md#batching-requests).
+  const batcher = options.batch
+    ? new RequestBatcher(async (requests) => {
+        const out = new Array(requests.length);
+        const byTask = new Map();
+        requests.forEach((r, i) => byTask.set(r.task, [...(byTask.get(r.task) ?? []), i]));
+        for (const [task, rows] of byTask) {
+          const k = Math.max(...rows.map((i) => requests[i].k));
+          const qv = await model.encodeQueries(rows.map((i) => requests[i].q), { task });
+          try {
+            const r = await dense.search(qv.data, k);
+            rows.forEach((i, j) => (out[i] = asHits(r.hits(j)).slice(0, requests[i].k)));
+          } finally {
+            qv.dispose();
+          }
+        }
+        return out;
+      }, { maxBatch: 64, maxWaitMs: options.batchWaitMs ?? 2, maxQueue: 4096, timeoutMs: 10_000 })
+    : undefined;
+  const denseHits = (q, k, task) => (batcher ? batcher.submit({ q, k, task }) : searchOne(q, k, task));
+  const stored = model.loaded?.card.hybrid;
+  const hybridAlpha = (task) => {
+    if (!stored) return 1;
+    const byTask = task !== undefined ? stored.byTask?.[task] : undefined;
+    return byTask !== undefined ? byTask : stored.alpha;
   };
   const bm25Hits = async (q, k) => (await bm25.search([q], k))[0].map((h) => ({ id: h.id, score: h.score }));
 
@@ -79,9 +130,13 @@ export async function createSearchService(options = {}) {
       case 'dense':
         return { mode, k, hits: await denseHits(q, k, task) };
       case 'hybrid': {
+        // The model's alpha, tuned on its dev split when it was trained (null: BM25 alone, the dense side did not help
+        // there); a model without one gets 1.
+        const alpha = hybridAlpha(task);
+        if (alpha === null) return { mode, k, alpha, hits: await bm25Hits(q, k) };
         // Each list to depth 100 before fusing, as the paper's hybrid.
         const [d, s] = await Promise.all([denseHits(q, MAX_K, task), bm25Hits(q, MAX_K)]);
-        return { mode, k, hits: hybridFuse(d, s, { alpha: 1, normalization: true }).slice(0, k) };
+        return { mode, k, alpha, hits: hybridFuse(d, s, { alpha, normalization: true }).slice(0, k) };
       }
       case 'muf': {
         if (!muf) throw new QuorumError('ERR_BACKEND_UNAVAILABLE', "mode 'muf' needs a DPR-MUF directory: start the server with --muf DIR (quorum muf train)");
@@ -104,6 +159,10 @@ export async function createSearchService(options = {}) {
     } catch {
       return send(400, { error: { code: 'ERR_ARG', message: 'the request target is not a valid URL' } });
     }
+    // URLSearchParams keeps a malformed escape such as "%E0%A4%A" as text: the query the client meant is unknown, so
+    // it is the client's error rather than a search for mojibake.
+    const bad = badPercentEncoding(url.search);
+    if (bad) return send(400, { error: { code: 'ERR_ARG', message: `the query string has invalid percent-encoding near '${bad}'` } });
     try {
       if (req.method !== 'GET') return send(405, { error: { code: 'ERR_METHOD', message: 'GET only' } });
       if (url.pathname === '/health') return send(200, { ok: true, passages: corpus.length, modes });
@@ -122,7 +181,11 @@ export async function createSearchService(options = {}) {
     handle,
     modes,
     passages: corpus.length,
+    batching: !!batcher,
+    /** The batcher's counters (batches, requests, refusals, timeouts, largest batch); undefined without --batch. */
+    batchStats: () => batcher?.stats(),
     close() {
+      batcher?.close();
       dense.dispose();
       bm25.dispose();
       model.dispose();
@@ -131,19 +194,66 @@ export async function createSearchService(options = {}) {
   };
 }
 
-/** Starts the service; resolves with the server once it listens (port 0: any free port). */
+/**
+ * Starts the service; resolves with the server once it listens (port 0: any free port). ERR_RANGE for a port outside
+ * 0..65535, ERR_IO when it is taken or cannot be bound (the indexes are freed again).
+ */
 export async function startServer(options = {}) {
+  const port = options.port ?? 8080;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new QuorumError('ERR_RANGE', `--port must be an integer in 0..65535, got '${options.port}'`);
   const service = await createSearchService(options);
   const server = createServer((req, res) => void service.handle(req, res));
+  // Requests Node's parser refuses before the handler sees them (a request line or headers over its 16 KiB limit,
+  // malformed HTTP) get a JSON body like every other error, not an empty one.
+  server.on('clientError', (err, socket) => {
+    if (!socket.writable) return socket.destroy();
+    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+    const body = errorBody('ERR_ARG', status === 431 ? 'the request line or headers are too long (16 KiB at most)' : `malformed request: ${err.code ?? err.message}`);
+    const reason = status === 431 ? 'Request Header Fields Too Large' : 'Bad Request';
+    socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  });
   server.on('close', () => service.close());
-  await new Promise((resolve) => server.listen(options.port ?? 8080, options.host ?? '127.0.0.1', resolve));
+  try {
+    await new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, options.host ?? '127.0.0.1', resolve);
+    });
+  } catch (e) {
+    service.close();
+    const what = e.code === 'EADDRINUSE' ? 'is in use' : e.code === 'EACCES' ? 'needs more privileges' : `cannot be bound (${e.code ?? e.message})`;
+    throw new QuorumError('ERR_IO', `port ${port} on ${options.host ?? '127.0.0.1'} ${what}`);
+  }
   return { server, service, url: `http://${options.host ?? '127.0.0.1'}:${server.address().port}` };
 }
 
+/** The command line: every startup error is one line `quorum-server: ERR_...: message` and exit status 1. */
+async function main(argv) {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        data: { type: 'string' },
+        model: { type: 'string' },
+        muf: { type: 'string' },
+        port: { type: 'string', default: '8080' },
+        host: { type: 'string', default: '127.0.0.1' },
+        batch: { type: 'boolean', default: false },
+      },
+    }));
+  } catch (e) {
+    throw new QuorumError('ERR_ARG', `${e.message.replace(/\. To specify .*$/s, '')} (options: --data DIR, --model DIR, --muf DIR, --port N, --host ADDR, --batch)`);
+  }
+  const port = /^\d+$/.test(values.port) ? Number(values.port) : Number.NaN;
+  if (!(port >= 0 && port <= 65535)) throw new QuorumError('ERR_RANGE', `--port must be an integer in 0..65535, got '${values.port}'`);
+  const { url, service } = await startServer({ ...values, port });
+  console.log(`quorum search service on ${url} (${service.passages} passages; modes ${service.modes.join(', ')}${service.batching ? '; dense questions batched' : ''})`);
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = parseArgs({
-    options: { data: { type: 'string' }, model: { type: 'string' }, muf: { type: 'string' }, port: { type: 'string', default: '8080' }, host: { type: 'string', default: '127.0.0.1' } },
+  main(process.argv.slice(2)).catch((e) => {
+    const line = e instanceof QuorumError ? `${e.code}: ${e.message}` : `ERR_INTERNAL: ${e?.message ?? e}`;
+    process.stderr.write(`quorum-server: ${line.split('\n')[0]}\n`);
+    process.exit(1);
   });
-  const { url, service } = await startServer({ ...values, port: Number(values.port) });
-  console.log(`quorum search service on ${url} (${service.passages} passages; modes ${service.modes.join(', ')})`);
 }

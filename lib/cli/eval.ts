@@ -20,6 +20,7 @@ import { CameRetriever } from '../methods/came/retriever.js';
 import { MufRetriever } from '../methods/muf/retriever.js';
 import type { PassageText } from '../train/examples.js';
 import { Retriever } from '../models/retriever.js';
+import { modelDir, storeHybrid, type StoredHybrid } from '../models/model-dir.js';
 import { BATCH, bm25Search } from './index-search.js';
 import { inBatches } from '../progress.js';
 import { CalibrationRecorder, type ReportData, recallCurve, recallCutoffs, timeEach } from '../report/data.js';
@@ -140,6 +141,14 @@ async function gloveRun(corpus: Array<{ id: string; text: string }>, queries: Te
 interface HybridAlpha {
   all: number;
   byTask: Map<string, number>;
+  /** Dev questions it was tuned on (absent when given or stored). */
+  questions?: number;
+}
+
+/** A card's stored hybrid as alphas (null, BM25 alone, as Infinity). */
+function fromStored(h: StoredHybrid): HybridAlpha {
+  const a = (x: number | null) => (x === null ? Infinity : x);
+  return { all: a(h.alpha), byTask: new Map(Object.entries(h.byTask ?? {}).map(([t, x]) => [t, a(x)])) };
 }
 
 
@@ -209,10 +218,14 @@ function describe(t: { alpha: number; value: number; gain: number; se: number },
  * questions takes the all-task alpha. Without a dev split: 1. Each tuned alpha then goes through the one-SE rule
  * unless `hybridGuard` is false (Infinity: BM25 alone), on a gain measured out of sample (see tuneHybridAlpha).
  */
-async function tuneAlpha(o: EvalCommandOptions, bm25Index: Bm25Index, denseDev: (queries: Texts) => Promise<Run>, label = 'hybrid'): Promise<HybridAlpha> {
+async function tuneAlpha(o: EvalCommandOptions, bm25Index: Bm25Index, denseDev: (queries: Texts) => Promise<Run>, label = 'hybrid', stored?: StoredHybrid): Promise<HybridAlpha> {
   if (o.alpha !== undefined) return { all: o.alpha, byTask: new Map() };
   if (o.split === 'dev' || !existsSync(join(o.data, 'qrels', 'dev.tsv'))) {
-    console.log(`${label}: alpha 1 (no dev split to tune it on; --alpha sets it)`);
+    if (stored) {
+      console.log(`${label}: alpha ${stored.alpha ?? 'BM25 alone'} from the model's card (tuned on ${stored.tunedOn.data}'s ${stored.tunedOn.questions} dev questions; no dev split here)`);
+      return fromStored(stored);
+    }
+    console.log(`${label}: alpha 1 (no dev split to tune it on, none stored with the model; --alpha sets it)`);
     return { all: 1, byTask: new Map() };
   }
   const dev = await readBeir(o.data, 'dev');
@@ -223,16 +236,49 @@ async function tuneAlpha(o: EvalCommandOptions, bm25Index: Bm25Index, denseDev: 
   const all = guarded(allTuned, guard);
   console.log(`${label}: ${describe(allTuned, all, devQueries.length)}`);
   const byTask = new Map<string, number>();
-  if (o.alphaPerTask === false) return { all, byTask };
+  const questions = devQueries.length;
+  if (o.alphaPerTask === false) return { all, byTask, questions };
   const tasks = [...new Set(devQueries.map((q) => q.task).filter((t): t is string => t !== undefined))].sort();
-  if (tasks.length < 2) return { all, byTask };
+  if (tasks.length < 2) return { all, byTask, questions };
   for (const task of tasks) {
     const ids = new Set(devQueries.filter((q) => q.task === task).map((q) => q.id));
     const t = tuneHybridAlpha(runs, dev.qrels, ids, o.k);
     byTask.set(task, guarded(t, guard));
     console.log(`${label}: ${describe(t, byTask.get(task)!, ids.size, task)}`);
   }
-  return { all, byTask };
+  return { all, byTask, questions };
+}
+
+/**
+ * Tunes the dense + BM25 hybrid's alpha for a model on `data`'s dev split (as `quorum eval` does: per task, the
+ * one-standard-error rule) and stores it in the model's card, where servers and `quorum eval` on data without a dev
+ * split read it. ERR_IO when `data` has no dev split. `quorum train` calls it after training; `quorum hybrid-alpha`
+ * runs it on a model trained before.
+ */
+export async function tuneModelHybrid(o: { model: string; data: string; k?: number }): Promise<StoredHybrid> {
+  if (!existsSync(join(o.data, 'qrels', 'dev.tsv'))) throw new QuorumError('ERR_IO', `${o.data} has no qrels/dev.tsv to tune the hybrid on`);
+  const dir = modelDir(o.model);
+  const model = await Retriever.load(dir);
+  const ds = await readBeir(o.data, 'dev');
+  const corpus = ds.corpus.map((p) => ({ id: p.id, text: p.title ? `${p.title}. ${p.text}` : p.text }));
+  const bm25Index = await Bm25Index.build(corpus, { k1: 0.9, b: 0.4 });
+  const dense = new DenseMethod(ds.corpus, 0, model);
+  try {
+    const k = o.k ?? 100;
+    const alpha = await tuneAlpha({ data: o.data, split: 'test', k } as EvalCommandOptions, bm25Index, (qs) => dense.run(qs, k, 'dense (dev) '));
+    const stored = (a: number) => (Number.isFinite(a) ? a : null);
+    const hybrid: StoredHybrid = {
+      alpha: stored(alpha.all),
+      ...(alpha.byTask.size ? { byTask: Object.fromEntries([...alpha.byTask].map(([t, a]) => [t, stored(a)])) } : {}),
+      tunedOn: { data: o.data, questions: alpha.questions ?? 0 },
+    };
+    storeHybrid(dir, hybrid);
+    return hybrid;
+  } finally {
+    dense.dispose();
+    bm25Index.dispose();
+    model.dispose();
+  }
 }
 
 /** The hybrid run with each query's task's alpha. */
@@ -345,7 +391,7 @@ export async function evalCommand(o: EvalCommandOptions): Promise<void> {
     if (want.has('bm25') && bm25) runs.set('bm25', bm25);
     if (want.has('dense') && dense) runs.set('dense', dense);
     if (want.has('hybrid') && bm25 && dense) {
-      const alpha = await tuneAlpha(o, bm25Index!, (qs) => denseMethod!.run(qs, o.k, 'dense (dev) '));
+      const alpha = await tuneAlpha(o, bm25Index!, (qs) => denseMethod!.run(qs, o.k, 'dense (dev) '), 'hybrid', model?.loaded?.card.hybrid);
       runs.set('hybrid', hybridRun(dense, bm25, alpha, new Map(queries.map((q) => [q.id, q.task])), o.k));
     }
     if (want.has('rrf') && bm25 && dense) runs.set('rrf', fuse([bm25, dense], 'rrf', { depth: o.k }));

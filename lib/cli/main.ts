@@ -9,7 +9,7 @@ import { QuorumError } from '../errors.js';
 import { checkInitConflicts, count, int, list, num, numbers, trainingOptions } from './args.js';
 import { describeError } from './errors.js';
 import { demo } from './demo.js';
-import { EVAL_METHODS, evalCommand } from './eval.js';
+import { EVAL_METHODS, evalCommand, tuneModelHybrid } from './eval.js';
 import { encodeCommand } from './encode.js';
 import { exportCommand, type ExportCommandOptions } from './export.js';
 import { POOLINGS, PRESETS, trainCommand, type TrainCommandOptions } from './train.js';
@@ -21,6 +21,7 @@ import { registerCameCommands } from '../methods/came/cli.js';
 import { registerMufCommands } from '../methods/muf/cli.js';
 import { registerRomCommands } from '../methods/rom/cli.js';
 import { packageRoot } from '../native.js';
+import { modelDir } from '../models/model-dir.js';
 
 const HF_POOLING_HELP = "a Hugging Face directory's pooling: cls, mean or max (default: its 1_Pooling/config.json, else cls)";
 const HF_NORMALIZE_HELP = "a Hugging Face directory's outputs as unit vectors (default: when its modules.json has Normalize)";
@@ -127,6 +128,16 @@ program
   .option('--pooling <name>', HF_POOLING_HELP)
   .option('--normalize', HF_NORMALIZE_HELP)
   .action(async (o: { model: string; data: string; out: string; pooling?: string; normalize?: boolean }) => encodeCommand(o));
+
+program
+  .command('hybrid-alpha')
+  .description("tune the dense + BM25 hybrid's alpha for a model on a dataset's dev split and store it in the model's card (quorum train does this itself)")
+  .requiredOption('--model <dir>', 'a model directory from `quorum train`')
+  .requiredOption('--data <dir>', 'a BEIR-layout dataset with qrels/dev.tsv')
+  .action(async (o: { model: string; data: string }) => {
+    const h = await tuneModelHybrid(o);
+    console.log(`stored in ${join(modelDir(o.model), 'model.json')}: alpha ${h.alpha ?? 'BM25 alone'}${h.byTask ? `, per task ${JSON.stringify(h.byTask)}` : ''}`);
+  });
 
 program
   .command('export')

@@ -10,6 +10,7 @@ import { Retriever } from '../models/retriever.js';
 import { weightStorageOption } from '../models/model-dir.js';
 import { trainRetriever } from '../train/trainer.js';
 import { check } from '../validate.js';
+import { tuneModelHybrid } from './eval.js';
 
 export const PRESETS: readonly RetrieverPreset[] = ['taser', 'bi-encoder', 'siamese'];
 export const POOLINGS: readonly Pooling[] = ['mean', 'max', 'cls'];
@@ -172,5 +173,11 @@ export async function trainCommand(o: TrainCommandOptions, log: (line: string) =
     `wrote ${o.out} (${result.best ? `best epoch ${result.best.epoch + 1} by dev MRR` : 'last epoch: no dev split'}; ` +
       `${Math.round(result.seconds)} s, ${Math.round(result.tokensPerSecond)} tokens/s)`,
   );
+  // The hybrid's alpha for this model, tuned on the same dev split and kept in its card: servers and `quorum eval`
+  // on data without a dev split use it instead of a fixed 1.
+  if (devEx.length) {
+    const h = await tuneModelHybrid({ model: o.out, data: o.data });
+    log(`hybrid alpha ${h.alpha ?? 'BM25 alone'}${h.byTask ? ` (${Object.entries(h.byTask).map(([t, a]) => `${t} ${a ?? 'BM25 alone'}`).join(', ')})` : ''} stored in ${join(o.out, 'model.json')}`);
+  }
   return model;
 }

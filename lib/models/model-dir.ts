@@ -50,6 +50,38 @@ export interface ModelCard {
   weights: { file: string; dtype: WeightStorage };
   /** Free-form: the training options, the per-epoch record, the data it was trained on. */
   training?: Record<string, unknown>;
+  /** The dense + BM25 hybrid's weight, tuned on a dev split (see {@link StoredHybrid}). */
+  hybrid?: StoredHybrid;
+}
+
+/**
+ * The dense + BM25 hybrid's alpha (the BM25 side's weight on normalized scores, docs/methods/fusion.md) tuned for
+ * this model on a dataset's dev split, with the one-standard-error rule: `null` where the dense side's gain over
+ * BM25 alone did not reach one standard error (serve BM25 alone). Servers and `quorum eval` on data without a dev
+ * split use it instead of a fixed 1.
+ */
+export interface StoredHybrid {
+  /** The alpha over all questions, or null for BM25 alone. */
+  alpha: number | null;
+  /** Per task, where the dev split had questions of two or more tasks. */
+  byTask?: Record<string, number | null>;
+  /** The dataset whose dev split it was tuned on, and how many dev questions that split has. */
+  tunedOn: { data: string; questions: number };
+}
+
+/**
+ * Sets the hybrid entry of a model directory's model.json (rewritten atomically; the rest of the card unchanged).
+ *
+ * @example
+ * storeHybrid('models/taser', { alpha: 2.3, tunedOn: { data: 'data/multidomain-mini', questions: 200 } });
+ */
+export function storeHybrid(dir: string, hybrid: StoredHybrid): ModelCard {
+  mustBeObject(hybrid, 'hybrid');
+  const ok = (a: unknown) => a === null || (typeof a === 'number' && Number.isFinite(a) && a >= 0);
+  if (!ok(hybrid.alpha) || Object.values(hybrid.byTask ?? {}).some((a) => !ok(a)))
+    throw new QuorumError('ERR_RANGE', 'a stored hybrid alpha is a finite number >= 0 or null (BM25 alone)');
+  const { format, version, ...rest } = readModelCard(dir);
+  return writeSavedCard(dir, modelFormat, { ...rest, hybrid });
 }
 
 /**
