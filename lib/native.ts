@@ -37,7 +37,12 @@ const systemPackages: Record<string, string[]> = {
   quorum_core: ['build-essential', 'python3'],
   quorum_faiss: ['build-essential', 'cmake', 'python3', 'libfaiss-dev', 'libopenblas-dev'],
   quorum_torch: ['build-essential', 'cmake', 'python3', 'libtorch-dev'],
+  // nvcc (CUDA 12 or later) and a GPU driver; Debian's toolkit package, or NVIDIA's own installer.
+  quorum_cuda: ['build-essential', 'cmake', 'python3', 'nvidia-cuda-toolkit'],
 };
+
+/** The cmake-js options that turn a module on where the default build leaves it out. */
+const cmakeOptions: Record<string, string> = { quorum_cuda: ' --CDQUORUM_CUDA=ON' };
 
 /** A source checkout, as opposed to the package installed under a node_modules folder. */
 const isCheckout = (): boolean => !packageRoot.split(/[\\/]/).includes('node_modules');
@@ -58,7 +63,8 @@ export function buildCommand(name: string, where: { root: string; checkout: bool
   if (where.checkout) return `cd ${where.root} && bash scripts/bootstrap.sh && npm run ${checkoutScripts[name] ?? 'build:native'}`;
   const apt = `sudo apt-get install -y --no-install-recommends ${(systemPackages[name] ?? systemPackages.quorum_torch!).join(' ')}`;
   if (name === 'quorum_core') return `${apt} && cd ${where.root} && npx --yes node-gyp rebuild`;
-  return `${apt} && cd ${where.root} && npx --yes cmake-js@8 compile --out build`;
+  const configure = cmakeOptions[name] ? `npx --yes cmake-js@8 configure --out build${cmakeOptions[name]} && npx --yes cmake-js@8 build --out build` : 'npx --yes cmake-js@8 compile --out build';
+  return `${apt} && cd ${where.root} && ${configure}`;
 }
 
 function candidates(name: string, envVar: string): string[] {

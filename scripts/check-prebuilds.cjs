@@ -1,5 +1,6 @@
-// Run by `npm publish` (prepublishOnly): a package without the core's prebuilt binary would make every install
-// compile it (README: the core ships prebuilt). `npm run build:prebuild` makes prebuilds/<platform>-<arch>/.
+// Run by `npm pack` (prepack) and `npm publish` (prepublishOnly): a package without the core's prebuilt binary would
+// make every install compile it (README: the core ships prebuilt), so packing refuses instead of writing such a
+// tarball silently. `npm run build:prebuild` makes prebuilds/<platform>-<arch>/.
 'use strict';
 const { existsSync, readdirSync } = require('node:fs');
 const { join } = require('node:path');
@@ -11,7 +12,7 @@ const found = existsSync(dir)
       .flatMap((d) => readdirSync(join(dir, d.name)).filter((f) => f.endsWith('.node')).map((f) => `${d.name}/${f}`))
   : [];
 if (found.length === 0) {
-  console.error('quorum: no prebuilt binary in prebuilds/: run `npm run build:prebuild` on each platform to ship, then publish');
+  console.error('quorum: no prebuilt binary in prebuilds/: run `npm run build:prebuild` (on each platform to ship) before npm pack or npm publish');
   process.exit(1);
 }
-console.log(`quorum: publishing with prebuilt ${found.join(', ')}`);
+console.log(`quorum: packing with prebuilt ${found.join(', ')}`);

@@ -8,5 +8,10 @@ const { spawnSync } = require('node:child_process');
 
 const root = join(__dirname, '..');
 if (existsSync(join(root, 'bench'))) process.exit(0);
+const platform = `${process.platform}-${process.arch}`;
+const prebuilt = join(root, 'prebuilds', platform);
+const needs = 'a C++17 compiler, make and python3 (Debian / Ubuntu: sudo apt-get install build-essential python3)';
+if (!existsSync(prebuilt)) console.error(`quorum: no prebuilt core for ${platform}; compiling it from native/, which needs ${needs}`);
 const result = spawnSync(process.execPath, [require.resolve('node-gyp-build/bin.js')], { cwd: root, stdio: 'inherit' });
+if (result.status !== 0) console.error(`quorum: building the core for ${platform} failed; it needs ${needs}. The rest of the install is unaffected.`);
 process.exit(result.status ?? 1);

@@ -1,5 +1,7 @@
 // The native modules' loader: the package root, and the command a missing module's error names.
 import { spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
@@ -17,6 +19,11 @@ describe('native module loading', () => {
     );
     expect(buildCommand('quorum_torch', where)).toContain('libtorch-dev && cd /srv/app/node_modules/quorum-retrieval && npx --yes cmake-js@8');
     expect(buildCommand('quorum_core', where)).toMatch(/build-essential python3 && cd \S+ && npx --yes node-gyp rebuild$/);
+    // The CUDA module's hint names its own toolchain (nvcc) and the option that turns it on, not libtorch.
+    const cuda = buildCommand('quorum_cuda', where);
+    expect(cuda).toContain('nvidia-cuda-toolkit');
+    expect(cuda).not.toContain('libtorch');
+    expect(cuda).toMatch(/cmake-js@8 configure --out build --CDQUORUM_CUDA=ON && npx --yes cmake-js@8 build --out build$/);
   });
 
   it('a QUORUM_ISA or QUORUM_THREADS the core cannot use gives one process warning each, and the defaults', () => {
@@ -63,3 +70,25 @@ describe('native module loading', () => {
     expect(r.status).toBe(0);
   });
 });
+
+describe('packing', () => {
+  it('npm pack (prepack) refuses a package without the prebuilt core, naming the command that makes it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'quorum-pack-'));
+    try {
+      mkdirSync(join(dir, 'scripts'));
+      copyFileSync(join(packageRoot, 'scripts', 'check-prebuilds.cjs'), join(dir, 'scripts', 'check-prebuilds.cjs'));
+      const check = () => spawnSync(process.execPath, [join(dir, 'scripts', 'check-prebuilds.cjs')], { encoding: 'utf8' });
+      const without = check();
+      expect([without.status, without.stderr.trim()]).toEqual([1, expect.stringMatching(/^quorum: no prebuilt binary in prebuilds\/: run `npm run build:prebuild`.*before npm pack/)]);
+      mkdirSync(join(dir, 'prebuilds', 'linux-x64'), { recursive: true });
+      writeFileSync(join(dir, 'prebuilds', 'linux-x64', 'quorum-retrieval.node'), '');
+      const withIt = check();
+      expect([withIt.status, withIt.stdout.trim()]).toEqual([0, 'quorum: packing with prebuilt linux-x64/quorum-retrieval.node']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    const pkg = JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    expect(pkg.scripts.prepack).toMatch(/^node scripts\/check-prebuilds\.cjs && /);
+  });
+});
+
