@@ -199,3 +199,18 @@ export function parameterNames(config: EncoderConfig): string[] {
   if (config.projectionDim > 0) linear('projection');
   return names;
 }
+
+/**
+ * The encoders of a retriever, as the native Retriever names them (its parameters are `<encoder>.<BERT name>`): a
+ * bi-encoder's `query` (or `query.<task>` per task) and `passage`, a Siamese or TASER model's one `encoder`.
+ *
+ * @example
+ * retrieverEncoderNames(retrieverConfig({ preset: 'bi-encoder', tasks: ['a', 'b'], perTaskQueryEncoders: true }));
+ * // ['query.a', 'query.b', 'passage']
+ */
+export function retrieverEncoderNames(config: RetrieverConfig): string[] {
+  mustBeObject(config, 'retriever config');
+  if (config.preset !== 'bi-encoder') return ['encoder'];
+  return [...(config.perTaskQueryEncoders ? config.tasks.map((t) => `query.${t}`) : ['query']), 'passage'];
+}
+

@@ -223,33 +223,39 @@ export function exportOnnx(model: ExportSource, tokenizer: WordPieceTokenizer, t
   checkExport(model, tokenizer, text, out);
   const c = model.config.encoder;
   mkdirSync(out, { recursive: true });
-  const names = model.encoderNames();
-  const meta = { producer: 'quorum', pooling: c.pooling, normalize: String(!!c.normalize) };
-  const write = (file: string, prefix: string, side: 'query' | 'passage') => {
-    writeFileAtomic(join(out, file), encoderOnnx(model, c, { prefix, side, metadata: { ...meta, side } }));
-    return file;
-  };
-  let graphs: OnnxExportCard['graphs'];
-  const bySide = c.taser?.routing === 'det';
-  if (names.length === 1 && !bySide) {
-    const f = write('model.onnx', names[0]!, 'query');
-    graphs = { query: f, passage: f };
-  } else if (names.length === 1) {
-    graphs = { query: write('query.onnx', names[0]!, 'query'), passage: write('passage.onnx', names[0]!, 'passage') };
-  } else {
-    const tasks: Record<string, string> = {};
-    for (const e of names.filter((n) => n.startsWith('query.'))) tasks[e.slice('query.'.length)] = write(`${e}.onnx`, e, 'query');
-    graphs = {
-      query: names.includes('query') ? write('query.onnx', 'query', 'query') : Object.values(tasks)[0]!,
-      passage: write('passage.onnx', 'passage', 'passage'),
-      ...(Object.keys(tasks).length ? { tasks } : {}),
-    };
-  }
+  const graphs = retrieverGraphs(model, (file, bytes) => writeFileAtomic(join(out, file), bytes()));
   writeHfTokenizerFiles(out, tokenizer, Math.max(text.maxQueryLength, text.maxPassageLength), text.taskMarkers ? model.config.tasks.length : 0);
   const dim = c.projectionDim > 0 ? c.projectionDim : c.hiddenSize;
   const card: OnnxExportCard = { format: 'quorum-onnx', version: 1, method: 'retriever', graphs, dim, text, tasks: model.config.tasks, pooling: c.pooling, normalize: !!c.normalize };
   writeOnnxCard(out, card);
   return card;
+}
+
+/**
+ * A retriever's graphs by file name, handed to `emit` (which writes or keeps them): one model.onnx for a Siamese
+ * encoder; query.onnx and passage.onnx for a bi-encoder and for TASER Det-R (whose specialized blocks choose their
+ * expert by side); query.<task>.onnx per task for per-task question encoders. Returns which file encodes which side.
+ */
+export function retrieverGraphs(model: ExportSource, emit: (file: string, bytes: () => Uint8Array) => void): OnnxExportCard['graphs'] {
+  const c = model.config.encoder;
+  const names = model.encoderNames();
+  const meta = { producer: 'quorum', pooling: c.pooling, normalize: String(!!c.normalize) };
+  const graph = (file: string, prefix: string, side: 'query' | 'passage') => {
+    emit(file, () => encoderOnnx(model, c, { prefix, side, metadata: { ...meta, side } }));
+    return file;
+  };
+  if (names.length === 1 && c.taser?.routing !== 'det') {
+    const f = graph('model.onnx', names[0]!, 'query');
+    return { query: f, passage: f };
+  }
+  if (names.length === 1) return { query: graph('query.onnx', names[0]!, 'query'), passage: graph('passage.onnx', names[0]!, 'passage') };
+  const tasks: Record<string, string> = {};
+  for (const e of names.filter((n) => n.startsWith('query.'))) tasks[e.slice('query.'.length)] = graph(`${e}.onnx`, e, 'query');
+  return {
+    query: names.includes('query') ? graph('query.onnx', 'query', 'query') : Object.values(tasks)[0]!,
+    passage: graph('passage.onnx', 'passage', 'passage'),
+    ...(Object.keys(tasks).length ? { tasks } : {}),
+  };
 }
 
 /** Writes an ONNX export's quorum-onnx.json (format and version first). */

@@ -13,7 +13,8 @@ import { readSavedCard, savedFile, writeSavedCard, type SavedFormat } from '../i
 import { WordPieceTokenizer } from '../text/tokenizer.js';
 import { writeTokenizerFiles } from '../text/tokenizer-files.js';
 import { checkOptions, mustBeObject, optionKeys } from '../validate.js';
-import type { RetrieverConfig } from './config.js';
+import { retrieverEncoderNames, type RetrieverConfig } from './config.js';
+import { parameterShapes } from './parameters.js';
 import type { ParameterTable } from './parameter-table.js';
 
 /** Where the package's shipped model lives (trained by scripts/train-default-model.sh). */
@@ -193,6 +194,23 @@ export function writeWeights(model: ParameterTable, path: string, dtype: WeightS
  * finite values: a bad file changes nothing (ERR_FORMAT; ERR_IO when unreadable).
  */
 export function readWeights(model: ParameterTable, path: string): void {
+  const params = model.parameters();
+  const values = readWeightTensors(path, params);
+  for (const { name } of params) model.setParameter(name, values.get(name)!);
+}
+
+/**
+ * A model directory's parameters as float32 arrays by name, without building the model (no libtorch): what the
+ * serving path (OnnxEncoder) reads. Checked as {@link readWeights} checks them.
+ */
+export function readModelParameters(dir: string, card: ModelCard): Map<string, Float32Array> {
+  const shapes = parameterShapes(card.config.encoder);
+  const expected = retrieverEncoderNames(card.config).flatMap((e) => [...shapes].map(([name, shape]) => ({ name: `${e}.${name}`, shape })));
+  return readWeightTensors(savedFile(dir, card.weights.file, join(dir, 'model.json'), 'weights'), expected);
+}
+
+/** {@link writeWeights}'s file, checked to hold exactly `expected` (shapes, finite values), as float32 arrays. */
+function readWeightTensors(path: string, params: ReadonlyArray<{ name: string; shape: readonly number[] }>): Map<string, Float32Array> {
   const bytes = readFileBytes(path);
   let tensors;
   try {
@@ -200,7 +218,6 @@ export function readWeights(model: ParameterTable, path: string): void {
   } catch (e) {
     throw new QuorumError('ERR_FORMAT', `${path}: ${(e as Error).message}`, { cause: e });
   }
-  const params = model.parameters();
   const values = new Map<string, Float32Array>();
   let scaleTensors = 0;
   for (const { name, shape } of params) {
@@ -225,5 +242,5 @@ export function readWeights(model: ParameterTable, path: string): void {
   }
   if (tensors.size !== params.length + scaleTensors)
     throw new QuorumError('ERR_FORMAT', `${path} holds ${tensors.size} tensors, the model ${params.length}${scaleTensors ? ` (+ ${scaleTensors} row scales)` : ''}`);
-  for (const { name } of params) model.setParameter(name, values.get(name)!);
+  return values;
 }

@@ -1,0 +1,204 @@
+// Serving a trained or pretrained encoder without libtorch: the weights file is read as plain arrays, the encoder's
+// ONNX graphs are built in memory (onnx-export.ts) and run by onnxruntime-node, an optional peer dependency; the
+// tokenizer is the core's. A server needs the prebuilt core and onnxruntime-node, no compiler and no libtorch
+// (docs/guides/bring-your-own-model.md#serving-without-libtorch).
+import { createRequire } from 'node:module';
+
+import { QuorumError } from '../errors.js';
+import { readTokenizerFiles } from '../text/tokenizer-files.js';
+import type { EncodedBatch, WordPieceTokenizer } from '../text/tokenizer.js';
+import type { PassageText } from '../data/examples.js';
+import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../validate.js';
+import { retrieverEncoderNames, type RetrieverConfig } from './config.js';
+import { retrieverGraphs } from './export.js';
+import { isHfModelDir, readPretrained, type PretrainedOptions } from './hf.js';
+import { mapBertCheckpoint } from './checkpoint-map.js';
+import { modelDir, readModelCard, readModelParameters, type TextSettings } from './model-dir.js';
+
+/** What OnnxEncoder needs of onnxruntime-node (declared here so that the package's types do not need it). */
+interface OrtTensor {
+  data: unknown;
+  dims: readonly number[];
+}
+interface OrtSession {
+  run(feeds: Record<string, OrtTensor>, fetches?: string[]): Promise<Record<string, OrtTensor>>;
+  release(): Promise<void>;
+}
+interface Ort {
+  InferenceSession: { create(model: Uint8Array, options?: Record<string, unknown>): Promise<OrtSession> };
+  Tensor: new (type: string, data: BigInt64Array, dims: readonly number[]) => OrtTensor;
+}
+
+let ortModule: Ort | undefined;
+
+/** onnxruntime-node, loaded on first use; ERR_BACKEND_UNAVAILABLE with the install command when it is missing. */
+export function onnxRuntime(): Ort {
+  if (ortModule) return ortModule;
+  try {
+    ortModule = createRequire(import.meta.url)('onnxruntime-node') as Ort;
+  } catch (e) {
+    throw new QuorumError(
+      'ERR_BACKEND_UNAVAILABLE',
+      `onnxruntime-node is not installed (${(e as Error).message.split('\n')[0]}): npm install onnxruntime-node (ONNXRUNTIME_NODE_INSTALL=skip installs it offline, CPU only)`,
+      { cause: e },
+    );
+  }
+  return ortModule;
+}
+
+/** Options of {@link OnnxEncoder.load}. */
+export interface OnnxEncoderOptions extends PretrainedOptions {
+  /** ONNX Runtime's intra-op threads (default: its own choice, one per core). */
+  threads?: number;
+}
+
+const loadKeys = optionKeys<OnnxEncoderOptions>()(['pooling', 'normalize', 'threads']);
+const queryKeys = optionKeys<{ task?: string }>()(['task']);
+
+// Rows per session.run: long enough to amortize the call, short enough that padding to the longest row stays small.
+const CHUNK = 64;
+
+/**
+ * A retriever's encoders in ONNX Runtime, loaded from a model directory (Quorum's, `'default'`, or a Hugging Face
+ * BERT-family one) without libtorch: the same vectors as `Retriever.load(dir).encodeQueries` to float rounding.
+ *
+ * @example
+ * const enc = await OnnxEncoder.load('default');
+ * const q = await enc.encodeQueries(['who wrote hamlet?']);          // Float32Array [1, enc.dim]
+ * const p = await enc.encodePassages([{ title: 'Hamlet', text: 'A tragedy by Shakespeare.' }]);
+ */
+export class OnnxEncoder {
+  private constructor(
+    /** The retriever's configuration. */
+    readonly config: RetrieverConfig,
+    /** How texts become ids (lengths, task markers). */
+    readonly text: TextSettings,
+    /** The model's tokenizer. */
+    readonly tokenizer: WordPieceTokenizer,
+    /** Output width. */
+    readonly dim: number,
+    private readonly sessions: { query: OrtSession; passage: OrtSession; tasks: Map<string, OrtSession> },
+  ) {}
+
+  /**
+   * Reads the directory, builds its graphs and opens an ONNX Runtime session per graph. ERR_IO / ERR_FORMAT as
+   * `Retriever.load`; ERR_BACKEND_UNAVAILABLE without onnxruntime-node; ERR_ARG for an encoder the graph does not
+   * compute (windowed attention).
+   */
+  static async load(nameOrDir: string, options: OnnxEncoderOptions = {}): Promise<OnnxEncoder> {
+    mustBeString(nameOrDir, 'model directory');
+    mustBeObject(options, 'OnnxEncoder options');
+    checkOptions(options, loadKeys, 'OnnxEncoder options');
+    const { threads, ...pretrained } = options;
+    if (threads !== undefined && (!Number.isInteger(threads) || threads < 1)) throw new QuorumError('ERR_RANGE', `threads must be a positive integer, got ${threads}`);
+    const ort = onnxRuntime();
+    const dir = modelDir(nameOrDir);
+    let config: RetrieverConfig;
+    let text: TextSettings;
+    let tokenizer: WordPieceTokenizer;
+    let params: Map<string, Float32Array>;
+    if (isHfModelDir(dir)) {
+      const bert = readPretrained(dir, pretrained);
+      config = { preset: 'siamese', encoder: bert.encoder, tasks: [], perTaskQueryEncoders: false };
+      const mapped = mapBertCheckpoint(bert.weights, bert.encoder);
+      if (mapped.missing.length) throw new QuorumError('ERR_FORMAT', `${dir}: the weights have no ${mapped.missing[0]}`);
+      params = new Map([...mapped.tensors].map(([n, v]) => [`encoder.${n}`, v]));
+      const positions = bert.encoder.maxPositions;
+      text = { maxQueryLength: Math.min(64, positions), maxPassageLength: Math.min(bert.maxSeqLength ?? 256, positions), taskMarkers: false };
+      tokenizer = bert.tokenizer;
+    } else {
+      if (Object.keys(pretrained).length) throw new QuorumError('ERR_ARG', `${dir} is a Quorum model directory: its pooling and normalization are its own`);
+      const card = readModelCard(dir);
+      config = card.config;
+      text = card.text;
+      tokenizer = await readTokenizerFiles(dir);
+      params = readModelParameters(dir, card);
+    }
+    const source = {
+      config,
+      encoderNames: () => retrieverEncoderNames(config),
+      getParameter: (name: string) => {
+        const v = params.get(name);
+        if (!v) throw new QuorumError('ERR_FORMAT', `${dir}: no parameter ${name}`);
+        return v;
+      },
+    };
+    const bytes = new Map<string, Uint8Array>();
+    const graphs = retrieverGraphs(source, (file, make) => bytes.set(file, make()));
+    const opts = { graphOptimizationLevel: 'all', ...(threads ? { intraOpNumThreads: threads } : {}) };
+    const opened = new Map<string, OrtSession>();
+    const session = async (file: string) => {
+      if (!opened.has(file)) opened.set(file, await ort.InferenceSession.create(bytes.get(file)!, opts));
+      return opened.get(file)!;
+    };
+    const tasks = new Map<string, OrtSession>();
+    for (const [t, f] of Object.entries(graphs.tasks ?? {})) tasks.set(t, await session(f));
+    const e = config.encoder;
+    return new OnnxEncoder(config, text, tokenizer, e.projectionDim > 0 ? e.projectionDim : e.hiddenSize, { query: await session(graphs.query), passage: await session(graphs.passage), tasks });
+  }
+
+  /**
+   * Embeds questions as the model was trained to (its tokenizer, length limit and task marker); `task` names one of
+   * the model's tasks. Rows of `dim` floats, one per question.
+   */
+  async encodeQueries(texts: readonly string[], options: { task?: string } = {}): Promise<Float32Array> {
+    checkOptions(options, queryKeys, 'encodeQueries options');
+    mustBeArray(texts, 'questions');
+    texts.forEach((t, i) => mustBeString(t, `questions[${i}]`));
+    const t = options.task === undefined ? -1 : this.config.tasks.indexOf(options.task);
+    const marker = this.text.taskMarkers && t >= 0 ? this.tokenizer.markerId(t + 1) : undefined;
+    const session = (options.task !== undefined ? this.sessions.tasks.get(options.task) : undefined) ?? (this.sessions.tasks.size ? [...this.sessions.tasks.values()][0]! : this.sessions.query);
+    return this.encodeChunks(texts.length, session, (s, e) => this.tokenizer.encodeAsync(texts.slice(s, e), { maxLength: this.text.maxQueryLength, ...(marker !== undefined ? { marker } : {}) }));
+  }
+
+  /** Embeds passages (title and text as a pair, as the model was trained). */
+  async encodePassages(passages: readonly PassageText[]): Promise<Float32Array> {
+    mustBeArray(passages, 'passages');
+    passages.forEach((p, i) => {
+      mustBeObject(p, `passages[${i}]`);
+      mustBeString(p.text, `passages[${i}].text`);
+      if (p.title !== undefined) mustBeString(p.title, `passages[${i}].title`);
+    });
+    return this.encodeChunks(passages.length, this.sessions.passage, (s, e) =>
+      this.tokenizer.encodeAsync(passages.slice(s, e).map((p) => p.title ?? ''), { pairs: passages.slice(s, e).map((p) => p.text), maxLength: this.text.maxPassageLength }),
+    );
+  }
+
+  /** One tokenized batch through a side's graph: [rows, dim]. */
+  async encodeBatch(batch: Pick<EncodedBatch, 'ids' | 'typeIds' | 'lengths' | 'rows' | 'seqLen'>, side: 'query' | 'passage', task?: string): Promise<Float32Array> {
+    const session = side === 'passage' ? this.sessions.passage : (task !== undefined ? this.sessions.tasks.get(task) : undefined) ?? this.sessions.query;
+    return this.run(session, batch);
+  }
+
+  /** Releases the sessions. */
+  async dispose(): Promise<void> {
+    const all = new Set([this.sessions.query, this.sessions.passage, ...this.sessions.tasks.values()]);
+    for (const s of all) await s.release();
+  }
+
+  private async encodeChunks(n: number, session: OrtSession, tokenize: (s: number, e: number) => Promise<EncodedBatch>): Promise<Float32Array> {
+    if (n === 0) throw new QuorumError('ERR_ARG', 'nothing to encode: give at least one text');
+    const out = new Float32Array(n * this.dim);
+    for (let s = 0; s < n; s += CHUNK) {
+      const e = Math.min(n, s + CHUNK);
+      out.set(await this.run(session, await tokenize(s, e)), s * this.dim);
+    }
+    return out;
+  }
+
+  private async run(session: OrtSession, b: Pick<EncodedBatch, 'ids' | 'typeIds' | 'lengths' | 'rows' | 'seqLen'>): Promise<Float32Array> {
+    const ort = onnxRuntime();
+    const dims = [b.rows, b.seqLen];
+    const mask = new BigInt64Array(b.rows * b.seqLen);
+    for (let r = 0; r < b.rows; r++) mask.fill(1n, r * b.seqLen, r * b.seqLen + b.lengths[r]!);
+    const out = await session.run(
+      {
+        input_ids: new ort.Tensor('int64', BigInt64Array.from(b.ids, BigInt), dims),
+        attention_mask: new ort.Tensor('int64', mask, dims),
+        token_type_ids: new ort.Tensor('int64', BigInt64Array.from(b.typeIds, BigInt), dims),
+      },
+      ['sentence_embedding'],
+    );
+    return out.sentence_embedding!.data as Float32Array;
+  }
+}
