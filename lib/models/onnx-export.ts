@@ -404,16 +404,29 @@ export function mufHeadsOnnx(params: ParameterSource, c: MufHeadsGraphConfig): U
   if (!Number.isInteger(c.layers) || c.layers < 0) throw new QuorumError('ERR_ARG', 'config.layers must be an integer >= 0');
   const g = new Graph();
   const K = c.members;
-  let x = g.op('Unsqueeze', ['query_embedding', g.i64([0])]); // [1, B, dim]
-  for (let i = 0; i <= c.layers; i++) {
-    const inp = i === 0 ? c.dim : c.hidden;
-    const out = i === c.layers ? c.dim : c.hidden;
-    const w = g.weight(`layer.${i}.weight`, [K, inp, out], () => params.getParameter(`layer.${i}.weight`));
-    const b = g.weight(`layer.${i}.bias`, [K, 1, out], () => params.getParameter(`layer.${i}.bias`));
-    x = g.op('Add', [g.op('MatMul', [x, w]), b]); // [K, B, out]
-    if (i < c.layers) x = g.op('Relu', [x]);
+  // Layer 0: every member reads the same question vector, so the K first layers are one [dim, K * out] matrix (one
+  // GEMM; ONNX Runtime runs a broadcast [1, B, dim] x [K, dim, out] MatMul about ten times slower).
+  const out0 = c.layers === 0 ? c.dim : c.hidden;
+  const w0 = g.weight('layer.0.weight_cat', [c.dim, K * out0], () => {
+    const w = params.getParameter('layer.0.weight'); // [K, dim, out0]
+    const t = new Float32Array(w.length);
+    for (let k = 0; k < K; k++) for (let d = 0; d < c.dim; d++) for (let o = 0; o < out0; o++) t[d * K * out0 + k * out0 + o] = w[(k * c.dim + d) * out0 + o]!;
+    return t;
+  });
+  const b0 = g.weight('layer.0.bias', [K * out0], () => params.getParameter('layer.0.bias'));
+  let x = g.op('Reshape', [g.op('Add', [g.op('MatMul', ['query_embedding', w0]), b0]), g.i64([0, K, out0])]); // [B, K, out0]
+  if (c.layers > 0) {
+    x = g.op('Transpose', [g.op('Relu', [x])], { perm: { ints: [1, 0, 2] } }); // [K, B, hidden]
+    for (let i = 1; i <= c.layers; i++) {
+      const out = i === c.layers ? c.dim : c.hidden;
+      const w = g.weight(`layer.${i}.weight`, [K, c.hidden, out], () => params.getParameter(`layer.${i}.weight`));
+      const b = g.weight(`layer.${i}.bias`, [K, 1, out], () => params.getParameter(`layer.${i}.bias`));
+      x = g.op('Add', [g.op('MatMul', [x, w]), b]); // [K, B, out]
+      if (i < c.layers) x = g.op('Relu', [x]);
+    }
+    x = g.op('Transpose', [x], { perm: { ints: [1, 0, 2] } });
   }
-  output(g, g.op('Transpose', [x], { perm: { ints: [1, 0, 2] } }), 'member_embeddings');
+  output(g, x, 'member_embeddings');
   return serialize(g, 'quorum_muf_heads', [{ name: 'member_embeddings', dims: ['batch', K, c.dim] }], { producer: 'quorum', method: 'muf' }, [
     { name: 'query_embedding', type: OnnxType.FLOAT, dims: ['batch', c.dim] },
   ]);

@@ -22,7 +22,8 @@ import { ece, ensembleMI, searchTemperature, widenedTemperatureGrid } from '../.
 import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
 import { MlpEnsemble, type EnsembleConfig, type EnsembleEpoch, type EnsembleTrainOptions } from './ensemble.js';
 
-const mufFormat = { card: 'muf.json', format: 'quorum-muf', version: 1, what: 'a MUF directory' } as const satisfies SavedFormat;
+/** The MUF directory's card: muf.json, its format tag and version. */
+export const mufFormat = { card: 'muf.json', format: 'quorum-muf', version: 1, what: 'a MUF directory' } as const satisfies SavedFormat;
 
 
 /** One expert's calibration: the temperature ECE chose on the calibration split, and the ECE before and after. */
@@ -55,7 +56,7 @@ interface ExpertState {
 }
 
 /** muf.json. */
-interface MufCard {
+export interface MufCard {
   format: typeof mufFormat.format;
   version: typeof mufFormat.version;
   dim: number;
@@ -131,10 +132,35 @@ const searchAllKeys = optionKeys<{ tasks?: unknown }>()(['tasks']);
 const loadKeys = optionKeys<Pick<MufOptions, 'onProgress'>>()(['onProgress']);
 const calibrateKeys = optionKeys<{ grid?: unknown }>()(['grid']);
 
-interface Collected {
+/** Every expert's list and confidence for a batch of queries: what the fusions read. */
+export interface Collected {
+  /** Queries in the batch (lists are keyed by the query's index as a string). */
   size: number;
+  /** Per expert, each query's top-L. */
   runs: Array<Map<string, ScoredDoc[]>>;
+  /** Per expert, each query's confidence (1s when not computed). */
   conf: Float32Array[];
+}
+
+/**
+ * DPR-MUF's dense fusion of collected lists with the weights of `fusion` (`expertTasks[i]`: expert i's task);
+ * 'oracle' returns the query's own task's expert's list as it is (the fusion's fill rule would otherwise append the
+ * other experts' passages at its minimum).
+ */
+export function fuseCollected(c: Collected, expertTasks: readonly string[], fusion: MufFusion, k: number, tasks?: ReadonlyArray<string | undefined>): MufHits[] {
+  const weights = new Map<string, number[]>();
+  for (let b = 0; b < c.size; b++) {
+    const w = expertTasks.map((task, i) => (fusion === 'oracle' ? (task === tasks![b] ? 1 : 0) : fusion === 'uniform' ? 1 : (c.conf[i]![b] as number)));
+    // A query whose task has no expert (oracle), or whom every expert gives confidence 0: weigh all equally.
+    weights.set(String(b), w.some((v) => v > 0) ? w : w.map(() => 1));
+  }
+  const fused = fuse(c.runs, mufFusion, { confidence: weights, depth: k });
+  return Array.from({ length: c.size }, (_, b) => {
+    const w = weights.get(String(b))!;
+    const own = fusion === 'oracle' && w.filter((v) => v > 0).length === 1 ? w.indexOf(1) : -1;
+    const hits = own >= 0 ? (c.runs[own]!.get(String(b)) ?? []).slice(0, k) : (fused.get(String(b)) ?? []);
+    return { hits, confidence: w };
+  });
 }
 
 /** {@link MufRetriever.searchAll}'s result: per query, each fusion's hits and each expert's own. */
@@ -395,24 +421,8 @@ export class MufRetriever {
     return { size: B, runs, conf };
   }
 
-  /**
-   * DPR-MUF's dense fusion of collected lists with the weights of `fusion`; 'oracle' returns the query's own task's
-   * expert's list as it is (the fusion's fill rule would otherwise append the other experts' passages at its minimum).
-   */
   private fuseCollected(c: Collected, fusion: MufFusion, k: number, tasks?: ReadonlyArray<string | undefined>): MufHits[] {
-    const weights = new Map<string, number[]>();
-    for (let b = 0; b < c.size; b++) {
-      const w = this.state.map((e, i) => (fusion === 'oracle' ? (e.task === tasks![b] ? 1 : 0) : fusion === 'uniform' ? 1 : (c.conf[i]![b] as number)));
-      // A query whose task has no expert (oracle), or whom every expert gives confidence 0: weigh all equally.
-      weights.set(String(b), w.some((v) => v > 0) ? w : w.map(() => 1));
-    }
-    const fused = fuse(c.runs, mufFusion, { confidence: weights, depth: k });
-    return Array.from({ length: c.size }, (_, b) => {
-      const w = weights.get(String(b))!;
-      const own = fusion === 'oracle' && w.filter((v) => v > 0).length === 1 ? w.indexOf(1) : -1;
-      const hits = own >= 0 ? (c.runs[own]!.get(String(b)) ?? []).slice(0, k) : (fused.get(String(b)) ?? []);
-      return { hits, confidence: w };
-    });
+    return fuseCollected(c, this.state.map((e) => e.task), fusion, k, tasks);
   }
 
   private checkSearch(k: number, fusion: MufFusion, n: number, tasks?: ReadonlyArray<string | undefined>): void {

@@ -1,0 +1,70 @@
+// DPR-MUF search latency, libtorch (MufRetriever) against the serving path without libtorch (MufServer: OnnxEncoder,
+// the heads as an ONNX graph, the core's kernels), same directory, same questions, one run. Builds a MUF over the
+// shipped multi-task model's two experts (K heads, L candidates) unless --muf DIR names one.
+//   node --import tsx bench/muf-serve.ts [--muf DIR] [--data DIR] [--members 20] [--top-l 100] [--queries 200]
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { loadBeir } from '../lib/data/beir.js';
+import { mufTrainCommand } from '../lib/methods/muf/cli.js';
+import { MufRetriever } from '../lib/methods/muf/retriever.js';
+import { MufServer } from '../lib/methods/muf/serve.js';
+import { packageRoot } from '../lib/native.js';
+import { capabilities } from '../lib/runtime.js';
+import { writeResults } from './harness.js';
+
+const arg = (name: string, fallback: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i < 0 ? fallback : process.argv[i + 1]!;
+};
+const data = arg('data', join(packageRoot, 'data', 'multidomain-mini'));
+const members = Number(arg('members', '20'));
+const topL = Number(arg('top-l', '100'));
+const nq = Number(arg('queries', '200'));
+const caps = capabilities();
+console.log(`isa ${caps.isa}, ${caps.threads} threads`);
+
+const work = mkdtempSync(join(tmpdir(), 'quorum-muf-serve-'));
+let dir = arg('muf', '');
+if (!dir) {
+  dir = join(work, 'muf');
+  const t0 = performance.now();
+  (await mufTrainCommand(
+    { data, experts: ['default:covid', 'default:selqa'], out: dir, members, hidden: 512, layers: 2, epochs: 5, batch: 128, lr: 1e-3, hardNegatives: 1, topL, hitTopK: 1, seed: 7 },
+    () => undefined,
+  )).dispose();
+  console.log(`built a MUF of 2 experts, K = ${members}, L = ${topL} in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+}
+const test = loadBeir(data, 'test');
+const questions = test.queries.filter((q) => test.qrels.has(q.id)).slice(0, nq).map((q) => q.text);
+
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+async function measure(search: (qs: string[]) => Promise<unknown>) {
+  await search(questions.slice(0, 8)); // warm-up
+  const ms: number[] = [];
+  for (const q of questions) {
+    const t0 = performance.now();
+    await search([q]);
+    ms.push(performance.now() - t0);
+  }
+  const t0 = performance.now();
+  for (let s = 0; s < questions.length; s += 64) await search(questions.slice(s, s + 64));
+  const qps = questions.length / ((performance.now() - t0) / 1000);
+  return { p50: +pct(ms, 50).toFixed(2), p99: +pct(ms, 99).toFixed(2), b64PerS: +qps.toFixed(0) };
+}
+
+const torch = await MufRetriever.load(dir);
+const libtorch = await measure((qs) => torch.search(qs, 10));
+torch.dispose();
+const server = await MufServer.load(dir, { threads: caps.threads });
+const serving = await measure((qs) => server.search(qs, 10));
+await server.dispose();
+const rows = [
+  { path: 'MufRetriever (libtorch)', ...libtorch },
+  { path: 'MufServer (ONNX Runtime + core)', ...serving },
+];
+console.table(rows);
+const path = writeResults('muf-serve', { date: new Date().toISOString(), machine: { isa: caps.isa, threads: caps.threads }, data, members, topL, queries: questions.length, rows });
+console.log(`results written to ${path}`);
+rmSync(work, { recursive: true, force: true });

@@ -1,0 +1,73 @@
+// MufServer (lib/methods/muf/serve.ts): a saved MUF directory searched without libtorch (OnnxEncoder, the heads as an
+// ONNX graph, the core's scoreTopK / gatherScores / ensembleMI) gives MufRetriever.search's hits and confidences, and
+// a process that serves this way maps no libtorch.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { mufTrainCommand } from '../lib/methods/muf/cli.js';
+import { MufRetriever } from '../lib/methods/muf/retriever.js';
+import { MufServer } from '../lib/methods/muf/serve.js';
+import { packageRoot } from '../lib/native.js';
+import { asyncCode } from './basics.js';
+
+const root = mkdtempSync(join(tmpdir(), 'quorum-muf-serve-'));
+const mufDir = join(root, 'muf');
+const mini = join(packageRoot, 'data', 'multidomain-mini');
+const QUESTIONS = ['what is the incubation period of the coronavirus', 'how many people live in tokyo', 'who invented the telephone', 'symptoms of covid-19 in children'];
+
+beforeAll(async () => {
+  // A small DPR-MUF over the shipped multi-task model: one expert per task (covid, selqa), small heads.
+  const muf = await mufTrainCommand(
+    { data: mini, experts: ['default:covid', 'default:selqa'], out: mufDir, members: 4, hidden: 32, layers: 1, epochs: 3, batch: 128, lr: 1e-3, hardNegatives: 1, topL: 50, hitTopK: 1, seed: 7 },
+    () => undefined,
+  );
+  muf.dispose();
+}, 300_000);
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+describe('MufServer', () => {
+  it('gives MufRetriever.search\'s hits and confidences, for both fusions', async () => {
+    const torch = await MufRetriever.load(mufDir);
+    const served = await MufServer.load(mufDir);
+    try {
+      expect(served.names).toEqual(torch.experts.map((e) => ({ name: e.name, task: e.task })));
+      for (const fusion of ['muf', 'uniform'] as const) {
+        const a = await torch.search(QUESTIONS, 10, { fusion });
+        const b = await served.search(QUESTIONS, 10, { fusion });
+        a.forEach((r, i) => {
+          expect(b[i]!.hits.map((h) => h.id), `${fusion} ${QUESTIONS[i]}`).toEqual(r.hits.map((h) => h.id));
+          b[i]!.hits.forEach((h, j) => expect(h.score).toBeCloseTo(r.hits[j]!.score, 4));
+          b[i]!.confidence.forEach((c, j) => expect(c).toBeCloseTo(r.confidence[j]!, 4));
+        });
+      }
+      // The confidences are not all 1: the heads and MI really ran.
+      const [first] = await served.search(QUESTIONS.slice(0, 1), 5);
+      expect(first!.confidence.some((c) => c < 0.999)).toBe(true);
+      expect(await asyncCode(served.search([], 5))).toBe('ERR_ARG');
+      expect(await asyncCode(served.search(['x'], 0))).toBe('ERR_RANGE');
+      expect(await asyncCode(served.search(['x'], 5, { fusion: 'oracle' as never }))).toBe('ERR_ARG');
+    } finally {
+      torch.dispose();
+      await served.dispose();
+    }
+    expect(await asyncCode(MufServer.load(join(root, 'nowhere')))).toBe('ERR_IO');
+  }, 120_000);
+
+  it('a process that serves a MUF directory through MufServer maps no libtorch', () => {
+    const script = `
+      import { readFileSync } from 'node:fs';
+      import { MufServer } from ${JSON.stringify(join(packageRoot, 'lib', 'methods', 'muf', 'serve.ts'))};
+      const muf = await MufServer.load(${JSON.stringify(mufDir)});
+      const [r] = await muf.search(['what is the incubation period of the coronavirus'], 5);
+      const maps = readFileSync('/proc/self/maps', 'utf8');
+      console.log(JSON.stringify({ hits: r.hits.length, torch: /libtorch|libc10/.test(maps), faiss: /libfaiss/.test(maps) }));
+    `;
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: packageRoot, encoding: 'utf8', timeout: 120_000 });
+    expect(r.stderr).toBe('');
+    expect(JSON.parse(r.stdout.trim().split('\n').pop()!)).toEqual({ hits: 5, torch: false, faiss: false });
+  }, 120_000);
+});
