@@ -12,7 +12,7 @@ import * as ort from 'onnxruntime-node';
 import { capabilities } from '../lib/runtime.js';
 import { exportOnnx } from '../lib/models/export.js';
 import { Retriever } from '../lib/models/retriever.js';
-import { OnnxEncoder } from '../lib/models/onnx-encoder.js';
+import { ServingEncoder } from '../lib/models/serving-encoder.js';
 import type { TokenBatchArg } from '../lib/native.js';
 import { writeResults } from './harness.js';
 
@@ -97,9 +97,9 @@ for (const [rows, len, n] of [[1, 32, reps * 5], [64, 128, Math.max(3, Math.floo
   console.log(`B=${rows} x ${len} tokens: libtorch ${torchMs.toFixed(2)} ms (${row.libtorchTextsPerS} texts/s), ONNX Runtime ${ortMs.toFixed(2)} ms (${row.onnxRuntimeTextsPerS} texts/s), libtorch/ORT ${row.ratio}, max |diff| ${diff.toExponential(1)}`);
 }
 
-// The serving path (OnnxEncoder: graphs built from the weights file, no libtorch) against a bare session.run on the
+// The serving path (ServingEncoder: graphs built from the weights file, no libtorch) against a bare session.run on the
 // exported graph, same batches: the wrapper's cost (issue 44: within 10%).
-const serving = await OnnxEncoder.load(ckpt, { threads: caps.threads });
+const serving = await ServingEncoder.load(ckpt, { threads: caps.threads });
 const servingRows: Array<Record<string, number>> = [];
 for (const [rows, len, n] of [[1, 32, reps * 5], [16, 64, reps]] as const) {
   const b = batch(rows, len, rows * 11 + len);
@@ -107,7 +107,7 @@ for (const [rows, len, n] of [[1, 32, reps * 5], [16, 64, reps]] as const) {
   const servingMs = median(await time(() => serving.encodeBatch(b, 'query'), n));
   const textsMs = rows === 1 ? median(await time(() => serving.encodeQueries(['who wrote the play hamlet and when was it first performed in london']), n)) : Number.NaN;
   servingRows.push({ batch: rows, tokens: len, bareMs: +bareMs.toFixed(3), servingMs: +servingMs.toFixed(3), overhead: +(servingMs / bareMs - 1).toFixed(3), ...(rows === 1 ? { textToVectorMs: +textsMs.toFixed(3) } : {}) });
-  console.log(`serving path B=${rows} x ${len}: OnnxEncoder ${servingMs.toFixed(2)} ms, bare session.run ${bareMs.toFixed(2)} ms (${((servingMs / bareMs - 1) * 100).toFixed(1)}%)${rows === 1 ? `; a question's text to its vector ${textsMs.toFixed(2)} ms` : ''}`);
+  console.log(`serving path B=${rows} x ${len}: ServingEncoder ${servingMs.toFixed(2)} ms, bare session.run ${bareMs.toFixed(2)} ms (${((servingMs / bareMs - 1) * 100).toFixed(1)}%)${rows === 1 ? `; a question's text to its vector ${textsMs.toFixed(2)} ms` : ''}`);
 }
 await serving.dispose();
 

@@ -1,4 +1,4 @@
-// DPR-MUF search latency, libtorch (MufRetriever) against the serving path without libtorch (MufServer: OnnxEncoder,
+// DPR-MUF search latency, libtorch (MufRetriever) against the serving path without libtorch (MufServer: ServingEncoder,
 // the heads as an ONNX graph, the core's kernels), same directory, same questions, one run. Builds a MUF over the
 // shipped multi-task model's two experts (K heads, L candidates) unless --muf DIR names one.
 //   node --import tsx bench/muf-serve.ts [--muf DIR] [--data DIR] [--members 20] [--top-l 100] [--queries 200]
@@ -62,7 +62,7 @@ const serving = await measure((qs) => server.search(qs, 10));
 await server.dispose();
 const rows = [
   { path: 'MufRetriever (libtorch)', ...libtorch },
-  { path: 'MufServer (ONNX Runtime + core)', ...serving },
+  { path: 'MufServer (no libtorch)', ...serving },
 ];
 console.table(rows);
 const path = writeResults('muf-serve', { date: new Date().toISOString(), machine: { isa: caps.isa, threads: caps.threads }, data, members, topL, queries: questions.length, rows });

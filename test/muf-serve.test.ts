@@ -1,4 +1,4 @@
-// MufServer (lib/methods/muf/serve.ts): a saved MUF directory searched without libtorch (OnnxEncoder, the heads as an
+// MufServer (lib/methods/muf/serve.ts): a saved MUF directory searched without libtorch (ServingEncoder, the heads as an
 // ONNX graph, the core's scoreTopK / gatherScores / ensembleMI) gives MufRetriever.search's hits and confidences, and
 // a process that serves this way maps no libtorch.
 import { spawnSync } from 'node:child_process';

@@ -201,7 +201,7 @@ export function readWeights(model: ParameterTable, path: string): void {
 
 /**
  * A model directory's parameters as float32 arrays by name, without building the model (no libtorch): what the
- * serving path (OnnxEncoder) reads. Checked as {@link readWeights} checks them.
+ * serving path (ServingEncoder) reads. Checked as {@link readWeights} checks them.
  */
 export function readModelParameters(dir: string, card: ModelCard): Map<string, Float32Array> {
   const shapes = parameterShapes(card.config.encoder);

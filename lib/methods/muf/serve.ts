@@ -1,5 +1,6 @@
 // DPR-MUF search without libtorch (docs/methods/muf.md, docs/guides/bring-your-own-model.md#serving-without-libtorch):
-// a saved MUF directory's experts encode questions through OnnxEncoder, their K heads run as one ONNX graph each,
+// a saved MUF directory's experts encode questions through ServingEncoder (0-layer experts in the process, others in
+// ONNX Runtime), their K heads run as one ONNX graph each,
 // and retrieval, the heads' candidate scores, mutual information and fusion run on the core's kernels (scoreTopK,
 // gatherScores, ensembleMI) and in TypeScript. The same hits and confidences as MufRetriever.search.
 import { existsSync } from 'node:fs';
@@ -12,7 +13,7 @@ import type { ScoredDoc } from '../../eval/ranking.js';
 import { readSafetensors, safetensorsMetadata } from '../../io/safetensors.js';
 import { readSavedCard, savedFile } from '../../io/saved-dir.js';
 import { mufHeadsOnnx } from '../../models/onnx-export.js';
-import { OnnxEncoder, onnxRuntime, servingSessionOptions } from '../../models/onnx-encoder.js';
+import { ServingEncoder, onnxRuntime, servingSessionOptions } from '../../models/serving-encoder.js';
 import { Tensor } from '../../tensor.js';
 import { ensembleMI } from '../../uncertainty.js';
 import { checkOptions, mustBeArray, mustBeString, optionKeys } from '../../validate.js';
@@ -26,7 +27,7 @@ interface OrtSession {
 interface ServedExpert {
   name: string;
   task: string;
-  encoder: OnnxEncoder;
+  encoder: ServingEncoder;
   passages: Tensor<'f32'>;
   heads: OrtSession;
   members: number;
@@ -60,7 +61,7 @@ export class MufServer {
   }
 
   /**
-   * Loads the directory: per expert its model (OnnxEncoder), corpus vectors and heads (one ONNX graph). ERR_IO /
+   * Loads the directory: per expert its model (ServingEncoder), corpus vectors and heads (one ONNX graph). ERR_IO /
    * ERR_FORMAT for a missing or damaged file, ERR_STATE for an expert without trained heads,
    * ERR_BACKEND_UNAVAILABLE without onnxruntime-node.
    */
@@ -77,7 +78,7 @@ export class MufServer {
     try {
       for (const x of card.experts) {
         const base = savedFile(join(dir, 'experts'), x.name, cardPath, 'expert name');
-        const encoder = await OnnxEncoder.load(join(base, 'model'), options);
+        const encoder = await ServingEncoder.load(join(base, 'model'), options);
         const p = readSafetensors(readFileBytes(join(base, 'passages.safetensors'))).get('passages');
         if (!p || p.shape.length !== 2 || p.shape[0] !== ids.length || p.shape[1] !== encoder.dim)
           throw new QuorumError('ERR_FORMAT', `${base}/passages.safetensors: expected [${ids.length}, ${encoder.dim}] passage vectors`);

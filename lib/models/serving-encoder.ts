@@ -1,7 +1,8 @@
-// Serving a trained or pretrained encoder without libtorch: the weights file is read as plain arrays, the encoder's
-// ONNX graphs are built in memory (onnx-export.ts) and run by onnxruntime-node, an optional peer dependency; the
-// tokenizer is the core's. A server needs the prebuilt core and onnxruntime-node, no compiler and no libtorch
-// (docs/guides/bring-your-own-model.md#serving-without-libtorch).
+// Serving a trained or pretrained encoder without libtorch: the weights file is read as plain arrays; a 0-layer
+// encoder (the shipped model, GloVe-started experts) runs as a plain forward (embedding-bag.ts) with nothing else
+// needed, a Transformer encoder as ONNX graphs built in memory (onnx-export.ts) and run by onnxruntime-node, an
+// optional peer dependency; the tokenizer is the core's. A server needs the prebuilt core (and, for Transformer
+// encoders, onnxruntime-node): no compiler and no libtorch (docs/guides/bring-your-own-model.md#serving-without-libtorch).
 import { createRequire } from 'node:module';
 
 import { QuorumError } from '../errors.js';
@@ -13,9 +14,10 @@ import { retrieverEncoderNames, type RetrieverConfig } from './config.js';
 import { retrieverGraphs } from './export.js';
 import { isHfModelDir, readPretrained, type PretrainedOptions } from './hf.js';
 import { mapBertCheckpoint } from './checkpoint-map.js';
+import { EmbeddingBagEncoder, isEmbeddingBag } from './embedding-bag.js';
 import { modelDir, readModelCard, readModelParameters, type TextSettings } from './model-dir.js';
 
-/** What OnnxEncoder needs of onnxruntime-node (declared here so that the package's types do not need it). */
+/** What ServingEncoder needs of onnxruntime-node (declared here so that the package's types do not need it). */
 interface OrtTensor {
   data: unknown;
   dims: readonly number[];
@@ -60,28 +62,60 @@ export function onnxRuntime(): Ort {
   return ortModule;
 }
 
-/** Options of {@link OnnxEncoder.load}. */
-export interface OnnxEncoderOptions extends PretrainedOptions {
+/** One encoder of a side: ONNX Runtime on its graph, or the 0-layer forward. */
+interface Runner {
+  run(batch: Pick<EncodedBatch, 'ids' | 'typeIds' | 'lengths' | 'rows' | 'seqLen'>): Promise<Float32Array>;
+  release(): Promise<void>;
+}
+
+function ortRunner(session: OrtSession): Runner {
+  return {
+    async run(b) {
+      const ort = onnxRuntime();
+      const dims = [b.rows, b.seqLen];
+      const mask = new BigInt64Array(b.rows * b.seqLen);
+      for (let r = 0; r < b.rows; r++) mask.fill(1n, r * b.seqLen, r * b.seqLen + b.lengths[r]!);
+      const out = await session.run(
+        {
+          input_ids: new ort.Tensor('int64', BigInt64Array.from(b.ids, BigInt), dims),
+          attention_mask: new ort.Tensor('int64', mask, dims),
+          token_type_ids: new ort.Tensor('int64', BigInt64Array.from(b.typeIds, BigInt), dims),
+        },
+        ['sentence_embedding'],
+      );
+      return out.sentence_embedding!.data as Float32Array;
+    },
+    release: () => session.release(),
+  };
+}
+
+function bagRunner(bag: EmbeddingBagEncoder): Runner {
+  return { run: async (b) => bag.encode(b), release: async () => {} };
+}
+
+/** Options of {@link ServingEncoder.load}. */
+export interface ServingEncoderOptions extends PretrainedOptions {
   /** ONNX Runtime's intra-op threads (default: its own choice, one per core). */
   threads?: number;
 }
 
-const loadKeys = optionKeys<OnnxEncoderOptions>()(['pooling', 'normalize', 'threads']);
+const loadKeys = optionKeys<ServingEncoderOptions>()(['pooling', 'normalize', 'threads']);
 const queryKeys = optionKeys<{ task?: string }>()(['task']);
 
 // Rows per session.run: long enough to amortize the call, short enough that padding to the longest row stays small.
 const CHUNK = 64;
 
 /**
- * A retriever's encoders in ONNX Runtime, loaded from a model directory (Quorum's, `'default'`, or a Hugging Face
- * BERT-family one) without libtorch: the same vectors as `Retriever.load(dir).encodeQueries` to float rounding.
+ * A retriever's encoders for serving, loaded from a model directory (Quorum's, `'default'`, or a Hugging Face
+ * BERT-family one) without libtorch: 0-layer encoders as a plain forward (`backend` 'core'), Transformer encoders in
+ * ONNX Runtime ('onnx-runtime'). The same vectors as `Retriever.load(dir).encodeQueries` to float rounding.
  *
  * @example
- * const enc = await OnnxEncoder.load('default');
+ * const enc = await ServingEncoder.load('default');
  * const q = await enc.encodeQueries(['who wrote hamlet?']);          // Float32Array [1, enc.dim]
  * const p = await enc.encodePassages([{ title: 'Hamlet', text: 'A tragedy by Shakespeare.' }]);
  */
-export class OnnxEncoder {
+export class ServingEncoder {
   private constructor(
     /** The retriever's configuration. */
     readonly config: RetrieverConfig,
@@ -91,21 +125,22 @@ export class OnnxEncoder {
     readonly tokenizer: WordPieceTokenizer,
     /** Output width. */
     readonly dim: number,
-    private readonly sessions: { query: OrtSession; passage: OrtSession; tasks: Map<string, OrtSession> },
+    /** What computes the vectors: the 0-layer forward in this process ('core') or ONNX Runtime. */
+    readonly backend: 'core' | 'onnx-runtime',
+    private readonly sessions: { query: Runner; passage: Runner; tasks: Map<string, Runner> },
   ) {}
 
   /**
-   * Reads the directory, builds its graphs and opens an ONNX Runtime session per graph. ERR_IO / ERR_FORMAT as
-   * `Retriever.load`; ERR_BACKEND_UNAVAILABLE without onnxruntime-node; ERR_ARG for an encoder the graph does not
-   * compute (windowed attention).
+   * Reads the directory; for a Transformer encoder builds its graphs and opens an ONNX Runtime session per graph.
+   * ERR_IO / ERR_FORMAT as `Retriever.load`; ERR_BACKEND_UNAVAILABLE without onnxruntime-node where a Transformer
+   * encoder needs it; ERR_ARG for an encoder the graph does not compute (windowed attention).
    */
-  static async load(nameOrDir: string, options: OnnxEncoderOptions = {}): Promise<OnnxEncoder> {
+  static async load(nameOrDir: string, options: ServingEncoderOptions = {}): Promise<ServingEncoder> {
     mustBeString(nameOrDir, 'model directory');
-    mustBeObject(options, 'OnnxEncoder options');
-    checkOptions(options, loadKeys, 'OnnxEncoder options');
+    mustBeObject(options, 'ServingEncoder options');
+    checkOptions(options, loadKeys, 'ServingEncoder options');
     const { threads, ...pretrained } = options;
     if (threads !== undefined && (!Number.isInteger(threads) || threads < 1)) throw new QuorumError('ERR_RANGE', `threads must be a positive integer, got ${threads}`);
-    const ort = onnxRuntime();
     const dir = modelDir(nameOrDir);
     let config: RetrieverConfig;
     let text: TextSettings;
@@ -137,18 +172,28 @@ export class OnnxEncoder {
         return v;
       },
     };
+    const e = config.encoder;
+    const dim = e.projectionDim > 0 ? e.projectionDim : e.hiddenSize;
+    if (isEmbeddingBag(e)) {
+      // No runtime: one plain forward per encoder, named as the retriever names them.
+      const runner = (name: string) => bagRunner(new EmbeddingBagEncoder(e, source.getParameter, name));
+      const names = retrieverEncoderNames(config);
+      const tasks = new Map(names.filter((n) => n.startsWith('query.')).map((n) => [n.slice('query.'.length), runner(n)]));
+      const query = names.includes('query') ? runner('query') : names.includes('encoder') ? runner('encoder') : [...tasks.values()][0]!;
+      return new ServingEncoder(config, text, tokenizer, dim, 'core', { query, passage: names.includes('passage') ? runner('passage') : query, tasks });
+    }
+    const ort = onnxRuntime();
     const bytes = new Map<string, Uint8Array>();
     const graphs = retrieverGraphs(source, (file, make) => bytes.set(file, make()));
     const opts = servingSessionOptions(threads);
-    const opened = new Map<string, OrtSession>();
+    const opened = new Map<string, Runner>();
     const session = async (file: string) => {
-      if (!opened.has(file)) opened.set(file, await ort.InferenceSession.create(bytes.get(file)!, opts));
+      if (!opened.has(file)) opened.set(file, ortRunner(await ort.InferenceSession.create(bytes.get(file)!, opts)));
       return opened.get(file)!;
     };
-    const tasks = new Map<string, OrtSession>();
+    const tasks = new Map<string, Runner>();
     for (const [t, f] of Object.entries(graphs.tasks ?? {})) tasks.set(t, await session(f));
-    const e = config.encoder;
-    return new OnnxEncoder(config, text, tokenizer, e.projectionDim > 0 ? e.projectionDim : e.hiddenSize, { query: await session(graphs.query), passage: await session(graphs.passage), tasks });
+    return new ServingEncoder(config, text, tokenizer, dim, 'onnx-runtime', { query: await session(graphs.query), passage: await session(graphs.passage), tasks });
   }
 
   /**
@@ -187,10 +232,10 @@ export class OnnxEncoder {
   /** Releases the sessions. */
   async dispose(): Promise<void> {
     const all = new Set([this.sessions.query, this.sessions.passage, ...this.sessions.tasks.values()]);
-    for (const s of all) await s.release();
+    for (const r of all) await r.release();
   }
 
-  private async encodeChunks(n: number, session: OrtSession, tokenize: (s: number, e: number) => Promise<EncodedBatch>): Promise<Float32Array> {
+  private async encodeChunks(n: number, session: Runner, tokenize: (s: number, e: number) => Promise<EncodedBatch>): Promise<Float32Array> {
     if (n === 0) throw new QuorumError('ERR_ARG', 'nothing to encode: give at least one text');
     const out = new Float32Array(n * this.dim);
     for (let s = 0; s < n; s += CHUNK) {
@@ -200,19 +245,7 @@ export class OnnxEncoder {
     return out;
   }
 
-  private async run(session: OrtSession, b: Pick<EncodedBatch, 'ids' | 'typeIds' | 'lengths' | 'rows' | 'seqLen'>): Promise<Float32Array> {
-    const ort = onnxRuntime();
-    const dims = [b.rows, b.seqLen];
-    const mask = new BigInt64Array(b.rows * b.seqLen);
-    for (let r = 0; r < b.rows; r++) mask.fill(1n, r * b.seqLen, r * b.seqLen + b.lengths[r]!);
-    const out = await session.run(
-      {
-        input_ids: new ort.Tensor('int64', BigInt64Array.from(b.ids, BigInt), dims),
-        attention_mask: new ort.Tensor('int64', mask, dims),
-        token_type_ids: new ort.Tensor('int64', BigInt64Array.from(b.typeIds, BigInt), dims),
-      },
-      ['sentence_embedding'],
-    );
-    return out.sentence_embedding!.data as Float32Array;
+  private run(runner: Runner, b: Pick<EncodedBatch, 'ids' | 'typeIds' | 'lengths' | 'rows' | 'seqLen'>): Promise<Float32Array> {
+    return runner.run(b);
   }
 }
