@@ -6,16 +6,15 @@ import { join } from 'node:path';
 import { readBeirCorpus } from '../data/beir.js';
 import { DenseIndex } from '../dense-index.js';
 import { QuorumError } from '../errors.js';
-import type { Pooling } from '../models/config.js';
+import { POOLINGS, type Pooling } from '../models/config.js';
 import type { PretrainedOptions } from '../models/hf.js';
 import { Retriever } from '../models/retriever.js';
 import { progress } from '../progress.js';
 
-const POOLINGS: readonly string[] = ['cls', 'mean', 'max'];
 
 /** --pooling / --normalize as options for a Hugging Face directory (a Quorum directory refuses them). */
 export function hfModelOptions(o: { pooling?: string; normalize?: boolean }): PretrainedOptions {
-  if (o.pooling !== undefined && !POOLINGS.includes(o.pooling)) throw new QuorumError('ERR_ARG', `--pooling must be cls, mean or max, got '${o.pooling}'`);
+  if (o.pooling !== undefined && !POOLINGS.includes(o.pooling as Pooling)) throw new QuorumError('ERR_ARG', `--pooling must be cls, mean or max, got '${o.pooling}'`);
   return { ...(o.pooling !== undefined ? { pooling: o.pooling as Pooling } : {}), ...(o.normalize !== undefined ? { normalize: o.normalize } : {}) };
 }
 

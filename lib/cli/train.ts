@@ -2,7 +2,7 @@
 // selection when present), initialised from GloVe, written as a model directory (Retriever.load reads it).
 import { join } from 'node:path';
 
-import type { EncoderConfig, Pooling, RetrieverPreset } from '../models/config.js';
+import { POOLINGS, type EncoderConfig, type Pooling, type RetrieverPreset } from '../models/config.js';
 import { loadPretrainedWeights, readPretrained, type PretrainedBert } from '../models/hf.js';
 import { prepareTraining } from '../train/prepare.js';
 import { fitPoolingToCorpus, initFromGlove } from '../train/init.js';
@@ -13,7 +13,7 @@ import { check } from '../validate.js';
 import { tuneModelHybrid } from './eval.js';
 
 export const PRESETS: readonly RetrieverPreset[] = ['taser', 'bi-encoder', 'siamese'];
-export const POOLINGS: readonly Pooling[] = ['mean', 'max', 'cls'];
+export { POOLINGS } from '../models/config.js';
 
 export interface TrainCommandOptions {
   data: string;

@@ -1,4 +1,5 @@
 // The texts and labelled questions that training, validation and the methods' corpora pass around.
+import { mustBeArray, mustBeObject, mustBeString } from '../validate.js';
 
 /** One labelled question for contrastive training, its passages named by corpus row. */
 export interface TrainingExample {
@@ -23,3 +24,18 @@ export interface PassageText {
   /** The passage's text (the second segment). */
   text: string;
 }
+
+/**
+ * Passages as an encoder reads them, checked (ERR_ARG naming the first bad one): a passage without a title (a
+ * corpus.jsonl line may have none) reads as one with an empty title.
+ */
+export function passageTexts(passages: readonly PassageText[]): PassageText[] {
+  mustBeArray(passages, 'passages');
+  return passages.map((p, i) => {
+    mustBeObject(p, `passages[${i}]`);
+    mustBeString(p.text, `passages[${i}].text`);
+    if (p.title !== undefined) mustBeString(p.title, `passages[${i}].title`);
+    return { title: p.title ?? '', text: p.text };
+  });
+}
+

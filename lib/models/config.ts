@@ -86,6 +86,9 @@ export interface EncoderConfig {
 /** How an encoder turns its token states into one vector. */
 export type Pooling = 'cls' | 'mean' | 'max';
 
+/** Every pooling, in the order the command line lists them. */
+export const POOLINGS: readonly Pooling[] = ['mean', 'max', 'cls'];
+
 /** How question and passage encoders are arranged. */
 export type RetrieverPreset = 'bi-encoder' | 'siamese' | 'taser';
 

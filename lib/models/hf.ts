@@ -11,8 +11,9 @@ import { readSafetensors, type SafetensorsTensor } from '../io/safetensors.js';
 import { readHfTokenizerSpec } from '../text/hf-tokenizer.js';
 import { WordPieceTokenizer } from '../text/tokenizer.js';
 import { checkOptions, mustBeMap, mustBeModelLike, mustBeObject, mustBeString, optionKeys } from '../validate.js';
-import type { EncoderConfig, Pooling } from './config.js';
-import { mapBertCheckpoint } from './checkpoint-map.js';
+import { POOLINGS, type EncoderConfig, type Pooling } from './config.js';
+import { mapBertCheckpoint, type MappedCheckpoint } from './checkpoint-map.js';
+import type { TextSettings } from './model-dir.js';
 
 /** What {@link readPretrained} found in a directory. */
 export interface PretrainedBert {
@@ -39,7 +40,6 @@ export interface PretrainedOptions {
 }
 
 const pretrainedKeys = optionKeys<PretrainedOptions>()(['pooling', 'normalize']);
-const POOLINGS: readonly Pooling[] = ['cls', 'mean', 'max'];
 
 type Json = Record<string, unknown>;
 const bad = (path: string, message: string) => new QuorumError('ERR_FORMAT', `${path}: ${message}`);
@@ -264,13 +264,24 @@ export interface PretrainedTarget {
  */
 export function loadPretrainedWeights(model: PretrainedTarget, bert: Pick<PretrainedBert, 'dir' | 'weights'>, o: { strict: boolean }): { missing: string[]; unused: string[] } {
   mustBeModelLike(model, ['encoderNames', 'setParameter'], 'model', 'encoder');
+  const mapped = mapPretrained(bert, model.config.encoder, o);
+  for (const e of model.encoderNames()) for (const [name, values] of mapped.tensors) model.setParameter(`${e}.${name}`, values);
+  return { missing: mapped.missing, unused: mapped.unused };
+}
+
+/**
+ * A checkpoint's tensors under the parameter names of `encoder` (mapBertCheckpoint), with every check a load needs:
+ * shapes (ERR_FORMAT naming the directory and tensor), no integer tensor read as a weight, finite values, and with
+ * `strict` no parameter missing. What {@link loadPretrainedWeights}, CAME's initialization and the serving path share.
+ */
+export function mapPretrained(bert: Pick<PretrainedBert, 'dir' | 'weights'>, encoder: EncoderConfig, o: { strict: boolean }): MappedCheckpoint {
   mustBeObject(bert, 'checkpoint');
   mustBeMap(bert.weights, 'checkpoint weights');
   mustBeObject(o, 'options');
   if (typeof o.strict !== 'boolean') throw new QuorumError('ERR_ARG', 'options.strict must be a boolean');
-  let mapped;
+  let mapped: MappedCheckpoint;
   try {
-    mapped = mapBertCheckpoint(bert.weights, model.config.encoder);
+    mapped = mapBertCheckpoint(bert.weights, encoder);
   } catch (e) {
     if (e instanceof QuorumError) throw new QuorumError(e.code === 'ERR_SHAPE' ? 'ERR_FORMAT' : e.code, `${bert.dir}: ${e.message}`, { cause: e });
     throw e;
@@ -285,8 +296,16 @@ export function loadPretrainedWeights(model: PretrainedTarget, bert: Pick<Pretra
       throw new QuorumError('ERR_FORMAT', `${bert.dir}: ${name} is ${t.dtype}; only floating-point (unquantized) checkpoints load as weights`);
   for (const [name, values] of mapped.tensors)
     if (!values.every(Number.isFinite)) throw new QuorumError('ERR_FORMAT', `${bert.dir}: ${name} holds non-finite values`);
-  for (const e of model.encoderNames()) for (const [name, values] of mapped.tensors) model.setParameter(`${e}.${name}`, values);
-  return { missing: mapped.missing, unused: mapped.unused };
+  return mapped;
+}
+
+/**
+ * How a checkpoint's texts become ids when it is loaded as it is: questions cut at 64 tokens, passages at
+ * sentence-transformers' max_seq_length (else 256), both within the position table; no task markers.
+ */
+export function pretrainedText(bert: Pick<PretrainedBert, 'encoder' | 'maxSeqLength'>): TextSettings {
+  const positions = bert.encoder.maxPositions;
+  return { maxQueryLength: Math.min(64, positions), maxPassageLength: Math.min(bert.maxSeqLength ?? 256, positions), taskMarkers: false };
 }
 
 /**

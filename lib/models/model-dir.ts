@@ -92,6 +92,15 @@ export function storeHybrid(dir: string, hybrid: StoredHybrid): ModelCard {
  */
 export type WeightStorage = 'F32' | 'BF16' | 'Q8';
 
+/**
+ * A question's task as the model reads it: the task's index among `tasks` (-1 for none or an unknown one) and, when
+ * the text settings use task markers, the marker's token id (`[unused<index + 1>]`).
+ */
+export function queryTask(tasks: readonly string[], text: TextSettings, tokenizer: WordPieceTokenizer, task: string | undefined): { index: number; marker?: number } {
+  const index = task === undefined ? -1 : tasks.indexOf(task);
+  return text.taskMarkers && index >= 0 ? { index, marker: tokenizer.markerId(index + 1) } : { index };
+}
+
 /** A command line's `--dtype` (f32, bf16 or q8, any case) as a {@link WeightStorage}; ERR_ARG otherwise. */
 export function weightStorageOption(value: string): WeightStorage {
   const upper = typeof value === 'string' ? value.toUpperCase() : '';

@@ -12,9 +12,9 @@ import type { WordPieceTokenizer } from '../text/tokenizer.js';
 import type { Tensor } from '../tensor.js';
 import { readTokenizerFiles } from '../text/tokenizer-files.js';
 import { encodeTable } from './encode-corpus.js';
-import type { PassageText } from '../data/examples.js';
-import { loadWeights, modelDir, readModelCard, saveModelDir, type ModelCard, type SaveModelOptions } from './model-dir.js';
-import { isHfModelDir, loadPretrainedWeights, readPretrained, type PretrainedOptions } from './hf.js';
+import { passageTexts, type PassageText } from '../data/examples.js';
+import { loadWeights, modelDir, queryTask, readModelCard, saveModelDir, type ModelCard, type SaveModelOptions } from './model-dir.js';
+import { isHfModelDir, loadPretrainedWeights, pretrainedText, readPretrained, type PretrainedOptions } from './hf.js';
 import { TrainableTable, type OptimizerOptions } from './parameter-table.js';
 import { TokenTable } from './token-table.js';
 import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../validate.js';
@@ -195,12 +195,11 @@ export class Retriever extends TrainableTable {
       throw e;
     }
     loadPretrainedWeights(model, bert, { strict: true });
-    const positions = bert.encoder.maxPositions;
     const card: ModelCard = {
       format: 'quorum-retriever',
       version: 1,
       config: model.config,
-      text: { maxQueryLength: Math.min(64, positions), maxPassageLength: Math.min(bert.maxSeqLength ?? 256, positions), taskMarkers: false },
+      text: pretrainedText(bert),
       weights: { file: 'model.safetensors', dtype: 'F32' },
       training: { pretrained: dir, pooling: bert.poolingSource },
     };
@@ -233,8 +232,7 @@ export class Retriever extends TrainableTable {
     mustBeArray(texts, 'questions');
     texts.forEach((t, i) => mustBeString(t, `questions[${i}]`));
     const { card, tokenizer } = this.requireLoaded();
-    const t = options.task === undefined ? -1 : this.config.tasks.indexOf(options.task);
-    const marker = card.text.taskMarkers && t >= 0 ? tokenizer.markerId(t + 1) : undefined;
+    const { index: t, marker } = queryTask(this.config.tasks, card.text, tokenizer, options.task);
     const table = await TokenTable.build(tokenizer, texts, { maxLength: card.text.maxQueryLength, marker });
     return encodeTable(this, table, { side: 'query', task: Math.max(t, 0) });
   }
@@ -242,14 +240,7 @@ export class Retriever extends TrainableTable {
   /** Embeds passages (title and text as a pair), off the main thread. */
   async encodePassages(passages: readonly PassageText[], options: { onProgress?: (done: number, total: number) => void } = {}): Promise<Tensor<'f32'>> {
     checkOptions(options, passageKeys, 'encodePassages options');
-    mustBeArray(passages, 'passages');
-    // A passage without a title (a corpus.jsonl line may have none) reads as one with an empty title.
-    const texts = passages.map((p, i) => {
-      mustBeObject(p, `passages[${i}]`);
-      mustBeString(p.text, `passages[${i}].text`);
-      if (p.title !== undefined) mustBeString(p.title, `passages[${i}].title`);
-      return { title: p.title ?? '', text: p.text };
-    });
+    const texts = passageTexts(passages);
     const { card, tokenizer } = this.requireLoaded();
     const table = await TokenTable.passages(tokenizer, texts, card.text.maxPassageLength);
     return encodeTable(this, table, { side: 'passage', onProgress: options.onProgress });

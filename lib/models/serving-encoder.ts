@@ -8,27 +8,28 @@ import { createRequire } from 'node:module';
 import { QuorumError } from '../errors.js';
 import { readTokenizerFiles } from '../text/tokenizer-files.js';
 import type { EncodedBatch, WordPieceTokenizer } from '../text/tokenizer.js';
-import type { PassageText } from '../data/examples.js';
+import { passageTexts, type PassageText } from '../data/examples.js';
 import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../validate.js';
 import { retrieverEncoderNames, type RetrieverConfig } from './config.js';
 import { retrieverGraphs } from './export.js';
-import { isHfModelDir, readPretrained, type PretrainedOptions } from './hf.js';
-import { mapBertCheckpoint } from './checkpoint-map.js';
+import { isHfModelDir, mapPretrained, pretrainedText, readPretrained, type PretrainedOptions } from './hf.js';
 import { EmbeddingBagEncoder, isEmbeddingBag } from './embedding-bag.js';
-import { modelDir, readModelCard, readModelParameters, type TextSettings } from './model-dir.js';
+import { modelDir, queryTask, readModelCard, readModelParameters, type TextSettings } from './model-dir.js';
 
-/** What ServingEncoder needs of onnxruntime-node (declared here so that the package's types do not need it). */
-interface OrtTensor {
+/** @internal What ServingEncoder needs of onnxruntime-node (declared here so that the package's types do not need it). */
+export interface OrtTensor {
   data: unknown;
   dims: readonly number[];
 }
-interface OrtSession {
+/** @internal An ONNX Runtime session, as the serving path uses it. */
+export interface OrtSession {
   run(feeds: Record<string, OrtTensor>, fetches?: string[]): Promise<Record<string, OrtTensor>>;
   release(): Promise<void>;
 }
-interface Ort {
+/** @internal The part of onnxruntime-node the serving path uses. */
+export interface Ort {
   InferenceSession: { create(model: Uint8Array, options?: Record<string, unknown>): Promise<OrtSession> };
-  Tensor: new (type: string, data: BigInt64Array, dims: readonly number[]) => OrtTensor;
+  Tensor: new (type: 'int64' | 'float32', data: BigInt64Array | Float32Array, dims: readonly number[]) => OrtTensor;
 }
 
 let ortModule: Ort | undefined;
@@ -149,11 +150,9 @@ export class ServingEncoder {
     if (isHfModelDir(dir)) {
       const bert = readPretrained(dir, pretrained);
       config = { preset: 'siamese', encoder: bert.encoder, tasks: [], perTaskQueryEncoders: false };
-      const mapped = mapBertCheckpoint(bert.weights, bert.encoder);
-      if (mapped.missing.length) throw new QuorumError('ERR_FORMAT', `${dir}: the weights have no ${mapped.missing[0]}`);
+      const mapped = mapPretrained(bert, bert.encoder, { strict: true });
       params = new Map([...mapped.tensors].map(([n, v]) => [`encoder.${n}`, v]));
-      const positions = bert.encoder.maxPositions;
-      text = { maxQueryLength: Math.min(64, positions), maxPassageLength: Math.min(bert.maxSeqLength ?? 256, positions), taskMarkers: false };
+      text = pretrainedText(bert);
       tokenizer = bert.tokenizer;
     } else {
       if (Object.keys(pretrained).length) throw new QuorumError('ERR_ARG', `${dir} is a Quorum model directory: its pooling and normalization are its own`);
@@ -204,22 +203,16 @@ export class ServingEncoder {
     checkOptions(options, queryKeys, 'encodeQueries options');
     mustBeArray(texts, 'questions');
     texts.forEach((t, i) => mustBeString(t, `questions[${i}]`));
-    const t = options.task === undefined ? -1 : this.config.tasks.indexOf(options.task);
-    const marker = this.text.taskMarkers && t >= 0 ? this.tokenizer.markerId(t + 1) : undefined;
+    const { marker } = queryTask(this.config.tasks, this.text, this.tokenizer, options.task);
     const session = (options.task !== undefined ? this.sessions.tasks.get(options.task) : undefined) ?? (this.sessions.tasks.size ? [...this.sessions.tasks.values()][0]! : this.sessions.query);
     return this.encodeChunks(texts.length, session, (s, e) => this.tokenizer.encodeAsync(texts.slice(s, e), { maxLength: this.text.maxQueryLength, ...(marker !== undefined ? { marker } : {}) }));
   }
 
   /** Embeds passages (title and text as a pair, as the model was trained). */
   async encodePassages(passages: readonly PassageText[]): Promise<Float32Array> {
-    mustBeArray(passages, 'passages');
-    passages.forEach((p, i) => {
-      mustBeObject(p, `passages[${i}]`);
-      mustBeString(p.text, `passages[${i}].text`);
-      if (p.title !== undefined) mustBeString(p.title, `passages[${i}].title`);
-    });
-    return this.encodeChunks(passages.length, this.sessions.passage, (s, e) =>
-      this.tokenizer.encodeAsync(passages.slice(s, e).map((p) => p.title ?? ''), { pairs: passages.slice(s, e).map((p) => p.text), maxLength: this.text.maxPassageLength }),
+    const texts = passageTexts(passages);
+    return this.encodeChunks(texts.length, this.sessions.passage, (s, e) =>
+      this.tokenizer.encodeAsync(texts.slice(s, e).map((p) => p.title), { pairs: texts.slice(s, e).map((p) => p.text), maxLength: this.text.maxPassageLength }),
     );
   }
 

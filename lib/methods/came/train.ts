@@ -19,8 +19,7 @@ import type { TokenTable } from '../../models/token-table.js';
 import { encodeCame, fitLexicalBias } from './encode.js';
 import { initFromGlove } from '../../train/init.js';
 import type { GloveVectors } from '../../models/glove.js';
-import { mapBertCheckpoint } from '../../models/checkpoint-map.js';
-import type { PretrainedBert } from '../../models/hf.js';
+import { mapPretrained, type PretrainedBert } from '../../models/hf.js';
 import type { CameStepStats, CameExpertName, CameModel } from './model.js';
 import { CAME_PASSAGE_TERMS, CAME_QUERY_TERMS, CameRetriever } from './retriever.js';
 import { expertScores } from './scores.js';
@@ -321,12 +320,7 @@ export function initCameFromPretrained(came: CameRetriever, bert: Pick<Pretraine
   const missing: string[][] = [];
   for (const m of came.models) {
     const shared = m.config.encoder.layers;
-    let mapped;
-    try {
-      mapped = mapBertCheckpoint(bert.weights, { ...m.config.encoder, layers: shared + m.config.expertLayers });
-    } catch (e) {
-      throw e instanceof QuorumError ? new QuorumError('ERR_FORMAT', `${bert.dir}: ${e.message}`, { cause: e }) : e;
-    }
+    const mapped = mapPretrained(bert, { ...m.config.encoder, layers: shared + m.config.expertLayers }, { strict: false });
     const left = new Set(m.parameters().map((p) => p.name));
     const set = (name: string, values: Float32Array) => {
       if (!left.delete(name)) return;

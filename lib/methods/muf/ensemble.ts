@@ -251,23 +251,7 @@ export class MlpEnsemble extends ParameterTable {
 
   /** Heads from {@link toBytes}' output: ERR_FORMAT for another format, a bad configuration or missing tensors. */
   static fromBytes(bytes: Uint8Array, where = 'ensemble'): MlpEnsemble {
-    if (!(bytes instanceof Uint8Array)) throw new QuorumError('ERR_ARG', 'fromBytes needs a Uint8Array');
-    let tensors: Map<string, SafetensorsTensor>;
-    let header: Record<string, string>;
-    try {
-      tensors = readSafetensors(bytes);
-      header = safetensorsMetadata(bytes);
-    } catch (e) {
-      if (e instanceof QuorumError) throw new QuorumError(e.code, `${where}: ${e.message}`, { cause: e });
-      throw e;
-    }
-    if (header.format !== FORMAT) throw new QuorumError('ERR_FORMAT', `${where}: not a MUF ensemble file (format '${header.format ?? ''}')`);
-    let config: EnsembleConfig;
-    try {
-      config = JSON.parse(header.config ?? '') as EnsembleConfig;
-    } catch {
-      throw new QuorumError('ERR_FORMAT', `${where}: its configuration is not JSON`);
-    }
+    const { config, tensors } = readEnsembleFile(bytes, where);
     let heads: MlpEnsemble;
     try {
       heads = MlpEnsemble.create(config);
@@ -292,5 +276,28 @@ export class MlpEnsemble extends ParameterTable {
       throw new QuorumError('ERR_IO', `cannot read ${path}`, { cause: e });
     }
     return MlpEnsemble.fromBytes(bytes, path);
+  }
+}
+
+/**
+ * The configuration and tensors of {@link MlpEnsemble.toBytes}' output, without building the heads (no libtorch: the
+ * serving path reads them into an ONNX graph). ERR_FORMAT for another format or a configuration that is not JSON.
+ */
+export function readEnsembleFile(bytes: Uint8Array, where = 'ensemble'): { config: EnsembleConfig; tensors: Map<string, SafetensorsTensor> } {
+  if (!(bytes instanceof Uint8Array)) throw new QuorumError('ERR_ARG', 'fromBytes needs a Uint8Array');
+  let tensors: Map<string, SafetensorsTensor>;
+  let header: Record<string, string>;
+  try {
+    tensors = readSafetensors(bytes);
+    header = safetensorsMetadata(bytes);
+  } catch (e) {
+    if (e instanceof QuorumError) throw new QuorumError(e.code, `${where}: ${e.message}`, { cause: e });
+    throw e;
+  }
+  if (header.format !== FORMAT) throw new QuorumError('ERR_FORMAT', `${where}: not a MUF ensemble file (format '${header.format ?? ''}')`);
+  try {
+    return { config: JSON.parse(header.config ?? '') as EnsembleConfig, tensors };
+  } catch {
+    throw new QuorumError('ERR_FORMAT', `${where}: its configuration is not JSON`);
   }
 }

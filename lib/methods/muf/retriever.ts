@@ -132,6 +132,34 @@ const searchAllKeys = optionKeys<{ tasks?: unknown }>()(['tasks']);
 const loadKeys = optionKeys<Pick<MufOptions, 'onProgress'>>()(['onProgress']);
 const calibrateKeys = optionKeys<{ grid?: unknown }>()(['grid']);
 
+/**
+ * A MUF directory's card (checked to name experts), corpus ids and each expert's folder, as {@link MufRetriever.load}
+ * and the libtorch-free MufServer read them.
+ */
+export function readMufDir(dir: string): { card: MufCard; cardPath: string; ids: string[]; experts: Array<{ expert: MufCard['experts'][number]; base: string }> } {
+  const { card, path: cardPath } = readSavedCard<MufCard>(dir, mufFormat);
+  if (!Array.isArray(card.experts) || card.experts.length === 0) throw new QuorumError('ERR_FORMAT', `${cardPath}: no experts`);
+  const ids = readTextFile(join(dir, 'corpus-ids.txt')).split('\n');
+  if (ids.at(-1) === '') ids.pop();
+  const experts = card.experts.map((expert) => ({ expert, base: savedFile(join(dir, 'experts'), expert.name, cardPath, 'expert name') }));
+  return { card: card as MufCard, cardPath, ids, experts };
+}
+
+/** An expert folder's corpus vectors, checked to be [n, dim]. */
+export function readExpertPassages(base: string, n: number, dim: number): Tensor<'f32'> {
+  const p = readSafetensors(readFileBytes(join(base, 'passages.safetensors'))).get('passages');
+  if (!p || p.shape.length !== 2 || p.shape[0] !== n || p.shape[1] !== dim)
+    throw new QuorumError('ERR_FORMAT', `${base}/passages.safetensors: expected [${n}, ${dim}] passage vectors`);
+  return Tensor.from(p.data, [n, dim]);
+}
+
+/** An expert's top-L as a run keyed by query index, with corpus ids. */
+export function expertRun(top: { hits(b: number): Array<{ id: number; score: number }> }, queries: number, corpusIds: readonly string[]): Map<string, ScoredDoc[]> {
+  const run = new Map<string, ScoredDoc[]>();
+  for (let b = 0; b < queries; b++) run.set(String(b), top.hits(b).map((h) => ({ id: corpusIds[h.id]!, score: h.score })));
+  return run;
+}
+
 /** Every expert's list and confidence for a batch of queries: what the fusions read. */
 export interface Collected {
   /** Queries in the batch (lists are keyed by the query's index as a string). */
@@ -414,9 +442,7 @@ export class MufRetriever {
         conf[i] = await this.confidence(e, z, e.calibration!.temperature);
         t.mi += performance.now() - t0;
       }
-      const run = new Map<string, ScoredDoc[]>();
-      for (let b = 0; b < B; b++) run.set(String(b), top.hits(b).map((h) => ({ id: this.corpusIds[h.id]!, score: h.score })));
-      runs.push(run);
+      runs.push(expertRun(top, B, this.corpusIds));
     }
     return { size: B, runs, conf };
   }
@@ -500,18 +526,11 @@ export class MufRetriever {
   static async load(dir: string, options: Pick<MufOptions, 'onProgress'> = {}): Promise<MufRetriever> {
     mustBeString(dir, 'MUF directory');
     checkOptions(options, loadKeys, 'MUF load options');
-    const { card, path: cardPath } = readSavedCard<MufCard>(dir, mufFormat);
-    if (!Array.isArray(card.experts) || card.experts.length === 0) throw new QuorumError('ERR_FORMAT', `${cardPath}: no experts`);
-    const ids = readTextFile(join(dir, 'corpus-ids.txt')).split('\n');
-    if (ids.at(-1) === '') ids.pop();
+    const { card, cardPath, ids, experts } = readMufDir(dir);
     const state: ExpertState[] = [];
-    for (const x of card.experts) {
-      const base = savedFile(join(dir, 'experts'), x.name, cardPath, 'expert name');
+    for (const { expert: x, base } of experts) {
       const model = await Retriever.load(join(base, 'model'));
-      const tensors = readSafetensors(readFileBytes(join(base, 'passages.safetensors')));
-      const p = tensors.get('passages');
-      if (!p || p.shape.length !== 2 || p.shape[0] !== ids.length || p.shape[1] !== model.dim)
-        throw new QuorumError('ERR_FORMAT', `${base}/passages.safetensors: expected [${ids.length}, ${model.dim}] passage vectors`);
+      const p = readExpertPassages(base, ids.length, model.dim);
       const headsPath = join(base, 'heads.safetensors');
       const heads = existsSync(headsPath) ? MlpEnsemble.load(headsPath) : undefined;
       if (heads && heads.config.dim !== model.dim) throw new QuorumError('ERR_FORMAT', `${headsPath}: heads of width ${heads.config.dim} for a ${model.dim}-d expert`);
@@ -520,7 +539,7 @@ export class MufRetriever {
         task: x.task,
         model,
         modelPath: join(base, 'model'),
-        passages: Tensor.from(p.data, [p.shape[0], p.shape[1]]),
+        passages: p,
         ...(heads ? { heads } : {}),
         ...(x.training ? { training: x.training } : {}),
         ...(x.calibration ? { calibration: x.calibration } : {}),

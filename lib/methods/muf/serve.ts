@@ -6,23 +6,17 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { readFileBytes, readTextFile } from '../../data/files.js';
+import { readFileBytes } from '../../data/files.js';
 import { gatherScores, scoreTopK } from '../../dense.js';
 import { QuorumError } from '../../errors.js';
 import type { ScoredDoc } from '../../eval/ranking.js';
-import { readSafetensors, safetensorsMetadata } from '../../io/safetensors.js';
-import { readSavedCard, savedFile } from '../../io/saved-dir.js';
 import { mufHeadsOnnx } from '../../models/onnx-export.js';
-import { ServingEncoder, onnxRuntime, servingSessionOptions } from '../../models/serving-encoder.js';
+import { ServingEncoder, onnxRuntime, servingSessionOptions, type OrtSession } from '../../models/serving-encoder.js';
 import { Tensor } from '../../tensor.js';
 import { ensembleMI } from '../../uncertainty.js';
 import { checkOptions, mustBeArray, mustBeString, optionKeys } from '../../validate.js';
-import { fuseCollected, mufFormat, type Collected, type MufCard, type MufHits } from './retriever.js';
-
-interface OrtSession {
-  run(feeds: Record<string, unknown>, fetches?: string[]): Promise<Record<string, { data: unknown }>>;
-  release(): Promise<void>;
-}
+import { readEnsembleFile } from './ensemble.js';
+import { expertRun, fuseCollected, readExpertPassages, readMufDir, type Collected, type MufHits } from './retriever.js';
 
 interface ServedExpert {
   name: string;
@@ -68,26 +62,19 @@ export class MufServer {
   static async load(dir: string, options: { threads?: number } = {}): Promise<MufServer> {
     mustBeString(dir, 'MUF directory');
     checkOptions(options, loadKeys, 'MufServer options');
-    const ort = onnxRuntime() as unknown as { InferenceSession: { create(b: Uint8Array, o?: object): Promise<OrtSession> } };
-    const { card, path: cardPath } = readSavedCard<MufCard>(dir, mufFormat);
-    if (!Array.isArray(card.experts) || card.experts.length === 0) throw new QuorumError('ERR_FORMAT', `${cardPath}: no experts`);
-    if (!Number.isInteger(card.topL) || (card.topL as number) < 2) throw new QuorumError('ERR_FORMAT', `${cardPath}: topL must be an integer >= 2`);
-    const ids = readTextFile(join(dir, 'corpus-ids.txt')).split('\n');
-    if (ids.at(-1) === '') ids.pop();
+    const ort = onnxRuntime();
+    const { card, cardPath, ids, experts: folders } = readMufDir(dir);
+    if (!Number.isInteger(card.topL) || card.topL < 2) throw new QuorumError('ERR_FORMAT', `${cardPath}: topL must be an integer >= 2`);
     const experts: ServedExpert[] = [];
     try {
-      for (const x of card.experts) {
-        const base = savedFile(join(dir, 'experts'), x.name, cardPath, 'expert name');
+      for (const { expert: x, base } of folders) {
         const encoder = await ServingEncoder.load(join(base, 'model'), options);
-        const p = readSafetensors(readFileBytes(join(base, 'passages.safetensors'))).get('passages');
-        if (!p || p.shape.length !== 2 || p.shape[0] !== ids.length || p.shape[1] !== encoder.dim)
-          throw new QuorumError('ERR_FORMAT', `${base}/passages.safetensors: expected [${ids.length}, ${encoder.dim}] passage vectors`);
+        const passages = readExpertPassages(base, ids.length, encoder.dim);
         const headsPath = join(base, 'heads.safetensors');
         if (!existsSync(headsPath)) throw new QuorumError('ERR_STATE', `expert '${x.name}' has no trained heads (${headsPath})`);
-        const bytes = readFileBytes(headsPath);
-        const config = JSON.parse(safetensorsMetadata(bytes).config ?? 'null') as { dim: number; hidden: number; layers: number; members: number } | null;
-        if (!config || config.dim !== encoder.dim) throw new QuorumError('ERR_FORMAT', `${headsPath}: no head configuration for a ${encoder.dim}-d expert`);
-        const tensors = readSafetensors(bytes);
+        const { config, tensors } = readEnsembleFile(readFileBytes(headsPath), headsPath);
+        if (config?.dim !== encoder.dim) throw new QuorumError('ERR_FORMAT', `${headsPath}: heads of width ${config?.dim} for a ${encoder.dim}-d expert`);
+        const full = { hidden: 512, layers: 2, members: 20, ...config };
         const graph = mufHeadsOnnx(
           {
             getParameter: (name) => {
@@ -96,18 +83,10 @@ export class MufServer {
               return t.data;
             },
           },
-          config,
+          full,
         );
         const heads = await ort.InferenceSession.create(graph, servingSessionOptions(options.threads));
-        experts.push({
-          name: x.name,
-          task: x.task,
-          encoder,
-          passages: Tensor.from(p.data, [p.shape[0], p.shape[1]]),
-          heads,
-          members: config.members,
-          ...(x.calibration ? { temperature: x.calibration.temperature } : {}),
-        });
+        experts.push({ name: x.name, task: x.task, encoder, passages, heads, members: full.members, ...(x.calibration ? { temperature: x.calibration.temperature } : {}) });
       }
     } catch (e) {
       for (const x of experts) {
@@ -117,7 +96,7 @@ export class MufServer {
       }
       throw e;
     }
-    return new MufServer(experts, ids, card.topL as number);
+    return new MufServer(experts, ids, card.topL);
   }
 
   /**
@@ -143,16 +122,13 @@ export class MufServer {
     for (const e of this.experts) {
       const q = await e.encoder.encodeQueries(queries, { task: e.task });
       const top = await scoreTopK(Tensor.from(q, [B, e.encoder.dim]), e.passages, L);
-      const run = new Map<string, ScoredDoc[]>();
-      for (let b = 0; b < B; b++) run.set(String(b), top.hits(b).map((h) => ({ id: this.corpusIds[h.id]!, score: h.score })));
-      runs.push(run);
+      runs.push(expertRun(top, B, this.corpusIds));
       if (fusion === 'uniform' || e.members === 1) {
         // One member cannot disagree with itself: MI is 0 and the confidence 1.
         conf.push(new Float32Array(B).fill(1));
         continue;
       }
-      const ort = onnxRuntime();
-      const out = await e.heads.run({ query_embedding: new (ort as unknown as { Tensor: new (t: string, d: Float32Array, dims: number[]) => unknown }).Tensor('float32', q, [B, e.encoder.dim]) }, ['member_embeddings']);
+      const out = await e.heads.run({ query_embedding: new (onnxRuntime().Tensor)('float32', q, [B, e.encoder.dim]) }, ['member_embeddings']);
       const members = out.member_embeddings!.data as Float32Array; // [B, K, dim]
       // z[b, k, l] = member k of question b . passage top[b, l]: one gather over B * K rows.
       const K = e.members;
