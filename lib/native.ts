@@ -1,6 +1,6 @@
-// Locates and loads the native modules. The core module has no system dependencies and ships prebuilt
-// (prebuilds/<platform>-<arch>/, node-gyp-build's layout); faiss and torch link system libraries and are built where
-// the package is installed. Each is looked up in its environment variable's path, then the local build.
+// Locates and loads the native modules. The core (no system libraries) and the faiss module (faiss and OpenBLAS linked
+// in) ship prebuilt in prebuilds/<platform>-<arch>/; torch links the system's libtorch and is built where the package
+// is installed. Each is looked up in its environment variable's path, then the local build, then the prebuild.
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
@@ -75,28 +75,21 @@ function candidates(name: string, envVar: string): string[] {
   return out;
 }
 
-/** The core's prebuilt binary for this platform (prebuilds/<platform>-<arch>/, picked by node-gyp-build), if any. */
-function prebuiltCore(): string | undefined {
-  if (!existsSync(join(packageRoot, 'prebuilds'))) return undefined;
-  try {
-    const path = (require('node-gyp-build') as { path(dir: string): string }).path(packageRoot);
-    // node-gyp-build looks in build/Release first and takes any .node there; only a prebuild is wanted here.
-    return path.includes(`${join(packageRoot, 'prebuilds')}`) ? path : undefined;
-  } catch {
-    return undefined;
-  }
+/** The prebuilt binary shipped for this platform, `prebuilds/<platform>-<arch>/<name>.node` (scripts/prebuild.sh). */
+function prebuilt(name: string): string {
+  return join(packageRoot, 'prebuilds', `${process.platform}-${process.arch}`, `${name}.node`);
 }
 
+/** The modules that ship prebuilt: the core and DenseIndex's faiss module (docs/building.md, Prebuilt binaries). */
+const shippedPrebuilt = new Set(['quorum_core', 'quorum_faiss']);
+
 /**
- * Loads `<name>.node`: from `envVar`'s path, the local build, or (the core only) the shipped prebuild; throws
+ * Loads `<name>.node`: from `envVar`'s path, the local build, or the shipped prebuild; throws
  * ERR_BACKEND_UNAVAILABLE with the paths tried and the command that builds it when it is missing.
  */
 export function loadAddon<T>(name: string, envVar: string): T {
   const tried = candidates(name, envVar);
-  if (name === 'quorum_core') {
-    const prebuilt = prebuiltCore();
-    if (prebuilt) tried.push(prebuilt);
-  }
+  if (shippedPrebuilt.has(name)) tried.push(prebuilt(name));
   for (const path of tried) {
     if (existsSync(path)) return require(path) as T;
   }

@@ -1,5 +1,6 @@
-// npm's install step. The published package loads its core from prebuilds/ and needs nothing here; where no prebuild
-// matches this platform, node-gyp-build compiles the core from native/ (a C++ toolchain and python3 needed). A source
+// npm's install step. The published package loads its core (and DenseIndex's faiss module) from prebuilds/ and needs
+// nothing here; where no prebuilt core matches this platform, node-gyp-build compiles the core from native/ (a C++
+// toolchain and python3 needed). A source
 // checkout (it has bench/, which the package leaves out) builds everything with `npm run build` instead.
 'use strict';
 const { existsSync } = require('node:fs');
@@ -9,9 +10,11 @@ const { spawnSync } = require('node:child_process');
 const root = join(__dirname, '..');
 if (existsSync(join(root, 'bench'))) process.exit(0);
 const platform = `${process.platform}-${process.arch}`;
-const prebuilt = join(root, 'prebuilds', platform);
+if (existsSync(join(root, 'prebuilds', platform, 'quorum_core.node'))) process.exit(0);
 const needs = 'a C++17 compiler, make and python3 (Debian / Ubuntu: sudo apt-get install build-essential python3)';
-if (!existsSync(prebuilt)) console.error(`quorum: no prebuilt core for ${platform}; compiling it from native/, which needs ${needs}`);
-const result = spawnSync(process.execPath, [require.resolve('node-gyp-build/bin.js')], { cwd: root, stdio: 'inherit' });
+console.error(`quorum: no prebuilt core for ${platform}; compiling it from native/, which needs ${needs}`);
+// Build from source outright: node-gyp-build would otherwise take any .node it finds as the prebuild.
+const env = { ...process.env, npm_config_build_from_source: 'true' };
+const result = spawnSync(process.execPath, [require.resolve('node-gyp-build/bin.js')], { cwd: root, stdio: 'inherit', env });
 if (result.status !== 0) console.error(`quorum: building the core for ${platform} failed; it needs ${needs}. The rest of the install is unaffected.`);
 process.exit(result.status ?? 1);

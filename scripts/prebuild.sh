@@ -1,16 +1,38 @@
 #!/usr/bin/env bash
-# Builds the core's prebuilt binary for this platform into prebuilds/<platform>-<arch>/ (prebuildify, Node-API, no
-# system dependencies, no -march=native). prebuildify runs node-gyp in the package directory, which would wipe the
-# cmake-js build in build/; it runs in a scratch copy of the sources instead.
+# Builds the prebuilt binaries for this platform into prebuilds/<platform>-<arch>/ (docs/building.md, Prebuilt
+# binaries), each Node-API, stripped, without -march=native:
+#   quorum_core.node   the kernels (node-gyp through prebuildify; no system libraries)
+#   quorum_faiss.node  DenseIndex, with faiss and OpenBLAS linked in (cmake-js, -DQUORUM_STATIC_FAISS=ON; needs
+#                      libfaiss-dev and libopenblas-dev: scripts/bootstrap.sh)
+# Both build in scratch directories, so the cmake-js build in build/ is left alone. Each shipped module may need only
+# the C/C++ runtime (and libgomp): the script fails if ldd lists anything else, or if a Fortran symbol is undefined.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+platform="$(node -p 'process.platform + "-" + process.arch')"
+out="$root/prebuilds/$platform"
 # node-gyp needs Node's headers offline: use the system's when present (Debian's nodejs ships them in /usr).
 if [ -z "${npm_config_nodedir:-}" ] && [ -f /usr/include/node/common.gypi ]; then export npm_config_nodedir=/usr; fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-cp -r "$root/package.json" "$root/binding.gyp" "$root/native" "$work/"
-ln -s "$root/node_modules" "$work/node_modules"
-(cd "$work" && "$root/node_modules/.bin/prebuildify" --napi --strip)
-mkdir -p "$root/prebuilds"
-cp -r "$work/prebuilds/." "$root/prebuilds/"
-find "$root/prebuilds" -name '*.node' -printf 'prebuilt %p (%s bytes)\n'
+mkdir -p "$work/core" "$out"
+cp -r "$root/package.json" "$root/binding.gyp" "$root/native" "$work/core/"
+ln -s "$root/node_modules" "$work/core/node_modules"
+(cd "$work/core" && "$root/node_modules/.bin/prebuildify" --napi --strip)
+cp "$work/core/prebuilds/$platform/"*.node "$out/quorum_core.node"
+
+# cmake-js reads CMakeLists.txt from the working directory; the build tree goes to the scratch directory.
+(cd "$root" && "$root/node_modules/.bin/cmake-js" configure --out "$work/faiss" --CDQUORUM_TORCH=OFF \
+  --CDQUORUM_STATIC_FAISS=ON --CDCMAKE_BUILD_TYPE=Release > "$work/faiss.log" 2>&1) \
+  || { tail -20 "$work/faiss.log" >&2; echo "prebuild: configuring quorum_faiss failed" >&2; exit 1; }
+cmake --build "$work/faiss" --target quorum_faiss -j "$(nproc)" >> "$work/faiss.log" 2>&1 \
+  || { tail -20 "$work/faiss.log" >&2; echo "prebuild: building quorum_faiss failed" >&2; exit 1; }
+strip --strip-unneeded -o "$out/quorum_faiss.node" "$work/faiss/Release/quorum_faiss.node"
+
+allowed='^(linux-vdso|libc|libm|libstdc\+\+|libgcc_s|libgomp|ld-linux-x86-64)\.so'
+for module in "$out"/*.node; do
+  extra="$(ldd "$module" | awk '{print $1}' | sed 's#.*/##' | grep -Ev "$allowed" || true)"
+  if [ -n "$extra" ]; then echo "prebuild: $module needs $(echo $extra)" >&2; exit 1; fi
+  fortran="$(nm -D --undefined-only "$module" | grep -o '_gfortran_[A-Za-z0-9_]*' || true)"
+  if [ -n "$fortran" ]; then echo "prebuild: $module leaves $(echo $fortran) undefined" >&2; exit 1; fi
+  printf 'prebuilt %s (%s bytes)\n' "${module#$root/}" "$(stat -c %s "$module")"
+done

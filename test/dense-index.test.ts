@@ -171,6 +171,42 @@ describe('DenseIndex', () => {
     expect(Array.from(index.reconstructSync(ids[0]!))).toEqual(Array.from(x.subarray(0, d)));
   });
 
+  // These factories call LAPACK (eigen-decomposition, SVD, QR), which the prebuilt module links statically with a
+  // stand-in for the one Fortran runtime function it needs (native/index/gfortran_shim.cc).
+  it('the transforms that need LAPACK: PCA, random rotation and OPQ train and search', () => {
+    // A full-width PCA is a rotation about the mean: reconstruct gives the vector back.
+    const pca = DenseIndex.create({ dim: d, factory: 'PCA16,Flat' });
+    pca.trainSync(x);
+    pca.addSync(x, ids);
+    for (const i of [0, 17, 599]) {
+      const back = pca.reconstructSync(ids[i]!);
+      for (let j = 0; j < d; j++) expect(back[j]).toBeCloseTo(x[i * d + j] as number, 3);
+    }
+    // A random rotation keeps inner products: the ranking is brute force's.
+    const rr = DenseIndex.create({ dim: d, factory: 'RR16,Flat' });
+    rr.trainSync(x);
+    rr.addSync(x, ids);
+    const ref = bruteForce(x, ids, q, d, 10);
+    const top = rr.searchSync(q, 10);
+    for (let r = 0; r < 12; r++) expect(top.hits(r).map((h) => h.id)).toEqual(ref[r]!.map((h) => h.id));
+    // OPQ's rotation comes from an SVD; its codes still reconstruct the vectors roughly.
+    const opq = DenseIndex.create({ dim: d, factory: 'OPQ4,PQ4x4' });
+    opq.trainSync(x);
+    opq.addSync(x, ids);
+    let err = 0;
+    let norm = 0;
+    for (const i of [3, 100, 250]) {
+      const back = opq.reconstructSync(ids[i]!);
+      for (let j = 0; j < d; j++) {
+        err += ((back[j] as number) - (x[i * d + j] as number)) ** 2;
+        norm += (x[i * d + j] as number) ** 2;
+      }
+    }
+    expect(err / norm).toBeLessThan(0.5);
+    expect(opq.searchSync(q, 5).hits(0)).toHaveLength(5);
+    for (const index of [pca, rr, opq]) index.dispose();
+  });
+
   it('Flat and PQ remove and reconstruct by id', () => {
     const flat = DenseIndex.create({ dim: d });
     flat.addSync(x, ids);

@@ -72,7 +72,7 @@ describe('native module loading', () => {
 });
 
 describe('packing', () => {
-  it('npm pack (prepack) refuses a package without the prebuilt core, naming the command that makes it', () => {
+  it('npm pack (prepack) refuses a package without the prebuilt core and faiss module, naming the command that makes it', () => {
     const dir = mkdtempSync(join(tmpdir(), 'quorum-pack-'));
     try {
       mkdirSync(join(dir, 'scripts'));
@@ -81,9 +81,13 @@ describe('packing', () => {
       const without = check();
       expect([without.status, without.stderr.trim()]).toEqual([1, expect.stringMatching(/^quorum: no prebuilt binary in prebuilds\/: run `npm run build:prebuild`.*before npm pack/)]);
       mkdirSync(join(dir, 'prebuilds', 'linux-x64'), { recursive: true });
-      writeFileSync(join(dir, 'prebuilds', 'linux-x64', 'quorum-retrieval.node'), '');
+      writeFileSync(join(dir, 'prebuilds', 'linux-x64', 'quorum_core.node'), '');
+      // The core alone is not enough: DenseIndex ships prebuilt too.
+      const coreOnly = check();
+      expect([coreOnly.status, coreOnly.stderr.trim()]).toEqual([1, expect.stringMatching(/^quorum: prebuilds\/ lacks linux-x64\/quorum_faiss\.node: run `npm run build:prebuild`/)]);
+      writeFileSync(join(dir, 'prebuilds', 'linux-x64', 'quorum_faiss.node'), '');
       const withIt = check();
-      expect([withIt.status, withIt.stdout.trim()]).toEqual([0, 'quorum: packing with prebuilt linux-x64/quorum-retrieval.node']);
+      expect([withIt.status, withIt.stdout.trim()]).toEqual([0, 'quorum: packing with prebuilt linux-x64/quorum_core.node, linux-x64/quorum_faiss.node']);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
