@@ -35,6 +35,25 @@ function range<Id>(list: ReadonlyArray<RankedHit<Id>>): [number, number] {
 }
 
 /**
+ * One query's dense and sparse lists merged for {@link hybridFuse} with any alpha: the union of their ids (dense
+ * first, then the sparse side's new ones) and each side's score for every id, a missing one at its list's minimum,
+ * centred-min-max normalised when asked. A grid over alpha prepares each query once (`quorum eval`'s tuning).
+ */
+export function hybridPrepare<Id>(dense: ReadonlyArray<RankedHit<Id>>, sparse: ReadonlyArray<RankedHit<Id>>, normalization: boolean): { ids: Id[]; dense: Float64Array; sparse: Float64Array } {
+  const [minD, maxD] = range(dense);
+  const [minS, maxS] = range(sparse);
+  const d = new Map(dense.map((h) => [h.id, h.score]));
+  const s = new Map(sparse.map((h) => [h.id, h.score]));
+  const ids = [...new Set([...d.keys(), ...s.keys()])];
+  const norm = (x: number, lo: number, hi: number) => (!normalization ? x : hi > lo ? (x - (lo + hi) / 2) / (hi - lo) : 0);
+  return {
+    ids,
+    dense: Float64Array.from(ids, (id) => norm(d.get(id) ?? minD, minD, maxD)),
+    sparse: Float64Array.from(ids, (id) => norm(s.get(id) ?? minS, minS, maxS)),
+  };
+}
+
+/**
  * Fuses a dense and a sparse ranked list: over the union of both, a document missing from a list takes that
  * list's minimum score; optionally each list is centred-min-max normalised (a list whose scores are all equal
  * maps to 0); then `alpha * sparse + dense` (or `sparse + alpha * dense`). Sorted by score descending, ties by id
@@ -52,21 +71,8 @@ export function hybridFuse<Id extends string | number | bigint>(
   checkHits(dense, 'dense');
   checkHits(sparse, 'sparse');
   const alpha = options.alpha ?? 0.1;
-  const [minD, maxD] = range(dense);
-  const [minS, maxS] = range(sparse);
-  const d = new Map(dense.map((h) => [h.id, h.score]));
-  const s = new Map(sparse.map((h) => [h.id, h.score]));
-  const norm = (x: number, lo: number, hi: number) => (hi > lo ? (x - (lo + hi) / 2) / (hi - lo) : 0);
-  const out: Array<RankedHit<Id>> = [];
-  for (const id of new Set([...d.keys(), ...s.keys()])) {
-    let sd = d.get(id) ?? minD;
-    let ss = s.get(id) ?? minS;
-    if (options.normalization) {
-      sd = norm(sd, minD, maxD);
-      ss = norm(ss, minS, maxS);
-    }
-    out.push({ id, score: options.weightOnDense ? ss + alpha * sd : alpha * ss + sd });
-  }
+  const p = hybridPrepare(dense, sparse, options.normalization === true);
+  const out: Array<RankedHit<Id>> = p.ids.map((id, i) => ({ id, score: options.weightOnDense ? p.sparse[i]! + alpha * p.dense[i]! : alpha * p.sparse[i]! + p.dense[i]! }));
   out.sort((a, b) => b.score - a.score || compareIds(a.id, b.id));
   return options.k === undefined ? out : out.slice(0, options.k);
 }

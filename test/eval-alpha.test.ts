@@ -46,3 +46,28 @@ describe("tuneHybridAlpha (quorum eval's hybrid weight, and its gain over BM25 m
     expect(t.keep).toBe(false);
   });
 });
+
+describe("the alpha grid's fast path", () => {
+  it('gives the fuse / evaluate path\'s best alpha and MRR@10, ties and missing documents included', async () => {
+    const { tune, tuneByFusing } = await import('../lib/cli/eval.js');
+    const { rng } = await import('./basics.js');
+    const r = rng(77);
+    const docs = Array.from({ length: 40 }, (_, i) => `d${i}`);
+    const qs = Array.from({ length: 60 }, (_, i) => `q${i}`);
+    // Overlapping top lists with coarse scores (ties within and across lists), a few relevant documents each, some
+    // outside both lists, one query with no relevant document and one missing from the dense run.
+    const pickList = () => {
+      const chosen = docs.filter(() => r() < 0.5);
+      return chosen.map((id) => ({ id, score: Math.round(r() * 8) / 4 })).sort((a, b) => b.score - a.score);
+    };
+    const dense: Run = new Map(qs.filter((q) => q !== 'q7').map((q) => [q, pickList()]));
+    const sparse: Run = new Map(qs.map((q) => [q, pickList()]));
+    const judged: Qrels = new Map(qs.map((q, i) => [q, new Map(i === 3 ? [['d0', 0]] : docs.filter(() => r() < 0.08).map((d) => [d, 1 + Math.floor(r() * 2)]))]));
+    for (const subset of [new Set(qs), new Set(qs.slice(0, 17))]) {
+      const fast = tune([dense, sparse], judged, subset, 100);
+      const slow = tuneByFusing([dense, sparse], judged, subset, 100);
+      expect(fast.alpha).toBe(slow.alpha);
+      expect(fast.value).toBeCloseTo(slow.value, 12);
+    }
+  });
+});
