@@ -1,12 +1,16 @@
 // DPR-MUF search latency, libtorch (MufRetriever) against the serving path without libtorch (MufServer: ServingEncoder,
-// the heads as an ONNX graph, the core's kernels), same directory, same questions, one run. Builds a MUF over the
-// shipped multi-task model's two experts (K heads, L candidates) unless --muf DIR names one.
+// scoreTopK and one mufConfidence call for every expert's heads and MI), same directory, same questions, one run;
+// MufServer with uniform fusion (no heads) beside it, and the memory floor of the heads at B = 1: their weights' bytes
+// over the rate at which scoreTopK streams a 65.5 MB corpus at B = 1 (the machine's streaming rate through our kernel).
+// Builds a MUF over the shipped multi-task model's two experts (K heads, L candidates) unless --muf DIR names one.
 //   node --import tsx bench/muf-serve.ts [--muf DIR] [--data DIR] [--members 20] [--top-l 100] [--queries 200]
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { loadBeir } from '../lib/data/beir.js';
+import { scoreTopK } from '../lib/dense.js';
+import { Tensor } from '../lib/tensor.js';
 import { mufTrainCommand } from '../lib/methods/muf/cli.js';
 import { MufRetriever } from '../lib/methods/muf/retriever.js';
 import { MufServer } from '../lib/methods/muf/serve.js';
@@ -59,12 +63,32 @@ const libtorch = await measure((qs) => torch.search(qs, 10));
 torch.dispose();
 const server = await MufServer.load(dir, { threads: caps.threads });
 const serving = await measure((qs) => server.search(qs, 10));
+const uniform = await measure((qs) => server.search(qs, 10, { fusion: 'uniform' }));
 await server.dispose();
 const rows = [
   { path: 'MufRetriever (libtorch)', ...libtorch },
   { path: 'MufServer (no libtorch)', ...serving },
+  { path: 'MufServer, uniform fusion (no heads)', ...uniform },
 ];
+
+// The heads' memory floor at B = 1: every weight is read once per question.
+const expertsDir = join(dir, 'experts');
+const headBytes = readdirSync(expertsDir).reduce((a, e) => a + statSync(join(expertsDir, e, 'heads.safetensors')).size, 0);
+const probeRows = 163_840; // x 100 floats = 65.5 MB, twice the L3 of the machines measured
+const probe = Tensor.from(new Float32Array(probeRows * 100).map((_, i) => ((i * 2654435761) % 1000) / 1000), [probeRows, 100]);
+const one = Tensor.from(new Float32Array(100).fill(0.1), [1, 100]);
+const times: number[] = [];
+for (let r = 0; r < 12; r++) {
+  const t0 = performance.now();
+  await scoreTopK(one, probe, 10);
+  times.push(performance.now() - t0);
+}
+probe.dispose();
+one.dispose();
+const streamGBs = (probeRows * 400) / 1e6 / pct(times, 50);
+const floorMs = headBytes / 1e6 / streamGBs;
+console.log(`heads: ${(headBytes / 2 ** 20).toFixed(1)} MiB of weights; scoreTopK streams ${streamGBs.toFixed(1)} GB/s at B = 1, so the heads alone take at least ${floorMs.toFixed(2)} ms a question at B = 1`);
 console.table(rows);
-const path = writeResults('muf-serve', { date: new Date().toISOString(), machine: { isa: caps.isa, threads: caps.threads }, data, members, topL, queries: questions.length, rows });
+const path = writeResults('muf-serve', { date: new Date().toISOString(), machine: { isa: caps.isa, threads: caps.threads }, data, members, topL, queries: questions.length, rows, heads: { bytes: headBytes, streamGBs, floorMs } });
 console.log(`results written to ${path}`);
 rmSync(work, { recursive: true, force: true });

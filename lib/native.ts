@@ -214,6 +214,19 @@ export interface CoreAddon {
     epsMode: boolean,
     async: boolean,
   ): MaybeAsync<{ mi: NativeTensorHandle; confidence: NativeTensorHandle }>;
+  /** DPR-MUF's heads, candidate scores and mutual information of every expert in one call (native/kernels/muf_heads.h). */
+  mufConfidence(
+    experts: Array<{
+      queries: NativeTensorHandle;
+      passages: NativeTensorHandle;
+      ids: NativeTensorHandle;
+      weights: NativeTensorHandle[];
+      members: number;
+      temperature: number;
+    }>,
+    epsMode: boolean,
+    async: boolean,
+  ): MaybeAsync<{ mi: NativeTensorHandle; confidence: NativeTensorHandle }>;
   WordPiece: new (vocabulary: string[], maxWordChars?: number) => NativeWordPiece;
   /** @internal The HNSW distance kernel (tests only). */
   pairDistance(a: NativeTensorHandle, b: NativeTensorHandle, kind: 'dot' | 'l2sq'): number;

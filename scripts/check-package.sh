@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# The package as a user gets it: `npm pack` (prepack compiles the TypeScript, ESM and CommonJS), then `npm install`
-# of the tarball in a fresh directory whose PATH has node and npm but no C++ compiler, then a search through
-# require() and through import, every subpath export through both, and a CommonJS and an ES-module TypeScript
-# consumer type-checked against it; then the fallback where no prebuild matches (the install step compiles the core
-# from source).
-# Needs the prebuilt core (npm run build:prebuild). Prints 'package: ok' last.
+# The package as a user gets it: `npm pack` (prepack compiles the TypeScript, ESM and CommonJS), `ldd` of the shipped
+# binaries (the C/C++ runtime and libgomp only), then `npm install` of the tarball in a fresh directory whose PATH has
+# node and npm but no C++ compiler, then a search through require() and through import, every subpath export through
+# both, serving (test/package/serve.mjs: DenseIndex and a saved MUF directory, in a process that maps no libtorch,
+# shared faiss or BLAS, or ONNX Runtime), and a CommonJS and an ES-module TypeScript consumer type-checked against it;
+# then the fallback where no prebuild matches (the install step compiles the core from source).
+# Needs the prebuilds (npm run build:prebuild) and, for the MUF directory and its reference hits, the checkout's
+# libtorch module (built here when missing). Prints 'package: ok' last.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-ls prebuilds/linux-x64/*.node >/dev/null 2>&1 || { echo "check-package: no prebuilds/linux-x64/*.node; run npm run build:prebuild first" >&2; exit 1; }
+for m in quorum_core quorum_faiss; do
+  [ -f "prebuilds/linux-x64/$m.node" ] || { echo "check-package: no prebuilds/linux-x64/$m.node; run npm run build:prebuild first" >&2; exit 1; }
+done
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -23,6 +27,23 @@ if grep -q '^package/bench/\|^package/native/baselines/\|^package/native/test/\|
   echo "check-package: benchmark or test sources in the tarball" >&2; exit 1
 fi
 
+# The shipped binaries need nothing beyond the C/C++ runtime.
+mkdir -p "$work/unpacked"
+tar -xzf "$work/$tarball" -C "$work/unpacked" package/prebuilds
+allowed='^(linux-vdso|libc|libm|libstdc\+\+|libgcc_s|libgomp|ld-linux-x86-64)\.so'
+for module in "$work"/unpacked/package/prebuilds/linux-x64/*.node; do
+  extra="$(ldd "$module" | awk '{print $1}' | sed 's#.*/##' | grep -Ev "$allowed" || true)"
+  [ -z "$extra" ] || { echo "check-package: $(basename "$module") needs $(echo $extra)" >&2; exit 1; }
+done
+echo "ldd: ok ($(ls "$work"/unpacked/package/prebuilds/linux-x64 | tr '\n' ' '))"
+
+# A saved MUF directory (two 0-layer experts of the shipped model, small heads) and its hits through the checkout's
+# libtorch MufRetriever: what the installed package's MufServer must reproduce.
+[ -f build/Release/quorum_torch.node ] || npm run -s build:native > "$work/native.log" 2>&1 || { tail -20 "$work/native.log" >&2; echo "check-package: the native build failed" >&2; exit 1; }
+node --import tsx lib/cli/main.ts muf train --data data/multidomain-mini --experts default:covid,default:selqa --members 4 \
+  --hidden 32 --layers 1 --epochs 2 --out "$work/muf" > "$work/muf.log" 2>&1 || { tail -20 "$work/muf.log" >&2; echo "check-package: muf train failed" >&2; exit 1; }
+node --import tsx test/package/muf-reference.ts "$work/muf" "$work/reference.json"
+
 # A PATH with node, npm and a shell, and no compiler.
 mkdir -p "$work/bin" "$work/app"
 for tool in node npm npx sh bash env; do ln -s "$(command -v "$tool")" "$work/bin/$tool"; done
@@ -30,7 +51,7 @@ nocc="$work/bin"
 if PATH="$nocc" command -v g++ >/dev/null || PATH="$nocc" command -v cc >/dev/null; then
   echo "check-package: a compiler is still on the restricted PATH" >&2; exit 1
 fi
-cp test/package/consumer.cjs test/package/consumer.mjs test/package/subpaths.cjs test/package/subpaths.mjs test/package/consumer-cjs.cts \
+cp test/package/consumer.cjs test/package/consumer.mjs test/package/serve.mjs test/package/subpaths.cjs test/package/subpaths.mjs test/package/consumer-cjs.cts \
   test/package/consumer-esm.mts test/package/tsconfig.json "$work/app/"
 cd "$work/app"
 echo '{ "name": "quorum-consumer", "private": true }' > package.json
@@ -39,6 +60,7 @@ PATH="$nocc" node consumer.cjs
 PATH="$nocc" node consumer.mjs
 PATH="$nocc" node subpaths.cjs
 PATH="$nocc" node subpaths.mjs
+PATH="$nocc" node serve.mjs "$work/muf" "$work/reference.json"
 # The type check uses the repository's TypeScript and Node types (the consumer's own install needs no compiler either).
 mkdir -p node_modules/@types
 ln -s "$root/node_modules/@types/node" node_modules/@types/node

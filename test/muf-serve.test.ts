@@ -1,6 +1,6 @@
-// MufServer (lib/methods/muf/serve.ts): a saved MUF directory searched without libtorch (ServingEncoder, the heads as an
-// ONNX graph, the core's scoreTopK / gatherScores / ensembleMI) gives MufRetriever.search's hits and confidences, and
-// a process that serves this way maps no libtorch.
+// MufServer (lib/methods/muf/serve.ts): a saved MUF directory searched without libtorch (ServingEncoder, the core's
+// scoreTopK and mufConfidence) gives MufRetriever.search's hits and confidences, and a process that serves this way
+// maps no libtorch (nor, for 0-layer experts, ONNX Runtime).
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -57,17 +57,17 @@ describe('MufServer', () => {
     expect(await asyncCode(MufServer.load(join(root, 'nowhere')))).toBe('ERR_IO');
   }, 120_000);
 
-  it('a process that serves a MUF directory through MufServer maps no libtorch', () => {
+  it('a process that serves a MUF directory of 0-layer experts through MufServer maps no libtorch, faiss or ONNX Runtime', () => {
     const script = `
       import { readFileSync } from 'node:fs';
       import { MufServer } from ${JSON.stringify(join(packageRoot, 'lib', 'methods', 'muf', 'serve.ts'))};
       const muf = await MufServer.load(${JSON.stringify(mufDir)});
       const [r] = await muf.search(['what is the incubation period of the coronavirus'], 5);
       const maps = readFileSync('/proc/self/maps', 'utf8');
-      console.log(JSON.stringify({ hits: r.hits.length, torch: /libtorch|libc10/.test(maps), faiss: /libfaiss/.test(maps) }));
+      console.log(JSON.stringify({ hits: r.hits.length, torch: /libtorch|libc10/.test(maps), faiss: /libfaiss/.test(maps), ort: /onnxruntime/.test(maps) }));
     `;
     const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: packageRoot, encoding: 'utf8', timeout: 120_000 });
     expect(r.stderr).toBe('');
-    expect(JSON.parse(r.stdout.trim().split('\n').pop()!)).toEqual({ hits: 5, torch: false, faiss: false });
+    expect(JSON.parse(r.stdout.trim().split('\n').pop()!)).toEqual({ hits: 5, torch: false, faiss: false, ort: false });
   }, 120_000);
 });

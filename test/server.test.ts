@@ -1,7 +1,7 @@
 // examples/server: the HTTP service over the embedded benchmark (BM25, dense with bigint faiss ids, hybrid, DPR-MUF),
 // its QuorumError -> HTTP status mapping, and the short form of its load test. The example imports the package by
 // name, which resolves to the compiled dist/ (npm run build:ts; the README's test command builds it first).
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -113,7 +113,7 @@ describe('example search server', () => {
     const { startServer } = (await import(join(packageRoot, 'examples', 'server', 'server.mjs'))) as {
       startServer(o: object): Promise<{ server: { close(): void }; url: string; service: { batching: boolean; batchStats(): { batches: number; largestBatch: number } } }>;
     };
-    const batched = await startServer({ port: 0, batch: true, batchWaitMs: 20 });
+    const batched = await startServer({ port: 0, batch: true, batchWaitMs: 20, muf: mufDir });
     try {
       expect(batched.service.batching).toBe(true);
       const questions = ['incubation period of the coronavirus', 'who wrote hamlet', 'symptoms of covid-19', 'how tall is mount everest', 'vaccines and mRNA'];
@@ -132,8 +132,35 @@ describe('example search server', () => {
       const stats = batched.service.batchStats();
       expect(stats.largestBatch).toBeGreaterThan(1);
       expect(stats.batches).toBeLessThan(questions.length);
+      // MUF questions are batched too, with the hits and confidences they get alone.
+      const mufAlone = await Promise.all(questions.map((t) => get(`/search?mode=muf&k=4&q=${encodeURIComponent(t)}`)));
+      const mufTogether = await Promise.all(questions.map(async (t) => (await fetch(`${batched.url}/search?mode=muf&k=4&q=${encodeURIComponent(t)}`)).json() as Promise<Record<string, unknown>>));
+      mufTogether.forEach((r, i) => {
+        expect((r.hits as Hit[]).map((h) => h.id), questions[i]).toEqual((mufAlone[i]!.body.hits as Hit[]).map((h) => h.id));
+        for (const [name, c] of Object.entries(r.confidence as Record<string, number>)) expect(c).toBeCloseTo((mufAlone[i]!.body.confidence as Record<string, number>)[name]!, 4);
+      });
     } finally {
       batched.server.close();
+    }
+  }, 120_000);
+
+  it('serves dense and MUF without libtorch or ONNX Runtime in the process', async () => {
+    const child = spawn(process.execPath, [join(packageRoot, 'examples', 'server', 'server.mjs'), '--muf', mufDir, '--port', '0'], { cwd: packageRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        child.stdout!.on('data', (d: Buffer) => {
+          out += d.toString();
+          const m = /on (http:\/\/[^ ]+)/.exec(out);
+          if (m) resolve(m[1]!);
+        });
+        child.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
+      });
+      for (const mode of ['dense', 'muf']) expect((await fetch(`${url}/search?mode=${mode}&k=3&q=covid%20symptoms`)).status, mode).toBe(200);
+      const maps = readFileSync(`/proc/${child.pid}/maps`, 'utf8');
+      expect({ torch: /libtorch|libc10/.test(maps), ort: /onnxruntime/.test(maps), sharedFaiss: /libfaiss\.so/.test(maps) }).toEqual({ torch: false, ort: false, sharedFaiss: false });
+    } finally {
+      child.kill();
     }
   }, 120_000);
 

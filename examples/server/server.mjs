@@ -3,10 +3,13 @@
 //   GET /health                                                       -> { ok, passages, modes }
 // BM25 is Quorum's native inverted index; dense is the shipped model (or --model DIR) over a faiss DenseIndex, whose
 // ids are 64-bit integers (bigint in JavaScript: serialised as strings); hybrid fuses the two (normalized scores);
-// muf is a DPR-MUF directory (--muf DIR, `quorum muf train`). Every search runs off the event loop (the Promise
-// forms). A QuorumError becomes an HTTP status by its code; its message goes back as JSON.
+// muf is a DPR-MUF directory (--muf DIR, `quorum muf train`). Serving needs no libtorch: the model encodes through
+// ServingEncoder and the MUF directory searches through MufServer (docs/guides/bring-your-own-model.md). Every search
+// runs off the event loop (the Promise forms). A QuorumError becomes an HTTP status by its code; its message goes
+// back as JSON.
 //   node examples/server/server.mjs [--data DIR] [--model DIR|default] [--muf DIR] [--port 8080] [--host 127.0.0.1] [--batch]
-// --batch coalesces concurrent dense questions (and the hybrid's dense side) into batches of up to 64 (RequestBatcher).
+// --batch coalesces concurrent dense questions (and the hybrid's dense side), and concurrent MUF questions, into
+// batches of up to 64 (RequestBatcher).
 // Startup errors (a missing directory, a bad or busy port, an unknown flag) are one line, as the CLI's; malformed
 // requests (invalid percent-encoding, a request line over 16 KiB) get a 4xx with a JSON error body.
 import { existsSync } from 'node:fs';
@@ -14,8 +17,8 @@ import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
-import { Bm25Index, DenseIndex, QuorumError, RequestBatcher, Retriever, hybridFuse, packageRoot } from 'quorum-retrieval';
-import { MufRetriever } from 'quorum-retrieval/methods/muf';
+import { Bm25Index, DenseIndex, QuorumError, RequestBatcher, ServingEncoder, hybridFuse, packageRoot } from 'quorum-retrieval';
+import { MufServer } from 'quorum-retrieval/methods/muf';
 import { loadBeirCorpus } from 'quorum-retrieval/data';
 
 /** HTTP status of each QuorumError code: the caller's mistakes are 4xx, a missing backend 503, the rest 500. */
@@ -67,23 +70,18 @@ export async function createSearchService(options = {}) {
   const corpus = loadBeirCorpus(data);
   const texts = corpus.map((p) => ({ id: p.id, text: p.title ? `${p.title}. ${p.text}` : p.text }));
   const bm25 = await Bm25Index.build(texts, { k1: 0.9, b: 0.4 });
-  const model = await Retriever.load(options.model ?? 'default');
-  const vectors = await model.encodePassages(corpus);
+  const model = await ServingEncoder.load(options.model ?? 'default');
   const dense = DenseIndex.create({ dim: model.dim, factory: 'Flat', mips: 'inner-product' });
-  await dense.add(vectors.data, BigInt64Array.from(corpus, (_, i) => BigInt(i)));
-  vectors.dispose();
-  const muf = options.muf ? await MufRetriever.load(options.muf) : undefined;
+  await dense.add(await model.encodePassages(corpus), BigInt64Array.from(corpus, (_, i) => BigInt(i)));
+  const muf = options.muf ? await MufServer.load(options.muf) : undefined;
+  const expertNames = muf ? muf.names.map((e) => e.name) : [];
   const modes = ['bm25', 'dense', 'hybrid', ...(muf ? ['muf'] : [])];
 
   const asHits = (hits) => hits.map((h) => ({ id: corpus[Number(h.id)].id, row: h.id, score: h.score }));
   // One question: its own encoder call and kernel call.
   const searchOne = async (q, k, task) => {
     const qv = await model.encodeQueries([q], { task });
-    try {
-      return asHits((await dense.search(qv.data, k)).hits(0));
-    } finally {
-      qv.dispose();
-    }
+    return asHits((await dense.search(qv, k)).hits(0));
   };
   // With --batch: the questions that arrive together share one encoder call per task and one kernel call
   // (RequestBatcher, docs/api.md#batching-requests).
@@ -95,18 +93,23 @@ export async function createSearchService(options = {}) {
         for (const [task, rows] of byTask) {
           const k = Math.max(...rows.map((i) => requests[i].k));
           const qv = await model.encodeQueries(rows.map((i) => requests[i].q), { task });
-          try {
-            const r = await dense.search(qv.data, k);
-            rows.forEach((i, j) => (out[i] = asHits(r.hits(j)).slice(0, requests[i].k)));
-          } finally {
-            qv.dispose();
-          }
+          const r = await dense.search(qv, k);
+          rows.forEach((i, j) => (out[i] = asHits(r.hits(j)).slice(0, requests[i].k)));
         }
         return out;
       }, { maxBatch: 64, maxWaitMs: options.batchWaitMs ?? 2, maxQueue: 4096, timeoutMs: 10_000 })
     : undefined;
   const denseHits = (q, k, task) => (batcher ? batcher.submit({ q, k, task }) : searchOne(q, k, task));
-  const stored = model.loaded?.card.hybrid;
+  // MUF questions that arrive together: one MufServer.search (every expert's encoder, top-L and heads once).
+  const mufBatcher = options.batch && muf
+    ? new RequestBatcher(async (requests) => {
+        const k = Math.max(...requests.map((r) => r.k));
+        const rs = await muf.search(requests.map((r) => r.q), k);
+        return rs.map((r, i) => ({ hits: r.hits.slice(0, requests[i].k), confidence: r.confidence }));
+      }, { maxBatch: 64, maxWaitMs: options.batchWaitMs ?? 2, maxQueue: 4096, timeoutMs: 10_000 })
+    : undefined;
+  const mufHits = async (q, k) => (mufBatcher ? mufBatcher.submit({ q, k }) : (await muf.search([q], k))[0]);
+  const stored = model.hybrid;
   const hybridAlpha = (task) => {
     if (!stored) return 1;
     const byTask = task !== undefined ? stored.byTask?.[task] : undefined;
@@ -140,8 +143,8 @@ export async function createSearchService(options = {}) {
       }
       case 'muf': {
         if (!muf) throw new QuorumError('ERR_BACKEND_UNAVAILABLE', "mode 'muf' needs a DPR-MUF directory: start the server with --muf DIR (quorum muf train)");
-        const [r] = await muf.search([q], k);
-        return { mode, k, hits: r.hits, confidence: Object.fromEntries(muf.experts.map((e, i) => [e.name, r.confidence[i]])) };
+        const r = await mufHits(q, k);
+        return { mode, k, hits: r.hits, confidence: Object.fromEntries(expertNames.map((name, i) => [name, r.confidence[i]])) };
       }
       default:
         throw new QuorumError('ERR_ARG', `unknown mode '${mode}': use ${modes.join(', ')}`);
@@ -184,12 +187,13 @@ export async function createSearchService(options = {}) {
     batching: !!batcher,
     /** The batcher's counters (batches, requests, refusals, timeouts, largest batch); undefined without --batch. */
     batchStats: () => batcher?.stats(),
-    close() {
+    async close() {
       batcher?.close();
+      mufBatcher?.close();
       dense.dispose();
       bm25.dispose();
-      model.dispose();
-      muf?.dispose();
+      await model.dispose();
+      await muf?.dispose();
     },
   };
 }
@@ -219,7 +223,7 @@ export async function startServer(options = {}) {
       server.listen(port, options.host ?? '127.0.0.1', resolve);
     });
   } catch (e) {
-    service.close();
+    await service.close();
     const what = e.code === 'EADDRINUSE' ? 'is in use' : e.code === 'EACCES' ? 'needs more privileges' : `cannot be bound (${e.code ?? e.message})`;
     throw new QuorumError('ERR_IO', `port ${port} on ${options.host ?? '127.0.0.1'} ${what}`);
   }
@@ -247,7 +251,7 @@ async function main(argv) {
   const port = /^\d+$/.test(values.port) ? Number(values.port) : Number.NaN;
   if (!(port >= 0 && port <= 65535)) throw new QuorumError('ERR_RANGE', `--port must be an integer in 0..65535, got '${values.port}'`);
   const { url, service } = await startServer({ ...values, port });
-  console.log(`quorum search service on ${url} (${service.passages} passages; modes ${service.modes.join(', ')}${service.batching ? '; dense questions batched' : ''})`);
+  console.log(`quorum search service on ${url} (${service.passages} passages; modes ${service.modes.join(', ')}${service.batching ? '; questions batched' : ''})`);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -8,7 +8,7 @@ import { readFileBytes, writeFileAtomic } from '../data/files.js';
 import { QuorumError } from '../errors.js';
 import { packageRoot } from '../native.js';
 import { dequantizeRowsInt8, quantizeRowsInt8 } from '../io/int8-rows.js';
-import { elementBytes, readSafetensors, writeSafetensors, type TensorToWrite } from '../io/safetensors.js';
+import { elementBytes, readSafetensors, writeSafetensors, type SafetensorsTensor, type TensorToWrite } from '../io/safetensors.js';
 import { readSavedCard, savedFile, writeSavedCard, type SavedFormat } from '../io/saved-dir.js';
 import { WordPieceTokenizer } from '../text/tokenizer.js';
 import { writeTokenizerFiles } from '../text/tokenizer-files.js';
@@ -218,15 +218,28 @@ export function readModelParameters(dir: string, card: ModelCard): Map<string, F
   return readWeightTensors(savedFile(dir, card.weights.file, join(dir, 'model.json'), 'weights'), expected);
 }
 
-/** {@link writeWeights}'s file, checked to hold exactly `expected` (shapes, finite values), as float32 arrays. */
-function readWeightTensors(path: string, params: ReadonlyArray<{ name: string; shape: readonly number[] }>): Map<string, Float32Array> {
-  const bytes = readFileBytes(path);
-  let tensors;
+/**
+ * Every parameter of {@link writeWeights}'s file as float32 (int8 rows dequantized, finite values checked), named as
+ * the model names them, without the model: serving builds its graphs from them (CameServer). The graph builder
+ * checks the shapes it needs.
+ */
+export function readWeightFile(path: string): Map<string, Float32Array> {
+  const tensors = safetensorsAt(path);
+  const params = [...tensors].filter(([name]) => !name.endsWith(SCALE_SUFFIX)).map(([name, t]) => ({ name, shape: t.shape }));
+  return readWeightTensors(path, params, tensors);
+}
+
+function safetensorsAt(path: string): Map<string, SafetensorsTensor> {
   try {
-    tensors = readSafetensors(bytes);
+    return readSafetensors(readFileBytes(path));
   } catch (e) {
     throw new QuorumError('ERR_FORMAT', `${path}: ${(e as Error).message}`, { cause: e });
   }
+}
+
+/** {@link writeWeights}'s file, checked to hold exactly `expected` (shapes, finite values), as float32 arrays. */
+function readWeightTensors(path: string, params: ReadonlyArray<{ name: string; shape: readonly number[] }>, read?: Map<string, SafetensorsTensor>): Map<string, Float32Array> {
+  const tensors = read ?? safetensorsAt(path);
   const values = new Map<string, Float32Array>();
   let scaleTensors = 0;
   for (const { name, shape } of params) {

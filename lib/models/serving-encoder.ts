@@ -14,7 +14,7 @@ import { retrieverEncoderNames, type RetrieverConfig } from './config.js';
 import { retrieverGraphs } from './export.js';
 import { isHfModelDir, mapPretrained, pretrainedText, readPretrained, type PretrainedOptions } from './hf.js';
 import { EmbeddingBagEncoder, isEmbeddingBag } from './embedding-bag.js';
-import { modelDir, queryTask, readModelCard, readModelParameters, type TextSettings } from './model-dir.js';
+import { modelDir, queryTask, readModelCard, readModelParameters, type StoredHybrid, type TextSettings } from './model-dir.js';
 
 /** @internal What ServingEncoder needs of onnxruntime-node (declared here so that the package's types do not need it). */
 export interface OrtTensor {
@@ -129,6 +129,8 @@ export class ServingEncoder {
     /** What computes the vectors: the 0-layer forward in this process ('core') or ONNX Runtime. */
     readonly backend: 'core' | 'onnx-runtime',
     private readonly sessions: { query: Runner; passage: Runner; tasks: Map<string, Runner> },
+    /** The dense + BM25 hybrid's alpha `quorum train` tuned and stored in the model's card, if any. */
+    readonly hybrid?: StoredHybrid,
   ) {}
 
   /**
@@ -147,6 +149,7 @@ export class ServingEncoder {
     let text: TextSettings;
     let tokenizer: WordPieceTokenizer;
     let params: Map<string, Float32Array>;
+    let hybrid: StoredHybrid | undefined;
     if (isHfModelDir(dir)) {
       const bert = readPretrained(dir, pretrained);
       config = { preset: 'siamese', encoder: bert.encoder, tasks: [], perTaskQueryEncoders: false };
@@ -157,6 +160,7 @@ export class ServingEncoder {
     } else {
       if (Object.keys(pretrained).length) throw new QuorumError('ERR_ARG', `${dir} is a Quorum model directory: its pooling and normalization are its own`);
       const card = readModelCard(dir);
+      hybrid = card.hybrid;
       config = card.config;
       text = card.text;
       tokenizer = await readTokenizerFiles(dir);
@@ -179,7 +183,7 @@ export class ServingEncoder {
       const names = retrieverEncoderNames(config);
       const tasks = new Map(names.filter((n) => n.startsWith('query.')).map((n) => [n.slice('query.'.length), runner(n)]));
       const query = names.includes('query') ? runner('query') : names.includes('encoder') ? runner('encoder') : [...tasks.values()][0]!;
-      return new ServingEncoder(config, text, tokenizer, dim, 'core', { query, passage: names.includes('passage') ? runner('passage') : query, tasks });
+      return new ServingEncoder(config, text, tokenizer, dim, 'core', { query, passage: names.includes('passage') ? runner('passage') : query, tasks }, hybrid);
     }
     const ort = onnxRuntime();
     const bytes = new Map<string, Uint8Array>();
@@ -192,7 +196,7 @@ export class ServingEncoder {
     };
     const tasks = new Map<string, Runner>();
     for (const [t, f] of Object.entries(graphs.tasks ?? {})) tasks.set(t, await session(f));
-    return new ServingEncoder(config, text, tokenizer, dim, 'onnx-runtime', { query: await session(graphs.query), passage: await session(graphs.passage), tasks });
+    return new ServingEncoder(config, text, tokenizer, dim, 'onnx-runtime', { query: await session(graphs.query), passage: await session(graphs.passage), tasks }, hybrid);
   }
 
   /**

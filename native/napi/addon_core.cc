@@ -10,6 +10,7 @@ void register_runtime(Napi::Env env, Napi::Object exports);
 void register_maxsim(Napi::Env env, Napi::Object exports);
 void register_splade(Napi::Env env, Napi::Object exports);
 void register_losses(Napi::Env env, Napi::Object exports);
+void register_muf(Napi::Env env, Napi::Object exports);
 void register_sparse_index(Napi::Env env, Napi::Object exports);
 void register_tokenizer(Napi::Env env, Napi::Object exports);
 }  // namespace quorum::napi
@@ -26,6 +27,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   register_maxsim(env, exports);
   register_splade(env, exports);
   register_losses(env, exports);
+  register_muf(env, exports);
   register_sparse_index(env, exports);
   register_tokenizer(env, exports);
   return exports;

@@ -1,35 +1,121 @@
-// DPR-MUF search without libtorch (docs/methods/muf.md, docs/guides/bring-your-own-model.md#serving-without-libtorch):
+// DPR-MUF search without libtorch (docs/methods/muf.md#serving, docs/guides/bring-your-own-model.md#serving-without-libtorch):
 // a saved MUF directory's experts encode questions through ServingEncoder (0-layer experts in the process, others in
-// ONNX Runtime), their K heads run as one ONNX graph each,
-// and retrieval, the heads' candidate scores, mutual information and fusion run on the core's kernels (scoreTopK,
-// gatherScores, ensembleMI) and in TypeScript. The same hits and confidences as MufRetriever.search.
+// ONNX Runtime), retrieve their top-L on the core's scoreTopK, and one native call (mufConfidence,
+// native/kernels/muf_heads.h) runs every expert's K heads as one batched GEMM, scores the candidates and computes
+// the mutual information; fusion runs in TypeScript. The same hits and confidences as MufRetriever.search.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { readFileBytes } from '../../data/files.js';
-import { gatherScores, scoreTopK } from '../../dense.js';
-import { QuorumError } from '../../errors.js';
+import { scoreTopK } from '../../dense.js';
+import { QuorumError, awaitNative, callNative } from '../../errors.js';
 import type { ScoredDoc } from '../../eval/ranking.js';
-import { mufHeadsOnnx } from '../../models/onnx-export.js';
-import { ServingEncoder, onnxRuntime, servingSessionOptions, type OrtSession } from '../../models/serving-encoder.js';
+import { ServingEncoder } from '../../models/serving-encoder.js';
+import { coreAddon, type NativeTensorHandle } from '../../native.js';
 import { Tensor } from '../../tensor.js';
-import { ensembleMI } from '../../uncertainty.js';
-import { checkOptions, mustBeArray, mustBeString, optionKeys } from '../../validate.js';
+import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
 import { readEnsembleFile } from './ensemble.js';
 import { expertRun, fuseCollected, readExpertPassages, readMufDir, type Collected, type MufHits } from './retriever.js';
+
+/** One expert's part of {@link mufConfidence}. */
+export interface MufConfidenceExpert {
+  /** The expert's question vectors `[B, dim]` (f32). */
+  queries: Tensor<'f32'>;
+  /** Its passage vectors `[N, dim]` (f32, bf16 or f16). */
+  passages: Tensor;
+  /** Each question's candidates: rows of `passages`, `[B, L]` (i32). */
+  candidates: Tensor<'i32'>;
+  /**
+   * The K heads, layer by layer, member-major with each weight matrix transposed (a row per output unit, so that a
+   * question streams each row once): `[Wt_0, b_0, ..., Wt_n, b_n]` with `Wt_i [K, out, in]` (the heads file's
+   * `W_i [K, in, out]` transposed) and `b_i [K, out]`, from `dim` back to `dim`; ReLU between layers.
+   */
+  weights: ReadonlyArray<Tensor<'f32'>>;
+  /** K (1: confidence 1, since one member cannot disagree with itself). */
+  members: number;
+  /** The expert's calibrated temperature (divides the scores). */
+  temperature: number;
+}
+
+/**
+ * DPR-MUF's confidence stage for every expert in one native call (docs/methods/muf.md#serving): each expert's K
+ * heads map its question vector to K member vectors (the K MLPs of a layer, of every expert, as one batched GEMM),
+ * the members score the question's candidates, and `confidence = clamp(1 - MI / ln K, 0, 1)` of those scores
+ * (exact mode of `ensembleMI`). Runs off the main thread. Returns `[E, B]` tensors the caller disposes.
+ *
+ * @example
+ * const { confidence } = await mufConfidence([{ queries, passages, candidates, weights, members: 20, temperature: 0.05 }]);
+ */
+export async function mufConfidence(experts: readonly MufConfidenceExpert[]): Promise<{ mi: Tensor<'f32'>; confidence: Tensor<'f32'> }> {
+  mustBeArray(experts, 'experts');
+  if (experts.length === 0) throw new QuorumError('ERR_ARG', 'give at least one expert');
+  const args = experts.map((e, x) => {
+    mustBeObject(e, `experts[${x}]`);
+    for (const k of ['queries', 'passages', 'candidates'] as const)
+      if (!(e[k] instanceof Tensor)) throw new QuorumError('ERR_ARG', `experts[${x}].${k} must be a Tensor`);
+    mustBeArray(e.weights, `experts[${x}].weights`);
+    e.weights.forEach((w, i) => {
+      if (!(w instanceof Tensor)) throw new QuorumError('ERR_ARG', `experts[${x}].weights[${i}] must be a Tensor`);
+    });
+    return { queries: e.queries.handle, passages: e.passages.handle, ids: e.candidates.handle, weights: e.weights.map((w) => w.handle), members: e.members, temperature: e.temperature };
+  });
+  const r = await awaitNative(callNative(() => coreAddon().mufConfidence(args, false, true) as Promise<{ mi: NativeTensorHandle; confidence: NativeTensorHandle }>));
+  return { mi: new Tensor<'f32'>(r.mi), confidence: new Tensor<'f32'>(r.confidence) };
+}
 
 interface ServedExpert {
   name: string;
   task: string;
   encoder: ServingEncoder;
   passages: Tensor<'f32'>;
-  heads: OrtSession;
+  /** The heads' layers, [Wt_0, b_0, ..., Wt_n, b_n] (mufConfidence's layout: weights transposed). */
+  weights: Array<Tensor<'f32'>>;
   members: number;
   temperature?: number;
 }
 
 const loadKeys = optionKeys<{ threads?: number }>()(['threads']);
 const searchKeys = optionKeys<{ fusion?: 'muf' | 'uniform' }>()(['fusion']);
+
+/** [K, rows, cols] -> [K, cols, rows]. */
+function transposeMembers(w: Float32Array, K: number, rows: number, cols: number): Float32Array {
+  const t = new Float32Array(w.length);
+  for (let k = 0; k < K; k++) {
+    const o = k * rows * cols;
+    for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) t[o + c * rows + r] = w[o + r * cols + c]!;
+  }
+  return t;
+}
+
+/** The heads file's layers as tensors, checked: shapes that chain from dim to dim, finite values. */
+function readHeads(path: string, dim: number): { weights: Array<Tensor<'f32'>>; members: number } {
+  const { config, tensors } = readEnsembleFile(readFileBytes(path), path);
+  if (config?.dim !== dim) throw new QuorumError('ERR_FORMAT', `${path}: heads of width ${config?.dim} for a ${dim}-d expert`);
+  const c = { hidden: 512, layers: 2, members: 20, ...config };
+  for (const k of ['hidden', 'members'] as const)
+    if (!Number.isInteger(c[k]) || c[k] < 1) throw new QuorumError('ERR_FORMAT', `${path}: ${k} must be a positive integer`);
+  if (!Number.isInteger(c.layers) || c.layers < 0) throw new QuorumError('ERR_FORMAT', `${path}: layers must be an integer >= 0`);
+  const K = c.members;
+  const weights: Array<Tensor<'f32'>> = [];
+  try {
+    for (let i = 0; i <= c.layers; i++) {
+      const inW = i === 0 ? dim : c.hidden;
+      const out = i === c.layers ? dim : c.hidden;
+      for (const [name, shape] of [[`layer.${i}.weight`, [K, inW, out]], [`layer.${i}.bias`, [K, out]]] as const) {
+        const t = tensors.get(name);
+        const n = shape.reduce((a, b) => a * b, 1);
+        if (!t || t.data.length !== n) throw new QuorumError('ERR_FORMAT', `${path}: ${name} must hold ${shape.join(' x ')} values`);
+        if (!t.data.every(Number.isFinite)) throw new QuorumError('ERR_FORMAT', `${path}: ${name} holds NaN or Infinity`);
+        if (shape.length === 2) weights.push(Tensor.from(Float32Array.from(t.data), [...shape]));
+        else weights.push(Tensor.from(transposeMembers(t.data, K, inW, out), [K, out, inW]));
+      }
+    }
+  } catch (e) {
+    for (const w of weights) w.dispose();
+    throw e;
+  }
+  return { weights, members: K };
+}
 
 /**
  * A saved MUF directory served without libtorch: the prebuilt core and onnxruntime-node (an optional peer
@@ -55,46 +141,35 @@ export class MufServer {
   }
 
   /**
-   * Loads the directory: per expert its model (ServingEncoder), corpus vectors and heads (one ONNX graph). ERR_IO /
-   * ERR_FORMAT for a missing or damaged file, ERR_STATE for an expert without trained heads,
-   * ERR_BACKEND_UNAVAILABLE without onnxruntime-node.
+   * Loads the directory: per expert its model (ServingEncoder), corpus vectors and heads (checked: shapes, finite
+   * values). ERR_IO / ERR_FORMAT for a missing or damaged file, ERR_STATE for an expert without trained heads,
+   * ERR_BACKEND_UNAVAILABLE for a Transformer expert without onnxruntime-node.
    */
   static async load(dir: string, options: { threads?: number } = {}): Promise<MufServer> {
     mustBeString(dir, 'MUF directory');
     checkOptions(options, loadKeys, 'MufServer options');
-    const ort = onnxRuntime();
     const { card, cardPath, ids, experts: folders } = readMufDir(dir);
     if (!Number.isInteger(card.topL) || card.topL < 2) throw new QuorumError('ERR_FORMAT', `${cardPath}: topL must be an integer >= 2`);
     const experts: ServedExpert[] = [];
-    try {
-      for (const { expert: x, base } of folders) {
-        const encoder = await ServingEncoder.load(join(base, 'model'), options);
-        const passages = readExpertPassages(base, ids.length, encoder.dim);
+    const release = async (x: Partial<ServedExpert>) => {
+      x.passages?.dispose();
+      for (const w of x.weights ?? []) w.dispose();
+      await x.encoder?.dispose();
+    };
+    for (const { expert: x, base } of folders) {
+      const part: Partial<ServedExpert> = {};
+      try {
+        part.encoder = await ServingEncoder.load(join(base, 'model'), options);
+        part.passages = readExpertPassages(base, ids.length, part.encoder.dim);
         const headsPath = join(base, 'heads.safetensors');
         if (!existsSync(headsPath)) throw new QuorumError('ERR_STATE', `expert '${x.name}' has no trained heads (${headsPath})`);
-        const { config, tensors } = readEnsembleFile(readFileBytes(headsPath), headsPath);
-        if (config?.dim !== encoder.dim) throw new QuorumError('ERR_FORMAT', `${headsPath}: heads of width ${config?.dim} for a ${encoder.dim}-d expert`);
-        const full = { hidden: 512, layers: 2, members: 20, ...config };
-        const graph = mufHeadsOnnx(
-          {
-            getParameter: (name) => {
-              const t = tensors.get(name);
-              if (!t) throw new QuorumError('ERR_FORMAT', `${headsPath}: no tensor ${name}`);
-              return t.data;
-            },
-          },
-          full,
-        );
-        const heads = await ort.InferenceSession.create(graph, servingSessionOptions(options.threads));
-        experts.push({ name: x.name, task: x.task, encoder, passages, heads, members: full.members, ...(x.calibration ? { temperature: x.calibration.temperature } : {}) });
+        const heads = readHeads(headsPath, part.encoder.dim);
+        experts.push({ name: x.name, task: x.task, encoder: part.encoder, passages: part.passages, ...heads, ...(x.calibration ? { temperature: x.calibration.temperature } : {}) });
+      } catch (e) {
+        await release(part);
+        for (const done of experts) await release(done);
+        throw e;
       }
-    } catch (e) {
-      for (const x of experts) {
-        x.passages.dispose();
-        await x.heads.release();
-        await x.encoder.dispose();
-      }
-      throw e;
     }
     return new MufServer(experts, ids, card.topL);
   }
@@ -118,38 +193,38 @@ export class MufServer {
     const B = queries.length;
     const L = Math.min(this.topL, this.corpusIds.length);
     const runs: Array<Map<string, ScoredDoc[]>> = [];
-    const conf: Float32Array[] = [];
-    for (const e of this.experts) {
-      const q = await e.encoder.encodeQueries(queries, { task: e.task });
-      const top = await scoreTopK(Tensor.from(q, [B, e.encoder.dim]), e.passages, L);
-      runs.push(expertRun(top, B, this.corpusIds));
-      if (fusion === 'uniform' || e.members === 1) {
-        // One member cannot disagree with itself: MI is 0 and the confidence 1.
-        conf.push(new Float32Array(B).fill(1));
-        continue;
+    const owned: Tensor[] = [];
+    const parts: MufConfidenceExpert[] = [];
+    try {
+      for (const e of this.experts) {
+        const q = Tensor.from(await e.encoder.encodeQueries(queries, { task: e.task }), [B, e.encoder.dim]);
+        owned.push(q);
+        const top = await scoreTopK(q, e.passages, L);
+        runs.push(expertRun(top, B, this.corpusIds));
+        const candidates = Tensor.from(top.ids, [B, L]);
+        owned.push(candidates);
+        parts.push({ queries: q, passages: e.passages, candidates, weights: e.weights, members: e.members, temperature: e.temperature ?? 1 });
       }
-      const out = await e.heads.run({ query_embedding: new (onnxRuntime().Tensor)('float32', q, [B, e.encoder.dim]) }, ['member_embeddings']);
-      const members = out.member_embeddings!.data as Float32Array; // [B, K, dim]
-      // z[b, k, l] = member k of question b . passage top[b, l]: one gather over B * K rows.
-      const K = e.members;
-      const ids = new Int32Array(B * K * L);
-      for (let b = 0; b < B; b++) for (let m = 0; m < K; m++) ids.set(top.ids.subarray(b * top.k, b * top.k + L), (b * K + m) * L);
-      const z = await gatherScores(Tensor.from(members, [B * K, e.encoder.dim]), e.passages, ids);
-      const r = await ensembleMI(Tensor.from(z.data, [B, K, L]), { temperature: e.temperature! });
-      conf.push(r.confidence.data.slice());
-      r.mi.dispose();
-      r.confidence.dispose();
-      z.dispose();
+      let conf: Float32Array[];
+      if (fusion === 'uniform') conf = this.experts.map(() => new Float32Array(B).fill(1));
+      else {
+        const r = await mufConfidence(parts);
+        conf = this.experts.map((_, x) => r.confidence.data.slice(x * B, (x + 1) * B));
+        r.mi.dispose();
+        r.confidence.dispose();
+      }
+      const c: Collected = { size: B, runs, conf };
+      return fuseCollected(c, this.experts.map((e) => e.task), fusion, k);
+    } finally {
+      for (const t of owned) t.dispose();
     }
-    const c: Collected = { size: B, runs, conf };
-    return fuseCollected(c, this.experts.map((e) => e.task), fusion, k);
   }
 
-  /** Releases the sessions and the corpus vectors. */
+  /** Releases the encoders, the heads and the corpus vectors. */
   async dispose(): Promise<void> {
     for (const e of this.experts) {
       e.passages.dispose();
-      await e.heads.release();
+      for (const w of e.weights) w.dispose();
       await e.encoder.dispose();
     }
   }
