@@ -84,7 +84,7 @@ function tensors(x: ReturnType<typeof expert>): MufConfidenceExpert {
   };
 }
 
-// Shapes: one question and many (past the register tile's rows), no hidden layer, one member, bf16 passages,
+// Shapes: one question and many (past the register tile's rows and the streaming path's batch), no hidden layer, one member, bf16 passages,
 // DPR-MUF's K = 20, and some drawn at random.
 const specs: Spec[] = [
   { B: 1, dim: 16, hidden: 32, layers: 2, K: 20, N: 300, L: 100, temperature: 0.05 },
@@ -92,6 +92,8 @@ const specs: Spec[] = [
   { B: 3, dim: 8, hidden: 8, layers: 0, K: 4, N: 30, L: 30, temperature: 0.2 },
   { B: 2, dim: 12, hidden: 16, layers: 1, K: 1, N: 20, L: 5, temperature: 1 },
   { B: 5, dim: 32, hidden: 24, layers: 2, K: 3, N: 50, L: 9, temperature: 0.5, dtype: 'bf16' },
+  // Past kHeadsStreamBatch (16): the GEMM path.
+  { B: 40, dim: 20, hidden: 24, layers: 2, K: 4, N: 50, L: 12, temperature: 0.4 },
   ...randomShapes(4401, 3, [[1, 70], [1, 40], [1, 48], [0, 3], [2, 12], [40, 120], [1, 40]]).map(([B, dim, hidden, layers, K, N, L]) => ({ B: B!, dim: dim!, hidden: hidden!, layers: layers!, K: K!, N: N!, L: L!, temperature: 0.3 })),
 ];
 

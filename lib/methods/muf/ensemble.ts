@@ -281,7 +281,7 @@ export class MlpEnsemble extends ParameterTable {
 
 /**
  * The configuration and tensors of {@link MlpEnsemble.toBytes}' output, without building the heads (no libtorch: the
- * serving path reads them into an ONNX graph). ERR_FORMAT for another format or a configuration that is not JSON.
+ * serving path hands them to mufConfidence). ERR_FORMAT for another format or a configuration that is not JSON.
  */
 export function readEnsembleFile(bytes: Uint8Array, where = 'ensemble'): { config: EnsembleConfig; tensors: Map<string, SafetensorsTensor> } {
   if (!(bytes instanceof Uint8Array)) throw new QuorumError('ERR_ARG', 'fromBytes needs a Uint8Array');
