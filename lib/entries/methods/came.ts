@@ -41,7 +41,8 @@ export {
   type LinearFusion,
   CAME_FUSION_METHODS,
 } from '../../methods/came/fusion.js';
-export { encodeCame, fitLexicalBias, type CameEncodeOptions, type CameEncoding } from '../../methods/came/encode.js';
+export { encodeCame, fitLexicalBias, type CameEncodeOptions, type CameEncoderModel, type CameEncoding } from '../../methods/came/encode.js';
 export { expertScores } from '../../methods/came/scores.js';
 export { TokenIndex, type TokenIndexOptions, type TokenSearchOptions } from '../../methods/came/token-index.js';
 export { cameExportOnnx, type CameOnnxCard } from '../../methods/came/export.js';
+export { CameServer } from '../../methods/came/serve.js';

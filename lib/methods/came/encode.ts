@@ -6,7 +6,8 @@ import { sparseVectors, toSparse, type SparseVectors } from '../../splade.js';
 import { Tensor } from '../../tensor.js';
 import { TokenTable } from '../../models/token-table.js';
 import { checkOptions, mustBeObject, optionKeys } from '../../validate.js';
-import { CameModel, type CameExpertName } from './model.js';
+import type { TokenBatchArg } from '../../native.js';
+import { CameModel, type CameEncoded, type CameExpertName } from './model.js';
 
 /** One side's encoding of a set of texts, row i = text i. */
 export interface CameEncoding {
@@ -18,6 +19,23 @@ export interface CameEncoding {
   local?: { vectors: Float32Array; lengths: Int32Array; dim: number };
   /** `[rows, globalDim]`. */
   global?: Float32Array;
+}
+
+/**
+ * What {@link encodeCame} reads of a model: its experts' forward on a token batch. A CameModel (libtorch), or CAME's
+ * graphs in ONNX Runtime (CameServer).
+ */
+export interface CameEncoderModel {
+  /** Its configuration (encodeCame reads the local expert's width). */
+  readonly config: { readonly localDim: number };
+  /** Width of the global expert's vectors. */
+  readonly globalDim: number;
+  /** Width of the lexical expert's SPLADE vectors. */
+  readonly vocabSize: number;
+  /** The experts the model holds. */
+  readonly experts: readonly CameExpertName[];
+  /** The asked-for experts' representations of a tokenized batch. */
+  encode(batch: TokenBatchArg, side: 'query' | 'passage', experts: readonly CameExpertName[]): Promise<CameEncoded>;
 }
 
 /** Options of {@link encodeCame}. */
@@ -47,7 +65,7 @@ const biasKeys = optionKeys<{ terms?: number; sample?: number }>()(['terms', 'sa
  * const enc = await encodeCame(model, table, { side: 'passage', maxTerms: 256 });
  * enc.lexical!.row(0); // [{ index, value }, ...]
  */
-export async function encodeCame(model: CameModel, table: TokenTable, options: CameEncodeOptions): Promise<CameEncoding> {
+export async function encodeCame(model: CameEncoderModel, table: TokenTable, options: CameEncodeOptions): Promise<CameEncoding> {
   mustBeObject(model, 'model');
   mustBeObject(table, 'token table');
   mustBeObject(options, 'encode options');

@@ -93,7 +93,8 @@ const indexKeys = optionKeys<CameIndexOptions>()(['passageTerms', 'queryTerms', 
 const searchKeys = optionKeys<CameSearchOptions>()(['k', 'expertK', 'fusion', 'experts', 'localCandidates']);
 const saveKeys = optionKeys<{ dtype?: WeightStorage }>()(['dtype']);
 
-interface CameCard {
+/** came.json. */
+export interface CameCard {
   format: typeof cameFormat.format;
   version: typeof cameFormat.version;
   independent: boolean;
@@ -103,13 +104,6 @@ interface CameCard {
   training?: Record<string, unknown>;
 }
 
-interface Indexes {
-  size: number;
-  lexical?: SparseIndex;
-  local?: TokenIndex;
-  global?: DenseIndex;
-  queryTerms: number;
-}
 
 /**
  * CAME: train (see trainCame), index a corpus, search with one of the six fusions; save and load as a directory.
@@ -134,7 +128,7 @@ export class CameRetriever {
   linear?: LinearFusion;
   /** Free-form training record (trainCame writes it). */
   training?: Record<string, unknown>;
-  private indexes?: Indexes;
+  private indexes?: CameIndexes;
 
   private constructor(tokenizer: WordPieceTokenizer, models: CameModel[], independent: boolean, text: CameTextSettings) {
     this.tokenizer = tokenizer;
@@ -214,7 +208,7 @@ export class CameRetriever {
     const table = await this.passageTable(passages);
     const enc = await this.encode(table, 'passage', { maxTerms: options.passageTerms ?? CAME_PASSAGE_TERMS, onProgress: options.onProgress });
     const ids = Array.from({ length: passages.length }, (_, i) => i);
-    const indexes: Indexes = { size: passages.length, queryTerms: options.queryTerms ?? CAME_QUERY_TERMS };
+    const indexes: CameIndexes = { size: passages.length, queryTerms: options.queryTerms ?? CAME_QUERY_TERMS };
     if (enc.lexical) {
       indexes.lexical = new SparseIndex();
       await indexes.lexical.add(ids, enc.lexical);
@@ -246,17 +240,8 @@ export class CameRetriever {
 
   /** Loads {@link saveIndex}'s directory; returns the corpus ids. ERR_IO when missing, ERR_FORMAT when damaged. */
   async loadIndex(dir: string): Promise<string[]> {
-    const { card, path } = readSavedCard<{ size: number; queryTerms: number; experts: string[] }>(dir, cameIndexFormat);
-    if (!Number.isInteger(card.size) || !Number.isInteger(card.queryTerms)) throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed size / queryTerms`);
-    if (JSON.stringify(card.experts) !== JSON.stringify(this.experts)) throw new QuorumError('ERR_FORMAT', `${path} indexes experts ${String(card.experts)}, this retriever has ${this.experts.join(',')}`);
-    const ids = readTextFile(join(dir, 'ids.txt')).split('\n').slice(0, card.size);
-    const ix: Indexes = { size: card.size!, queryTerms: card.queryTerms! };
-    if (this.experts.includes('lexical')) ix.lexical = await SparseIndex.load(join(dir, 'lexical.sparse'));
-    if (this.experts.includes('global')) ix.global = await DenseIndex.load(join(dir, 'global.faiss'));
-    if (this.experts.includes('local')) ix.local = await TokenIndex.load(join(dir, 'local'));
-    for (const [name, n] of [['lexical', ix.lexical?.size], ['global', ix.global?.size], ['local', ix.local?.size]] as const)
-      if (n !== undefined && n !== ix.size) throw new QuorumError('ERR_FORMAT', `${dir}: the ${name} index holds ${n} passages, index.json ${ix.size}`);
-    this.indexes = ix;
+    const { ids, indexes } = await readCameIndex(dir, this.experts);
+    this.indexes = indexes;
     return ids;
   }
 
@@ -279,50 +264,10 @@ export class CameRetriever {
    * r.experts.local![0];   // the local expert's own list
    */
   async search(questions: readonly string[], options: CameSearchOptions = {}): Promise<CameSearchResult> {
-    mustBeArray(questions, 'questions');
-    checkOptions(options, searchKeys, 'CAME search options');
-    const ix = this.indexes;
-    if (!ix) throw new QuorumError('ERR_STATE', 'index a corpus first (CameRetriever.index)');
-    const k = options.k ?? 100;
-    const K = options.expertK ?? 100;
-    const fusion = options.fusion ?? 'sum';
-    if (!CAME_FUSIONS.includes(fusion)) throw new QuorumError('ERR_ARG', `fusion must be one of ${CAME_FUSIONS.join(', ')}, got '${String(fusion)}'`);
-    const experts = options.experts ?? this.experts;
-    for (const e of experts) this.modelOf(e);
-    const timings: Record<string, number> = {};
-    let t = performance.now();
-    const lap = (name: string) => {
-      const now = performance.now();
-      timings[name] = (timings[name] ?? 0) + now - t;
-      t = now;
-    };
-    const enc = await this.encode(await this.questionTable(questions), 'query', { experts, maxTerms: ix.queryTerms });
-    lap('encode');
-    const lists: Partial<Record<CameExpertName, Hit[][]>> = {};
-    for (const e of experts) {
-      if (e === 'lexical') {
-        const r = await ix.lexical!.search(enc.lexical!, K);
-        lists.lexical = questions.map((_, q) => r.hits(q).map((h) => ({ id: Number(h.id), score: h.score })));
-      } else if (e === 'local') {
-        lists.local = await ix.local!.search(enc.local!, K, { candidates: options.localCandidates ?? 64 });
-      } else {
-        const G = enc.global!.length / questions.length;
-        const r = await ix.global!.search(Tensor.wrap(enc.global!, [questions.length, G], 'f32'), Math.min(K, ix.size));
-        lists.global = questions.map((_, q) => r.hits(q).map((h) => ({ id: Number(h.id), score: h.score })));
-      }
-      lap(e);
-    }
-    const linear = fusion === 'linear' ? this.linearFor(experts) : undefined;
-    const fused = fuseExperts(experts.map((e) => lists[e]!), fusion, k, K, linear);
-    lap('fuse');
-    return { fused, experts: lists, timings };
-  }
-
-  /** The fitted linear layer restricted to `experts` (it is fitted over all of them). */
-  private linearFor(experts: readonly CameExpertName[]): LinearFusion {
-    if (!this.linear) throw new QuorumError('ERR_STATE', 'linear fusion needs fitted weights (fitCameLinear on dev)');
-    const all = this.experts;
-    return { weights: experts.map((e) => this.linear!.weights[all.indexOf(e)]!), bias: this.linear.bias };
+    return cameSearch(this.indexes, this.experts, questions, options, {
+      encode: async (qs, experts, maxTerms) => this.encode(await this.questionTable(qs), 'query', { experts, maxTerms }),
+      linear: this.linear,
+    });
   }
 
   /**
@@ -362,12 +307,9 @@ export class CameRetriever {
 
   /** Loads {@link save}'s directory. ERR_IO for a missing directory or file, ERR_FORMAT for another version or damage. */
   static async load(dir: string): Promise<CameRetriever> {
-    const { card, path } = readSavedCard<CameCard>(dir, cameFormat);
-    if (!Array.isArray(card.models) || !card.models.length || !card.text || !Number.isInteger(card.text.maxQueryLength) || !Number.isInteger(card.text.maxPassageLength))
-      throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed models / text settings`);
+    const { card, path } = readCameCard(dir);
     const tokenizer = await readTokenizerFiles(dir);
     const models = card.models.map((m) => {
-      if (!m || !m.config) throw new QuorumError('ERR_FORMAT', `${path}: a malformed model entry`);
       const weights = savedFile(dir, m.weights, path, 'model weights');
       let model: CameModel;
       try {
@@ -385,4 +327,105 @@ export class CameRetriever {
     if (card.training) r.training = card.training;
     return r;
   }
+}
+
+/** The indexes of a corpus, one per expert. */
+export interface CameIndexes {
+  size: number;
+  lexical?: SparseIndex;
+  local?: TokenIndex;
+  global?: DenseIndex;
+  queryTerms: number;
+}
+
+/**
+ * Reads {@link CameRetriever.saveIndex}'s directory for a retriever with `experts` (CameRetriever.loadIndex and
+ * CameServer): each expert's index and the corpus ids. ERR_IO when missing, ERR_FORMAT when damaged or made for
+ * other experts.
+ */
+export async function readCameIndex(dir: string, experts: readonly CameExpertName[]): Promise<{ ids: string[]; indexes: CameIndexes }> {
+  const { card, path } = readSavedCard<{ size: number; queryTerms: number; experts: string[] }>(dir, cameIndexFormat);
+  if (!Number.isInteger(card.size) || !Number.isInteger(card.queryTerms)) throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed size / queryTerms`);
+  if (JSON.stringify(card.experts) !== JSON.stringify(experts)) throw new QuorumError('ERR_FORMAT', `${path} indexes experts ${String(card.experts)}, this retriever has ${experts.join(',')}`);
+  const ids = readTextFile(join(dir, 'ids.txt')).split('\n').slice(0, card.size);
+  const ix: CameIndexes = { size: card.size!, queryTerms: card.queryTerms! };
+  try {
+    if (experts.includes('lexical')) ix.lexical = await SparseIndex.load(join(dir, 'lexical.sparse'));
+    if (experts.includes('global')) ix.global = await DenseIndex.load(join(dir, 'global.faiss'));
+    if (experts.includes('local')) ix.local = await TokenIndex.load(join(dir, 'local'));
+    for (const [name, n] of [['lexical', ix.lexical?.size], ['global', ix.global?.size], ['local', ix.local?.size]] as const)
+      if (n !== undefined && n !== ix.size) throw new QuorumError('ERR_FORMAT', `${dir}: the ${name} index holds ${n} passages, index.json ${ix.size}`);
+  } catch (e) {
+    ix.lexical?.dispose();
+    ix.global?.dispose();
+    ix.local?.dispose();
+    throw e;
+  }
+  return { ids, indexes: ix };
+}
+
+/** How {@link cameSearch} encodes questions and fuses linearly: the retriever's models or the serving graphs. */
+export interface CameSearchBackend {
+  /** The questions' encodings by `experts`, SPLADE rows cut to `maxTerms` terms. */
+  encode(questions: readonly string[], experts: readonly CameExpertName[], maxTerms: number): Promise<CameEncoding>;
+  /** The fitted linear fusion over every expert, if any. */
+  linear?: LinearFusion;
+}
+
+/**
+ * CAME's search over a corpus's indexes (CameRetriever.search and CameServer.search): each expert's top-expertK,
+ * fused per question.
+ */
+export async function cameSearch(ix: CameIndexes | undefined, all: readonly CameExpertName[], questions: readonly string[], options: CameSearchOptions, backend: CameSearchBackend): Promise<CameSearchResult> {
+  mustBeArray(questions, 'questions');
+  checkOptions(options, searchKeys, 'CAME search options');
+  if (!ix) throw new QuorumError('ERR_STATE', 'index a corpus first (CameRetriever.index)');
+  const k = options.k ?? 100;
+  const K = options.expertK ?? 100;
+  const fusion = options.fusion ?? 'sum';
+  if (!CAME_FUSIONS.includes(fusion)) throw new QuorumError('ERR_ARG', `fusion must be one of ${CAME_FUSIONS.join(', ')}, got '${String(fusion)}'`);
+  const experts = options.experts ?? all;
+  for (const e of experts) if (!all.includes(e)) throw new QuorumError('ERR_ARG', `this CAME retriever has no ${e} expert`);
+  const timings: Record<string, number> = {};
+  let t = performance.now();
+  const lap = (name: string) => {
+    const now = performance.now();
+    timings[name] = (timings[name] ?? 0) + now - t;
+    t = now;
+  };
+  const enc = await backend.encode(questions, experts, ix.queryTerms);
+  lap('encode');
+  const lists: Partial<Record<CameExpertName, Hit[][]>> = {};
+  for (const e of experts) {
+    if (e === 'lexical') {
+      const r = await ix.lexical!.search(enc.lexical!, K);
+      lists.lexical = questions.map((_, q) => r.hits(q).map((h) => ({ id: Number(h.id), score: h.score })));
+    } else if (e === 'local') {
+      lists.local = await ix.local!.search(enc.local!, K, { candidates: options.localCandidates ?? 64 });
+    } else {
+      const G = enc.global!.length / questions.length;
+      const r = await ix.global!.search(Tensor.wrap(enc.global!, [questions.length, G], 'f32'), Math.min(K, ix.size));
+      lists.global = questions.map((_, q) => r.hits(q).map((h) => ({ id: Number(h.id), score: h.score })));
+    }
+    lap(e);
+  }
+  let linear: LinearFusion | undefined;
+  if (fusion === 'linear') {
+    // The layer is fitted over every expert: restricted to the ones searched.
+    if (!backend.linear) throw new QuorumError('ERR_STATE', 'linear fusion needs fitted weights (fitCameLinear on dev)');
+    const fitted = backend.linear;
+    linear = { weights: experts.map((e) => fitted.weights[all.indexOf(e)]!), bias: fitted.bias };
+  }
+  const fused = fuseExperts(experts.map((e) => lists[e]!), fusion, k, K, linear);
+  lap('fuse');
+  return { fused, experts: lists, timings };
+}
+
+/** {@link CameRetriever.save}'s came.json, checked (CameRetriever.load and CameServer). ERR_IO / ERR_FORMAT. */
+export function readCameCard(dir: string): { card: CameCard; path: string } {
+  const { card, path } = readSavedCard<CameCard>(dir, cameFormat);
+  if (!Array.isArray(card.models) || !card.models.length || !card.text || !Number.isInteger(card.text.maxQueryLength) || !Number.isInteger(card.text.maxPassageLength))
+    throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed models / text settings`);
+  for (const m of card.models) if (!m || !m.config) throw new QuorumError('ERR_FORMAT', `${path}: a malformed model entry`);
+  return { card: card as CameCard, path };
 }

@@ -1,0 +1,160 @@
+// CAME search without libtorch (docs/methods/came.md#serving, docs/guides/bring-your-own-model.md#serving-without-libtorch):
+// each model's three experts as one ONNX graph (cameOnnx, built in memory from the saved weights) in onnxruntime-node,
+// the encodings cut and packed as CameRetriever's (encodeCame), then the saved indexes (SparseIndex, the token index's
+// faiss + MaxSim, DenseIndex: the prebuilt core and faiss modules) and the fusion (cameSearch). The same hits as
+// CameRetriever.search with the same index.
+import { join } from 'node:path';
+
+import { QuorumError } from '../../errors.js';
+import { readWeightFile } from '../../models/model-dir.js';
+import { cameOnnx } from '../../models/onnx-export.js';
+import { onnxRuntime, servingSessionOptions, type OrtSession } from '../../models/serving-encoder.js';
+import { TokenTable } from '../../models/token-table.js';
+import type { TokenBatchArg } from '../../native.js';
+import { savedFile } from '../../io/saved-dir.js';
+import { WordPieceTokenizer } from '../../text/tokenizer.js';
+import { readTokenizerFiles } from '../../text/tokenizer-files.js';
+import { checkOptions, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
+import { encodeCame, type CameEncoderModel } from './encode.js';
+import { type CameConfig, type CameEncoded, type CameExpertName } from './model.js';
+import { cameSearch, readCameCard, readCameIndex, type CameIndexes, type CameSearchOptions, type CameSearchResult, type CameTextSettings } from './retriever.js';
+import type { LinearFusion } from './fusion.js';
+
+/** One model's query-side graph in ONNX Runtime, read as encodeCame reads a CameModel. */
+class OnnxCameModel implements CameEncoderModel {
+  constructor(
+    readonly config: CameConfig,
+    private readonly session: OrtSession,
+  ) {}
+
+  get experts(): CameExpertName[] {
+    return [...this.config.experts];
+  }
+
+  get globalDim(): number {
+    return this.config.encoder.hiddenSize;
+  }
+
+  get vocabSize(): number {
+    return this.config.encoder.vocabSize;
+  }
+
+  async encode(b: TokenBatchArg, side: 'query' | 'passage', experts: readonly CameExpertName[]): Promise<CameEncoded> {
+    if (side !== 'query') throw new QuorumError('ERR_ARG', 'CameServer encodes questions only: the corpus comes from the saved index');
+    const ort = onnxRuntime();
+    const dims = [b.rows, b.seqLen];
+    const mask = new BigInt64Array(b.rows * b.seqLen);
+    for (let r = 0; r < b.rows; r++) mask.fill(1n, r * b.seqLen, r * b.seqLen + b.lengths[r]!);
+    const want = experts.filter((e) => this.config.experts.includes(e));
+    const out = await this.session.run(
+      {
+        input_ids: new ort.Tensor('int64', BigInt64Array.from(b.ids, BigInt), dims),
+        attention_mask: new ort.Tensor('int64', mask, dims),
+        token_type_ids: new ort.Tensor('int64', BigInt64Array.from(b.typeIds, BigInt), dims),
+      },
+      want,
+    );
+    return Object.fromEntries(want.map((e) => [e, out[e]!.data as Float32Array])) as CameEncoded;
+  }
+
+  release(): Promise<void> {
+    return this.session.release();
+  }
+}
+
+const loadKeys = optionKeys<{ index?: string; threads?: number }>()(['index', 'threads']);
+
+/**
+ * A saved CAME directory and its saved index served without libtorch: onnxruntime-node (an optional peer
+ * dependency) runs the experts' encoders, the prebuilt core and faiss modules the indexes.
+ *
+ * @example
+ * const came = await CameServer.load('came/');   // quorum came train, then quorum came index
+ * const r = await came.search(['who wrote hamlet?'], { k: 10 });
+ * r.fused[0].map((h) => came.ids[h.id]);
+ */
+export class CameServer {
+  private constructor(
+    private readonly models: OnnxCameModel[],
+    private readonly tokenizer: WordPieceTokenizer,
+    private readonly text: CameTextSettings,
+    private readonly indexes: CameIndexes,
+    /** The corpus ids: row i of every hit list is `ids[i]`. */
+    readonly ids: readonly string[],
+    private readonly linear: LinearFusion | undefined,
+  ) {}
+
+  /**
+   * Reads the CAME directory (came.json, tokenizer files, weights) and the index directory (default DIR/index:
+   * `quorum came index`,
+   * CameRetriever.saveIndex), and opens one ONNX Runtime session per model. ERR_IO / ERR_FORMAT for missing or
+   * damaged files, ERR_BACKEND_UNAVAILABLE without onnxruntime-node.
+   */
+  static async load(dir: string, options: { index?: string; threads?: number } = {}): Promise<CameServer> {
+    mustBeString(dir, 'CAME directory');
+    mustBeObject(options, 'CameServer options');
+    checkOptions(options, loadKeys, 'CameServer options');
+    const indexDir = options.index ?? join(dir, 'index');
+    mustBeString(indexDir, 'index directory');
+    const { card, path } = readCameCard(dir);
+    const ort = onnxRuntime();
+    const tokenizer = await readTokenizerFiles(dir);
+    const models: OnnxCameModel[] = [];
+    let indexes: CameIndexes | undefined;
+    try {
+      for (const m of card.models) {
+        if (m.config.encoder?.vocabSize !== tokenizer.size) throw new QuorumError('ERR_FORMAT', `${dir}: vocab.txt has ${tokenizer.size} tokens, the model ${m.config.encoder?.vocabSize}`);
+        const weightsPath = savedFile(dir, m.weights, path, 'model weights');
+        const params = readWeightFile(weightsPath);
+        const graph = cameOnnx(
+          {
+            getParameter: (name) => {
+              const v = params.get(name);
+              if (!v) throw new QuorumError('ERR_FORMAT', `${weightsPath}: no parameter ${name}`);
+              return v;
+            },
+          },
+          m.config,
+          'query',
+        );
+        models.push(new OnnxCameModel(m.config, await ort.InferenceSession.create(graph, servingSessionOptions(options.threads))));
+      }
+      const experts = (['lexical', 'local', 'global'] as const).filter((e) => models.some((m) => m.config.experts.includes(e)));
+      const read = await readCameIndex(indexDir, experts);
+      indexes = read.indexes;
+      return new CameServer(models, tokenizer, card.text, indexes, read.ids, card.linear);
+    } catch (e) {
+      for (const m of models) await m.release();
+      throw e;
+    }
+  }
+
+  /** The experts, in lexical, local, global order. */
+  get experts(): CameExpertName[] {
+    return (['lexical', 'local', 'global'] as const).filter((e) => this.models.some((m) => m.config.experts.includes(e)));
+  }
+
+  /** Each expert's top-expertK over the indexed corpus, fused per question: as CameRetriever.search. */
+  async search(questions: readonly string[], options: CameSearchOptions = {}): Promise<CameSearchResult> {
+    return cameSearch(this.indexes, this.experts, questions, options, {
+      encode: async (qs, experts, maxTerms) => {
+        const table = await TokenTable.build(this.tokenizer, qs, { maxLength: this.text.maxQueryLength });
+        let out: Awaited<ReturnType<typeof encodeCame>> = { rows: table.size };
+        for (const m of this.models) {
+          const mine = m.experts.filter((e) => experts.includes(e));
+          if (mine.length) out = { ...out, ...(await encodeCame(m, table, { side: 'query', experts: mine, maxTerms })) };
+        }
+        return out;
+      },
+      ...(this.linear ? { linear: this.linear } : {}),
+    });
+  }
+
+  /** Releases the sessions and the indexes. */
+  async dispose(): Promise<void> {
+    for (const m of this.models) await m.release();
+    this.indexes.lexical?.dispose();
+    this.indexes.local?.dispose();
+    this.indexes.global?.dispose();
+  }
+}
