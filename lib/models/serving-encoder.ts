@@ -69,23 +69,29 @@ interface Runner {
   release(): Promise<void>;
 }
 
+/**
+ * Runs a graph with Hugging Face's token inputs (input_ids, attention_mask, token_type_ids, int64 [rows, seqLen]) on
+ * a token batch and returns the asked-for float outputs: the encoders', CAME's and ROM's graphs (onnx-export.ts).
+ */
+export async function runTokenGraph(session: OrtSession, b: Pick<EncodedBatch, 'ids' | 'typeIds' | 'lengths' | 'rows' | 'seqLen'>, fetches: readonly string[]): Promise<Record<string, Float32Array>> {
+  const ort = onnxRuntime();
+  const dims = [b.rows, b.seqLen];
+  const mask = new BigInt64Array(b.rows * b.seqLen);
+  for (let r = 0; r < b.rows; r++) mask.fill(1n, r * b.seqLen, r * b.seqLen + b.lengths[r]!);
+  const out = await session.run(
+    {
+      input_ids: new ort.Tensor('int64', BigInt64Array.from(b.ids, BigInt), dims),
+      attention_mask: new ort.Tensor('int64', mask, dims),
+      token_type_ids: new ort.Tensor('int64', BigInt64Array.from(b.typeIds, BigInt), dims),
+    },
+    [...fetches],
+  );
+  return Object.fromEntries(fetches.map((f) => [f, out[f]!.data as Float32Array]));
+}
+
 function ortRunner(session: OrtSession): Runner {
   return {
-    async run(b) {
-      const ort = onnxRuntime();
-      const dims = [b.rows, b.seqLen];
-      const mask = new BigInt64Array(b.rows * b.seqLen);
-      for (let r = 0; r < b.rows; r++) mask.fill(1n, r * b.seqLen, r * b.seqLen + b.lengths[r]!);
-      const out = await session.run(
-        {
-          input_ids: new ort.Tensor('int64', BigInt64Array.from(b.ids, BigInt), dims),
-          attention_mask: new ort.Tensor('int64', mask, dims),
-          token_type_ids: new ort.Tensor('int64', BigInt64Array.from(b.typeIds, BigInt), dims),
-        },
-        ['sentence_embedding'],
-      );
-      return out.sentence_embedding!.data as Float32Array;
-    },
+    run: async (b) => (await runTokenGraph(session, b, ['sentence_embedding'])).sentence_embedding!,
     release: () => session.release(),
   };
 }

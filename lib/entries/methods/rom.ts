@@ -42,3 +42,4 @@ export {
   type ReaderRows,
 } from '../../methods/rom/reader-inputs.js';
 export { romExportOnnx, type RomOnnxCard } from '../../methods/rom/export.js';
+export { RomServer } from '../../methods/rom/serve.js';

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { QuorumError } from '../../errors.js';
 import { readWeightFile } from '../../models/model-dir.js';
 import { cameOnnx } from '../../models/onnx-export.js';
-import { onnxRuntime, servingSessionOptions, type OrtSession } from '../../models/serving-encoder.js';
+import { onnxRuntime, runTokenGraph, servingSessionOptions, type OrtSession } from '../../models/serving-encoder.js';
 import { TokenTable } from '../../models/token-table.js';
 import type { TokenBatchArg } from '../../native.js';
 import { savedFile } from '../../io/saved-dir.js';
@@ -41,20 +41,8 @@ class OnnxCameModel implements CameEncoderModel {
 
   async encode(b: TokenBatchArg, side: 'query' | 'passage', experts: readonly CameExpertName[]): Promise<CameEncoded> {
     if (side !== 'query') throw new QuorumError('ERR_ARG', 'CameServer encodes questions only: the corpus comes from the saved index');
-    const ort = onnxRuntime();
-    const dims = [b.rows, b.seqLen];
-    const mask = new BigInt64Array(b.rows * b.seqLen);
-    for (let r = 0; r < b.rows; r++) mask.fill(1n, r * b.seqLen, r * b.seqLen + b.lengths[r]!);
     const want = experts.filter((e) => this.config.experts.includes(e));
-    const out = await this.session.run(
-      {
-        input_ids: new ort.Tensor('int64', BigInt64Array.from(b.ids, BigInt), dims),
-        attention_mask: new ort.Tensor('int64', mask, dims),
-        token_type_ids: new ort.Tensor('int64', BigInt64Array.from(b.typeIds, BigInt), dims),
-      },
-      want,
-    );
-    return Object.fromEntries(want.map((e) => [e, out[e]!.data as Float32Array])) as CameEncoded;
+    return (await runTokenGraph(this.session, b, want)) as CameEncoded;
   }
 
   release(): Promise<void> {

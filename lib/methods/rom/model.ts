@@ -19,8 +19,9 @@ import type { PassageText } from '../../data/examples.js';
 import { readWeights, writeWeights, type WeightStorage } from '../../models/model-dir.js';
 import { Retriever } from '../../models/retriever.js';
 import { TokenTable } from '../../models/token-table.js';
+import type { TokenBatchArg } from '../../native.js';
 import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../../validate.js';
-import { RomNetwork, type RomConfig, type RomNetworkOptions } from './network.js';
+import { RomNetwork, type ReaderLogits, type RomConfig, type RomNetworkOptions } from './network.js';
 import { passagePieces, readerRows, spanText, type PassagePieces } from './reader-inputs.js';
 import { bestSpans } from './spans.js';
 
@@ -65,7 +66,8 @@ export interface RomAnswer {
 /** Where the retrieval side comes from when it is not the network's own retrieval head. */
 export type RomRetrievalSide = { kind: 'rom'; network: RomNetwork } | { kind: 'retriever'; model: Retriever };
 
-interface RomCard {
+/** rom.json. */
+export interface RomCard {
   format: typeof romFormat.format;
   version: typeof romFormat.version;
   config: RomConfig;
@@ -208,55 +210,12 @@ export class RomModel {
     passages?: readonly PassageText[],
     options: { batchQuestions?: number } = {},
   ): Promise<RomAnswer[]> {
-    mustBeArray(questions, 'questions');
-    mustBeArray(candidates, 'candidates');
-    checkOptions(options, readKeys, 'read options');
-    if (candidates.length !== questions.length) throw new QuorumError('ERR_SHAPE', `${candidates.length} candidate lists for ${questions.length} questions`);
-    const per = options.batchQuestions ?? 8;
-    if (!Number.isInteger(per) || per < 1) throw new QuorumError('ERR_RANGE', 'batchQuestions must be an integer >= 1');
-    const out: RomAnswer[] = [];
-    // Several questions per native call: one [rows, T] batch of every (question, passage) row.
-    for (let s = 0; s < questions.length; s += per) {
-      const qs = Array.from({ length: Math.min(per, questions.length - s) }, (_, i) => s + i);
-      const pieces: PassagePieces[] = [];
-      const questionOf: number[] = [];
-      const first: number[] = [];
-      qs.forEach((q, i) => {
-        first.push(pieces.length);
-        for (const h of candidates[q]!) {
-          pieces.push(this.passagePieces(h.id, passages));
-          questionOf.push(i);
-        }
-      });
-      const rows = pieces.length
-        ? readerRows(this.tokenizer, qs.map((q) => this.tokenizer.ids(questions[q]!)), questionOf, pieces, {
-            maxLength: this.text.readerLength,
-            maxQuestion: this.text.maxQueryLength,
-            markMatches: this.network.marksMatches,
-          })
-        : undefined;
-      const logits = rows ? await this.network.read(rows.inputs) : undefined;
-      qs.forEach((q, i) => {
-        const list = candidates[q]!;
-        if (!list.length || !rows || !logits) {
-          out.push({ answer: '', passage: -1, passageScore: -Infinity, spanScore: -Infinity, retrievalScore: -Infinity });
-          return;
-        }
-        const T = rows.inputs.seqLen;
-        let best = first[i]!;
-        for (let r = first[i]! + 1; r < first[i]! + list.length; r++) if (logits.relevance[r]! > logits.relevance[best]!) best = r;
-        const span = bestSpans(logits.start, logits.end, { offset: best * T + rows.offset[best]!, length: rows.count[best]!, maxLength: this.text.maxAnswerLength })[0];
-        const hit = list[best - first[i]!]!;
-        out.push({
-          answer: span ? spanText(pieces[best]!, span.start, span.end) : '',
-          passage: hit.id,
-          passageScore: logits.relevance[best]!,
-          spanScore: span ? span.score : -Infinity,
-          retrievalScore: hit.score,
-        });
-      });
-    }
-    return out;
+    return readCandidates(
+      { tokenizer: this.tokenizer, text: this.text, marksMatches: this.network.marksMatches, pieces: (row) => this.passagePieces(row, passages), read: (inputs) => this.network.read(inputs) },
+      questions,
+      candidates,
+      options,
+    );
   }
 
   /**
@@ -291,22 +250,7 @@ export class RomModel {
    * ids in the same order). ERR_IO when missing, ERR_FORMAT when damaged or built from another corpus.
    */
   loadIndex(dir: string, passages: readonly (PassageText & { id: string })[]): void {
-    mustBeArray(passages, 'passages');
-    const { card, path } = readSavedCard<{ ids: unknown[] }>(dir, romIndexFormat);
-    if (!Array.isArray(card.ids)) throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed ids`);
-    if (card.ids.length !== passages.length || card.ids.some((id, i) => id !== passages[i]!.id))
-      throw new QuorumError('ERR_FORMAT', `${dir} indexes another corpus (${card.ids.length} passages; rebuild it with \`quorum rom index\`)`);
-    let tensors;
-    try {
-      tensors = readSafetensors(readFileSync(join(dir, 'vectors.safetensors')));
-    } catch (e) {
-      throw new QuorumError(e instanceof QuorumError ? 'ERR_FORMAT' : 'ERR_IO', `${dir}/vectors.safetensors: ${(e as Error).message}`, { cause: e });
-    }
-    const v = tensors.get('vectors');
-    const dim = this.retrievalEncoder().dim;
-    if (!v || v.shape.length !== 2 || v.shape[0] !== passages.length || v.shape[1] !== dim)
-      throw new QuorumError('ERR_FORMAT', `${dir}/vectors.safetensors does not hold [${passages.length}, ${dim}] vectors`);
-    this.corpus = { passages, vectors: Tensor.from(v.data, [passages.length, dim], 'f32') };
+    this.corpus = { passages, vectors: readRomIndex(dir, passages, this.retrievalEncoder().dim) };
   }
 
   private requireIndex(): { passages: readonly PassageText[]; vectors: Tensor<'f32'> } {
@@ -346,10 +290,8 @@ export class RomModel {
 
   /** Loads {@link save}'s directory. ERR_IO for a missing directory or file, ERR_FORMAT for another version or damage. */
   static async load(dir: string): Promise<RomModel> {
-    const { card, path } = readSavedCard<RomCard>(dir, romFormat);
+    const { card, path } = readRomCard(dir);
     const t = card.text;
-    if (!card.config || !t || !Object.keys(defaultRomText).every((k) => Number.isInteger(t[k as keyof RomTextSettings])))
-      throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed config or text settings`);
     const weights = savedFile(dir, card.weights, path, 'weights');
     const tokenizer = await readTokenizerFiles(dir);
     const network = networkOf(card.config, tokenizer, path);
@@ -382,4 +324,112 @@ function networkOf(config: RomConfig, tokenizer: WordPieceTokenizer, path: strin
   }
   if (config.encoder.vocabSize !== tokenizer.size) throw new QuorumError('ERR_FORMAT', `${path}: vocab.txt has ${tokenizer.size} tokens, the network ${config.encoder.vocabSize}`);
   return network;
+}
+
+/** What {@link readCandidates} reads with: the tokenizer and lengths, a passage's pieces, the reader's forward. */
+export interface RomReading {
+  tokenizer: WordPieceTokenizer;
+  text: RomTextSettings;
+  /** Reader rows mark passage tokens the question contains (type 2). */
+  marksMatches: boolean;
+  /** A corpus row's pieces. */
+  pieces(row: number): PassagePieces;
+  /** The reader's logits for a batch of reader rows (RomNetwork.read, or the reader graph in ONNX Runtime). */
+  read(inputs: TokenBatchArg): Promise<ReaderLogits>;
+}
+
+/**
+ * Reads each question's candidate passages and answers with the best span (at most maxAnswerLength pieces) of the
+ * passage whose relevance logit is highest (RomModel.read and RomServer).
+ */
+export async function readCandidates(
+  ctx: RomReading,
+  questions: readonly string[],
+  candidates: readonly (readonly { id: number; score: number }[])[],
+  options: { batchQuestions?: number } = {},
+): Promise<RomAnswer[]> {
+  mustBeArray(questions, 'questions');
+  mustBeArray(candidates, 'candidates');
+  checkOptions(options, readKeys, 'read options');
+  if (candidates.length !== questions.length) throw new QuorumError('ERR_SHAPE', `${candidates.length} candidate lists for ${questions.length} questions`);
+  const per = options.batchQuestions ?? 8;
+  if (!Number.isInteger(per) || per < 1) throw new QuorumError('ERR_RANGE', 'batchQuestions must be an integer >= 1');
+  const out: RomAnswer[] = [];
+  // Several questions per native call: one [rows, T] batch of every (question, passage) row.
+  for (let s = 0; s < questions.length; s += per) {
+    const qs = Array.from({ length: Math.min(per, questions.length - s) }, (_, i) => s + i);
+    const pieces: PassagePieces[] = [];
+    const questionOf: number[] = [];
+    const first: number[] = [];
+    qs.forEach((q, i) => {
+      first.push(pieces.length);
+      for (const h of candidates[q]!) {
+        pieces.push(ctx.pieces(h.id));
+        questionOf.push(i);
+      }
+    });
+    const rows = pieces.length
+      ? readerRows(ctx.tokenizer, qs.map((q) => ctx.tokenizer.ids(questions[q]!)), questionOf, pieces, {
+          maxLength: ctx.text.readerLength,
+          maxQuestion: ctx.text.maxQueryLength,
+          markMatches: ctx.marksMatches,
+        })
+      : undefined;
+    const logits = rows ? await ctx.read(rows.inputs) : undefined;
+    qs.forEach((q, i) => {
+      const list = candidates[q]!;
+      if (!list.length || !rows || !logits) {
+        out.push({ answer: '', passage: -1, passageScore: -Infinity, spanScore: -Infinity, retrievalScore: -Infinity });
+        return;
+      }
+      const T = rows.inputs.seqLen;
+      let best = first[i]!;
+      for (let r = first[i]! + 1; r < first[i]! + list.length; r++) if (logits.relevance[r]! > logits.relevance[best]!) best = r;
+      const span = bestSpans(logits.start, logits.end, { offset: best * T + rows.offset[best]!, length: rows.count[best]!, maxLength: ctx.text.maxAnswerLength })[0];
+      const hit = list[best - first[i]!]!;
+      out.push({
+        answer: span ? spanText(pieces[best]!, span.start, span.end) : '',
+        passage: hit.id,
+        passageScore: logits.relevance[best]!,
+        spanScore: span ? span.score : -Infinity,
+        retrievalScore: hit.score,
+      });
+    });
+  }
+  return out;
+}
+
+/**
+ * {@link RomModel.saveIndex}'s vectors for `passages` (the corpus they were built from, same ids in the same order)
+ * of width `dim` (RomModel.loadIndex and RomServer). ERR_IO when missing, ERR_FORMAT when damaged or built from
+ * another corpus.
+ */
+export function readRomIndex(dir: string, passages: readonly (PassageText & { id: string })[], dim: number): Tensor<'f32'> {
+  mustBeArray(passages, 'passages');
+  const { card, path } = readSavedCard<{ ids: unknown[] }>(dir, romIndexFormat);
+  if (!Array.isArray(card.ids)) throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed ids`);
+  if (card.ids.length !== passages.length || card.ids.some((id, i) => id !== passages[i]!.id))
+    throw new QuorumError('ERR_FORMAT', `${dir} indexes another corpus (${card.ids.length} passages; rebuild it with \`quorum rom index\`)`);
+  let tensors;
+  try {
+    tensors = readSafetensors(readFileSync(join(dir, 'vectors.safetensors')));
+  } catch (e) {
+    throw new QuorumError(e instanceof QuorumError ? 'ERR_FORMAT' : 'ERR_IO', `${dir}/vectors.safetensors: ${(e as Error).message}`, { cause: e });
+  }
+  const v = tensors.get('vectors');
+  if (!v || v.shape.length !== 2 || v.shape[0] !== passages.length || v.shape[1] !== dim)
+    throw new QuorumError('ERR_FORMAT', `${dir}/vectors.safetensors does not hold [${passages.length}, ${dim}] vectors`);
+  return Tensor.from(v.data, [passages.length, dim], 'f32');
+}
+
+/** {@link RomModel.save}'s rom.json, checked (RomModel.load and RomServer). ERR_IO / ERR_FORMAT. */
+export function readRomCard(dir: string): { card: RomCard; path: string } {
+  const { card, path } = readSavedCard<RomCard>(dir, romFormat);
+  const t = card.text;
+  if (!card.config || !t || !Object.keys(defaultRomText).every((k) => Number.isInteger(t[k as keyof RomTextSettings])))
+    throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed config or text settings`);
+  const r = card.retrieval;
+  if (r !== undefined && !(r?.kind === 'rom' || (r?.kind === 'retriever' && r.dir === 'retriever')))
+    throw new QuorumError('ERR_FORMAT', `${path}: ${r?.kind === 'retriever' ? 'malformed retrieval entry' : 'unknown retrieval side'}`);
+  return { card: card as RomCard, path };
 }

@@ -1,0 +1,171 @@
+// ROM search and open-domain QA without libtorch (docs/methods/rom.md#serving): the retrieval side as a graph in
+// onnxruntime-node (romOnnx's `retrieval`; a separate bi-encoder through ServingEncoder), the saved index searched by
+// the core's scoreTopK, and the reader graph (romOnnx's `reader`) over the same reader rows and span search as
+// RomModel.read (readCandidates). The same hits and answers as RomModel with the same index.
+import { join } from 'node:path';
+
+import type { PassageText } from '../../data/examples.js';
+import { scoreTopK } from '../../dense.js';
+import { QuorumError } from '../../errors.js';
+import { savedFile } from '../../io/saved-dir.js';
+import { readWeightFile } from '../../models/model-dir.js';
+import { romOnnx } from '../../models/onnx-export.js';
+import { ServingEncoder, onnxRuntime, runTokenGraph, servingSessionOptions, type OrtSession } from '../../models/serving-encoder.js';
+import { TokenTable } from '../../models/token-table.js';
+import { Tensor } from '../../tensor.js';
+import { WordPieceTokenizer } from '../../text/tokenizer.js';
+import { readTokenizerFiles } from '../../text/tokenizer-files.js';
+import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
+import { readCandidates, readRomCard, readRomIndex, type RomAnswer, type RomTextSettings } from './model.js';
+import type { RomConfig } from './network.js';
+import { passagePieces, type PassagePieces } from './reader-inputs.js';
+
+const loadKeys = optionKeys<{ passages: unknown; index?: string; threads?: number }>()(['passages', 'index', 'threads']);
+const kKeys = optionKeys<{ k?: number }>()(['k']);
+// Questions per retrieval graph run.
+const CHUNK = 64;
+
+/** A network's parameters from its weights file, for the graph builder. */
+function parametersOf(path: string): { getParameter(name: string): Float32Array } {
+  const params = readWeightFile(path);
+  return {
+    getParameter: (name) => {
+      const v = params.get(name);
+      if (!v) throw new QuorumError('ERR_FORMAT', `${path}: no parameter ${name}`);
+      return v;
+    },
+  };
+}
+
+/**
+ * A saved ROM directory and its saved index (`quorum rom index`) served without libtorch: onnxruntime-node (an
+ * optional peer dependency) runs the retrieval encoder and the reader, the prebuilt core the search.
+ *
+ * @example
+ * const rom = await RomServer.load('rom/', { passages: corpus });   // the corpus the index was built from
+ * const [a] = await rom.answer(['how many brotherhoods are in the Armenian church?']);
+ * a.answer;
+ */
+export class RomServer {
+  private readonly pieces = new Map<number, PassagePieces>();
+
+  private constructor(
+    private readonly tokenizer: WordPieceTokenizer,
+    private readonly text: RomTextSettings,
+    private readonly config: RomConfig,
+    private readonly retrieval: { kind: 'graph'; session: OrtSession } | { kind: 'encoder'; encoder: ServingEncoder },
+    private readonly reader: OrtSession,
+    private readonly passages: readonly PassageText[],
+    private readonly vectors: Tensor<'f32'>,
+  ) {}
+
+  /**
+   * Reads the ROM directory (rom.json, tokenizer files, weights, a separate retrieval side) and its index (default
+   * DIR/index) for `passages`, and opens the ONNX Runtime sessions. ERR_IO / ERR_FORMAT for missing or damaged files
+   * or an index of another corpus, ERR_BACKEND_UNAVAILABLE without onnxruntime-node.
+   */
+  static async load(dir: string, options: { passages: readonly (PassageText & { id: string })[]; index?: string; threads?: number }): Promise<RomServer> {
+    mustBeString(dir, 'ROM directory');
+    mustBeObject(options, 'RomServer options');
+    checkOptions(options, loadKeys, 'RomServer options');
+    mustBeArray(options.passages, 'passages');
+    const indexDir = options.index ?? join(dir, 'index');
+    mustBeString(indexDir, 'index directory');
+    const { card, path } = readRomCard(dir);
+    const ort = onnxRuntime();
+    const tokenizer = await readTokenizerFiles(dir);
+    if (card.config.encoder?.vocabSize !== tokenizer.size) throw new QuorumError('ERR_FORMAT', `${path}: vocab.txt has ${tokenizer.size} tokens, the network ${card.config.encoder?.vocabSize}`);
+    const opts = servingSessionOptions(options.threads);
+    const open: OrtSession[] = [];
+    let encoder: ServingEncoder | undefined;
+    try {
+      const network = parametersOf(savedFile(dir, card.weights, path, 'weights'));
+      const reader = await ort.InferenceSession.create(romOnnx(network, card.config, 'reader'), opts);
+      open.push(reader);
+      let retrieval: { kind: 'graph'; session: OrtSession } | { kind: 'encoder'; encoder: ServingEncoder };
+      let dim: number;
+      const r = card.retrieval;
+      if (r?.kind === 'retriever') {
+        encoder = await ServingEncoder.load(join(dir, r.dir), options.threads ? { threads: options.threads } : {});
+        retrieval = { kind: 'encoder', encoder };
+        dim = encoder.dim;
+      } else {
+        const side = r?.kind === 'rom' ? { params: parametersOf(savedFile(dir, r.weights, path, 'retrieval')), config: r.config } : { params: network, config: card.config };
+        const session = await ort.InferenceSession.create(romOnnx(side.params, side.config, 'retrieval'), opts);
+        open.push(session);
+        retrieval = { kind: 'graph', session };
+        dim = side.config.headDim > 0 ? side.config.headDim : side.config.encoder.hiddenSize;
+      }
+      const vectors = readRomIndex(indexDir, options.passages, dim);
+      return new RomServer(tokenizer, card.text, card.config, retrieval, reader, options.passages, vectors);
+    } catch (e) {
+      for (const s of open) await s.release();
+      await encoder?.dispose();
+      throw e;
+    }
+  }
+
+  /** The top `k` corpus rows of each question by the retrieval side's dot product (default 20): as RomModel.search. */
+  async search(questions: readonly string[], options: { k?: number } = {}): Promise<Array<Array<{ id: number; score: number }>>> {
+    checkOptions(options, kKeys, 'search options');
+    mustBeArray(questions, 'questions');
+    questions.forEach((q, i) => mustBeString(q, `questions[${i}]`));
+    const k = options.k ?? 20;
+    if (!Number.isInteger(k) || k < 1) throw new QuorumError('ERR_RANGE', 'k must be an integer >= 1');
+    if (!questions.length) return [];
+    const q = await this.encodeQuestions(questions);
+    const top = await scoreTopK(Tensor.wrap(q, [questions.length, q.length / questions.length], 'f32'), this.vectors, Math.min(k, this.passages.length));
+    return questions.map((_, i) => top.hits(i));
+  }
+
+  /** Open-domain QA: retrieve the top `k` passages (default 10), read them, answer: as RomModel.answer. */
+  async answer(questions: readonly string[], options: { k?: number } = {}): Promise<RomAnswer[]> {
+    checkOptions(options, kKeys, 'answer options');
+    const hits = await this.search(questions, { k: options.k ?? 10 });
+    const reader = this.reader;
+    return readCandidates(
+      {
+        tokenizer: this.tokenizer,
+        text: this.text,
+        marksMatches: this.config.encoder.typeVocabSize >= 3,
+        pieces: (row) => {
+          let p = this.pieces.get(row);
+          if (!p) this.pieces.set(row, (p = passagePieces(this.tokenizer, this.passages[row]!.text)));
+          return p;
+        },
+        read: async (inputs) => {
+          const o = await runTokenGraph(reader, inputs, ['start_logits', 'end_logits', 'relevance']);
+          return { start: o.start_logits!, end: o.end_logits!, relevance: o.relevance! };
+        },
+      },
+      questions,
+      hits,
+    );
+  }
+
+  /** Releases the sessions and the index. */
+  async dispose(): Promise<void> {
+    this.vectors.dispose();
+    await this.reader.release();
+    if (this.retrieval.kind === 'graph') await this.retrieval.session.release();
+    else await this.retrieval.encoder.dispose();
+  }
+
+  private async encodeQuestions(questions: readonly string[]): Promise<Float32Array> {
+    if (this.retrieval.kind === 'encoder') return this.retrieval.encoder.encodeQueries(questions);
+    const session = this.retrieval.session;
+    const table = await TokenTable.build(this.tokenizer, questions, { maxLength: this.text.maxQueryLength });
+    const parts: Float32Array[] = [];
+    for (let s = 0; s < questions.length; s += CHUNK) {
+      const rows = Array.from({ length: Math.min(CHUNK, questions.length - s) }, (_, i) => s + i);
+      parts.push((await runTokenGraph(session, table.batch(rows), ['embedding'])).embedding!);
+    }
+    const out = new Float32Array(parts.reduce((a, p) => a + p.length, 0));
+    let at = 0;
+    for (const p of parts) {
+      out.set(p, at);
+      at += p.length;
+    }
+    return out;
+  }
+}
