@@ -20,6 +20,8 @@ interface Spec {
   L: number;
   temperature: number;
   dtype?: 'f32' | 'bf16';
+  /** The heads' weights in bf16 (the values drawn are rounded to bf16 first, so the reference reads the same). */
+  weights?: 'bf16';
 }
 
 /** An expert's random inputs: heads with weights ~ 1 / sqrt(in), passages, distinct candidates per question. */
@@ -28,7 +30,8 @@ function expert(s: Spec, seed: number) {
   const widths = [s.dim, ...Array<number>(s.layers).fill(s.hidden), s.dim];
   const layers = widths.slice(1).map((out, i) => {
     const inW = widths[i]!;
-    const w = randomF32(s.K * inW * out, seed + 10 * i + 1).map((v) => v / Math.sqrt(inW));
+    let w = randomF32(s.K * inW * out, seed + 10 * i + 1).map((v) => v / Math.sqrt(inW));
+    if (s.weights === 'bf16') w = Float32Array.from(Tensor.from(w, [w.length]).to('bf16').to('f32').data);
     const b = randomF32(s.K * out, seed + 10 * i + 2).map((v) => 0.1 * v);
     return { w, b, inW, out };
   });
@@ -77,7 +80,8 @@ function tensors(x: ReturnType<typeof expert>): MufConfidenceExpert {
       // The kernel reads each member's weights transposed: a row per output unit.
       const wt = new Float32Array(l.w.length);
       for (let k = 0; k < s.K; k++) for (let t = 0; t < l.inW; t++) for (let j = 0; j < l.out; j++) wt[(k * l.out + j) * l.inW + t] = l.w[(k * l.inW + t) * l.out + j]!;
-      return [Tensor.from(wt, [s.K, l.out, l.inW]), Tensor.from(l.b, [s.K, l.out])];
+      const t = Tensor.from(wt, [s.K, l.out, l.inW]);
+      return [s.weights === 'bf16' ? t.to('bf16') : t, Tensor.from(l.b, [s.K, l.out])];
     }),
     members: s.K,
     temperature: s.temperature,
@@ -92,8 +96,10 @@ const specs: Spec[] = [
   { B: 3, dim: 8, hidden: 8, layers: 0, K: 4, N: 30, L: 30, temperature: 0.2 },
   { B: 2, dim: 12, hidden: 16, layers: 1, K: 1, N: 20, L: 5, temperature: 1 },
   { B: 5, dim: 32, hidden: 24, layers: 2, K: 3, N: 50, L: 9, temperature: 0.5, dtype: 'bf16' },
-  // Past kHeadsStreamBatch (16): the GEMM path.
+  // Past kHeadsStreamBatch (16): the GEMM path; bf16 weights stream at any batch.
   { B: 40, dim: 20, hidden: 24, layers: 2, K: 4, N: 50, L: 12, temperature: 0.4 },
+  { B: 40, dim: 20, hidden: 24, layers: 1, K: 3, N: 50, L: 12, temperature: 0.4, weights: 'bf16' },
+  { B: 3, dim: 33, hidden: 17, layers: 2, K: 5, N: 40, L: 20, temperature: 0.2, weights: 'bf16' },
   ...randomShapes(4401, 3, [[1, 70], [1, 40], [1, 48], [0, 3], [2, 12], [40, 120], [1, 40]]).map(([B, dim, hidden, layers, K, N, L]) => ({ B: B!, dim: dim!, hidden: hidden!, layers: layers!, K: K!, N: N!, L: L!, temperature: 0.3 })),
 ];
 

@@ -55,6 +55,23 @@ describe('MufServer', () => {
       await served.dispose();
     }
     expect(await asyncCode(MufServer.load(join(root, 'nowhere')))).toBe('ERR_IO');
+    expect(await asyncCode(MufServer.load(mufDir, { heads: 'f16' as never }))).toBe('ERR_ARG');
+  }, 120_000);
+
+  it("heads: 'bf16' moves the confidences by rounding only", async () => {
+    const f32 = await MufServer.load(mufDir);
+    const bf16 = await MufServer.load(mufDir, { heads: 'bf16' });
+    try {
+      const a = await f32.search(QUESTIONS, 10);
+      const b = await bf16.search(QUESTIONS, 10);
+      a.forEach((r, i) => r.confidence.forEach((c, j) => expect(Math.abs(c - b[i]!.confidence[j]!)).toBeLessThan(0.02)));
+      // Uniform fusion reads no heads: the same lists.
+      const u = await bf16.search(QUESTIONS, 10, { fusion: 'uniform' });
+      (await f32.search(QUESTIONS, 10, { fusion: 'uniform' })).forEach((r, i) => expect(u[i]!.hits.map((h) => h.id)).toEqual(r.hits.map((h) => h.id)));
+    } finally {
+      await f32.dispose();
+      await bf16.dispose();
+    }
   }, 120_000);
 
   it('a process that serves a MUF directory of 0-layer experts through MufServer maps no libtorch, faiss or ONNX Runtime', () => {

@@ -51,13 +51,14 @@ void muf_confidence(const HeadsExpert* experts, size_t count, size_t batch, bool
   // One product of a layer: C [batch, out] (row stride ldc) = A [batch, in] Wᵀ, before bias and ReLU.
   struct Product {
     const float* a;
-    const float* wt;
+    const uint8_t* wt;
+    Dtype dtype;
     size_t in, out;
     float* c;
     size_t ldc;
   };
-  std::vector<Product> products;
-  const bool stream = batch <= kHeadsStreamBatch;
+  std::vector<Product> products, streamed;
+  std::vector<GemmProduct> gemms;
   const DenseDotOps& ops = dense_dot();
   for (size_t i = 0; i < depth; ++i) {
     products.clear();
@@ -69,39 +70,45 @@ void muf_confidence(const HeadsExpert* experts, size_t count, size_t batch, bool
       const bool last = i + 1 == e.n_layers;
       next[x].reset(K * B * l.out * sizeof(float));
       float* out = next[x].as<float>();
+      const size_t row_bytes = l.in * dtype_size(l.dtype);
       for (size_t k = 0; k < K; ++k)
-        products.push_back({i == 0 ? e.queries : act[x].as<float>() + k * B * l.in, l.w + k * l.out * l.in, l.in, l.out,
+        products.push_back({i == 0 ? e.queries : act[x].as<float>() + k * B * l.in,
+                            static_cast<const uint8_t*>(l.w) + k * l.out * row_bytes, l.dtype, l.in, l.out,
                             last ? out + k * l.out : out + k * B * l.out, last ? K * l.out : l.out});
     }
-    if (stream) {
+    streamed.clear();
+    gemms.clear();
+    for (const Product& g : products) {
+      if (g.dtype != Dtype::F32 || batch <= kHeadsStreamBatch)
+        streamed.push_back(g);
+      else
+        gemms.push_back({batch, g.out, g.in, {g.a, g.in, 1}, {reinterpret_cast<const float*>(g.wt), 1, g.in}, g.c, g.ldc, false});
+    }
+    if (!streamed.empty()) {
       // Each product's activations prepared once for the dense_dot variant, then tasks of kRows weight rows each.
       constexpr size_t kRows = 32;
-      std::vector<AlignedBuffer> prepared(products.size());
-      std::vector<size_t> first_task(products.size() + 1, 0), strides(products.size());
-      for (size_t p = 0; p < products.size(); ++p) {
-        const Product& g = products[p];
-        strides[p] = ops.prepared_stride(g.in, Dtype::F32);
+      std::vector<AlignedBuffer> prepared(streamed.size());
+      std::vector<size_t> first_task(streamed.size() + 1, 0), strides(streamed.size());
+      for (size_t p = 0; p < streamed.size(); ++p) {
+        const Product& g = streamed[p];
+        strides[p] = ops.prepared_stride(g.in, g.dtype);
         prepared[p].reset(batch * strides[p] * sizeof(float));
         for (size_t b = 0; b < batch; ++b)
-          ops.prepare(g.a + b * g.in, g.in, Dtype::F32, prepared[p].as<float>() + b * strides[p]);
+          ops.prepare(g.a + b * g.in, g.in, g.dtype, prepared[p].as<float>() + b * strides[p]);
         first_task[p + 1] = first_task[p] + (g.out + kRows - 1) / kRows;
       }
       const ThreadPool::Lease lease = ThreadPool::lease();
       lease.pool().parallel_for(first_task.back(), [&](size_t t, int) {
         const size_t p = size_t(std::upper_bound(first_task.begin(), first_task.end(), t) - first_task.begin()) - 1;
-        const Product& g = products[p];
+        const Product& g = streamed[p];
         const size_t r0 = (t - first_task[p]) * kRows, rn = std::min(kRows, g.out - r0);
+        const size_t row_bytes = g.in * dtype_size(g.dtype);
         const uint8_t* rows[kRows];
-        for (size_t r = 0; r < rn; ++r) rows[r] = reinterpret_cast<const uint8_t*>(g.wt + (r0 + r) * g.in);
-        ops.score(prepared[p].as<float>(), strides[p], batch, rows, rn, g.in, Dtype::F32, g.c + r0, g.ldc);
+        for (size_t r = 0; r < rn; ++r) rows[r] = g.wt + (r0 + r) * row_bytes;
+        ops.score(prepared[p].as<float>(), strides[p], batch, rows, rn, g.in, g.dtype, g.c + r0, g.ldc);
       });
-    } else {
-      std::vector<GemmProduct> gemms;
-      gemms.reserve(products.size());
-      for (const Product& g : products)
-        gemms.push_back({batch, g.out, g.in, {g.a, g.in, 1}, {g.wt, 1, g.in}, g.c, g.ldc, false});
-      gemm_batch(gemms.data(), gemms.size());
     }
+    if (!gemms.empty()) gemm_batch(gemms.data(), gemms.size());
     // Bias, and ReLU between layers.
     for (size_t x = 0; x < count; ++x) {
       const HeadsExpert& e = experts[x];

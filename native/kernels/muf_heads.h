@@ -17,7 +17,8 @@
 namespace quorum::kernels {
 
 struct HeadsLayer {
-  const float* w;  // [members, out, in]: row o of member k holds the weights into output o
+  const void* w;  // [members, out, in] of `dtype`: row o of member k holds the weights into output o
+  Dtype dtype;     // F32, or BF16 (half the bytes to stream; always the streaming path)
   const float* b;  // [members, out]
   size_t in, out;
 };
@@ -35,7 +36,7 @@ struct HeadsExpert {
   float* conf;               // [batch]
 };
 
-// Batches up to this size stream the weight rows (dense_dot); larger ones run as GEMMs. Measured on 2 AVX2 cores
+// Batches up to this size stream f32 weight rows (dense_dot); larger ones run as GEMMs (bf16 weights always stream). Measured on 2 AVX2 cores
 // (mufConfidence alone, 512-wide heads): streaming is 1.6-2.3x faster up to B = 16 (5 experts, K = 20) or 32 (2
 // experts, K = 10); at B = 64 the GEMMs are 1.4x faster.
 constexpr size_t kHeadsStreamBatch = 16;

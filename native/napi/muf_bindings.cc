@@ -22,7 +22,7 @@ struct ExpertArg {
 
 // mufConfidence(experts, epsMode, async) -> { mi: f32 [E, B], confidence: f32 [E, B] }
 //   experts[x] = { queries: f32 [B, dim], passages: f32 | bf16 | f16 [N, dim], ids: i32 [B, L],
-//                  weights: [Wt_0 f32 [K, h, dim], b_0 f32 [K, h], ..., Wt_last f32 [K, dim, h], b_last f32 [K, dim]]
+//                  weights: [Wt_0 f32|bf16 [K, h, dim], b_0 f32 [K, h], ..., Wt_last [K, dim, h], b_last f32 [K, dim]]
 //                  (each weight transposed: a row per output unit),
 //                  members: K, temperature }
 Napi::Value MufConfidence(const Napi::CallbackInfo& info) {
@@ -66,14 +66,14 @@ Napi::Value MufConfidence(const Napi::CallbackInfo& info) {
     for (uint32_t i = 0; i < w.Length(); i += 2) {
       TensorObject* wt = TensorObject::From(env, w.Get(i), "weight");
       TensorObject* bt = TensorObject::From(env, w.Get(i + 1), "bias");
-      require_dtype(wt, Dtype::F32, "weight");
+      if (wt->dtype() != Dtype::F32 && wt->dtype() != Dtype::BF16)
+        throw Error("ERR_DTYPE", who + ": weights must be f32 or bf16, got " + dtype_name(wt->dtype()));
       require_dtype(bt, Dtype::F32, "bias");
       require_shape(wt, {int64_t(K), -1, in}, "weight");
       const int64_t out = wt->shape()[1];
       if (out == 0) throw Error("ERR_SHAPE", who + ": a layer has no outputs");
       require_shape(bt, {int64_t(K), out}, "bias");
-      a.layers.push_back({reinterpret_cast<const float*>(wt->data()), reinterpret_cast<const float*>(bt->data()),
-                          size_t(in), size_t(out)});
+      a.layers.push_back({wt->data(), wt->dtype(), reinterpret_cast<const float*>(bt->data()), size_t(in), size_t(out)});
       pins.push_back(w.Get(i).As<Napi::Object>());
       pins.push_back(w.Get(i + 1).As<Napi::Object>());
       in = out;

@@ -28,9 +28,10 @@ export interface MufConfidenceExpert {
   /**
    * The K heads, layer by layer, member-major with each weight matrix transposed (a row per output unit, so that a
    * question streams each row once): `[Wt_0, b_0, ..., Wt_n, b_n]` with `Wt_i [K, out, in]` (the heads file's
-   * `W_i [K, in, out]` transposed) and `b_i [K, out]`, from `dim` back to `dim`; ReLU between layers.
+   * `W_i [K, in, out]` transposed) and `b_i [K, out]`, from `dim` back to `dim`; ReLU between layers. Weights f32
+   * or bf16 (half the bytes to stream; bf16 always takes the streaming path), biases f32.
    */
-  weights: ReadonlyArray<Tensor<'f32'>>;
+  weights: ReadonlyArray<Tensor<'f32' | 'bf16'>>;
   /** K (1: confidence 1, since one member cannot disagree with itself). */
   members: number;
   /** The expert's calibrated temperature (divides the scores). */
@@ -69,12 +70,23 @@ interface ServedExpert {
   encoder: ServingEncoder;
   passages: Tensor<'f32'>;
   /** The heads' layers, [Wt_0, b_0, ..., Wt_n, b_n] (mufConfidence's layout: weights transposed). */
-  weights: Array<Tensor<'f32'>>;
+  weights: Array<Tensor<'f32' | 'bf16'>>;
   members: number;
   temperature?: number;
 }
 
-const loadKeys = optionKeys<{ threads?: number }>()(['threads']);
+/** Options of {@link MufServer.load}. */
+export interface MufServerOptions {
+  /** ONNX Runtime's intra-op threads for Transformer experts. */
+  threads?: number;
+  /**
+   * How the heads' weights are held: 'f32' (default: MufRetriever's numbers) or 'bf16' (half the memory and half the
+   * bytes each question streams; confidences move by rounding, docs/results/serving.md#dpr-muf).
+   */
+  heads?: 'f32' | 'bf16';
+}
+
+const loadKeys = optionKeys<MufServerOptions>()(['threads', 'heads']);
 const searchKeys = optionKeys<{ fusion?: 'muf' | 'uniform' }>()(['fusion']);
 
 /** [K, rows, cols] -> [K, cols, rows]. */
@@ -88,7 +100,7 @@ function transposeMembers(w: Float32Array, K: number, rows: number, cols: number
 }
 
 /** The heads file's layers as tensors, checked: shapes that chain from dim to dim, finite values. */
-function readHeads(path: string, dim: number): { weights: Array<Tensor<'f32'>>; members: number } {
+function readHeads(path: string, dim: number, dtype: 'f32' | 'bf16'): { weights: Array<Tensor<'f32' | 'bf16'>>; members: number } {
   const { config, tensors } = readEnsembleFile(readFileBytes(path), path);
   if (config?.dim !== dim) throw new QuorumError('ERR_FORMAT', `${path}: heads of width ${config?.dim} for a ${dim}-d expert`);
   const c = { hidden: 512, layers: 2, members: 20, ...config };
@@ -96,7 +108,7 @@ function readHeads(path: string, dim: number): { weights: Array<Tensor<'f32'>>; 
     if (!Number.isInteger(c[k]) || c[k] < 1) throw new QuorumError('ERR_FORMAT', `${path}: ${k} must be a positive integer`);
   if (!Number.isInteger(c.layers) || c.layers < 0) throw new QuorumError('ERR_FORMAT', `${path}: layers must be an integer >= 0`);
   const K = c.members;
-  const weights: Array<Tensor<'f32'>> = [];
+  const weights: Array<Tensor<'f32' | 'bf16'>> = [];
   try {
     for (let i = 0; i <= c.layers; i++) {
       const inW = i === 0 ? dim : c.hidden;
@@ -107,7 +119,14 @@ function readHeads(path: string, dim: number): { weights: Array<Tensor<'f32'>>; 
         if (!t || t.data.length !== n) throw new QuorumError('ERR_FORMAT', `${path}: ${name} must hold ${shape.join(' x ')} values`);
         if (!t.data.every(Number.isFinite)) throw new QuorumError('ERR_FORMAT', `${path}: ${name} holds NaN or Infinity`);
         if (shape.length === 2) weights.push(Tensor.from(Float32Array.from(t.data), [...shape]));
-        else weights.push(Tensor.from(transposeMembers(t.data, K, inW, out), [K, out, inW]));
+        else {
+          const wt = Tensor.from(transposeMembers(t.data, K, inW, out), [K, out, inW]);
+          if (dtype === 'f32') weights.push(wt);
+          else {
+            weights.push(wt.to('bf16'));
+            wt.dispose();
+          }
+        }
       }
     }
   } catch (e) {
@@ -145,9 +164,11 @@ export class MufServer {
    * values). ERR_IO / ERR_FORMAT for a missing or damaged file, ERR_STATE for an expert without trained heads,
    * ERR_BACKEND_UNAVAILABLE for a Transformer expert without onnxruntime-node.
    */
-  static async load(dir: string, options: { threads?: number } = {}): Promise<MufServer> {
+  static async load(dir: string, options: MufServerOptions = {}): Promise<MufServer> {
     mustBeString(dir, 'MUF directory');
     checkOptions(options, loadKeys, 'MufServer options');
+    const { heads: headsDtype = 'f32', ...encoderOptions } = options;
+    if (headsDtype !== 'f32' && headsDtype !== 'bf16') throw new QuorumError('ERR_ARG', `heads must be 'f32' or 'bf16', got '${String(headsDtype)}'`);
     const { card, cardPath, ids, experts: folders } = readMufDir(dir);
     if (!Number.isInteger(card.topL) || card.topL < 2) throw new QuorumError('ERR_FORMAT', `${cardPath}: topL must be an integer >= 2`);
     const experts: ServedExpert[] = [];
@@ -159,11 +180,11 @@ export class MufServer {
     for (const { expert: x, base } of folders) {
       const part: Partial<ServedExpert> = {};
       try {
-        part.encoder = await ServingEncoder.load(join(base, 'model'), options);
+        part.encoder = await ServingEncoder.load(join(base, 'model'), encoderOptions);
         part.passages = readExpertPassages(base, ids.length, part.encoder.dim);
         const headsPath = join(base, 'heads.safetensors');
         if (!existsSync(headsPath)) throw new QuorumError('ERR_STATE', `expert '${x.name}' has no trained heads (${headsPath})`);
-        const heads = readHeads(headsPath, part.encoder.dim);
+        const heads = readHeads(headsPath, part.encoder.dim, headsDtype);
         experts.push({ name: x.name, task: x.task, encoder: part.encoder, passages: part.passages, ...heads, ...(x.calibration ? { temperature: x.calibration.temperature } : {}) });
       } catch (e) {
         await release(part);
