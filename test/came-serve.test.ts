@@ -1,7 +1,6 @@
 // CameServer (lib/methods/came/serve.ts): a saved CAME directory and index searched without libtorch (the experts'
 // graphs in ONNX Runtime, the saved indexes, cameSearch) give CameRetriever.search's hits, joint and independent
 // models, every fusion; a process that serves this way maps no libtorch.
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +14,7 @@ import { Retriever } from '../lib/models/retriever.js';
 import { packageRoot } from '../lib/native.js';
 import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
 import { asyncCode } from './basics.js';
+import { runModuleScript } from './helpers.js';
 
 const N = 40;
 const VOCAB = ['[PAD]', '[unused0]', '[unused1]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', 'what', 'is', 'the', 'and', 'of', ...['k', 't', 'w', 'q'].flatMap((p) => Array.from({ length: N }, (_, i) => `${p}${i}`))];
@@ -69,8 +69,6 @@ describe('CameServer', () => {
       const maps = readFileSync('/proc/self/maps', 'utf8');
       console.log(JSON.stringify({ hits: r.fused[0].length, torch: /libtorch|libc10/.test(maps) }));
     `;
-    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: packageRoot, encoding: 'utf8', timeout: 120_000 });
-    expect(r.stderr).toBe('');
-    expect(JSON.parse(r.stdout.trim().split('\n').pop()!)).toEqual({ hits: 5, torch: false });
+    expect(runModuleScript(script)).toEqual({ hits: 5, torch: false });
   }, 120_000);
 });

@@ -1,6 +1,9 @@
+import { spawnSync } from 'node:child_process';
+
 import { expect } from 'vitest';
 
 import { QuorumError, Tensor, type Dtype } from '../lib/index.js';
+import { packageRoot } from '../lib/native.js';
 import { bf16ToF32, f16ToF32 } from './reference/dense.js';
 import { rng } from './basics.js';
 
@@ -43,3 +46,13 @@ export function randomShapes(seed: number, count: number, ranges: ReadonlyArray<
 }
 
 
+
+/**
+ * Runs an ES-module script (TypeScript through tsx) in a fresh Node process at the package root and returns its last
+ * stdout line parsed as JSON; its stderr must be empty. For what only a separate process shows (/proc/self/maps).
+ */
+export function runModuleScript(script: string): unknown {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: packageRoot, encoding: 'utf8', timeout: 120_000 });
+  expect(r.stderr).toBe('');
+  return JSON.parse(r.stdout.trim().split('\n').pop()!);
+}

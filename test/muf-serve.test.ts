@@ -1,7 +1,6 @@
 // MufServer (lib/methods/muf/serve.ts): a saved MUF directory searched without libtorch (ServingEncoder, the core's
 // scoreTopK and mufConfidence) gives MufRetriever.search's hits and confidences, and a process that serves this way
 // maps no libtorch (nor, for 0-layer experts, ONNX Runtime).
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +12,7 @@ import { MufRetriever } from '../lib/methods/muf/retriever.js';
 import { MufServer } from '../lib/methods/muf/serve.js';
 import { packageRoot } from '../lib/native.js';
 import { asyncCode } from './basics.js';
+import { runModuleScript } from './helpers.js';
 
 const root = mkdtempSync(join(tmpdir(), 'quorum-muf-serve-'));
 const mufDir = join(root, 'muf');
@@ -83,8 +83,6 @@ describe('MufServer', () => {
       const maps = readFileSync('/proc/self/maps', 'utf8');
       console.log(JSON.stringify({ hits: r.hits.length, torch: /libtorch|libc10/.test(maps), faiss: /libfaiss/.test(maps), ort: /onnxruntime/.test(maps) }));
     `;
-    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: packageRoot, encoding: 'utf8', timeout: 120_000 });
-    expect(r.stderr).toBe('');
-    expect(JSON.parse(r.stdout.trim().split('\n').pop()!)).toEqual({ hits: 5, torch: false, faiss: false, ort: false });
+    expect(runModuleScript(script)).toEqual({ hits: 5, torch: false, faiss: false, ort: false });
   }, 120_000);
 });

@@ -1,7 +1,6 @@
 // RomServer (lib/methods/rom/serve.ts): a saved ROM directory and index searched and read without libtorch (the
 // retrieval and reader graphs in ONNX Runtime, a separate bi-encoder through ServingEncoder, the core's scoreTopK,
 // RomModel's reader rows and span search) give RomModel's hits and answers; a serving process maps no libtorch.
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +14,7 @@ import { Retriever } from '../lib/models/retriever.js';
 import { packageRoot } from '../lib/native.js';
 import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
 import { asyncCode } from './basics.js';
+import { runModuleScript } from './helpers.js';
 
 const N = 24;
 const VOCAB = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', 'what', 'is', 'the', 'and', 'of', 'answer', ...['k', 'w', 'a'].flatMap((p) => Array.from({ length: N }, (_, i) => `${p}${i}`))];
@@ -72,8 +72,6 @@ describe('RomServer', () => {
       const maps = readFileSync('/proc/self/maps', 'utf8');
       console.log(JSON.stringify({ read: a.passage >= 0, torch: /libtorch|libc10/.test(maps) }));
     `;
-    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: packageRoot, encoding: 'utf8', timeout: 120_000 });
-    expect(r.stderr).toBe('');
-    expect(JSON.parse(r.stdout.trim().split('\n').pop()!)).toEqual({ read: true, torch: false });
+    expect(runModuleScript(script)).toEqual({ read: true, torch: false });
   }, 120_000);
 });

@@ -1,7 +1,7 @@
 // ServingEncoder (lib/models/serving-encoder.ts): a saved model served by ONNX Runtime from graphs built in memory, without
 // libtorch: the same vectors as the libtorch Retriever for the shipped model, a per-task bi-encoder, TASER Det-R and a
 // Hugging Face directory; and a process that serves this way maps no libtorch.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +13,7 @@ import { Retriever, type RetrieverOptions } from '../lib/models/retriever.js';
 import { readTokenizerFiles } from '../lib/text/tokenizer-files.js';
 import { packageRoot } from '../lib/native.js';
 import { asyncCode } from './basics.js';
+import { runModuleScript } from './helpers.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'quorum-serving-encoder-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -87,9 +88,7 @@ describe('ServingEncoder', () => {
         const maps = readFileSync('/proc/self/maps', 'utf8');
         console.log(JSON.stringify({ dim: v.length, torch: /libtorch|libc10/.test(maps), ort: /onnxruntime/.test(maps) }));
       `;
-      const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: packageRoot, encoding: 'utf8', timeout: 120_000 });
-      expect(r.stderr).toBe('');
-      return JSON.parse(r.stdout.trim().split('\n').pop()!);
+      return runModuleScript(script);
     };
     expect(serve('default')).toEqual({ dim: 100, torch: false, ort: false });
     expect(serve(hf)).toEqual({ dim: 32, torch: false, ort: true });

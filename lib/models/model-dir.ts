@@ -229,6 +229,17 @@ export function readWeightFile(path: string): Map<string, Float32Array> {
   return readWeightTensors(path, params, tensors);
 }
 
+/** Parameters by name as a graph builder reads them (onnx-export.ts's ParameterSource); ERR_FORMAT naming `where` for a missing one. */
+export function parameterSource(params: ReadonlyMap<string, Float32Array>, where: string): { getParameter(name: string): Float32Array } {
+  return {
+    getParameter: (name) => {
+      const v = params.get(name);
+      if (!v) throw new QuorumError('ERR_FORMAT', `${where}: no parameter ${name}`);
+      return v;
+    },
+  };
+}
+
 function safetensorsAt(path: string): Map<string, SafetensorsTensor> {
   try {
     return readSafetensors(readFileBytes(path));

@@ -14,7 +14,7 @@ import { retrieverEncoderNames, type RetrieverConfig } from './config.js';
 import { retrieverGraphs } from './export.js';
 import { isHfModelDir, mapPretrained, pretrainedText, readPretrained, type PretrainedOptions } from './hf.js';
 import { EmbeddingBagEncoder, isEmbeddingBag } from './embedding-bag.js';
-import { modelDir, queryTask, readModelCard, readModelParameters, type StoredHybrid, type TextSettings } from './model-dir.js';
+import { modelDir, parameterSource, queryTask, readModelCard, readModelParameters, type StoredHybrid, type TextSettings } from './model-dir.js';
 
 /** @internal What ServingEncoder needs of onnxruntime-node (declared here so that the package's types do not need it). */
 export interface OrtTensor {
@@ -172,15 +172,7 @@ export class ServingEncoder {
       tokenizer = await readTokenizerFiles(dir);
       params = readModelParameters(dir, card);
     }
-    const source = {
-      config,
-      encoderNames: () => retrieverEncoderNames(config),
-      getParameter: (name: string) => {
-        const v = params.get(name);
-        if (!v) throw new QuorumError('ERR_FORMAT', `${dir}: no parameter ${name}`);
-        return v;
-      },
-    };
+    const source = { config, encoderNames: () => retrieverEncoderNames(config), ...parameterSource(params, dir) };
     const e = config.encoder;
     const dim = e.projectionDim > 0 ? e.projectionDim : e.hiddenSize;
     if (isEmbeddingBag(e)) {

@@ -26,8 +26,8 @@ export interface CameEncoding {
  * graphs in ONNX Runtime (CameServer).
  */
 export interface CameEncoderModel {
-  /** Its configuration (encodeCame reads the local expert's width). */
-  readonly config: { readonly localDim: number };
+  /** Its configuration (the local expert's width, the experts it holds). */
+  readonly config: { readonly localDim: number; readonly experts: readonly CameExpertName[] };
   /** Width of the global expert's vectors. */
   readonly globalDim: number;
   /** Width of the lexical expert's SPLADE vectors. */

@@ -17,7 +17,7 @@ import { readSavedCard, savedFile, writeSavedCard, type SavedFormat } from '../.
 import { readWeights, writeWeights, type WeightStorage } from '../../models/model-dir.js';
 import { TokenTable } from '../../models/token-table.js';
 import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../../validate.js';
-import { encodeCame, type CameEncoding } from './encode.js';
+import { encodeCame, type CameEncoderModel, type CameEncoding } from './encode.js';
 import { CAME_FUSIONS, fuseExperts, type CameFusion, type Hit, type LinearFusion } from './fusion.js';
 import { CAME_EXPERTS, CameModel, cameConfig, type CameConfig, type CameExpertName, type CameModelOptions } from './model.js';
 import { TokenIndex, type TokenIndexOptions } from './token-index.js';
@@ -160,8 +160,7 @@ export class CameRetriever {
 
   /** The experts, in lexical, local, global order. */
   get experts(): CameExpertName[] {
-    const have = new Set(this.models.flatMap((m) => m.config.experts));
-    return CAME_EXPERTS.filter((e) => have.has(e));
+    return cameExperts(this.models);
   }
 
   /** The model holding expert `e`. */
@@ -189,15 +188,7 @@ export class CameRetriever {
   /** Every expert's encoding of rows of a table, each from its own model (one pass per model). */
   async encode(table: TokenTable, side: 'query' | 'passage', options: { rows?: readonly number[]; maxTerms?: number; experts?: readonly CameExpertName[]; onProgress?: (d: number, t: number) => void } = {}): Promise<CameEncoding> {
     checkOptions(options, encodeKeys, 'CAME encode options');
-    const want = options.experts ?? this.experts;
-    let out: CameEncoding = { rows: options.rows?.length ?? table.size };
-    for (const m of this.models) {
-      const experts = m.config.experts.filter((e) => want.includes(e));
-      if (!experts.length) continue;
-      const enc = await encodeCame(m, table, { side, experts, ...(options.rows ? { rows: options.rows } : {}), ...(options.maxTerms ? { maxTerms: options.maxTerms } : {}), ...(options.onProgress ? { onProgress: options.onProgress } : {}) });
-      out = { ...out, ...enc };
-    }
-    return out;
+    return encodeCameModels(this.models, table, side, options);
   }
 
   /** Encodes the corpus and builds each expert's index (row i of `passages` is id i). */
@@ -276,9 +267,7 @@ export class CameRetriever {
    */
   dispose(): void {
     for (const m of this.models) m.dispose();
-    this.indexes?.lexical?.dispose();
-    this.indexes?.local?.dispose();
-    this.indexes?.global?.dispose();
+    if (this.indexes) disposeCameIndexes(this.indexes);
   }
 
   /**
@@ -356,9 +345,7 @@ export async function readCameIndex(dir: string, experts: readonly CameExpertNam
     for (const [name, n] of [['lexical', ix.lexical?.size], ['global', ix.global?.size], ['local', ix.local?.size]] as const)
       if (n !== undefined && n !== ix.size) throw new QuorumError('ERR_FORMAT', `${dir}: the ${name} index holds ${n} passages, index.json ${ix.size}`);
   } catch (e) {
-    ix.lexical?.dispose();
-    ix.global?.dispose();
-    ix.local?.dispose();
+    disposeCameIndexes(ix);
     throw e;
   }
   return { ids, indexes: ix };
@@ -428,4 +415,38 @@ export function readCameCard(dir: string): { card: CameCard; path: string } {
     throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed models / text settings`);
   for (const m of card.models) if (!m || !m.config) throw new QuorumError('ERR_FORMAT', `${path}: a malformed model entry`);
   return { card: card as CameCard, path };
+}
+
+/** Frees every index of a corpus (each when its call in flight ends). */
+export function disposeCameIndexes(ix: CameIndexes): void {
+  ix.lexical?.dispose();
+  ix.local?.dispose();
+  ix.global?.dispose();
+}
+
+/** The experts a set of models holds, in lexical, local, global order (CameRetriever and CameServer). */
+export function cameExperts(models: ReadonlyArray<{ readonly config: { readonly experts: readonly CameExpertName[] } }>): CameExpertName[] {
+  const have = new Set(models.flatMap((m) => m.config.experts));
+  return CAME_EXPERTS.filter((e) => have.has(e));
+}
+
+/**
+ * Every model's part of the asked-for experts (default all) over rows of a table, merged into one encoding: one pass
+ * per model (CameRetriever.encode and CameServer).
+ */
+export async function encodeCameModels(
+  models: readonly CameEncoderModel[],
+  table: TokenTable,
+  side: 'query' | 'passage',
+  options: { rows?: readonly number[]; maxTerms?: number; experts?: readonly CameExpertName[]; onProgress?: (d: number, t: number) => void } = {},
+): Promise<CameEncoding> {
+  const want = options.experts ?? cameExperts(models);
+  let out: CameEncoding = { rows: options.rows?.length ?? table.size };
+  for (const m of models) {
+    const experts = m.config.experts.filter((e) => want.includes(e));
+    if (!experts.length) continue;
+    const enc = await encodeCame(m, table, { side, experts, ...(options.rows ? { rows: options.rows } : {}), ...(options.maxTerms ? { maxTerms: options.maxTerms } : {}), ...(options.onProgress ? { onProgress: options.onProgress } : {}) });
+    out = { ...out, ...enc };
+  }
+  return out;
 }

@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 
 import { QuorumError } from '../../errors.js';
-import { readWeightFile } from '../../models/model-dir.js';
+import { parameterSource, readWeightFile } from '../../models/model-dir.js';
 import { cameOnnx } from '../../models/onnx-export.js';
 import { onnxRuntime, runTokenGraph, servingSessionOptions, type OrtSession } from '../../models/serving-encoder.js';
 import { TokenTable } from '../../models/token-table.js';
@@ -15,9 +15,9 @@ import { savedFile } from '../../io/saved-dir.js';
 import { WordPieceTokenizer } from '../../text/tokenizer.js';
 import { readTokenizerFiles } from '../../text/tokenizer-files.js';
 import { checkOptions, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
-import { encodeCame, type CameEncoderModel } from './encode.js';
+import type { CameEncoderModel } from './encode.js';
 import { type CameConfig, type CameEncoded, type CameExpertName } from './model.js';
-import { cameSearch, readCameCard, readCameIndex, type CameIndexes, type CameSearchOptions, type CameSearchResult, type CameTextSettings } from './retriever.js';
+import { cameExperts, cameSearch, disposeCameIndexes, encodeCameModels, readCameCard, readCameIndex, type CameIndexes, type CameSearchOptions, type CameSearchResult, type CameTextSettings } from './retriever.js';
 import type { LinearFusion } from './fusion.js';
 
 /** One model's query-side graph in ONNX Runtime, read as encodeCame reads a CameModel. */
@@ -74,8 +74,7 @@ export class CameServer {
 
   /**
    * Reads the CAME directory (came.json, tokenizer files, weights) and the index directory (default DIR/index:
-   * `quorum came index`,
-   * CameRetriever.saveIndex), and opens one ONNX Runtime session per model. ERR_IO / ERR_FORMAT for missing or
+   * `quorum came index`, CameRetriever.saveIndex), and opens one ONNX Runtime session per model. ERR_IO / ERR_FORMAT for missing or
    * damaged files, ERR_BACKEND_UNAVAILABLE without onnxruntime-node.
    */
   static async load(dir: string, options: { index?: string; threads?: number } = {}): Promise<CameServer> {
@@ -88,29 +87,15 @@ export class CameServer {
     const ort = onnxRuntime();
     const tokenizer = await readTokenizerFiles(dir);
     const models: OnnxCameModel[] = [];
-    let indexes: CameIndexes | undefined;
     try {
       for (const m of card.models) {
         if (m.config.encoder?.vocabSize !== tokenizer.size) throw new QuorumError('ERR_FORMAT', `${dir}: vocab.txt has ${tokenizer.size} tokens, the model ${m.config.encoder?.vocabSize}`);
         const weightsPath = savedFile(dir, m.weights, path, 'model weights');
-        const params = readWeightFile(weightsPath);
-        const graph = cameOnnx(
-          {
-            getParameter: (name) => {
-              const v = params.get(name);
-              if (!v) throw new QuorumError('ERR_FORMAT', `${weightsPath}: no parameter ${name}`);
-              return v;
-            },
-          },
-          m.config,
-          'query',
-        );
+        const graph = cameOnnx(parameterSource(readWeightFile(weightsPath), weightsPath), m.config, 'query');
         models.push(new OnnxCameModel(m.config, await ort.InferenceSession.create(graph, servingSessionOptions(options.threads))));
       }
-      const experts = (['lexical', 'local', 'global'] as const).filter((e) => models.some((m) => m.config.experts.includes(e)));
-      const read = await readCameIndex(indexDir, experts);
-      indexes = read.indexes;
-      return new CameServer(models, tokenizer, card.text, indexes, read.ids, card.linear);
+      const { ids, indexes } = await readCameIndex(indexDir, cameExperts(models));
+      return new CameServer(models, tokenizer, card.text, indexes, ids, card.linear);
     } catch (e) {
       for (const m of models) await m.release();
       throw e;
@@ -119,21 +104,14 @@ export class CameServer {
 
   /** The experts, in lexical, local, global order. */
   get experts(): CameExpertName[] {
-    return (['lexical', 'local', 'global'] as const).filter((e) => this.models.some((m) => m.config.experts.includes(e)));
+    return cameExperts(this.models);
   }
 
   /** Each expert's top-expertK over the indexed corpus, fused per question: as CameRetriever.search. */
   async search(questions: readonly string[], options: CameSearchOptions = {}): Promise<CameSearchResult> {
     return cameSearch(this.indexes, this.experts, questions, options, {
-      encode: async (qs, experts, maxTerms) => {
-        const table = await TokenTable.build(this.tokenizer, qs, { maxLength: this.text.maxQueryLength });
-        let out: Awaited<ReturnType<typeof encodeCame>> = { rows: table.size };
-        for (const m of this.models) {
-          const mine = m.experts.filter((e) => experts.includes(e));
-          if (mine.length) out = { ...out, ...(await encodeCame(m, table, { side: 'query', experts: mine, maxTerms })) };
-        }
-        return out;
-      },
+      encode: async (qs, experts, maxTerms) =>
+        encodeCameModels(this.models, await TokenTable.build(this.tokenizer, qs, { maxLength: this.text.maxQueryLength }), 'query', { experts, maxTerms }),
       ...(this.linear ? { linear: this.linear } : {}),
     });
   }
@@ -141,8 +119,6 @@ export class CameServer {
   /** Releases the sessions and the indexes. */
   async dispose(): Promise<void> {
     for (const m of this.models) await m.release();
-    this.indexes.lexical?.dispose();
-    this.indexes.local?.dispose();
-    this.indexes.global?.dispose();
+    disposeCameIndexes(this.indexes);
   }
 }

@@ -30,6 +30,15 @@ const configSchema = z
   .object({ dim: positiveInt, hidden: positiveInt.optional(), layers: z.number().int().min(0).max(16).optional(), members: positiveInt.optional() })
   .strict();
 
+/** The heads' defaults: DPR-MUF's K = 20 members of 2 hidden ReLU layers of 512. */
+export const ENSEMBLE_DEFAULTS: Readonly<Required<Omit<EnsembleConfig, 'dim'>>> = Object.freeze({ hidden: 512, layers: 2, members: 20 });
+
+/** A configuration checked (ERR_ARG naming the bad field) with the defaults filled in. */
+function fullConfig(config: EnsembleConfig): Required<EnsembleConfig> {
+  parse(configSchema, config, 'ensemble config');
+  return { ...ENSEMBLE_DEFAULTS, ...config };
+}
+
 /** What the heads train on: one expert's frozen vectors. */
 export interface EnsembleTrainData {
   /** The expert's question vectors `[n, dim]` (train questions of its task). */
@@ -112,8 +121,7 @@ export class MlpEnsemble extends ParameterTable {
    * New heads with random weights (defaults: 20 members, 2 hidden layers of 512). ERR_ARG for a bad configuration.
    */
   static create(config: EnsembleConfig): MlpEnsemble {
-    parse(configSchema, config, 'ensemble config');
-    return new MlpEnsemble({ hidden: 512, layers: 2, members: 20, ...config });
+    return new MlpEnsemble(fullConfig(config));
   }
 
   /** K, the number of heads. */
@@ -281,9 +289,10 @@ export class MlpEnsemble extends ParameterTable {
 
 /**
  * The configuration and tensors of {@link MlpEnsemble.toBytes}' output, without building the heads (no libtorch: the
- * serving path hands them to mufConfidence). ERR_FORMAT for another format or a configuration that is not JSON.
+ * serving path hands them to mufConfidence), the configuration checked and its defaults filled in. ERR_FORMAT for
+ * another format or a configuration that is not JSON or not valid.
  */
-export function readEnsembleFile(bytes: Uint8Array, where = 'ensemble'): { config: EnsembleConfig; tensors: Map<string, SafetensorsTensor> } {
+export function readEnsembleFile(bytes: Uint8Array, where = 'ensemble'): { config: Required<EnsembleConfig>; tensors: Map<string, SafetensorsTensor> } {
   if (!(bytes instanceof Uint8Array)) throw new QuorumError('ERR_ARG', 'fromBytes needs a Uint8Array');
   let tensors: Map<string, SafetensorsTensor>;
   let header: Record<string, string>;
@@ -295,9 +304,15 @@ export function readEnsembleFile(bytes: Uint8Array, where = 'ensemble'): { confi
     throw e;
   }
   if (header.format !== FORMAT) throw new QuorumError('ERR_FORMAT', `${where}: not a MUF ensemble file (format '${header.format ?? ''}')`);
+  let config: EnsembleConfig;
   try {
-    return { config: JSON.parse(header.config ?? '') as EnsembleConfig, tensors };
+    config = JSON.parse(header.config ?? '') as EnsembleConfig;
   } catch {
     throw new QuorumError('ERR_FORMAT', `${where}: its configuration is not JSON`);
+  }
+  try {
+    return { config: fullConfig(config), tensors };
+  } catch (e) {
+    throw new QuorumError('ERR_FORMAT', `${where}: bad configuration: ${(e as Error).message}`, { cause: e });
   }
 }

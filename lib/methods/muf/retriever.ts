@@ -20,7 +20,7 @@ import { modelDir } from '../../models/model-dir.js';
 import { Retriever } from '../../models/retriever.js';
 import { ece, ensembleMI, searchTemperature, widenedTemperatureGrid } from '../../uncertainty.js';
 import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
-import { MlpEnsemble, type EnsembleConfig, type EnsembleEpoch, type EnsembleTrainOptions } from './ensemble.js';
+import { ENSEMBLE_DEFAULTS, MlpEnsemble, type EnsembleConfig, type EnsembleEpoch, type EnsembleTrainOptions } from './ensemble.js';
 
 /** The MUF directory's card: muf.json, its format tag and version. */
 export const mufFormat = { card: 'muf.json', format: 'quorum-muf', version: 1, what: 'a MUF directory' } as const satisfies SavedFormat;
@@ -253,7 +253,7 @@ export class MufRetriever {
     this.dim = state[0]!.model.dim;
     this.topL = o.topL ?? 100;
     this.hitTopK = o.hitTopK ?? 1;
-    this.headsConfig = { hidden: 512, layers: 2, members: 20, ...o.heads };
+    this.headsConfig = { ...ENSEMBLE_DEFAULTS, ...o.heads };
     this.log = o.onProgress ?? (() => {});
     if (!Number.isInteger(this.topL) || this.topL < 2) throw new QuorumError('ERR_RANGE', `topL must be an integer >= 2, got ${this.topL}`);
     if (!Number.isInteger(this.hitTopK) || this.hitTopK < 1) throw new QuorumError('ERR_RANGE', `hitTopK must be a positive integer, got ${this.hitTopK}`);

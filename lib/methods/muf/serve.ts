@@ -1,8 +1,8 @@
 // DPR-MUF search without libtorch (docs/methods/muf.md#serving, docs/guides/bring-your-own-model.md#serving-without-libtorch):
 // a saved MUF directory's experts encode questions through ServingEncoder (0-layer experts in the process, others in
 // ONNX Runtime), retrieve their top-L on the core's scoreTopK, and one native call (mufConfidence,
-// native/kernels/muf_heads.h) runs every expert's K heads as one batched GEMM, scores the candidates and computes
-// the mutual information; fusion runs in TypeScript. The same hits and confidences as MufRetriever.search.
+// native/kernels/muf_heads.h) runs every expert's K heads (streaming each weight row once, or as GEMMs for large
+// batches), scores the candidates and computes the mutual information; fusion runs in TypeScript. The same hits and confidences as MufRetriever.search.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -40,7 +40,7 @@ export interface MufConfidenceExpert {
 
 /**
  * DPR-MUF's confidence stage for every expert in one native call (docs/methods/muf.md#serving): each expert's K
- * heads map its question vector to K member vectors (the K MLPs of a layer, of every expert, as one batched GEMM),
+ * heads map its question vector to K member vectors (every expert's and member's part of a layer in one parallel region),
  * the members score the question's candidates, and `confidence = clamp(1 - MI / ln K, 0, 1)` of those scores
  * (exact mode of `ensembleMI`). Runs off the main thread. Returns `[E, B]` tensors the caller disposes.
  *
@@ -101,12 +101,8 @@ function transposeMembers(w: Float32Array, K: number, rows: number, cols: number
 
 /** The heads file's layers as tensors, checked: shapes that chain from dim to dim, finite values. */
 function readHeads(path: string, dim: number, dtype: 'f32' | 'bf16'): { weights: Array<Tensor<'f32' | 'bf16'>>; members: number } {
-  const { config, tensors } = readEnsembleFile(readFileBytes(path), path);
-  if (config?.dim !== dim) throw new QuorumError('ERR_FORMAT', `${path}: heads of width ${config?.dim} for a ${dim}-d expert`);
-  const c = { hidden: 512, layers: 2, members: 20, ...config };
-  for (const k of ['hidden', 'members'] as const)
-    if (!Number.isInteger(c[k]) || c[k] < 1) throw new QuorumError('ERR_FORMAT', `${path}: ${k} must be a positive integer`);
-  if (!Number.isInteger(c.layers) || c.layers < 0) throw new QuorumError('ERR_FORMAT', `${path}: layers must be an integer >= 0`);
+  const { config: c, tensors } = readEnsembleFile(readFileBytes(path), path);
+  if (c.dim !== dim) throw new QuorumError('ERR_FORMAT', `${path}: heads of width ${c.dim} for a ${dim}-d expert`);
   const K = c.members;
   const weights: Array<Tensor<'f32' | 'bf16'>> = [];
   try {
@@ -118,7 +114,7 @@ function readHeads(path: string, dim: number, dtype: 'f32' | 'bf16'): { weights:
         const n = shape.reduce((a, b) => a * b, 1);
         if (!t || t.data.length !== n) throw new QuorumError('ERR_FORMAT', `${path}: ${name} must hold ${shape.join(' x ')} values`);
         if (!t.data.every(Number.isFinite)) throw new QuorumError('ERR_FORMAT', `${path}: ${name} holds NaN or Infinity`);
-        if (shape.length === 2) weights.push(Tensor.from(Float32Array.from(t.data), [...shape]));
+        if (shape.length === 2) weights.push(Tensor.from(t.data, [...shape]));
         else {
           const wt = Tensor.from(transposeMembers(t.data, K, inW, out), [K, out, inW]);
           if (dtype === 'f32') weights.push(wt);
@@ -137,8 +133,8 @@ function readHeads(path: string, dim: number, dtype: 'f32' | 'bf16'): { weights:
 }
 
 /**
- * A saved MUF directory served without libtorch: the prebuilt core and onnxruntime-node (an optional peer
- * dependency) are all it needs.
+ * A saved MUF directory served without libtorch: the prebuilt core is all it needs, and onnxruntime-node (an optional
+ * peer dependency) for experts with Transformer layers.
  *
  * @example
  * const muf = await MufServer.load('muf/');

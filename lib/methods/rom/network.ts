@@ -159,7 +159,7 @@ export class RomNetwork extends TrainableTable {
 
   /** Whether reader rows mark passage tokens that occur in the question (type 2): the encoder has three types. */
   get marksMatches(): boolean {
-    return this.config.encoder.typeVocabSize >= 3;
+    return romMarksMatches(this.config);
   }
 
   /** Width of the heads' vectors. */
@@ -236,4 +236,9 @@ export class RomNetwork extends TrainableTable {
   accumulateReaderSync(batch: ReaderBatchArg): RomStepStats {
     return callNative(() => this.native.accumulateReader(batch, false) as RomStepStats);
   }
+}
+
+/** Whether a network's reader rows mark passage tokens the question contains (type 2): its encoder has three types. */
+export function romMarksMatches(config: RomConfig): boolean {
+  return config.encoder.typeVocabSize >= 3;
 }

@@ -8,7 +8,7 @@ import type { PassageText } from '../../data/examples.js';
 import { scoreTopK } from '../../dense.js';
 import { QuorumError } from '../../errors.js';
 import { savedFile } from '../../io/saved-dir.js';
-import { readWeightFile } from '../../models/model-dir.js';
+import { parameterSource, readWeightFile } from '../../models/model-dir.js';
 import { romOnnx } from '../../models/onnx-export.js';
 import { ServingEncoder, onnxRuntime, runTokenGraph, servingSessionOptions, type OrtSession } from '../../models/serving-encoder.js';
 import { TokenTable } from '../../models/token-table.js';
@@ -17,7 +17,7 @@ import { WordPieceTokenizer } from '../../text/tokenizer.js';
 import { readTokenizerFiles } from '../../text/tokenizer-files.js';
 import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
 import { readCandidates, readRomCard, readRomIndex, type RomAnswer, type RomTextSettings } from './model.js';
-import type { RomConfig } from './network.js';
+import { romMarksMatches, type RomConfig } from './network.js';
 import { passagePieces, type PassagePieces } from './reader-inputs.js';
 
 const loadKeys = optionKeys<{ passages: unknown; index?: string; threads?: number }>()(['passages', 'index', 'threads']);
@@ -27,14 +27,7 @@ const CHUNK = 64;
 
 /** A network's parameters from its weights file, for the graph builder. */
 function parametersOf(path: string): { getParameter(name: string): Float32Array } {
-  const params = readWeightFile(path);
-  return {
-    getParameter: (name) => {
-      const v = params.get(name);
-      if (!v) throw new QuorumError('ERR_FORMAT', `${path}: no parameter ${name}`);
-      return v;
-    },
-  };
+  return parameterSource(readWeightFile(path), path);
 }
 
 /**
@@ -127,7 +120,7 @@ export class RomServer {
       {
         tokenizer: this.tokenizer,
         text: this.text,
-        marksMatches: this.config.encoder.typeVocabSize >= 3,
+        marksMatches: romMarksMatches(this.config),
         pieces: (row) => {
           let p = this.pieces.get(row);
           if (!p) this.pieces.set(row, (p = passagePieces(this.tokenizer, this.passages[row]!.text)));
