@@ -14,6 +14,11 @@ export interface TokenDocuments {
   lengths: Int32Input;
   /** One entry per token row (e.g. ColBERT's punctuation mask): a masked token never wins a max. */
   tokenMask?: MaskInput;
+  /**
+   * Score only these documents (indices into `lengths`, in this order; repeats allowed): the scores are
+   * `[nq, select.length]`. A first stage's candidates are scored in place, without packing their tokens (CPU only).
+   */
+  select?: Int32Input;
 }
 
 /** Options of {@link maxSim} (and, for `queryMask`, {@link maxSimBackward}). */
@@ -37,7 +42,7 @@ export interface MaxSimResult {
   argmax?: Tensor<'i32'>;
 }
 
-const documentKeys = optionKeys<TokenDocuments>()(['tokens', 'lengths', 'tokenMask']);
+const documentKeys = optionKeys<TokenDocuments>()(['tokens', 'lengths', 'tokenMask', 'select']);
 const maxSimKeys = optionKeys<MaxSimOptions>()(['queryMask', 'clampZero', 'argmax']);
 const backwardKeys = optionKeys<Pick<MaxSimOptions, 'queryMask'>>()(['queryMask']);
 
@@ -52,10 +57,12 @@ function call(ops: Operands, queries: TensorInput, docs: TokenDocuments, o: MaxS
   const lengths = ops.int32(docs.lengths, 'lengths');
   const qm = ops.mask(o.queryMask, 'queryMask');
   const tm = ops.mask(docs.tokenMask, 'tokenMask');
+  const select = docs.select === undefined ? undefined : ops.int32(docs.select, 'select');
+  if (select) cpuOnly([q, d], 'maxSim with select');
   const be = backendOf([q, d], ['queries', 'documents']);
   const aux = (t: Tensor | undefined, what: string) => auxOperand(be, t, what);
   return (async: boolean) =>
-    be.maxSim(q.handle, aux(qm, 'queryMask'), d.handle, aux(lengths, 'lengths')!, aux(tm, 'tokenMask'), o.clampZero === true, o.argmax === true, async);
+    be.maxSim(q.handle, aux(qm, 'queryMask'), d.handle, aux(lengths, 'lengths')!, aux(tm, 'tokenMask'), o.clampZero === true, o.argmax === true, async, select?.handle ?? null);
 }
 
 function wrap(r: RawScores): MaxSimResult {

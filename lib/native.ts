@@ -155,6 +155,7 @@ export interface CoreAddon {
     clampZero: boolean,
     argmax: boolean,
     async: boolean,
+    select?: NativeTensorHandle | null,
   ): MaybeAsync<{ scores: NativeTensorHandle; argmax?: NativeTensorHandle }>;
   maxSimBackward(
     q: NativeTensorHandle,

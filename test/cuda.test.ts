@@ -218,6 +218,7 @@ describe.skipIf(!hasGpu)(onGpu('scoreTopK on cuda'), () => {
     expect(codeOf(() => scoreSync(qd, cd))).toBe('ERR_UNSUPPORTED');
     expect(codeOf(() => toSparseSync(cd))).toBe('ERR_ARG');
     expect(codeOf(() => maxSimBackwardSync(qd, { tokens: cd, lengths: [10] }, Tensor.zeros([1, 10, 2], 'i32'), new Float32Array(10)))).toBe('ERR_UNSUPPORTED');
+    expect(codeOf(() => maxSimSync(qd, { tokens: cd, lengths: [10], select: [0] }))).toBe('ERR_UNSUPPORTED');
     qd.dispose();
     expect(codeOf(() => scoreTopKSync(qd, cd, 1))).toBe('ERR_DISPOSED');
   });

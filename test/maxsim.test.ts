@@ -218,6 +218,58 @@ describe('maxSim gradients against the reference arg-max, random shapes', () => 
       });
 });
 
+describe('maxSim over selected documents', () => {
+  it.each(isas)('%s: select scores the named documents in place, as the full call gathered (packed and padded, repeats)', (isa) => {
+    setIsa(isa);
+    for (const [nq, lq, dim, N, maxLd] of shapes) {
+      const q = { data: randomF32(nq * lq * dim, lq + 5 * dim), shape: [nq, lq, dim] };
+      const lengths = randomLengths(N, maxLd, 3 * N + maxLd);
+      const rows = sum(lengths);
+      const tokens = Tensor.from(randomF32(rows * dim, rows + 2 * dim), [rows, dim]);
+      const r = rng(N + lq);
+      const select = Int32Array.from({ length: 1 + 2 * N }, () => Math.floor(((r() + 1) / 2) * N) % N);
+      const full = maxSimSync(q, { tokens, lengths }, { argmax: true });
+      const got = maxSimSync(q, { tokens, lengths, select }, { argmax: true });
+      const M = select.length;
+      expect(got.scores.shape).toEqual([nq, M]);
+      expect(got.argmax!.shape).toEqual([nq, M, lq]);
+      for (let b = 0; b < nq; b++)
+        for (let m = 0; m < M; m++) {
+          const n = select[m] as number;
+          expect(got.scores.data[b * M + m]).toBe(full.scores.data[b * N + n]);
+          for (let i = 0; i < lq; i++) expect(got.argmax!.data[(b * M + m) * lq + i]).toBe(full.argmax!.data[(b * N + n) * lq + i]);
+        }
+      // Padded documents select the same way.
+      const Ld = Math.max(1, ...lengths);
+      const padded = new Float32Array(N * Ld * dim);
+      const st = starts(lengths);
+      for (let n = 0; n < N; n++) padded.set(tokens.data.subarray((st[n] as number) * dim, ((st[n] as number) + (lengths[n] as number)) * dim), n * Ld * dim);
+      const gp = maxSimSync(q, { tokens: { data: padded, shape: [N, Ld, dim] }, lengths, select });
+      expect(Array.from(gp.scores.data)).toEqual(Array.from(got.scores.data));
+    }
+  });
+
+  it('the Promise form equals the Sync form; an empty selection scores nothing', async () => {
+    const q = { data: randomF32(2 * 3 * 8, 11), shape: [2, 3, 8] };
+    const docs = { tokens: { data: randomF32(10 * 8, 12), shape: [10, 8] }, lengths: [4, 0, 6] };
+    const a = await maxSim(q, { ...docs, select: [2, 0, 2] });
+    expect(Array.from(a.scores.data)).toEqual(Array.from(maxSimSync(q, { ...docs, select: [2, 0, 2] }).scores.data));
+    expect(maxSimSync(q, { ...docs, select: [] }).scores.shape).toEqual([2, 0]);
+    expect(maxSimSync(q, { ...docs, select: [1] }).scores.data[0]).toBe(-Infinity);
+  });
+
+  const docs = { tokens: { data: randomF32(10 * 8, 2), shape: [10, 8] as const }, lengths: [4, 6] };
+  const q = { data: randomF32(8, 1), shape: [1, 8] as const };
+  it.each([
+    ['an id past the documents', [0, 2], 'ERR_RANGE'],
+    ['a negative id', [-1], 'ERR_RANGE'],
+    ['a 2-D selection', Tensor.from([0, 1], [1, 2], 'i32'), 'ERR_SHAPE'],
+    ['fractional ids', [0.5], 'ERR_RANGE'],
+  ] as const)('rejects %s', (_name, select, code) => {
+    expect(() => maxSimSync(q, { ...docs, select: select as never })).toThrow(expect.objectContaining({ code }));
+  });
+});
+
 describe('maxSim API', () => {
   const q = { data: randomF32(3 * 8, 1), shape: [3, 8] as const };
   const tokens = { data: randomF32(10 * 8, 2), shape: [10, 8] as const };

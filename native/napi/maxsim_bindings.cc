@@ -80,20 +80,43 @@ kernels::TokenDocs token_docs(const TensorObject* d, const TensorObject* lengths
   return {d->data(), d->dtype(), rows, dim, n, start, length, tm};
 }
 
-// maxSim(queries, queryMask, docs, lengths, tokenMask, clampZero, wantArgmax, async)
-//   -> { scores: f32 [nq, N], argmax?: i32 [nq, N, Lq] }
+// Narrows `d` to the documents `select` names, in its order (the candidates of a first stage, scored in place:
+// docs/methods/came.md#serving). The new start/length arrays replace `keep`.
+void select_docs(kernels::TokenDocs& d, const TensorObject* select, std::shared_ptr<std::vector<int64_t>>& keep) {
+  require_dtype(select, Dtype::I32, "select");
+  if (select->shape().size() != 1) throw Error("ERR_SHAPE", "select must be 1-D [M], got " + shape_str(select->shape()));
+  const size_t m = select->numel();
+  const auto* ids = reinterpret_cast<const int32_t*>(select->data());
+  auto sub = std::make_shared<std::vector<int64_t>>(2 * m);
+  for (size_t i = 0; i < m; ++i) {
+    if (ids[i] < 0 || size_t(ids[i]) >= d.n)
+      throw Error("ERR_RANGE", "select[" + std::to_string(i) + "] = " + std::to_string(ids[i]) + " is not a document (0.." +
+                                   std::to_string(d.n) + ")");
+    (*sub)[i] = d.start[ids[i]];
+    (*sub)[m + i] = d.length[ids[i]];
+  }
+  keep = std::move(sub);
+  d.n = m;
+  d.start = keep->data();
+  d.length = keep->data() + m;
+}
+
+// maxSim(queries, queryMask, docs, lengths, tokenMask, clampZero, wantArgmax, async, select?)
+//   -> { scores: f32 [nq, N or M], argmax?: i32 [nq, N or M, Lq] }
 Napi::Value MaxSim(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto q = token_queries(TensorObject::From(env, info[0], "queries"), optional_tensor(env, info[1], "queryMask"));
   std::shared_ptr<std::vector<int64_t>> keep;
   auto d = token_docs(TensorObject::From(env, info[2], "documents"), TensorObject::From(env, info[3], "lengths"),
                       optional_tensor(env, info[4], "tokenMask"), q.dim, keep);
+  const TensorObject* select = optional_tensor(env, info[8], "select");
+  if (select) select_docs(d, select, keep);
   bool clamp = flag(info[5]);
   Napi::Object result = Napi::Object::New(env);
   Napi::Object scores = TensorObject::Create(env, Dtype::F32, {int64_t(q.nq), int64_t(d.n)});
   result.Set("scores", scores);
   int32_t* argmax = nullptr;
-  std::vector<Napi::Object> pins = operands({info[0], info[1], info[2], info[3], info[4], scores});
+  std::vector<Napi::Object> pins = operands({info[0], info[1], info[2], info[3], info[4], info[8], scores});
   if (flag(info[6])) {
     Napi::Object am = TensorObject::Create(env, Dtype::I32, {int64_t(q.nq), int64_t(d.n), int64_t(q.lq)});
     result.Set("argmax", am);

@@ -123,12 +123,21 @@ export class TokenIndex {
   /** Frees the faiss copy of the token vectors now (or when the search in flight ends); a later search is ERR_DISPOSED. */
   dispose(): void {
     this.ann.dispose();
+    this.#table?.dispose();
   }
 
   /** Token vectors held (faiss holds a second copy). */
   get tokens(): number {
     return this.tokenPassage.length;
   }
+
+  /** The packed token table as MaxSim's documents (a Tensor over the held vectors: read in place, never copied). */
+  private table(): { tokens: Tensor<'f32'>; lengths: Int32Array } {
+    this.#table ??= Tensor.wrap(this.vectors, [this.tokens, this.dim], 'f32');
+    return { tokens: this.#table, lengths: this.lengths };
+  }
+
+  #table: Tensor<'f32'> | undefined;
 
   /** Each question's top `k` passages by exact MaxSim over its candidates. */
   async search(questions: NonNullable<CameEncoding['local']>, k: number, options: TokenSearchOptions = {}): Promise<Hit[][]> {
@@ -139,32 +148,33 @@ export class TokenIndex {
     const { tokens, mask, maxLength } = padTokens(questions);
     const out: Hit[][] = [];
     if (per === 'all') {
-      const docs = { tokens: Tensor.wrap(this.vectors, [this.tokens, this.dim], 'f32'), lengths: this.lengths };
-      const s = (await maxSim(tokens, docs, { queryMask: mask })).scores.data;
+      const s = (await maxSim(tokens, this.table(), { queryMask: mask })).scores.data;
       for (let q = 0; q < questions.lengths.length; q++) out.push(top(s.subarray(q * this.size, (q + 1) * this.size), (i) => i, k));
       return out;
     }
     if (!Number.isInteger(per) || per < 1) throw new QuorumError('ERR_RANGE', `candidates must be a positive integer or 'all', got ${per}`);
     const qTokens = questions.vectors;
     const near = await this.ann.search(Tensor.wrap(qTokens, [qTokens.length / this.dim, this.dim], 'f32'), Math.min(per, this.tokens));
+    const { ids: nearIds, k: width } = near;
+    const seen = new Uint8Array(this.size);
     let row = 0;
     for (let q = 0; q < questions.lengths.length; q++) {
       const n = questions.lengths[q] as number;
-      const cand = new Set<number>();
-      for (let t = 0; t < n; t++, row++) for (const h of near.hits(row)) cand.add(this.tokenPassage[Number(h.id)] as number);
-      const ids = [...cand];
-      const lengths = Int32Array.from(ids, (p) => this.lengths[p] as number);
-      const packed = new Float32Array(lengths.reduce((a, b) => a + b, 0) * this.dim);
-      let at = 0;
-      for (const p of ids) {
-        const a = (this.starts[p] as number) * this.dim;
-        const b = (this.starts[p + 1] as number) * this.dim;
-        packed.set(this.vectors.subarray(a, b), at);
-        at += b - a;
-      }
+      const ids: number[] = [];
+      for (const end = (row + n) * width; row * width < end; row++)
+        for (let j = row * width; j < (row + 1) * width; j++) {
+          const id = Number(nearIds[j]);
+          if (id < 0) continue;  // faiss pads a short list with -1
+          const p = this.tokenPassage[id] as number;
+          if (!seen[p]) {
+            seen[p] = 1;
+            ids.push(p);
+          }
+        }
+      for (const p of ids) seen[p] = 0;
+      // The candidates are scored where they lie in the packed table (select): no copy of their tokens.
       const one = Tensor.wrap(tokens.data.subarray(q * maxLength * this.dim, (q + 1) * maxLength * this.dim), [1, maxLength, this.dim], 'f32');
-      const docs = { tokens: Tensor.wrap(packed, [packed.length / this.dim, this.dim], 'f32'), lengths };
-      const s = ids.length ? (await maxSim(one, docs, { queryMask: mask.subarray(q * maxLength, (q + 1) * maxLength) })).scores.data : new Float32Array(0);
+      const s = ids.length ? (await maxSim(one, { ...this.table(), select: Int32Array.from(ids) }, { queryMask: mask.subarray(q * maxLength, (q + 1) * maxLength) })).scores.data : new Float32Array(0);
       out.push(top(s, (i) => ids[i]!, k));
     }
     return out;
