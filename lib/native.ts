@@ -228,6 +228,14 @@ export interface CoreAddon {
     epsMode: boolean,
     async: boolean,
   ): MaybeAsync<{ mi: NativeTensorHandle; confidence: NativeTensorHandle }>;
+  /** The forward pass of a 0-layer encoder (native/kernels/embedding_bag.h): named weight tensors and settings. */
+  embeddingBag(
+    model: Record<string, NativeTensorHandle | number | boolean>,
+    ids: NativeTensorHandle,
+    typeIds: NativeTensorHandle,
+    lengths: NativeTensorHandle,
+    async: boolean,
+  ): MaybeAsync<NativeTensorHandle>;
   WordPiece: new (vocabulary: string[], maxWordChars?: number) => NativeWordPiece;
   /** @internal The HNSW distance kernel (tests only). */
   pairDistance(a: NativeTensorHandle, b: NativeTensorHandle, kind: 'dot' | 'l2sq'): number;

@@ -1,9 +1,13 @@
 // The forward pass of a 0-layer encoder (embeddings, LayerNorm, pooling, centre, head, normalization: no Transformer
-// block), written out for serving without libtorch or ONNX Runtime. Quorum's shipped model and the GloVe-started
-// experts are such encoders; their work per question is a few hundred multiply-adds per token, which a loop here does
-// in microseconds, where a runtime call costs more than the arithmetic. Same computation as BertEncoder::forward
-// (native/torch/encoder.cc) with layers = 0; checked against the libtorch Retriever in test/serving-encoder.test.ts.
+// block) for serving without libtorch or ONNX Runtime: the core's embeddingBag kernel (native/kernels/embedding_bag.h,
+// docs/methods/kernels.md#0-layer-encoder), off the main thread. Quorum's shipped model and the GloVe-started experts
+// are such encoders; their work per question is a few hundred multiply-adds per token, where a runtime call costs
+// more than the arithmetic. Checked against a plain reference (test/embedding-bag.test.ts) and the libtorch
+// Retriever (test/serving-encoder.test.ts).
 import { QuorumError } from '../errors.js';
+import { coreAddon, type NativeTensorHandle } from '../native.js';
+import { runAsync, type Operands } from '../operand.js';
+import { Tensor } from '../tensor.js';
 import type { EncoderConfig } from './config.js';
 
 /** A tokenized batch, as the tokenizer gives it. */
@@ -15,128 +19,78 @@ export interface TokenRows {
   seqLen: number;
 }
 
-// erf by Abramowitz and Stegun 7.1.26 (absolute error under 1.5e-7), for the exact GELU of an MLP head.
-function erf(x: number): number {
-  const s = Math.sign(x);
-  const a = Math.abs(x);
-  const t = 1 / (1 + 0.3275911 * a);
-  const y = 1 - ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * Math.exp(-a * a);
-  return s * y;
-}
-const gelu = (x: number) => 0.5 * x * (1 + erf(x / Math.SQRT2));
-
 /** Whether {@link EmbeddingBagEncoder} computes this encoder (0 layers, no windowed attention). */
 export function isEmbeddingBag(c: EncoderConfig): boolean {
   return c.layers === 0;
 }
 
+/** The kernel's model argument: the encoder's tensors under the binding's names, and its settings. */
+type BagModel = Record<string, NativeTensorHandle | number | boolean>;
+
 /**
- * One 0-layer encoder over parameters by name (`<prefix>.embeddings...`, `<prefix>.projection...`).
+ * One 0-layer encoder over parameters by name (`<prefix>.embeddings...`, `<prefix>.projection...`), its weights
+ * held as native tensors over the given arrays.
  *
  * @example
  * const bag = new EmbeddingBagEncoder(config.encoder, (n) => params.get(n)!, 'encoder');
- * const rows = bag.encode(tokenizer.encode(['who wrote hamlet?']));   // Float32Array [1, dim]
+ * const rows = await bag.encode(tokenizer.encode(['who wrote hamlet?']));   // Float32Array [1, dim]
  */
 export class EmbeddingBagEncoder {
   /** Output width. */
   readonly dim: number;
-  private readonly p: (name: string) => Float32Array;
+  readonly #tensors: Tensor[] = [];
+  readonly #model: BagModel;
 
-  constructor(
-    private readonly c: EncoderConfig,
-    param: (name: string) => Float32Array,
-    prefix: string,
-  ) {
+  constructor(c: EncoderConfig, param: (name: string) => Float32Array, prefix: string) {
     if (!isEmbeddingBag(c)) throw new QuorumError('ERR_ARG', `EmbeddingBagEncoder computes 0-layer encoders, not ${c.layers} layers`);
-    const cache = new Map<string, Float32Array>();
-    this.p = (name) => {
-      let v = cache.get(name);
-      if (!v) cache.set(name, (v = param(`${prefix}.${name}`)));
-      return v;
-    };
-    this.dim = c.projectionDim > 0 ? c.projectionDim : c.hiddenSize;
-  }
-
-  /** [rows, dim] for a tokenized batch. */
-  encode(b: TokenRows): Float32Array {
-    const c = this.c;
     const H = c.hiddenSize, E = c.embeddingSize;
-    const word = this.p('embeddings.word_embeddings.weight');
-    const pos = this.p('embeddings.position_embeddings.weight');
-    const type = this.p('embeddings.token_type_embeddings.weight');
-    const lnW = this.p('embeddings.LayerNorm.weight');
-    const lnB = this.p('embeddings.LayerNorm.bias');
-    const proj = E !== H ? { w: this.p('embeddings.projection.weight'), b: this.p('embeddings.projection.bias') } : undefined;
-    const tokenWeights = c.tokenWeights ? this.p('embeddings.token_weights.weight') : undefined;
-    const out = new Float32Array(b.rows * this.dim);
-    const x = new Float64Array(H);
-    const state = new Float64Array(H);
-    for (let r = 0; r < b.rows; r++) {
-      const len = b.lengths[r]!;
-      if (len > c.maxPositions) throw new QuorumError('ERR_RANGE', `sequence length ${len} exceeds maxPositions ${c.maxPositions}`);
-      state.fill(c.pooling === 'max' ? -Infinity : 0);
-      let weightSum = 0;
-      for (let t = 0; t < len; t++) {
-        const id = b.ids[r * b.seqLen + t]!;
-        const ty = b.typeIds[r * b.seqLen + t]!;
-        if (id < 0 || id >= c.vocabSize || ty < 0 || ty >= c.typeVocabSize) throw new QuorumError('ERR_RANGE', `token id ${id} or type ${ty} outside the model's tables`);
-        // word (projected when factorized) + position + type
-        if (proj) {
-          for (let h = 0; h < H; h++) {
-            let s = proj.b[h]!;
-            for (let e = 0; e < E; e++) s += proj.w[h * E + e]! * word[id * E + e]!;
-            x[h] = s;
-          }
-        } else for (let h = 0; h < H; h++) x[h] = word[id * H + h]!;
-        let mean = 0;
-        for (let h = 0; h < H; h++) {
-          x[h] = x[h]! + pos[t * H + h]! + type[ty * H + h]!;
-          mean += x[h]!;
-        }
-        mean /= H;
-        let v = 0;
-        for (let h = 0; h < H; h++) v += (x[h]! - mean) ** 2;
-        const inv = 1 / Math.sqrt(v / H + c.layerNormEps);
-        for (let h = 0; h < H; h++) x[h] = (x[h]! - mean) * inv * lnW[h]! + lnB[h]!;
-        if (c.pooling === 'max') for (let h = 0; h < H; h++) state[h] = Math.max(state[h]!, x[h]!);
-        else {
-          const w = tokenWeights ? Math.exp(tokenWeights[id]!) : 1;
-          weightSum += w;
-          for (let h = 0; h < H; h++) state[h] = state[h]! + w * x[h]!;
-        }
-      }
-      if (c.pooling !== 'max') for (let h = 0; h < H; h++) state[h] = state[h]! / weightSum;
-      out.set(this.head(state), r * this.dim);
+    const tensor = (name: string, shape: number[]) => {
+      const t = Tensor.wrap(param(`${prefix}.${name}`), shape, 'f32');
+      this.#tensors.push(t);
+      return t.handle;
+    };
+    const model: BagModel = {
+      word: tensor('embeddings.word_embeddings.weight', [c.vocabSize, E]),
+      position: tensor('embeddings.position_embeddings.weight', [c.maxPositions, H]),
+      type: tensor('embeddings.token_type_embeddings.weight', [c.typeVocabSize, H]),
+      lnWeight: tensor('embeddings.LayerNorm.weight', [H]),
+      lnBias: tensor('embeddings.LayerNorm.bias', [H]),
+      lnEps: c.layerNormEps,
+      maxPool: c.pooling === 'max',
+      normalize: c.normalize === true,
+    };
+    if (E !== H) {
+      model.factorWeight = tensor('embeddings.projection.weight', [H, E]);
+      model.factorBias = tensor('embeddings.projection.bias', [H]);
     }
-    return out;
+    if (c.tokenWeights) model.tokenWeights = tensor('embeddings.token_weights.weight', [c.vocabSize]);
+    if (c.center) model.centre = tensor('pooler.center', [H]);
+    const hidden = c.projectionHidden ?? 0;
+    if (hidden > 0) {
+      model.headHiddenWeight = tensor('projection.hidden.weight', [hidden, H]);
+      model.headHiddenBias = tensor('projection.hidden.bias', [hidden]);
+    }
+    if (c.projectionDim > 0) {
+      model.headWeight = tensor('projection.weight', [c.projectionDim, hidden > 0 ? hidden : H]);
+      model.headBias = tensor('projection.bias', [c.projectionDim]);
+    }
+    this.#model = model;
+    this.dim = c.projectionDim > 0 ? c.projectionDim : H;
   }
 
-  // Centre (on the unit direction), head, normalization: BertEncoder::forward after pooling.
-  private head(state: Float64Array): Float64Array {
-    const c = this.c;
-    const H = c.hiddenSize;
-    let y: Float64Array = state;
-    if (c.center) {
-      const centre = this.p('pooler.center');
-      const n = Math.max(Math.hypot(...y), 1e-12);
-      y = y.map((v, h) => v / n - centre[h]!);
-    }
-    const linear = (name: string, inp: Float64Array, outDim: number, inDim: number) => {
-      const w = this.p(`${name}.weight`), bias = this.p(`${name}.bias`);
-      const o = new Float64Array(outDim);
-      for (let i = 0; i < outDim; i++) {
-        let s = bias[i]!;
-        for (let j = 0; j < inDim; j++) s += w[i * inDim + j]! * inp[j]!;
-        o[i] = s;
-      }
-      return o;
+  /** [rows, dim] for a tokenized batch, computed on the native pool. */
+  async encode(b: TokenRows): Promise<Float32Array> {
+    const call = (ops: Operands) => {
+      const ids = ops.typed(b.ids, [b.rows, b.seqLen], 'i32');
+      const types = ops.typed(b.typeIds, [b.rows, b.seqLen], 'i32');
+      const lengths = ops.typed(b.lengths, [b.rows], 'i32');
+      return (async: boolean) => coreAddon().embeddingBag(this.#model, ids.handle, types.handle, lengths.handle, async);
     };
-    if ((c.projectionHidden ?? 0) > 0) y = linear('projection', linear('projection.hidden', y, c.projectionHidden!, H).map(gelu), c.projectionDim, c.projectionHidden!);
-    else if (c.projectionDim > 0) y = linear('projection', y, c.projectionDim, H);
-    if (c.normalize) {
-      const n = Math.max(Math.hypot(...y), 1e-12);
-      y = y.map((v) => v / n);
-    }
-    return y;
+    return runAsync(call, (h: NativeTensorHandle) => Tensor.fromHandle<'f32'>(h).data);
+  }
+
+  /** Releases the native views of the weights. */
+  dispose(): void {
+    for (const t of this.#tensors) t.dispose();
   }
 }

@@ -1,5 +1,5 @@
 // Serving a trained or pretrained encoder without libtorch: the weights file is read as plain arrays; a 0-layer
-// encoder (the shipped model, GloVe-started experts) runs as a plain forward (embedding-bag.ts) with nothing else
+// encoder (the shipped model, GloVe-started experts) runs on the core's embeddingBag kernel (embedding-bag.ts) with nothing else
 // needed, a Transformer encoder as ONNX graphs built in memory (onnx-export.ts) and run by onnxruntime-node, an
 // optional peer dependency; the tokenizer is the core's. A server needs the prebuilt core (and, for Transformer
 // encoders, onnxruntime-node): no compiler and no libtorch (docs/guides/bring-your-own-model.md#serving-without-libtorch).
@@ -97,7 +97,7 @@ function ortRunner(session: OrtSession): Runner {
 }
 
 function bagRunner(bag: EmbeddingBagEncoder): Runner {
-  return { run: async (b) => bag.encode(b), release: async () => {} };
+  return { run: (b) => bag.encode(b), release: async () => bag.dispose() };
 }
 
 /** Options of {@link ServingEncoder.load}. */

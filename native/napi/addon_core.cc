@@ -11,6 +11,7 @@ void register_maxsim(Napi::Env env, Napi::Object exports);
 void register_splade(Napi::Env env, Napi::Object exports);
 void register_losses(Napi::Env env, Napi::Object exports);
 void register_muf(Napi::Env env, Napi::Object exports);
+void register_embedding_bag(Napi::Env env, Napi::Object exports);
 void register_sparse_index(Napi::Env env, Napi::Object exports);
 void register_tokenizer(Napi::Env env, Napi::Object exports);
 }  // namespace quorum::napi
@@ -28,6 +29,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   register_splade(env, exports);
   register_losses(env, exports);
   register_muf(env, exports);
+  register_embedding_bag(env, exports);
   register_sparse_index(env, exports);
   register_tokenizer(env, exports);
   return exports;

@@ -1,0 +1,120 @@
+// N-API binding of kernels/embedding_bag.h: argument checks and conversions only (docs/methods/kernels.md#0-layer-encoder).
+#include <napi.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../common/error.h"
+#include "../kernels/embedding_bag.h"
+#include "args.h"
+#include "errors.h"
+#include "kernel_call.h"
+
+namespace quorum::napi {
+namespace {
+
+// An f32 tensor of `dims` (-1: any extent) from model[key], pinned; nullptr when the key is absent and optional.
+const float* model_tensor(Napi::Env env, Napi::Object model, const char* key, const std::vector<int64_t>& dims,
+                          std::vector<Napi::Object>& pins, bool optional = false) {
+  Napi::Value v = model.Get(key);
+  if (optional && (v.IsUndefined() || v.IsNull())) return nullptr;
+  TensorObject* t = TensorObject::From(env, v, key);
+  require_dtype(t, Dtype::F32, key);
+  require_shape(t, dims, key);
+  pins.push_back(v.As<Napi::Object>());
+  return reinterpret_cast<const float*>(t->data());
+}
+
+// A linear layer (model[w] [out, in], model[b] [out]) or none when model[w] is absent.
+kernels::Linear linear_arg(Napi::Env env, Napi::Object model, const char* w, const char* b, int64_t in,
+                           std::vector<Napi::Object>& pins) {
+  kernels::Linear l;
+  Napi::Value wv = model.Get(w);
+  if (wv.IsUndefined() || wv.IsNull()) return l;
+  TensorObject* t = TensorObject::From(env, wv, w);
+  require_dtype(t, Dtype::F32, w);
+  require_shape(t, {-1, in}, w);
+  const int64_t out = t->shape()[0];
+  if (out == 0) throw Error("ERR_SHAPE", std::string(w) + " has no outputs");
+  l.w = model_tensor(env, model, w, {out, in}, pins);
+  l.b = model_tensor(env, model, b, {out}, pins);
+  l.in = size_t(in);
+  l.out = size_t(out);
+  return l;
+}
+
+// embeddingBag(model, ids, typeIds, lengths, async) -> f32 [rows, dim]
+//   model = { word [V, E], factorWeight? [H, E], factorBias? [H], position [P, H], type [T, H], lnWeight [H],
+//             lnBias [H], lnEps, tokenWeights? [V], maxPool, centre? [H], headHiddenWeight? [h, H],
+//             headHiddenBias? [h], headWeight? [out, h or H], headBias? [out], normalize }
+//   ids, typeIds i32 [rows, seqLen]; lengths i32 [rows]
+Napi::Value EmbeddingBag(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsObject()) throw Error("ERR_ARG", "model must be an object of tensors");
+  Napi::Object model = info[0].As<Napi::Object>();
+  std::vector<Napi::Object> pins;
+  kernels::EmbeddingBagModel m{};
+  TensorObject* word = TensorObject::From(env, model.Get("word"), "word");
+  require_dtype(word, Dtype::F32, "word");
+  require_shape(word, {-1, -1}, "word");
+  m.vocab = size_t(word->shape()[0]);
+  m.embed = size_t(word->shape()[1]);
+  m.word = model_tensor(env, model, "word", {-1, -1}, pins);
+  TensorObject* pos = TensorObject::From(env, model.Get("position"), "position");
+  require_shape(pos, {-1, -1}, "position");
+  const int64_t H = pos->shape()[1];
+  if (H == 0 || m.embed == 0 || m.vocab == 0) throw Error("ERR_SHAPE", "the embedding tables are empty");
+  m.hidden = size_t(H);
+  m.positions = size_t(pos->shape()[0]);
+  m.position = model_tensor(env, model, "position", {-1, H}, pins);
+  TensorObject* type = TensorObject::From(env, model.Get("type"), "type");
+  require_shape(type, {-1, H}, "type");
+  m.types = size_t(type->shape()[0]);
+  m.type = model_tensor(env, model, "type", {-1, H}, pins);
+  m.factor = linear_arg(env, model, "factorWeight", "factorBias", int64_t(m.embed), pins);
+  if (m.factor.w ? m.factor.out != m.hidden : m.embed != m.hidden)
+    throw Error("ERR_SHAPE", "word vectors of " + std::to_string(m.embed) + " need a factor to the hidden size " + std::to_string(H));
+  m.ln_weight = model_tensor(env, model, "lnWeight", {H}, pins);
+  m.ln_bias = model_tensor(env, model, "lnBias", {H}, pins);
+  m.ln_eps = float(number_arg(model.Get("lnEps"), "lnEps"));
+  if (!(m.ln_eps > 0)) throw Error("ERR_RANGE", "lnEps must be positive");
+  m.token_weights = model_tensor(env, model, "tokenWeights", {int64_t(m.vocab)}, pins, true);
+  m.max_pool = flag(model.Get("maxPool"));
+  m.centre = model_tensor(env, model, "centre", {H}, pins, true);
+  m.head_hidden = linear_arg(env, model, "headHiddenWeight", "headHiddenBias", H, pins);
+  m.head = linear_arg(env, model, "headWeight", "headBias", m.head_hidden.w ? int64_t(m.head_hidden.out) : H, pins);
+  if (m.head_hidden.w && !m.head.w) throw Error("ERR_ARG", "an MLP head needs its output layer (headWeight)");
+  m.normalize = flag(model.Get("normalize"));
+
+  TensorObject* ids = TensorObject::From(env, info[1], "ids");
+  TensorObject* types = TensorObject::From(env, info[2], "typeIds");
+  TensorObject* lengths = TensorObject::From(env, info[3], "lengths");
+  require_dtype(ids, Dtype::I32, "ids");
+  require_shape(ids, {-1, -1}, "ids");
+  const int64_t rows = ids->shape()[0], seq = ids->shape()[1];
+  if (rows == 0) throw Error("ERR_SHAPE", "no rows to encode");
+  require_dtype(types, Dtype::I32, "typeIds");
+  require_shape(types, {rows, seq}, "typeIds");
+  require_dtype(lengths, Dtype::I32, "lengths");
+  require_shape(lengths, {rows}, "lengths");
+  const size_t dim = kernels::embedding_bag_dim(m);
+  Napi::Object out = TensorObject::Create(env, Dtype::F32, {rows, int64_t(dim)});
+  for (size_t i = 1; i <= 3; ++i) pins.push_back(info[i].As<Napi::Object>());
+  pins.push_back(out);
+  const auto* ip = reinterpret_cast<const int32_t*>(ids->data());
+  const auto* tp = reinterpret_cast<const int32_t*>(types->data());
+  const auto* lp = reinterpret_cast<const int32_t*>(lengths->data());
+  float* op = data_of<float>(out);
+  return run_kernel(env, flag(info[4]), pins, out, [m, ip, tp, lp, rows, seq, op] {
+    kernels::embedding_bag(m, ip, tp, lp, size_t(rows), size_t(seq), op);
+  });
+}
+
+}  // namespace
+
+void register_embedding_bag(Napi::Env env, Napi::Object exports) {
+  exports.Set("embeddingBag", Napi::Function::New<guarded<EmbeddingBag>>(env, "embeddingBag"));
+}
+
+}  // namespace quorum::napi

@@ -1,0 +1,95 @@
+// The 0-layer encoder's forward on the core (native/kernels/embedding_bag.h) against its plain f64 reference
+// (test/reference/embedding-bag.ts), on every ISA variant, over the encoder features it computes: factorized
+// embeddings, mean / weighted mean / max pooling, centre, linear and MLP heads, normalization; and bad input.
+import { afterAll, describe, expect, it } from 'vitest';
+
+import { capabilities, setIsa, type Isa } from '../lib/index.js';
+import { EmbeddingBagEncoder, type TokenRows } from '../lib/models/embedding-bag.js';
+import { defaultEncoderConfig, type EncoderConfig } from '../lib/models/config.js';
+import { EmbeddingBagReference } from './reference/embedding-bag.js';
+import { asyncCode, rng } from './helpers.js';
+
+const caps = capabilities();
+afterAll(() => setIsa(caps.isa as Isa));
+
+const base: EncoderConfig = { ...defaultEncoderConfig, layers: 0, vocabSize: 50, maxPositions: 12, typeVocabSize: 3, hiddenSize: 17, embeddingSize: 17, layerNormEps: 1e-12 };
+
+// Random parameters for every name the encoder may read, under the given prefix.
+function parameters(c: EncoderConfig, seed: number): (name: string) => Float32Array {
+  const r = rng(seed);
+  const H = c.hiddenSize, E = c.embeddingSize, h = c.projectionHidden ?? 0;
+  const sizes: Record<string, number> = {
+    'embeddings.word_embeddings.weight': c.vocabSize * E,
+    'embeddings.position_embeddings.weight': c.maxPositions * H,
+    'embeddings.token_type_embeddings.weight': c.typeVocabSize * H,
+    'embeddings.LayerNorm.weight': H,
+    'embeddings.LayerNorm.bias': H,
+    'embeddings.projection.weight': H * E,
+    'embeddings.projection.bias': H,
+    'embeddings.token_weights.weight': c.vocabSize,
+    'pooler.center': H,
+    'projection.hidden.weight': h * H,
+    'projection.hidden.bias': h,
+    'projection.weight': c.projectionDim * (h > 0 ? h : H),
+    'projection.bias': c.projectionDim,
+  };
+  const values = new Map(Object.entries(sizes).map(([n, size]) => [`enc.${n}`, Float32Array.from({ length: size }, r)]));
+  return (name) => values.get(name)!;
+}
+
+function batch(c: EncoderConfig, rows: number, seqLen: number, seed: number): TokenRows {
+  const r = rng(seed);
+  const u = () => (r() + 1) / 2;
+  const ids = Int32Array.from({ length: rows * seqLen }, () => Math.floor(u() * c.vocabSize) % c.vocabSize);
+  const typeIds = Int32Array.from({ length: rows * seqLen }, () => Math.floor(u() * c.typeVocabSize) % c.typeVocabSize);
+  const lengths = Int32Array.from({ length: rows }, (_, i) => (i === 0 ? seqLen : 1 + (Math.floor(u() * seqLen) % seqLen)));
+  return { ids, typeIds, lengths, rows, seqLen };
+}
+
+const cases: Array<[string, Partial<EncoderConfig>]> = [
+  ['plain mean', {}],
+  ['factorized embeddings, max pooling', { embeddingSize: 6, pooling: 'max' }],
+  ['token weights, centre, linear head, normalized', { tokenWeights: true, center: true, projectionDim: 9, normalize: true }],
+  ['MLP head (GELU), not normalized', { projectionDim: 5, projectionHidden: 23, normalize: false }],
+  ['everything', { embeddingSize: 4, tokenWeights: true, center: true, projectionDim: 7, projectionHidden: 11, normalize: true }],
+];
+
+describe.each(caps.availableIsas as Isa[])('embeddingBag, %s variant', (isa) => {
+  it.each(cases)('%s equals the reference', async (_name, over) => {
+    setIsa(isa);
+    const c = { ...base, ...over };
+    const param = parameters(c, 3 + Object.keys(over).length);
+    const enc = new EmbeddingBagEncoder(c, param, 'enc');
+    const ref = new EmbeddingBagReference(c, param, 'enc');
+    for (const [rows, seqLen] of [[1, 1], [5, 12], [9, 7]] as const) {
+      const b = batch(c, rows, seqLen, rows * 31 + seqLen);
+      const got = await enc.encode(b);
+      const want = ref.encode(b);
+      expect(got.length).toBe(rows * enc.dim);
+      for (let i = 0; i < want.length; i++) expect(Math.abs(got[i]! - want[i]!), `${rows}x${seqLen} [${i}]`).toBeLessThan(2e-5 * (1 + Math.abs(want[i]!)));
+    }
+    enc.dispose();
+  });
+});
+
+describe('embeddingBag input', () => {
+  const c = { ...base, projectionDim: 4 };
+  const enc = new EmbeddingBagEncoder(c, parameters(c, 9), 'enc');
+  const good = batch(c, 2, 5, 1);
+  it.each([
+    ['a token id outside the vocabulary', { ...good, ids: Int32Array.from(good.ids, (v, i) => (i === 3 ? 50 : v)) }],
+    ['a negative type id', { ...good, typeIds: Int32Array.from(good.typeIds, (v, i) => (i === 0 ? -1 : v)) }],
+    ['a row with no tokens', { ...good, lengths: Int32Array.from([5, 0]) }],
+    ['a row longer than its batch', { ...good, lengths: Int32Array.from([6, 1]) }],
+  ])('%s is ERR_RANGE, and nothing is computed', async (_name, b) => {
+    expect(await asyncCode(enc.encode(b))).toBe('ERR_RANGE');
+  });
+  it('rows longer than the model\'s positions are ERR_RANGE; ids of the wrong size ERR_SHAPE', async () => {
+    expect(await asyncCode(enc.encode(batch(c, 1, 13, 2)))).toBe('ERR_RANGE');
+    expect(await asyncCode(enc.encode({ ...good, ids: good.ids.subarray(1) }))).toBe('ERR_SHAPE');
+  });
+  it('a wrongly sized weight is refused when the encoder is made', () => {
+    const param = parameters(c, 4);
+    expect(() => new EmbeddingBagEncoder({ ...c, hiddenSize: 18 }, param, 'enc')).toThrow(expect.objectContaining({ code: 'ERR_SHAPE' }));
+  });
+});
