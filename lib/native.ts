@@ -224,10 +224,12 @@ export interface CoreAddon {
       weights: NativeTensorHandle[];
       members: number;
       temperature: number;
+      scores?: NativeTensorHandle;
     }>,
     epsMode: boolean,
     async: boolean,
-  ): MaybeAsync<{ mi: NativeTensorHandle; confidence: NativeTensorHandle }>;
+    fuse?: { k: number; uniform: boolean; tieRank?: NativeTensorHandle },
+  ): MaybeAsync<{ mi: NativeTensorHandle; confidence: NativeTensorHandle; ids?: NativeTensorHandle; scores?: NativeTensorHandle }>;
   /** The forward pass of a 0-layer encoder (native/kernels/embedding_bag.h): named weight tensors and settings. */
   embeddingBag(
     model: Record<string, NativeTensorHandle | number | boolean>,

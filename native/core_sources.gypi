@@ -26,6 +26,7 @@
     "kernels/ensemble_avx512.cc",
     "kernels/ensemble.cc",
     "kernels/muf_heads.cc",
+    "kernels/muf_fuse.cc",
     "kernels/embedding_bag.cc",
     "kernels/softmax_scalar.cc",
     "kernels/softmax_avx2.cc",

@@ -3,6 +3,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { Tensor, capabilities, setIsa, type Isa } from '../lib/index.js';
+import { fuse } from '../lib/fusion/fuse.js';
+import { mufFusion } from '../lib/methods/muf/fusion.js';
 import { mufConfidence, type MufConfidenceExpert } from '../lib/methods/muf/serve.js';
 import { ensembleMIRef } from './reference/ensemble.js';
 import { asyncCode, randomF32, randomShapes, rng } from './helpers.js';
@@ -149,5 +151,95 @@ describe('mufConfidence, bad input', () => {
     // The good call still works afterwards.
     const r = await mufConfidence([a]);
     expect(r.confidence.data.every((c) => c >= 0 && c <= 1)).toBe(true);
+  });
+});
+
+describe('mufConfidence with fuse (native/kernels/muf_fuse.h) against the fusion registry', () => {
+  // Three experts over one corpus of 30 rows whose ids sort differently from the rows, lists with shared
+  // candidates and tied scores, per-question confidences including a question every expert gives 0.
+  const N = 30, B = 5, L = 8, E = 3;
+  const corpusIds = Array.from({ length: N }, (_, i) => `p${(N - i) * 7 % 31}`);
+  const byId = Array.from({ length: N }, (_, i) => i).sort((a, b) => (corpusIds[a]! < corpusIds[b]! ? -1 : corpusIds[a]! > corpusIds[b]! ? 1 : 0));
+  const rank = new Int32Array(N);
+  byId.forEach((row, r) => (rank[row] = r));
+  const r = rng(77);
+  const lists = Array.from({ length: E }, () => {
+    const ids = new Int32Array(B * L);
+    const scores = new Float32Array(B * L);
+    for (let b = 0; b < B; b++) {
+      const pool = Array.from({ length: 12 }, (_, i) => (i * 7 + b) % N).sort(() => r() - 0.5);
+      ids.set(pool.slice(0, L), b * L);
+      // Scores on a coarse grid (ties within and across lists), best first.
+      const s = Array.from({ length: L }, () => Math.round(4 * r()) / 4).sort((x, y) => y - x);
+      scores.set(s, b * L);
+    }
+    return { ids, scores };
+  });
+
+  async function run(confidence: Float32Array[], k: number, uniform: boolean) {
+    const args: MufConfidenceExpert[] = lists.map((l, x) => ({
+      ...tensors(expert({ B, dim: 4, hidden: 4, layers: 0, K: 1, N, L, temperature: 1 }, 5 + x)),
+      candidates: Tensor.from(l.ids, [B, L]),
+      scores: Tensor.from(l.scores, [B, L]),
+    }));
+    // K = 1 experts have confidence 1: the weights under test come from `confidence`, fed through the fusion alone.
+    const got = await mufConfidence(args, { fuse: { k, tieRank: Tensor.from(rank, [N], 'i32'), uniform } });
+    const runs = lists.map((l) => new Map(Array.from({ length: B }, (_, b) => [String(b), Array.from({ length: L }, (_, j) => ({ id: corpusIds[l.ids[b * L + j]!]!, score: l.scores[b * L + j]! }))])));
+    return { got, runs, confidence };
+  }
+
+  it('equals fuse(runs, mufFusion) hit for hit, ties in corpus-id order, padding past the union', async () => {
+    for (const k of [1, 4, 40]) {
+      const { got, runs } = await run([], k, true);
+      const want = fuse(runs, mufFusion, { confidence: Array(E).fill(1), depth: k });
+      // The data holds equal fused scores, so the tie order is under test.
+      if (k === 40) expect([...want.values()].some((w) => w.some((h, j) => j > 0 && h.score === w[j - 1]!.score))).toBe(true);
+      expect(got.confidence.data.every((c) => c === 1)).toBe(true);
+      for (let b = 0; b < B; b++) {
+        const w = want.get(String(b))!;
+        const ids = Array.from(got.ids!.data.subarray(b * k, (b + 1) * k));
+        expect(ids.filter((i) => i >= 0).map((i) => corpusIds[i])).toEqual(w.map((h) => h.id));
+        w.forEach((h, j) => expect(got.scores!.data[b * k + j]).toBeCloseTo(h.score, 5));
+        ids.slice(w.length).forEach((i, j) => {
+          expect(i).toBe(-1);
+          expect(got.scores!.data[b * k + w.length + j]).toBe(-Infinity);
+        });
+      }
+    }
+  });
+
+  it('weighs each expert by its confidence (all zero: equally), as MufRetriever does', async () => {
+    // Heads that make confidences differ per expert and question: K = 3 random heads.
+    const args: MufConfidenceExpert[] = lists.map((l, x) => ({
+      ...tensors(expert({ B, dim: 6, hidden: 5, layers: 1, K: 3, N, L, temperature: 0.05 + 0.3 * x }, 40 + x)),
+      candidates: Tensor.from(l.ids, [B, L]),
+      scores: Tensor.from(l.scores, [B, L]),
+    }));
+    const got = await mufConfidence(args, { fuse: { k: 6, tieRank: Tensor.from(rank, [N], 'i32') } });
+    const conf = got.confidence.data;
+    const runs = lists.map((l) => new Map(Array.from({ length: B }, (_, b) => [String(b), Array.from({ length: L }, (_, j) => ({ id: corpusIds[l.ids[b * L + j]!]!, score: l.scores[b * L + j]! }))])));
+    const weights = new Map(Array.from({ length: B }, (_, b) => {
+      const w = Array.from({ length: E }, (_, x) => conf[x * B + b]!);
+      return [String(b), w.some((v) => v > 0) ? w : w.map(() => 1)];
+    }));
+    const want = fuse(runs, mufFusion, { confidence: weights, depth: 6 });
+    expect(new Set(Array.from(conf).map((c) => c.toFixed(3))).size).toBeGreaterThan(3);
+    for (let b = 0; b < B; b++) {
+      const w = want.get(String(b))!;
+      expect(Array.from(got.ids!.data.subarray(b * 6, b * 6 + w.length), (i) => corpusIds[i])).toEqual(w.map((h) => h.id));
+      w.forEach((h, j) => expect(got.scores!.data[b * 6 + j]).toBeCloseTo(h.score, 5));
+    }
+  });
+
+  it('gives typed errors for bad fusion input', async () => {
+    const a = { ...tensors(expert({ B, dim: 4, hidden: 4, layers: 0, K: 1, N, L, temperature: 1 }, 3)), candidates: Tensor.from(lists[0]!.ids, [B, L]) };
+    const scores = Tensor.from(lists[0]!.scores, [B, L]);
+    expect(await asyncCode(mufConfidence([a], { fuse: { k: 3 } }))).toBe('ERR_ARG'); // no scores
+    expect(await asyncCode(mufConfidence([{ ...a, scores }], { fuse: { k: 0 } }))).toBe('ERR_RANGE');
+    expect(await asyncCode(mufConfidence([{ ...a, scores: Tensor.from(new Float32Array(B * 2), [B, 2]) }], { fuse: { k: 3 } }))).toBe('ERR_SHAPE');
+    expect(await asyncCode(mufConfidence([{ ...a, scores }], { fuse: { k: 3, tieRank: Tensor.from(new Int32Array(N - 1), [N - 1], 'i32') } }))).toBe('ERR_SHAPE');
+    expect(await asyncCode(mufConfidence([{ ...a, scores }], { fuse: { k: 3, kk: 1 } as never }))).toBe('ERR_ARG');
+    const ok = await mufConfidence([{ ...a, scores }], { fuse: { k: 3 } });
+    expect(ok.ids!.shape).toEqual([B, 3]);
   });
 });

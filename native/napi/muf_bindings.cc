@@ -1,11 +1,13 @@
 // N-API binding of kernels/muf_heads.h: argument checks and conversions only (docs/methods/muf.md, Serving).
 #include <napi.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "../common/error.h"
+#include "../kernels/muf_fuse.h"
 #include "../kernels/muf_heads.h"
 #include "args.h"
 #include "errors.h"
@@ -18,13 +20,16 @@ namespace {
 struct ExpertArg {
   kernels::HeadsExpert e{};
   std::vector<kernels::HeadsLayer> layers;
+  const float* scores = nullptr;  // [B, L] when fusing
 };
 
-// mufConfidence(experts, epsMode, async) -> { mi: f32 [E, B], confidence: f32 [E, B] }
+// mufConfidence(experts, epsMode, async, fuse?) -> { mi: f32 [E, B], confidence: f32 [E, B], ids?, scores? }
 //   experts[x] = { queries: f32 [B, dim], passages: f32 | bf16 | f16 [N, dim], ids: i32 [B, L],
 //                  weights: [Wt_0 f32|bf16 [K, h, dim], b_0 f32 [K, h], ..., Wt_last [K, dim, h], b_last f32 [K, dim]]
 //                  (each weight transposed: a row per output unit),
-//                  members: K, temperature }
+//                  members: K, temperature, scores?: f32 [B, L] (the expert's scores of ids, for fuse) }
+//   fuse = { k, tieRank?: i32 [N], uniform } -> ids: i32 [B, k], scores: f32 [B, k] (kernels/muf_fuse.h; uniform:
+//   every expert weight 1, no heads run, mi 0 and confidence 1)
 Napi::Value MufConfidence(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!info[0].IsArray() || info[0].As<Napi::Array>().Length() == 0)
@@ -34,6 +39,8 @@ Napi::Value MufConfidence(const Napi::CallbackInfo& info) {
   auto experts = std::make_shared<std::vector<ExpertArg>>(E);
   std::vector<Napi::Object> pins;
   int64_t B = -1;
+  const bool fusing = !info[3].IsUndefined() && !info[3].IsNull();
+  if (fusing && !info[3].IsObject()) throw Error("ERR_ARG", "fuse must be an object");
   for (size_t x = 0; x < E; ++x) {
     Napi::Value v = list.Get(uint32_t(x));
     if (!v.IsObject()) throw Error("ERR_ARG", "experts[" + std::to_string(x) + "] must be an object");
@@ -87,6 +94,34 @@ Napi::Value MufConfidence(const Napi::CallbackInfo& info) {
     a.e.len = size_t(L);
     a.e.temperature = float(number_arg(o.Get("temperature"), "temperature"));
     for (const char* k : {"queries", "passages", "ids"}) pins.push_back(o.Get(k).As<Napi::Object>());
+    if (fusing) {
+      TensorObject* st = TensorObject::From(env, o.Get("scores"), "scores");
+      require_dtype(st, Dtype::F32, "scores");
+      require_shape(st, {B, L}, "scores");
+      if (x > 0 && a.e.passages.rows != (*experts)[0].e.passages.rows)
+        throw Error("ERR_SHAPE", who + ": fusion needs every expert over the same corpus rows");
+      a.scores = reinterpret_cast<const float*>(st->data());
+      pins.push_back(o.Get("scores").As<Napi::Object>());
+    }
+  }
+  // Fusion: k, the corpus rows' tie ranks, uniform weights.
+  int64_t k = 0;
+  const int32_t* tie_rank = nullptr;
+  bool uniform = false;
+  const size_t rows = (*experts)[0].e.passages.rows;
+  if (fusing) {
+    Napi::Object f = info[3].As<Napi::Object>();
+    const double kd = number_arg(f.Get("k"), "k");
+    if (!(kd >= 1) || kd != double(int64_t(kd))) throw Error("ERR_RANGE", "k must be a positive integer");
+    k = int64_t(kd);
+    if (!f.Get("tieRank").IsUndefined() && !f.Get("tieRank").IsNull()) {
+      TensorObject* tr = TensorObject::From(env, f.Get("tieRank"), "tieRank");
+      require_dtype(tr, Dtype::I32, "tieRank");
+      require_shape(tr, {int64_t(rows)}, "tieRank");
+      tie_rank = reinterpret_cast<const int32_t*>(tr->data());
+      pins.push_back(f.Get("tieRank").As<Napi::Object>());
+    }
+    uniform = flag(f.Get("uniform"));
   }
   Napi::Object result = Napi::Object::New(env);
   Napi::Object mi = TensorObject::Create(env, Dtype::F32, {int64_t(E), B});
@@ -103,11 +138,34 @@ Napi::Value MufConfidence(const Napi::CallbackInfo& info) {
     a.e.mi = mp + x * size_t(B);
     a.e.conf = cp + x * size_t(B);
   }
+  int32_t* fused_ids = nullptr;
+  float* fused_scores = nullptr;
+  if (fusing) {
+    Napi::Object ids = TensorObject::Create(env, Dtype::I32, {B, k});
+    Napi::Object scores = TensorObject::Create(env, Dtype::F32, {B, k});
+    result.Set("ids", ids);
+    result.Set("scores", scores);
+    pins.push_back(ids);
+    pins.push_back(scores);
+    fused_ids = data_of<int32_t>(ids);
+    fused_scores = data_of<float>(scores);
+  }
   const bool eps = flag(info[1]);
-  return run_kernel(env, flag(info[2]), pins, result, [experts, B, eps] {
+  return run_kernel(env, flag(info[2]), pins, result, [experts, B, eps, fusing, uniform, k, tie_rank, rows, fused_ids, fused_scores] {
     std::vector<kernels::HeadsExpert> views;
     for (const ExpertArg& a : *experts) views.push_back(a.e);
-    kernels::muf_confidence(views.data(), views.size(), size_t(B), eps);
+    if (uniform) {
+      for (const kernels::HeadsExpert& e : views) {
+        std::fill(e.mi, e.mi + B, 0.f);
+        std::fill(e.conf, e.conf + B, 1.f);
+      }
+    } else {
+      kernels::muf_confidence(views.data(), views.size(), size_t(B), eps);
+    }
+    if (!fusing) return;
+    std::vector<kernels::FuseList> lists;
+    for (const ExpertArg& a : *experts) lists.push_back({a.e.ids, a.scores, a.e.len, a.e.conf});
+    kernels::muf_fuse(lists.data(), lists.size(), size_t(B), tie_rank, rows, size_t(k), fused_ids, fused_scores);
   });
 }
 

@@ -2,7 +2,8 @@
 // a saved MUF directory's experts encode questions through ServingEncoder (0-layer experts in the process, others in
 // ONNX Runtime), retrieve their top-L on the core's scoreTopK, and one native call (mufConfidence,
 // native/kernels/muf_heads.h) runs every expert's K heads (streaming each weight row once, or as GEMMs for large
-// batches), scores the candidates and computes the mutual information; fusion runs in TypeScript. The same hits and confidences as MufRetriever.search.
+// batches), scores the candidates, computes the mutual information and fuses the experts' lists (muf_fuse.h). The same
+// hits and confidences as MufRetriever.search.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -15,7 +16,8 @@ import { coreAddon, type NativeTensorHandle } from '../../native.js';
 import { Tensor } from '../../tensor.js';
 import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
 import { readEnsembleFile } from './ensemble.js';
-import { expertRun, fuseCollected, readExpertPassages, readMufDir, type Collected, type MufHits } from './retriever.js';
+import { compareIds } from '../../fusion/normalize.js';
+import { readExpertPassages, readMufDir, type MufHits } from './retriever.js';
 
 /** One expert's part of {@link mufConfidence}. */
 export interface MufConfidenceExpert {
@@ -36,33 +38,80 @@ export interface MufConfidenceExpert {
   members: number;
   /** The expert's calibrated temperature (divides the scores). */
   temperature: number;
+  /** The expert's own scores of its candidates, `[B, L]` (f32): what {@link MufConfidenceFuse fuse} weighs. */
+  scores?: Tensor<'f32'>;
 }
+
+/** {@link mufConfidence}'s fusion of the experts' lists, in the same call (docs/methods/fusion.md#muf-fusion). */
+export interface MufConfidenceFuse {
+  /** Fused passages per question. */
+  k: number;
+  /**
+   * Each corpus row's rank among equal fused scores, `[N]` (i32): the fusion registry orders ties by corpus id, so
+   * a server passes the rows' ranks in that order (default: the lower row first).
+   */
+  tieRank?: Tensor<'i32'>;
+  /** Every expert weight 1 (DPR-MUF's uniform baseline): the heads do not run, confidences are 1 and MI 0. */
+  uniform?: boolean;
+}
+
+/** What {@link mufConfidence} returns: `[E, B]` tensors, and with `fuse` the fused `[B, k]` rows and scores. */
+export interface MufConfidenceResult {
+  /** Each expert's mutual information per question. */
+  mi: Tensor<'f32'>;
+  /** Each expert's confidence per question. */
+  confidence: Tensor<'f32'>;
+  /** With `fuse`: each question's fused corpus rows, best first, padded with -1 when the lists hold fewer than k. */
+  ids?: Tensor<'i32'>;
+  /** With `fuse`: their fused scores (-Infinity where padded). */
+  scores?: Tensor<'f32'>;
+}
+
+const fuseKeys = optionKeys<MufConfidenceFuse>()(['k', 'tieRank', 'uniform']);
 
 /**
  * DPR-MUF's confidence stage for every expert in one native call (docs/methods/muf.md#serving): each expert's K
  * heads map its question vector to K member vectors (every expert's and member's part of a layer in one parallel region),
  * the members score the question's candidates, and `confidence = clamp(1 - MI / ln K, 0, 1)` of those scores
- * (exact mode of `ensembleMI`). Runs off the main thread. Returns `[E, B]` tensors the caller disposes.
+ * (exact mode of `ensembleMI`); with `fuse`, the experts' lists fused by those confidences in the same call (every
+ * expert's `scores` needed). Runs off the main thread. Returns tensors the caller disposes.
  *
  * @example
  * const { confidence } = await mufConfidence([{ queries, passages, candidates, weights, members: 20, temperature: 0.05 }]);
+ * const r = await mufConfidence(experts, { fuse: { k: 10 } });   // r.ids [B, 10] corpus rows, r.scores
  */
-export async function mufConfidence(experts: readonly MufConfidenceExpert[]): Promise<{ mi: Tensor<'f32'>; confidence: Tensor<'f32'> }> {
+export async function mufConfidence(experts: readonly MufConfidenceExpert[], options: { fuse?: MufConfidenceFuse } = {}): Promise<MufConfidenceResult> {
   mustBeArray(experts, 'experts');
   if (experts.length === 0) throw new QuorumError('ERR_ARG', 'give at least one expert');
+  mustBeObject(options, 'mufConfidence options');
+  checkOptions(options, confidenceKeys, 'mufConfidence options');
+  const fuse = options.fuse;
+  if (fuse !== undefined) {
+    mustBeObject(fuse, 'fuse');
+    checkOptions(fuse, fuseKeys, 'fuse');
+    if (fuse.tieRank !== undefined && !(fuse.tieRank instanceof Tensor)) throw new QuorumError('ERR_ARG', 'fuse.tieRank must be an i32 Tensor');
+  }
   const args = experts.map((e, x) => {
     mustBeObject(e, `experts[${x}]`);
     for (const k of ['queries', 'passages', 'candidates'] as const)
       if (!(e[k] instanceof Tensor)) throw new QuorumError('ERR_ARG', `experts[${x}].${k} must be a Tensor`);
+    if (fuse !== undefined && !(e.scores instanceof Tensor)) throw new QuorumError('ERR_ARG', `experts[${x}].scores must be a Tensor to fuse`);
     mustBeArray(e.weights, `experts[${x}].weights`);
     e.weights.forEach((w, i) => {
       if (!(w instanceof Tensor)) throw new QuorumError('ERR_ARG', `experts[${x}].weights[${i}] must be a Tensor`);
     });
-    return { queries: e.queries.handle, passages: e.passages.handle, ids: e.candidates.handle, weights: e.weights.map((w) => w.handle), members: e.members, temperature: e.temperature };
+    return { queries: e.queries.handle, passages: e.passages.handle, ids: e.candidates.handle, weights: e.weights.map((w) => w.handle), members: e.members, temperature: e.temperature, ...(e.scores ? { scores: e.scores.handle } : {}) };
   });
-  const r = await awaitNative(callNative(() => coreAddon().mufConfidence(args, false, true) as Promise<{ mi: NativeTensorHandle; confidence: NativeTensorHandle }>));
-  return { mi: new Tensor<'f32'>(r.mi), confidence: new Tensor<'f32'>(r.confidence) };
+  const f = fuse && { k: fuse.k, uniform: fuse.uniform === true, ...(fuse.tieRank ? { tieRank: fuse.tieRank.handle } : {}) };
+  type Raw = { mi: NativeTensorHandle; confidence: NativeTensorHandle; ids?: NativeTensorHandle; scores?: NativeTensorHandle };
+  const r = await awaitNative(callNative(() => coreAddon().mufConfidence(args, false, true, f) as Promise<Raw>));
+  const out: MufConfidenceResult = { mi: new Tensor<'f32'>(r.mi), confidence: new Tensor<'f32'>(r.confidence) };
+  if (r.ids) out.ids = new Tensor<'i32'>(r.ids);
+  if (r.scores) out.scores = new Tensor<'f32'>(r.scores);
+  return out;
 }
+
+const confidenceKeys = optionKeys<{ fuse?: MufConfidenceFuse }>()(['fuse']);
 
 interface ServedExpert {
   name: string;
@@ -148,6 +197,8 @@ export class MufServer {
     private readonly corpusIds: string[],
     /** Passages each expert retrieves and its heads score. */
     readonly topL: number,
+    /** Each corpus row's rank in corpus-id order: the fusion's tie order. */
+    private readonly tieRank: Tensor<'i32'>,
   ) {}
 
   /** Expert names and tasks, in fusion order. */
@@ -188,7 +239,10 @@ export class MufServer {
         throw e;
       }
     }
-    return new MufServer(experts, ids, card.topL);
+    const byId = Array.from(ids, (_, i) => i).sort((a, b) => compareIds(ids[a]!, ids[b]!));
+    const rank = new Int32Array(ids.length);
+    byId.forEach((row, r) => (rank[row] = r));
+    return new MufServer(experts, ids, card.topL, Tensor.from(rank, [ids.length], 'i32'));
   }
 
   /**
@@ -209,7 +263,6 @@ export class MufServer {
     }
     const B = queries.length;
     const L = Math.min(this.topL, this.corpusIds.length);
-    const runs: Array<Map<string, ScoredDoc[]>> = [];
     const owned: Tensor[] = [];
     const parts: MufConfidenceExpert[] = [];
     try {
@@ -217,21 +270,25 @@ export class MufServer {
         const q = Tensor.from(await e.encoder.encodeQueries(queries, { task: e.task }), [B, e.encoder.dim]);
         owned.push(q);
         const top = await scoreTopK(q, e.passages, L);
-        runs.push(expertRun(top, B, this.corpusIds));
         const candidates = Tensor.from(top.ids, [B, L]);
-        owned.push(candidates);
-        parts.push({ queries: q, passages: e.passages, candidates, weights: e.weights, members: e.members, temperature: e.temperature ?? 1 });
+        const scores = Tensor.from(top.scores, [B, L]);
+        owned.push(candidates, scores);
+        parts.push({ queries: q, passages: e.passages, candidates, scores, weights: e.weights, members: e.members, temperature: e.temperature ?? 1 });
       }
-      let conf: Float32Array[];
-      if (fusion === 'uniform') conf = this.experts.map(() => new Float32Array(B).fill(1));
-      else {
-        const r = await mufConfidence(parts);
-        conf = this.experts.map((_, x) => r.confidence.data.slice(x * B, (x + 1) * B));
-        r.mi.dispose();
-        r.confidence.dispose();
-      }
-      const c: Collected = { size: B, runs, conf };
-      return fuseCollected(c, this.experts.map((e) => e.task), fusion, k);
+      // Heads, MI and the fusion in one native call; ties in corpus-id order, as MufRetriever's fusion orders them.
+      const r = await mufConfidence(parts, { fuse: { k, tieRank: this.tieRank, uniform: fusion === 'uniform' } });
+      owned.push(r.mi, r.confidence, r.ids!, r.scores!);
+      const conf = r.confidence.data;
+      const ids = r.ids!.data;
+      const fused = r.scores!.data;
+      const E = this.experts.length;
+      return Array.from({ length: B }, (_, b) => {
+        const w = Array.from({ length: E }, (_, x) => conf[x * B + b]!);
+        const hits: ScoredDoc[] = [];
+        for (let j = 0; j < k && ids[b * k + j]! >= 0; j++) hits.push({ id: this.corpusIds[ids[b * k + j]!]!, score: fused[b * k + j]! });
+        // As MufRetriever: a question whom every expert gives confidence 0 is fused with equal weights, and says so.
+        return { hits, confidence: w.some((v) => v > 0) ? w : w.map(() => 1) };
+      });
     } finally {
       for (const t of owned) t.dispose();
     }
@@ -239,6 +296,7 @@ export class MufServer {
 
   /** Releases the encoders, the heads and the corpus vectors. */
   async dispose(): Promise<void> {
+    this.tieRank.dispose();
     for (const e of this.experts) {
       e.passages.dispose();
       for (const w of e.weights) w.dispose();
