@@ -228,7 +228,7 @@ export interface CoreAddon {
     }>,
     epsMode: boolean,
     async: boolean,
-    fuse?: { k: number; uniform: boolean; tieRank?: NativeTensorHandle },
+    fuse?: { k: number; uniform: boolean; tieRank?: NativeTensorHandle; weights?: NativeTensorHandle },
   ): MaybeAsync<{ mi: NativeTensorHandle; confidence: NativeTensorHandle; ids?: NativeTensorHandle; scores?: NativeTensorHandle }>;
   /** The forward pass of a 0-layer encoder (native/kernels/embedding_bag.h): named weight tensors and settings. */
   embeddingBag(

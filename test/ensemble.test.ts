@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { QuorumError, capabilities, setIsa, type Isa } from '../lib/index.js';
-import { calibrateTemperature, ece, ensembleMI, ensembleMISync, mufTemperatureGrid } from '../lib/entries/kernels.js';
+import { auroc, calibrateTemperature, ece, ensembleMI, ensembleMISync, mufTemperatureGrid } from '../lib/entries/kernels.js';
 import { ensembleMIRef } from './reference/ensemble.js';
 import { randomF32, randomShapes, rng } from './helpers.js';
 
@@ -155,5 +155,36 @@ describe('ece and the temperature search', () => {
     }
     expect(mufTemperatureGrid[0]).toBeCloseTo(0.001, 15);
     expect(mufTemperatureGrid[9]).toBeCloseTo(0.01, 15);
+  });
+});
+
+describe('auroc', () => {
+  // Brute force over every (positive, negative) pair, ties one half.
+  function pairs(s: number[], y: number[]): number {
+    let num = 0, den = 0;
+    for (let i = 0; i < s.length; i++)
+      for (let j = 0; j < s.length; j++)
+        if (y[i] && !y[j]) {
+          den++;
+          num += s[i]! > s[j]! ? 1 : s[i] === s[j] ? 0.5 : 0;
+        }
+    return num / den;
+  }
+  it('equals the pairwise count on random data with ties, and the known small cases', () => {
+    const r = rng(12);
+    for (const n of [2, 7, 50, 301]) {
+      const s = Array.from({ length: n }, () => Math.round(5 * r()) / 5);
+      const y = Array.from({ length: n }, (_, i) => (i === 0 ? 1 : i === 1 ? 0 : r() > 0 ? 1 : 0));
+      expect(auroc(s, y)).toBeCloseTo(pairs(s, y), 12);
+    }
+    expect(auroc([0.9, 0.4, 0.4, 0.1], [1, 1, 0, 0])).toBe(0.875);
+    expect(auroc([1, 2, 3], [true, false, false])).toBe(0);
+    expect(auroc([3, 3, 3], [1, 0, 1])).toBe(0.5);
+  });
+  it('refuses one class only, NaN scores and a length mismatch', () => {
+    expect(() => auroc([1, 2], [1, 1])).toThrow(expect.objectContaining({ code: 'ERR_ARG' }));
+    expect(() => auroc([1, Number.NaN], [1, 0])).toThrow(expect.objectContaining({ code: 'ERR_RANGE' }));
+    expect(() => auroc([1, 2], [1])).toThrow(expect.objectContaining({ code: 'ERR_SHAPE' }));
+    expect(() => auroc([], [])).toThrow(expect.objectContaining({ code: 'ERR_ARG' }));
   });
 });

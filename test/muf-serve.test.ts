@@ -1,7 +1,7 @@
 // MufServer (lib/methods/muf/serve.ts): a saved MUF directory searched without libtorch (ServingEncoder, the core's
 // scoreTopK and mufConfidence) gives MufRetriever.search's hits and confidences, and a process that serves this way
 // maps no libtorch (nor, for 0-layer experts, ONNX Runtime).
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -30,12 +30,15 @@ beforeAll(async () => {
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe('MufServer', () => {
-  it('gives MufRetriever.search\'s hits and confidences, for both fusions', async () => {
+  it('gives MufRetriever.search\'s hits and confidences, for every fusion', async () => {
     const torch = await MufRetriever.load(mufDir);
     const served = await MufServer.load(mufDir);
     try {
       expect(served.names).toEqual(torch.experts.map((e) => ({ name: e.name, task: e.task })));
-      for (const fusion of ['muf', 'uniform'] as const) {
+      // The fixture has familiarity (muf train builds the banks, calibrate fits them): 'muf' weighs by P(own task).
+      expect(torch.familiarityCalibrated).toBe(true);
+      expect(served.familiarityCalibrated).toBe(true);
+      for (const fusion of ['muf', 'muf-mi', 'uniform'] as const) {
         const a = await torch.search(QUESTIONS, 10, { fusion });
         const b = await served.search(QUESTIONS, 10, { fusion });
         a.forEach((r, i) => {
@@ -45,7 +48,7 @@ describe('MufServer', () => {
         });
       }
       // The confidences are not all 1: the heads and MI really ran.
-      const [first] = await served.search(QUESTIONS.slice(0, 1), 5);
+      const [first] = await served.search(QUESTIONS.slice(0, 1), 5, { fusion: 'muf-mi' });
       expect(first!.confidence.some((c) => c < 0.999)).toBe(true);
       expect(await asyncCode(served.search([], 5))).toBe('ERR_ARG');
       expect(await asyncCode(served.search(['x'], 0))).toBe('ERR_RANGE');
@@ -58,12 +61,50 @@ describe('MufServer', () => {
     expect(await asyncCode(MufServer.load(mufDir, { heads: 'f16' as never }))).toBe('ERR_ARG');
   }, 120_000);
 
+  it('familiarity routes: each task\'s questions get a higher P(own task) from their own expert; abstention; a directory without it falls back to MI', async () => {
+    const torch = await MufRetriever.load(mufDir);
+    const served = await MufServer.load(mufDir);
+    try {
+      const covid = torch.experts.findIndex((e) => e.task === 'covid');
+      const selqa = 1 - covid;
+      for (const e of torch.experts) expect(e.calibration!.familiarity!.auroc).toBeGreaterThan(0.85);  // dev, the mini set
+      const [c, g] = await served.search(['what is the incubation period of covid-19?', 'who wrote the novel war and peace?'], 5);
+      expect(c!.confidence[covid]!).toBeGreaterThan(c!.confidence[selqa]! + 0.3);
+      expect(g!.confidence[selqa]!).toBeGreaterThan(g!.confidence[covid]! + 0.3);
+      // Abstention: nobody reaches 1; everybody reaches 0. Same for the libtorch path.
+      for (const m of [served, torch]) {
+        const none = await m.search(QUESTIONS, 5, { abstain: 1 });
+        expect(none.every((r) => r.abstained === true && r.hits.length === 0)).toBe(true);
+        const all = await m.search(QUESTIONS, 5, { abstain: 0 });
+        expect(all.every((r) => r.abstained === undefined && r.hits.length === 5)).toBe(true);
+        expect(await asyncCode(m.search(QUESTIONS, 5, { abstain: 1.5 }))).toBe('ERR_RANGE');
+        expect(await asyncCode(m.search(QUESTIONS, 5, { fusion: 'uniform', abstain: 0.5 }))).toBe('ERR_ARG');
+      }
+    } finally {
+      torch.dispose();
+      await served.dispose();
+    }
+    // Without the banks (a directory trained before familiarity), 'muf' is 'muf-mi'.
+    const old = join(root, 'muf-old');
+    cpSync(mufDir, old, { recursive: true });
+    for (const name of readdirSync(join(old, 'experts'))) rmSync(join(old, 'experts', name, 'familiarity.safetensors'));
+    const plain = await MufServer.load(old);
+    try {
+      expect(plain.familiarityCalibrated).toBe(false);
+      const a = await plain.search(QUESTIONS, 10);
+      const b = await plain.search(QUESTIONS, 10, { fusion: 'muf-mi' });
+      a.forEach((r, i) => expect(r.confidence).toEqual(b[i]!.confidence));
+    } finally {
+      await plain.dispose();
+    }
+  }, 120_000);
+
   it("heads: 'bf16' moves the confidences by rounding only", async () => {
     const f32 = await MufServer.load(mufDir);
     const bf16 = await MufServer.load(mufDir, { heads: 'bf16' });
     try {
-      const a = await f32.search(QUESTIONS, 10);
-      const b = await bf16.search(QUESTIONS, 10);
+      const a = await f32.search(QUESTIONS, 10, { fusion: 'muf-mi' });
+      const b = await bf16.search(QUESTIONS, 10, { fusion: 'muf-mi' });
       a.forEach((r, i) => r.confidence.forEach((c, j) => expect(Math.abs(c - b[i]!.confidence[j]!)).toBeLessThan(0.02)));
       // Uniform fusion reads no heads: the same lists.
       const u = await bf16.search(QUESTIONS, 10, { fusion: 'uniform' });

@@ -220,8 +220,18 @@ describe('quorum muf', () => {
     expect(c.stdout).toMatch(/calibrating on 32 dev questions[\s\S]*food: temperature/);
     const s = quorum('muf', 'search', '--muf', dir, '--k', '3', `what is the capital of g${N + 180}`);
     expect(s.status).toBe(0);
-    expect(s.stdout).toMatch(/confidence: geo [\d.]+, food [\d.]+/);
+    // muf train built each expert's familiarity bank and calibrate fitted it: the geo question is geo's.
+    const own = s.stdout.match(/P\(own task\): geo ([\d.]+), food ([\d.]+)/);
+    expect(own).not.toBeNull();
+    expect(Number(own![1])).toBeGreaterThan(Number(own![2]));
+    expect(c.stdout).toMatch(/geo: familiarity AUROC [\d.]+ on 16 own \/ 16 other questions/);
     expect(s.stdout.trim().split('\n')).toHaveLength(5);
+    const mi = quorum('muf', 'search', '--muf', dir, '--k', '3', '--fusion', 'muf-mi', `what is the capital of g${N + 180}`);
+    expect(mi.status).toBe(0);
+    expect(mi.stdout).toMatch(/confidence \(MI\): geo [\d.]+, food [\d.]+\n    1 /);
+    const none = quorum('muf', 'search', '--muf', dir, '--k', '3', '--abstain', '1', `what is the capital of g${N + 180}`);
+    expect(none.stdout).toMatch(/P\(own task\): geo [\d.]+, food [\d.]+\n  abstained: no expert reaches 1\n$/);
+    expect(quorum('muf', 'search', '--muf', dir, '--abstain', '2', 'x').stderr).toMatch(/expected a number in \[0, 1\]/);
 
     const out = join(root, 'eval-muf');
     const e = quorum('eval', '--data', data, '--muf', dir, '--metrics', 'mrr@10', '--k', '10', '--by-task', '--out', out, '--latency', '4', '--report', join(out, 'report.html'));
@@ -232,7 +242,12 @@ describe('quorum muf', () => {
     for (const [scope, on] of [['', 'on the 32 dev queries'], [' for food', 'on its 16 dev queries'], [' for geo', 'on its 16 dev queries']])
       expect(e.stdout).toMatch(new RegExp(`muf-hybrid: (alpha [\\d.]+${scope} \\(|BM25 alone${scope} \\(alpha [\\d.]+: )MRR@10 [\\d.]+ ${on}; [+-][\\d.]+ ± [\\d.]+ over BM25 alone out of sample`));
     const metrics = JSON.parse(readFileSync(join(out, 'metrics.json'), 'utf8'));
-    expect(Object.keys(metrics.metrics).sort()).toEqual(['expert:food', 'expert:geo', 'muf', 'muf-hybrid', 'muf-oracle', 'muf-uniform']);
+    expect(Object.keys(metrics.metrics).sort()).toEqual(['expert:food', 'expert:geo', 'muf', 'muf-hybrid', 'muf-mi', 'muf-oracle', 'muf-uniform']);
+    // Abstention: coverage at fixed precision printed, the precision-coverage curve in the metrics and the report.
+    expect(e.stdout).toMatch(/muf abstention by the highest expert P\(own task\): coverage at precision@1 >= 0\.5: [\d.]+%/);
+    expect(metrics.selective.measure).toBe('P(own task)');
+    expect(metrics.selective.points.at(-1).coverage).toBe(1);
+    expect(readFileSync(join(out, 'report.html'), 'utf8')).toContain('chart-selective');
     // The oracle takes each question's own expert, which finds its passage here.
     expect(metrics.byTask['muf-oracle'].geo['mrr@10']).toBeCloseTo(metrics.byTask['expert:geo'].geo['mrr@10'], 10);
     expect(existsSync(join(out, 'expert-geo.trec'))).toBe(true);

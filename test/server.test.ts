@@ -62,6 +62,16 @@ describe('example search server', () => {
     expect(typeof dense[0]!.row).toBe('string');
     const muf = (await get(`/search?mode=muf&k=3&q=${q}`)).body;
     expect(Object.keys(muf.confidence as object)).toEqual(['covid', 'selqa']);
+    expect(muf.abstained).toBeUndefined();
+    // Abstention: no expert reaches 1, so BM25 answers (or nobody, with fallback=none); every expert reaches 0.
+    const bm25 = (await get(`/search?mode=bm25&k=3&q=${q}`)).body.hits as Hit[];
+    const fell = (await get(`/search?mode=muf&k=3&abstain=1&q=${q}`)).body;
+    expect(fell.abstained).toBe(true);
+    expect((fell.hits as Hit[]).map((h) => h.id)).toEqual(bm25.map((h) => h.id));
+    expect((await get(`/search?mode=muf&k=3&abstain=1&fallback=none&q=${q}`)).body.hits).toEqual([]);
+    expect((await get(`/search?mode=muf&k=3&abstain=0&q=${q}`)).body.hits).toEqual(muf.hits);
+    expect((await get(`/search?mode=muf&k=3&abstain=2&q=${q}`)).status).toBe(400);
+    expect((await get(`/search?mode=muf&k=3&abstain=0.5&fallback=maybe&q=${q}`)).status).toBe(400);
   });
 
   it('maps QuorumError codes to HTTP statuses with the message as JSON', async () => {

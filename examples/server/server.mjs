@@ -1,5 +1,6 @@
 // An HTTP search service over one BEIR-layout dataset (default: the package's embedded benchmark):
-//   GET /search?q=TEXT&mode=bm25|dense|hybrid|muf&k=10[&task=NAME]   -> { mode, k, hits: [{ id, row, score }], ... }
+//   GET /search?q=TEXT&mode=bm25|dense|hybrid|muf&k=10[&task=NAME][&abstain=P[&fallback=bm25|none]]
+//                                                                     -> { mode, k, hits: [{ id, row, score }], ... }
 //   GET /health                                                       -> { ok, passages, modes }
 // BM25 is Quorum's native inverted index; dense is the shipped model (or --model DIR) over a faiss DenseIndex, whose
 // ids are 64-bit integers (bigint in JavaScript: serialised as strings); hybrid fuses the two (normalized scores);
@@ -8,6 +9,8 @@
 // runs off the event loop (the Promise forms). A QuorumError becomes an HTTP status by its code; its message goes
 // back as JSON.
 //   node examples/server/server.mjs [--data DIR] [--model DIR|default] [--muf DIR] [--port 8080] [--host 127.0.0.1] [--batch]
+// muf with abstain=P: when no expert's confidence (P(own task) where the directory has familiarity) reaches P, the
+// answer is BM25's list (fallback=bm25, the default) or no hits (fallback=none), with "abstained": true.
 // --batch coalesces concurrent dense questions (and the hybrid's dense side), and concurrent MUF questions, into
 // batches of up to 64 (RequestBatcher).
 // Startup errors (a missing directory, a bad or busy port, an unknown flag) are one line, as the CLI's; malformed
@@ -143,8 +146,16 @@ export async function createSearchService(options = {}) {
       }
       case 'muf': {
         if (!muf) throw new QuorumError('ERR_BACKEND_UNAVAILABLE', "mode 'muf' needs a DPR-MUF directory: start the server with --muf DIR (quorum muf train)");
+        const abstain = params.has('abstain') ? Number(params.get('abstain')) : undefined;
+        if (abstain !== undefined && !(abstain >= 0 && abstain <= 1)) throw new QuorumError('ERR_RANGE', `abstain must be a number in [0, 1], got '${params.get('abstain')}'`);
+        const fallback = params.get('fallback') ?? 'bm25';
+        if (fallback !== 'bm25' && fallback !== 'none') throw new QuorumError('ERR_ARG', `fallback must be bm25 or none, got '${fallback}'`);
         const r = await mufHits(q, k);
-        return { mode, k, hits: r.hits, confidence: Object.fromEntries(expertNames.map((name, i) => [name, r.confidence[i]])) };
+        const confidence = Object.fromEntries(expertNames.map((name, i) => [name, r.confidence[i]]));
+        // The rule of MufServer.search's abstain, applied per request (a batch serves requests of different thresholds).
+        if (abstain !== undefined && Math.max(...r.confidence) < abstain)
+          return { mode, k, abstained: true, fallback, hits: fallback === 'bm25' ? await bm25Hits(q, k) : [], confidence };
+        return { mode, k, hits: r.hits, confidence };
       }
       default:
         throw new QuorumError('ERR_ARG', `unknown mode '${mode}': use ${modes.join(', ')}`);

@@ -26,6 +26,12 @@ export const num = (v: string): number => {
 
 export const numbers = (v: string): number[] => list(v).map(num);
 
+export const probability = (v: string): number => {
+  const n = Number(v);
+  if (!(n >= 0 && n <= 1)) throw new InvalidArgumentError('expected a number in [0, 1]');
+  return n;
+};
+
 const DTYPE_HELP = 'weight storage: f32, bf16 or q8 (embedding tables as int8 rows with a scale each, the rest bf16)';
 
 /** Defaults and wording of the options every training command shares ({@link trainingOptions}). */

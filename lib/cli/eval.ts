@@ -23,6 +23,7 @@ import { Retriever } from '../models/retriever.js';
 import { modelDir, storeHybrid, type StoredHybrid } from '../models/model-dir.js';
 import { BATCH, bm25Search } from './index-search.js';
 import { inBatches } from '../progress.js';
+import { precisionCoverage } from '../uncertainty.js';
 import { CalibrationRecorder, type ReportData, recallCurve, recallCutoffs, timeEach } from '../report/data.js';
 import { writeReport } from '../report/html.js';
 import { table } from './table.js';
@@ -52,7 +53,7 @@ export interface EvalCommandOptions {
   /** Also report each task's mean (queries carry a `task`, as in the multi-domain benchmark). */
   byTask?: boolean;
   /**
-   * A MUF directory (`quorum muf train`): adds its runs 'muf', 'muf-uniform', 'muf-oracle' (the query's own task's
+   * A MUF directory (`quorum muf train`): adds its runs 'muf', 'muf-mi' (weighted by MI, as published), 'muf-uniform', 'muf-oracle' (the query's own task's
    * expert), 'expert:<name>' for each expert, and 'muf-hybrid' (MUF + BM25, alpha tuned on dev).
    */
   muf?: string;
@@ -71,7 +72,11 @@ export interface EvalCommandOptions {
 interface Extras {
   latency: Record<string, number[]>;
   calibration?: NonNullable<ReportData['calibration']>;
+  selective?: NonNullable<ReportData['selective']>;
 }
+
+/** The precisions at which `quorum eval --muf` prints how many questions MUF can answer (abstaining on the rest). */
+const SELECTIVE_PRECISIONS = [0.5, 0.6, 0.7, 0.8, 0.9];
 
 type Texts = Array<{ id: string; text: string; task?: string }>;
 
@@ -352,7 +357,14 @@ async function mufRuns(o: EvalCommandOptions, bm25Index: Bm25Index, queries: Tex
         const r = await muf.searchAll(batch.map((q) => q.text), o.k, { tasks: batch.map((q) => q.task) });
         batch.forEach((q, b) => {
           put('muf', q.id, r.muf[b]!.hits);
+          put('muf-mi', q.id, r.mufMi[b]!.hits);
           put('muf-uniform', q.id, r.uniform[b]!.hits);
+          if (record) {
+            // Abstention: the highest expert confidence per question, and whether the fused top-1 is right.
+            selective.confidence.push(Math.max(...r.muf[b]!.confidence));
+            const top = r.muf[b]!.hits[0];
+            selective.right.push(top !== undefined && (qrels.get(q.id)?.get(top.id) ?? 0) > 0);
+          }
           put('muf-oracle', q.id, r.oracle![b]!.hits);
           muf.experts.forEach((e, i) => put(`expert:${e.name}`, q.id, r.experts[i]![b]!));
         });
@@ -360,7 +372,12 @@ async function mufRuns(o: EvalCommandOptions, bm25Index: Bm25Index, queries: Tex
       });
       return out;
     };
+    const selective = { confidence: [] as number[], right: [] as boolean[] };
     const runs: Map<string, Run> = await all(queries, 'muf   ', true);
+    const curve = precisionCoverage(selective.confidence, selective.right);
+    const what = muf.familiarityCalibrated ? "P(own task)" : 'MI confidence';
+    console.log(`muf abstention by the highest expert ${what}: coverage at precision@1 ${SELECTIVE_PRECISIONS.map((p) => `>= ${p}: ${(100 * curve.coverageAt(p)).toFixed(1)}%`).join(', ')} (all answered: ${(100 * curve.points.at(-1)!.precision).toFixed(1)}% right)`);
+    extras.selective = { measure: what, points: curve.points };
     const alpha = await tuneAlpha(o, bm25Index, async (qs) => (await all(qs, 'muf (dev) ', false)).get('muf')!, 'muf-hybrid');
     runs.set('muf-hybrid', hybridRun(runs.get('muf')!, bm25, alpha, new Map(queries.map((q) => [q.id, q.task])), o.k));
     extras.calibration = calibration.series();
@@ -476,6 +493,7 @@ export async function evalCommand(o: EvalCommandOptions): Promise<void> {
     recall: Object.fromEntries([...runs].map(([name, run]) => [name, recallCurve(run, ds.qrels, cutoffs)])),
     ...(Object.keys(extras.latency).length ? { latency: extras.latency } : {}),
     ...(extras.calibration ? { calibration: extras.calibration } : {}),
+    ...(extras.selective ? { selective: extras.selective } : {}),
   };
   if (o.report) {
     writeReport(o.report, data);

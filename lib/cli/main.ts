@@ -66,7 +66,7 @@ program
   .option('--model <dir>', "a model directory from `quorum train`, or 'default' (the shipped model): the 'dense' method uses it (default: hashed TF-IDF)")
   .option('--out <dir>', 'write <method>.trec run files and metrics.json here')
   .option('--by-task', "also each task's mean (the queries' `task` field)")
-  .option('--muf <dir>', "a MUF directory (`quorum muf train`): adds muf, muf-uniform, muf-oracle, expert:<name> and muf-hybrid")
+  .option('--muf <dir>', "a MUF directory (`quorum muf train`): adds muf, muf-mi, muf-uniform, muf-oracle, expert:<name> and muf-hybrid, and prints abstention coverage")
   .option('--came <dir>', 'a CAME directory (`quorum came train`): adds came (Sum), came:<fusion> for the other fusions and came-expert:<name>')
   .option('--report <file>', 'also write the HTML report (metric bars, Recall@k curves, MUF calibration, latency) to this file')
   .option('--latency <n>', 'time n single-query searches per method for the report', count, 0)

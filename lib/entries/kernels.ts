@@ -41,7 +41,12 @@ export { infoNce, infoNceSync, type InfoNceOptions, type InfoNceResult } from '.
 export {
   ensembleMI,
   ensembleMISync,
+  auroc,
   ece,
+  fitPlatt,
+  plattProbability,
+  precisionCoverage,
+  type PlattScaling,
   calibrateTemperature,
   mufTemperatureGrid,
   widenedTemperatureGrid,

@@ -27,6 +27,13 @@ export const reportDataSchema = z.object({
   latency: z.record(z.string(), z.array(z.number().nonnegative())).optional(),
   /** per expert: each query's confidence and whether the expert's own top-1 is relevant (DPR-MUF) */
   calibration: z.array(z.object({ name: z.string(), confidence: z.array(z.number()), hit: z.array(z.number()) })).optional(),
+  /** DPR-MUF's abstention: per threshold of the highest expert confidence, the share answered and the share right */
+  selective: z
+    .object({
+      measure: z.string(),
+      points: z.array(z.object({ threshold: z.number(), coverage: z.number().min(0).max(1), precision: z.number().min(0).max(1) })),
+    })
+    .optional(),
 });
 export type ReportData = z.infer<typeof reportDataSchema>;
 

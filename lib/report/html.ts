@@ -9,7 +9,7 @@ import type { TopLevelSpec } from 'vega-lite';
 import { QuorumError } from '../errors.js';
 import { ece } from '../uncertainty.js';
 import { type ReportData, reportDataSchema } from './data.js';
-import { confidenceSpec, latencySpec, metricBarsSpec, recallSpec, reliabilitySpec } from './specs.js';
+import { confidenceSpec, latencySpec, metricBarsSpec, recallSpec, reliabilitySpec, selectiveSpec } from './specs.js';
 import { parse } from '../validate.js';
 
 const require = createRequire(import.meta.url);
@@ -77,6 +77,7 @@ export function reportHtml(data: ReportData, options: { title?: string } = {}): 
     charts.push({ id: 'reliability', heading: "DPR-MUF: the experts' calibration", spec: reliabilitySpec(checked.calibration, 'Reliability of each expert (hit: its own top-1 is relevant)'), note: calibrationTable(checked.calibration) });
     charts.push({ id: 'confidence', heading: 'DPR-MUF: confidence histograms', spec: confidenceSpec(checked.calibration) });
   }
+  if (checked.selective?.points.length) charts.push({ id: 'selective', heading: 'DPR-MUF: abstention (precision against coverage)', spec: selectiveSpec(checked.selective) });
   if (checked.latency && Object.keys(checked.latency).length) charts.push({ id: 'latency', heading: 'Latency', spec: latencySpec(checked.latency), note: latencyTable(checked.latency) });
 
   const title = options.title ?? `Quorum evaluation: ${checked.dataset} (${checked.split})`;

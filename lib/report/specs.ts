@@ -3,7 +3,7 @@ import type { TopLevelSpec } from 'vega-lite';
 
 import { QuorumError } from '../errors.js';
 import { calibrationBins } from '../uncertainty.js';
-import { mustBeArray } from '../validate.js';
+import { mustBeArray, mustBeObject } from '../validate.js';
 import type { ReportData } from './data.js';
 
 /** One series of a calibration chart: per question, a confidence in [0, 1] and whether the outcome was a hit. */
@@ -31,6 +31,26 @@ export function reliabilityBins(confidence: ArrayLike<number>, hit: ArrayLike<nu
 }
 
 /** A reliability diagram: per series, accuracy against mean confidence of each non-empty bin, with the diagonal. */
+/**
+ * DPR-MUF's precision-coverage curve: answering only the questions whose highest expert confidence reaches a
+ * threshold, the share answered against the share of those whose fused top-1 is right.
+ */
+export function selectiveSpec(s: { measure: string; points: ReadonlyArray<{ threshold: number; coverage: number; precision: number }> }): TopLevelSpec {
+  mustBeObject(s, 'selective answering');
+  mustBeArray(s.points, 'points');
+  return {
+    title: `Abstention by the highest expert ${s.measure}`,
+    width: 360,
+    height: 300,
+    data: { values: s.points.map((p) => ({ ...p })) },
+    mark: { type: 'line', point: false, tooltip: true },
+    encoding: {
+      x: { field: 'coverage', type: 'quantitative', title: 'coverage (share answered)', scale: { domain: [0, 1] } },
+      y: { field: 'precision', type: 'quantitative', title: 'precision@1 of the answered', scale: { domain: [0, 1] } },
+    },
+  };
+}
+
 export function reliabilitySpec(series: readonly CalibrationSeries[], title = 'Reliability (10 bins)'): TopLevelSpec {
   mustBeArray(series, 'series');
   const values = series.flatMap((s) => reliabilityBins(s.confidence, s.hit).map((b) => ({ ...b, expert: s.name })));

@@ -2,6 +2,7 @@
 #include <napi.h>
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,8 +29,9 @@ struct ExpertArg {
 //                  weights: [Wt_0 f32|bf16 [K, h, dim], b_0 f32 [K, h], ..., Wt_last [K, dim, h], b_last f32 [K, dim]]
 //                  (each weight transposed: a row per output unit),
 //                  members: K, temperature, scores?: f32 [B, L] (the expert's scores of ids, for fuse) }
-//   fuse = { k, tieRank?: i32 [N], uniform } -> ids: i32 [B, k], scores: f32 [B, k] (kernels/muf_fuse.h; uniform:
-//   every expert weight 1, no heads run, mi 0 and confidence 1)
+//   fuse = { k, tieRank?: i32 [N], uniform, weights?: f32 [E, B] } -> ids: i32 [B, k], scores: f32 [B, k]
+//   (kernels/muf_fuse.h). With uniform (every weight 1) or weights (the caller's confidences, e.g. familiarity's
+//   P(own task)) the heads do not run: confidence = those weights, mi = NaN.
 Napi::Value MufConfidence(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!info[0].IsArray() || info[0].As<Napi::Array>().Length() == 0)
@@ -108,6 +110,7 @@ Napi::Value MufConfidence(const Napi::CallbackInfo& info) {
   int64_t k = 0;
   const int32_t* tie_rank = nullptr;
   bool uniform = false;
+  const float* given = nullptr;
   const size_t rows = (*experts)[0].e.passages.rows;
   if (fusing) {
     Napi::Object f = info[3].As<Napi::Object>();
@@ -122,6 +125,14 @@ Napi::Value MufConfidence(const Napi::CallbackInfo& info) {
       pins.push_back(f.Get("tieRank").As<Napi::Object>());
     }
     uniform = flag(f.Get("uniform"));
+    if (!f.Get("weights").IsUndefined() && !f.Get("weights").IsNull()) {
+      if (uniform) throw Error("ERR_ARG", "give uniform or weights, not both");
+      TensorObject* wt = TensorObject::From(env, f.Get("weights"), "weights");
+      require_dtype(wt, Dtype::F32, "weights");
+      require_shape(wt, {int64_t(E), B}, "weights");
+      given = reinterpret_cast<const float*>(wt->data());
+      pins.push_back(f.Get("weights").As<Napi::Object>());
+    }
   }
   Napi::Object result = Napi::Object::New(env);
   Napi::Object mi = TensorObject::Create(env, Dtype::F32, {int64_t(E), B});
@@ -151,13 +162,17 @@ Napi::Value MufConfidence(const Napi::CallbackInfo& info) {
     fused_scores = data_of<float>(scores);
   }
   const bool eps = flag(info[1]);
-  return run_kernel(env, flag(info[2]), pins, result, [experts, B, eps, fusing, uniform, k, tie_rank, rows, fused_ids, fused_scores] {
+  return run_kernel(env, flag(info[2]), pins, result, [experts, B, eps, fusing, uniform, given, k, tie_rank, rows, fused_ids, fused_scores] {
     std::vector<kernels::HeadsExpert> views;
     for (const ExpertArg& a : *experts) views.push_back(a.e);
-    if (uniform) {
-      for (const kernels::HeadsExpert& e : views) {
-        std::fill(e.mi, e.mi + B, 0.f);
-        std::fill(e.conf, e.conf + B, 1.f);
+    if (uniform || given) {
+      for (size_t x = 0; x < views.size(); ++x) {
+        const kernels::HeadsExpert& e = views[x];
+        std::fill(e.mi, e.mi + B, std::numeric_limits<float>::quiet_NaN());
+        if (given)
+          std::copy(given + x * size_t(B), given + (x + 1) * size_t(B), e.conf);
+        else
+          std::fill(e.conf, e.conf + B, 1.f);
       }
     } else {
       kernels::muf_confidence(views.data(), views.size(), size_t(B), eps);

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 
 import type { Command } from 'commander';
 
-import { count, int, list, trainingOptions } from '../../cli/args.js';
+import { count, int, list, probability, trainingOptions } from '../../cli/args.js';
 import { loadBeir } from '../../data/beir.js';
 import { QuorumError } from '../../errors.js';
 import { addBm25Negatives, examplesFromQrels } from '../../train/examples.js';
@@ -109,15 +109,17 @@ export async function mufCalibrateCommand(o: { muf: string; data: string; split:
   }
 }
 
-export async function mufSearchCommand(queries: string[], o: { muf: string; k: number; fusion: string }): Promise<void> {
-  if (!['muf', 'uniform'].includes(o.fusion)) throw new QuorumError('ERR_ARG', `--fusion must be muf or uniform, got '${o.fusion}'`);
+export async function mufSearchCommand(queries: string[], o: { muf: string; k: number; fusion: string; abstain?: number }): Promise<void> {
+  if (!['muf', 'muf-mi', 'uniform'].includes(o.fusion)) throw new QuorumError('ERR_ARG', `--fusion must be muf, muf-mi or uniform, got '${o.fusion}'`);
   if (queries.length === 0) throw new QuorumError('ERR_ARG', 'give at least one query');
   const muf = await MufRetriever.load(o.muf);
   try {
-    const results = await muf.search(queries, o.k, { fusion: o.fusion as MufFusion });
+    const results = await muf.search(queries, o.k, { fusion: o.fusion as MufFusion, ...(o.abstain !== undefined ? { abstain: o.abstain } : {}) });
+    const what = o.fusion === 'muf' && muf.familiarityCalibrated ? 'P(own task)' : o.fusion === 'uniform' ? 'weight' : 'confidence (MI)';
     results.forEach((r, i) => {
       console.log(`${queries[i]}`);
-      console.log(`  confidence: ${muf.experts.map((e, j) => `${e.name} ${r.confidence[j]!.toFixed(3)}`).join(', ')}`);
+      console.log(`  ${what}: ${muf.experts.map((e, j) => `${e.name} ${r.confidence[j]!.toFixed(3)}`).join(', ')}`);
+      if (r.abstained) console.log(`  abstained: no expert reaches ${o.abstain}`);
       r.hits.forEach((h, rank) => console.log(`  ${String(rank + 1).padStart(3)}  ${h.id}  ${h.score.toFixed(4)}`));
     });
   } finally {
@@ -160,6 +162,7 @@ export function registerMufCommands(program: Command): void {
     .argument('<queries...>', 'question texts')
     .requiredOption('--muf <dir>', 'a directory from `quorum muf train`')
     .option('--k <n>', 'hits per query', int, 10)
-    .option('--fusion <name>', 'muf (confidence-weighted) or uniform', 'muf')
-    .action(async (queries: string[], o: { muf: string; k: number; fusion: string }) => mufSearchCommand(queries, o));
+    .option('--fusion <name>', "muf (each expert's calibrated confidence: P(own task) where the directory has familiarity, else MI), muf-mi (MI, as published) or uniform", 'muf')
+    .option('--abstain <p>', 'no hits for a question whom no expert\'s confidence reaches p (in [0, 1])', probability)
+    .action(async (queries: string[], o: { muf: string; k: number; fusion: string; abstain?: number }) => mufSearchCommand(queries, o));
 }

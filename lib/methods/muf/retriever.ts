@@ -18,9 +18,10 @@ import { Tensor } from '../../tensor.js';
 import type { PassageText, TrainingExample } from '../../data/examples.js';
 import { modelDir } from '../../models/model-dir.js';
 import { Retriever } from '../../models/retriever.js';
-import { ece, ensembleMI, searchTemperature, widenedTemperatureGrid } from '../../uncertainty.js';
+import { auroc, ece, ensembleMI, fitPlatt, plattProbability, searchTemperature, widenedTemperatureGrid } from '../../uncertainty.js';
 import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
 import { ENSEMBLE_DEFAULTS, MlpEnsemble, type EnsembleConfig, type EnsembleEpoch, type EnsembleTrainOptions } from './ensemble.js';
+import { FAMILIARITY_K, FamiliarityBank, sampleTexts, type FamiliarityCalibration } from './familiarity.js';
 
 /** The MUF directory's card: muf.json, its format tag and version. */
 export const mufFormat = { card: 'muf.json', format: 'quorum-muf', version: 1, what: 'a MUF directory' } as const satisfies SavedFormat;
@@ -40,6 +41,11 @@ export interface ExpertCalibration {
   hitRate: number;
   /** Every grid temperature with its ECE (by default {@link widenedTemperatureGrid}). */
   tried: Array<{ temperature: number; ece: number }>;
+  /**
+   * The familiarity calibration (P(own task) from the familiarity margin), when the expert has a familiarity bank
+   * (trained with other tasks' questions) and the split has questions of its task and of others.
+   */
+  familiarity?: FamiliarityCalibration;
 }
 
 interface ExpertState {
@@ -51,6 +57,8 @@ interface ExpertState {
   /** Its corpus encoding [N, dim], in the corpus order. */
   passages: Tensor<'f32'>;
   heads?: MlpEnsemble;
+  /** Its task's and the other tasks' training questions in its space (familiarity.ts). */
+  familiarity?: FamiliarityBank;
   training?: { epochs: EnsembleEpoch[]; seconds: number; questions: number };
   calibration?: ExpertCalibration;
 }
@@ -106,28 +114,48 @@ export interface MufJudgedQuery {
   relevant: ReadonlySet<string>;
 }
 
-/** How {@link MufRetriever.search} weighs the experts' lists. */
-export type MufFusion = 'muf' | 'uniform' | 'oracle';
+/**
+ * How {@link MufRetriever.search} weighs the experts' lists: 'muf' by each expert's calibrated confidence (P(own task)
+ * from familiarity where the directory has it, else the MI confidence), 'muf-mi' by the MI confidence always
+ * (DPR-MUF as published), 'uniform' equally, 'oracle' the query's own task's expert alone.
+ */
+export type MufFusion = 'muf' | 'muf-mi' | 'uniform' | 'oracle';
 
 /** Options of {@link MufRetriever.search}. */
 export interface MufSearchOptions {
-  /** 'muf' (confidence-weighted, default), 'uniform' (every expert weight 1), 'oracle' (only the query's task's expert). */
+  /** 'muf' (default), 'muf-mi', 'uniform' or 'oracle': see {@link MufFusion}. */
   fusion?: MufFusion;
   /** Per query, its task: needed by 'oracle'. */
   tasks?: ReadonlyArray<string | undefined>;
+  /**
+   * Abstain below this confidence (in [0, 1]; 'muf' and 'muf-mi'): a question whom no expert's confidence reaches it
+   * gets no hits and `abstained: true` (a server then answers from BM25, or not at all).
+   */
+  abstain?: number;
 }
 
 /** One query's fused result. */
 export interface MufHits {
-  /** The fused top-k, best first. */
+  /** The fused top-k, best first (empty when abstained). */
   hits: ScoredDoc[];
-  /** Per expert (in {@link MufRetriever.experts} order): its confidence for this query (1 for 'uniform'). */
+  /** Per expert (in {@link MufRetriever.experts} order): the confidence its list was weighed by (1 for 'uniform'). */
   confidence: number[];
+  /** Present and true when no expert's confidence reached the `abstain` threshold. */
+  abstained?: boolean;
 }
 
 const mufKeys = optionKeys<MufOptions>()(['heads', 'topL', 'hitTopK', 'onProgress']);
 const expertKeys = optionKeys<MufExpertSpec>()(['model', 'name', 'task']);
-const searchKeys = optionKeys<MufSearchOptions>()(['fusion', 'tasks']);
+const searchKeys = optionKeys<MufSearchOptions>()(['fusion', 'tasks', 'abstain']);
+export const MUF_FUSIONS: readonly MufFusion[] = ['muf', 'muf-mi', 'uniform', 'oracle'];
+
+/** Applies an abstention threshold to fused results (ERR_RANGE outside [0, 1], ERR_ARG for a fusion without confidences). */
+export function applyAbstention(hits: MufHits[], fusion: MufFusion, abstain: number | undefined): MufHits[] {
+  if (abstain === undefined) return hits;
+  if (typeof abstain !== 'number' || !(abstain >= 0 && abstain <= 1)) throw new QuorumError('ERR_RANGE', `abstain must be a number in [0, 1], got ${String(abstain)}`);
+  if (fusion !== 'muf' && fusion !== 'muf-mi') throw new QuorumError('ERR_ARG', `abstain needs the 'muf' or 'muf-mi' fusion, not '${fusion}'`);
+  return hits.map((h) => (Math.max(...h.confidence) < abstain ? { hits: [], confidence: h.confidence, abstained: true } : h));
+}
 const searchAllKeys = optionKeys<{ tasks?: unknown }>()(['tasks']);
 const loadKeys = optionKeys<Pick<MufOptions, 'onProgress'>>()(['onProgress']);
 const calibrateKeys = optionKeys<{ grid?: unknown }>()(['grid']);
@@ -143,6 +171,12 @@ export function readMufDir(dir: string): { card: MufCard; cardPath: string; ids:
   if (ids.at(-1) === '') ids.pop();
   const experts = card.experts.map((expert) => ({ expert, base: savedFile(join(dir, 'experts'), expert.name, cardPath, 'expert name') }));
   return { card: card as MufCard, cardPath, ids, experts };
+}
+
+/** An expert folder's familiarity bank, when it has one (directories trained before familiarity have none). */
+export function readFamiliarity(base: string, dim: number): FamiliarityBank | undefined {
+  const path = join(base, 'familiarity.safetensors');
+  return existsSync(path) ? FamiliarityBank.load(path, dim) : undefined;
 }
 
 /** An expert folder's corpus vectors, checked to be [n, dim]. */
@@ -193,16 +227,20 @@ export function fuseCollected(c: Collected, expertTasks: readonly string[], fusi
 
 /** {@link MufRetriever.searchAll}'s result: per query, each fusion's hits and each expert's own. */
 export interface MufAllRuns {
-  /** Confidence-weighted fusion, per query. */
+  /** Confidence-weighted fusion ('muf': P(own task) where calibrated, else MI), per query. */
   muf: MufHits[];
+  /** MI-weighted fusion (DPR-MUF as published), per query. */
+  mufMi: MufHits[];
   /** Every expert weight 1, per query. */
   uniform: MufHits[];
   /** The query's own task's expert alone, per query (when tasks were given). */
   oracle?: MufHits[];
   /** experts[i][b]: expert i's own top-k for query b. */
   experts: ScoredDoc[][][];
-  /** confidence[b][i]: expert i's confidence for query b. */
+  /** confidence[b][i]: expert i's MI confidence for query b (calibrated against its top-1 being right). */
   confidence: number[][];
+  /** familiarity[b][i]: expert i's P(own task) for query b, when every expert has a familiarity calibration. */
+  familiarity?: number[][];
 }
 
 /** Milliseconds per stage of one search call. */
@@ -347,6 +385,20 @@ export class MufRetriever {
       } finally {
         q.dispose();
       }
+      // The familiarity bank: this task's and the other tasks' training questions, as this expert encodes them.
+      const others = examples.filter((x) => x.task !== e.task).map((x) => x.query);
+      if (others.length) {
+        const encode = async (texts: string[]) => {
+          const v = await e.model.encodeQueries(texts, { task: e.task });
+          const d = v.data.slice();
+          v.dispose();
+          return d;
+        };
+        e.familiarity?.dispose();
+        e.familiarity = FamiliarityBank.fromVectors(await encode(sampleTexts(mine.map((x) => x.query))), await encode(sampleTexts(others)), this.dim);
+        const [a, b] = e.familiarity.sizes;
+        this.log(`${e.name}: familiarity bank of ${a.toLocaleString()} own and ${b.toLocaleString()} other questions`);
+      }
     }
   }
 
@@ -368,7 +420,7 @@ export class MufRetriever {
       t0 = performance.now();
       const z = await e.heads!.score(q, e.passages, top.ids, L);
       t.heads += performance.now() - t0;
-      return { top, z };
+      return { top, z, vectors: q.data.slice() };
     } finally {
       q.dispose();
     }
@@ -400,7 +452,7 @@ export class MufRetriever {
     const t: MufTimings = { encode: 0, retrieve: 0, heads: 0, mi: 0, fuse: 0 };
     const out: ExpertCalibration[] = [];
     for (const e of this.state) {
-      const { top, z } = await this.expertPass(dev.map((q) => q.text), e, t);
+      const { top, z, vectors } = await this.expertPass(dev.map((q) => q.text), e, t);
       const hit = dev.map((q, b) => {
         for (let j = 0; j < this.hitTopK; j++) if (q.relevant.has(this.corpusIds[top.ids[b * top.k + j]!] ?? '')) return 1;
         return 0;
@@ -416,13 +468,39 @@ export class MufRetriever {
         tried,
       };
       this.log(`${e.name}: temperature ${temperature} (ECE ${e.calibration.eceBefore.toFixed(3)} at 1e-3 -> ${eceAfter.toFixed(3)})`);
+      const familiarity = await this.calibrateFamiliarity(e, dev, vectors);
+      if (familiarity) {
+        e.calibration.familiarity = familiarity;
+        this.log(`${e.name}: familiarity AUROC ${familiarity.auroc.toFixed(3)} on ${familiarity.own} own / ${familiarity.other} other questions, ECE of P(own) ${familiarity.ece.toFixed(3)}`);
+      }
       out.push(e.calibration);
     }
     return out;
   }
 
-  /** Every expert's top-L and (for 'muf') confidence for a batch of queries. */
-  private async collect(queries: readonly string[], withConfidence: boolean, t: MufTimings): Promise<Collected> {
+  /**
+   * The Platt scaling of P(own task) from the familiarity margin on the calibration split: undefined without a bank,
+   * or when the split lacks questions of the expert's task or of others.
+   */
+  private async calibrateFamiliarity(e: ExpertState, dev: readonly MufJudgedQuery[], vectors: Float32Array): Promise<FamiliarityCalibration | undefined> {
+    if (!e.familiarity) return undefined;
+    const keep = dev.map((q, b) => (q.task === undefined ? -1 : b)).filter((b) => b >= 0);
+    const label = keep.map((b) => (dev[b]!.task === e.task ? 1 : 0));
+    const own = label.filter(Boolean).length;
+    if (own === 0 || own === keep.length) {
+      this.log(`${e.name}: no familiarity calibration (the split needs questions of task '${e.task}' and of others)`);
+      return undefined;
+    }
+    const all = await e.familiarity.margin(vectors, FAMILIARITY_K);
+    const margin = keep.map((b) => all[b]!);
+    const platt = fitPlatt(margin.map((v) => [v]), label);
+    const p = margin.map((v) => plattProbability(platt, [v]));
+    return { k: FAMILIARITY_K, platt, auroc: auroc(margin, label), ece: ece(p, label), own, other: keep.length - own };
+  }
+
+  /** Every expert's top-L and (for 'muf' and 'muf-mi') confidence for a batch of queries. */
+  private async collect(queries: readonly string[], confidence: 'muf' | 'muf-mi' | false, t: MufTimings): Promise<Collected & { mi?: Float32Array[] }> {
+    const withConfidence = confidence !== false;
     mustBeArray(queries, 'queries');
     queries.forEach((q, i) => {
       if (typeof q !== 'string') throw new QuorumError('ERR_ARG', `queries[${i}] must be a string`);
@@ -435,16 +513,25 @@ export class MufRetriever {
     const B = queries.length;
     const runs: Array<Map<string, ScoredDoc[]>> = [];
     const conf: Float32Array[] = this.state.map(() => new Float32Array(B).fill(1));
+    const mi: Float32Array[] = [];
+    // 'muf' weighs by P(own task) when every expert has a familiarity calibration (docs/methods/muf.md).
+    const familiar = confidence === 'muf' && this.familiarityCalibrated;
     for (const [i, e] of this.state.entries()) {
-      const { top, z } = await this.expertPass(queries, e, t);
+      const { top, z, vectors } = await this.expertPass(queries, e, t);
       if (withConfidence) {
         const t0 = performance.now();
-        conf[i] = await this.confidence(e, z, e.calibration!.temperature);
+        mi.push(await this.confidence(e, z, e.calibration!.temperature));
+        conf[i] = familiar ? await e.familiarity!.probability(vectors, e.calibration!.familiarity!) : mi[i]!;
         t.mi += performance.now() - t0;
       }
       runs.push(expertRun(top, B, this.corpusIds));
     }
-    return { size: B, runs, conf };
+    return { size: B, runs, conf, ...(withConfidence ? { mi } : {}) };
+  }
+
+  /** Whether every expert has a familiarity bank and its calibration (then 'muf' weighs by P(own task)). */
+  get familiarityCalibrated(): boolean {
+    return this.state.every((e) => e.familiarity && e.calibration?.familiarity);
   }
 
   private fuseCollected(c: Collected, fusion: MufFusion, k: number, tasks?: ReadonlyArray<string | undefined>): MufHits[] {
@@ -453,24 +540,26 @@ export class MufRetriever {
 
   private checkSearch(k: number, fusion: MufFusion, n: number, tasks?: ReadonlyArray<string | undefined>): void {
     if (!Number.isInteger(k) || k < 1) throw new QuorumError('ERR_RANGE', `k must be a positive integer, got ${k}`);
-    if (!['muf', 'uniform', 'oracle'].includes(fusion)) throw new QuorumError('ERR_ARG', `fusion must be 'muf', 'uniform' or 'oracle', got '${String(fusion)}'`);
+    if (!MUF_FUSIONS.includes(fusion)) throw new QuorumError('ERR_ARG', `fusion must be one of ${MUF_FUSIONS.join(', ')}, got '${String(fusion)}'`);
     if (fusion === 'oracle' && (!tasks || tasks.length !== n)) throw new QuorumError('ERR_ARG', "'oracle' fusion needs each query's task (options.tasks, one per query)");
   }
 
   /**
    * Searches every expert and fuses their raw scores (docs/methods/fusion.md#muf-fusion: a passage missing from an expert's list takes that
-   * list's minimum), weighted by each expert's confidence per query ('muf') or uniformly ('uniform'); or returns the
-   * list of the query's own task's expert ('oracle', the indicator baseline, needing `tasks`). Stage times of the
-   * call are in {@link lastTimings}.
+   * list's minimum), weighted by each expert's confidence per query ('muf': P(own task) from familiarity where
+   * calibrated, else MI; 'muf-mi': MI) or uniformly ('uniform'); or returns the list of the query's own task's expert
+   * ('oracle', the indicator baseline, needing `tasks`). With `abstain`, a question whom no expert's confidence
+   * reaches the threshold gets no hits and `abstained: true`. Stage times of the call are in {@link lastTimings}.
    */
   async search(queries: readonly string[], k: number, options: MufSearchOptions = {}): Promise<MufHits[]> {
     checkOptions(options, searchKeys, 'MUF search options');
     const fusion = options.fusion ?? 'muf';
     this.checkSearch(k, fusion, Array.isArray(queries) ? queries.length : 0, options.tasks);
     const t: MufTimings = { encode: 0, retrieve: 0, heads: 0, mi: 0, fuse: 0 };
-    const c = await this.collect(queries, fusion === 'muf', t);
+    if (options.abstain !== undefined) applyAbstention([], fusion, options.abstain);
+    const c = await this.collect(queries, fusion === 'muf' || fusion === 'muf-mi' ? fusion : false, t);
     const t0 = performance.now();
-    const out = this.fuseCollected(c, fusion, k, options.tasks);
+    const out = applyAbstention(this.fuseCollected(c, fusion, k, options.tasks), fusion, options.abstain);
     t.fuse += performance.now() - t0;
     this.lastTimings = t;
     return out;
@@ -485,14 +574,16 @@ export class MufRetriever {
     if (options.tasks) this.checkSearch(k, 'oracle', Array.isArray(queries) ? queries.length : 0, options.tasks);
     else this.checkSearch(k, 'muf', 0);
     const t: MufTimings = { encode: 0, retrieve: 0, heads: 0, mi: 0, fuse: 0 };
-    const c = await this.collect(queries, true, t);
+    const c = await this.collect(queries, 'muf', t);
     const t0 = performance.now();
     const muf = this.fuseCollected(c, 'muf', k);
     const out: MufAllRuns = {
       muf,
+      mufMi: this.fuseCollected({ ...c, conf: c.mi! }, 'muf-mi', k),
       uniform: this.fuseCollected(c, 'uniform', k),
       experts: c.runs.map((run) => Array.from({ length: c.size }, (_, b) => (run.get(String(b)) ?? []).slice(0, k))),
-      confidence: muf.map((h) => h.confidence),
+      confidence: Array.from({ length: c.size }, (_, b) => c.mi!.map((v) => v[b]!)),
+      ...(this.familiarityCalibrated ? { familiarity: muf.map((h) => h.confidence) } : {}),
     };
     if (options.tasks) out.oracle = this.fuseCollected(c, 'oracle', k, options.tasks);
     t.fuse += performance.now() - t0;
@@ -511,6 +602,7 @@ export class MufRetriever {
       e.model.saveModel(join(base, 'model'), { tokenizer, dtype: card.weights.dtype, ...card.text, ...(card.training ? { training: card.training } : {}) });
       writeFileAtomic(join(base, 'passages.safetensors'), writeSafetensors({ passages: { shape: [...e.passages.shape], data: e.passages.data } }));
       if (e.heads) e.heads.save(join(base, 'heads.safetensors'));
+      if (e.familiarity) e.familiarity.save(join(base, 'familiarity.safetensors'));
     }
     const card: Omit<MufCard, 'format' | 'version'> = {
       dim: this.dim,
@@ -534,6 +626,7 @@ export class MufRetriever {
       const headsPath = join(base, 'heads.safetensors');
       const heads = existsSync(headsPath) ? MlpEnsemble.load(headsPath) : undefined;
       if (heads && heads.config.dim !== model.dim) throw new QuorumError('ERR_FORMAT', `${headsPath}: heads of width ${heads.config.dim} for a ${model.dim}-d expert`);
+      const familiarity = readFamiliarity(base, model.dim);
       state.push({
         name: x.name,
         task: x.task,
@@ -541,6 +634,7 @@ export class MufRetriever {
         modelPath: join(base, 'model'),
         passages: p,
         ...(heads ? { heads } : {}),
+        ...(familiarity ? { familiarity } : {}),
         ...(x.training ? { training: x.training } : {}),
         ...(x.calibration ? { calibration: x.calibration } : {}),
       });
@@ -556,6 +650,7 @@ export class MufRetriever {
       e.passages.dispose();
       e.model.dispose();
       e.heads?.dispose();
+      e.familiarity?.dispose();
     }
   }
 }

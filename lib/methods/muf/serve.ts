@@ -17,7 +17,8 @@ import { Tensor } from '../../tensor.js';
 import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
 import { readEnsembleFile } from './ensemble.js';
 import { compareIds } from '../../fusion/normalize.js';
-import { readExpertPassages, readMufDir, type MufHits } from './retriever.js';
+import { FamiliarityBank, type FamiliarityCalibration } from './familiarity.js';
+import { applyAbstention, readExpertPassages, readFamiliarity, readMufDir, type MufHits } from './retriever.js';
 
 /** One expert's part of {@link mufConfidence}. */
 export interface MufConfidenceExpert {
@@ -51,8 +52,13 @@ export interface MufConfidenceFuse {
    * a server passes the rows' ranks in that order (default: the lower row first).
    */
   tieRank?: Tensor<'i32'>;
-  /** Every expert weight 1 (DPR-MUF's uniform baseline): the heads do not run, confidences are 1 and MI 0. */
+  /** Every expert weight 1 (DPR-MUF's uniform baseline): the heads do not run, confidences are 1 and MI NaN. */
   uniform?: boolean;
+  /**
+   * The experts' weights per question, `[E, B]` (f32, finite, >= 0), e.g. familiarity's P(own task): the heads do not
+   * run, the confidences are these weights and MI NaN. Not with `uniform`.
+   */
+  weights?: Tensor<'f32'>;
 }
 
 /** What {@link mufConfidence} returns: `[E, B]` tensors, and with `fuse` the fused `[B, k]` rows and scores. */
@@ -67,7 +73,7 @@ export interface MufConfidenceResult {
   scores?: Tensor<'f32'>;
 }
 
-const fuseKeys = optionKeys<MufConfidenceFuse>()(['k', 'tieRank', 'uniform']);
+const fuseKeys = optionKeys<MufConfidenceFuse>()(['k', 'tieRank', 'uniform', 'weights']);
 
 /**
  * DPR-MUF's confidence stage for every expert in one native call (docs/methods/muf.md#serving): each expert's K
@@ -90,6 +96,7 @@ export async function mufConfidence(experts: readonly MufConfidenceExpert[], opt
     mustBeObject(fuse, 'fuse');
     checkOptions(fuse, fuseKeys, 'fuse');
     if (fuse.tieRank !== undefined && !(fuse.tieRank instanceof Tensor)) throw new QuorumError('ERR_ARG', 'fuse.tieRank must be an i32 Tensor');
+    if (fuse.weights !== undefined && !(fuse.weights instanceof Tensor)) throw new QuorumError('ERR_ARG', 'fuse.weights must be an f32 Tensor');
   }
   const args = experts.map((e, x) => {
     mustBeObject(e, `experts[${x}]`);
@@ -102,7 +109,7 @@ export async function mufConfidence(experts: readonly MufConfidenceExpert[], opt
     });
     return { queries: e.queries.handle, passages: e.passages.handle, ids: e.candidates.handle, weights: e.weights.map((w) => w.handle), members: e.members, temperature: e.temperature, ...(e.scores ? { scores: e.scores.handle } : {}) };
   });
-  const f = fuse && { k: fuse.k, uniform: fuse.uniform === true, ...(fuse.tieRank ? { tieRank: fuse.tieRank.handle } : {}) };
+  const f = fuse && { k: fuse.k, uniform: fuse.uniform === true, ...(fuse.tieRank ? { tieRank: fuse.tieRank.handle } : {}), ...(fuse.weights ? { weights: fuse.weights.handle } : {}) };
   type Raw = { mi: NativeTensorHandle; confidence: NativeTensorHandle; ids?: NativeTensorHandle; scores?: NativeTensorHandle };
   const r = await awaitNative(callNative(() => coreAddon().mufConfidence(args, false, true, f) as Promise<Raw>));
   const out: MufConfidenceResult = { mi: new Tensor<'f32'>(r.mi), confidence: new Tensor<'f32'>(r.confidence) };
@@ -122,6 +129,16 @@ interface ServedExpert {
   weights: Array<Tensor<'f32' | 'bf16'>>;
   members: number;
   temperature?: number;
+  /** The familiarity bank and its calibration, when the directory has both. */
+  familiarity?: { bank: FamiliarityBank; calibration: FamiliarityCalibration };
+}
+
+/** Options of {@link MufServer.search}. */
+export interface MufServerSearchOptions {
+  /** 'muf' (default: P(own task) from familiarity where calibrated, else MI), 'muf-mi' or 'uniform' (MufRetriever's). */
+  fusion?: 'muf' | 'muf-mi' | 'uniform';
+  /** No hits and `abstained: true` for a question whom no expert's confidence reaches this (in [0, 1]). */
+  abstain?: number;
 }
 
 /** Options of {@link MufServer.load}. */
@@ -136,7 +153,7 @@ export interface MufServerOptions {
 }
 
 const loadKeys = optionKeys<MufServerOptions>()(['threads', 'heads']);
-const searchKeys = optionKeys<{ fusion?: 'muf' | 'uniform' }>()(['fusion']);
+const searchKeys = optionKeys<MufServerSearchOptions>()(['fusion', 'abstain']);
 
 /** [K, rows, cols] -> [K, cols, rows]. */
 function transposeMembers(w: Float32Array, K: number, rows: number, cols: number): Float32Array {
@@ -201,6 +218,11 @@ export class MufServer {
     private readonly tieRank: Tensor<'i32'>,
   ) {}
 
+  /** Whether every expert has a calibrated familiarity bank (then 'muf' weighs by P(own task)). */
+  get familiarityCalibrated(): boolean {
+    return this.experts.every((e) => e.familiarity);
+  }
+
   /** Expert names and tasks, in fusion order. */
   get names(): Array<{ name: string; task: string }> {
     return this.experts.map((e) => ({ name: e.name, task: e.task }));
@@ -221,6 +243,7 @@ export class MufServer {
     const experts: ServedExpert[] = [];
     const release = async (x: Partial<ServedExpert>) => {
       x.passages?.dispose();
+      x.familiarity?.bank.dispose();
       for (const w of x.weights ?? []) w.dispose();
       await x.encoder?.dispose();
     };
@@ -232,7 +255,12 @@ export class MufServer {
         const headsPath = join(base, 'heads.safetensors');
         if (!existsSync(headsPath)) throw new QuorumError('ERR_STATE', `expert '${x.name}' has no trained heads (${headsPath})`);
         const heads = readHeads(headsPath, part.encoder.dim, headsDtype);
-        experts.push({ name: x.name, task: x.task, encoder: part.encoder, passages: part.passages, ...heads, ...(x.calibration ? { temperature: x.calibration.temperature } : {}) });
+        const bank = readFamiliarity(base, part.encoder.dim);
+        if (bank) {
+          if (x.calibration?.familiarity) part.familiarity = { bank, calibration: x.calibration.familiarity };
+          else bank.dispose();
+        }
+        experts.push({ name: x.name, task: x.task, encoder: part.encoder, passages: part.passages, ...heads, ...(x.calibration ? { temperature: x.calibration.temperature } : {}), ...(part.familiarity ? { familiarity: part.familiarity } : {}) });
       } catch (e) {
         await release(part);
         for (const done of experts) await release(done);
@@ -249,15 +277,16 @@ export class MufServer {
    * Every expert's top-L, its heads' scores of them, its confidence (mutual information at its calibrated
    * temperature), fused by confidence ('muf') or uniformly: as MufRetriever.search.
    */
-  async search(queries: readonly string[], k: number, options: { fusion?: 'muf' | 'uniform' } = {}): Promise<MufHits[]> {
+  async search(queries: readonly string[], k: number, options: MufServerSearchOptions = {}): Promise<MufHits[]> {
     checkOptions(options, searchKeys, 'MUF search options');
     mustBeArray(queries, 'queries');
     queries.forEach((q, i) => mustBeString(q, `queries[${i}]`));
     if (queries.length === 0) throw new QuorumError('ERR_ARG', 'give at least one query');
     if (!Number.isInteger(k) || k < 1) throw new QuorumError('ERR_RANGE', `k must be a positive integer, got ${k}`);
     const fusion = options.fusion ?? 'muf';
-    if (fusion !== 'muf' && fusion !== 'uniform') throw new QuorumError('ERR_ARG', `fusion must be 'muf' or 'uniform', got '${String(fusion)}'`);
-    if (fusion === 'muf') {
+    if (fusion !== 'muf' && fusion !== 'muf-mi' && fusion !== 'uniform') throw new QuorumError('ERR_ARG', `fusion must be 'muf', 'muf-mi' or 'uniform', got '${String(fusion)}'`);
+    if (options.abstain !== undefined) applyAbstention([], fusion, options.abstain);
+    if (fusion !== 'uniform') {
       const uncalibrated = this.experts.find((e) => e.temperature === undefined);
       if (uncalibrated) throw new QuorumError('ERR_STATE', `expert '${uncalibrated.name}' is not calibrated`);
     }
@@ -265,9 +294,14 @@ export class MufServer {
     const L = Math.min(this.topL, this.corpusIds.length);
     const owned: Tensor[] = [];
     const parts: MufConfidenceExpert[] = [];
+    // 'muf' weighs by familiarity's P(own task) when every expert has it (then the heads need not run).
+    const familiar = fusion === 'muf' && this.familiarityCalibrated;
+    const weights = familiar ? new Float32Array(this.experts.length * B) : undefined;
     try {
-      for (const e of this.experts) {
-        const q = Tensor.from(await e.encoder.encodeQueries(queries, { task: e.task }), [B, e.encoder.dim]);
+      for (const [x, e] of this.experts.entries()) {
+        const vectors = await e.encoder.encodeQueries(queries, { task: e.task });
+        if (weights) weights.set(await e.familiarity!.bank.probability(vectors, e.familiarity!.calibration), x * B);
+        const q = Tensor.from(vectors, [B, e.encoder.dim]);
         owned.push(q);
         const top = await scoreTopK(q, e.passages, L);
         const candidates = Tensor.from(top.ids, [B, L]);
@@ -276,19 +310,22 @@ export class MufServer {
         parts.push({ queries: q, passages: e.passages, candidates, scores, weights: e.weights, members: e.members, temperature: e.temperature ?? 1 });
       }
       // Heads, MI and the fusion in one native call; ties in corpus-id order, as MufRetriever's fusion orders them.
-      const r = await mufConfidence(parts, { fuse: { k, tieRank: this.tieRank, uniform: fusion === 'uniform' } });
+      const given = weights ? Tensor.from(weights, [this.experts.length, B]) : undefined;
+      if (given) owned.push(given);
+      const r = await mufConfidence(parts, { fuse: { k, tieRank: this.tieRank, uniform: fusion === 'uniform', ...(given ? { weights: given } : {}) } });
       owned.push(r.mi, r.confidence, r.ids!, r.scores!);
       const conf = r.confidence.data;
       const ids = r.ids!.data;
       const fused = r.scores!.data;
       const E = this.experts.length;
-      return Array.from({ length: B }, (_, b) => {
+      const out = Array.from({ length: B }, (_, b) => {
         const w = Array.from({ length: E }, (_, x) => conf[x * B + b]!);
         const hits: ScoredDoc[] = [];
         for (let j = 0; j < k && ids[b * k + j]! >= 0; j++) hits.push({ id: this.corpusIds[ids[b * k + j]!]!, score: fused[b * k + j]! });
         // As MufRetriever: a question whom every expert gives confidence 0 is fused with equal weights, and says so.
         return { hits, confidence: w.some((v) => v > 0) ? w : w.map(() => 1) };
       });
+      return applyAbstention(out, fusion, options.abstain);
     } finally {
       for (const t of owned) t.dispose();
     }
@@ -298,6 +335,7 @@ export class MufServer {
   async dispose(): Promise<void> {
     this.tieRank.dispose();
     for (const e of this.experts) {
+      e.familiarity?.bank.dispose();
       e.passages.dispose();
       for (const w of e.weights) w.dispose();
       await e.encoder.dispose();
