@@ -151,6 +151,7 @@ export async function demo(o: DemoOptions = {}): Promise<void> {
 
   const muf = await demoMuf(dir, ds.queries, o);
   const confidences = new Map<string, number[]>();
+  const familiarity = new Map<string, number[]>();
   let calibration: ReturnType<CalibrationRecorder['series']> | undefined;
   if (muf) {
     const recorder = new CalibrationRecorder(muf.experts.map((e) => e.name));
@@ -163,6 +164,7 @@ export async function demo(o: DemoOptions = {}): Promise<void> {
         fused.set(q.id, r.muf[b]!.hits);
         uniform.set(q.id, r.uniform[b]!.hits);
         confidences.set(q.id, r.confidence[b]!);
+        if (r.familiarity) familiarity.set(q.id, r.familiarity[b]!);
       });
       recorder.add(batch.map((q) => q.id), r, ds.qrels);
     });
@@ -196,19 +198,24 @@ export async function demo(o: DemoOptions = {}): Promise<void> {
   table(rows);
 
   if (muf) {
-    console.log("\nDPR-MUF's per-query confidences (each expert's; the fusion weighs the experts' lists by them), a question of each task:");
+    console.log(
+      familiarity.size
+        ? "\nDPR-MUF's per-query confidences, a question of each task: P(own task) from each expert's familiarity (the fusion's weights) and the paper's MI confidence:"
+        : "\nDPR-MUF's per-query confidences (each expert's; the fusion weighs the experts' lists by them), a question of each task:",
+    );
     const examples = [...new Set(taskOf.values())].map((t) => queries.find((q) => q.task === t && odd.has(q.id))).filter((q) => q !== undefined);
     table(
       examples.map((q) => ({
         question: q.text.length > 60 ? `${q.text.slice(0, 57)}...` : q.text,
         task: q.task ?? '',
-        ...Object.fromEntries(muf.experts.map((e, i) => [`conf ${e.name}`, confidences.get(q.id)![i]!])),
+        ...(familiarity.size ? Object.fromEntries(muf.experts.map((e, i) => [`P(own) ${e.name}`, familiarity.get(q.id)![i]!])) : {}),
+        ...Object.fromEntries(muf.experts.map((e, i) => [`${familiarity.size ? 'MI' : 'conf'} ${e.name}`, confidences.get(q.id)![i]!])),
         'top-1 relevant': (ds.qrels.get(q.id)?.get(runs.get('DPR-MUF')!.get(q.id)?.[0]?.id ?? '') ?? 0) > 0 ? 'yes' : 'no',
       })),
     );
     if (calibration) data.calibration = calibration;
     console.log(
-      "  (the experts share the shipped encoder and differ by their heads and their questions' task marker, so their lists nearly coincide and the fusion changes little; separately trained experts and the paper's comparison: docs/methods/muf.md)",
+      "  (the experts share the shipped encoder and differ by their heads and their questions' task marker, so their lists nearly coincide and the fusion changes little however it weighs them; separately trained experts and the paper's comparison: docs/methods/muf.md)",
     );
   }
 

@@ -376,7 +376,7 @@ async function mufRuns(o: EvalCommandOptions, bm25Index: Bm25Index, queries: Tex
     const runs: Map<string, Run> = await all(queries, 'muf   ', true);
     const curve = precisionCoverage(selective.confidence, selective.right);
     const what = muf.familiarityCalibrated ? "P(own task)" : 'MI confidence';
-    console.log(`muf abstention by the highest expert ${what}: coverage at precision@1 ${SELECTIVE_PRECISIONS.map((p) => `>= ${p}: ${(100 * curve.coverageAt(p)).toFixed(1)}%`).join(', ')} (all answered: ${(100 * curve.points.at(-1)!.precision).toFixed(1)}% right)`);
+    console.log(`muf abstention by the highest expert ${what}: coverage at precision@1 ${SELECTIVE_PRECISIONS.map((p) => `>= ${p}: ${(100 * curve.coverageAt(p)).toFixed(1)}%`).join(', ')} (all answered: ${(100 * curve.points.at(-1)!.precision).toFixed(1)}% right; the most confident half: ${(100 * curve.points.find((x) => x.coverage >= 0.5)!.precision).toFixed(1)}%)`);
     extras.selective = { measure: what, points: curve.points };
     const alpha = await tuneAlpha(o, bm25Index, async (qs) => (await all(qs, 'muf (dev) ', false)).get('muf')!, 'muf-hybrid');
     runs.set('muf-hybrid', hybridRun(runs.get('muf')!, bm25, alpha, new Map(queries.map((q) => [q.id, q.task])), o.k));
