@@ -337,7 +337,14 @@ describe('quorum CLI', () => {
     expect(r.stdout).toMatch(/dense: trained siamese \(default, 100-d\)/);
     for (const row of ['BM25', 'dense', 'DPR-MUF', 'uniform fusion', 'dense \\+ BM25 \\(alpha [\\d.]+\\)', 'DPR-MUF \\+ BM25 \\(alpha [\\d.]+\\)'])
       expect(r.stdout).toMatch(new RegExp(`\\n  ${row}\\s+0\\.\\d{3}\\s+0\\.\\d{3}`));
-    expect(r.stdout).toMatch(/question\s+task\s+conf covid\s+conf selqa\s+top-1 relevant/);
+    expect(r.stdout).toMatch(/question\s+task\s+P\(own\) covid\s+P\(own\) selqa\s+MI covid\s+MI selqa\s+top-1 relevant/);
+    // Each task's question gets the higher P(own task) from its own expert (issue 45's demo goal).
+    for (const task of ['covid', 'selqa']) {
+      const row = new RegExp(`\\s${task}\\s+([\\d.]+)\\s+([\\d.]+)\\s+[\\d.]+\\s+[\\d.]+\\s+(yes|no)`).exec(r.stdout);
+      expect(row, task).not.toBeNull();
+      const [covid, selqa] = [Number(row![1]), Number(row![2])];
+      expect(task === 'covid' ? covid - selqa : selqa - covid, task).toBeGreaterThan(0.3);
+    }
     const html = readFileSync(report, 'utf8');
     for (const id of ['metrics', 'recall', 'reliability', 'confidence', 'latency']) expect(html).toContain(`id="chart-${id}"`);
     expect(r.stdout).toMatch(/f32 ids identical to the plain-JS reference \(loop \+ heap\) on the first 64 queries: yes/);
