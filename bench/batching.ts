@@ -10,12 +10,8 @@ import autocannon from 'autocannon';
 import { DenseIndex } from '../lib/dense-index.js';
 import { RequestBatcher } from '../lib/batcher.js';
 import { capabilities } from '../lib/runtime.js';
-import { writeResults } from './harness.js';
+import { arg, normalDraws, writeResults } from './harness.js';
 
-const arg = (name: string, fallback: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i < 0 ? fallback : process.argv[i + 1]!;
-};
 const n = Number(arg('n', '100000'));
 const dim = Number(arg('dim', '768'));
 const connections = Number(arg('connections', '64'));
@@ -27,14 +23,7 @@ const caps = capabilities();
 console.log(`isa ${caps.isa}, ${caps.threads} threads; corpus ${n} x ${dim}, ${connections} connections x ${seconds} s per variant`);
 
 // Random unit-free vectors (normal draws); questions are a pool of other draws, picked by the request's row.
-let s = 12345;
-const normal = () => {
-  s = (s * 1103515245 + 12345) >>> 0;
-  const u = (s + 1) / 4294967297;
-  s = (s * 1103515245 + 12345) >>> 0;
-  const v = (s + 1) / 4294967297;
-  return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
-};
+const normal = normalDraws();
 const corpus = Float32Array.from({ length: n * dim }, normal);
 const poolSize = 4096;
 const pool = Float32Array.from({ length: poolSize * dim }, normal);

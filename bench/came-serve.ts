@@ -14,12 +14,8 @@ import { initCame } from '../lib/methods/came/train.js';
 import { packageRoot } from '../lib/native.js';
 import { capabilities } from '../lib/runtime.js';
 import { readTokenizerFiles } from '../lib/text/tokenizer-files.js';
-import { writeResults } from './harness.js';
+import { arg, writeResults } from './harness.js';
 
-const arg = (name: string, fallback: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i < 0 ? fallback : process.argv[i + 1]!;
-};
 const data = arg('data', join(packageRoot, 'data', 'multidomain-mini'));
 const nq = Number(arg('queries', '200'));
 const caps = capabilities();

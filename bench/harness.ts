@@ -102,3 +102,21 @@ export function sourceDocument(relevant: ReadonlyMap<string, number>): string | 
   const parts = [...relevant.keys()][0]?.split('-');
   return parts?.length === 3 ? parts[1] : undefined;
 }
+
+/** The value after `--name` on the command line, or `fallback`. */
+export function arg(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i < 0 ? fallback : process.argv[i + 1]!;
+}
+
+/** Standard normal draws from a fixed LCG seed (Box-Muller): the same corpus on every run and machine. */
+export function normalDraws(seed = 12345): () => number {
+  let s = seed;
+  return () => {
+    s = (s * 1103515245 + 12345) >>> 0;
+    const u = (s + 1) / 4294967297;
+    s = (s * 1103515245 + 12345) >>> 0;
+    const v = (s + 1) / 4294967297;
+    return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
+  };
+}

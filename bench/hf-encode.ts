@@ -14,12 +14,8 @@ import { exportOnnx } from '../lib/models/export.js';
 import { Retriever } from '../lib/models/retriever.js';
 import { ServingEncoder } from '../lib/models/serving-encoder.js';
 import type { TokenBatchArg } from '../lib/native.js';
-import { writeResults } from './harness.js';
+import { arg, writeResults } from './harness.js';
 
-const arg = (name: string, fallback: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i < 0 ? fallback : process.argv[i + 1]!;
-};
 const shape = { layers: arg('layers', '12'), hidden: arg('hidden', '768'), heads: arg('heads', '12'), ffn: arg('ffn', '3072') };
 const reps = Number(arg('reps', '20'));
 const keep = arg('keep', '');

@@ -20,13 +20,9 @@ import { capabilities } from '../lib/runtime.js';
 import { Tensor } from '../lib/tensor.js';
 import { auroc, ece, fitPlatt, plattProbability, type PlattScaling } from '../lib/uncertainty.js';
 import { rng } from '../test/basics.js';
-import { writeResults } from './harness.js';
+import { arg, writeResults } from './harness.js';
 import { join } from 'node:path';
 
-const arg = (name: string, fallback: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i < 0 ? fallback : process.argv[i + 1]!;
-};
 const mufDir = arg('muf', '');
 const data = arg('data', '');
 if (!mufDir || !data) throw new Error('usage: --muf DIR --data DIR');

@@ -16,12 +16,8 @@ import { MufRetriever } from '../lib/methods/muf/retriever.js';
 import { MufServer } from '../lib/methods/muf/serve.js';
 import { packageRoot } from '../lib/native.js';
 import { capabilities } from '../lib/runtime.js';
-import { writeResults } from './harness.js';
+import { arg, writeResults } from './harness.js';
 
-const arg = (name: string, fallback: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i < 0 ? fallback : process.argv[i + 1]!;
-};
 const data = arg('data', join(packageRoot, 'data', 'multidomain-mini'));
 const members = Number(arg('members', '20'));
 const topL = Number(arg('top-l', '100'));

@@ -1,7 +1,7 @@
 import { backendOf, cpuOnly } from './cuda.js';
 import { QuorumError, awaitNative, callNative } from './errors.js';
 import { type NativeTensorHandle, coreAddon } from './native.js';
-import { Operands, rowHits, runAsync, runSync } from './operand.js';
+import { type Int32Input, Operands, rowHits, runAsync, runSync } from './operand.js';
 import { Tensor } from './tensor.js';
 import { checkOptions, optionKeys } from './validate.js';
 
@@ -28,6 +28,24 @@ export interface DenseOptions {
 }
 
 const denseKeys = optionKeys<DenseOptions>()(['checkFinite']);
+
+/** Options of {@link scoreTopK}. */
+export interface ScoreTopKOptions extends DenseOptions {
+  /**
+   * Search only these corpus rows (strictly ascending; a metadata filter's allowed rows, {@link compileFilter}):
+   * exactly the top-k of the filtered corpus, at the cost of the rows read (CPU only). An empty list gives no hits.
+   */
+  rows?: Int32Input;
+}
+
+const topKKeys = optionKeys<ScoreTopKOptions>()(['checkFinite', 'rows']);
+
+/** The allowed rows as an operand, or undefined (a Tensor must be i32: the binding checks the rest). */
+function rowsOperand(ops: Operands, rows: Int32Input | undefined, q: Tensor, c: Tensor): Tensor | undefined {
+  if (rows === undefined) return undefined;
+  cpuOnly([q, c], 'scoreTopK with rows');
+  return ops.int32(rows, 'rows');
+}
 
 /**
  * Top-k results, row-major `[rows, k]`, in native memory (zero-copy views). Row i lists corpus row ids by
@@ -140,14 +158,15 @@ function needsUpload(q: Tensor, c: Tensor, given: QueryInput): boolean {
  * const top = await scoreTopK(queryVector, corpus, 10);
  * console.log(top.hits(0)); // [{ id, score }, ...]
  */
-export async function scoreTopK(queries: QueryInput, corpus: MatrixInput, k: number, options: DenseOptions = {}): Promise<TopKResult> {
-  checkOptions(options, denseKeys, 'scoreTopK options');
+export async function scoreTopK(queries: QueryInput, corpus: MatrixInput, k: number, options: ScoreTopKOptions = {}): Promise<TopKResult> {
+  checkOptions(options, topKKeys, 'scoreTopK options');
   const [q0, c] = operands(Operands.copied, queries, corpus);
   let q = q0;
   try {
     if (needsUpload(q0, c, queries)) q = await q0.toAsync('cuda');
     const backend = backendOf([q, c], ['queries', 'corpus']);
-    const raw = await awaitNative(callNative(() => backend.scoreTopK(q.handle, c.handle, k, options.checkFinite === true, true)) as Promise<RawTopK>);
+    const rows = rowsOperand(Operands.copied, options.rows, q, c);
+    const raw = await awaitNative(callNative(() => backend.scoreTopK(q.handle, c.handle, k, options.checkFinite === true, true, rows?.handle ?? null)) as Promise<RawTopK>);
     return topKResult(await hostPairAsync(raw));
   } finally {
     if (q !== q0) q.dispose();
@@ -162,14 +181,15 @@ export async function scoreTopK(queries: QueryInput, corpus: MatrixInput, k: num
  * const top = scoreTopKSync(queries, corpus, 10);
  * top.hits(0);   // [{ id, score }, ...] for the first query, best first
  */
-export function scoreTopKSync(queries: QueryInput, corpus: MatrixInput, k: number, options: DenseOptions = {}): TopKResult {
-  checkOptions(options, denseKeys, 'scoreTopK options');
+export function scoreTopKSync(queries: QueryInput, corpus: MatrixInput, k: number, options: ScoreTopKOptions = {}): TopKResult {
+  checkOptions(options, topKKeys, 'scoreTopK options');
   const [q0, c] = operands(Operands.borrowed, queries, corpus);
   let q = q0;
   try {
     if (needsUpload(q0, c, queries)) q = q0.to('cuda');
     const backend = backendOf([q, c], ['queries', 'corpus']);
-    return topKResult(hostPair(callNative(() => backend.scoreTopK(q.handle, c.handle, k, options.checkFinite === true, false)) as RawTopK));
+    const rows = rowsOperand(Operands.borrowed, options.rows, q, c);
+    return topKResult(hostPair(callNative(() => backend.scoreTopK(q.handle, c.handle, k, options.checkFinite === true, false, rows?.handle ?? null)) as RawTopK));
   } finally {
     if (q !== q0) q.dispose();
     releaseWraps([q0, c], [queries, corpus]);

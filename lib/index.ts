@@ -25,8 +25,10 @@ export {
   type IdsInput,
   type MatrixInput,
   type QueryInput,
+  type ScoreTopKOptions,
   type TopKResult,
 } from './dense.js';
+export { MetadataTable, compileFilter, type Filter, type PassageMetadata } from './filter.js';
 export { capabilities, setThreads, setIsa, type Capabilities, type Isa } from './runtime.js';
 export { packageRoot } from './native.js';
 export { type Int32Input, type MaskInput, type TensorInput } from './operand.js';

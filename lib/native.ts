@@ -136,6 +136,7 @@ export interface CoreAddon {
     k: number,
     checkFinite: boolean,
     async: boolean,
+    rows?: NativeTensorHandle | null,
   ): MaybeAsync<{ ids: NativeTensorHandle; scores: NativeTensorHandle }>;
   scoreMatrix(q: NativeTensorHandle, c: NativeTensorHandle, checkFinite: boolean, async: boolean): MaybeAsync<NativeTensorHandle>;
   gatherScores(

@@ -58,6 +58,15 @@ struct Grid {
   }
 };
 
+// The corpus rows a search reads: all of them, or an ascending list (a filter's allowed rows); position j of the scan
+// is row row(j), so the heaps hold true row ids and ties still go to the lower row.
+struct RowSubset {
+  const int32_t* rows;
+  size_t n;
+  size_t count(const CorpusMatrix& c) const { return rows ? n : c.rows; }
+  size_t row(size_t j) const { return rows ? size_t(rows[j]) : j; }
+};
+
 struct TopKWorker {
   std::vector<Hit> store;
   std::vector<TopKHeap> heaps;
@@ -70,9 +79,9 @@ struct TopKWorker {
 
 // Few queries: the dot-product tile reads each corpus row once for up to four queries, and the search is
 // bound by memory bandwidth, not arithmetic.
-void scan_dot(const QueryMatrix& q, const CorpusMatrix& c, std::vector<TopKWorker>& workers, ThreadPool& pool) {
+void scan_dot(const QueryMatrix& q, const CorpusMatrix& c, const RowSubset& sub, std::vector<TopKWorker>& workers, ThreadPool& pool) {
   const DenseDotOps& ops = dense_dot();
-  const size_t B = q.rows, N = c.rows, row_bytes = c.dim * dtype_size(c.dtype);
+  const size_t B = q.rows, N = sub.count(c), row_bytes = c.dim * dtype_size(c.dtype);
   const Prepared qp = prepare(ops, q, c.dtype);
   const Grid grid{B, N, std::min(B, kQueryChunk), block_rows(row_bytes)};
   for (auto& w : workers) {
@@ -85,7 +94,7 @@ void scan_dot(const QueryMatrix& q, const CorpusMatrix& c, std::vector<TopKWorke
     size_t b0, b1, n0, n1;
     grid.at(task, b0, b1, n0, n1);
     const size_t nn = n1 - n0;
-    for (size_t j = 0; j < nn; ++j) w.rows[j] = c.data + (n0 + j) * row_bytes;
+    for (size_t j = 0; j < nn; ++j) w.rows[j] = c.data + sub.row(n0 + j) * row_bytes;
     float* S = w.S.as<float>();
     ops.score(qp.row(b0), qp.stride, b1 - b0, w.rows.data(), nn, c.dim, c.dtype, S, grid.nblock);
     for (size_t b = b0; b < b1; ++b) {
@@ -93,17 +102,17 @@ void scan_dot(const QueryMatrix& q, const CorpusMatrix& c, std::vector<TopKWorke
       const float* s = S + (b - b0) * grid.nblock;
       const float thr = heap.threshold();
       const size_t m = ops.select_ge(s, nn, &thr, 0, w.idx.data());
-      for (size_t t = 0; t < m; ++t) heap.push(Hit{s[w.idx[t]], int64_t(n0 + w.idx[t])});
+      for (size_t t = 0; t < m; ++t) heap.push(Hit{s[w.idx[t]], int64_t(sub.row(n0 + w.idx[t]))});
     }
   });
 }
 
 // Many queries: the search is bound by arithmetic, so it runs as a GEMM, corpus rows x packed queries, one
 // block of rows at a time (scores [rows, queries] stay in L2), selection straight after each block.
-void scan_gemm(const QueryMatrix& q, const CorpusMatrix& c, std::vector<TopKWorker>& workers, ThreadPool& pool) {
+void scan_gemm(const QueryMatrix& q, const CorpusMatrix& c, const RowSubset& sub, std::vector<TopKWorker>& workers, ThreadPool& pool) {
   const GemmOps& g = gemm_ops();
   const DenseDotOps& sel = dense_dot();
-  const size_t B = q.rows, N = c.rows, D = c.dim, MR = g.mr, NR = g.nr;
+  const size_t B = q.rows, N = sub.count(c), D = c.dim, MR = g.mr, NR = g.nr;
   const size_t esize = dtype_size(c.dtype), row_bytes = D * esize;
   // Queries as B panels, B(p, j) = Q[j, p], packed once for every block.
   const size_t qpanels = ceil_div(B, NR);
@@ -133,7 +142,7 @@ void scan_gemm(const QueryMatrix& q, const CorpusMatrix& c, std::vector<TopKWork
     for (size_t p0 = 0; p0 < D; p0 += kGemmDepthBlock) {
       const size_t kc = std::min(kGemmDepthBlock, D - p0);
       for (size_t r = 0; r < nn; ++r) {
-        const uint8_t* src = c.data + (n0 + r) * row_bytes;
+        const uint8_t* src = c.data + sub.row(n0 + r) * row_bytes;
         if (c.dtype == Dtype::F32) {
           rows[r] = reinterpret_cast<const float*>(src) + p0;
         } else {
@@ -160,7 +169,7 @@ void scan_gemm(const QueryMatrix& q, const CorpusMatrix& c, std::vector<TopKWork
       const size_t m = sel.select_ge(s, b1 - b0, w.thr.data() + b0, 1, w.idx.data());
       for (size_t t = 0; t < m; ++t) {
         const size_t b = b0 + w.idx[t];
-        w.heaps[b].push(Hit{s[w.idx[t]], int64_t(r)});
+        w.heaps[b].push(Hit{s[w.idx[t]], int64_t(sub.row(r))});
         w.thr[b] = w.heaps[b].threshold();
       }
     }
@@ -169,8 +178,10 @@ void scan_gemm(const QueryMatrix& q, const CorpusMatrix& c, std::vector<TopKWork
 
 }  // namespace
 
-void score_topk(const QueryMatrix& q, const CorpusMatrix& c, size_t k, int32_t* ids, float* scores) {
-  const size_t B = q.rows, N = c.rows;
+void score_topk(const QueryMatrix& q, const CorpusMatrix& c, size_t k, int32_t* ids, float* scores, const int32_t* rows,
+                size_t n_rows) {
+  const RowSubset sub{rows, n_rows};
+  const size_t B = q.rows, N = sub.count(c);
   if (B == 0) return;
   const ThreadPool::Lease lease = ThreadPool::lease();  // per-worker scratch below is sized from its threads
   ThreadPool& pool = lease.pool();
@@ -184,8 +195,8 @@ void score_topk(const QueryMatrix& q, const CorpusMatrix& c, size_t k, int32_t* 
     for (size_t b = 0; b < B; ++b) w.heaps[b] = TopKHeap(w.store.data() + b * kk, kk);
   }
   if (kk > 0) {
-    if (B >= (c.dtype == Dtype::F32 ? kGemmMinQueries : 2 * kGemmMinQueries)) scan_gemm(q, c, workers, pool);
-    else scan_dot(q, c, workers, pool);
+    if (B >= (c.dtype == Dtype::F32 ? kGemmMinQueries : 2 * kGemmMinQueries)) scan_gemm(q, c, sub, workers, pool);
+    else scan_dot(q, c, sub, workers, pool);
   }
 
   pool.parallel_for(ceil_div(B, 64), [&](size_t task, int) {

@@ -26,8 +26,11 @@ struct CorpusMatrix {
 };
 
 // ids/scores: [q.rows, k], sorted by score descending then id ascending. When fewer than k corpus rows have
-// a non-NaN score, the remaining slots hold id -1 and score -inf.
-void score_topk(const QueryMatrix& q, const CorpusMatrix& c, size_t k, int32_t* ids, float* scores);
+// a non-NaN score, the remaining slots hold id -1 and score -inf. With `rows` (n_rows strictly ascending row ids
+// in [0, c.rows), e.g. a metadata filter's allowed rows) only those rows are scored: exactly the top-k of the
+// filtered corpus, at the cost of the rows read (docs/methods/kernels.md#filtered-search).
+void score_topk(const QueryMatrix& q, const CorpusMatrix& c, size_t k, int32_t* ids, float* scores,
+                const int32_t* rows = nullptr, size_t n_rows = 0);
 
 // out: [q.rows, c.rows].
 void score_matrix(const QueryMatrix& q, const CorpusMatrix& c, float* out);

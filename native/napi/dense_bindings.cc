@@ -1,7 +1,9 @@
 // N-API bindings of kernels/dense_search.h: argument checks and conversions only.
 #include <napi.h>
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "../common/error.h"
 #include "../kernels/dense_search.h"
@@ -47,7 +49,24 @@ void check_finite(const QueryMatrix& q, const CorpusMatrix& c) {
     throw Error("ERR_NONFINITE", "corpus contains NaN or Infinity");
 }
 
-// scoreTopK(queries, corpus, k, checkFinite, async) -> { ids: i32 [B, k], scores: f32 [B, k] }
+// The allowed rows of a filtered search, checked (i32, 1-D, strictly ascending, inside the corpus) and copied: the
+// caller's array may change while an async call waits.
+std::shared_ptr<std::vector<int32_t>> allowed_rows(const TensorObject* t, size_t corpus_rows) {
+  require_dtype(t, Dtype::I32, "rows");
+  if (t->shape().size() != 1) throw Error("ERR_SHAPE", "rows must be 1-D, got " + shape_str(t->shape()));
+  const auto* r = reinterpret_cast<const int32_t*>(t->data());
+  auto out = std::make_shared<std::vector<int32_t>>(r, r + t->numel());
+  for (size_t i = 0; i < out->size(); ++i) {
+    const int32_t v = (*out)[i];
+    if (v < 0 || size_t(v) >= corpus_rows)
+      throw Error("ERR_RANGE", "rows[" + std::to_string(i) + "] = " + std::to_string(v) + " is outside the corpus (" + std::to_string(corpus_rows) + " rows)");
+    if (i > 0 && v <= (*out)[i - 1]) throw Error("ERR_ARG", "rows must be strictly ascending (rows[" + std::to_string(i) + "] = " + std::to_string(v) + ")");
+  }
+  return out;
+}
+
+// scoreTopK(queries, corpus, k, checkFinite, async, rows?) -> { ids: i32 [B, k], scores: f32 [B, k] }
+//   rows: i32 [M] strictly ascending: only those corpus rows are searched (a filter's allowed rows)
 Napi::Value ScoreTopK(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   TensorObject* qt = TensorObject::From(env, info[0], "queries");
@@ -56,6 +75,8 @@ Napi::Value ScoreTopK(const Napi::CallbackInfo& info) {
   CorpusMatrix c = corpus(ct, q);
   const size_t k = k_arg(info[2]);
   bool finite = flag(info[3]);
+  const TensorObject* rt = optional_tensor(env, info[5], "rows");
+  std::shared_ptr<std::vector<int32_t>> rows = rt ? allowed_rows(rt, c.rows) : nullptr;
   Napi::Object ids = TensorObject::Create(env, Dtype::I32, {int64_t(q.rows), int64_t(k)});
   Napi::Object scores = TensorObject::Create(env, Dtype::F32, {int64_t(q.rows), int64_t(k)});
   auto* ip = reinterpret_cast<int32_t*>(Napi::ObjectWrap<TensorObject>::Unwrap(ids)->data());
@@ -66,7 +87,12 @@ Napi::Value ScoreTopK(const Napi::CallbackInfo& info) {
   return run_kernel(env, flag(info[4]), {info[0].As<Napi::Object>(), info[1].As<Napi::Object>(), ids, scores}, result,
                     [=] {
                       if (finite) check_finite(q, c);
-                      kernels::score_topk(q, c, k, ip, sp);
+                      // An empty vector's data() may be null, which the kernel reads as "every row".
+                      static const int32_t kNoRow = 0;
+                      if (rows)
+                        kernels::score_topk(q, c, k, ip, sp, rows->empty() ? &kNoRow : rows->data(), rows->size());
+                      else
+                        kernels::score_topk(q, c, k, ip, sp);
                     });
 }
 
