@@ -51,10 +51,22 @@ export interface DenseSearchOptions {
   efSearch?: number;
   /** IVF only (ERR_ARG otherwise). */
   nprobe?: number;
+  /**
+   * A filter inside the search: only these ids can be returned (faiss's ID selectors; ids not in the index are
+   * ignored). Flat indexes give exactly the filtered top-k, scanning the allowed vectors only; HNSW and IVF walk their
+   * graph or lists as usual and skip what is not allowed (docs/methods/kernels.md#filtered-search).
+   */
+  allowedIds?: VectorIdsInput;
+  /**
+   * HNSW with `allowedIds`: scan the allowed vectors exactly (in the graph's flat storage) when at most this many are
+   * in the index; above it the graph walk skips the others. Default: at most 50,000 or under a tenth of the index
+   * (a walk keeps little recall when most of the graph is filtered out); 0 always walks.
+   */
+  filterScanBelow?: number;
 }
 
 const createKeys = optionKeys<DenseIndexOptions>()(['dim', 'factory', 'mips', 'phi', 'efConstruction', 'efSearch', 'nprobe']);
-const searchKeys = optionKeys<DenseSearchOptions>()(['efSearch', 'nprobe']);
+const searchKeys = optionKeys<DenseSearchOptions>()(['efSearch', 'nprobe', 'allowedIds', 'filterScanBelow']);
 
 /** Vectors: a row-major Float32Array of n x dim, an f32 Tensor [n, dim] (zero-copy), or rows of numbers. */
 export type VectorsInput = Float32Array | Tensor<'f32'> | ReadonlyArray<ArrayLike<number>>;
@@ -211,7 +223,9 @@ export class DenseIndex extends NativeResource {
     return (ops) => {
       checkOptions(options, searchKeys, 'DenseIndex.search options');
       const q = floatsOf(ops, queries, this.dim, 'queries');
-      return { pin: q.tensor, call: (async) => this.#native.search(q.data, k, options.efSearch, options.nprobe, async) };
+      const allowed = options.allowedIds === undefined ? undefined : idArray(ops, options.allowedIds);
+      if (options.filterScanBelow !== undefined && !allowed) throw new QuorumError('ERR_ARG', 'filterScanBelow applies to a search with allowedIds');
+      return { pin: q.tensor, call: (async) => this.#native.search(q.data, k, options.efSearch, options.nprobe, async, allowed, options.filterScanBelow) };
     };
   }
 

@@ -299,6 +299,8 @@ export interface NativeDenseIndex {
     efSearch: number | undefined,
     nprobe: number | undefined,
     async: boolean,
+    allowed?: BigInt64Array,
+    filterScanBelow?: number,
   ): MaybeAsync<{ ids: BigInt64Array; scores: Float32Array; rows: number; k: number }>;
   reconstruct(ids: BigInt64Array, async: boolean): MaybeAsync<{ vectors: Float32Array }>;
   save(path: string, async: boolean): MaybeAsync<object>;

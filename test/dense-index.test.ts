@@ -357,3 +357,72 @@ describe('DenseIndex', () => {
     expect(faissAddon().threads()).toBe(before);
   });
 });
+
+describe('DenseIndex filters inside the search (allowedIds)', () => {
+  const d = 24, n = 3000;
+  const x = corpus(n, d, 61);
+  const ids = idsFor(n);
+  const q = randomF32(6 * d, 62);
+  // 10% of the ids, plus ids the index does not hold (ignored).
+  const allowedRows = Array.from({ length: n }, (_, i) => i).filter((i) => (i * 7919) % 10 === 3);
+  const allowed = BigInt64Array.from([...allowedRows.map((i) => ids[i]!), 1n, 999_999n]);
+  const sub = Float32Array.from(allowedRows.flatMap((i) => Array.from(x.subarray(i * d, (i + 1) * d))));
+  const subIds = BigInt64Array.from(allowedRows, (i) => ids[i]!);
+
+  it.each([
+    ['Flat', 'inner-product'],
+    ['Flat', 'l2'],
+    ['IVF16,Flat', 'inner-product'],  // every list probed: exact
+  ] as const)('%s (%s) gives exactly the brute-force top-k of the allowed ids', async (factory, mips) => {
+    const index = DenseIndex.create({ dim: d, factory, mips: mips as Mips, ...(factory.startsWith('IVF') ? { nprobe: 16 } : {}) });
+    if (!index.info.trained) await index.train(x);
+    await index.add(x, ids);
+    const want = bruteForce(sub, subIds, q, d, 10);
+    for (const r of [await index.search(q, 10, { allowedIds: allowed }), index.searchSync(q, 10, { allowedIds: Array.from(allowed) })])
+      want.forEach((w, b) => {
+        const got = r.hits(b);
+        expect(got.map((h) => h.id), `${factory} row ${b}`).toEqual(w.map((h) => h.id));
+        got.forEach((h, j) => expect(h.score).toBeCloseTo(w[j]!.score, mips === 'l2' ? 2 : 4));
+      });
+    // k beyond the allowed ids: padding after them; no allowed id held: only padding.
+    const few = await index.search(q, 5, { allowedIds: [ids[10]!, ids[20]!] });
+    expect(few.hits(0).map((h) => h.id).sort()).toEqual([ids[10]!, ids[20]!].sort());
+    expect(Array.from(few.ids.subarray(2, 5))).toEqual([-1n, -1n, -1n]);
+    expect(Array.from((await index.search(q, 3, { allowedIds: [7n] })).ids.subarray(0, 3))).toEqual([-1n, -1n, -1n]);
+    index.dispose();
+  });
+
+  it('HNSW: few allowed vectors are scanned exactly; many are filtered inside the graph walk (recall@10 >= 0.9 here)', async () => {
+    const index = DenseIndex.create({ dim: d, factory: 'HNSW32', efSearch: 128 });
+    await index.add(x, ids);
+    const want = bruteForce(sub, subIds, q, d, 10);
+    // 300 allowed of 3,000: the default scans them in the graph's flat storage, exactly.
+    const exact = await index.search(q, 10, { allowedIds: allowed });
+    want.forEach((w, b) => expect(exact.hits(b).map((h) => h.id)).toEqual(w.map((h) => h.id)));
+    // filterScanBelow 0: the graph walk with faiss's selector.
+    const r = await index.search(q, 10, { allowedIds: allowed, filterScanBelow: 0 });
+    const set = new Set(allowed);
+    let found = 0;
+    want.forEach((w, b) => {
+      const got = r.hits(b);
+      expect(got.every((h) => set.has(h.id))).toBe(true);
+      found += got.filter((h) => w.some((x) => x.id === h.id)).length;
+    });
+    expect(found / 60).toBeGreaterThanOrEqual(0.9);
+    expect(code(() => index.searchSync(q, 3, { filterScanBelow: 5 }))).toBe('ERR_ARG');
+    expect(code(() => index.searchSync(q, 3, { allowedIds: allowed, filterScanBelow: -1 }))).toBe('ERR_RANGE');
+    index.dispose();
+  });
+
+  it('after remove, a removed id is never returned; bad allowed ids are typed errors', async () => {
+    const index = DenseIndex.create({ dim: d, factory: 'Flat' });
+    await index.add(x, ids);
+    await index.remove([ids[allowedRows[0]!]!]);
+    const r = await index.search(q, 400, { allowedIds: allowed });
+    expect(r.hits(0).some((h) => h.id === ids[allowedRows[0]!])).toBe(false);
+    expect(r.hits(0)).toHaveLength(allowedRows.length - 1);
+    expect(await asyncCode(index.search(q, 3, { allowedIds: 'x' as never }))).toBe('ERR_ARG');
+    expect(code(() => index.searchSync(q, 3, { allowedIds: [1.5] }))).toBe('ERR_RANGE');
+    index.dispose();
+  });
+});

@@ -436,6 +436,10 @@ void DenseIndex::search(const float* q, size_t n, size_t k, const SearchOptions&
   hnsw_->hnsw.efSearch = saved;
 }
 
+// A filtered HNSW search scans the allowed vectors exactly when there are at most this many (or under a tenth of the
+// index): on 100k x 128, 10,000 allowed vectors scan in about the time of an efSearch 128 walk, at recall 1.
+constexpr size_t kExactFilterRows = 50000;
+
 void DenseIndex::search_locked(const float* q, size_t n, size_t k, const SearchOptions& opt, int64_t* ids,
                                float* scores) const {
   if (opt.ef_search > 0 && !hnsw_) throw Error("ERR_ARG", "efSearch applies to HNSW indexes only");
@@ -463,17 +467,55 @@ void DenseIndex::search_locked(const float* q, size_t n, size_t k, const SearchO
     if (t != x) transformed.reset(t);
     x = t;
   }
+  // The filter as a selector over the ids core_ sees: positions under IDMap2 (a bitmap set through its reverse
+  // map, so the cost is the allowed ids', not the index's), the user's ids where they live in an IVF.
+  std::unique_ptr<faiss::IDSelector> sel;
+  std::vector<uint8_t> bitmap;
+  size_t held = opt.n_allowed;  // allowed ids the index holds (an upper bound without IDMap2)
+  if (opt.filtered) {
+    if (idmap_) {
+      bitmap.assign((size_t(core_->ntotal) + 7) / 8, 0);
+      held = 0;
+      for (size_t i = 0; i < opt.n_allowed; ++i) {
+        auto it = idmap_->rev_map.find(Idx(opt.allowed[i]));
+        if (it == idmap_->rev_map.end()) continue;
+        uint8_t& byte = bitmap[size_t(it->second) >> 3];
+        const uint8_t bit = uint8_t(1u << (size_t(it->second) & 7));
+        held += (byte & bit) ? 0 : 1;
+        byte |= bit;
+      }
+      sel = std::make_unique<faiss::IDSelectorBitmap>(bitmap.size() * 8, bitmap.data());
+    } else {
+      sel = std::make_unique<faiss::IDSelectorBatch>(opt.n_allowed, reinterpret_cast<const Idx*>(opt.allowed));
+    }
+  }
   faiss::SearchParametersIVF ip;
+  faiss::SearchParametersHNSW hp;
+  faiss::SearchParameters sp;
   const faiss::SearchParameters* params = nullptr;
   if (ivf_) {
     ip.nprobe = std::min<size_t>(opt.nprobe > 0 ? size_t(opt.nprobe) : ivf_->nprobe, ivf_->nlist);
     ip.max_codes = ivf_->max_codes;
+    ip.sel = sel.get();
     params = &ip;
+  } else if (sel && hnsw_ && (opt.scan_below >= 0 ? held > size_t(opt.scan_below)
+                                                   : held > kExactFilterRows && held * 10 > size_t(core_->ntotal))) {
+    // Many allowed vectors: the graph walk skips the others. Few (by default at most kExactFilterRows, or under a
+    // tenth of the index): an exact scan of the allowed vectors in the HNSW's flat storage, below (a graph walk loses
+    // most of its recall there, docs/results/indexes.md#filters-inside-the-search-28-nov).
+    hp.efSearch = hnsw_->hnsw.efSearch;
+    hp.sel = sel.get();
+    params = &hp;
+  } else if (sel) {
+    sp.sel = sel.get();
+    params = &sp;
   }
   use_threads(n);
   static_assert(sizeof(Idx) == sizeof(int64_t), "faiss ids are 64-bit");
+  // A filtered HNSW search with few allowed vectors scans them exactly in the graph's flat storage (same positions).
+  const faiss::Index* searcher = sel && hnsw_ && params == &sp && hnsw_->storage ? hnsw_->storage : core_;
   faiss_call("ERR_NATIVE", "faiss search failed",
-             [&] { core_->search(Idx(n), x, Idx(k), scores, reinterpret_cast<Idx*>(ids), params); });
+             [&] { searcher->search(Idx(n), x, Idx(k), scores, reinterpret_cast<Idx*>(ids), params); });
 
   for (size_t i = 0; i < n; ++i) {
     int64_t* ri = ids + i * k;

@@ -55,6 +55,15 @@ struct DenseIndexOptions {
 struct SearchOptions {
   int ef_search = 0;
   int nprobe = 0;
+  // A filter inside the search: only these ids (any order; ids not in the index are ignored) can be returned
+  // (faiss's ID selectors; the flat storage scans the allowed rows only). Exact indexes give exactly the filtered
+  // top-k; HNSW and IVF search the graph or lists as usual and skip what is not allowed.
+  bool filtered = false;
+  const int64_t* allowed = nullptr;
+  size_t n_allowed = 0;
+  // HNSW with a filter: scan the allowed vectors exactly when at most this many are held (-1: the default rule,
+  // at most 50,000 or under a tenth of the index; 0: always walk the graph).
+  int64_t scan_below = -1;
 };
 
 class DenseIndex {

@@ -1,6 +1,7 @@
 #include "simd_flat.h"
 
 #include <faiss/impl/DistanceComputer.h>
+#include <faiss/impl/IDSelector.h>
 
 #include <typeinfo>
 #include <vector>
@@ -44,13 +45,20 @@ faiss::FlatCodesDistanceComputer* SimdFlat::get_FlatCodesDistanceComputer() cons
 
 void SimdFlat::search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
                       const faiss::SearchParameters* params) const {
-  if (metric_type != faiss::METRIC_INNER_PRODUCT || params) {
+  const faiss::IDSelector* sel = params ? params->sel : nullptr;
+  if (metric_type != faiss::METRIC_INNER_PRODUCT || (params && !sel)) {
     faiss::IndexFlat::search(n, x, k, distances, labels, params);
     return;
   }
+  // A filter: the kernel scans the allowed rows only (docs/methods/kernels.md#filtered-search).
+  std::vector<int32_t> rows;
+  if (sel)
+    for (idx_t i = 0; i < ntotal; ++i)
+      if (sel->is_member(i)) rows.push_back(int32_t(i));
+  static const int32_t kNoRow = 0;
   std::vector<int32_t> ids(size_t(n) * size_t(k));
   kernels::score_topk({x, size_t(n), size_t(d)}, {codes.data(), size_t(ntotal), size_t(d), Dtype::F32}, size_t(k),
-                      ids.data(), distances);
+                      ids.data(), distances, sel ? (rows.empty() ? &kNoRow : rows.data()) : nullptr, rows.size());
   for (size_t i = 0; i < ids.size(); ++i) labels[i] = ids[i];
 }
 

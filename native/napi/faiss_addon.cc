@@ -200,7 +200,9 @@ class DenseIndexObject : public Napi::ObjectWrap<DenseIndexObject> {
     });
   }
 
-  // search(q, k, efSearch, nprobe, async) -> { ids: BigInt64Array [rows * k], scores: Float32Array, rows, k }
+  // search(q, k, efSearch, nprobe, async, allowed?, filterScanBelow?) -> { ids: BigInt64Array [rows * k], scores, rows, k }
+  //   allowed: BigInt64Array of the only ids the search may return (a filter inside the search); filterScanBelow:
+  //   HNSW scans the allowed vectors exactly when at most this many are held (0: always walks the graph)
   // The results are allocated natively by the work (a size V8 cannot hold is ERR_RANGE / ERR_NOMEM, never
   // V8's fatal allocation failure) and handed to JS as external buffers without a copy.
   Napi::Value Search(const Napi::CallbackInfo& info) {
@@ -215,6 +217,16 @@ class DenseIndexObject : public Napi::ObjectWrap<DenseIndexObject> {
       index::SearchOptions opt;
       opt.ef_search = count_arg(info[2], "efSearch");
       opt.nprobe = count_arg(info[3], "nprobe");
+      // The allowed ids, copied: the caller's array may change while an async call waits.
+      std::shared_ptr<std::vector<int64_t>> allowed;
+      if (!info[5].IsUndefined() && !info[5].IsNull()) {
+        auto a = i64_arg(info[5], "allowed ids");
+        allowed = std::make_shared<std::vector<int64_t>>(a.data, a.data + a.length);
+        opt.filtered = true;
+        opt.allowed = allowed->data();
+        opt.n_allowed = allowed->size();
+        if (!info[6].IsUndefined() && !info[6].IsNull()) opt.scan_below = int64_t(count_arg(info[6], "filterScanBelow"));
+      }
       Napi::Object result = Napi::Object::New(env);
       result.Set("rows", Napi::Number::New(env, double(n)));
       result.Set("k", Napi::Number::New(env, double(k)));
@@ -224,6 +236,7 @@ class DenseIndexObject : public Napi::ObjectWrap<DenseIndexObject> {
       return run_work(
           env, flag(info[4]), {q.object}, result,
           [=] {
+            (void)allowed;  // keeps opt.allowed alive until the work has run
             ids->resize(n * k);
             scores->resize(n * k);
             index->search(qp, n, k, opt, ids->data(), scores->data());
