@@ -49,7 +49,7 @@ export {
   type VectorsInput,
 } from './dense-index.js';
 export { type SearchResult } from './search-result.js';
-export { Bm25Index, type Bm25Hit, type Bm25Options } from './bm25/bm25.js';
+export { Bm25Index, type Bm25Hit, type Bm25Options, type Bm25SearchOptions } from './bm25/bm25.js';
 export { type NativeDisposable, type NativeResource } from './native-resource.js';
 export { hybridFuse, type HybridOptions, type RankedHit } from './hybrid.js';
 export { RequestBatcher, type BatcherOptions, type BatcherStats } from './batcher.js';

@@ -25,10 +25,15 @@ export type SparseAlgorithm = 'taat' | 'maxscore' | 'auto';
 export interface SparseSearchOptions {
   /** How postings are walked (default `'auto'`); every choice returns the same top-k. */
   algorithm?: SparseAlgorithm;
+  /**
+   * A filter inside the search: only these ids can be returned (ids not held are ignored): exactly the filtered
+   * top-k of the documents a query term reaches (docs/methods/kernels.md#filtered-search).
+   */
+  allowedIds?: BigInt64Array | ArrayLike<number | bigint>;
 }
 
-/** The keys of {@link SparseSearchOptions} (Bm25Index's search takes the same). */
-export const sparseSearchKeys = optionKeys<SparseSearchOptions>()(['algorithm']);
+/** The keys of {@link SparseSearchOptions}. */
+const sparseSearchKeys = optionKeys<SparseSearchOptions>()(['algorithm', 'allowedIds']);
 
 /** Sparse rows as `SparseVectors`, or as arrays of `{ index, value }` entries (any order). */
 export type SparseRowsInput = SparseVectors | ReadonlyArray<ReadonlyArray<{ index: number; value: number }>>;
@@ -67,7 +72,7 @@ function asVectors(rows: SparseRowsInput): SparseVectors {
 
 interface NativeSparseIndex {
   add(ids: NativeTensorHandle, o: NativeTensorHandle, i: NativeTensorHandle, v: NativeTensorHandle, async: boolean): unknown;
-  search(o: NativeTensorHandle, i: NativeTensorHandle, v: NativeTensorHandle, k: number, async: boolean, algorithm: string): unknown;
+  search(o: NativeTensorHandle, i: NativeTensorHandle, v: NativeTensorHandle, k: number, async: boolean, algorithm: string, allowed: NativeTensorHandle | null): unknown;
   save(path: string, async: boolean): unknown;
   load(path: string, async: boolean): unknown;
   toBuffer(): Uint8Array;
@@ -143,7 +148,9 @@ export class SparseIndex extends NativeResource {
     checkOptions(options, sparseSearchKeys, 'sparse search options');
     const [o, i, w] = sparseTensors(ops, asVectors(queries));
     const algorithm = options.algorithm ?? 'auto';
-    return (async: boolean) => this.#native.search(o.handle, i.handle, w.handle, k, async, algorithm);
+    const a = options.allowedIds;
+    const allowed = a === undefined ? undefined : ops.typed(idsOf(a, (a as { length: number }).length ?? -1), [(a as { length: number }).length], 'i64');
+    return (async: boolean) => this.#native.search(o.handle, i.handle, w.handle, k, async, algorithm, allowed?.handle ?? null);
   }
 
   /**

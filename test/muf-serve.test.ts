@@ -80,6 +80,16 @@ describe('MufServer', () => {
         expect(await asyncCode(m.search(QUESTIONS, 5, { abstain: 1.5 }))).toBe('ERR_RANGE');
         expect(await asyncCode(m.search(QUESTIONS, 5, { fusion: 'uniform', abstain: 0.5 }))).toBe('ERR_ARG');
       }
+      // A filter inside the search: every expert retrieves among the allowed rows only.
+      const rows = Int32Array.from({ length: 300 }, (_, i) => 10 * i);
+      const allowed = new Set(Array.from(rows, (r) => served.corpusId(r)));
+      for (const r of await served.search(QUESTIONS, 10, { rows })) {
+        expect(r.hits).toHaveLength(10);
+        expect(r.hits.every((h) => allowed.has(h.id))).toBe(true);
+      }
+      expect((await served.search(QUESTIONS, 5, { rows: [] })).every((r) => r.hits.length === 0)).toBe(true);
+      expect(await asyncCode(served.search(QUESTIONS, 5, { rows: [3, 1] }))).toBe('ERR_ARG');
+      expect(await asyncCode(served.search(QUESTIONS, 5, { rows: 'x' as never }))).toBe('ERR_ARG');
     } finally {
       torch.dispose();
       await served.dispose();

@@ -74,6 +74,30 @@ describe('example search server', () => {
     expect((await get(`/search?mode=muf&k=3&abstain=0.5&fallback=maybe&q=${q}`)).status).toBe(400);
   });
 
+  it('filter=JSON keeps every mode inside the matching passages (inside the search, not after it)', async () => {
+    const corpus = readFileSync(join(mini, 'corpus.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { _id: string; title: string });
+    const titleOf = new Map(corpus.map((p) => [p._id, p.title]));
+    // Two titles: a football one and another; the question is about football, the filter allows both.
+    const titles = ['Super Bowl 50', corpus.find((p) => p.title && p.title !== 'Super Bowl 50')!.title];
+    const filter = encodeURIComponent(JSON.stringify({ field: 'title', in: titles }));
+    const q = encodeURIComponent('who won the game');
+    for (const mode of ['bm25', 'dense', 'hybrid', 'muf']) {
+      const r = await get(`/search?mode=${mode}&k=5&filter=${filter}&q=${q}`);
+      expect(r.status, mode).toBe(200);
+      const hits = r.body.hits as Hit[];
+      expect(hits.length, mode).toBeGreaterThan(0);
+      for (const h of hits) expect(titles, mode).toContain(titleOf.get(h.id));
+    }
+    // Dense, filtered inside the search: as many hits as asked while the filter allows that many.
+    expect(((await get(`/search?mode=dense&k=5&filter=${filter}&q=${q}`)).body.hits as Hit[]).length).toBe(5);
+    const nothing = encodeURIComponent(JSON.stringify({ field: 'title', eq: 'no such title' }));
+    expect((await get(`/search?mode=dense&k=5&filter=${nothing}&q=${q}`)).body.hits).toEqual([]);
+    const bad = await get(`/search?mode=dense&k=5&filter=${encodeURIComponent('{"field":"title"')}&q=${q}`);
+    expect(bad.status).toBe(400);
+    expect((bad.body.error as { code: string }).code).toBe('ERR_ARG');
+    expect((await get(`/search?mode=bm25&k=5&filter=${encodeURIComponent('{"field":"title","near":1}')}&q=${q}`)).status).toBe(400);
+  });
+
   it('maps QuorumError codes to HTTP statuses with the message as JSON', async () => {
     const cases: Array<[string, number, string]> = [
       ['/search?mode=bm25', 400, 'ERR_ARG'],

@@ -208,3 +208,44 @@ describe('SparseIndex persistence', () => {
     expect(Buffer.compare(readFileSync(join(dir, 'bad.qsi')), Buffer.from(cases.at(-1)![1]))).toBe(0);
   });
 });
+
+describe('SparseIndex and Bm25Index filters inside the search', () => {
+  it.each(['taat', 'maxscore', 'auto'] as const)('%s: exactly the brute-force top-k of the allowed documents', async (algorithm) => {
+    const docs = randomRows(600, 40, 6, 21);
+    const ids = BigInt64Array.from({ length: docs.length }, (_, i) => BigInt(100 + 7 * i));
+    const index = new SparseIndex();
+    await index.add(ids, docs);
+    const queries = randomRows(12, 40, 4, 22);
+    const allowedRows = docs.map((_, i) => i).filter((i) => i % 9 === 2);
+    const allowed = BigInt64Array.from([...allowedRows.map((i) => ids[i]!), 5n]);  // 5n: not held, ignored
+    const sub = allowedRows.map((i) => docs[i]!);
+    const subIds = BigInt64Array.from(allowedRows, (i) => ids[i]!);
+    for (const k of [3, 200]) {
+      const r = await index.search(queries, k, { algorithm, allowedIds: allowed });
+      const s = index.searchSync(queries, k, { algorithm, allowedIds: Array.from(allowed) });
+      queries.forEach((q, row) => {
+        const want = bruteTopK(q, sub, subIds, k);
+        for (const got of [r.hits(row), s.hits(row)]) {
+          expect(got.map((h) => h.id), `${algorithm} k ${k} row ${row}`).toEqual(want.map((w) => w.id));
+          got.forEach((h, j) => expect(h.score).toBeCloseTo(want[j]!.score, 4));
+        }
+      });
+    }
+    expect(code(() => index.searchSync(queries, 3, { allowedIds: 'x' as never }))).toBe('ERR_ARG');
+    expect(code(() => index.searchSync(queries, 3, { allowedIds: [1.5] }))).toBe('ERR_RANGE');
+    index.dispose();
+  });
+
+  it('Bm25Index takes the allowed document rows (as compileFilter gives them)', async () => {
+    const { Bm25Index, MetadataTable, compileFilter } = await import('../lib/index.js');
+    const texts = ['the cat sat on the mat', 'a cat and a dog', 'dogs chase cats', 'the mat is red', 'red cats and red dogs'];
+    const bm25 = await Bm25Index.build(texts.map((text, i) => ({ id: `d${i}`, text })));
+    const table = MetadataTable.from(texts.map((_, i) => ({ lang: i % 2 ? 'de' : 'en' })));
+    const rows = compileFilter({ field: 'lang', eq: 'en' }, table);   // rows 0, 2, 4
+    const all = (await bm25.search(['cat dog'], 5))[0]!;
+    const filtered = (await bm25.search(['cat dog'], 5, { rows }))[0]!;
+    expect(filtered.map((h) => h.id)).toEqual(all.filter((h) => ['d0', 'd2', 'd4'].includes(h.id)).map((h) => h.id));
+    expect(bm25.searchSync(['cat dog'], 5, { rows: [] })[0]).toEqual([]);
+    expect(code(() => bm25.searchSync(['cat'], 5, { rows: 'x' as never }))).toBe('ERR_ARG');
+  });
+});

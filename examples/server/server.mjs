@@ -1,5 +1,5 @@
 // An HTTP search service over one BEIR-layout dataset (default: the package's embedded benchmark):
-//   GET /search?q=TEXT&mode=bm25|dense|hybrid|muf&k=10[&task=NAME][&abstain=P[&fallback=bm25|none]]
+//   GET /search?q=TEXT&mode=bm25|dense|hybrid|muf&k=10[&task=NAME][&filter=JSON][&abstain=P[&fallback=bm25|none]]
 //                                                                     -> { mode, k, hits: [{ id, row, score }], ... }
 //   GET /health                                                       -> { ok, passages, modes }
 // BM25 is Quorum's native inverted index; dense is the shipped model (or --model DIR) over a faiss DenseIndex, whose
@@ -9,6 +9,8 @@
 // runs off the event loop (the Promise forms). A QuorumError becomes an HTTP status by its code; its message goes
 // back as JSON.
 //   node examples/server/server.mjs [--data DIR] [--model DIR|default] [--muf DIR] [--port 8080] [--host 127.0.0.1] [--batch]
+// filter=JSON (any mode) keeps the search inside the passages whose metadata match (lib/filter.ts: { field, eq | in |
+// range }, and / or / not; the fields are each passage's title and its corpus.jsonl `metadata`), compiled once and cached.
 // muf with abstain=P: when no expert's confidence (P(own task) where the directory has familiarity) reaches P, the
 // answer is BM25's list (fallback=bm25, the default) or no hits (fallback=none), with "abstained": true.
 // --batch coalesces concurrent dense questions (and the hybrid's dense side), and concurrent MUF questions, into
@@ -20,7 +22,7 @@ import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
-import { Bm25Index, DenseIndex, QuorumError, RequestBatcher, ServingEncoder, hybridFuse, packageRoot } from 'quorum-retrieval';
+import { Bm25Index, DenseIndex, MetadataTable, QuorumError, RequestBatcher, ServingEncoder, compileFilter, hybridFuse, packageRoot } from 'quorum-retrieval';
 import { MufServer } from 'quorum-retrieval/methods/muf';
 import { loadBeirCorpus } from 'quorum-retrieval/data';
 
@@ -81,10 +83,30 @@ export async function createSearchService(options = {}) {
   const modes = ['bm25', 'dense', 'hybrid', ...(muf ? ['muf'] : [])];
 
   const asHits = (hits) => hits.map((h) => ({ id: corpus[Number(h.id)].id, row: h.id, score: h.score }));
+  // Metadata filters: each passage's title and corpus.jsonl metadata; a filter's rows compiled once (at most 256 kept).
+  const table = MetadataTable.from(corpus.map((p) => ({ title: p.title, ...p.metadata })));
+  const compiled = new Map();
+  const filterRows = (text) => {
+    if (text === null) return undefined;
+    let rows = compiled.get(text);
+    if (!rows) {
+      let filter;
+      try {
+        filter = JSON.parse(text);
+      } catch {
+        throw new QuorumError('ERR_ARG', 'filter must be JSON, e.g. {"field":"title","eq":"Super Bowl 50"}');
+      }
+      rows = { ints: compileFilter(filter, table) };
+      rows.ids = BigInt64Array.from(rows.ints, (r) => BigInt(r));
+      if (compiled.size >= 256) compiled.delete(compiled.keys().next().value);
+      compiled.set(text, rows);
+    }
+    return rows;
+  };
   // One question: its own encoder call and kernel call.
-  const searchOne = async (q, k, task) => {
+  const searchOne = async (q, k, task, rows) => {
     const qv = await model.encodeQueries([q], { task });
-    return asHits((await dense.search(qv, k)).hits(0));
+    return asHits((await dense.search(qv, k, rows ? { allowedIds: rows.ids } : {})).hits(0));
   };
   // With --batch: the questions that arrive together share one encoder call per task and one kernel call
   // (RequestBatcher, docs/api.md#batching-requests).
@@ -102,7 +124,8 @@ export async function createSearchService(options = {}) {
         return out;
       }, { maxBatch: 64, maxWaitMs: options.batchWaitMs ?? 2, maxQueue: 4096, timeoutMs: 10_000 })
     : undefined;
-  const denseHits = (q, k, task) => (batcher ? batcher.submit({ q, k, task }) : searchOne(q, k, task));
+  // A filtered question searches alone (a batch shares one search, hence one filter).
+  const denseHits = (q, k, task, rows) => (batcher && !rows ? batcher.submit({ q, k, task }) : searchOne(q, k, task, rows));
   // MUF questions that arrive together: one MufServer.search (every expert's encoder, top-L and heads once).
   const mufBatcher = options.batch && muf
     ? new RequestBatcher(async (requests) => {
@@ -111,14 +134,14 @@ export async function createSearchService(options = {}) {
         return rs.map((r, i) => ({ hits: r.hits.slice(0, requests[i].k), confidence: r.confidence }));
       }, { maxBatch: 64, maxWaitMs: options.batchWaitMs ?? 2, maxQueue: 4096, timeoutMs: 10_000 })
     : undefined;
-  const mufHits = async (q, k) => (mufBatcher ? mufBatcher.submit({ q, k }) : (await muf.search([q], k))[0]);
+  const mufHits = async (q, k, rows) => (mufBatcher && !rows ? mufBatcher.submit({ q, k }) : (await muf.search([q], k, rows ? { rows: rows.ints } : {}))[0]);
   const stored = model.hybrid;
   const hybridAlpha = (task) => {
     if (!stored) return 1;
     const byTask = task !== undefined ? stored.byTask?.[task] : undefined;
     return byTask !== undefined ? byTask : stored.alpha;
   };
-  const bm25Hits = async (q, k) => (await bm25.search([q], k))[0].map((h) => ({ id: h.id, score: h.score }));
+  const bm25Hits = async (q, k, rows) => (await bm25.search([q], k, rows ? { rows: rows.ints } : {}))[0].map((h) => ({ id: h.id, score: h.score }));
 
   async function search(params) {
     const q = params.get('q');
@@ -130,18 +153,19 @@ export async function createSearchService(options = {}) {
     // A task picks the question marker of a multi-task model; without one the question gets none.
     const task = params.get('task') ?? undefined;
     if (task !== undefined && !model.config.tasks.includes(task)) throw new QuorumError('ERR_ARG', `unknown task '${task}': the model knows ${model.config.tasks.join(', ')}`);
+    const rows = filterRows(params.get('filter'));
     switch (mode) {
       case 'bm25':
-        return { mode, k, hits: await bm25Hits(q, k) };
+        return { mode, k, hits: await bm25Hits(q, k, rows) };
       case 'dense':
-        return { mode, k, hits: await denseHits(q, k, task) };
+        return { mode, k, hits: await denseHits(q, k, task, rows) };
       case 'hybrid': {
         // The model's alpha, tuned on its dev split when it was trained (null: BM25 alone, the dense side did not help
         // there); a model without one gets 1.
         const alpha = hybridAlpha(task);
-        if (alpha === null) return { mode, k, alpha, hits: await bm25Hits(q, k) };
+        if (alpha === null) return { mode, k, alpha, hits: await bm25Hits(q, k, rows) };
         // Each list to depth 100 before fusing, as the paper's hybrid.
-        const [d, s] = await Promise.all([denseHits(q, MAX_K, task), bm25Hits(q, MAX_K)]);
+        const [d, s] = await Promise.all([denseHits(q, MAX_K, task, rows), bm25Hits(q, MAX_K, rows)]);
         return { mode, k, alpha, hits: hybridFuse(d, s, { alpha, normalization: true }).slice(0, k) };
       }
       case 'muf': {
@@ -150,11 +174,11 @@ export async function createSearchService(options = {}) {
         if (abstain !== undefined && !(abstain >= 0 && abstain <= 1)) throw new QuorumError('ERR_RANGE', `abstain must be a number in [0, 1], got '${params.get('abstain')}'`);
         const fallback = params.get('fallback') ?? 'bm25';
         if (fallback !== 'bm25' && fallback !== 'none') throw new QuorumError('ERR_ARG', `fallback must be bm25 or none, got '${fallback}'`);
-        const r = await mufHits(q, k);
+        const r = await mufHits(q, k, rows);
         const confidence = Object.fromEntries(expertNames.map((name, i) => [name, r.confidence[i]]));
         // The rule of MufServer.search's abstain, applied per request (a batch serves requests of different thresholds).
         if (abstain !== undefined && Math.max(...r.confidence) < abstain)
-          return { mode, k, abstained: true, fallback, hits: fallback === 'bm25' ? await bm25Hits(q, k) : [], confidence };
+          return { mode, k, abstained: true, fallback, hits: fallback === 'bm25' ? await bm25Hits(q, k, rows) : [], confidence };
         return { mode, k, hits: r.hits, confidence };
       }
       default:

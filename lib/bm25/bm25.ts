@@ -5,7 +5,7 @@
 // counts once per occurrence (Anserini's bag-of-words query boosts each term by its count).
 import { fnv1a32, readFileBytes, writeFileAtomic } from '../data/files.js';
 import { QuorumError } from '../errors.js';
-import { SparseIndex, type SparseSearchOptions, type SparseSearchResult, sparseSearchKeys } from '../sparse-index.js';
+import { SparseIndex, type SparseSearchOptions, type SparseSearchResult } from '../sparse-index.js';
 import { type Analyzer, englishAnalyzer } from './analyzer.js';
 import { luceneQuantizedLength } from './length-norm.js';
 import { checkOptions, finite, optionKeys, parse, z } from '../validate.js';
@@ -35,6 +35,16 @@ export interface Bm25Options {
   /** 'lucene' (default): Lucene's one-byte length rounding; 'exact': true lengths. */
   lengthNorm?: 'lucene' | 'exact';
 }
+
+/** Options of {@link Bm25Index.search}. */
+export interface Bm25SearchOptions {
+  /** How postings are walked (default `'auto'`); every choice returns the same top-k. */
+  algorithm?: SparseSearchOptions['algorithm'];
+  /** Only these documents can be returned: their rows in build order (a metadata filter's, {@link compileFilter}). */
+  rows?: ArrayLike<number>;
+}
+
+const bm25SearchKeys = optionKeys<Bm25SearchOptions>()(['algorithm', 'rows']);
 
 /** One result of {@link Bm25Index.search}. */
 export interface Bm25Hit {
@@ -266,15 +276,25 @@ export class Bm25Index extends NativeResource {
     return Array.from({ length: r.rows }, (_, row) => r.hits(row).map((h) => ({ id: this.ids[Number(h.id)] as string, score: h.score })));
   }
 
-  /** The k best documents for each query (score descending, ties by insertion order). */
-  async search(queries: readonly string[], k: number, options: SparseSearchOptions = {}): Promise<Bm25Hit[][]> {
-    checkOptions(options, sparseSearchKeys, 'Bm25Index.search options');
-    return this.hitsOf(await this.index.search(this.queryRows(queries), k, options));
+  /** The sparse index's options for a BM25 search: the documents' rows are its ids. */
+  private sparseOptions(options: Bm25SearchOptions): SparseSearchOptions {
+    checkOptions(options, bm25SearchKeys, 'Bm25Index.search options');
+    const { rows, ...rest } = options;
+    if (rows === undefined) return rest;
+    if (rows === null || typeof rows !== 'object' || typeof (rows as { length?: unknown }).length !== 'number') throw new QuorumError('ERR_ARG', 'rows must be an Int32Array or an array of document rows');
+    return { ...rest, allowedIds: Array.from(rows as ArrayLike<number>) };
+  }
+
+  /**
+   * The k best documents for each query (score descending, ties by insertion order). `rows` filters inside the
+   * search: only those documents (rows in build order, as compileFilter gives them) can be returned.
+   */
+  async search(queries: readonly string[], k: number, options: Bm25SearchOptions = {}): Promise<Bm25Hit[][]> {
+    return this.hitsOf(await this.index.search(this.queryRows(queries), k, this.sparseOptions(options)));
   }
 
   /** {@link search} on the calling thread. */
-  searchSync(queries: readonly string[], k: number, options: SparseSearchOptions = {}): Bm25Hit[][] {
-    checkOptions(options, sparseSearchKeys, 'Bm25Index.search options');
-    return this.hitsOf(this.index.searchSync(this.queryRows(queries), k, options));
+  searchSync(queries: readonly string[], k: number, options: Bm25SearchOptions = {}): Bm25Hit[][] {
+    return this.hitsOf(this.index.searchSync(this.queryRows(queries), k, this.sparseOptions(options)));
   }
 }

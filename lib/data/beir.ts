@@ -1,3 +1,4 @@
+import type { PassageMetadata } from '../filter.js';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -16,6 +17,8 @@ export interface Passage {
   title: string;
   /** Its text. */
   text: string;
+  /** BEIR's optional `metadata` object (keyword and numeric fields: what metadata filters read, lib/filter.ts). */
+  metadata?: PassageMetadata;
 }
 
 /** One question (a line of BEIR's queries.jsonl). */
@@ -59,7 +62,15 @@ function str(o: Record<string, unknown>, key: string, where: string, optional = 
   throw new QuorumError('ERR_FORMAT', `${where}: field "${key}" must be a string`);
 }
 
-const passageOf = (o: Record<string, unknown>, w: string): Passage => ({ id: str(o, '_id', w), title: str(o, 'title', w, true), text: str(o, 'text', w) });
+const passageOf = (o: Record<string, unknown>, w: string): Passage => {
+  const p: Passage = { id: str(o, '_id', w), title: str(o, 'title', w, true), text: str(o, 'text', w) };
+  const m = o.metadata;
+  if (m !== undefined && m !== null) {
+    if (typeof m !== 'object' || Array.isArray(m)) throw new QuorumError('ERR_FORMAT', `${w}: metadata must be an object of fields`);
+    p.metadata = m as PassageMetadata;
+  }
+  return p;
+};
 
 function queryOf(o: Record<string, unknown>, w: string): Query {
   const q: Query = { id: str(o, '_id', w), text: str(o, 'text', w) };
@@ -145,7 +156,7 @@ function wrapLine<T>(f: () => T, path: string, line: number): T {
  */
 export function writeBeir(dir: string, data: BeirDataset, split = 'test'): void {
   mkdirSync(join(dir, 'qrels'), { recursive: true });
-  writeFileSync(join(dir, 'corpus.jsonl'), data.corpus.map((p) => JSON.stringify({ _id: p.id, title: p.title, text: p.text })).join('\n') + '\n');
+  writeFileSync(join(dir, 'corpus.jsonl'), data.corpus.map((p) => JSON.stringify({ _id: p.id, title: p.title, text: p.text, ...(p.metadata ? { metadata: p.metadata } : {}) })).join('\n') + '\n');
   writeFileSync(
     join(dir, 'queries.jsonl'),
     data.queries.map((q) => JSON.stringify({ _id: q.id, text: q.text, ...(q.answers ? { answers: q.answers } : {}), ...(q.task ? { task: q.task } : {}) })).join('\n') + '\n',

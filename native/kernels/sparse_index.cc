@@ -93,7 +93,7 @@ struct SparseSearchScratch {
   std::vector<float> prefix;
 };
 
-void SparseIndex::search_taat(const SparseView& q, size_t r, SparseSearchScratch& s, TopKHeap& heap) const {
+void SparseIndex::search_taat(const SparseView& q, size_t r, SparseSearchScratch& s, TopKHeap& heap, const uint8_t* ok) const {
   const size_t n = ids_.size();
   if (s.acc.size() != n) {
     s.acc.assign(n, 0.f);
@@ -118,7 +118,7 @@ void SparseIndex::search_taat(const SparseView& q, size_t r, SparseSearchScratch
     }
   }
   for (uint32_t d : s.touched)
-    if (!std::isnan(s.acc[d])) heap.push(Hit{s.acc[d], ids_[d]});
+    if (!std::isnan(s.acc[d]) && (!ok || ok[d])) heap.push(Hit{s.acc[d], ids_[d]});
 }
 
 // MaxScore (Turtle & Flood), document at a time. Terms are ordered by their score bound; the longest prefix of
@@ -126,7 +126,7 @@ void SparseIndex::search_taat(const SparseView& q, size_t r, SparseSearchScratch
 // the top-k, so candidates come from the other (essential) lists only, and the non-essential lists are probed
 // by binary search, stopping as soon as the bound says the candidate cannot make it. Ties with the k-th score are
 // still scored (bounds are compared strictly), so the result equals the exhaustive one up to f32 summation order.
-void SparseIndex::search_maxscore(const SparseView& q, size_t r, SparseSearchScratch& s, TopKHeap& heap) const {
+void SparseIndex::search_maxscore(const SparseView& q, size_t r, SparseSearchScratch& s, TopKHeap& heap, const uint8_t* ok) const {
   s.terms.clear();
   for (int64_t e = q.offsets[r]; e < q.offsets[r + 1]; ++e)
     if (size_t(q.indices[e]) < terms_.size() && !terms_[size_t(q.indices[e])].empty())
@@ -174,15 +174,22 @@ void SparseIndex::search_maxscore(const SparseView& q, size_t r, SparseSearchScr
       c.at = std::lower_bound(c.at, c.end, doc, [](const Posting& p, uint32_t d) { return p.doc < d; });
       if (c.at != c.end && c.at->doc == doc) score += c.qw * c.at->weight;
     }
-    if (!pruned && !std::isnan(score)) heap.push(Hit{score, ids_[doc]});
+    if (!pruned && !std::isnan(score) && (!ok || ok[doc])) heap.push(Hit{score, ids_[doc]});
   }
 }
 
 void SparseIndex::search(const SparseView& q, size_t nnz, size_t k, int64_t* ids, float* scores,
-                         SparseAlgorithm algorithm) const {
+                         SparseAlgorithm algorithm, const Filter* filter) const {
   check_rows(q, nnz, false);
   std::shared_lock<std::shared_mutex> lock(mutex_);
   const size_t n = ids_.size();
+  std::vector<uint8_t> ok;
+  if (filter) {
+    const std::unordered_set<int64_t> allowed(filter->ids, filter->ids + filter->n);
+    ok.resize(n);
+    for (size_t d = 0; d < n; ++d) ok[d] = allowed.count(ids_[d]) ? 1 : 0;
+  }
+  const uint8_t* okp = filter ? ok.data() : nullptr;
   const ThreadPool::Lease lease = ThreadPool::lease();
   std::vector<SparseSearchScratch> scratch(size_t(lease.threads()));
   const size_t kk = std::min(k, n);
@@ -194,9 +201,9 @@ void SparseIndex::search(const SparseView& q, size_t nnz, size_t k, int64_t* ids
     if (algorithm == SparseAlgorithm::kAuto)
       maxscore = kk <= 100 && n >= 50000 && q.offsets[r + 1] - q.offsets[r] <= 8;
     if (maxscore)
-      search_maxscore(q, r, s, heap);
+      search_maxscore(q, r, s, heap, okp);
     else
-      search_taat(q, r, s, heap);
+      search_taat(q, r, s, heap, okp);
     std::vector<Hit> best(heap.data(), heap.data() + heap.size());
     std::sort(best.begin(), best.end(), better);
     for (size_t j = 0; j < k; ++j) {

@@ -41,8 +41,16 @@ class SparseIndex {
   // repeated in the batch is ERR_DUPLICATE_ID, and the batch adds nothing.
   void add(const int64_t* ids, const SparseView& rows, size_t nnz);
   // For each query row: the k best documents by sparse dot product. ids/scores are [q.rows, k].
+  // With `filter` (allowed ids, any order; ids not held are ignored) only those documents can be returned
+  // (docs/methods/kernels.md#filtered-search): the walk is the same, the heap admits allowed documents only, so the
+  // result is exactly the filtered top-k and never short of allowed documents that a query term reaches. Building
+  // the filter costs one pass over the index's ids.
+  struct Filter {
+    const int64_t* ids;
+    size_t n;
+  };
   void search(const SparseView& q, size_t nnz, size_t k, int64_t* ids, float* scores,
-              SparseAlgorithm algorithm = SparseAlgorithm::kAuto) const;
+              SparseAlgorithm algorithm = SparseAlgorithm::kAuto, const Filter* filter = nullptr) const;
 
   // The index as bytes (versioned header, FNV-1a 64 checksum at the end), and back. from_bytes throws
   // ERR_FORMAT for anything that is not a complete, intact index; it never reads past `n`.
@@ -64,8 +72,9 @@ class SparseIndex {
   };
 
  private:
-  void search_taat(const SparseView& q, size_t r, SparseSearchScratch& s, TopKHeap& heap) const;
-  void search_maxscore(const SparseView& q, size_t r, SparseSearchScratch& s, TopKHeap& heap) const;
+  // `ok` [size()] marks the documents a filtered search may return (null: all).
+  void search_taat(const SparseView& q, size_t r, SparseSearchScratch& s, TopKHeap& heap, const uint8_t* ok) const;
+  void search_maxscore(const SparseView& q, size_t r, SparseSearchScratch& s, TopKHeap& heap, const uint8_t* ok) const;
   void refresh_bounds();
   mutable std::shared_mutex mutex_;
   std::vector<std::vector<Posting>> terms_;

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "../common/error.h"
 #include "../kernels/sparse_index.h"
@@ -51,7 +52,8 @@ class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
     });
   }
 
-  // search(offsets, indices, values, k, async, algorithm "taat" | "maxscore" | "auto") -> { ids: i64 [rows, k], scores: f32 [rows, k] }
+  // search(offsets, indices, values, k, async, algorithm "taat" | "maxscore" | "auto", allowed?) -> { ids: i64 [rows, k], scores: f32 [rows, k] }
+  //   allowed: i64 tensor of the only ids the search may return (a filter inside the search), copied
   Napi::Value Search(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       Napi::Env env = info.Env();
@@ -70,9 +72,17 @@ class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
       result.Set("scores", scores);
       int64_t* ip = data_of<int64_t>(ids);
       float* sp = data_of<float>(scores);
+      std::shared_ptr<std::vector<int64_t>> allowed;
+      if (const TensorObject* at = optional_tensor(env, info[6], "allowed ids")) {
+        require_dtype(at, Dtype::I64, "allowed ids");
+        const auto* a = reinterpret_cast<const int64_t*>(at->data());
+        allowed = std::make_shared<std::vector<int64_t>>(a, a + at->numel());
+      }
       auto index = held();
-      return run_kernel(env, flag(info[4]), operands({info[0], info[1], info[2], ids, scores}), result,
-                        [=] { index->search(q.view, q.nnz, k, ip, sp, algorithm); });
+      return run_kernel(env, flag(info[4]), operands({info[0], info[1], info[2], ids, scores}), result, [=] {
+        const kernels::SparseIndex::Filter filter{allowed ? allowed->data() : nullptr, allowed ? allowed->size() : 0};
+        index->search(q.view, q.nnz, k, ip, sp, algorithm, allowed ? &filter : nullptr);
+      });
     });
   }
 

@@ -13,6 +13,7 @@ import { QuorumError, awaitNative, callNative } from '../../errors.js';
 import type { ScoredDoc } from '../../eval/ranking.js';
 import { ServingEncoder } from '../../models/serving-encoder.js';
 import { coreAddon, type NativeTensorHandle } from '../../native.js';
+import type { Int32Input } from '../../operand.js';
 import { Tensor } from '../../tensor.js';
 import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
 import { readEnsembleFile } from './ensemble.js';
@@ -139,6 +140,11 @@ export interface MufServerSearchOptions {
   fusion?: 'muf' | 'muf-mi' | 'uniform';
   /** No hits and `abstained: true` for a question whom no expert's confidence reaches this (in [0, 1]). */
   abstain?: number;
+  /**
+   * A filter inside the search: only these corpus rows (strictly ascending, as compileFilter gives them) are
+   * retrieved by every expert, so the fused hits are among them (docs/methods/kernels.md#filtered-search).
+   */
+  rows?: Int32Input;
 }
 
 /** Options of {@link MufServer.load}. */
@@ -153,7 +159,7 @@ export interface MufServerOptions {
 }
 
 const loadKeys = optionKeys<MufServerOptions>()(['threads', 'heads']);
-const searchKeys = optionKeys<MufServerSearchOptions>()(['fusion', 'abstain']);
+const searchKeys = optionKeys<MufServerSearchOptions>()(['fusion', 'abstain', 'rows']);
 
 /** [K, rows, cols] -> [K, cols, rows]. */
 function transposeMembers(w: Float32Array, K: number, rows: number, cols: number): Float32Array {
@@ -217,6 +223,13 @@ export class MufServer {
     /** Each corpus row's rank in corpus-id order: the fusion's tie order. */
     private readonly tieRank: Tensor<'i32'>,
   ) {}
+
+  /** The corpus id of a row (what `rows` filters and hits name). */
+  corpusId(row: number): string {
+    const id = this.corpusIds[row];
+    if (id === undefined) throw new QuorumError('ERR_RANGE', `row ${row} is outside the corpus (${this.corpusIds.length} passages)`);
+    return id;
+  }
 
   /** Whether every expert has a calibrated familiarity bank (then 'muf' weighs by P(own task)). */
   get familiarityCalibrated(): boolean {
@@ -291,8 +304,15 @@ export class MufServer {
       if (uncalibrated) throw new QuorumError('ERR_STATE', `expert '${uncalibrated.name}' is not calibrated`);
     }
     const B = queries.length;
-    const L = Math.min(this.topL, this.corpusIds.length);
+    const given = options.rows;
+    if (given !== undefined && !(given instanceof Tensor) && !(given instanceof Int32Array) && !Array.isArray(given))
+      throw new QuorumError('ERR_ARG', 'rows must be an Int32Array, an array of corpus rows or an i32 Tensor');
+    const rows = given === undefined ? undefined : given instanceof Tensor ? given : Tensor.from(given as ArrayLike<number>, [given.length], 'i32');
+    // A filter: at most its rows reach the lists (the MUF rule needs at least one candidate per expert).
+    const L = Math.min(this.topL, rows ? Math.max(1, rows.shape[0]!) : this.corpusIds.length);
+    if (rows && rows.shape[0] === 0) return queries.map(() => ({ hits: [], confidence: this.experts.map(() => 0) }));
     const owned: Tensor[] = [];
+    if (rows && rows !== given) owned.push(rows);
     const parts: MufConfidenceExpert[] = [];
     // 'muf' weighs by familiarity's P(own task) when every expert has it (then the heads need not run).
     const familiar = fusion === 'muf' && this.familiarityCalibrated;
@@ -303,7 +323,7 @@ export class MufServer {
         if (weights) weights.set(await e.familiarity!.bank.probability(vectors, e.familiarity!.calibration), x * B);
         const q = Tensor.from(vectors, [B, e.encoder.dim]);
         owned.push(q);
-        const top = await scoreTopK(q, e.passages, L);
+        const top = await scoreTopK(q, e.passages, L, rows ? { rows } : {});
         const candidates = Tensor.from(top.ids, [B, L]);
         const scores = Tensor.from(top.scores, [B, L]);
         owned.push(candidates, scores);
