@@ -159,6 +159,17 @@ describe('quorum CLI', () => {
     const searched = new Set(readFileSync(join(out, 'dev.trec'), 'utf8').trim().split('\n').map((l) => l.split(' ')[0]));
     expect([...searched].sort()).toEqual([...devIds].sort());
     expect(quorum('search', '--index', miniIdx, '--queries', join(mini, 'queries.jsonl'), '--split', 'dev', '--out', join(out, 'x.trec')).stderr).toMatch(/ERR_ARG: --split needs --data/);
+    // --filter: only passages whose metadata (here: the title) match, inside the search.
+    const titles = ['Super Bowl 50', 'Warsaw'];
+    const f = quorum('search', '--index', miniIdx, '--data', mini, '--split', 'dev', '--k', '5', '--filter', JSON.stringify({ field: 'title', in: titles }), '--out', join(out, 'filtered.trec'));
+    expect(f.stderr).toBe('');
+    expect(f.stdout).toMatch(/filter: \d+ of 3,014 passages/);
+    const titleOf = new Map(readFileSync(join(mini, 'corpus.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { _id: string; title: string }).map((p) => [p._id, p.title]));
+    const filteredDocs = readFileSync(join(out, 'filtered.trec'), 'utf8').trim().split('\n').map((l) => l.split(' ')[2]!);
+    expect(filteredDocs.length).toBeGreaterThan(0);
+    for (const doc of filteredDocs) expect(titles).toContain(titleOf.get(doc));
+    expect(quorum('search', '--index', miniIdx, '--queries', join(mini, 'queries.jsonl'), '--filter', '{}', '--out', join(out, 'x.trec')).stderr).toMatch(/ERR_ARG: --filter needs --data/);
+    expect(quorum('search', '--index', miniIdx, '--data', mini, '--filter', '{"field":', '--out', join(out, 'x.trec')).stderr).toMatch(/ERR_ARG: --filter must be JSON/);
     // Dense: 50 vectors of dim 4; each query is a stored vector scaled up, so its best inner product is itself
     // whenever it is the longest in its direction: check against a plain-JS exact search instead.
     const n = 50;
@@ -225,6 +236,13 @@ describe('quorum CLI', () => {
     expect(s.status).toBe(0);
     // Each passage's own vector finds itself first (unit vectors, exact inner-product index).
     expect(readFileSync(join(out, 'self.trec'), 'utf8').trim().split('\n').every((l) => l.split(' ')[0] === l.split(' ')[2])).toBe(true);
+    // --filter on the dense index: the allowed passages by title (from --data's corpus); d0 and d3 only.
+    const titles = [0, 3].map((i) => topics[i]!.split(' ')[0]!);
+    const fd = quorum('search', '--index', join(enc, 'index.qdx'), '--data', tiny, '--query-vectors', join(enc, 'vectors.f32'), '--query-ids', join(enc, 'ids.txt'), '--k', '3', '--filter', JSON.stringify({ field: 'title', in: titles }), '--out', join(out, 'fd.trec'));
+    expect(fd.stderr).toBe('');
+    const fdLines = readFileSync(join(out, 'fd.trec'), 'utf8').trim().split('\n');
+    expect(new Set(fdLines.map((l) => l.split(' ')[2]))).toEqual(new Set(['d0', 'd3']));
+    expect(fdLines).toHaveLength(16 * 2);
 
     const v = quorum('eval', '--data', tiny, '--model', model, '--methods', 'dense,bm25,hybrid,rrf', '--metrics', 'mrr@10', '--k', '10');
     expect(v.stderr).toBe('');

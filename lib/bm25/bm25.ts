@@ -272,6 +272,11 @@ export class Bm25Index extends NativeResource {
     return this.termCache[id] as string;
   }
 
+  /** The documents' ids, in build order (row i is `documentIds[i]`: what `rows` filters name). */
+  get documentIds(): readonly string[] {
+    return this.ids;
+  }
+
   private hitsOf(r: SparseSearchResult): Bm25Hit[][] {
     return Array.from({ length: r.rows }, (_, row) => r.hits(row).map((h) => ({ id: this.ids[Number(h.id)] as string, score: h.score })));
   }

@@ -10,6 +10,7 @@ import { readJsonLines } from '../data/lines.js';
 import { readQrels, writeRun } from '../data/trec-files.js';
 import { DenseIndex, type Mips } from '../dense-index.js';
 import { QuorumError } from '../errors.js';
+import { MetadataTable, compileFilter, type Filter } from '../filter.js';
 import { type ScoredDoc } from '../eval/ranking.js';
 import { inBatches } from '../progress.js';
 
@@ -17,13 +18,14 @@ import { inBatches } from '../progress.js';
 export const BATCH = 256;
 
 /** BM25 top-k of every query, searched in batches behind a progress bar. */
-export async function bm25Search(index: Bm25Index, queries: ReadonlyArray<{ id: string; text: string }>, k: number, label: string): Promise<Map<string, ScoredDoc[]>> {
+export async function bm25Search(index: Bm25Index, queries: ReadonlyArray<{ id: string; text: string }>, k: number, label: string, rows?: Int32Array): Promise<Map<string, ScoredDoc[]>> {
   const run = new Map<string, ScoredDoc[]>();
   await inBatches(label, queries.length, BATCH, async (start, end) => {
     const batch = queries.slice(start, end);
     const hits = await index.search(
       batch.map((q) => q.text),
       k,
+      rows ? { rows } : {},
     );
     batch.forEach((q, j) => run.set(q.id, hits[j] ?? []));
   });
@@ -67,6 +69,25 @@ export async function indexDense(o: { vectors: string; ids: string; dim: number;
   console.log(`indexed ${ids.length} vectors (${o.factory}, ${o.mips}) into ${o.out} (+ ${o.out}.ids)`);
 }
 
+/**
+ * `--filter JSON`'s allowed rows of an index whose rows hold `ids`: each row's metadata (its passage's title and
+ * corpus.jsonl `metadata`) from the `--data` corpus, by passage id (docs/methods/kernels.md#filtered-search).
+ */
+async function filterRows(o: { filter?: string; data?: string }, ids: readonly string[]): Promise<Int32Array | undefined> {
+  if (o.filter === undefined) return undefined;
+  if (!o.data) throw new QuorumError('ERR_ARG', '--filter needs --data DIR: the corpus whose metadata it reads');
+  let filter: Filter;
+  try {
+    filter = JSON.parse(o.filter) as Filter;
+  } catch {
+    throw new QuorumError('ERR_ARG', `--filter must be JSON, e.g. '{"field":"title","eq":"Paris"}'`);
+  }
+  const byId = new Map((await readBeirCorpus(o.data)).map((p) => [p.id, { title: p.title, ...p.metadata }]));
+  const rows = compileFilter(filter, MetadataTable.from(ids.map((id) => byId.get(id) ?? {})));
+  console.log(`filter: ${rows.length.toLocaleString()} of ${ids.length.toLocaleString()} passages`);
+  return rows;
+}
+
 /** The queries to search: a queries.jsonl, or a BEIR dataset's (those of one qrels split with `split`). */
 async function queriesFrom(o: { data?: string; queries?: string; split?: string }): Promise<Array<{ id: string; text: string }>> {
   const path = o.queries ?? (o.data ? `${o.data}/queries.jsonl` : undefined);
@@ -93,11 +114,13 @@ export async function searchCommand(o: {
   out: string;
   efSearch?: number;
   nprobe?: number;
+  filter?: string;
 }): Promise<void> {
   const head = new TextDecoder().decode(readFileBytes(o.index).subarray(0, 8));
   let run = new Map<string, ScoredDoc[]>();
   if (head === 'QBM25V01') {
-    run = await bm25Search(Bm25Index.load(o.index), await queriesFrom(o), o.k, 'search');
+    const index = Bm25Index.load(o.index);
+    run = await bm25Search(index, await queriesFrom(o), o.k, 'search', await filterRows(o, index.documentIds));
   } else if (head === 'QDNIDX01') {
     if (!o.queryVectors || !o.queryIds) throw new QuorumError('ERR_ARG', 'a dense index searches --query-vectors FILE.f32 with --query-ids FILE');
     const index = await DenseIndex.load(o.index);
@@ -105,9 +128,11 @@ export async function searchCommand(o: {
       .decode(readFileBytes(`${o.index}.ids`))
       .split('\n')
       .filter(Boolean);
+    const rows = await filterRows(o, docIds);
+    const allowedIds = rows ? BigInt64Array.from(rows, (r) => BigInt(r)) : undefined;
     const { vectors, ids } = readVectors(o.queryVectors, o.queryIds, index.dim);
     await inBatches('search', ids.length, BATCH, async (start, end) => {
-      const top = await index.search(vectors.subarray(start * index.dim, end * index.dim), o.k, { efSearch: o.efSearch, nprobe: o.nprobe });
+      const top = await index.search(vectors.subarray(start * index.dim, end * index.dim), o.k, { efSearch: o.efSearch, nprobe: o.nprobe, ...(allowedIds ? { allowedIds } : {}) });
       for (let j = 0; j < end - start; j++)
         run.set(ids[start + j] as string, top.hits(j).map((h) => ({ id: docIds[Number(h.id)] ?? String(h.id), score: h.score })));
     });

@@ -209,7 +209,8 @@ program
   .option('--k <n>', 'results per query', int, 100)
   .option('--ef-search <n>', 'HNSW efSearch', int)
   .option('--nprobe <n>', 'IVF nprobe', int)
-  .action(async (o: { index: string; out: string; data?: string; queries?: string; split?: string; queryVectors?: string; queryIds?: string; k: number; efSearch?: number; nprobe?: number }) =>
+  .option('--filter <json>', "only passages whose metadata match, inside the search (needs --data: its corpus's titles and metadata), e.g. '{\"field\":\"title\",\"eq\":\"Paris\"}'")
+  .action(async (o: { index: string; out: string; data?: string; queries?: string; split?: string; queryVectors?: string; queryIds?: string; k: number; efSearch?: number; nprobe?: number; filter?: string }) =>
     searchCommand(o),
   );
 
