@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 
 import { Bm25Index } from '../lib/index.js';
 import { englishAnalyzer, luceneQuantizedLength } from '../lib/entries/text.js';
+import { wordSegments } from '../lib/bm25/analyzer.js';
 
 const fixture = JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures', 'bm25-mini.json'), 'utf8')) as {
   docs: Array<{ id: string; text: string }>;
@@ -18,6 +19,25 @@ describe('English analyzer (Lucene EnglishAnalyzer model)', () => {
     expect(englishAnalyzer({ stem: false })('The Operating Systems')).toEqual(['operating', 'systems']);
     expect(englishAnalyzer({ stopwords: false, stem: false })('The end')).toEqual(['the', 'end']);
     expect(a('Café déjà-vu 3.14')).toEqual(['café', 'déjà', 'vu', '3.14']);
+  });
+
+  it('segments piecewise exactly as one Intl.Segmenter call, and a 40,000-word passage in linear time (it took 42 s)', () => {
+    const whole = new Intl.Segmenter('en', { granularity: 'word' });
+    const pieces = ['The system\'s', 'operating  systems,', 'IBM\u2019s', '3.14', 'e-mail', 'naïve café', '東京 は', '😀👍🏽', 'x\u0301y', '\n\n', 'U.S.A.', 'don\'t', 'a\tb', 'https://example.com/a?b=c'];
+    for (let seed = 0; seed < 40; seed++) {
+      const text = Array.from({ length: 60 }, (_, i) => pieces[(i * 7 + seed * 3) % pieces.length]).join(seed % 2 ? ' ' : '\n');
+      for (const chunk of [32, 64, 100]) {  // above the longest run without whitespace here (25 characters)
+        const got = Array.from(wordSegments(text, chunk), (x) => [x.segment, x.isWordLike]);
+        expect(got, `seed ${seed} chunk ${chunk}`).toEqual(Array.from(whole.segment(text), (x) => [x.segment, x.isWordLike]));
+      }
+    }
+    // A run without whitespace longer than two pieces is cut there: nothing lost, no surrogate pair split.
+    const run = '😀a'.repeat(3000);
+    const cut = Array.from(wordSegments(run, 16), (x) => x.segment);
+    expect(cut.join('')).toBe(run);
+    expect(cut.every((x) => !/^[\uDC00-\uDFFF]|[\uD800-\uDBFF]$/.test(x))).toBe(true);
+    const long = Array.from({ length: 40_000 }, (_, i) => ['alpha', 'beta', 'running', "system's"][i % 4]).join(' ');
+    expect(englishAnalyzer()(long)).toHaveLength(40_000);
   });
 });
 

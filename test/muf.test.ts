@@ -163,6 +163,8 @@ describe('MufRetriever', () => {
     expect(await asyncCode(MufRetriever.build([{ model: join(root, 'geo') }, { model: wide, name: 'wide' }], corpus))).toBe('ERR_SHAPE');
     expect(await asyncCode(MufRetriever.build([{ model: join(root, 'missing') }], corpus))).toBe('ERR_IO');
     expect(await asyncCode(MufRetriever.build([], corpus))).toBe('ERR_ARG');
+    // hitTopK above topL would read past each expert's list (issue 48: calibration looped or read the next question's hits).
+    expect(await asyncCode(MufRetriever.build([{ model: join(root, 'geo') }], corpus, { topL: 5, hitTopK: 10 }))).toBe('ERR_RANGE');
     expect(await asyncCode(MufRetriever.build([{ model: join(root, 'geo') }, { model: join(root, 'geo') }], corpus))).toBe('ERR_ARG');
     expect(await asyncCode(muf.train([]))).toBe('ERR_ARG');
     expect(await asyncCode(muf.train([1 as never]))).toBe('ERR_ARG');

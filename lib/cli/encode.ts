@@ -1,6 +1,6 @@
 // `quorum encode`: a trained model's vectors of a BEIR corpus, as a raw float32 file with its ids (what `quorum index
 // dense` reads) and an exact DenseIndex (what `quorum search` reads).
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { readBeirCorpus } from '../data/beir.js';
@@ -10,6 +10,7 @@ import { POOLINGS, type Pooling } from '../models/config.js';
 import type { PretrainedOptions } from '../models/hf.js';
 import { Retriever } from '../models/retriever.js';
 import { progress } from '../progress.js';
+import { makeDirs } from '../data/files.js';
 
 
 /** --pooling / --normalize as options for a Hugging Face directory (a Quorum directory refuses them). */
@@ -32,7 +33,7 @@ export async function encodeCommand(o: { model: string; data: string; out: strin
   });
   bar.stop();
   const seconds = (performance.now() - t0) / 1000;
-  mkdirSync(o.out, { recursive: true });
+  makeDirs(o.out);
   const d = vectors.data;
   writeFileSync(join(o.out, 'vectors.f32'), new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
   const ids = corpus.map((p) => p.id).join('\n') + '\n';

@@ -1,10 +1,10 @@
 import type { PassageMetadata } from '../filter.js';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { QuorumError } from '../errors.js';
 import type { Qrels } from './runs.js';
-import { readTextFile } from './files.js';
+import { makeDirs, readTextFile } from './files.js';
 import { parseQrels, readQrels } from './trec-files.js';
 import { lineError, parseJsonObjectLine, readJsonLines } from './lines.js';
 import { mustBeString } from '../validate.js';
@@ -155,7 +155,7 @@ function wrapLine<T>(f: () => T, path: string, line: number): T {
  * loadBeir('out/tiny', 'test').qrels;   // Map { 'q1' => Map { 'p1' => 1 } }
  */
 export function writeBeir(dir: string, data: BeirDataset, split = 'test'): void {
-  mkdirSync(join(dir, 'qrels'), { recursive: true });
+  makeDirs(join(dir, 'qrels'));
   writeFileSync(join(dir, 'corpus.jsonl'), data.corpus.map((p) => JSON.stringify({ _id: p.id, title: p.title, text: p.text, ...(p.metadata ? { metadata: p.metadata } : {}) })).join('\n') + '\n');
   writeFileSync(
     join(dir, 'queries.jsonl'),

@@ -1,6 +1,6 @@
 // Small file helpers shared by the TypeScript-side formats.
-import { closeSync, fsyncSync, openSync, readFileSync, readdirSync, renameSync, unlinkSync, writeSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 
 import { QuorumError } from '../errors.js';
 
@@ -111,5 +111,38 @@ export function readJsonFile(path: string): unknown {
     return JSON.parse(text);
   } catch (e) {
     throw new QuorumError('ERR_FORMAT', `${path}: not valid JSON (${(e as Error).message})`);
+  }
+}
+
+/**
+ * Creates `path` and its missing parents, one level at a time, as ERR_IO naming the path when one cannot be made.
+ * (Node 20's recursive mkdirSync never returns for a path under /proc, where mkdir fails with ENOENT: issue 48.)
+ */
+export function makeDirs(path: string): void {
+  const missing: string[] = [];
+  let p = resolve(path);
+  for (;;) {
+    let st;
+    try {
+      st = statSync(p);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new QuorumError('ERR_IO', `cannot create directory ${path}: ${(e as Error).message}`);
+    }
+    if (st) {
+      if (!st.isDirectory()) throw new QuorumError('ERR_IO', `cannot create directory ${path}: ${p} is not a directory`);
+      break;
+    }
+    missing.push(p);
+    const up = dirname(p);
+    if (up === p) break;
+    p = up;
+  }
+  for (const dir of missing.reverse()) {
+    try {
+      mkdirSync(dir);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'EEXIST' && statSync(dir, { throwIfNoEntry: false })?.isDirectory()) continue;
+      throw new QuorumError('ERR_IO', `cannot create directory ${path}: ${(e as Error).message}`);
+    }
   }
 }

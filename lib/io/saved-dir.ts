@@ -2,10 +2,10 @@
 // format and version beside the files it lists. Every loader checks the same things in the same words: the card is
 // there (ERR_IO), it is this format (ERR_FORMAT), of the version this Quorum reads (ERR_FORMAT), and a file it names
 // is a plain name inside the directory (ERR_FORMAT), so a damaged card never sends a read elsewhere.
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { readJsonFile, writeFileAtomic } from '../data/files.js';
+import { makeDirs, readJsonFile, writeFileAtomic } from '../data/files.js';
 import { QuorumError } from '../errors.js';
 
 /** A saved directory's kind: its card's file name, format tag and version, and a name for messages. */
@@ -52,7 +52,7 @@ export function writeSavedCard<F extends SavedFormat, B extends object>(
   body: B,
   indent = 1,
 ): { format: F['format']; version: F['version'] } & B {
-  mkdirSync(dir, { recursive: true });
+  makeDirs(dir);
   const card = { format: f.format as F['format'], version: f.version as F['version'], ...body };
   writeFileAtomic(join(dir, f.card), Buffer.from(JSON.stringify(card, null, indent) + '\n'));
   return card;

@@ -1,11 +1,11 @@
 // A trained retriever handed to other tools: a Hugging Face / sentence-transformers directory (config.json,
 // model.safetensors, the tokenizer files, modules.json with the pooling), or ONNX graphs with the tokenizer beside
 // them. docs/guides/bring-your-own-model.md#export says what each format carries and what it cannot.
-import { mkdirSync } from 'node:fs';
+
 import { join } from 'node:path';
 
 import { QuorumError } from '../errors.js';
-import { writeFileAtomic } from '../data/files.js';
+import { makeDirs, writeFileAtomic } from '../data/files.js';
 import { writeSafetensors, type TensorToWrite } from '../io/safetensors.js';
 import { hfTokenizerJson } from '../text/hf-tokenizer.js';
 
@@ -110,7 +110,7 @@ export function exportHf(model: ExportSource, tokenizer: WordPieceTokenizer, tex
   for (const e of names) {
     const rel = names.length === 1 ? '.' : e;
     const dir = join(out, rel);
-    mkdirSync(dir, { recursive: true });
+    makeDirs(dir);
     writeEncoderHf(model, e, c, tokenizer, e.startsWith('query') ? text.maxQueryLength : text.maxPassageLength, dir, text.taskMarkers ? model.config.tasks.length : 0);
     files[e] = rel;
   }
@@ -148,7 +148,7 @@ function writeEncoderHf(model: ExportSource, prefix: string, c: EncoderConfig, t
     { idx: 0, name: '0', path: '', type: 'sentence_transformers.models.Transformer' },
     { idx: 1, name: '1', path: '1_Pooling', type: 'sentence_transformers.models.Pooling' },
   ];
-  mkdirSync(join(dir, '1_Pooling'), { recursive: true });
+  makeDirs(join(dir, '1_Pooling'));
   writeJson(join(dir, '1_Pooling', 'config.json'), {
     word_embedding_dimension: c.hiddenSize,
     pooling_mode_cls_token: c.pooling === 'cls',
@@ -162,7 +162,7 @@ function writeEncoderHf(model: ExportSource, prefix: string, c: EncoderConfig, t
   if (c.projectionDim > 0) {
     const path = `${modules.length}_Dense`;
     modules.push({ idx: modules.length, name: String(modules.length), path, type: 'sentence_transformers.models.Dense' });
-    mkdirSync(join(dir, path), { recursive: true });
+    makeDirs(join(dir, path));
     writeJson(join(dir, path, 'config.json'), { in_features: c.hiddenSize, out_features: c.projectionDim, bias: true, activation_function: 'torch.nn.modules.linear.Identity' });
     writeFileAtomic(
       join(dir, path, 'model.safetensors'),
@@ -178,7 +178,7 @@ function writeEncoderHf(model: ExportSource, prefix: string, c: EncoderConfig, t
   if (c.normalize) {
     const path = `${modules.length}_Normalize`;
     modules.push({ idx: modules.length, name: String(modules.length), path, type: 'sentence_transformers.models.Normalize' });
-    mkdirSync(join(dir, path), { recursive: true });
+    makeDirs(join(dir, path));
   }
   writeJson(join(dir, 'modules.json'), modules);
   writeJson(join(dir, 'sentence_bert_config.json'), { max_seq_length: maxLength, do_lower_case: false });
@@ -222,7 +222,7 @@ export interface OnnxExportCard extends OnnxCardHead<'retriever'> {
 export function exportOnnx(model: ExportSource, tokenizer: WordPieceTokenizer, text: TextSettings, out: string): OnnxExportCard {
   checkExport(model, tokenizer, text, out);
   const c = model.config.encoder;
-  mkdirSync(out, { recursive: true });
+  makeDirs(out);
   const graphs = retrieverGraphs(model, (file, bytes) => writeFileAtomic(join(out, file), bytes()));
   writeHfTokenizerFiles(out, tokenizer, Math.max(text.maxQueryLength, text.maxPassageLength), text.taskMarkers ? model.config.tasks.length : 0);
   const dim = c.projectionDim > 0 ? c.projectionDim : c.hiddenSize;

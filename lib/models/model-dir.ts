@@ -1,10 +1,10 @@
 // A trained retriever as one directory: model.json (format version, configuration, text settings, training record),
 // vocab.txt and tokenizer.json (the tokenizer's vocabulary and normalization) and weights.safetensors (every parameter, f32, bf16 or int8 rows). Checkpoints with
 // optimizer state stay in the trainer's own files; this is what a user ships, loads and serves.
-import { mkdirSync } from 'node:fs';
+
 import { join } from 'node:path';
 
-import { readFileBytes, writeFileAtomic } from '../data/files.js';
+import { makeDirs, readFileBytes, writeFileAtomic } from '../data/files.js';
 import { QuorumError } from '../errors.js';
 import { packageRoot } from '../native.js';
 import { dequantizeRowsInt8, quantizeRowsInt8 } from '../io/int8-rows.js';
@@ -133,7 +133,7 @@ export function saveModelDir(model: ParameterTable & { readonly config: Retrieve
   mustBeObject(o, 'saveModel options');
   checkOptions(o, saveKeys, 'saveModel options');
   const dtype = o.dtype ?? 'F32';
-  mkdirSync(dir, { recursive: true });
+  makeDirs(dir);
   writeWeights(model, join(dir, 'weights.safetensors'), dtype, modelFormat.format);
   writeTokenizerFiles(dir, o.tokenizer);
   return writeSavedCard(dir, modelFormat, {

@@ -1,6 +1,6 @@
 // The evaluation report: one self-contained HTML page (no network) with the metrics table and Vega-Lite charts,
 // drawn in the browser by the inlined Vega and Vega-Lite builds.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 
@@ -11,6 +11,7 @@ import { ece } from '../uncertainty.js';
 import { type ReportData, reportDataSchema } from './data.js';
 import { confidenceSpec, latencySpec, metricBarsSpec, recallSpec, reliabilitySpec, selectiveSpec } from './specs.js';
 import { parse } from '../validate.js';
+import { makeDirs } from '../data/files.js';
 
 const require = createRequire(import.meta.url);
 
@@ -120,7 +121,7 @@ ${sections}
 export function writeReport(path: string, data: ReportData, options: { title?: string } = {}): void {
   const html = reportHtml(data, options);
   try {
-    mkdirSync(dirname(path), { recursive: true });
+    makeDirs(dirname(path));
     writeFileSync(path, html);
   } catch (e) {
     throw new QuorumError('ERR_IO', `cannot write ${path}: ${(e as Error).message}`);

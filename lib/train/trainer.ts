@@ -1,10 +1,10 @@
 // The contrastive training loop (DPR, Maillard et al. multi-task, TASER) in TypeScript over native steps: the
 // heavy work (forward, backward, AdamW) runs in quorum_torch off the main thread; this file decides what goes in each
 // batch, the learning rate of each step, validation, checkpoints and resumption.
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { readJsonFile, writeFileAtomic } from '../data/files.js';
+import { makeDirs, readJsonFile, writeFileAtomic } from '../data/files.js';
 import { QuorumError } from '../errors.js';
 import type { StepStats, TrainBatchArg } from '../native.js';
 import type { OptimizerOptions } from '../models/parameter-table.js';
@@ -273,7 +273,7 @@ export async function trainRetriever(
 
   let state: TrainerState = { epoch: -1, step: 0, best: null, history: [] };
   const dir = o.checkpointDir;
-  if (dir) mkdirSync(dir, { recursive: true });
+  if (dir) makeDirs(dir);
   if (dir && o.resume && existsSync(join(dir, 'trainer.json'))) {
     state = readJsonFile(join(dir, 'trainer.json')) as TrainerState;
     await model.load(join(dir, 'last.pt'));

@@ -1,10 +1,10 @@
 // CAME handed to ONNX consumers: each model's three experts as one graph (lib/models/onnx-export.ts's cameOnnx),
 // with the tokenizer files and a card (docs/guides/bring-your-own-model.md#export).
-import { mkdirSync } from 'node:fs';
+
 import { join } from 'node:path';
 
 import { QuorumError } from '../../errors.js';
-import { writeFileAtomic } from '../../data/files.js';
+import { makeDirs, writeFileAtomic } from '../../data/files.js';
 import { mustBeString } from '../../validate.js';
 import { writeHfTokenizerFiles, writeOnnxCard, type OnnxCardHead } from '../../models/export.js';
 import { cameOnnx } from '../../models/onnx-export.js';
@@ -30,7 +30,7 @@ export interface CameOnnxCard extends OnnxCardHead<'came'> {
 export function cameExportOnnx(came: CameRetriever, out: string): CameOnnxCard {
   if (!(came instanceof CameRetriever)) throw new QuorumError('ERR_ARG', 'came must be a CameRetriever');
   mustBeString(out, 'output directory');
-  mkdirSync(out, { recursive: true });
+  makeDirs(out);
   const graphs = came.models.map((m, i) => {
     const file = came.models.length === 1 ? 'came.onnx' : `came-${i}.onnx`;
     writeFileAtomic(join(out, file), cameOnnx(m, m.config));

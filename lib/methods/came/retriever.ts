@@ -2,10 +2,10 @@
 // for independently trained experts), its tokenizer and text settings, an index per expert over the corpus (lexical:
 // SparseIndex of SPLADE weights; local: token vectors in faiss, then exact MaxSim; global: DenseIndex), and fused
 // search. One directory holds it: came.json, vocab.txt, tokenizer.json and one weights file per model.
-import { mkdirSync } from 'node:fs';
+
 import { join } from 'node:path';
 
-import { readTextFile, writeFileAtomic } from '../../data/files.js';
+import { makeDirs, readTextFile, writeFileAtomic } from '../../data/files.js';
 import { DenseIndex } from '../../dense-index.js';
 import { QuorumError } from '../../errors.js';
 import { SparseIndex } from '../../sparse-index.js';
@@ -221,7 +221,7 @@ export class CameRetriever {
     const ix = this.indexes;
     if (!ix) throw new QuorumError('ERR_STATE', 'index a corpus first (CameRetriever.index)');
     if (ids.length !== ix.size) throw new QuorumError('ERR_SHAPE', `${ids.length} ids for ${ix.size} indexed passages`);
-    mkdirSync(dir, { recursive: true });
+    makeDirs(dir);
     if (ix.lexical) await ix.lexical.save(join(dir, 'lexical.sparse'));
     if (ix.global) await ix.global.save(join(dir, 'global.faiss'));
     if (ix.local) await ix.local.save(join(dir, 'local'));
@@ -276,7 +276,7 @@ export class CameRetriever {
    */
   save(dir: string, options: { dtype?: WeightStorage } = {}): void {
     checkOptions(options, saveKeys, 'CAME save options');
-    mkdirSync(dir, { recursive: true });
+    makeDirs(dir);
     const dtype = options.dtype ?? 'F32';
     const models = this.models.map((m, i) => {
       const weights = `model-${i}.safetensors`;

@@ -1,10 +1,10 @@
 // The local expert's index, ColBERT's pipeline: every passage token vector in a faiss index (candidate generation:
 // each question token's nearest passage tokens name candidate passages), then exact MaxSim over the candidates'
 // full token vectors with Quorum's kernel. With `candidates: 'all'` every passage is re-scored (brute force).
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { writeFileAtomic } from '../../data/files.js';
+import { makeDirs, writeFileAtomic } from '../../data/files.js';
 import { DenseIndex } from '../../dense-index.js';
 import { readSafetensors, writeSafetensors, type TensorToWrite } from '../../io/safetensors.js';
 import { QuorumError } from '../../errors.js';
@@ -78,7 +78,7 @@ export class TokenIndex {
 
   /** The faiss index and the packed token vectors, as two files under `dir`. */
   async save(dir: string): Promise<void> {
-    mkdirSync(dir, { recursive: true });
+    makeDirs(dir);
     await this.ann.save(join(dir, 'tokens.faiss'));
     writeFileAtomic(
       join(dir, 'tokens.safetensors'),

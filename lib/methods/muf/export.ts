@@ -1,11 +1,11 @@
 // DPR-MUF handed to ONNX consumers: each expert's encoder graphs (as exportOnnx writes them) and its ensemble heads
 // as one graph (lib/models/onnx-export.ts's mufHeadsOnnx), with a card naming each expert's task and temperature
 // (docs/guides/bring-your-own-model.md#export).
-import { mkdirSync } from 'node:fs';
+
 import { join } from 'node:path';
 
 import { QuorumError } from '../../errors.js';
-import { writeFileAtomic } from '../../data/files.js';
+import { makeDirs, writeFileAtomic } from '../../data/files.js';
 import { mustBeString } from '../../validate.js';
 import { exportOnnx, writeOnnxCard, type OnnxCardHead } from '../../models/export.js';
 import { mufHeadsOnnx } from '../../models/onnx-export.js';
@@ -30,7 +30,7 @@ export interface MufOnnxCard extends OnnxCardHead<'muf'> {
 export function mufExportOnnx(muf: MufRetriever, out: string): MufOnnxCard {
   if (!(muf instanceof MufRetriever)) throw new QuorumError('ERR_ARG', 'muf must be a MufRetriever');
   mustBeString(out, 'output directory');
-  mkdirSync(out, { recursive: true });
+  makeDirs(out);
   const experts = muf.experts.map((_, i) => {
     const e = muf.expertParts(i);
     if (!e.heads) throw new QuorumError('ERR_STATE', `expert ${e.name} has no trained heads: train the MUF first`);

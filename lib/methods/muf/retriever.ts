@@ -3,10 +3,10 @@
 // those L passages, their mutual information gives the expert's confidence, and the experts' raw scores are fused
 // with confidence weights. One directory holds it all: muf.json, corpus-ids.txt and, per expert, its model
 // directory, its passage vectors and its heads.
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { readFileBytes, readTextFile, writeFileAtomic } from '../../data/files.js';
+import { makeDirs, readFileBytes, readTextFile, writeFileAtomic } from '../../data/files.js';
 import { scoreTopK } from '../../dense.js';
 import { QuorumError } from '../../errors.js';
 import type { ScoredDoc } from '../../eval/ranking.js';
@@ -295,6 +295,8 @@ export class MufRetriever {
     this.log = o.onProgress ?? (() => {});
     if (!Number.isInteger(this.topL) || this.topL < 2) throw new QuorumError('ERR_RANGE', `topL must be an integer >= 2, got ${this.topL}`);
     if (!Number.isInteger(this.hitTopK) || this.hitTopK < 1) throw new QuorumError('ERR_RANGE', `hitTopK must be a positive integer, got ${this.hitTopK}`);
+    // The calibration target looks at an expert's first hitTopK of its topL: more would read past the list.
+    if (this.hitTopK > this.topL) throw new QuorumError('ERR_RANGE', `hitTopK (${this.hitTopK}) must be at most topL (${this.topL})`);
   }
 
   /** Expert names and tasks, in fusion order. */
@@ -454,7 +456,8 @@ export class MufRetriever {
     for (const e of this.state) {
       const { top, z, vectors } = await this.expertPass(dev.map((q) => q.text), e, t);
       const hit = dev.map((q, b) => {
-        for (let j = 0; j < this.hitTopK; j++) if (q.relevant.has(this.corpusIds[top.ids[b * top.k + j]!] ?? '')) return 1;
+        // A corpus smaller than hitTopK gives shorter lists: never read into the next question's row.
+        for (let j = 0; j < Math.min(this.hitTopK, top.k); j++) if (q.relevant.has(this.corpusIds[top.ids[b * top.k + j]!] ?? '')) return 1;
         return 0;
       });
       const confidenceAt = (temperature: number) => this.confidence(e, z, temperature);
@@ -594,7 +597,7 @@ export class MufRetriever {
   /** Writes everything to one directory (created if needed): muf.json, corpus-ids.txt, experts/<name>/{model, vectors, heads}. */
   save(dir: string): void {
     mustBeString(dir, 'MUF directory');
-    mkdirSync(join(dir, 'experts'), { recursive: true });
+    makeDirs(join(dir, 'experts'));
     writeFileAtomic(join(dir, 'corpus-ids.txt'), Buffer.from(this.corpusIds.join('\n') + '\n'));
     for (const e of this.state) {
       const base = join(dir, 'experts', e.name);

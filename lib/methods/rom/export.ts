@@ -1,10 +1,10 @@
 // ROM handed to ONNX consumers: the retrieval encoder and the reader as graphs (lib/models/onnx-export.ts's
 // romOnnx), with the tokenizer files and a card (docs/guides/bring-your-own-model.md#export).
-import { mkdirSync } from 'node:fs';
+
 import { join } from 'node:path';
 
 import { QuorumError } from '../../errors.js';
-import { writeFileAtomic } from '../../data/files.js';
+import { makeDirs, writeFileAtomic } from '../../data/files.js';
 import { mustBeString } from '../../validate.js';
 import { exportOnnx, writeHfTokenizerFiles, writeOnnxCard, type OnnxCardHead } from '../../models/export.js';
 import { romOnnx } from '../../models/onnx-export.js';
@@ -29,7 +29,7 @@ export interface RomOnnxCard extends OnnxCardHead<'rom'> {
 export function romExportOnnx(rom: RomModel, out: string): RomOnnxCard {
   if (!(rom instanceof RomModel)) throw new QuorumError('ERR_ARG', 'rom must be a RomModel');
   mustBeString(out, 'output directory');
-  mkdirSync(out, { recursive: true });
+  makeDirs(out);
   let retrieval = 'retrieval.onnx';
   const side = rom.retrieval;
   if (side?.kind === 'retriever') {

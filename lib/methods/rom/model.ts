@@ -3,10 +3,10 @@
 // the top passages, read each, answer with the best span of the passage the reader ranks first. The retrieval side
 // may be another model: the pipeline schedule's retrieval checkpoint, or a separately trained bi-encoder (the
 // "three models" baseline).
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { writeFileAtomic } from '../../data/files.js';
+import { makeDirs, writeFileAtomic } from '../../data/files.js';
 import { readSavedCard, savedFile, writeSavedCard, type SavedFormat } from '../../io/saved-dir.js';
 import { scoreTopK } from '../../dense.js';
 import { QuorumError } from '../../errors.js';
@@ -239,7 +239,7 @@ export class RomModel {
     const corpus = this.requireIndex();
     mustBeArray(ids, 'ids');
     if (ids.length !== corpus.passages.length) throw new QuorumError('ERR_SHAPE', `${ids.length} ids for an index of ${corpus.passages.length} passages`);
-    mkdirSync(dir, { recursive: true });
+    makeDirs(dir);
     const [n, d] = corpus.vectors.shape as [number, number];
     writeFileAtomic(join(dir, 'vectors.safetensors'), writeSafetensors({ vectors: { shape: [n, d], data: corpus.vectors.data } }, { format: romFormat.format }));
     writeSavedCard(dir, romIndexFormat, { ids }, 0);
@@ -265,7 +265,7 @@ export class RomModel {
   save(dir: string, options: { dtype?: WeightStorage } = {}): void {
     if (typeof dir !== 'string' || !dir) throw new QuorumError('ERR_ARG', 'dir must be a non-empty string');
     checkOptions(options, saveKeys, 'save options');
-    mkdirSync(dir, { recursive: true });
+    makeDirs(dir);
     const dtype = options.dtype ?? 'F32';
     writeWeights(this.network, join(dir, 'network.safetensors'), dtype, romFormat.format);
     writeTokenizerFiles(dir, this.tokenizer);
