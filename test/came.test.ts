@@ -266,6 +266,30 @@ describe('CAME retrieval', () => {
     expect(hit / (questions.length * k)).toBeGreaterThan(0.5);
   });
 
+  it('a filter (rows) keeps every expert and the fusion inside the allowed passages, exactly for lexical and global', async () => {
+    const rows = Int32Array.from({ length: Math.floor(N / 3) }, (_, i) => 3 * i + 1);
+    const allowed = new Set(rows);
+    const pt = await came.passageTable(corpus);
+    const P = await came.encode(pt, 'passage', { maxTerms: 20 });
+    const Q = await came.encode(await came.questionTable(questions), 'query', { maxTerms: 8 });
+    const brute = await expertScores(Q, P, ['lexical', 'local', 'global']);
+    const k = 5;
+    for (const localCandidates of [64, 'all'] as const) {
+      const r = await came.search(questions, { k, expertK: k, localCandidates, rows: Array.from(rows).reverse() });
+      questions.forEach((_, q) => {
+        for (const name of ['lexical', 'local', 'global'] as const) expect(r.experts[name]![q]!.every((h) => allowed.has(h.id)), name).toBe(true);
+        expect(r.fused[q]!.every((h) => allowed.has(h.id))).toBe(true);
+        for (const name of ['lexical', 'global', ...(localCandidates === 'all' ? (['local'] as const) : [])] as const) {
+          const row = brute[name]!.subarray(q * N, (q + 1) * N);
+          const want = Array.from(rows, (id) => ({ id, s: row[id]! })).filter((x) => name !== 'lexical' || x.s > 0).sort((a, b) => b.s - a.s || a.id - b.id).slice(0, k);
+          r.experts[name]![q]!.forEach((h, i) => expect(h.score, `${name} q${q} rank ${i}`).toBeCloseTo(want[i]!.s, 4));
+        }
+      });
+    }
+    expect(await asyncCode(came.search(questions, { rows: [N] }))).toBe('ERR_RANGE');
+    expect(await asyncCode(came.search(questions, { rows: 'x' as never }))).toBe('ERR_ARG');
+  });
+
   it('fuses by Sum with the K-th score filling, and by every other variant', async () => {
     const r = await came.search(questions, { k: 5, expertK: 10 });
     expect(r.fused).toHaveLength(questions.length);

@@ -74,6 +74,11 @@ export interface CameSearchOptions {
   experts?: readonly CameExpertName[];
   /** The local expert's candidate generation: nearest passage tokens per question token, or 'all'. */
   localCandidates?: number | 'all';
+  /**
+   * A filter inside the search: only these corpus rows (as compileFilter gives them) can be returned, by every
+   * expert (SparseIndex / DenseIndex allowed ids, the token index's candidates), so the fusion sees them only.
+   */
+  rows?: ArrayLike<number>;
 }
 
 /** What {@link CameRetriever.search} returns. */
@@ -90,7 +95,7 @@ const createKeys = optionKeys<CameRetrieverOptions>()(['tokenizer', 'model', 'in
 const textKeys = optionKeys<CameTextSettings>()(['maxQueryLength', 'maxPassageLength']);
 const encodeKeys = optionKeys<NonNullable<Parameters<CameRetriever['encode']>[2]>>()(['rows', 'maxTerms', 'experts', 'onProgress']);
 const indexKeys = optionKeys<CameIndexOptions>()(['passageTerms', 'queryTerms', 'tokens', 'onProgress']);
-const searchKeys = optionKeys<CameSearchOptions>()(['k', 'expertK', 'fusion', 'experts', 'localCandidates']);
+const searchKeys = optionKeys<CameSearchOptions>()(['k', 'expertK', 'fusion', 'experts', 'localCandidates', 'rows']);
 const saveKeys = optionKeys<{ dtype?: WeightStorage }>()(['dtype']);
 
 /** came.json. */
@@ -380,18 +385,19 @@ export async function cameSearch(ix: CameIndexes | undefined, all: readonly Came
     timings[name] = (timings[name] ?? 0) + now - t;
     t = now;
   };
+  const rows = options.rows === undefined ? undefined : allowedRows(options.rows, ix.size);
   const enc = await backend.encode(questions, experts, ix.queryTerms);
   lap('encode');
   const lists: Partial<Record<CameExpertName, Hit[][]>> = {};
   for (const e of experts) {
     if (e === 'lexical') {
-      const r = await ix.lexical!.search(enc.lexical!, K);
+      const r = await ix.lexical!.search(enc.lexical!, K, rows ? { allowedIds: rows } : {});
       lists.lexical = questions.map((_, q) => r.hits(q).map((h) => ({ id: Number(h.id), score: h.score })));
     } else if (e === 'local') {
-      lists.local = await ix.local!.search(enc.local!, K, { candidates: options.localCandidates ?? 64 });
+      lists.local = await ix.local!.search(enc.local!, K, { candidates: options.localCandidates ?? 64, ...(rows ? { rows } : {}) });
     } else {
       const G = enc.global!.length / questions.length;
-      const r = await ix.global!.search(Tensor.wrap(enc.global!, [questions.length, G], 'f32'), Math.min(K, ix.size));
+      const r = await ix.global!.search(Tensor.wrap(enc.global!, [questions.length, G], 'f32'), Math.min(K, ix.size), rows ? { allowedIds: rows } : {});
       lists.global = questions.map((_, q) => r.hits(q).map((h) => ({ id: Number(h.id), score: h.score })));
     }
     lap(e);
@@ -406,6 +412,17 @@ export async function cameSearch(ix: CameIndexes | undefined, all: readonly Came
   const fused = fuseExperts(experts.map((e) => lists[e]!), fusion, k, K, linear);
   lap('fuse');
   return { fused, experts: lists, timings };
+}
+
+/** A filter's corpus rows, checked (integers in [0, n)) and sorted ascending. */
+function allowedRows(rows: ArrayLike<number>, n: number): Int32Array {
+  if (rows === null || typeof rows !== 'object' || typeof rows.length !== 'number') throw new QuorumError('ERR_ARG', 'rows must be an Int32Array or an array of corpus rows');
+  const out = Int32Array.from({ length: rows.length }, (_, i) => {
+    const r = rows[i];
+    if (typeof r !== 'number' || !Number.isInteger(r) || r < 0 || r >= n) throw new QuorumError('ERR_RANGE', `rows[${i}] = ${String(r)} is not a corpus row (0..${n - 1})`);
+    return r;
+  });
+  return out.sort();
 }
 
 /** {@link CameRetriever.save}'s came.json, checked (CameRetriever.load and CameServer). ERR_IO / ERR_FORMAT. */

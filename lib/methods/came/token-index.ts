@@ -27,12 +27,14 @@ export interface TokenIndexOptions {
 }
 
 const buildKeys = optionKeys<TokenIndexOptions>()(['factory', 'nprobe']);
-const searchKeys = optionKeys<TokenSearchOptions>()(['candidates']);
+const searchKeys = optionKeys<TokenSearchOptions>()(['candidates', 'rows']);
 
 /** Options of {@link TokenIndex.search}. */
 export interface TokenSearchOptions {
   /** Nearest passage tokens per question token that nominate candidates (default 64), or 'all' (brute force). */
   candidates?: number | 'all';
+  /** Only these passages (rows, ascending) can be returned: candidates outside them are dropped before MaxSim. */
+  rows?: Int32Array;
 }
 
 /**
@@ -147,10 +149,19 @@ export class TokenIndex {
     const per = options.candidates ?? 64;
     const { tokens, mask, maxLength } = padTokens(questions);
     const out: Hit[][] = [];
-    if (per === 'all') {
-      const s = (await maxSim(tokens, this.table(), { queryMask: mask })).scores.data;
-      for (let q = 0; q < questions.lengths.length; q++) out.push(top(s.subarray(q * this.size, (q + 1) * this.size), (i) => i, k));
+    const rows = options.rows;
+    // A selective filter: its passages scored exactly (nominating candidates from the whole index could leave none).
+    if (per === 'all' || (rows && rows.length <= EXACT_FILTER_PASSAGES)) {
+      // Brute force over every passage, or over the allowed ones (MaxSim's select).
+      const n = rows ? rows.length : this.size;
+      const s = n ? (await maxSim(tokens, { ...this.table(), ...(rows ? { select: rows } : {}) }, { queryMask: mask })).scores.data : new Float32Array(0);
+      for (let q = 0; q < questions.lengths.length; q++) out.push(top(s.subarray(q * n, (q + 1) * n), (i) => (rows ? rows[i]! : i), k));
       return out;
+    }
+    let allowed: Uint8Array | undefined;
+    if (rows) {
+      allowed = new Uint8Array(this.size);
+      for (const r of rows) allowed[r] = 1;
     }
     if (!Number.isInteger(per) || per < 1) throw new QuorumError('ERR_RANGE', `candidates must be a positive integer or 'all', got ${per}`);
     const qTokens = questions.vectors;
@@ -166,7 +177,7 @@ export class TokenIndex {
           const id = Number(nearIds[j]);
           if (id < 0) continue;  // faiss pads a short list with -1
           const p = this.tokenPassage[id] as number;
-          if (!seen[p]) {
+          if (!seen[p] && (!allowed || allowed[p])) {
             seen[p] = 1;
             ids.push(p);
           }
@@ -180,6 +191,9 @@ export class TokenIndex {
     return out;
   }
 }
+
+/** A filter allowing at most this many passages scores them all exactly (a few ms of MaxSim) instead of nominating. */
+const EXACT_FILTER_PASSAGES = 1000;
 
 /** Each passage's first token row, and each token row's passage. */
 function layout(lengths: Int32Array, total: number): { starts: Int32Array; tokenPassage: Int32Array } {
