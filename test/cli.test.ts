@@ -135,6 +135,11 @@ describe('quorum CLI', () => {
     const r = quorum('--version');
     expect(r.status).toBe(0);
     expect(r.stdout.trim()).toBe((JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version);
+    // No command: one typed line and exit 1 (it printed the whole help, 48 lines, on stderr).
+    const none = quorum();
+    expect(none.status).toBe(1);
+    expect(none.stderr.trim().split('\n')).toHaveLength(1);
+    expect(none.stderr).toMatch(/^quorum: ERR_ARG: give a command: demo, eval, /);
   });
 
   it("eval --by-task reports each task of the embedded multi-domain benchmark", () => {

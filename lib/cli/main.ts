@@ -236,6 +236,12 @@ data
     console.log(`wrote ${built.corpus.length} passages and ${built.queries.length} queries (${o.tasks.join(', ')}) to ${o.out}`);
   });
 
+// No command is bad input like any other: one line and exit 1, not the whole help on stderr.
+if (process.argv.length <= 2) {
+  console.error(`quorum: ERR_ARG: give a command: ${program.commands.map((c) => c.name()).join(', ')} (quorum --help describes them)`);
+  process.exit(1);
+}
+
 program.parseAsync(process.argv).catch((e: unknown) => {
   if (e instanceof CommanderError) {
     // --help and --version end here too, with exit code 0.
