@@ -343,7 +343,26 @@ describe('CAME retrieval', () => {
     const card = JSON.parse(readFileSync(join(dir, 'came.json'), 'utf8'));
     writeFileSync(join(dir, 'came.json'), JSON.stringify({ ...card, version: 99 }));
     expect(await asyncCode(CameRetriever.load(dir))).toBe('ERR_FORMAT');
+    // A string bias made strings of the fused scores; a wrong number of weights misread the experts (issue 48).
+    for (const linear of [{ weights: [0.1, 1, 0.5], bias: '0.25' }, { weights: [0.1, 1], bias: 0.25 }, { weights: [0.1, 1, null], bias: 0 }]) {
+      writeFileSync(join(dir, 'came.json'), JSON.stringify({ ...card, linear }));
+      expect(await asyncCode(CameRetriever.load(dir)), JSON.stringify(linear)).toBe('ERR_FORMAT');
+    }
     writeFileSync(join(dir, 'came.json'), JSON.stringify(card));
+    // The index's ids: one per indexed passage, none empty; CRLF line ends read as LF.
+    const idsPath = join(dir, 'index', 'ids.txt');
+    const idsText = readFileSync(idsPath, 'utf8');
+    const ids = idsText.trim().split('\n');
+    for (const bad of [ids.slice(1).join('\n') + '\n', [...ids, 'extra'].join('\n') + '\n', ['', ...ids.slice(1)].join('\n') + '\n']) {
+      writeFileSync(idsPath, bad);
+      expect(await asyncCode(back.loadIndex(join(dir, 'index')))).toBe('ERR_FORMAT');
+    }
+    writeFileSync(idsPath, ids.join('\r\n') + '\r\n');
+    expect(await back.loadIndex(join(dir, 'index'))).toEqual(ids);
+    writeFileSync(idsPath, idsText);
+    const badIds = corpus.map((p) => p.id);
+    badIds[3] = 'two\nlines';
+    expect(await asyncCode(came.saveIndex(join(root, 'bad-index'), badIds))).toBe('ERR_ARG');
     const weights = readFileSync(join(dir, 'model-0.safetensors'));
     writeFileSync(join(dir, 'model-0.safetensors'), weights.subarray(0, weights.length - 100));
     expect(await asyncCode(CameRetriever.load(dir))).toBe('ERR_FORMAT');

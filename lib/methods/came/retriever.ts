@@ -225,7 +225,11 @@ export class CameRetriever {
   async saveIndex(dir: string, ids: readonly string[]): Promise<void> {
     const ix = this.indexes;
     if (!ix) throw new QuorumError('ERR_STATE', 'index a corpus first (CameRetriever.index)');
+    mustBeArray(ids, 'ids');
     if (ids.length !== ix.size) throw new QuorumError('ERR_SHAPE', `${ids.length} ids for ${ix.size} indexed passages`);
+    // ids.txt holds one id per line: an id it cannot carry would shift every later row (issue 48).
+    const bad = ids.findIndex((id) => typeof id !== 'string' || id === '' || /[\r\n]/.test(id));
+    if (bad >= 0) throw new QuorumError('ERR_ARG', `ids[${bad}] must be a non-empty string without line breaks, got ${JSON.stringify(ids[bad])}`);
     makeDirs(dir);
     if (ix.lexical) await ix.lexical.save(join(dir, 'lexical.sparse'));
     if (ix.global) await ix.global.save(join(dir, 'global.faiss'));
@@ -339,9 +343,15 @@ export interface CameIndexes {
  */
 export async function readCameIndex(dir: string, experts: readonly CameExpertName[]): Promise<{ ids: string[]; indexes: CameIndexes }> {
   const { card, path } = readSavedCard<{ size: number; queryTerms: number; experts: string[] }>(dir, cameIndexFormat);
-  if (!Number.isInteger(card.size) || !Number.isInteger(card.queryTerms)) throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed size / queryTerms`);
+  if (!Number.isInteger(card.size) || card.size! < 1 || !Number.isInteger(card.queryTerms)) throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed size / queryTerms`);
   if (JSON.stringify(card.experts) !== JSON.stringify(experts)) throw new QuorumError('ERR_FORMAT', `${path} indexes experts ${String(card.experts)}, this retriever has ${experts.join(',')}`);
-  const ids = readTextFile(join(dir, 'ids.txt')).split('\n').slice(0, card.size);
+  // One id per corpus row (CRLF accepted): a short or long file would name the wrong passages (issue 48).
+  const lines = readTextFile(join(dir, 'ids.txt')).split(/\r?\n/);
+  if (lines.at(-1) === '') lines.pop();
+  if (lines.length !== card.size) throw new QuorumError('ERR_FORMAT', `${join(dir, 'ids.txt')}: ${lines.length} ids for the ${card.size} indexed passages`);
+  const empty = lines.findIndex((id) => id === '');
+  if (empty >= 0) throw new QuorumError('ERR_FORMAT', `${join(dir, 'ids.txt')}: line ${empty + 1} is an empty id`);
+  const ids = lines;
   const ix: CameIndexes = { size: card.size!, queryTerms: card.queryTerms! };
   try {
     if (experts.includes('lexical')) ix.lexical = await SparseIndex.load(join(dir, 'lexical.sparse'));
@@ -414,6 +424,14 @@ export async function cameSearch(ix: CameIndexes | undefined, all: readonly Came
   return { fused, experts: lists, timings };
 }
 
+/** came.json's linear fusion layer, checked: finite numbers, one weight per expert (a string bias made strings of scores). */
+function checkedLinear(l: unknown, experts: number, path: string): LinearFusion {
+  const f = l as LinearFusion;
+  if (f === null || typeof f !== 'object' || !Array.isArray(f.weights) || f.weights.length !== experts || !f.weights.every((w) => typeof w === 'number' && Number.isFinite(w)) || typeof f.bias !== 'number' || !Number.isFinite(f.bias))
+    throw new QuorumError('ERR_FORMAT', `${path}: linear must be { weights: ${experts} finite numbers, bias: a finite number }`);
+  return { weights: [...f.weights], bias: f.bias };
+}
+
 /** A filter's corpus rows, checked (integers in [0, n)) and sorted ascending. */
 function allowedRows(rows: ArrayLike<number>, n: number): Int32Array {
   if (rows === null || typeof rows !== 'object' || typeof rows.length !== 'number') throw new QuorumError('ERR_ARG', 'rows must be an Int32Array or an array of corpus rows');
@@ -431,6 +449,10 @@ export function readCameCard(dir: string): { card: CameCard; path: string } {
   if (!Array.isArray(card.models) || !card.models.length || !card.text || !Number.isInteger(card.text.maxQueryLength) || !Number.isInteger(card.text.maxPassageLength))
     throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed models / text settings`);
   for (const m of card.models) if (!m || !m.config) throw new QuorumError('ERR_FORMAT', `${path}: a malformed model entry`);
+  if (card.linear !== undefined) {
+    const experts = new Set(card.models.flatMap((m) => (Array.isArray(m.config.experts) ? m.config.experts : []))).size;
+    card.linear = checkedLinear(card.linear, experts, path);
+  }
   return { card: card as CameCard, path };
 }
 
