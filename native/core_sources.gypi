@@ -8,6 +8,7 @@
     "kernels/dense_dot_avx512.cc",
     "kernels/dispatch.cc",
     "kernels/topk.cc",
+    "kernels/contract.cc",
     "kernels/dense_search.cc",
     "kernels/maxsim_scalar.cc",
     "kernels/maxsim_avx2.cc",

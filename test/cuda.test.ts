@@ -347,3 +347,61 @@ describe.skipIf(!hasGpu)(onGpu('ensembleMI on cuda'), () => {
     expect(codeOf(() => ensembleMISync(z))).toBe('ERR_SHAPE');
   });
 });
+
+// One contract per kernel (native/kernels/contract.h): the CUDA module refuses each bad argument with the CPU's code
+// and message. Each case builds its operands with `on` (identity on the CPU, a copy on the device).
+type On = (t: Tensor) => Tensor;
+const z = (shape: number[], dtype: Dtype = 'f32') => Tensor.zeros(shape, dtype);
+const contractCases: Array<[string, string, (on: On) => unknown]> = [
+    ['scoreTopK: 3-D queries', 'ERR_SHAPE', (on) => scoreTopKSync(on(z([1, 2, 4])), on(z([3, 4])), 1)],
+    ['scoreTopK: bf16 queries', 'ERR_DTYPE', (on) => scoreTopKSync(on(z([1, 4], 'bf16')), on(z([3, 4])), 1)],
+    ['scoreTopK: dimension 0', 'ERR_SHAPE', (on) => scoreTopKSync(on(z([1, 0])), on(z([3, 0])), 1)],
+    ['scoreTopK: corpus dimension', 'ERR_SHAPE', (on) => scoreTopKSync(on(z([1, 4])), on(z([3, 5])), 1)],
+    ['scoreTopK: i32 corpus', 'ERR_DTYPE', (on) => scoreTopKSync(on(z([1, 4])), on(z([3, 4], 'i32')), 1)],
+    ['maxSim: 4-D queries', 'ERR_SHAPE', (on) => maxSimSync(on(z([1, 1, 2, 4])), { tokens: on(z([3, 4])), lengths: [3] })],
+    ['maxSim: document dimension', 'ERR_SHAPE', (on) => maxSimSync(on(z([2, 4])), { tokens: on(z([3, 5])), lengths: [3] })],
+    ['maxSim: lengths sum', 'ERR_SHAPE', (on) => maxSimSync(on(z([2, 4])), { tokens: on(z([3, 4])), lengths: [1, 1] })],
+    ['maxSim: negative length', 'ERR_RANGE', (on) => maxSimSync(on(z([2, 4])), { tokens: on(z([3, 4])), lengths: [4, -1] })],
+    ['maxSim: padded count', 'ERR_SHAPE', (on) => maxSimSync(on(z([2, 4])), { tokens: on(z([2, 3, 4])), lengths: [3] })],
+    ['maxSim: padded length', 'ERR_RANGE', (on) => maxSimSync(on(z([2, 4])), { tokens: on(z([2, 3, 4])), lengths: [3, 4] })],
+    ['maxSim: query mask', 'ERR_SHAPE', (on) => maxSimSync(on(z([2, 4])), { tokens: on(z([3, 4])), lengths: [3] }, { queryMask: [1] })],
+    ['maxSim: token mask', 'ERR_SHAPE', (on) => maxSimSync(on(z([2, 4])), { tokens: on(z([3, 4])), lengths: [3], tokenMask: [1, 1] })],
+    ['spladePool: 2-D logits', 'ERR_SHAPE', (on) => spladePoolSync(on(z([2, 4])))],
+    ['spladePool: mask', 'ERR_SHAPE', (on) => spladePoolSync(on(z([2, 3, 4])), { mask: [1, 1] })],
+    ['spladePoolBackward: argmax shape', 'ERR_SHAPE', (on) => spladePoolBackwardSync(on(z([2, 3, 4])), on(z([2, 3], 'i32')) as Tensor<'i32'>, on(z([2, 4])))],
+    ['spladePoolBackward: grad shape', 'ERR_SHAPE', (on) => spladePoolBackwardSync(on(z([2, 3, 4])), on(z([2, 4], 'i32')) as Tensor<'i32'>, on(z([2, 3])))],
+    ['infoNce: passage dimension', 'ERR_SHAPE', (on) => infoNceSync(on(z([2, 4])), on(z([3, 5])), [0, 1])],
+    ['infoNce: no passages', 'ERR_SHAPE', (on) => infoNceSync(on(z([2, 4])), on(z([0, 4])), [0, 0])],
+    ['infoNce: positives count', 'ERR_SHAPE', (on) => infoNceSync(on(z([2, 4])), on(z([3, 4])), [0])],
+    ['infoNce: positive range', 'ERR_RANGE', (on) => infoNceSync(on(z([2, 4])), on(z([3, 4])), [0, 3])],
+    ['infoNce: weights count', 'ERR_SHAPE', (on) => infoNceSync(on(z([2, 4])), on(z([3, 4])), [0, 1], { weights: new Float32Array(3) })],
+    ['infoNce: temperature', 'ERR_RANGE', (on) => infoNceSync(on(z([2, 4])), on(z([3, 4])), [0, 1], { temperature: -1 })],
+    ['ensembleMI: one member', 'ERR_SHAPE', (on) => ensembleMISync(on(z([2, 1, 3])))],
+    ['ensembleMI: no candidates', 'ERR_SHAPE', (on) => ensembleMISync(on(z([2, 2, 0])))],
+    ['ensembleMI: lengths count', 'ERR_SHAPE', (on) => ensembleMISync(on(z([2, 2, 3])), { lengths: Int32Array.of(1) })],
+    ['ensembleMI: length range', 'ERR_RANGE', (on) => ensembleMISync(on(z([2, 2, 3])), { lengths: Int32Array.of(1, 4) })],
+];
+const errorOf = (fn: () => unknown) => {
+  try {
+    fn();
+  } catch (e) {
+    return { code: String((e as { code?: string }).code), message: (e as Error).message };
+  }
+  return { code: 'none', message: '' };
+};
+
+describe('the kernels\' contracts on the CPU', () => {
+  it('refuses each case of the shared contract with a shape, dtype or range error', () => {
+    for (const [name, code, call] of contractCases) expect({ name, code: errorOf(() => call((t) => t)).code }).toEqual({ name, code });
+  });
+});
+
+describe.skipIf(!hasGpu)(onGpu('the kernels\' contracts on cuda'), () => {
+  it('refuses each bad argument with the CPU\'s code and message', () => {
+    for (const [name, , call] of contractCases) {
+      const cpu = errorOf(() => call((t) => t));
+      const cuda = errorOf(() => call((t) => t.to('cuda')));
+      expect({ name, ...cpu, refused: cpu.code !== 'none' }).toEqual({ name, ...cuda, refused: true });
+    }
+  });
+});

@@ -1,6 +1,7 @@
 // The CUDA forms of the five kernels. Each has the contract of its CPU kernel (native/kernels/<name>.h): the same
 // shapes, conventions and tie rules, f32 accumulation; only the pointers are device pointers and the work is
-// queued on runtime.h's stream (the caller synchronises). Shapes were validated by the caller.
+// queued on runtime.h's stream (the caller synchronises). The caller has checked the arguments against
+// native/kernels/contract.h, the contract the CPU bindings check too.
 #pragma once
 #include <cstddef>
 #include <cstdint>

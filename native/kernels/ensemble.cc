@@ -2,27 +2,21 @@
 
 #include <algorithm>
 #include <cmath>
-#include <string>
 #include <vector>
 
 #include "../common/aligned_buffer.h"
-#include "../common/error.h"
 #include "../common/thread_pool.h"
+#include "contract.h"
 #include "dispatch.h"
 
 namespace quorum::kernels {
 
 void ensemble_mi(const float* z, size_t batch, size_t members, size_t len, const int32_t* lengths, float temperature,
                  bool eps_mode, float* mi, float* conf) {
-  if (members < 2) throw Error("ERR_SHAPE", "ensembleMI needs at least 2 members, got " + std::to_string(members));
-  if (len == 0) throw Error("ERR_SHAPE", "ensembleMI needs at least 1 candidate per query");
-  if (!(temperature > 0.f) || !std::isfinite(temperature))
-    throw Error("ERR_RANGE", "temperature must be positive and finite");
-  if (lengths)
-    for (size_t b = 0; b < batch; ++b)
-      if (lengths[b] < 1 || size_t(lengths[b]) > len)
-        throw Error("ERR_RANGE", "length " + std::to_string(lengths[b]) + " of query " + std::to_string(b) +
-                                     " is outside [1, " + std::to_string(len) + "]");
+  const contract::EnsembleShape shape =
+      contract::ensemble_scores(Dtype::F32, {int64_t(batch), int64_t(members), int64_t(len)});
+  contract::temperature(temperature);
+  if (lengths) contract::ensemble_lengths(lengths, shape);
   const EnsembleOps& o = pick(ensemble_scalar(), ensemble_avx2(), ensemble_avx512());
   const ThreadPool::Lease lease = ThreadPool::lease();  // per-worker scratch below is sized from its threads
   ThreadPool& pool = lease.pool();

@@ -2,13 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <string>
 #include <vector>
 
 #include "../common/aligned_buffer.h"
-#include "../common/error.h"
 #include "../common/int_math.h"
 #include "../common/thread_pool.h"
+#include "contract.h"
 #include "gemm.h"
 #include "softmax.h"
 
@@ -52,12 +51,8 @@ void through_normalize(const SoftmaxOps& sm, const float* x, const Norms& norm, 
 
 void info_nce(const InfoNceArgs& a, InfoNceOut& out) {
   const size_t B = a.batch, M = a.passages, D = a.dim;
-  if (!(a.temperature > 0.f) || !std::isfinite(a.temperature))
-    throw Error("ERR_RANGE", "temperature must be positive and finite");
-  for (size_t i = 0; i < B; ++i)
-    if (a.pos[i] < 0 || size_t(a.pos[i]) >= M)
-      throw Error("ERR_RANGE", "positive index " + std::to_string(a.pos[i]) + " of row " + std::to_string(i) +
-                                   " is outside [0, " + std::to_string(M) + ")");
+  contract::temperature(a.temperature);
+  contract::info_nce_positives(a.pos, {B, M, D});
   if (B == 0) return;
 
   AlignedBuffer big_s;

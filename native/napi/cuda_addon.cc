@@ -11,6 +11,7 @@
 
 #include "../common/error.h"
 #include "../cuda/kernels.h"
+#include "../kernels/contract.h"
 #include "../cuda/runtime.h"
 #include "async_call.h"
 #include "cuda_tensor.h"
@@ -21,6 +22,7 @@ namespace quorum::napi {
 namespace {
 
 using Block = std::shared_ptr<DeviceBlock>;
+namespace contract = kernels::contract;
 
 template <class T>
 T* ptr_of(CudaTensor* t) { return t->data<T>(); }
@@ -35,9 +37,6 @@ std::vector<Napi::Object> objects(std::initializer_list<Napi::Value> vs) {
 void need_float(const CudaTensor* t, const char* what) {
   need(dtype_is_float(t->dtype()), "ERR_DTYPE",
        std::string(what) + " must be f32, bf16 or f16, got " + dtype_name(t->dtype()));
-}
-void need_f32(const CudaTensor* t, const char* what) {
-  need(t->dtype() == Dtype::F32, "ERR_DTYPE", std::string(what) + " must be f32, got " + dtype_name(t->dtype()));
 }
 
 // Per-element checks below build their message only on failure (a message built for each of 100,000 documents
@@ -182,14 +181,8 @@ Napi::Value ScoreTopK(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   CudaTensor* q = CudaTensor::From(env, info[0], "queries");
   CudaTensor* c = CudaTensor::From(env, info[1], "corpus");
-  need(q->shape().size() == 2, "ERR_SHAPE", "queries must be 2-D [rows, dim], got " + shape_str(q->shape()));
-  need(c->shape().size() == 2, "ERR_SHAPE", "corpus must be 2-D [rows, dim], got " + shape_str(c->shape()));
-  need_f32(q, "queries");
-  need_float(c, "corpus");
-  const size_t B = size_t(q->shape()[0]), D = size_t(q->shape()[1]), N = size_t(c->shape()[0]);
-  need(D > 0, "ERR_SHAPE", "queries have dimension 0");
-  need(size_t(c->shape()[1]) == D, "ERR_SHAPE",
-       "corpus dimension " + std::to_string(c->shape()[1]) + " differs from the queries' " + std::to_string(D));
+  const auto qs = contract::dense_queries(q->dtype(), q->shape());
+  const size_t B = qs.rows, D = qs.dim, N = contract::dense_corpus(c->dtype(), c->shape(), D);
   const size_t k = k_arg(info[2]);
   need(k <= cuda::kMaxTopK, "ERR_UNSUPPORTED", "k must be in [1, " + std::to_string(cuda::kMaxTopK) + "] on cuda");
   const bool finite = flag(info[3]);
@@ -215,43 +208,21 @@ Napi::Value ScoreTopK(const Napi::CallbackInfo& info) {
 Napi::Value MaxSim(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   CudaTensor* q = CudaTensor::From(env, info[0], "queries");
-  need_f32(q, "queries");
+  const contract::TokenQueryShape qshape = contract::maxsim_queries(q->dtype(), q->shape());
   const auto& qs = q->shape();
-  need(qs.size() == 2 || qs.size() == 3, "ERR_SHAPE", "queries must be [Lq, dim] or [nq, Lq, dim], got " + shape_str(qs));
-  const size_t nq = qs.size() == 3 ? size_t(qs[0]) : 1, lq = size_t(qs[qs.size() - 2]), dim = size_t(qs.back());
-  need(dim > 0, "ERR_SHAPE", "query token vectors have dimension 0");
+  const size_t nq = qshape.nq, lq = qshape.lq, dim = qshape.dim;
   CudaTensor* d = CudaTensor::From(env, info[2], "documents");
-  need_float(d, "documents");
-  const auto& ds = d->shape();
-  need(ds.size() == 2 || ds.size() == 3, "ERR_SHAPE", "documents must be packed [tokens, dim] or padded [N, Ld, dim], got " + shape_str(ds));
-  need(size_t(ds.back()) == dim, "ERR_SHAPE", "document dimension " + std::to_string(ds.back()) + " differs from the queries' " + std::to_string(dim));
   const std::vector<int32_t> len = host_ints(env, info[3], "lengths");
   const size_t n = len.size();
-  const size_t rows = ds.size() == 2 ? size_t(ds[0]) : size_t(ds[0]) * size_t(ds[1]);
   // Document offsets, start[n] then length[n], written straight into the bytes the work copies to the device.
   Aux sl;
   sl.host = std::make_shared<std::vector<uint8_t>>(n * 16);
   int64_t* start = reinterpret_cast<int64_t*>(sl.host->data());
-  int64_t* length = start + n;
-  int64_t at = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (!(len[i] >= 0)) throw Error("ERR_RANGE", "length " + std::to_string(len[i]) + " of document " + std::to_string(i) + " is negative");
-    if (ds.size() == 3) {
-      if (!(n == size_t(ds[0]))) throw Error("ERR_SHAPE", "padded documents [N, Ld, dim] need N = " + std::to_string(ds[0]) + " lengths, got " + std::to_string(n));
-      if (!(len[i] <= ds[1])) throw Error("ERR_RANGE", "length " + std::to_string(len[i]) + " of document " + std::to_string(i) + " exceeds the padded length " + std::to_string(ds[1]));
-      start[i] = int64_t(i) * ds[1];
-    } else {
-      start[i] = at;
-    }
-    length[i] = len[i];
-    at += len[i];
-  }
-  if (ds.size() == 2)
-    need(size_t(at) == rows, "ERR_SHAPE", "document lengths sum to " + std::to_string(at) + " but the packed documents hold " + std::to_string(rows) + " token rows");
+  const size_t rows = contract::maxsim_documents(d->dtype(), d->shape(), dim, len.data(), n, start, start + n);
   Aux qm = aux_operand(env, info[1], "queryMask", Dtype::U8);
-  if (qm.ptr) need(qm.numel == nq * lq, "ERR_SHAPE", "queryMask must hold nq * Lq = " + std::to_string(nq * lq) + " entries, got " + std::to_string(qm.numel));
+  if (qm.ptr) contract::maxsim_query_mask(qm.numel, qshape);
   Aux tm = aux_operand(env, info[4], "tokenMask", Dtype::U8);
-  if (tm.ptr) need(tm.numel == rows, "ERR_SHAPE", "tokenMask must hold one entry per token row (" + std::to_string(rows) + "), got " + std::to_string(tm.numel));
+  if (tm.ptr) contract::maxsim_token_mask(tm.numel, rows);
   const bool clamp = flag(info[5]), want_arg = flag(info[6]);
   sl.block = std::make_shared<DeviceBlock>(n * 16);
   sl.ptr = sl.block->ptr;
@@ -283,30 +254,22 @@ Napi::Value MaxSim(const Napi::CallbackInfo& info) {
   });
 }
 
-struct LogitsShape {
-  size_t b, l, v;
-};
-LogitsShape logits_shape(CudaTensor* x) {
-  need_float(x, "logits");
-  const auto& s = x->shape();
-  need(s.size() == 3, "ERR_SHAPE", "logits must be [B, L, V], got " + shape_str(s));
-  return {size_t(s[0]), size_t(s[1]), size_t(s[2])};
-}
+contract::LogitsShape logits_shape(CudaTensor* x) { return contract::splade_logits(x->dtype(), x->shape()); }
 
 // spladePool(logits, mask, argmax, async) -> { weights, argmax? } on cuda
 Napi::Value SpladePool(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   CudaTensor* x = CudaTensor::From(env, info[0], "logits");
-  const LogitsShape s = logits_shape(x);
+  const contract::LogitsShape s = logits_shape(x);
   Aux mask = aux_operand(env, info[1], "mask", Dtype::U8);
-  if (mask.ptr) need(mask.numel == s.b * s.l, "ERR_SHAPE", "mask must hold B * L = " + std::to_string(s.b * s.l) + " entries, got " + std::to_string(mask.numel));
-  Napi::Object w = CudaTensor::Create(env, Dtype::F32, {int64_t(s.b), int64_t(s.v)});
+  if (mask.ptr) contract::splade_mask(mask.numel, s);
+  Napi::Object w = CudaTensor::Create(env, Dtype::F32, {int64_t(s.batch), int64_t(s.vocab)});
   Napi::Object result = Napi::Object::New(env);
   result.Set("weights", w);
   Block arg;
   Napi::Value argv = env.Undefined();
   if (flag(info[2])) {
-    Napi::Object a = CudaTensor::Create(env, Dtype::I32, {int64_t(s.b), int64_t(s.v)});
+    Napi::Object a = CudaTensor::Create(env, Dtype::I32, {int64_t(s.batch), int64_t(s.vocab)});
     arg = out_tensor(a)->block();
     result.Set("argmax", a);
     argv = a;
@@ -315,7 +278,7 @@ Napi::Value SpladePool(const Napi::CallbackInfo& info) {
   const Dtype dt = x->dtype();
   return run_work(env, flag(info[3]), objects({info[0], w, argv}), result, [=] {
     mask.upload();
-    cuda::splade_pool(xb->ptr, dt, s.b, s.l, s.v, static_cast<const uint8_t*>(mask.ptr), static_cast<float*>(wb->ptr),
+    cuda::splade_pool(xb->ptr, dt, s.batch, s.len, s.vocab, static_cast<const uint8_t*>(mask.ptr), static_cast<float*>(wb->ptr),
                       arg ? static_cast<int32_t*>(arg->ptr) : nullptr);
     cuda::sync("spladePool");
   });
@@ -325,17 +288,15 @@ Napi::Value SpladePool(const Napi::CallbackInfo& info) {
 Napi::Value SpladePoolBackward(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   CudaTensor* x = CudaTensor::From(env, info[0], "logits");
-  const LogitsShape s = logits_shape(x);
+  const contract::LogitsShape s = logits_shape(x);
   CudaTensor* a = CudaTensor::From(env, info[1], "argmax");
   CudaTensor* g = CudaTensor::From(env, info[2], "grad");
-  need(a->dtype() == Dtype::I32 && a->numel() == s.b * s.v, "ERR_SHAPE", "argmax must be i32 [B, V]");
-  need_f32(g, "grad");
-  need(g->numel() == s.b * s.v, "ERR_SHAPE", "grad must be [B, V]");
+  contract::splade_backward(a->dtype(), a->shape(), g->dtype(), g->shape(), s);
   Napi::Object out = CudaTensor::Create(env, Dtype::F32, x->shape());
   Block xb = x->block(), ab = a->block(), gb = g->block(), ob = out_tensor(out)->block();
   const Dtype dt = x->dtype();
   return run_work(env, flag(info[3]), objects({info[0], info[1], info[2], out}), out, [=] {
-    cuda::splade_pool_backward(xb->ptr, dt, s.b, s.l, s.v, static_cast<const int32_t*>(ab->ptr),
+    cuda::splade_pool_backward(xb->ptr, dt, s.batch, s.len, s.vocab, static_cast<const int32_t*>(ab->ptr),
                                static_cast<const float*>(gb->ptr), static_cast<float*>(ob->ptr));
     cuda::sync("spladePoolBackward");
   });
@@ -346,22 +307,15 @@ Napi::Value InfoNce(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   CudaTensor* q = CudaTensor::From(env, info[0], "queries");
   CudaTensor* p = CudaTensor::From(env, info[1], "passages");
-  need_f32(q, "queries");
-  need_f32(p, "passages");
-  need(q->shape().size() == 2 && p->shape().size() == 2, "ERR_SHAPE", "queries and passages must be 2-D");
-  const size_t B = size_t(q->shape()[0]), D = size_t(q->shape()[1]), M = size_t(p->shape()[0]);
-  need(size_t(p->shape()[1]) == D, "ERR_SHAPE", "passages' dimension differs from the queries'");
-  need(M > 0, "ERR_SHAPE", "infoNce needs at least one passage");
-  need(D > 0, "ERR_SHAPE", "infoNce needs vectors of dimension > 0");
+  const contract::InfoNceShape shape = contract::info_nce(q->dtype(), q->shape(), p->dtype(), p->shape());
+  const size_t B = shape.batch, D = shape.dim, M = shape.passages;
   const std::vector<int32_t> pos = host_ints(env, info[2], "positives");
-  need(pos.size() == B, "ERR_SHAPE", "positives must hold one index per query (" + std::to_string(B) + ")");
-  for (size_t i = 0; i < B; ++i)
-    if (!(pos[i] >= 0 && size_t(pos[i]) < M)) throw Error("ERR_RANGE", "positive index " + std::to_string(pos[i]) + " of row " + std::to_string(i) + " is outside [0, " + std::to_string(M) + ")");
-  const float tau = float(number_arg(info[4], "temperature"));
-  need(std::isfinite(tau) && tau > 0, "ERR_RANGE", "temperature must be positive and finite");
-  Aux posd = aux_operand(env, info[2], "positives", Dtype::I32);
   Aux w = aux_operand(env, info[3], "weights", Dtype::F32);
-  if (w.ptr) need(w.numel == B, "ERR_SHAPE", "weights must hold one value per query");
+  contract::info_nce_counts(pos.size(), w.numel, w.ptr != nullptr, shape);
+  contract::info_nce_positives(pos.data(), shape);
+  const float tau = float(number_arg(info[4], "temperature"));
+  contract::temperature(tau);
+  Aux posd = aux_operand(env, info[2], "positives", Dtype::I32);
   const bool cosine = flag(info[5]), grad = flag(info[6]);
   Napi::Object row_loss = CudaTensor::Create(env, Dtype::F32, {int64_t(B)});
   Napi::Object rank = CudaTensor::Create(env, Dtype::I32, {int64_t(B)});
@@ -402,21 +356,17 @@ Napi::Value InfoNce(const Napi::CallbackInfo& info) {
 Napi::Value EnsembleMI(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   CudaTensor* z = CudaTensor::From(env, info[0], "scores");
-  need_f32(z, "scores");
-  const auto& s = z->shape();
-  need(s.size() == 3, "ERR_SHAPE", "scores must be [B, K, L], got " + shape_str(s));
-  const size_t B = size_t(s[0]), K = size_t(s[1]), L = size_t(s[2]);
-  need(K >= 2 && L >= 1, "ERR_SHAPE", "ensemble MI needs at least 2 members and 1 candidate");
+  const contract::EnsembleShape shape = contract::ensemble_scores(z->dtype(), z->shape());
+  const size_t B = shape.batch, K = shape.members, L = shape.len;
   Aux lengths;
   if (!info[1].IsNull() && !info[1].IsUndefined()) {
     const std::vector<int32_t> h = host_ints(env, info[1], "lengths");
-    need(h.size() == B, "ERR_SHAPE", "lengths must hold one value per query");
-    for (size_t i = 0; i < B; ++i)
-      if (!(h[i] >= 1 && size_t(h[i]) <= L)) throw Error("ERR_RANGE", "length " + std::to_string(h[i]) + " of query " + std::to_string(i) + " is outside [1, " + std::to_string(L) + "]");
+    contract::ensemble_length_count(h.size(), shape);
+    contract::ensemble_lengths(h.data(), shape);
     lengths = aux_operand(env, info[1], "lengths", Dtype::I32);
   }
   const float temperature = float(number_arg(info[2], "temperature"));
-  need(std::isfinite(temperature) && temperature > 0, "ERR_RANGE", "temperature must be positive and finite");
+  contract::temperature(temperature);
   const bool eps = flag(info[3]);
   Napi::Object mi = CudaTensor::Create(env, Dtype::F32, {int64_t(B)});
   Napi::Object conf = CudaTensor::Create(env, Dtype::F32, {int64_t(B)});

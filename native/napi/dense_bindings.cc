@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "../common/error.h"
+#include "../kernels/contract.h"
 #include "../kernels/dense_search.h"
 #include "../kernels/pair_distance.h"
 #include "args.h"
@@ -19,27 +20,15 @@ namespace {
 using kernels::CorpusMatrix;
 using kernels::QueryMatrix;
 
-void require_matrix(const TensorObject* t, const char* what) {
-  if (t->shape().size() != 2)
-    throw Error("ERR_SHAPE", std::string(what) + " must be 2-D [rows, dim], got shape " + shape_str(t->shape()));
-}
-
+// Queries f32 [rows, dim] and a corpus f32 / bf16 / f16 [rows, dim] (kernels/contract.h, shared with the CUDA
+// module).
 QueryMatrix queries(const TensorObject* q) {
-  require_matrix(q, "queries");
-  if (q->dtype() != Dtype::F32)
-    throw Error("ERR_DTYPE", std::string("queries must be f32, got ") + dtype_name(q->dtype()));
-  if (q->shape()[1] == 0) throw Error("ERR_SHAPE", "queries have dimension 0");
-  return {reinterpret_cast<const float*>(q->data()), size_t(q->shape()[0]), size_t(q->shape()[1])};
+  const auto s = kernels::contract::dense_queries(q->dtype(), q->shape());
+  return {reinterpret_cast<const float*>(q->data()), s.rows, s.dim};
 }
 
 CorpusMatrix corpus(const TensorObject* c, const QueryMatrix& q) {
-  require_matrix(c, "corpus");
-  if (c->dtype() != Dtype::F32 && c->dtype() != Dtype::BF16 && c->dtype() != Dtype::F16)
-    throw Error("ERR_DTYPE", std::string("corpus must be f32, bf16 or f16, got ") + dtype_name(c->dtype()));
-  if (size_t(c->shape()[1]) != q.dim)
-    throw Error("ERR_SHAPE", "corpus dimension " + std::to_string(c->shape()[1]) + " differs from the queries' " +
-                                 std::to_string(q.dim));
-  return {c->data(), size_t(c->shape()[0]), q.dim, c->dtype()};
+  return {c->data(), kernels::contract::dense_corpus(c->dtype(), c->shape(), q.dim), q.dim, c->dtype()};
 }
 
 void check_finite(const QueryMatrix& q, const CorpusMatrix& c) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "../common/error.h"
+#include "../kernels/contract.h"
 #include "../kernels/ensemble.h"
 #include "../kernels/infonce.h"
 #include "args.h"
@@ -22,20 +23,12 @@ Napi::Value InfoNce(const Napi::CallbackInfo& info) {
   TensorObject* pt = TensorObject::From(env, info[1], "passages");
   TensorObject* post = TensorObject::From(env, info[2], "positives");
   TensorObject* wt = optional_tensor(env, info[3], "weights");
-  require_dtype(qt, Dtype::F32, "queries");
-  require_dtype(pt, Dtype::F32, "passages");
-  require_shape(qt, {-1, -1}, "queries");
-  const int64_t B = qt->shape()[0], D = qt->shape()[1];
-  require_shape(pt, {-1, D}, "passages");
-  const int64_t M = pt->shape()[0];
-  if (M == 0) throw Error("ERR_SHAPE", "infoNce needs at least one passage");
-  if (D == 0) throw Error("ERR_SHAPE", "infoNce needs vectors of dimension > 0");
+  // Shapes and counts here; the positives' values and the temperature inside the work (kernels/contract.h).
+  const auto c = kernels::contract::info_nce(qt->dtype(), qt->shape(), pt->dtype(), pt->shape());
   require_dtype(post, Dtype::I32, "positives");
-  require_shape(post, {B}, "positives");
-  if (wt) {
-    require_dtype(wt, Dtype::F32, "weights");
-    require_shape(wt, {B}, "weights");
-  }
+  if (wt) require_dtype(wt, Dtype::F32, "weights");
+  kernels::contract::info_nce_counts(post->numel(), wt ? wt->numel() : 0, wt != nullptr, c);
+  const int64_t B = int64_t(c.batch), M = int64_t(c.passages), D = int64_t(c.dim);
   kernels::InfoNceArgs a{reinterpret_cast<const float*>(qt->data()),
                          reinterpret_cast<const float*>(pt->data()),
                          size_t(B),
@@ -78,13 +71,13 @@ Napi::Value EnsembleMi(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   TensorObject* zt = TensorObject::From(env, info[0], "scores");
   TensorObject* lt = optional_tensor(env, info[1], "lengths");
-  require_dtype(zt, Dtype::F32, "scores");
-  require_shape(zt, {-1, -1, -1}, "scores");
-  const int64_t B = zt->shape()[0], K = zt->shape()[1], L = zt->shape()[2];
+  // Shape and count here; the lengths' values and the temperature inside the work (kernels/contract.h).
+  const auto c = kernels::contract::ensemble_scores(zt->dtype(), zt->shape());
   if (lt) {
     require_dtype(lt, Dtype::I32, "lengths");
-    require_shape(lt, {B}, "lengths");
+    kernels::contract::ensemble_length_count(lt->numel(), c);
   }
+  const int64_t B = int64_t(c.batch), K = int64_t(c.members), L = int64_t(c.len);
   const float temperature = float(number_arg(info[2], "temperature"));
   const bool eps = flag(info[3]);
   Napi::Object result = Napi::Object::New(env);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "../common/error.h"
+#include "../kernels/contract.h"
 #include "../kernels/maxsim.h"
 #include "args.h"
 #include "errors.h"
@@ -14,20 +15,14 @@
 namespace quorum::napi {
 namespace {
 
-// Queries [lq, dim] (one query) or [nq, lq, dim], f32, with an optional u8 mask of nq * lq entries.
+// Queries [lq, dim] (one query) or [nq, lq, dim], f32, with an optional u8 mask of nq * lq entries
+// (kernels/contract.h, shared with the CUDA module).
 kernels::TokenQueries token_queries(const TensorObject* q, const TensorObject* mask) {
-  require_dtype(q, Dtype::F32, "queries");
-  const auto& s = q->shape();
-  if (s.size() != 2 && s.size() != 3)
-    throw Error("ERR_SHAPE", "queries must be [Lq, dim] or [nq, Lq, dim], got " + shape_str(s));
-  kernels::TokenQueries t{reinterpret_cast<const float*>(q->data()), s.size() == 3 ? size_t(s[0]) : 1,
-                          size_t(s[s.size() - 2]), size_t(s.back()), nullptr};
-  if (t.dim == 0) throw Error("ERR_SHAPE", "query token vectors have dimension 0");
+  const auto s = kernels::contract::maxsim_queries(q->dtype(), q->shape());
+  kernels::TokenQueries t{reinterpret_cast<const float*>(q->data()), s.nq, s.lq, s.dim, nullptr};
   if (mask) {
     require_dtype(mask, Dtype::U8, "queryMask");
-    if (mask->numel() != t.nq * t.lq)
-      throw Error("ERR_SHAPE", "queryMask must hold nq * Lq = " + std::to_string(t.nq * t.lq) + " entries, got " +
-                                   std::to_string(mask->numel()));
+    kernels::contract::maxsim_query_mask(mask->numel(), s);
     t.mask = mask->data();
   }
   return t;
@@ -37,47 +32,21 @@ kernels::TokenQueries token_queries(const TensorObject* q, const TensorObject* m
 // mask over all token rows. The start/length arrays live in `keep` for the duration of the call.
 kernels::TokenDocs token_docs(const TensorObject* d, const TensorObject* lengths, const TensorObject* mask,
                               size_t dim, std::shared_ptr<std::vector<int64_t>>& keep) {
-  if (d->dtype() != Dtype::F32 && d->dtype() != Dtype::BF16 && d->dtype() != Dtype::F16)
-    throw Error("ERR_DTYPE", std::string("documents must be f32, bf16 or f16, got ") + dtype_name(d->dtype()));
-  const auto& s = d->shape();
-  if (s.size() != 2 && s.size() != 3)
-    throw Error("ERR_SHAPE", "documents must be packed [tokens, dim] or padded [N, Ld, dim], got " + shape_str(s));
-  if (size_t(s.back()) != dim)
-    throw Error("ERR_SHAPE", "document dimension " + std::to_string(s.back()) + " differs from the queries' " +
-                                 std::to_string(dim));
   require_dtype(lengths, Dtype::I32, "lengths");
   if (lengths->shape().size() != 1) throw Error("ERR_SHAPE", "lengths must be 1-D [N], got " + shape_str(lengths->shape()));
   const size_t n = size_t(lengths->shape()[0]);
-  const auto* len = reinterpret_cast<const int32_t*>(lengths->data());
-  const size_t rows = s.size() == 3 ? size_t(s[0] * s[1]) : size_t(s[0]);
   keep = std::make_shared<std::vector<int64_t>>(2 * n);
   int64_t* start = keep->data();
-  int64_t* length = keep->data() + n;
-  int64_t at = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (len[i] < 0) throw Error("ERR_RANGE", "length " + std::to_string(len[i]) + " of document " + std::to_string(i) + " is negative");
-    length[i] = len[i];
-    if (s.size() == 3) {
-      if (n != size_t(s[0])) throw Error("ERR_SHAPE", "padded documents [N, Ld, dim] need N = " + std::to_string(s[0]) + " lengths, got " + std::to_string(n));
-      if (len[i] > s[1]) throw Error("ERR_RANGE", "length " + std::to_string(len[i]) + " of document " + std::to_string(i) + " exceeds the padded length " + std::to_string(s[1]));
-      start[i] = int64_t(i) * s[1];
-    } else {
-      start[i] = at;
-      at += len[i];
-    }
-  }
-  if (s.size() == 2 && size_t(at) != rows)
-    throw Error("ERR_SHAPE", "document lengths sum to " + std::to_string(at) + " but the packed documents hold " +
-                                 std::to_string(rows) + " token rows");
+  const size_t rows = kernels::contract::maxsim_documents(d->dtype(), d->shape(), dim,
+                                                          reinterpret_cast<const int32_t*>(lengths->data()), n, start,
+                                                          start + n);
   const uint8_t* tm = nullptr;
   if (mask) {
     require_dtype(mask, Dtype::U8, "tokenMask");
-    if (mask->numel() != rows)
-      throw Error("ERR_SHAPE", "tokenMask must hold one entry per token row (" + std::to_string(rows) + "), got " +
-                                   std::to_string(mask->numel()));
+    kernels::contract::maxsim_token_mask(mask->numel(), rows);
     tm = mask->data();
   }
-  return {d->data(), d->dtype(), rows, dim, n, start, length, tm};
+  return {d->data(), d->dtype(), rows, dim, n, start, start + n, tm};
 }
 
 // Narrows `d` to the documents `select` names, in its order (the candidates of a first stage, scored in place:

@@ -69,12 +69,6 @@ Napi::Array shape_array(Napi::Env env, const std::vector<int64_t>& shape) {
   return s;
 }
 
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
 bool flag(const Napi::Value& v) { return v.IsBoolean() && v.As<Napi::Boolean>().Value(); }
 
 double number_arg(const Napi::Value& v, const char* what) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../common/dtype.h"
+#include "../kernels/contract.h"
 
 namespace quorum::napi {
 
@@ -21,7 +22,7 @@ Napi::Array shape_array(Napi::Env env, const std::vector<int64_t>& shape);
 bool typed_array_matches(const Napi::TypedArray& ta, Dtype t);
 const char* typed_array_name(Dtype t);
 
-std::string shape_str(const std::vector<int64_t>& s);
+using kernels::contract::shape_str;
 bool flag(const Napi::Value& v);
 // A finite number, else ERR_ARG naming `what`.
 double number_arg(const Napi::Value& v, const char* what);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "../common/error.h"
+#include "../kernels/contract.h"
 #include "../kernels/splade.h"
 #include "args.h"
 #include "errors.h"
@@ -14,17 +15,13 @@
 namespace quorum::napi {
 namespace {
 
+// Logits [B, L, V] with an optional u8 mask of B * L entries (kernels/contract.h, shared with the CUDA module).
 kernels::Logits logits_arg(const TensorObject* x, const TensorObject* mask) {
-  if (x->dtype() != Dtype::F32 && x->dtype() != Dtype::BF16 && x->dtype() != Dtype::F16)
-    throw Error("ERR_DTYPE", std::string("logits must be f32, bf16 or f16, got ") + dtype_name(x->dtype()));
-  const auto& s = x->shape();
-  if (s.size() != 3) throw Error("ERR_SHAPE", "logits must be [B, L, V], got " + shape_str(s));
-  kernels::Logits l{x->data(), x->dtype(), size_t(s[0]), size_t(s[1]), size_t(s[2]), nullptr};
+  const auto s = kernels::contract::splade_logits(x->dtype(), x->shape());
+  kernels::Logits l{x->data(), x->dtype(), s.batch, s.len, s.vocab, nullptr};
   if (mask) {
     require_dtype(mask, Dtype::U8, "mask");
-    if (mask->numel() != size_t(s[0] * s[1]))
-      throw Error("ERR_SHAPE", "mask must hold B * L = " + std::to_string(s[0] * s[1]) + " entries, got " +
-                                   std::to_string(mask->numel()));
+    kernels::contract::splade_mask(mask->numel(), s);
     l.mask = mask->data();
   }
   return l;
@@ -54,11 +51,8 @@ Napi::Value SpladePoolBackward(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto x = logits_arg(TensorObject::From(env, info[0], "logits"), nullptr);
   TensorObject* at = TensorObject::From(env, info[1], "argmax");
-  require_dtype(at, Dtype::I32, "argmax");
-  require_shape(at, {int64_t(x.batch), int64_t(x.vocab)}, "argmax");
   TensorObject* gt = TensorObject::From(env, info[2], "grad");
-  require_dtype(gt, Dtype::F32, "grad");
-  require_shape(gt, {int64_t(x.batch), int64_t(x.vocab)}, "grad");
+  kernels::contract::splade_backward(at->dtype(), at->shape(), gt->dtype(), gt->shape(), {x.batch, x.len, x.vocab});
   // The backward kernel clears every row before scattering the gradient.
   Napi::Object out = TensorObject::Create(env, Dtype::F32, {int64_t(x.batch), int64_t(x.len), int64_t(x.vocab)}, false);
   const auto* ap = reinterpret_cast<const int32_t*>(at->data());
