@@ -7,7 +7,7 @@
 // The public entry points (lib/index.ts, lib/entries/) sit beside the layers: they re-export, and nothing in lib/
 // imports them.
 const core =
-  '^lib/((errors|brand|dtype|shape|validate|native|native-resource|runtime|cuda|tensor|operand|random|progress|grid-search|search-result|dense|dense-index|sparse-index|maxsim|splade|losses|uncertainty|filter)[.]ts$|(io|text|bm25|data)/)';
+  '^lib/((errors|brand|dtype|shape|validate|native|native-resource|runtime|cuda|tensor|operand|random|progress|grid-search|search-result|dense|dense-index|sparse-index|maxsim|splade|losses|uncertainty|filter|batcher|live)[.]ts$|(io|text|bm25|data)/)';
 const training = '^lib/(train/|methods/came/train[.]ts$|methods/rom/(train|schedule|refresh|reader-data)[.]ts$)';
 const tools = '^lib/(cli/|report/|builders/|methods/[^/]+/cli[.]ts$)';
 const entries = '^lib/(index[.]ts$|entries/)';

@@ -53,6 +53,7 @@ export { Bm25Index, type Bm25Hit, type Bm25Options, type Bm25SearchOptions } fro
 export { type NativeDisposable, type NativeResource } from './native-resource.js';
 export { hybridFuse, type HybridOptions, type RankedHit } from './hybrid.js';
 export { RequestBatcher, type BatcherOptions, type BatcherStats } from './batcher.js';
+export { Live, type LiveOptions, type LiveStats } from './live.js';
 export { ServingEncoder, type ServingEncoderOptions } from './models/serving-encoder.js';
 export { type Qrels, type Run, type ScoredDoc } from './data/runs.js';
 export { fuse, type FuseOptions, type FusionMethod, type MissingPolicy } from './fusion/fuse.js';

@@ -2,7 +2,7 @@
 // its QuorumError -> HTTP status mapping, and the short form of its load test. The example imports the package by
 // name, which resolves to the compiled dist/ (npm run build:ts; the README's test command builds it first).
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -46,7 +46,7 @@ type Hit = { id: string; row?: string; score: number };
 describe('example search server', () => {
   it('answers every mode with the passages of the embedded benchmark', async () => {
     const health = await get('/health');
-    expect(health).toEqual({ status: 200, body: { ok: true, passages: 3014, modes: ['bm25', 'dense', 'hybrid', 'muf'] } });
+    expect(health).toEqual({ status: 200, body: { ok: true, passages: 3014, modes: ['bm25', 'dense', 'hybrid', 'muf'], version: 1 } });
     const corpusIds = readFileSync(join(mini, 'corpus.jsonl'), 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { _id: string })._id);
     const q = encodeURIComponent('what is the incubation period of the coronavirus');
     for (const mode of ['bm25', 'dense', 'hybrid', 'muf']) {
@@ -142,6 +142,82 @@ describe('example search server', () => {
       if (r.alpha === null) expect((r.hits as Hit[]).map((h) => h.id), task).toEqual(((await get(`/search?mode=bm25&k=5&q=${q}`)).body.hits as Hit[]).map((h) => h.id));
     }
   });
+
+  it('POST /admin/swap swaps the dataset under concurrent requests: none lost, each answered whole by one version', async () => {
+    // Off by default: the server above has no token.
+    expect((await get('/admin/swap', 'POST')).status).toBe(404);
+    // Version 2's dataset: the first 600 passages, ids prefixed, so that every hit names the version that found it.
+    const v2 = join(root, 'v2');
+    mkdirSync(v2, { recursive: true });
+    const lines = readFileSync(join(mini, 'corpus.jsonl'), 'utf8').trim().split('\n').slice(0, 600);
+    writeFileSync(join(v2, 'corpus.jsonl'), lines.map((l) => { const p = JSON.parse(l) as { _id: string }; return JSON.stringify({ ...p, _id: `v2-${p._id}` }); }).join('\n') + '\n');
+    const token = 'a-test-token-of-32-characters-xx';
+    const { startServer } = (await import(join(packageRoot, 'examples', 'server', 'server.mjs'))) as {
+      startServer(o: object): Promise<{ server: { close(): void }; url: string; service: { liveStats(): { version: number; inFlight: number; retiring: number; swaps: number } } }>;
+    };
+    const s = await startServer({ port: 0, batch: true, adminToken: token });
+    const call = async (path: string, init: RequestInit = {}) => {
+      const r = await fetch(s.url + path, init);
+      return { status: r.status, body: (await r.json()) as Record<string, unknown> };
+    };
+    const swap = (body: unknown, auth = `Bearer ${token}`) => call('/admin/swap', { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    try {
+      // Refused: no token, a wrong one, GET, bad bodies, a missing directory; the version stays 1.
+      const unauth = await swap({}, '');
+      expect([unauth.status, (unauth.body.error as { code: string }).code]).toEqual([401, 'ERR_AUTH']);
+      expect((await swap({}, `Bearer ${token.slice(1)}x`)).status).toBe(401);
+      expect((await call('/admin/swap', { headers: { authorization: `Bearer ${token}` } })).status).toBe(405);
+      expect((await swap({ bogus: 1 })).status).toBe(400);
+      expect((await swap({ data: join(root, 'nowhere') })).status).toBe(400);
+      expect((await call('/health')).body.version).toBe(1);
+
+      const questions = ['incubation period of the coronavirus', 'who wrote hamlet', 'symptoms of covid-19', 'super bowl 50', 'vaccines and mRNA', 'when was the war'];
+      const modes = ['bm25', 'dense', 'hybrid'];
+      const path = (i: number) => `/search?mode=${modes[i % 3]}&k=5&q=${encodeURIComponent(questions[i % questions.length]!)}`;
+      const ids = (b: Record<string, unknown>) => (b.hits as Hit[]).map((h) => h.id);
+      const expected = new Map<string, string[]>();
+      for (let i = 0; i < 18; i++) expected.set(`1 ${path(i)}`, ids((await call(path(i))).body));
+
+      // Eight clients send requests until the swap has answered and each has seen version 2; meanwhile the swap.
+      const answers: Array<{ i: number; status: number; body: Record<string, unknown> }> = [];
+      let swapped = false;
+      let next = 0;
+      const client = async () => {
+        for (let seen2 = 0; !swapped || seen2 < 3; ) {
+          const i = next++;
+          const r = await call(path(i));
+          answers.push({ i, ...r });
+          if (r.body.version === 2) seen2++;
+        }
+      };
+      const clients = Array.from({ length: 8 }, client);
+      await new Promise((r) => setTimeout(r, 100));
+      const [done, second] = await Promise.all([swap({ data: v2 }), (async () => { await new Promise((r) => setTimeout(r, 20)); return swap({ data: v2 }); })()]);
+      swapped = true;
+      await Promise.all(clients);
+      expect(done.status).toBe(200);
+      expect(done.body).toMatchObject({ version: 2, passages: 600, modes });
+      expect(second.status).toBe(409); // one swap at a time
+      for (let i = 0; i < 18; i++) expected.set(`2 ${path(i)}`, ids((await call(path(i))).body));
+      // Every request answered, by one version, with exactly that version's hits.
+      const byVersion = [0, 0, 0];
+      for (const a of answers) {
+        expect(a.status, JSON.stringify(a.body)).toBe(200);
+        const v = a.body.version as number;
+        byVersion[v]!++;
+        expect(ids(a.body), `${v} ${path(a.i)}`).toEqual(expected.get(`${v} ${path(a.i % 18)}`));
+        expect(ids(a.body).every((id) => id.startsWith('v2-') === (v === 2))).toBe(true);
+      }
+      expect(byVersion[1]).toBeGreaterThan(8);
+      expect(byVersion[2]).toBeGreaterThanOrEqual(24);
+      // The old version has been freed; a failed swap leaves version 2 serving.
+      expect(s.service.liveStats()).toMatchObject({ version: 2, retiring: 0, swaps: 1 });
+      expect((await swap({ model: join(root, 'nowhere') })).status).toBe(400);
+      expect((await call('/health')).body).toMatchObject({ version: 2, passages: 600 });
+    } finally {
+      s.server.close();
+    }
+  }, 180_000);
 
   it('--batch: concurrent dense questions share batches and get the hits they get alone', async () => {
     const { startServer } = (await import(join(packageRoot, 'examples', 'server', 'server.mjs'))) as {

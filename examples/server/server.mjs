@@ -1,7 +1,8 @@
 // An HTTP search service over one BEIR-layout dataset (default: the package's embedded benchmark):
 //   GET /search?q=TEXT&mode=bm25|dense|hybrid|muf&k=10[&task=NAME][&filter=JSON][&abstain=P[&fallback=bm25|none]]
 //                                                                     -> { mode, k, hits: [{ id, row, score }], ... }
-//   GET /health                                                       -> { ok, passages, modes }
+//   GET /health                                                       -> { ok, passages, modes, version }
+//   POST /admin/swap  { data?, model?, muf? }  (Authorization: Bearer TOKEN)  -> { version, passages, modes, ms }
 // BM25 is Quorum's native inverted index; dense is the shipped model (or --model DIR) over a faiss DenseIndex, whose
 // ids are 64-bit integers (bigint in JavaScript: serialised as strings); hybrid fuses the two (normalized scores);
 // muf is a DPR-MUF directory (--muf DIR, `quorum muf train`). Serving needs no libtorch: the model encodes through
@@ -15,14 +16,20 @@
 // answer is BM25's list (fallback=bm25, the default) or no hits (fallback=none), with "abstained": true.
 // --batch coalesces concurrent dense questions (and the hybrid's dense side), and concurrent MUF questions, into
 // batches of up to 64 (RequestBatcher).
+// The admin route is off unless QUORUM_ADMIN_TOKEN (or startServer's adminToken) holds a token of 16 characters or
+// more; a request without that token gets 401. A swap builds the next version (dataset, indexes, model, MUF directory:
+// each from the body, or the current one's when left out) while the current one serves, then swaps it in at once;
+// requests in flight finish on the old version, which is freed after the last of them (Live). Every /search answer
+// names the version that served it. A second swap while one builds is 409; a failed build leaves the old version.
 // Startup errors (a missing directory, a bad or busy port, an unknown flag) are one line, as the CLI's; malformed
 // requests (invalid percent-encoding, a request line over 16 KiB) get a 4xx with a JSON error body.
 import { existsSync } from 'node:fs';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
-import { Bm25Index, DenseIndex, MetadataTable, QuorumError, RequestBatcher, ServingEncoder, compileFilter, hybridFuse, packageRoot } from 'quorum-retrieval';
+import { Bm25Index, DenseIndex, Live, MetadataTable, QuorumError, RequestBatcher, ServingEncoder, compileFilter, hybridFuse, packageRoot } from 'quorum-retrieval';
 import { MufServer } from 'quorum-retrieval/methods/muf';
 import { loadBeirCorpus } from 'quorum-retrieval/data';
 
@@ -67,18 +74,37 @@ export function badPercentEncoding(search) {
 
 const errorBody = (code, message) => json({ error: { code, message } });
 
-/** Loads the dataset, builds the indexes and returns the request handler and what it serves. */
-export async function createSearchService(options = {}) {
+/**
+ * Everything one version of the service serves: the dataset, its indexes, the model, the MUF directory and the
+ * batchers that feed them. The admin route's swap builds a new one while this one serves, and frees this one once
+ * the requests that began on it have ended (Live, docs/api.md#swapping-a-live-index).
+ */
+async function buildState(options) {
   const data = options.data ?? join(packageRoot, 'data', 'multidomain-mini');
   for (const [flag, dir] of [['--data', data], ['--muf', options.muf], ['--model', options.model && options.model !== 'default' ? options.model : undefined]])
     if (dir !== undefined && !existsSync(dir)) throw new QuorumError('ERR_IO', `${flag} ${dir}: no such directory`);
   const corpus = loadBeirCorpus(data);
   const texts = corpus.map((p) => ({ id: p.id, text: p.title ? `${p.title}. ${p.text}` : p.text }));
-  const bm25 = await Bm25Index.build(texts, { k1: 0.9, b: 0.4 });
-  const model = await ServingEncoder.load(options.model ?? 'default');
-  const dense = DenseIndex.create({ dim: model.dim, factory: 'Flat', mips: 'inner-product' });
-  await dense.add(await model.encodePassages(corpus), BigInt64Array.from(corpus, (_, i) => BigInt(i)));
-  const muf = options.muf ? await MufServer.load(options.muf) : undefined;
+  const owned = [];
+  try {
+    const bm25 = await Bm25Index.build(texts, { k1: 0.9, b: 0.4 });
+    owned.push(() => bm25.dispose());
+    const model = await ServingEncoder.load(options.model ?? 'default');
+    owned.push(() => model.dispose());
+    const dense = DenseIndex.create({ dim: model.dim, factory: 'Flat', mips: 'inner-product' });
+    owned.push(() => dense.dispose());
+    await dense.add(await model.encodePassages(corpus), BigInt64Array.from(corpus, (_, i) => BigInt(i)));
+    const muf = options.muf ? await MufServer.load(options.muf) : undefined;
+    if (muf) owned.push(() => muf.dispose());
+    return stateOver({ options: { data, model: options.model, muf: options.muf }, corpus, bm25, model, dense, muf, batch: options.batch, batchWaitMs: options.batchWaitMs, owned });
+  } catch (e) {
+    for (const free of owned.reverse()) await free();
+    throw e;
+  }
+}
+
+/** The search paths over one version's indexes. */
+function stateOver({ options, corpus, bm25, model, dense, muf, batch, batchWaitMs, owned }) {
   const expertNames = muf ? muf.names.map((e) => e.name) : [];
   const modes = ['bm25', 'dense', 'hybrid', ...(muf ? ['muf'] : [])];
 
@@ -110,7 +136,7 @@ export async function createSearchService(options = {}) {
   };
   // With --batch: the questions that arrive together share one encoder call per task and one kernel call
   // (RequestBatcher, docs/api.md#batching-requests).
-  const batcher = options.batch
+  const batcher = batch
     ? new RequestBatcher(async (requests) => {
         const out = new Array(requests.length);
         const byTask = new Map();
@@ -122,17 +148,17 @@ export async function createSearchService(options = {}) {
           rows.forEach((i, j) => (out[i] = asHits(r.hits(j)).slice(0, requests[i].k)));
         }
         return out;
-      }, { maxBatch: 64, maxWaitMs: options.batchWaitMs ?? 2, maxQueue: 4096, timeoutMs: 10_000 })
+      }, { maxBatch: 64, maxWaitMs: batchWaitMs ?? 2, maxQueue: 4096, timeoutMs: 10_000 })
     : undefined;
   // A filtered question searches alone (a batch shares one search, hence one filter).
   const denseHits = (q, k, task, rows) => (batcher && !rows ? batcher.submit({ q, k, task }) : searchOne(q, k, task, rows));
   // MUF questions that arrive together: one MufServer.search (every expert's encoder, top-L and heads once).
-  const mufBatcher = options.batch && muf
+  const mufBatcher = batch && muf
     ? new RequestBatcher(async (requests) => {
         const k = Math.max(...requests.map((r) => r.k));
         const rs = await muf.search(requests.map((r) => r.q), k);
         return rs.map((r, i) => ({ hits: r.hits.slice(0, requests[i].k), confidence: r.confidence }));
-      }, { maxBatch: 64, maxWaitMs: options.batchWaitMs ?? 2, maxQueue: 4096, timeoutMs: 10_000 })
+      }, { maxBatch: 64, maxWaitMs: batchWaitMs ?? 2, maxQueue: 4096, timeoutMs: 10_000 })
     : undefined;
   const mufHits = async (q, k, rows) => (mufBatcher && !rows ? mufBatcher.submit({ q, k }) : (await muf.search([q], k, rows ? { rows: rows.ints } : {}))[0]);
   const stored = model.hybrid;
@@ -186,6 +212,77 @@ export async function createSearchService(options = {}) {
     }
   }
 
+  return {
+    options,
+    search,
+    modes,
+    passages: corpus.length,
+    batcher,
+    async dispose() {
+      batcher?.close();
+      mufBatcher?.close();
+      for (const free of owned.reverse()) await free();
+    },
+  };
+}
+
+/** A constant-time comparison of a request's bearer token with the configured one. */
+function tokenMatches(header, token) {
+  const given = /^Bearer (.+)$/.exec(header ?? '')?.[1] ?? '';
+  const digest = (s) => createHash('sha256').update(s).digest();
+  return timingSafeEqual(digest(given), digest(token)) && given.length > 0;
+}
+
+/** A request's body as text, at most `limit` bytes (ERR_RANGE with status 413 past it). */
+async function readBody(req, limit) {
+  const chunks = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += chunk.length;
+    if (size > limit) throw Object.assign(new QuorumError('ERR_RANGE', `the request body is over ${limit} bytes`), { status: 413 });
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** The admin route's body: which directories the next version serves (each defaults to the current one). */
+function swapOptions(text, current) {
+  let body = {};
+  if (text.trim()) {
+    try {
+      body = JSON.parse(text);
+    } catch {
+      throw new QuorumError('ERR_ARG', 'the swap body must be JSON: { "data"?: DIR, "model"?: DIR, "muf"?: DIR | null }');
+    }
+  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new QuorumError('ERR_ARG', 'the swap body must be a JSON object');
+  for (const key of Object.keys(body)) if (!['data', 'model', 'muf'].includes(key)) throw new QuorumError('ERR_ARG', `unknown swap field '${key}': use data, model, muf`);
+  for (const key of ['data', 'model']) if (key in body && (typeof body[key] !== 'string' || !body[key])) throw new QuorumError('ERR_ARG', `${key} must be a directory path`);
+  if ('muf' in body && body.muf !== null && (typeof body.muf !== 'string' || !body.muf)) throw new QuorumError('ERR_ARG', 'muf must be a directory path or null (no MUF mode)');
+  const next = { ...current, ...body, muf: 'muf' in body ? body.muf ?? undefined : current.muf };
+  for (const key of ['data', 'model', 'muf'])
+    if (key in body && typeof next[key] === 'string' && !(key === 'model' && next[key] === 'default') && !existsSync(next[key]))
+      throw new QuorumError('ERR_ARG', `${key} ${next[key]}: no such directory`);
+  return next;
+}
+
+/** Loads the dataset, builds the indexes and returns the request handler and what it serves. */
+export async function createSearchService(options = {}) {
+  const adminToken = options.adminToken ?? process.env.QUORUM_ADMIN_TOKEN;
+  if (adminToken !== undefined && (typeof adminToken !== 'string' || adminToken.length < 16))
+    throw new QuorumError('ERR_ARG', 'the admin token (QUORUM_ADMIN_TOKEN) must be a string of at least 16 characters');
+  const live = new Live(await buildState(options));
+  let swaps = 0;
+
+  // POST /admin/swap: builds the next version from the body's directories in the background, then swaps it in.
+  async function adminSwap(req) {
+    const next = swapOptions(await readBody(req, 64 * 1024), await live.use((s) => s.options));
+    const t0 = performance.now();
+    const version = await live.refresh(() => buildState({ ...next, batch: options.batch, batchWaitMs: options.batchWaitMs }));
+    swaps++;
+    const { passages, modes } = await live.use((s) => s);
+    return { version, passages, modes, ms: performance.now() - t0 };
+  }
   async function handle(req, res) {
     const send = (status, body) => {
       res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
@@ -202,14 +299,25 @@ export async function createSearchService(options = {}) {
     const bad = badPercentEncoding(url.search);
     if (bad) return send(400, { error: { code: 'ERR_ARG', message: `the query string has invalid percent-encoding near '${bad}'` } });
     try {
+      if (url.pathname === '/admin/swap') {
+        // Off unless a token is configured: the route does not exist then.
+        if (adminToken === undefined) return send(404, { error: { code: 'ERR_NOT_FOUND', message: 'no route /admin/swap: the admin routes are off (set QUORUM_ADMIN_TOKEN)' } });
+        if (!tokenMatches(req.headers.authorization, adminToken)) {
+          res.setHeader('www-authenticate', 'Bearer');
+          return send(401, { error: { code: 'ERR_AUTH', message: 'the admin routes need Authorization: Bearer <token>' } });
+        }
+        if (req.method !== 'POST') return send(405, { error: { code: 'ERR_METHOD', message: 'POST only' } });
+        return send(200, await adminSwap(req));
+      }
       if (req.method !== 'GET') return send(405, { error: { code: 'ERR_METHOD', message: 'GET only' } });
-      if (url.pathname === '/health') return send(200, { ok: true, passages: corpus.length, modes });
+      if (url.pathname === '/health') return send(200, await live.use((s, version) => ({ ok: true, passages: s.passages, modes: s.modes, version })));
       if (url.pathname !== '/search') return send(404, { error: { code: 'ERR_NOT_FOUND', message: `no route ${url.pathname}: use /search or /health` } });
       const t0 = performance.now();
-      const result = await search(url.searchParams);
+      // The whole request on one version: a swap meanwhile waits for it before freeing that version.
+      const result = await live.use(async (s, version) => ({ ...(await s.search(url.searchParams)), version }));
       return send(200, { ...result, ms: performance.now() - t0 });
     } catch (e) {
-      if (e instanceof QuorumError) return send(STATUS[e.code] ?? 500, { error: { code: e.code, message: e.message } });
+      if (e instanceof QuorumError) return send(e.status ?? STATUS[e.code] ?? 500, { error: { code: e.code, message: e.message } });
       console.error(e);
       return send(500, { error: { code: 'ERR_INTERNAL', message: 'internal error' } });
     }
@@ -217,19 +325,20 @@ export async function createSearchService(options = {}) {
 
   return {
     handle,
-    modes,
-    passages: corpus.length,
-    batching: !!batcher,
-    /** The batcher's counters (batches, requests, refusals, timeouts, largest batch); undefined without --batch. */
-    batchStats: () => batcher?.stats(),
-    async close() {
-      batcher?.close();
-      mufBatcher?.close();
-      dense.dispose();
-      bm25.dispose();
-      await model.dispose();
-      await muf?.dispose();
+    /** The modes and passages of the version served now. */
+    get modes() {
+      return live.peek().modes;
     },
+    get passages() {
+      return live.peek().passages;
+    },
+    batching: !!options.batch,
+    admin: adminToken !== undefined,
+    /** The version served now (1, then one more at each swap) and the swap counters. */
+    liveStats: () => ({ ...live.stats(), swaps }),
+    /** The batcher's counters (batches, requests, refusals, timeouts, largest batch); undefined without --batch. */
+    batchStats: () => live.peek().batcher?.stats(),
+    close: () => live.close(),
   };
 }
 
@@ -286,7 +395,7 @@ async function main(argv) {
   const port = /^\d+$/.test(values.port) ? Number(values.port) : Number.NaN;
   if (!(port >= 0 && port <= 65535)) throw new QuorumError('ERR_RANGE', `--port must be an integer in 0..65535, got '${values.port}'`);
   const { url, service } = await startServer({ ...values, port });
-  console.log(`quorum search service on ${url} (${service.passages} passages; modes ${service.modes.join(', ')}${service.batching ? '; questions batched' : ''})`);
+  console.log(`quorum search service on ${url} (${service.passages} passages; modes ${service.modes.join(', ')}${service.batching ? '; questions batched' : ''}${service.admin ? '; admin routes on' : ''})`);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
