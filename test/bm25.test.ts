@@ -5,7 +5,10 @@ import { describe, expect, it } from 'vitest';
 
 import { Bm25Index } from '../lib/index.js';
 import { englishAnalyzer, luceneQuantizedLength } from '../lib/entries/text.js';
-import { wordSegments } from '../lib/bm25/analyzer.js';
+import { forEachWord, wordSegments } from '../lib/bm25/analyzer.js';
+import { packageRoot } from '../lib/native.js';
+import { loadBeirCorpus } from '../lib/entries/data.js';
+import { referenceEnglishTerms, referenceWords } from './reference/bm25-analyzer.js';
 
 const fixture = JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures', 'bm25-mini.json'), 'utf8')) as {
   docs: Array<{ id: string; text: string }>;
@@ -38,6 +41,43 @@ describe('English analyzer (Lucene EnglishAnalyzer model)', () => {
     expect(cut.every((x) => !/^[\uDC00-\uDFFF]|[\uD800-\uDBFF]$/.test(x))).toBe(true);
     const long = Array.from({ length: 40_000 }, (_, i) => ['alpha', 'beta', 'running', "system's"][i % 4]).join(' ');
     expect(englishAnalyzer()(long)).toHaveLength(40_000);
+  });
+});
+
+describe('the analyzer\'s fast path (UAX #29 in the common Latin alphabet, docs/api.md#sparse-index-bm25-hybrid)', () => {
+  const words = (text: string) => {
+    const out: string[] = [];
+    forEachWord(text, (w) => out.push(w));
+    return out;
+  };
+  it('gives the words of one Intl.Segmenter call on random strings of its alphabet, controls and other scripts mixed in', () => {
+    // Letters and digits, every mid / extend character, the signs that stand alone, ASCII controls and whitespace,
+    // and characters outside the fast alphabet (letters to ICU such as U+00AA and U+00B8, the soft hyphen, NBSP and
+    // BOM, combining marks, Greek, CJK, emoji), which send their piece to Intl.Segmenter.
+    const alphabet = [...'aZq09_.\':,;-@!?/"#$%&*+<=>[]\\^`{|}~', 'é', 'Ö', 'ł', 'ș', 'ß', 'ÿ', 'À', '\u00B7', '\u2018', '\u2019', '\u201C', '\u201D',
+      '\u2013', '\u2014', '\u2026', '\u00A0', '\u00A7', '\u00B0', '\u00B2', '\u00B9', '\u00BF', '\u00D7', '\u00F7', '\u00AB', '\u00BB',
+      ' ', ' ', '\t', '\n', '\r', '\u000b', '\u0001', '\u007f', '\u00AA', '\u00B5', '\u00B8', '\u00AD', '\uFEFF', '\u0301', 'λ', '東', '😀', '\u2028'];
+    let seed = 12345;
+    const rnd = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
+    for (let n = 0; n < 60_000; n++) {
+      let t = '';
+      for (let i = 1 + Math.floor(rnd() * 14); i > 0; i--) t += alphabet[Math.floor(rnd() * alphabet.length)];
+      const got = words(t);
+      const want = referenceWords(t);
+      if (got.length !== want.length || got.some((w, i) => w !== want[i])) expect({ t, got }).toEqual({ t, got: want });
+    }
+  });
+
+  it('gives the terms of the Intl.Segmenter analyzer on every passage of the embedded benchmark', () => {
+    const a = englishAnalyzer();
+    const corpus = loadBeirCorpus(join(packageRoot, 'data', 'multidomain-mini'));
+    let differ = 0;
+    for (const p of corpus) {
+      const text = p.title ? `${p.title}. ${p.text}` : p.text;
+      if (JSON.stringify(a(text)) !== JSON.stringify(referenceEnglishTerms(text))) differ++;
+    }
+    expect({ passages: corpus.length, differ }).toEqual({ passages: 3014, differ: 0 });
+    for (const d of fixture.docs) expect(a(d.text)).toEqual(referenceEnglishTerms(d.text));
   });
 });
 
