@@ -130,6 +130,9 @@ export type MaybeAsync<T> = T | Promise<T>;
 /** quorum_core.node's exports. */
 export interface CoreAddon {
   NativeTensor: NativeTensorCtor;
+  saveTensorFile(t: NativeTensorHandle, path: string, async: boolean): MaybeAsync<object>;
+  mapTensorFile(path: string): { tensor: NativeTensorHandle; checksum: bigint };
+  tensorWordHash(t: NativeTensorHandle, async: boolean): MaybeAsync<{ hash: bigint }>;
   scoreTopK(
     q: NativeTensorHandle,
     c: NativeTensorHandle,

@@ -257,6 +257,54 @@ export class Tensor<D extends Dtype = Dtype> {
   }
 
   /**
+   * Writes the tensor to a file that {@link Tensor.map} opens without reading it (docs/api.md#mapped-tensor-files):
+   * a header with the dtype, the shape and a checksum, then the data at a page boundary. Written atomically off the
+   * main thread (a temporary file, fsync, rename), so a process that maps the old file keeps it intact. ERR_IO on
+   * failure.
+   *
+   * @example
+   * await corpus.save('corpus.qtns');
+   */
+  async save(path: string): Promise<void> {
+    if (typeof path !== 'string' || path.length === 0) throw new QuorumError('ERR_ARG', 'save needs a file path');
+    if (this.device !== 'cpu') throw new QuorumError('ERR_UNSUPPORTED', 'save a cpu tensor: move it with .to(\'cpu\') first');
+    const core = coreAddon();
+    await awaitNative(callNative(() => core.saveTensorFile(this.handle, path, true)) as Promise<object>);
+  }
+
+  /**
+   * A tensor over a file from {@link Tensor.save}, mapped rather than read: opening costs a header read whatever the
+   * size, pages load as they are first touched, and every process that maps the file shares one copy of it in the
+   * page cache (N server workers, one corpus in memory). The mapping is copy-on-write: a write through `data` stays in
+   * this process, the file never changes. The header is checked (ERR_FORMAT for a foreign, corrupt, truncated or
+   * extended file); the data only with `verify: true`, which reads all of it off the main thread. dispose() unmaps it.
+   * The file must not be modified in place while mapped (Tensor.save replaces it by rename, which is safe).
+   *
+   * @example
+   * const corpus = await Tensor.map('corpus.qtns');
+   * const { ids } = await scoreTopK(queries, corpus, 10);
+   */
+  static async map(path: string, options: { verify?: boolean } = {}): Promise<Tensor> {
+    if (typeof path !== 'string' || path.length === 0) throw new QuorumError('ERR_ARG', 'map needs a file path');
+    if (options === null || typeof options !== 'object') throw new QuorumError('ERR_ARG', 'map options must be an object');
+    for (const key of Object.keys(options)) if (key !== 'verify') throw new QuorumError('ERR_ARG', `unknown map option '${key}': use verify`);
+    if (options.verify !== undefined && typeof options.verify !== 'boolean') throw new QuorumError('ERR_ARG', 'verify must be a boolean');
+    const core = coreAddon();
+    const { tensor, checksum } = callNative(() => core.mapTensorFile(path));
+    const t = new Tensor(tensor);
+    if (options.verify) {
+      try {
+        const { hash } = await awaitNative(callNative(() => core.tensorWordHash(tensor, true)) as Promise<{ hash: bigint }>);
+        if (hash !== checksum) throw new QuorumError('ERR_FORMAT', `${path}: the data fails its checksum`);
+      } catch (e) {
+        t.dispose();
+        throw e;
+      }
+    }
+    return t;
+  }
+
+  /**
    * Frees the native memory now. Every `data` view becomes empty. If an async kernel is still using the
    * tensor, the memory is freed when it finishes. Calling it twice is harmless.
    */

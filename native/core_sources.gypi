@@ -3,6 +3,7 @@
     "common/cpu_features.cc",
     "common/thread_pool.cc",
     "common/persist.cc",
+    "common/tensor_file.cc",
     "kernels/dense_dot_scalar.cc",
     "kernels/dense_dot_avx2.cc",
     "kernels/dense_dot_avx512.cc",
@@ -54,6 +55,7 @@
     "napi/embedding_bag_bindings.cc",
     "napi/sparse_index_object.cc",
     "napi/tokenizer_object.cc",
+    "napi/tensor_file_bindings.cc",
     "napi/runtime_bindings.cc",
     "napi/addon_core.cc"
   ]

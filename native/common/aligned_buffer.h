@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <sys/mman.h>
 #include <mutex>
 #include <new>
 #include <utility>
@@ -72,14 +73,24 @@ class AlignedBuffer {
   explicit AlignedBuffer(size_t bytes) { reset(bytes); }
   AlignedBuffer(const AlignedBuffer&) = delete;
   AlignedBuffer& operator=(const AlignedBuffer&) = delete;
-  AlignedBuffer(AlignedBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  AlignedBuffer(AlignedBuffer&& o) noexcept
+      : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)), mapped_(std::exchange(o.mapped_, false)) {}
   AlignedBuffer& operator=(AlignedBuffer&& o) noexcept {
     if (this != &o) {
       release();
       ptr_ = std::exchange(o.ptr_, nullptr);
       bytes_ = std::exchange(o.bytes_, 0);
+      mapped_ = std::exchange(o.mapped_, false);
     }
     return *this;
+  }
+  // Takes over a file mapping of `bytes` at `p` (page-aligned, from mmap): release() unmaps it (tensor_file.h).
+  static AlignedBuffer adopt_mapping(void* p, size_t bytes) {
+    AlignedBuffer b;
+    b.ptr_ = p;
+    b.bytes_ = bytes;
+    b.mapped_ = true;
+    return b;
   }
   ~AlignedBuffer() { release(); }
 
@@ -94,22 +105,28 @@ class AlignedBuffer {
     bytes_ = bytes;
   }
   void release() {
-    if (ptr_) {
+    if (ptr_ && mapped_) {
+      unmap(ptr_, bytes_);
+    } else if (ptr_) {
       const size_t rounded = round(bytes_);
       if (BlockCache::cacheable(rounded)) BlockCache::global().give(ptr_, rounded);
       else std::free(ptr_);
     }
     ptr_ = nullptr;
     bytes_ = 0;
+    mapped_ = false;
   }
   void* data() const { return ptr_; }
+  bool mapped() const { return mapped_; }
   size_t bytes() const { return bytes_; }
   template <class T> T* as() const { return static_cast<T*>(ptr_); }
 
  private:
   static size_t round(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+  static void unmap(void* p, size_t bytes) { ::munmap(p, bytes); }
   void* ptr_ = nullptr;
   size_t bytes_ = 0;
+  bool mapped_ = false;
 };
 
 // Scratch for one kernel call, kept by the calling thread for its next call: a step of a training loop or a

@@ -42,6 +42,12 @@ TensorObject::TensorObject(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Te
                                      std::to_string(numel));
       ptr_ = static_cast<uint8_t*>(ta.ArrayBuffer().Data()) + ta.ByteOffset();
       borrowed_ = Napi::Persistent(info[2].As<Napi::Object>());
+    } else if (info.Length() > 4 && info[4].IsExternal()) {
+      // Adopt(): the storage is given (internal; the External holds the buffer, moved out here).
+      auto* given = info[4].As<Napi::External<AlignedBuffer>>().Data();
+      if (given->bytes() != bytes_) throw Error("ERR_SHAPE", "the adopted storage does not match the shape");
+      owned_ = std::make_shared<AlignedBuffer>(std::move(*given));
+      ptr_ = owned_->as<uint8_t>();
     } else {
       owned_ = std::make_shared<AlignedBuffer>(bytes_);
       ptr_ = owned_->as<uint8_t>();
@@ -66,6 +72,13 @@ Napi::Object TensorObject::Create(Napi::Env env, Dtype dtype, const std::vector<
   Napi::Array s = shape_array(env, shape);
   return addon_data(env).tensor_ctor.New(
       {Napi::Number::New(env, int(dtype)), s, env.Undefined(), Napi::Boolean::New(env, zero)});
+}
+
+Napi::Object TensorObject::Adopt(Napi::Env env, Dtype dtype, const std::vector<int64_t>& shape, AlignedBuffer buffer) {
+  Napi::Array s = shape_array(env, shape);
+  // The External only carries the buffer into the constructor, which moves it out; nothing to finalize.
+  return addon_data(env).tensor_ctor.New({Napi::Number::New(env, int(dtype)), s, env.Undefined(), Napi::Boolean::New(env, false),
+                                          Napi::External<AlignedBuffer>::New(env, &buffer)});
 }
 
 bool TensorObject::IsTensor(Napi::Env env, const Napi::Value& v) {

@@ -30,6 +30,9 @@ class TensorObject : public Napi::ObjectWrap<TensorObject> {
   // A new tensor owned by native memory, zero-filled unless `zero` is false (for outputs a kernel writes in
   // full before anyone can read them).
   static Napi::Object Create(Napi::Env env, Dtype dtype, const std::vector<int64_t>& shape, bool zero = true);
+  // A tensor over `buffer` (a file mapping: common/tensor_file.h), which it owns from now on. Not counted as V8
+  // external memory: the pages belong to the page cache, shared between the processes that map the file.
+  static Napi::Object Adopt(Napi::Env env, Dtype dtype, const std::vector<int64_t>& shape, AlignedBuffer buffer);
   static bool IsTensor(Napi::Env env, const Napi::Value& v);
   // The tensor in `v`; throws ERR_ARG when `v` is not one and ERR_DISPOSED when it was disposed.
   static TensorObject* From(Napi::Env env, const Napi::Value& v, const char* what);
