@@ -88,7 +88,7 @@ export interface DenseIndexInfo {
   mips: Mips;
   /** `'l2'`: the largest squared norm the stored vectors assume (0 until fixed). */
   phi: number;
-  /** false for HNSW: faiss cannot remove from its graphs. */
+  /** false for HNSW over PQ or SQ codes (HNSW with flat storage removes through tombstones and compaction). */
   supportsRemove: boolean;
   /** HNSW: the index's own efSearch. */
   efSearch?: number;
@@ -269,7 +269,13 @@ export class DenseIndex extends NativeResource {
     DenseIndex.#runSync(this.#add(vectors, ids));
   }
 
-  /** Removes ids (unknown ones are skipped); resolves to how many went. ERR_UNSUPPORTED for HNSW. */
+  /**
+   * Removes ids (unknown ones are skipped); resolves to how many went. A removed id can be added again (an update is
+   * a remove and an add). HNSW keeps a removed vector's node as a tombstone that no search returns and `size` does
+   * not count, until compaction rebuilds the graph from the live vectors: on its own once tombstones pass a quarter
+   * of the nodes, before every save, or with {@link compact} (docs/api.md#dense-index-faiss). ERR_UNSUPPORTED for
+   * HNSW over PQ or SQ codes.
+   */
   async remove(ids: VectorIdsInput | bigint | number): Promise<number> {
     return (await DenseIndex.#runAsync<{ removed: number }>(this.#remove(ids))).removed;
   }
@@ -277,6 +283,11 @@ export class DenseIndex extends NativeResource {
   /** {@link remove} on the calling thread. */
   removeSync(ids: VectorIdsInput | bigint | number): number {
     return DenseIndex.#runSync<{ removed: number }>(this.#remove(ids)).removed;
+  }
+
+  /** Rebuilds an HNSW graph without its tombstones now (off the main thread); resolves to how many went (0 otherwise). */
+  async compact(): Promise<number> {
+    return (await DenseIndex.#runAsync<{ removed: number }>(() => ({ call: (async) => this.#native.compact(async) }))).removed;
   }
 
   /**

@@ -296,6 +296,7 @@ export interface NativeDenseIndex {
   train(x: Float32Array, async: boolean): MaybeAsync<object>;
   add(x: Float32Array, ids: BigInt64Array, async: boolean): MaybeAsync<object>;
   remove(ids: BigInt64Array, async: boolean): MaybeAsync<{ removed: number }>;
+  compact(async: boolean): MaybeAsync<{ removed: number }>;
   search(
     q: Float32Array,
     k: number,

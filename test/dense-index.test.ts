@@ -112,15 +112,86 @@ describe('DenseIndex', () => {
       expect(found / 120).toBeGreaterThanOrEqual(0.95);
       // efSearch below k still returns k results.
       expect(index.searchSync(q, 50, { efSearch: 4 }).hits(0)).toHaveLength(50);
-      expect(code(() => index.removeSync([ids[0]!]))).toBe('ERR_UNSUPPORTED');
       expect(index.size).toBe(n);
-      expect(index.info.supportsRemove).toBe(false);
+      expect(index.info.supportsRemove).toBe(true);
+    });
+
+    it(`HNSW (mips '${mips}') removes through tombstones: removed ids never return, re-adds and updates work, compaction and saves keep the results`, async () => {
+      // phi (l2): the largest squared norm of the corpus and of the re-added vectors below, no larger (a loose phi
+      // flattens the transform's geometry and costs the graph recall).
+      const sq = (v: Float32Array) => v.reduce((a, b) => a + b * b, 0);
+      let phi = 0;
+      for (let i = 0; i < n; i++) phi = Math.max(phi, sq(x.subarray(i * d, (i + 1) * d)));
+      for (let r = 0; r < 4; r++) phi = Math.max(phi, 25 * sq(q.subarray(r * d, (r + 1) * d)));
+      const index = DenseIndex.create({ dim: d, factory: 'HNSW16', mips, efConstruction: 80, phi: mips === 'l2' ? phi * 1.001 : undefined });
+      index.addSync(x, ids);
+      // Live vectors: what the brute-force reference searches after each change.
+      const live = new Map<bigint, Float32Array>(Array.from(ids, (id, i) => [id, x.subarray(i * d, (i + 1) * d)]));
+      const check = (top: { hits(r: number): Array<{ id: bigint; score: number }> }, stage: string) => {
+        const keys = [...live.keys()];
+        const flat = new Float32Array(keys.length * d);
+        keys.forEach((k, i) => flat.set(live.get(k)!, i * d));
+        const ref = bruteForce(flat, BigInt64Array.from(keys), q, d, 10);
+        let found = 0;
+        for (let r = 0; r < 12; r++) {
+          const truth = new Set(ref[r]!.map((h) => h.id));
+          for (const h of top.hits(r)) {
+            expect(live.has(h.id), `removed id ${h.id} returned`).toBe(true);
+            if (truth.has(h.id)) found++;
+          }
+        }
+        expect(found / 120, stage).toBeGreaterThanOrEqual(0.95);
+      };
+      // 100 of 600 removed (under a quarter: tombstones stay).
+      const gone = Array.from(ids.subarray(0, 100));
+      expect(index.removeSync([...gone, gone[0]!, 123456789n])).toBe(100);
+      gone.forEach((id) => live.delete(id));
+      expect(index.size).toBe(500);
+      check(index.searchSync(q, 10, { efSearch: 256 }), 'tombstones');
+      expect(code(() => index.reconstructSync([gone[3]!]))).toBe('ERR_NOT_FOUND');
+      // Filtered searches skip tombstones too (the filter names removed and live ids).
+      const allowed = [...gone.slice(0, 50), ...Array.from(ids.subarray(100, 150))];
+      for (const h of index.searchSync(q, 10, { allowedIds: allowed }).hits(0)) expect(live.has(h.id)).toBe(true);
+      // A removed id added again with a new vector (an update): 5 times the query, so it is each query's best hit
+      // (5 |q|^2 is above |q| |x| for every stored x here).
+      for (let r = 0; r < 4; r++) {
+        const v = q.subarray(r * d, (r + 1) * d).map((a) => 5 * a);
+        index.addSync(v, [gone[r]!]);
+        live.set(gone[r]!, v);
+      }
+      const top = index.searchSync(q, 10, { efSearch: 256 });
+      for (let r = 0; r < 4; r++) expect(top.hits(r)[0]!.id).toBe(gone[r]);
+      check(top, 're-added');
+      // A save writes no tombstones: the loaded index holds the live vectors, with the same results.
+      const loaded = DenseIndex.fromBuffer(index.toBuffer());
+      expect(loaded.size).toBe(504);
+      check(loaded.searchSync(q, 10, { efSearch: 256 }), 'loaded');
+      expect(await index.compact()).toBe(0); // the save compacted already
+      // Past a quarter of the nodes, a remove compacts on its own.
+      const more = Array.from(ids.subarray(100, 260));
+      expect(await index.remove(more)).toBe(160);
+      more.forEach((id) => live.delete(id));
+      expect(index.size).toBe(344);
+      expect(await index.compact()).toBe(0);
+      check(index.searchSync(q, 10, { efSearch: 256 }), 'compacted');
+      expect(await index.remove(ids.subarray(300, 310))).toBe(10);
+      expect(await index.compact()).toBe(10);
+      expect(index.size).toBe(334);
     });
   }
 
+  it('HNSW over SQ codes cannot remove (compaction needs exact vectors)', () => {
+    const sq = DenseIndex.create({ dim: d, factory: 'HNSW8_SQ8' });
+    sq.trainSync(x);
+    sq.addSync(x, ids);
+    expect(sq.info.supportsRemove).toBe(false);
+    expect(code(() => sq.removeSync([ids[0]!]))).toBe('ERR_UNSUPPORTED');
+    expect(sq.size).toBe(n);
+  });
+
   it("defaults to mips 'inner-product' and reports the search settings", () => {
     const h = DenseIndex.create({ dim: 4, factory: 'HNSW8', efSearch: 40 });
-    expect(h.info).toMatchObject({ mips: 'inner-product', efSearch: 40, supportsRemove: false });
+    expect(h.info).toMatchObject({ mips: 'inner-product', efSearch: 40, supportsRemove: true });
     expect(DenseIndex.create({ dim: 4 }).info).toMatchObject({ mips: 'inner-product', supportsRemove: true });
     expect(DenseIndex.create({ dim: 4, factory: 'IVF4,Flat', nprobe: 3 }).info).toMatchObject({ nprobe: 3, trained: false });
     h.setSearchDefaults({ efSearch: 90 });

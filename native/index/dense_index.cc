@@ -397,9 +397,30 @@ void DenseIndex::add(const float* x, const int64_t* ids, size_t n) {
   phi_fixed_ = true;
 }
 
+// Tombstones past this share of an HNSW graph's nodes trigger a compaction (searches walk through tombstones, so
+// many of them cost time and recall; the rebuild costs one graph build over the live vectors).
+constexpr size_t kCompactShare = 4;  // 1 / 4
+
 size_t DenseIndex::remove(const int64_t* ids, size_t n) {
   std::unique_lock<std::shared_mutex> lock(mutex_);
-  if (hnsw_) throw Error("ERR_UNSUPPORTED", "faiss HNSW graphs cannot remove vectors: rebuild the index without them");
+  if (hnsw_) {
+    if (!supports_remove_locked())
+      throw Error("ERR_UNSUPPORTED", "HNSW over PQ or SQ codes cannot remove vectors: rebuild the index without them");
+    // Tombstones: the id leaves the id map (so it can be added again), its node stays until compaction.
+    size_t removed = 0;
+    for (size_t i = 0; i < n; ++i) {
+      auto it = idmap_->rev_map.find(Idx(ids[i]));
+      if (it == idmap_->rev_map.end()) continue;
+      const size_t pos = size_t(it->second);
+      if (dead_.size() < size_t(core_->ntotal + 7) / 8) dead_.resize(size_t(core_->ntotal + 7) / 8, 0);
+      dead_[pos / 8] |= uint8_t(1u << (pos % 8));
+      idmap_->rev_map.erase(it);
+      ++n_dead_;
+      ++removed;
+    }
+    if (n_dead_ * kCompactShare > size_t(core_->ntotal)) compact_locked();
+    return removed;
+  }
   std::vector<Idx> held;
   std::unordered_set<int64_t> seen;
   for (size_t i = 0; i < n; ++i)
@@ -411,6 +432,47 @@ size_t DenseIndex::remove(const int64_t* ids, size_t n) {
     // The hash-table direct map removes only by an explicit array.
     return top_->remove_ids(faiss::IDSelectorArray(held.size(), held.data()));
   });
+}
+
+size_t DenseIndex::compact() {
+  std::unique_lock<std::shared_mutex> lock(mutex_);
+  return compact_locked();
+}
+
+size_t DenseIndex::compact_locked() {
+  if (!hnsw_ || n_dead_ == 0) return 0;
+  // The live vectors, as the graph stores them (after any pre-transform and the L2 augmentation), in position order.
+  const size_t total = size_t(core_->ntotal), d = size_t(core_->d), live = total - n_dead_;
+  std::vector<float> x(live * d);
+  std::vector<Idx> ids(live);
+  for (size_t pos = 0, j = 0; pos < total; ++pos) {
+    if (dead(pos)) continue;
+    hnsw_->storage->reconstruct(Idx(pos), &x[j * d]);
+    ids[j++] = idmap_->id_map[pos];
+  }
+  auto fresh = std::make_unique<faiss::IndexHNSWFlat>(int(d), hnsw_->hnsw.nb_neighbors(1), core_->metric_type);
+  fresh->hnsw.efConstruction = hnsw_->hnsw.efConstruction;
+  fresh->hnsw.efSearch = hnsw_->hnsw.efSearch;
+  use_threads(live);
+  faiss_call("ERR_NATIVE", "faiss could not rebuild the HNSW graph", [&] { fresh->add(Idx(live), x.data()); });
+  // Into the chain in the old graph's place (its owner deletes what it holds).
+  faiss::Index* old = core_;
+  if (pre_) {
+    pre_->index = fresh.release();
+    pre_->ntotal = Idx(live);
+  } else {
+    idmap_->index = fresh.release();
+  }
+  delete old;
+  idmap_->ntotal = Idx(live);
+  idmap_->id_map.assign(ids.begin(), ids.end());
+  idmap_->rev_map.clear();
+  for (size_t i = 0; i < live; ++i) idmap_->rev_map[ids[i]] = Idx(i);
+  const size_t gone = n_dead_;
+  dead_.clear();
+  n_dead_ = 0;
+  bind();  // the new graph's storage gets the SIMD kernels
+  return gone;
 }
 
 void DenseIndex::search(const float* q, size_t n, size_t k, const SearchOptions& opt, int64_t* ids, float* scores) const {
@@ -470,6 +532,7 @@ void DenseIndex::search_locked(const float* q, size_t n, size_t k, const SearchO
   // The filter as a selector over the ids core_ sees: positions under IDMap2 (a bitmap set through its reverse
   // map, so the cost is the allowed ids', not the index's), the user's ids where they live in an IVF.
   std::unique_ptr<faiss::IDSelector> sel;
+  std::unique_ptr<faiss::IDSelector> dead_sel;
   std::vector<uint8_t> bitmap;
   size_t held = opt.n_allowed;  // allowed ids the index holds (an upper bound without IDMap2)
   if (opt.filtered) {
@@ -484,10 +547,15 @@ void DenseIndex::search_locked(const float* q, size_t n, size_t k, const SearchO
         held += (byte & bit) ? 0 : 1;
         byte |= bit;
       }
-      sel = std::make_unique<faiss::IDSelectorBitmap>(bitmap.size() * 8, bitmap.data());
+      sel = std::make_unique<faiss::IDSelectorBitmap>(bitmap.size(), bitmap.data());  // n: bytes
     } else {
       sel = std::make_unique<faiss::IDSelectorBatch>(opt.n_allowed, reinterpret_cast<const Idx*>(opt.allowed));
     }
+  } else if (n_dead_ > 0) {
+    // HNSW tombstones: the walk passes through them and never returns one. (A filter's bitmap above comes from the
+    // id map, which no longer holds removed ids.)
+    dead_sel = std::make_unique<faiss::IDSelectorBitmap>(dead_.size(), dead_.data());  // n: bytes
+    sel = std::make_unique<faiss::IDSelectorNot>(dead_sel.get());
   }
   faiss::SearchParametersIVF ip;
   faiss::SearchParametersHNSW hp;
@@ -498,8 +566,8 @@ void DenseIndex::search_locked(const float* q, size_t n, size_t k, const SearchO
     ip.max_codes = ivf_->max_codes;
     ip.sel = sel.get();
     params = &ip;
-  } else if (sel && hnsw_ && (opt.scan_below >= 0 ? held > size_t(opt.scan_below)
-                                                   : held > kExactFilterRows && held * 10 > size_t(core_->ntotal))) {
+  } else if (sel && hnsw_ && (!opt.filtered || (opt.scan_below >= 0 ? held > size_t(opt.scan_below)
+                                                                     : held > kExactFilterRows && held * 10 > size_t(core_->ntotal)))) {
     // Many allowed vectors: the graph walk skips the others. Few (by default at most kExactFilterRows, or under a
     // tenth of the index): an exact scan of the allowed vectors in the HNSW's flat storage, below (a graph walk loses
     // most of its recall there, docs/results/indexes.md#filters-inside-the-search-28-nov).
@@ -566,7 +634,7 @@ std::vector<float> DenseIndex::reconstruct(const int64_t* ids, size_t n) const {
 
 size_t DenseIndex::size() const {
   std::shared_lock<std::shared_mutex> lock(mutex_);
-  return size_t(top_->ntotal);
+  return size_t(top_->ntotal) - n_dead_;
 }
 
 bool DenseIndex::trained() const {
@@ -593,7 +661,15 @@ int DenseIndex::nprobe() const {
   return ivf_ ? int(ivf_->nprobe) : 0;
 }
 
-bool DenseIndex::supports_remove() const { return hnsw_ == nullptr; }
+bool DenseIndex::supports_remove() const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  return supports_remove_locked();
+}
+
+bool DenseIndex::supports_remove_locked() const {
+  // Compaction rebuilds HNSW over exact vectors: flat storage only.
+  return !hnsw_ || dynamic_cast<const faiss::IndexFlat*>(hnsw_->storage) != nullptr;
+}
 
 double DenseIndex::phi() const {
   std::shared_lock<std::shared_mutex> lock(mutex_);
@@ -625,14 +701,16 @@ void DenseIndex::write(Sink& sink) const {
   sink(tail.data(), tail.size());
 }
 
-std::vector<uint8_t> DenseIndex::to_bytes() const {
+std::vector<uint8_t> DenseIndex::to_bytes() {
+  compact();
   std::vector<uint8_t> out;
   auto sink = [&](const uint8_t* p, size_t n) { out.insert(out.end(), p, p + n); };
   write(sink);
   return out;
 }
 
-void DenseIndex::save(const std::string& path) const {
+void DenseIndex::save(const std::string& path) {
+  compact();
   persist::AtomicFile file(path);
   auto sink = [&](const uint8_t* p, size_t n) { file.write(p, n); };
   write(sink);

@@ -78,8 +78,13 @@ class DenseIndex {
   // Adds n vectors with their ids. ERR_STATE before training where it is needed, ERR_DUPLICATE_ID for an id
   // already held or repeated in the batch, ERR_NONFINITE for NaN or infinity; a failed batch adds nothing.
   void add(const float* x, const int64_t* ids, size_t n);
-  // Removes the given ids (unknown ones are skipped) and returns how many went. ERR_UNSUPPORTED for HNSW.
+  // Removes the given ids (unknown ones are skipped) and returns how many went; the ids can be added again.
+  // HNSW (flat storage): a removed vector's node stays in the graph as a tombstone, skipped by every search and by
+  // size(), until compaction rebuilds the graph from the live vectors: on its own once tombstones pass a quarter of
+  // the nodes, before a save, or by compact(). HNSW over PQ / SQ codes: ERR_UNSUPPORTED.
   size_t remove(const int64_t* ids, size_t n);
+  // Rebuilds an HNSW graph without its tombstones (a no-op otherwise); returns how many went.
+  size_t compact();
   // Top-k of n queries into ids / scores [n, k].
   void search(const float* q, size_t n, size_t k, const SearchOptions& opt, int64_t* ids, float* scores) const;
   // The stored vectors of the given ids, [n, dim] (approximate for PQ / SQ / PCA). ERR_NOT_FOUND for an id not
@@ -101,16 +106,20 @@ class DenseIndex {
 
   // The index as bytes: magic "QDNIDX01", version, options, faiss's own serialization, checksum. from_bytes
   // and load throw ERR_FORMAT for anything that is not a complete, intact index and keep the old contents.
-  std::vector<uint8_t> to_bytes() const;
+  // A save compacts first: tombstones are never written.
+  std::vector<uint8_t> to_bytes();
   static std::unique_ptr<DenseIndex> from_bytes(const uint8_t* data, size_t n);
   // Atomic file save (temporary file, fsync, rename; ERR_IO on failure), streamed without a second copy.
-  void save(const std::string& path) const;
+  void save(const std::string& path);
   static std::unique_ptr<DenseIndex> load(const std::string& path);
 
  private:
   DenseIndex() = default;
   void bind();  // finds the faiss sub-objects below top_
   bool contains(int64_t id) const;
+  bool dead(size_t position) const { return position / 8 < dead_.size() && (dead_[position / 8] >> (position % 8)) & 1; }
+  size_t compact_locked();  // compact() with the writer lock held
+  bool supports_remove_locked() const;
   // search() with the lock held and HNSW's efSearch already set.
   void search_locked(const float* q, size_t n, size_t k, const SearchOptions& opt, int64_t* ids, float* scores) const;
   size_t stored_dim() const;  // dim, + 1 under the L2 transform
@@ -128,6 +137,8 @@ class DenseIndex {
   faiss::Index* core_ = nullptr;              // what searches: below IDMap2 and the pre-transform
   faiss::IndexIVF* ivf_ = nullptr;
   faiss::IndexHNSW* hnsw_ = nullptr;
+  std::vector<uint8_t> dead_;  // HNSW: tombstones, a bitmap over the graph's positions
+  size_t n_dead_ = 0;
   double phi_ = 0;         // kL2Transform: the largest squared norm the stored vectors assume
   bool phi_fixed_ = false;  // set by options, or by the first train() / add()
 };

@@ -99,6 +99,7 @@ class DenseIndexObject : public Napi::ObjectWrap<DenseIndexObject> {
                        {InstanceMethod<&DenseIndexObject::Train>("train"),
                         InstanceMethod<&DenseIndexObject::Add>("add"),
                         InstanceMethod<&DenseIndexObject::Remove>("remove"),
+                        InstanceMethod<&DenseIndexObject::Compact>("compact"),
                         InstanceMethod<&DenseIndexObject::Search>("search"),
                         InstanceMethod<&DenseIndexObject::Reconstruct>("reconstruct"),
                         InstanceMethod<&DenseIndexObject::Save>("save"),
@@ -196,6 +197,17 @@ class DenseIndexObject : public Napi::ObjectWrap<DenseIndexObject> {
       auto removed = std::make_shared<size_t>(0);
       return run_work(
           info.Env(), flag(info[1]), {ids.object}, Napi::Object::New(info.Env()), [=] { *removed = index->remove(ip, n); },
+          [removed](Napi::Env env, Napi::Object result) { result.Set("removed", Napi::Number::New(env, double(*removed))); });
+    });
+  }
+
+  // compact(async) -> { removed }: an HNSW graph rebuilt without its tombstones
+  Napi::Value Compact(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] {
+      auto index = held();
+      auto removed = std::make_shared<size_t>(0);
+      return run_work(
+          info.Env(), flag(info[0]), {}, Napi::Object::New(info.Env()), [=] { *removed = index->compact(); },
           [removed](Napi::Env env, Napi::Object result) { result.Set("removed", Napi::Number::New(env, double(*removed))); });
     });
   }
