@@ -72,6 +72,7 @@ function asVectors(rows: SparseRowsInput): SparseVectors {
 
 interface NativeSparseIndex {
   add(ids: NativeTensorHandle, o: NativeTensorHandle, i: NativeTensorHandle, v: NativeTensorHandle, async: boolean): unknown;
+  remove(ids: NativeTensorHandle, async: boolean): unknown;
   search(o: NativeTensorHandle, i: NativeTensorHandle, v: NativeTensorHandle, k: number, async: boolean, algorithm: string, allowed: NativeTensorHandle | null): unknown;
   save(path: string, async: boolean): unknown;
   load(path: string, async: boolean): unknown;
@@ -142,6 +143,28 @@ export class SparseIndex extends NativeResource {
   /** {@link add} on the calling thread. */
   addSync(ids: BigInt64Array | ArrayLike<number | bigint>, docs: SparseRowsInput): void {
     runSync((ops) => this.#addCall(ops, ids, docs), () => undefined);
+  }
+
+  #removeCall(ops: Operands, ids: BigInt64Array | ArrayLike<number | bigint>) {
+    if (ids === null || typeof ids !== 'object' || typeof (ids as { length?: unknown }).length !== 'number')
+      throw new QuorumError('ERR_ARG', 'ids must be a BigInt64Array or an array of integers');
+    const n = (ids as { length: number }).length;
+    const idt = ops.typed(idsOf(ids, n), [n], 'i64');
+    return (async: boolean) => this.#native.remove(idt.handle, async);
+  }
+
+  /**
+   * Removes the documents with these ids (unknown ones are skipped); resolves to how many went. Searches skip them
+   * at once, their ids can be added again (an update is a remove and an add), and once removed documents pass a
+   * quarter of the index its postings are rebuilt without them; a save writes the live documents only.
+   */
+  async remove(ids: BigInt64Array | ArrayLike<number | bigint>): Promise<number> {
+    return runAsync((ops) => this.#removeCall(ops, ids), (r) => (r as { removed: number }).removed);
+  }
+
+  /** {@link remove} on the calling thread. */
+  removeSync(ids: BigInt64Array | ArrayLike<number | bigint>): number {
+    return runSync((ops) => this.#removeCall(ops, ids), (r) => (r as { removed: number }).removed);
   }
 
   #searchCall(ops: Operands, queries: SparseRowsInput, k: number, options: SparseSearchOptions) {

@@ -141,6 +141,66 @@ describe('BM25 scoring formula', () => {
   });
 });
 
+describe('BM25 deletes and updates', () => {
+  it('adds and removes documents with Lucene\'s statistics between merges (an independent computation), and saves them', async () => {
+    const k1 = 0.9, b = 0.4;
+    const analyze = englishAnalyzer();
+    const built = fixture.docs.slice(0, -2);
+    const added = [...fixture.docs.slice(-2), { id: 'new-1', text: 'operating systems for IBM computers and new computers' }];
+    const removed = new Set([built[0]!.id, added[0]!.id]);
+    // Expected: N and df over every document built or added (removed ones still count), avgdl of the build, scores
+    // for the live documents only.
+    const all = [...built, ...added].map((d) => ({ id: d.id, terms: analyze(d.text) }));
+    const avgdl = all.slice(0, built.length).reduce((a, d) => a + d.terms.length, 0) / built.length;
+    const expected = (q: string) => {
+      const qterms = analyze(q);
+      return all
+        .filter((d) => !removed.has(d.id))
+        .map((d) => {
+          const dl = luceneQuantizedLength(d.terms.length);
+          let score = 0;
+          let reached = false;
+          for (const t of qterms) {
+            const tf = d.terms.filter((x) => x === t).length;
+            if (tf === 0) continue;
+            reached = true;
+            const df = all.filter((x) => x.terms.includes(t)).length;
+            score += (Math.log(1 + (all.length - df + 0.5) / (df + 0.5)) * tf) / (tf + k1 * (1 - b + (b * dl) / avgdl));
+          }
+          return { id: d.id, score, reached };
+        })
+        .filter((x) => x.reached)
+        .sort((x, y) => y.score - x.score);
+    };
+    const bm25 = await Bm25Index.build(built, { k1, b });
+    await bm25.add(added);
+    expect(await bm25.remove([...removed, 'no-such-id'])).toBe(2);
+    expect(await bm25.remove([built[0]!.id])).toBe(0);
+    expect([bm25.size, bm25.documents]).toEqual([all.length - 2, all.length]);
+    const queries = [...fixture.queries, 'new computers'];
+    const check = async (index: Bm25Index) => {
+      const got = await index.search(queries, 20);
+      got.forEach((hits, qi) => {
+        const want = expected(queries[qi]!);
+        expect(hits.map((h) => h.id), queries[qi]).toEqual(want.slice(0, 20).map((e) => e.id));
+        hits.forEach((h, j) => expect(h.score).toBeCloseTo(want[j]!.score, 5));
+      });
+    };
+    await check(bm25);
+    // Rows keep their places: a removed document's row still names it.
+    expect(bm25.documentIds.length).toBe(all.length);
+    expect(bm25.documentIds[0]).toBe(built[0]!.id);
+    // A save keeps the removals, the additions and the statistics.
+    await check(Bm25Index.fromBuffer(bm25.toBuffer()));
+    // An update: a removed id added again.
+    await bm25.add([{ id: built[0]!.id, text: 'brand new text about computers' }]);
+    expect(bm25.size).toBe(all.length - 1);
+    expect((await bm25.search(['brand new text'], 1))[0]![0]!.id).toBe(built[0]!.id);
+    await expect(bm25.add([{ id: added[1]!.id, text: 'again' }])).rejects.toMatchObject({ code: 'ERR_ARG' });
+    await expect(bm25.remove('x' as never)).rejects.toMatchObject({ code: 'ERR_ARG' });
+  });
+});
+
 describe('BM25 index files', () => {
   it('round-trips through a file and a buffer with identical results; damage is ERR_FORMAT', async () => {
     const { mkdtempSync, rmSync, writeFileSync, readdirSync } = await import('node:fs');

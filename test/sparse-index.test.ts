@@ -249,3 +249,51 @@ describe('SparseIndex and Bm25Index filters inside the search', () => {
     expect(code(() => bm25.searchSync(['cat'], 5, { rows: 'x' as never }))).toBe('ERR_ARG');
   });
 });
+
+describe('SparseIndex deletes and updates', () => {
+  it('removed documents never return; results equal brute force over the live ones, before and after compaction and a save', async () => {
+    const docs = randomRows(300, 120, 8, 71);
+    const ids = BigInt64Array.from({ length: 300 }, (_, i) => BigInt(1000 + 7 * i));
+    const index = new SparseIndex();
+    index.addSync(ids, docs);
+    const queries = randomRows(12, 120, 5, 72);
+    const live = new Map<bigint, Row>(Array.from(ids, (id, i) => [id, docs[i]!]));
+    const check = (got: SparseIndex, stage: string) => {
+      const keys = [...live.keys()];
+      for (const algorithm of ['taat', 'maxscore'] as const) {
+        const top = got.searchSync(queries, 10, { algorithm });
+        queries.forEach((q, r) => {
+          const want = bruteTopK(q, keys.map((k) => live.get(k)!), BigInt64Array.from(keys), 10);
+          expect(top.hits(r).map((h) => h.id), `${stage} ${algorithm} row ${r}`).toEqual(want.map((w) => w.id));
+        });
+      }
+      expect(got.size).toBe(live.size);
+    };
+    // 60 of 300 removed: under a quarter, the postings stay (searches skip them).
+    const gone = Array.from(ids.subarray(0, 60));
+    expect(index.removeSync([...gone, gone[0]!, 5n])).toBe(60);
+    gone.forEach((id) => live.delete(id));
+    check(index, 'removed');
+    const postingsBefore = index.postings;
+    // Filters skip removed documents too.
+    const allowed = [...gone.slice(0, 20), ...Array.from(ids.subarray(60, 100))];
+    for (const h of index.searchSync(queries, 10, { allowedIds: allowed }).hits(0)) expect(live.has(h.id)).toBe(true);
+    // An update: a removed id comes back with a new document.
+    const fresh: Row = [{ index: 3, value: 9 }];
+    await index.add([gone[0]!], [fresh]);
+    live.set(gone[0]!, fresh);
+    check(index, 'updated');
+    // A save writes the live documents only.
+    const copy = SparseIndex.fromBuffer(index.toBuffer());
+    check(copy, 'loaded');
+    expect(copy.postings).toBeLessThan(postingsBefore);
+    // Past a quarter removed, the postings are rebuilt without them.
+    const more = Array.from(ids.subarray(60, 120));
+    expect(await index.remove(more)).toBe(60);
+    more.forEach((id) => live.delete(id));
+    expect(index.postings).toBeLessThan(postingsBefore);
+    check(index, 'compacted');
+    expect(code(() => index.removeSync('x' as never))).toBe('ERR_ARG');
+    expect(code(() => index.removeSync([1.5]))).toBe('ERR_RANGE');
+  });
+});

@@ -57,8 +57,71 @@ export interface Bm25Hit {
   score: number;
 }
 
+/** ERR_ARG unless `docs` are { id, text } with ids new to `held` and to each other. */
+function checkDocs(docs: ReadonlyArray<{ id: string; text: string }>, held: { has(id: string): boolean }): void {
+  if (!Array.isArray(docs)) throw new QuorumError('ERR_ARG', 'BM25 needs an array of { id, text } documents');
+  const seen = new Set<string>();
+  docs.forEach((d, i) => {
+    if (d === null || typeof d !== 'object' || typeof d.id !== 'string' || typeof d.text !== 'string')
+      throw new QuorumError('ERR_ARG', `document ${i} must be { id: string, text: string }`);
+    if (seen.has(d.id) || held.has(d.id)) throw new QuorumError('ERR_ARG', `duplicate document id ${d.id}`);
+    seen.add(d.id);
+  });
+}
+
 /**
- * A BM25 index over a fixed document collection (built once: BM25's statistics are corpus-wide).
+ * Each document's term frequencies (term ids from `vocab`, which grows with new terms) and length. The analysis is
+ * JavaScript on the calling thread: it yields to the event loop every few milliseconds, so that a server building an
+ * index (a swap, docs/api.md#swapping-a-live-index) keeps answering meanwhile.
+ */
+async function analyze(docs: ReadonlyArray<{ text: string }>, analyzer: Analyzer, vocab: Map<string, number>) {
+  const perDoc: Array<Map<number, number>> = [];
+  const lengths: number[] = [];
+  let slice = performance.now();
+  for (const d of docs) {
+    if (performance.now() - slice > YIELD_MS) {
+      await new Promise((resolve) => setImmediate(resolve));
+      slice = performance.now();
+    }
+    const tf = new Map<number, number>();
+    const terms = analyzer(d.text);
+    for (const t of terms) {
+      let id = vocab.get(t);
+      if (id === undefined) vocab.set(t, (id = vocab.size));
+      tf.set(id, (tf.get(id) ?? 0) + 1);
+    }
+    perDoc.push(tf);
+    lengths.push(terms.length);
+  }
+  return { perDoc, lengths };
+}
+
+/**
+ * Document-side weights tf / (tf + k1 * (1 - b + b * dl / avgdl)) as CSR rows (the idf goes on the query side;
+ * an object per posting cost a pause of ~90 ms on 3,000 passages).
+ */
+function documentWeights(perDoc: ReadonlyArray<Map<number, number>>, lengths: readonly number[], p: { k1: number; b: number; lengthNorm: 'lucene' | 'exact'; avgdl: number }) {
+  let nnz = 0;
+  for (const tf of perDoc) nnz += tf.size;
+  const offsets = new BigInt64Array(perDoc.length + 1);
+  const indices = new Int32Array(nnz);
+  const values = new Float32Array(nnz);
+  let e = 0;
+  perDoc.forEach((tf, i) => {
+    const dl = p.lengthNorm === 'exact' ? (lengths[i] as number) : luceneQuantizedLength(lengths[i] as number);
+    const norm = p.k1 * (1 - p.b + (p.avgdl > 0 ? (p.b * dl) / p.avgdl : 0));
+    for (const [t, f] of tf) {
+      indices[e] = t;
+      values[e++] = f / (f + norm);
+    }
+    offsets[i + 1] = BigInt(e);
+  });
+  return sparseVectors(offsets, indices, values);
+}
+
+/**
+ * A BM25 index over a document collection: built once (BM25's statistics are corpus-wide), then documents can be
+ * added and removed with Lucene's statistics between merges (see {@link Bm25Index.add}).
  *
  * @example
  * const bm25 = await Bm25Index.build(docs.map((d) => ({ id: d.id, text: d.contents })), { k1: 0.9, b: 0.4 });
@@ -69,8 +132,10 @@ export class Bm25Index extends NativeResource {
   readonly k1: number;
   /** Length normalization (Anserini's default 0.4). */
   readonly b: number;
-  /** Number of documents indexed. */
-  readonly documents: number;
+  /** N in BM25's idf: documents built and added (removed ones count until a rebuild, as in Lucene). */
+  get documents(): number {
+    return this.ids.length;
+  }
   /** Mean document length in terms (after analysis), as BM25's `avgdl`. */
   readonly averageLength: number;
   /** How document lengths are stored: Lucene's one-byte rounding or exact. */
@@ -79,8 +144,11 @@ export class Bm25Index extends NativeResource {
   /** 'english' when built with the default analyzer (so a saved index can rebuild it), else 'custom'. */
   private readonly analyzerName: 'english' | 'custom';
   private readonly vocab: Map<string, number>;
-  private readonly df: Int32Array;
+  private df: Int32Array;
   private readonly ids: string[];
+  /** Live document ids -> rows. */
+  private readonly rowOf: Map<string, number>;
+  private readonly removedRows: Set<number>;
   private readonly index: SparseIndex;
 
   private constructor(fields: {
@@ -94,6 +162,7 @@ export class Bm25Index extends NativeResource {
     ids: string[];
     index: SparseIndex;
     averageLength: number;
+    removed: readonly number[];
   }) {
     super();
     this.k1 = fields.k1;
@@ -105,73 +174,33 @@ export class Bm25Index extends NativeResource {
     this.df = fields.df;
     this.ids = fields.ids;
     this.index = fields.index;
-    this.documents = fields.ids.length;
     this.averageLength = fields.averageLength;
+    this.removedRows = new Set(fields.removed);
+    this.rowOf = new Map();
+    fields.ids.forEach((id, row) => {
+      if (!this.removedRows.has(row)) this.rowOf.set(id, row);
+    });
   }
 
   /** Analyzes and indexes the documents. Ids must be unique. */
   static async build(docs: ReadonlyArray<{ id: string; text: string }>, options: Bm25Options = {}): Promise<Bm25Index> {
     parse(bm25OptionsSchema, options, 'BM25 options');
-    if (!Array.isArray(docs)) throw new QuorumError('ERR_ARG', 'BM25 needs an array of { id, text } documents');
-    docs.forEach((d, i) => {
-      if (d === null || typeof d !== 'object' || typeof d.id !== 'string' || typeof d.text !== 'string')
-        throw new QuorumError('ERR_ARG', `document ${i} must be { id: string, text: string }`);
-    });
+    checkDocs(docs, new Set());
     const k1 = options.k1 ?? 0.9;
     const b = options.b ?? 0.4;
+    const lengthNorm = options.lengthNorm ?? 'lucene';
     const analyzer = options.analyzer ?? englishAnalyzer();
     const vocab = new Map<string, number>();
-    const seen = new Set<string>();
-    const perDoc: Array<Map<number, number>> = [];
-    const lengths: number[] = [];
-    let total = 0;
-    // The analysis is JavaScript on the calling thread: it yields to the event loop every few milliseconds, so that a
-    // server building an index (a swap, docs/api.md#swapping-a-live-index) keeps answering meanwhile.
-    let slice = performance.now();
-    for (const d of docs) {
-      if (performance.now() - slice > YIELD_MS) {
-        await new Promise((resolve) => setImmediate(resolve));
-        slice = performance.now();
-      }
-      if (seen.has(d.id)) throw new QuorumError('ERR_ARG', `duplicate document id ${d.id}`);
-      seen.add(d.id);
-      const tf = new Map<number, number>();
-      const terms = analyzer(d.text);
-      for (const t of terms) {
-        let id = vocab.get(t);
-        if (id === undefined) vocab.set(t, (id = vocab.size));
-        tf.set(id, (tf.get(id) ?? 0) + 1);
-      }
-      perDoc.push(tf);
-      lengths.push(terms.length);
-      total += terms.length;
-    }
-    const avgdl = docs.length ? total / docs.length : 0;
+    const { perDoc, lengths } = await analyze(docs, analyzer, vocab);
+    const avgdl = docs.length ? lengths.reduce((a, l) => a + l, 0) / docs.length : 0;
     const df = new Int32Array(vocab.size);
     for (const tf of perDoc) for (const t of tf.keys()) df[t]! += 1;
-    // Document-side weights: tf / (tf + k1 * (1 - b + b * dl / avgdl)); the idf goes on the query side. Written as
-    // CSR rows straight away (an object per posting cost a pause of ~90 ms on 3,000 passages).
-    let nnz = 0;
-    for (const tf of perDoc) nnz += tf.size;
-    const offsets = new BigInt64Array(perDoc.length + 1);
-    const indices = new Int32Array(nnz);
-    const values = new Float32Array(nnz);
-    let e = 0;
-    perDoc.forEach((tf, i) => {
-      const dl = options.lengthNorm === 'exact' ? (lengths[i] as number) : luceneQuantizedLength(lengths[i] as number);
-      const norm = k1 * (1 - b + (avgdl > 0 ? (b * dl) / avgdl : 0));
-      for (const [t, f] of tf) {
-        indices[e] = t;
-        values[e++] = f / (f + norm);
-      }
-      offsets[i + 1] = BigInt(e);
-    });
     const index = new SparseIndex();
-    await index.add(BigInt64Array.from(perDoc, (_, i) => BigInt(i)), sparseVectors(offsets, indices, values));
+    await index.add(BigInt64Array.from(perDoc, (_, i) => BigInt(i)), documentWeights(perDoc, lengths, { k1, b, lengthNorm, avgdl }));
     return new Bm25Index({
       k1,
       b,
-      lengthNorm: options.lengthNorm ?? 'lucene',
+      lengthNorm,
       analyzer,
       analyzerName: options.analyzer ? 'custom' : 'english',
       vocab,
@@ -179,7 +208,57 @@ export class Bm25Index extends NativeResource {
       ids: docs.map((d) => d.id),
       index,
       averageLength: avgdl,
+      removed: [],
     });
+  }
+
+  /**
+   * Adds documents to a built index; their ids must be new (a removed id may come back: an update is a remove and an
+   * add). Statistics as Lucene keeps them between merges: the new documents count in N and in the document
+   * frequencies (idf is computed at query time), their weights use the average length of the build, and removed
+   * documents still count until the index is built again. An index that changed much should be rebuilt for exact
+   * BM25 (docs/api.md#sparse-index-bm25-hybrid).
+   */
+  async add(docs: ReadonlyArray<{ id: string; text: string }>): Promise<void> {
+    checkDocs(docs, this.rowOf);
+    const vocab = new Map(this.vocab);
+    const { perDoc, lengths } = await analyze(docs, this.analyzer, vocab);
+    const first = this.ids.length;
+    await this.index.add(BigInt64Array.from(perDoc, (_, i) => BigInt(first + i)), documentWeights(perDoc, lengths, { k1: this.k1, b: this.b, lengthNorm: this.lengthNorm, avgdl: this.averageLength }));
+    // Only once the postings are in: a failed add leaves the index as it was.
+    for (const [t, id] of vocab) if (!this.vocab.has(t)) this.vocab.set(t, id);
+    if (this.vocab.size > this.df.length) {
+      const grown = new Int32Array(Math.max(this.vocab.size, this.df.length * 2));
+      grown.set(this.df);
+      this.df = grown;
+    }
+    for (const tf of perDoc) for (const t of tf.keys()) this.df[t]! += 1;
+    docs.forEach((d, i) => {
+      this.ids.push(d.id);
+      this.rowOf.set(d.id, first + i);
+    });
+    this.termCache = undefined;
+  }
+
+  /**
+   * Removes documents by id (unknown ids are skipped); resolves to how many went. Searches skip them at once; their
+   * rows keep their place in {@link documentIds} (so that row filters stay valid); statistics as in {@link add}.
+   */
+  async remove(ids: readonly string[]): Promise<number> {
+    if (!Array.isArray(ids) || ids.some((id) => typeof id !== 'string')) throw new QuorumError('ERR_ARG', 'remove needs an array of document ids');
+    const rows = [...new Set(ids)].map((id) => this.rowOf.get(id)).filter((r): r is number => r !== undefined);
+    if (!rows.length) return 0;
+    const removed = await this.index.remove(BigInt64Array.from(rows, (r) => BigInt(r)));
+    for (const r of rows) {
+      this.rowOf.delete(this.ids[r]!);
+      this.removedRows.add(r);
+    }
+    return removed;
+  }
+
+  /** Documents searchable now (built and added, less removed). */
+  get size(): number {
+    return this.rowOf.size;
   }
 
   /**
@@ -195,8 +274,9 @@ export class Bm25Index extends NativeResource {
         averageLength: this.averageLength,
         analyzer: this.analyzerName,
         vocab: Array.from(this.vocab.keys()),
-        df: Array.from(this.df),
+        df: Array.from(this.df.subarray(0, this.vocab.size)),
         ids: this.ids,
+        removed: [...this.removedRows].sort((a, b) => a - b),
       }),
     );
     const sparse = this.index.toBuffer();
@@ -226,7 +306,7 @@ export class Bm25Index extends NativeResource {
     if (12 + jsonLen + 8 + 4 > bytes.length) throw bad('sizes are corrupt');
     const sparseLen = Number(view.getBigUint64(12 + jsonLen, true));
     if (20 + jsonLen + sparseLen + 4 !== bytes.length) throw bad('sizes are corrupt');
-    let meta: { k1: number; b: number; lengthNorm: 'lucene' | 'exact'; averageLength: number; analyzer: 'english' | 'custom'; vocab: string[]; df: number[]; ids: string[] };
+    let meta: { k1: number; b: number; lengthNorm: 'lucene' | 'exact'; averageLength: number; analyzer: 'english' | 'custom'; vocab: string[]; df: number[]; ids: string[]; removed?: number[] };
     try {
       meta = JSON.parse(new TextDecoder().decode(bytes.subarray(12, 12 + jsonLen)));
     } catch {
@@ -235,7 +315,10 @@ export class Bm25Index extends NativeResource {
     if (meta.analyzer === 'custom' && !options.analyzer)
       throw new QuorumError('ERR_ARG', 'this BM25 index was built with a custom analyzer: pass the same one as options.analyzer');
     const index = SparseIndex.fromBuffer(bytes.subarray(20 + jsonLen, 20 + jsonLen + sparseLen));
-    if (index.size !== meta.ids.length || meta.df.length !== meta.vocab.length) throw bad('header and postings disagree');
+    const removed = meta.removed ?? [];
+    if (!Array.isArray(removed) || removed.some((r, i) => !Number.isInteger(r) || r < 0 || r >= meta.ids.length || (i > 0 && r <= removed[i - 1]!)))
+      throw bad('removed rows are corrupt');
+    if (index.size !== meta.ids.length - removed.length || meta.df.length !== meta.vocab.length) throw bad('header and postings disagree');
     return new Bm25Index({
       k1: meta.k1,
       b: meta.b,
@@ -247,6 +330,7 @@ export class Bm25Index extends NativeResource {
       ids: meta.ids,
       index,
       averageLength: meta.averageLength,
+      removed,
     });
   }
 

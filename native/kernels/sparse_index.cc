@@ -37,10 +37,10 @@ void SparseIndex::add(const int64_t* ids, const SparseView& rows, size_t nnz) {
   batch.reserve(rows.rows);
   for (size_t i = 0; i < rows.rows; ++i) {
     if (ids[i] < 0) throw Error("ERR_RANGE", "ids must be >= 0 (-1 marks an empty result slot), got " + std::to_string(ids[i]));
-    if (!batch.insert(ids[i]).second || id_set_.count(ids[i]))
+    if (!batch.insert(ids[i]).second || doc_of_.count(ids[i]))
       throw Error("ERR_DUPLICATE_ID", "id " + std::to_string(ids[i]) + " is already in the index or repeated in the batch");
   }
-  id_set_.insert(batch.begin(), batch.end());
+  if (n_dead_) dead_.resize(ids_.size() + rows.rows, 0);
   int32_t max_term = -1;
   for (size_t e = 0; e < nnz; ++e) max_term = std::max(max_term, rows.indices[e]);
   if (size_t(max_term + 1) > terms_.size()) terms_.resize(size_t(max_term) + 1);
@@ -49,6 +49,7 @@ void SparseIndex::add(const int64_t* ids, const SparseView& rows, size_t nnz) {
   for (size_t i = 0; i < rows.rows; ++i) {
     const uint32_t doc = uint32_t(ids_.size());
     ids_.push_back(ids[i]);
+    doc_of_[ids[i]] = doc;
     for (int64_t e = rows.offsets[i]; e < rows.offsets[i + 1]; ++e) {
       auto& list = terms_[size_t(rows.indices[e])];
       if (!list.empty() && list.back().doc == doc) {
@@ -62,6 +63,51 @@ void SparseIndex::add(const int64_t* ids, const SparseView& rows, size_t nnz) {
       min_weight_[t] = std::min(min_weight_[t], list.back().weight);
     }
   }
+}
+
+size_t SparseIndex::remove(const int64_t* ids, size_t n) {
+  std::unique_lock<std::shared_mutex> lock(mutex_);
+  size_t removed = 0;
+  for (size_t i = 0; i < n; ++i) {
+    auto it = doc_of_.find(ids[i]);
+    if (it == doc_of_.end()) continue;
+    if (dead_.empty()) dead_.assign(ids_.size(), 0);
+    dead_[it->second] = 1;
+    doc_of_.erase(it);
+    ++n_dead_;
+    ++removed;
+  }
+  // Past a quarter dead, rebuild: a search walks dead postings, and they hold memory.
+  if (n_dead_ * 4 > ids_.size()) {
+    Live l = live();
+    terms_ = std::move(l.terms);
+    ids_ = std::move(l.ids);
+    postings_ = l.postings;
+    dead_.clear();
+    n_dead_ = 0;
+    doc_of_.clear();
+    for (size_t d = 0; d < ids_.size(); ++d) doc_of_[ids_[d]] = uint32_t(d);
+    refresh_bounds();
+  }
+  return removed;
+}
+
+SparseIndex::Live SparseIndex::live() const {
+  Live l;
+  std::vector<uint32_t> renumber(ids_.size());
+  for (size_t d = 0; d < ids_.size(); ++d) {
+    if (n_dead_ && dead_[d]) continue;
+    renumber[d] = uint32_t(l.ids.size());
+    l.ids.push_back(ids_[d]);
+  }
+  l.terms.resize(terms_.size());
+  for (size_t t = 0; t < terms_.size(); ++t)
+    for (const Posting& p : terms_[t])
+      if (!n_dead_ || !dead_[p.doc]) l.terms[t].push_back({renumber[p.doc], p.weight});
+  // Trailing terms no live document has any more are dropped (vocab() is 1 + the largest term held).
+  while (!l.terms.empty() && l.terms.back().empty()) l.terms.pop_back();
+  for (const auto& list : l.terms) l.postings += list.size();
+  return l;
 }
 
 void SparseIndex::refresh_bounds() {
@@ -187,9 +233,12 @@ void SparseIndex::search(const SparseView& q, size_t nnz, size_t k, int64_t* ids
   if (filter) {
     const std::unordered_set<int64_t> allowed(filter->ids, filter->ids + filter->n);
     ok.resize(n);
-    for (size_t d = 0; d < n; ++d) ok[d] = allowed.count(ids_[d]) ? 1 : 0;
+    for (size_t d = 0; d < n; ++d) ok[d] = allowed.count(ids_[d]) && !(n_dead_ && dead_[d]) ? 1 : 0;
+  } else if (n_dead_) {
+    ok.resize(n);
+    for (size_t d = 0; d < n; ++d) ok[d] = dead_[d] ? 0 : 1;
   }
-  const uint8_t* okp = filter ? ok.data() : nullptr;
+  const uint8_t* okp = ok.empty() ? nullptr : ok.data();
   const ThreadPool::Lease lease = ThreadPool::lease();
   std::vector<SparseSearchScratch> scratch(size_t(lease.threads()));
   const size_t kk = std::min(k, n);
@@ -225,15 +274,20 @@ using persist::put;
 
 std::vector<uint8_t> SparseIndex::to_bytes() const {
   std::shared_lock<std::shared_mutex> lock(mutex_);
+  // Removed documents are not written: the live ones, renumbered, when there are any dead.
+  Live compacted;
+  if (n_dead_) compacted = live();
+  const auto& ids = n_dead_ ? compacted.ids : ids_;
+  const auto& terms = n_dead_ ? compacted.terms : terms_;
   std::vector<uint8_t> out(kMagic, kMagic + 8);
   put(out, kVersion);
   put(out, uint32_t(0));
-  put(out, uint64_t(ids_.size()));
-  put(out, uint64_t(terms_.size()));
-  put(out, uint64_t(postings_));
-  for (int64_t id : ids_) put(out, id);
-  for (const auto& list : terms_) put(out, uint64_t(list.size()));
-  for (const auto& list : terms_)
+  put(out, uint64_t(ids.size()));
+  put(out, uint64_t(terms.size()));
+  put(out, uint64_t(n_dead_ ? compacted.postings : postings_));
+  for (int64_t id : ids) put(out, id);
+  for (const auto& list : terms) put(out, uint64_t(list.size()));
+  for (const auto& list : terms)
     for (const Posting& p : list) {
       put(out, p.doc);
       put(out, p.weight);
@@ -291,7 +345,10 @@ void SparseIndex::from_bytes(const uint8_t* data, size_t n) {
   std::unique_lock<std::shared_mutex> lock(mutex_);
   terms_ = std::move(terms);
   ids_ = std::move(ids);
-  id_set_ = std::move(id_set);
+  doc_of_.clear();
+  for (size_t d = 0; d < ids_.size(); ++d) doc_of_[ids_[d]] = uint32_t(d);
+  dead_.clear();
+  n_dead_ = 0;
   postings_ = npost;
   refresh_bounds();
 }
@@ -310,7 +367,7 @@ void SparseIndex::load(const std::string& path) {
 
 size_t SparseIndex::size() const {
   std::shared_lock<std::shared_mutex> lock(mutex_);
-  return ids_.size();
+  return ids_.size() - n_dead_;
 }
 
 size_t SparseIndex::postings() const {

@@ -6,12 +6,17 @@
 // Order of results: score descending, then id ascending; documents no query term reaches are never returned,
 // and missing slots (fewer than k reached) hold id -1 and score -inf.
 //
-// Thread safety: searches share a reader lock and may run at once; add() takes the writer lock.
+// Deletes: remove() marks documents dead (searches skip them, size() no longer counts them, their ids can be added
+// again); once the dead pass a quarter of the documents the postings are rebuilt without them, and to_bytes()
+// writes the live documents only (docs/api.md#sparse-index-bm25-hybrid).
+//
+// Thread safety: searches share a reader lock and may run at once; add() and remove() take the writer lock.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <shared_mutex>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -40,6 +45,8 @@ class SparseIndex {
   // a repeated term within a document adds up. Ids must be >= 0 (ERR_RANGE) and new: an id already held or
   // repeated in the batch is ERR_DUPLICATE_ID, and the batch adds nothing.
   void add(const int64_t* ids, const SparseView& rows, size_t nnz);
+  // Removes the documents with these ids (unknown ones are skipped); returns how many went.
+  size_t remove(const int64_t* ids, size_t n);
   // For each query row: the k best documents by sparse dot product. ids/scores are [q.rows, k].
   // With `filter` (allowed ids, any order; ids not held are ignored) only those documents can be returned
   // (docs/methods/kernels.md#filtered-search): the walk is the same, the heap admits allowed documents only, so the
@@ -76,10 +83,19 @@ class SparseIndex {
   void search_taat(const SparseView& q, size_t r, SparseSearchScratch& s, TopKHeap& heap, const uint8_t* ok) const;
   void search_maxscore(const SparseView& q, size_t r, SparseSearchScratch& s, TopKHeap& heap, const uint8_t* ok) const;
   void refresh_bounds();
+  // The live documents renumbered in order, and their postings (what compaction keeps and to_bytes writes).
+  struct Live {
+    std::vector<std::vector<Posting>> terms;
+    std::vector<int64_t> ids;
+    size_t postings = 0;
+  };
+  Live live() const;
   mutable std::shared_mutex mutex_;
   std::vector<std::vector<Posting>> terms_;
   std::vector<int64_t> ids_;
-  std::unordered_set<int64_t> id_set_;  // ids_ as a set: duplicates are ERR_DUPLICATE_ID
+  std::unordered_map<int64_t, uint32_t> doc_of_;  // live ids -> documents: duplicates are ERR_DUPLICATE_ID
+  std::vector<uint8_t> dead_;                     // per document, 1 = removed (empty while none is)
+  size_t n_dead_ = 0;
   std::vector<float> max_weight_, min_weight_;  // per term, for MaxScore's bounds
   size_t postings_ = 0;
 };

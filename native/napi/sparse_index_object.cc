@@ -21,6 +21,7 @@ class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
   static Napi::Function Init(Napi::Env env) {
     return DefineClass(env, "SparseIndex",
                        {InstanceMethod<&SparseIndexObject::Add>("add"),
+                        InstanceMethod<&SparseIndexObject::Remove>("remove"),
                         InstanceMethod<&SparseIndexObject::Search>("search"),
                         InstanceMethod<&SparseIndexObject::Save>("save"),
                         InstanceMethod<&SparseIndexObject::Load>("load"),
@@ -49,6 +50,22 @@ class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
       auto index = held();
       return run_kernel(env, flag(info[4]), operands({info[0], info[1], info[2], info[3]}), Napi::Object::New(env),
                         [=] { index->add(ids, rows.view, rows.nnz); });
+    });
+  }
+
+  // remove(ids i64 [n], async) -> { removed }
+  Napi::Value Remove(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] {
+      Napi::Env env = info.Env();
+      TensorObject* it = TensorObject::From(env, info[0], "ids");
+      require_dtype(it, Dtype::I64, "ids");
+      const auto* ids = reinterpret_cast<const int64_t*>(it->data());
+      const size_t n = it->numel();
+      auto index = held();
+      auto removed = std::make_shared<size_t>(0);
+      return run_kernel(
+          env, flag(info[1]), operands({info[0]}), Napi::Object::New(env), [=] { *removed = index->remove(ids, n); },
+          [removed](Napi::Env e, Napi::Object r) { r.Set("removed", Napi::Number::New(e, double(*removed))); });
     });
   }
 
