@@ -1,7 +1,7 @@
 // MufServer (lib/methods/muf/serve.ts): a saved MUF directory searched without libtorch (ServingEncoder, the core's
 // scoreTopK and mufConfidence) gives MufRetriever.search's hits and confidences, and a process that serves this way
 // maps no libtorch (nor, for 0-layer experts, ONNX Runtime).
-import { cpSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -10,6 +10,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mufTrainCommand } from '../lib/methods/muf/cli.js';
 import { MufRetriever } from '../lib/methods/muf/retriever.js';
 import { MufServer } from '../lib/methods/muf/serve.js';
+import { updateMufPassages } from '../lib/methods/muf/passages.js';
+import { mufPassagesCommand } from '../lib/methods/muf/cli.js';
+import { readSafetensors } from '../lib/io/safetensors.js';
+import { ServingEncoder } from '../lib/models/serving-encoder.js';
 import { packageRoot } from '../lib/native.js';
 import { asyncCode } from './basics.js';
 import { runModuleScript } from './helpers.js';
@@ -107,6 +111,58 @@ describe('MufServer', () => {
     } finally {
       await plain.dispose();
     }
+  }, 120_000);
+
+  it('passages change without retraining: kept vectors as they were, new ones as each expert encodes them, removed ones never found', async () => {
+    const dir = join(root, 'muf-passages');
+    cpSync(mufDir, dir, { recursive: true });
+    const ids = readFileSync(join(dir, 'corpus-ids.txt'), 'utf8').trim().split('\n');
+    const vectors = (name: string) => readSafetensors(readFileSync(join(dir, 'experts', name, 'passages.safetensors'))).get('passages')!;
+    const experts = readdirSync(join(dir, 'experts'));
+    const before = new Map(experts.map((e) => [e, vectors(e)]));
+    const snapshot = () => [readFileSync(join(dir, 'corpus-ids.txt')), ...experts.map((e) => readFileSync(join(dir, 'experts', e, 'passages.safetensors')))];
+    // Refused changes leave every file as it was.
+    const unchanged = snapshot();
+    for (const bad of [{}, { add: [{ id: ids[5]!, text: 'x' }] }, { add: [{ id: 'a\nb', text: 'x' }] }, { remove: ids }, { add: [{ id: 'n', text: 'x' }, { id: 'n', text: 'y' }] }, { bogus: 1 }])
+      expect(await asyncCode(updateMufPassages(dir, bad as never)), JSON.stringify(bad)).toBe('ERR_ARG');
+    expect(snapshot()).toEqual(unchanged);
+    // Remove three (one of them comes back with a new text: an update), add two new.
+    const removed = [ids[0]!, ids[1]!, ids[2]!];
+    const added = [
+      { id: ids[2]!, title: 'Zebra migration', text: 'Each year about a million wildebeest and zebra migrate across the Serengeti.' },
+      { id: 'new-1', title: 'Quorum sensing', text: 'Quorum sensing lets bacteria regulate gene expression by population density.' },
+      { id: 'new-2', text: 'The Great Barrier Reef is the largest coral reef system in the world.' },
+    ];
+    expect(await updateMufPassages(dir, { add: added, remove: [...removed, 'no-such-id'] })).toEqual({ added: 3, removed: 3, passages: ids.length });
+    const now = readFileSync(join(dir, 'corpus-ids.txt'), 'utf8').trim().split('\n');
+    expect(now).toEqual([...ids.slice(3), ...added.map((p) => p.id)]);
+    for (const e of experts) {
+      const old = before.get(e)!;
+      const cur = vectors(e);
+      const dim = old.shape[1]!;
+      expect(cur.shape).toEqual([ids.length, dim]);
+      expect(Array.from(cur.data.subarray(0, (ids.length - 3) * dim))).toEqual(Array.from(old.data.subarray(3 * dim)));
+      const encoder = await ServingEncoder.load(join(dir, 'experts', e, 'model'));
+      const fresh = await encoder.encodePassages(added.map((p) => ({ title: p.title ?? '', text: p.text })));
+      await encoder.dispose();
+      expect(Array.from(cur.data.subarray((ids.length - 3) * dim))).toEqual(Array.from(fresh));
+    }
+    // A server over the changed directory finds the new passages and never the removed ones.
+    const served = await MufServer.load(dir);
+    try {
+      const results = await served.search([added[1]!.text, added[0]!.text, 'coral reef', ...QUESTIONS], 20, { fusion: 'uniform' });
+      expect(results[0]!.hits.slice(0, 3).map((h) => h.id)).toContain('new-1');
+      for (const r of results) for (const h of r.hits) expect(removed.slice(0, 2)).not.toContain(h.id);
+    } finally {
+      await served.dispose();
+    }
+    // The CLI: a corpus.jsonl to add, ids to remove.
+    const file = join(root, 'more.jsonl');
+    writeFileSync(file, JSON.stringify({ _id: 'new-3', title: '', text: 'Volcanoes form where tectonic plates meet.' }) + '\n');
+    const lines: string[] = [];
+    await mufPassagesCommand({ muf: dir, add: file, remove: ['new-2'] }, (l) => lines.push(l));
+    expect(lines).toEqual([`${dir}: 1 passages added, 1 removed; ${ids.length} passages`]);
+    expect(readFileSync(join(dir, 'corpus-ids.txt'), 'utf8').trim().split('\n').slice(-2)).toEqual(['new-1', 'new-3']);
   }, 120_000);
 
   it("heads: 'bf16' moves the confidences by rounding only", async () => {

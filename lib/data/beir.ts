@@ -80,14 +80,15 @@ function queryOf(o: Record<string, unknown>, w: string): Query {
 }
 
 /**
- * A BEIR dataset's corpus alone (corpus.jsonl): what indexing it needs, whatever its splits.
+ * A BEIR dataset's corpus alone (corpus.jsonl): what indexing it needs, whatever its splits. `dir` is the dataset's
+ * directory, or a corpus file itself (a path ending in .jsonl).
  *
  * @example
  * const corpus = loadBeirCorpus('data/multidomain-mini');   // Passage[]: { id, title, text }
  */
 export function loadBeirCorpus(dir: string): BeirDataset['corpus'] {
   mustBeString(dir, 'dataset directory');
-  return readJsonl(join(dir, 'corpus.jsonl'), passageOf);
+  return readJsonl(dir.endsWith('.jsonl') ? dir : join(dir, 'corpus.jsonl'), passageOf);
 }
 
 /**

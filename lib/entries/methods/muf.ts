@@ -29,3 +29,4 @@ export { mufFusion, mufSparseFusion, type MufFuseOptions } from '../../methods/m
 export { mufExportOnnx, type MufOnnxCard } from '../../methods/muf/export.js';
 export { MufServer, mufConfidence, type MufConfidenceExpert, type MufConfidenceResult, type MufConfidenceFuse, type MufServerOptions, type MufServerSearchOptions } from '../../methods/muf/serve.js';
 export { FAMILIARITY_K, FamiliarityBank, type FamiliarityCalibration } from '../../methods/muf/familiarity.js';
+export { updateMufPassages, type MufPassageChanges, type MufPassageUpdate } from '../../methods/muf/passages.js';

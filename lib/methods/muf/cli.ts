@@ -6,11 +6,12 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 
 import { count, int, list, probability, trainingOptions } from '../../cli/args.js';
-import { loadBeir } from '../../data/beir.js';
+import { loadBeir, loadBeirCorpus } from '../../data/beir.js';
 import { QuorumError } from '../../errors.js';
 import { addBm25Negatives, examplesFromQrels } from '../../train/examples.js';
 import { Retriever } from '../../models/retriever.js';
 import { MufRetriever, type MufFusion, type MufJudgedQuery } from './retriever.js';
+import { updateMufPassages } from './passages.js';
 
 export interface MufTrainOptions {
   data: string;
@@ -127,7 +128,15 @@ export async function mufSearchCommand(queries: string[], o: { muf: string; k: n
   }
 }
 
-/** Adds `muf train` and `muf search` to the program. */
+/** `quorum muf passages`: adds and removes passages of a MUF directory (each expert encodes the new ones). */
+export async function mufPassagesCommand(o: { muf: string; add?: string; remove?: string[] }, log: (line: string) => void = console.log): Promise<void> {
+  const add = o.add !== undefined ? loadBeirCorpus(o.add) : [];
+  if (o.add !== undefined && add.length === 0) throw new QuorumError('ERR_FORMAT', `${o.add}: no passages to add`);
+  const r = await updateMufPassages(o.muf, { add, remove: o.remove ?? [] });
+  log(`${o.muf}: ${r.added} passages added, ${r.removed} removed; ${r.passages} passages`);
+}
+
+/** Adds `muf train`, `calibrate`, `passages` and `search` to the program. */
 export function registerMufCommands(program: Command): void {
   const muf = program.command('muf').description('DPR-MUF: per-task experts, ensemble heads, calibrated confidence, fused retrieval');
   trainingOptions(muf.command('train'), {
@@ -156,6 +165,13 @@ export function registerMufCommands(program: Command): void {
     .requiredOption('--data <dir>', 'the BEIR dataset it was trained on')
     .option('--split <name>', 'the calibration split (never test)', 'dev')
     .action(async (o: { muf: string; data: string; split: string }) => mufCalibrateCommand(o));
+  muf
+    .command('passages')
+    .description('add or remove passages of a MUF directory without retraining: each expert encodes the new ones (a server reloads it to serve them)')
+    .requiredOption('--muf <dir>', 'a directory from `quorum muf train` (rewritten)')
+    .option('--add <file>', 'passages to add: a corpus.jsonl file ({ _id, title, text } per line) or a BEIR directory')
+    .option('--remove <ids>', 'comma-separated passage ids to remove (removed first: an id can be removed and added again)', list)
+    .action(async (o: { muf: string; add?: string; remove?: string[] }) => mufPassagesCommand(o));
   muf
     .command('search')
     .description('search a MUF directory: fused hits and each expert\'s confidence')
