@@ -13,13 +13,17 @@ import { readMufDir } from './retriever.js';
 
 /** What {@link updateMufPassages} changes: passages to add (new ids, or ids removed in the same call) and ids to remove. */
 export interface MufPassageChanges {
+  /** Passages to add, each with an id new to the corpus once the removals are done. */
   add?: ReadonlyArray<{ id: string; title?: string; text: string }>;
+  /** Passage ids to remove (unknown ones are skipped). */
   remove?: readonly string[];
 }
 
 /** What {@link updateMufPassages} did. */
 export interface MufPassageUpdate {
+  /** Passages added. */
   added: number;
+  /** Passages removed (ids that were in the corpus). */
   removed: number;
   /** Passages in the directory now. */
   passages: number;
