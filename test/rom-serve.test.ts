@@ -1,7 +1,7 @@
 // RomServer (lib/methods/rom/serve.ts): a saved ROM directory and index searched and read without libtorch (the
 // retrieval and reader graphs in ONNX Runtime, a separate bi-encoder through ServingEncoder, the core's scoreTopK,
 // RomModel's reader rows and span search) give RomModel's hits and answers; a serving process maps no libtorch.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { RomModel } from '../lib/methods/rom/model.js';
 import { RomNetwork } from '../lib/methods/rom/network.js';
 import { RomServer } from '../lib/methods/rom/serve.js';
+import { updateRomIndex } from '../lib/methods/rom/passages.js';
 import { Retriever } from '../lib/models/retriever.js';
 import { packageRoot } from '../lib/native.js';
 import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
@@ -53,6 +54,40 @@ describe('RomServer', () => {
       expect(await served.search([], { k: 3 })).toEqual([]);
       expect(await asyncCode(served.search(questions, { k: 0 }))).toBe('ERR_RANGE');
       expect(await asyncCode(served.search(questions, { bogus: 1 } as never))).toBe('ERR_ARG');
+    } finally {
+      rom.dispose();
+      await served.dispose();
+    }
+  }, 120_000);
+
+  it.each(['joint', 'retriever'] as const)('an index changes without retraining: kept rows as they were, new rows as RomModel.index encodes them (retrieval side: %s)', async (side) => {
+    const dir = join(root, `${side}-update`);
+    cpSync(join(root, side), dir, { recursive: true });
+    const removed = ['p0', 'p5'];
+    const added = [
+      { id: 'p5', title: 'w5', text: 'the k5 w9 is a brand new answer a5' },
+      { id: 'n1', title: 'w1', text: passage(1).replace('answer', 'new answer') },
+    ];
+    expect(await asyncCode(updateRomIndex(dir, { passages: corpus, add: [{ id: 'p3', title: '', text: 'x' }] }))).toBe('ERR_ARG');
+    expect(await asyncCode(updateRomIndex(dir, { passages: corpus }))).toBe('ERR_ARG');
+    expect(await asyncCode(updateRomIndex(dir, { passages: corpus, remove: corpus.map((p) => p.id) }))).toBe('ERR_ARG');
+    expect(await asyncCode(updateRomIndex(dir, { passages: corpus.slice(1), remove: ['p1'] }))).toBe('ERR_FORMAT');
+    const corpus2 = await updateRomIndex(dir, { passages: corpus, add: added, remove: [...removed, 'nope'] });
+    expect(corpus2.map((p) => p.id)).toEqual([...corpus.filter((p) => !removed.includes(p.id)).map((p) => p.id), 'p5', 'n1']);
+    // The same index as RomModel builds over the new corpus (the libtorch reference): same hits, same scores.
+    const rom = await RomModel.load(dir);
+    const served = await RomServer.load(dir, { passages: corpus2 });
+    try {
+      await rom.index(corpus2);
+      const a = await rom.search(questions, { k: 6 });
+      const b = await served.search(questions, { k: 6 });
+      a.forEach((hits, q) => {
+        expect(b[q]!.map((h) => h.id)).toEqual(hits.map((h) => h.id));
+        b[q]!.forEach((h, j) => expect(h.score).toBeCloseTo(hits[j]!.score, 4));
+      });
+      // Removed passages never come back; the old corpus no longer matches the index.
+      for (const hits of await served.search([...questions, 'what is k0 w0'], { k: corpus2.length })) expect(hits.map((h) => corpus2[h.id]!.id)).not.toContain('p0');
+      expect(await asyncCode(RomServer.load(dir, { passages: corpus }))).toBe('ERR_FORMAT');
     } finally {
       rom.dispose();
       await served.dispose();

@@ -43,3 +43,4 @@ export {
 } from '../../methods/rom/reader-inputs.js';
 export { romExportOnnx, type RomOnnxCard } from '../../methods/rom/export.js';
 export { RomServer } from '../../methods/rom/serve.js';
+export { updateRomIndex, type RomIndexChanges } from '../../methods/rom/passages.js';

@@ -239,10 +239,7 @@ export class RomModel {
     const corpus = this.requireIndex();
     mustBeArray(ids, 'ids');
     if (ids.length !== corpus.passages.length) throw new QuorumError('ERR_SHAPE', `${ids.length} ids for an index of ${corpus.passages.length} passages`);
-    makeDirs(dir);
-    const [n, d] = corpus.vectors.shape as [number, number];
-    writeFileAtomic(join(dir, 'vectors.safetensors'), writeSafetensors({ vectors: { shape: [n, d], data: corpus.vectors.data } }, { format: romFormat.format }));
-    writeSavedCard(dir, romIndexFormat, { ids }, 0);
+    writeRomIndex(dir, ids, corpus.vectors.data, corpus.vectors.shape[1]!);
   }
 
   /**
@@ -420,6 +417,17 @@ export function readRomIndex(dir: string, passages: readonly (PassageText & { id
   if (!v || v.shape.length !== 2 || v.shape[0] !== passages.length || v.shape[1] !== dim)
     throw new QuorumError('ERR_FORMAT', `${dir}/vectors.safetensors does not hold [${passages.length}, ${dim}] vectors`);
   return Tensor.from(v.data, [passages.length, dim], 'f32');
+}
+
+/**
+ * Writes a ROM index directory: the passage vectors `[ids.length, dim]` (row i is ids[i]) and the card naming the ids,
+ * each file atomically (RomModel.saveIndex, updateRomIndex).
+ */
+export function writeRomIndex(dir: string, ids: readonly string[], vectors: Float32Array, dim: number): void {
+  if (vectors.length !== ids.length * dim) throw new QuorumError('ERR_SHAPE', `${vectors.length / dim} vectors for ${ids.length} ids`);
+  makeDirs(dir);
+  writeFileAtomic(join(dir, 'vectors.safetensors'), writeSafetensors({ vectors: { shape: [ids.length, dim], data: vectors } }, { format: romFormat.format }));
+  writeSavedCard(dir, romIndexFormat, { ids }, 0);
 }
 
 /** {@link RomModel.save}'s rom.json, checked (RomModel.load and RomServer). ERR_IO / ERR_FORMAT. */

@@ -144,13 +144,34 @@ export class RomServer {
     else await this.retrieval.encoder.dispose();
   }
 
+  /** The index's passage vectors `[passages, dim]`, row-major (a view: valid until dispose), and dim. */
+  indexVectors(): { data: Float32Array; dim: number } {
+    return { data: this.vectors.data as Float32Array, dim: this.vectors.shape[1]! };
+  }
+
+  /**
+   * Passages as the index holds them: the retrieval side's passage vectors `[n, dim]`, as RomModel.index computes them
+   * (updateRomIndex adds passages this way, without libtorch).
+   */
+  async encodePassages(passages: readonly PassageText[]): Promise<Float32Array> {
+    mustBeArray(passages, 'passages');
+    passages.forEach((p, i) => mustBeObject(p, `passages[${i}]`));
+    if (this.retrieval.kind === 'encoder') return this.retrieval.encoder.encodePassages(passages);
+    return this.runRetrieval(await TokenTable.passages(this.tokenizer, passages, this.text.maxPassageLength), passages.length);
+  }
+
   private async encodeQuestions(questions: readonly string[]): Promise<Float32Array> {
     if (this.retrieval.kind === 'encoder') return this.retrieval.encoder.encodeQueries(questions);
+    return this.runRetrieval(await TokenTable.build(this.tokenizer, questions, { maxLength: this.text.maxQueryLength }), questions.length);
+  }
+
+  /** The retrieval graph over a token table's rows, CHUNK at a time. */
+  private async runRetrieval(table: TokenTable, n: number): Promise<Float32Array> {
+    if (this.retrieval.kind !== 'graph') throw new QuorumError('ERR_STATE', 'the retrieval side is a bi-encoder');
     const session = this.retrieval.session;
-    const table = await TokenTable.build(this.tokenizer, questions, { maxLength: this.text.maxQueryLength });
     const parts: Float32Array[] = [];
-    for (let s = 0; s < questions.length; s += CHUNK) {
-      const rows = Array.from({ length: Math.min(CHUNK, questions.length - s) }, (_, i) => s + i);
+    for (let s = 0; s < n; s += CHUNK) {
+      const rows = Array.from({ length: Math.min(CHUNK, n - s) }, (_, i) => s + i);
       parts.push((await runTokenGraph(session, table.batch(rows), ['embedding'])).embedding!);
     }
     const out = new Float32Array(parts.reduce((a, p) => a + p.length, 0));
