@@ -219,6 +219,43 @@ describe('example search server', () => {
     }
   }, 180_000);
 
+  it('slow clients get 408 with a JSON body; SIGTERM lets the request in flight finish and exits 0', async () => {
+    const { startServer } = (await import(join(packageRoot, 'examples', 'server', 'server.mjs'))) as {
+      startServer(o: object): Promise<{ server: { close(): void }; url: string }>;
+    };
+    const slow = await startServer({ port: 0, headersTimeoutMs: 300 });
+    try {
+      const { connect } = await import('node:net');
+      const reply = await new Promise<string>((resolve, reject) => {
+        const sock = connect(Number(new URL(slow.url).port), '127.0.0.1', () => sock.write('GET /health HTTP/1.1\r\nHost: x\r\n'));
+        let got = '';
+        sock.on('data', (d) => (got += d));
+        sock.on('close', () => resolve(got));
+        sock.on('error', reject);
+        setTimeout(() => reject(new Error(`no reply: ${got}`)), 10_000);
+      });
+      expect(reply.split('\r\n')[0]).toBe('HTTP/1.1 408 Request Timeout');
+      expect(JSON.parse(reply.slice(reply.indexOf('\r\n\r\n') + 4))).toMatchObject({ error: { code: 'ERR_TIMEOUT' } });
+    } finally {
+      slow.server.close();
+    }
+    const child = spawn(process.execPath, [join(packageRoot, 'examples', 'server', 'server.mjs'), '--port', '0'], { cwd: packageRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const deadline = Date.now() + 120_000;
+    while (!/on (http:\S+)/.test(out) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    const base = /on (http:\S+)/.exec(out)![1]!;
+    const inFlight = fetch(`${base}/search?mode=hybrid&k=5&q=${encodeURIComponent('symptoms of covid-19')}`);
+    await new Promise((r) => setTimeout(r, 5));
+    child.kill('SIGTERM');
+    const r = await inFlight;
+    expect(r.status).toBe(200);
+    expect(((await r.json()) as { hits: unknown[] }).hits).toHaveLength(5);
+    expect(await exited).toBe(0);
+    expect(out).toContain('SIGTERM: finishing the requests in flight');
+  }, 180_000);
+
   it('--batch: concurrent dense questions share batches and get the hits they get alone', async () => {
     const { startServer } = (await import(join(packageRoot, 'examples', 'server', 'server.mjs'))) as {
       startServer(o: object): Promise<{ server: { close(): void }; url: string; service: { batching: boolean; batchStats(): { batches: number; largestBatch: number } } }>;

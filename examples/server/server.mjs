@@ -21,6 +21,8 @@
 // each from the body, or the current one's when left out) while the current one serves, then swaps it in at once;
 // requests in flight finish on the old version, which is freed after the last of them (Live). Every /search answer
 // names the version that served it. A second swap while one builds is 409; a failed build leaves the old version.
+// Slow clients: the headers must arrive within 10 s and the request within 30 s (408 with a JSON body). SIGTERM or
+// SIGINT stops taking connections, lets the requests in flight finish (at most 10 s) and exits 0.
 // Startup errors (a missing directory, a bad or busy port, an unknown flag) are one line, as the CLI's; malformed
 // requests (invalid percent-encoding, a request line over 16 KiB) get a 4xx with a JSON error body.
 import { existsSync } from 'node:fs';
@@ -350,14 +352,27 @@ export async function startServer(options = {}) {
   const port = options.port ?? 8080;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new QuorumError('ERR_RANGE', `--port must be an integer in 0..65535, got '${options.port}'`);
   const service = await createSearchService(options);
-  const server = createServer((req, res) => void service.handle(req, res));
+  // Slow clients cannot hold a connection: the headers must arrive within headersTimeoutMs and the whole request
+  // within requestTimeoutMs (408 with a JSON body), idle keep-alive connections close after 5 s.
+  const server = createServer(
+    {
+      headersTimeout: options.headersTimeoutMs ?? 10_000,
+      requestTimeout: options.requestTimeoutMs ?? 30_000,
+      keepAliveTimeout: 5_000,
+      connectionsCheckingInterval: Math.min(1_000, options.headersTimeoutMs ?? 1_000),
+    },
+    (req, res) => void service.handle(req, res),
+  );
   // Requests Node's parser refuses before the handler sees them (a request line or headers over its 16 KiB limit,
   // malformed HTTP) get a JSON body like every other error, not an empty one.
   server.on('clientError', (err, socket) => {
     if (!socket.writable) return socket.destroy();
-    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
-    const body = errorBody('ERR_ARG', status === 431 ? 'the request line or headers are too long (16 KiB at most)' : `malformed request: ${err.code ?? err.message}`);
-    const reason = status === 431 ? 'Request Header Fields Too Large' : 'Bad Request';
+    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+    const body =
+      status === 431 ? errorBody('ERR_ARG', 'the request line or headers are too long (16 KiB at most)')
+      : status === 408 ? errorBody('ERR_TIMEOUT', 'the request did not arrive in time')
+      : errorBody('ERR_ARG', `malformed request: ${err.code ?? err.message}`);
+    const reason = status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request';
     socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
   });
   server.on('close', () => service.close());
@@ -394,7 +409,23 @@ async function main(argv) {
   }
   const port = /^\d+$/.test(values.port) ? Number(values.port) : Number.NaN;
   if (!(port >= 0 && port <= 65535)) throw new QuorumError('ERR_RANGE', `--port must be an integer in 0..65535, got '${values.port}'`);
-  const { url, service } = await startServer({ ...values, port });
+  const { url, service, server } = await startServer({ ...values, port });
+  // SIGTERM / SIGINT: stop taking connections, let the requests in flight finish (at most 10 s), free everything.
+  let stopping = false;
+  const stop = (signal) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`quorum-server: ${signal}: finishing the requests in flight`);
+    const deadline = setTimeout(() => {
+      process.stderr.write('quorum-server: ERR_TIMEOUT: requests still running after 10 s; exiting\n');
+      process.exit(1);
+    }, 10_000);
+    deadline.unref();
+    server.close(() => void service.close().then(() => process.exit(0)));
+    server.closeIdleConnections();
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
   console.log(`quorum search service on ${url} (${service.passages} passages; modes ${service.modes.join(', ')}${service.batching ? '; questions batched' : ''}${service.admin ? '; admin routes on' : ''})`);
 }
 
