@@ -2,7 +2,7 @@
 import { QuorumError } from './errors.js';
 import { compareIds } from './fusion/normalize.js';
 import { gridSearch } from './grid-search.js';
-import { checkHits, checkOptions, finite, mustBeArray, mustBeObject, optionKeys, parse, positiveInt, z } from './validate.js';
+import { allFinite, checkHits, checkOptions, finite, mustBeArray, mustBeObject, optionKeys, parse, positiveInt, z } from './validate.js';
 
 const hybridOptionsSchema = z
   .object({ alpha: finite.optional(), normalization: z.boolean().optional(), weightOnDense: z.boolean().optional(), k: positiveInt.optional() })
@@ -158,7 +158,7 @@ export function gainOverBaseline(fused: ArrayLike<number>, baseline: ArrayLike<n
     throw new QuorumError('ERR_ARG', 'per-query values must be numbers');
   if (fused.length !== baseline.length) throw new QuorumError('ERR_SHAPE', `per-query values differ in length: ${fused.length} and ${baseline.length}`);
   const d = Array.from(fused, (x, i) => x - baseline[i]!);
-  if (!d.every(Number.isFinite)) throw new QuorumError('ERR_NONFINITE', 'per-query values must be finite numbers');
+  if (!allFinite(d)) throw new QuorumError('ERR_NONFINITE', 'per-query values must be finite numbers');
   const n = d.length;
   const gain = n ? d.reduce((a, b) => a + b, 0) / n : 0;
   const se = n < 2 ? Infinity : Math.sqrt(d.reduce((a, b) => a + (b - gain) ** 2, 0) / (n - 1) / n);

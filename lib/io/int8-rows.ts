@@ -57,11 +57,13 @@ export function quantizeRowsInt8(data: Float32Array, rows: number, cols: number)
 export function dequantizeRowsInt8(codes: Float32Array, scales: Float32Array, cols: number): Float32Array {
   checkShape(codes.length, scales.length, cols);
   const out = new Float32Array(codes.length);
-  for (const [r, scale] of scales.entries()) {
+  for (let r = 0; r < scales.length; r++) {
+    const scale = scales[r]!;
     if (!(scale >= 0 && Number.isFinite(scale))) throw new QuorumError('ERR_FORMAT', `row ${r} has scale ${scale}`);
-    for (let c = r * cols; c < (r + 1) * cols; c++) {
-      const q = codes[c] as number;
-      if (!(Number.isInteger(q) && Math.abs(q) <= 127)) throw new QuorumError('ERR_FORMAT', `row ${r} holds code ${q}, outside [-127, 127]`);
+    for (let c = r * cols, end = c + cols; c < end; c++) {
+      const q = codes[c]!;
+      // An integer in [-127, 127] (q | 0 truncates; NaN fails the comparisons).
+      if (!(q >= -127 && q <= 127 && q === (q | 0))) throw new QuorumError('ERR_FORMAT', `row ${r} holds code ${q}, outside [-127, 127]`);
       out[c] = q * scale;
     }
   }

@@ -280,7 +280,8 @@ function decode(bytes: Uint8Array, start: number, e: Entry): Float32Array {
       for (let i = 0; i < count; i++) out[i] = Number(view.getBigInt64(8 * i, true));
       break;
     case 'I8':
-      for (let i = 0; i < count; i++) out[i] = view.getInt8(i);
+      // One native widening copy (a getInt8 per element made decoding a q8 model's 3.9M codes 23 ms).
+      out.set(new Int8Array(bytes.buffer, absolute, count));
       break;
   }
   return out;

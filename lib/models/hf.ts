@@ -10,7 +10,7 @@ import { readFileBytes, readJsonFile } from '../data/files.js';
 import { readSafetensors, type SafetensorsTensor } from '../io/safetensors.js';
 import { readHfTokenizerSpec } from '../text/hf-tokenizer.js';
 import { WordPieceTokenizer } from '../text/tokenizer.js';
-import { checkOptions, mustBeMap, mustBeModelLike, mustBeObject, mustBeString, optionKeys } from '../validate.js';
+import { allFinite, checkOptions, mustBeMap, mustBeModelLike, mustBeObject, mustBeString, optionKeys } from '../validate.js';
 import { POOLINGS, type EncoderConfig, type Pooling } from './config.js';
 import { mapBertCheckpoint, type MappedCheckpoint } from './checkpoint-map.js';
 import type { TextSettings } from './model-dir.js';
@@ -295,7 +295,7 @@ export function mapPretrained(bert: Pick<PretrainedBert, 'dir' | 'weights'>, enc
     if (!unused.has(name) && (t.dtype === 'I8' || t.dtype === 'I32' || t.dtype === 'I64'))
       throw new QuorumError('ERR_FORMAT', `${bert.dir}: ${name} is ${t.dtype}; only floating-point (unquantized) checkpoints load as weights`);
   for (const [name, values] of mapped.tensors)
-    if (!values.every(Number.isFinite)) throw new QuorumError('ERR_FORMAT', `${bert.dir}: ${name} holds non-finite values`);
+    if (!allFinite(values)) throw new QuorumError('ERR_FORMAT', `${bert.dir}: ${name} holds non-finite values`);
   return mapped;
 }
 

@@ -12,7 +12,7 @@ import { elementBytes, readSafetensors, writeSafetensors, type SafetensorsTensor
 import { readSavedCard, savedFile, writeSavedCard, type SavedFormat } from '../io/saved-dir.js';
 import { WordPieceTokenizer } from '../text/tokenizer.js';
 import { writeTokenizerFiles } from '../text/tokenizer-files.js';
-import { checkOptions, mustBeObject, optionKeys } from '../validate.js';
+import { allFinite, checkOptions, mustBeObject, optionKeys } from '../validate.js';
 import { retrieverEncoderNames, type RetrieverConfig } from './config.js';
 import { parameterShapes } from './parameters.js';
 import type { ParameterTable } from './parameter-table.js';
@@ -270,7 +270,7 @@ function readWeightTensors(path: string, params: ReadonlyArray<{ name: string; s
       }
       scaleTensors++;
     }
-    if (!data.every(Number.isFinite)) throw new QuorumError('ERR_FORMAT', `${path}: ${name} holds non-finite values`);
+    if (!allFinite(data)) throw new QuorumError('ERR_FORMAT', `${path}: ${name} holds non-finite values`);
     values.set(name, data);
   }
   if (tensors.size !== params.length + scaleTensors)

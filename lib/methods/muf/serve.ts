@@ -15,7 +15,7 @@ import { ServingEncoder } from '../../models/serving-encoder.js';
 import { coreAddon, type NativeTensorHandle } from '../../native.js';
 import type { Int32Input } from '../../operand.js';
 import { Tensor } from '../../tensor.js';
-import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
+import { allFinite, checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
 import { readEnsembleFile } from './ensemble.js';
 import { compareIds } from '../../fusion/normalize.js';
 import { FamiliarityBank, type FamiliarityCalibration } from './familiarity.js';
@@ -185,7 +185,7 @@ function readHeads(path: string, dim: number, dtype: 'f32' | 'bf16'): { weights:
         const t = tensors.get(name);
         const n = shape.reduce((a, b) => a * b, 1);
         if (!t || t.data.length !== n) throw new QuorumError('ERR_FORMAT', `${path}: ${name} must hold ${shape.join(' x ')} values`);
-        if (!t.data.every(Number.isFinite)) throw new QuorumError('ERR_FORMAT', `${path}: ${name} holds NaN or Infinity`);
+        if (!allFinite(t.data)) throw new QuorumError('ERR_FORMAT', `${path}: ${name} holds NaN or Infinity`);
         if (shape.length === 2) weights.push(Tensor.from(t.data, [...shape]));
         else {
           const wt = Tensor.from(transposeMembers(t.data, K, inW, out), [K, out, inW]);
