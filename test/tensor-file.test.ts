@@ -139,6 +139,9 @@ describe('Tensor.save / Tensor.map', () => {
       writeFileSync(mark + process.pid, '');
       while (!existsSync(mark + '-go')) await new Promise((r) => setTimeout(r, 20));
       console.log(JSON.stringify({ sum, alone: mine, together: stat() }));
+      // Hold the mapping until the other process has measured too (an exit would make its pages private again).
+      writeFileSync(mark + '-done' + process.pid, '');
+      while (!existsSync(mark + '-exit')) await new Promise((r) => setTimeout(r, 20));
     `;
     writeFileSync(join(dir, 'child.mts'), script);
     const { spawn } = await import('node:child_process');
@@ -152,8 +155,10 @@ describe('Tensor.save / Tensor.map', () => {
     const one = run();
     const two = run();
     const deadline = Date.now() + 60_000;
-    while (readdirSync(dir).filter((f) => f.startsWith('mark')).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    while (readdirSync(dir).filter((f) => /^mark\d+$/.test(f)).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     writeFileSync(join(dir, 'mark-go'), '');
+    while (readdirSync(dir).filter((f) => f.startsWith('mark-done')).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    writeFileSync(join(dir, 'mark-exit'), '');
     const results = (await Promise.all([one.done, two.done])).map((o) => JSON.parse(o) as { sum: number; together: { rss: number; pss: number; sharedClean: number } });
     for (const r of results) {
       expect(r.sum).toBe(0);
