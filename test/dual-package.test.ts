@@ -8,8 +8,8 @@ import { expect, it } from 'vitest';
 
 import { packageRoot } from '../lib/native.js';
 
-it('a Tensor, a tokenizer and a QuorumError of the ESM copy are accepted and recognised by the CommonJS copy', () => {
+it('a Tensor, a tokenizer, a Retriever and a QuorumError of one copy are accepted and recognised by the other', () => {
   const r = spawnSync(process.execPath, [join(packageRoot, 'test', 'fixtures', 'dual-package.mjs'), packageRoot], { encoding: 'utf8', timeout: 60_000 });
   expect(r.status, r.stderr).toBe(0);
-  expect(JSON.parse(r.stdout)).toEqual({ twoCopies: true, tensorAcross: true, added: 2, errorAcross: true, tokenizerAcross: 2, notATensor: true });
+  expect(JSON.parse(r.stdout)).toEqual({ twoCopies: true, tensorAcross: true, added: 2, errorAcross: true, tokenizerAcross: 2, notATensor: true, retrieverAcross: true });
 });

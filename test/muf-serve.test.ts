@@ -165,6 +165,14 @@ describe('MufServer', () => {
     expect(readFileSync(join(dir, 'corpus-ids.txt'), 'utf8').trim().split('\n').slice(-2)).toEqual(['new-1', 'new-3']);
   }, 120_000);
 
+  it('dispose() during a multi-step call: the native step in flight ends, the call rejects with ERR_DISPOSED at its next step', async () => {
+    const muf = await MufRetriever.load(mufDir);
+    const inFlight = muf.search(QUESTIONS, 10);
+    muf.dispose();
+    expect(await asyncCode(inFlight)).toBe('ERR_DISPOSED');
+    expect(await asyncCode(muf.search(QUESTIONS, 10))).toBe('ERR_DISPOSED');
+  }, 60_000);
+
   it("heads: 'bf16' moves the confidences by rounding only", async () => {
     const f32 = await MufServer.load(mufDir);
     const bf16 = await MufServer.load(mufDir, { heads: 'bf16' });

@@ -58,6 +58,9 @@ describe('RomServer', () => {
       rom.dispose();
       await served.dispose();
     }
+    // After dispose every call is ERR_DISPOSED (search said ERR_STATE: the index had gone with the network).
+    expect(await asyncCode(rom.search(questions, { k: 5 }))).toBe('ERR_DISPOSED');
+    expect(await asyncCode(rom.answer(questions, { k: 3 }))).toBe('ERR_DISPOSED');
   }, 120_000);
 
   it.each(['joint', 'retriever'] as const)('an index changes without retraining: kept rows as they were, new rows as RomModel.index encodes them (retrieval side: %s)', async (side) => {

@@ -26,6 +26,7 @@ import {
   type RetrieverPreset,
   type TaserConfig,
 } from './config.js';
+import { brandClass } from '../brand.js';
 
 export type { OptimizerOptions, StepStats, TokenBatchArg, TrainBatchArg };
 
@@ -300,3 +301,6 @@ export class Retriever extends TrainableTable {
     return awaitNative(callNative(() => this.native.trainLoop(batches, lrs, clip, accumulation, true)) as Promise<StepStats & { ms: number }>);
   }
 }
+
+// `instanceof Retriever` holds for the other package copy's instances too (ESM and CommonJS in one process: lib/brand.ts).
+brandClass(Retriever, 'Retriever');

@@ -6,6 +6,7 @@ import { torchAddon, type MaybeAsync, type StepStats, type TokenBatchArg, type T
 import { checkEncoderOverrides, defaultEncoderConfig, type EncoderConfig } from '../../models/config.js';
 import { TrainableTable, type OptimizerOptions } from '../../models/parameter-table.js';
 import { checkOptions, mustBeObject, optionKeys } from '../../validate.js';
+import { brandClass } from '../../brand.js';
 
 /** CAME's experts: lexical (SPLADE), local (ColBERT MaxSim) and global (one pooled vector, DPR). */
 export type CameExpertName = 'lexical' | 'local' | 'global';
@@ -229,3 +230,6 @@ export class CameModel extends TrainableTable {
     return callNative(() => this.native.accumulate(batch, false) as CameStepStats);
   }
 }
+
+// `instanceof CameModel` holds for the other package copy's instances too (ESM and CommonJS in one process: lib/brand.ts).
+brandClass(CameModel, 'CameModel');

@@ -24,6 +24,7 @@ import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../../valid
 import { RomNetwork, type ReaderLogits, type RomConfig, type RomNetworkOptions } from './network.js';
 import { passagePieces, readerRows, spanText, type PassagePieces } from './reader-inputs.js';
 import { bestSpans } from './spans.js';
+import { brandClass } from '../../brand.js';
 
 const romFormat = { card: 'rom.json', format: 'quorum-rom', version: 1, what: 'a ROM directory' } as const satisfies SavedFormat;
 const romIndexFormat: SavedFormat = { card: 'index.json', format: 'quorum-rom-index', version: 1, what: 'a ROM index' };
@@ -251,6 +252,7 @@ export class RomModel {
   }
 
   private requireIndex(): { passages: readonly PassageText[]; vectors: Tensor<'f32'> } {
+    if (this.network.disposed) throw new QuorumError('ERR_DISPOSED', 'this RomModel was disposed');
     if (!this.corpus) throw new QuorumError('ERR_STATE', 'no index: call index(passages) first (and again after training)');
     return this.corpus;
   }
@@ -441,3 +443,6 @@ export function readRomCard(dir: string): { card: RomCard; path: string } {
     throw new QuorumError('ERR_FORMAT', `${path}: ${r?.kind === 'retriever' ? 'malformed retrieval entry' : 'unknown retrieval side'}`);
   return { card: card as RomCard, path };
 }
+
+// `instanceof RomModel` holds for the other package copy's instances too (ESM and CommonJS in one process: lib/brand.ts).
+brandClass(RomModel, 'RomModel');
