@@ -9,15 +9,14 @@
 // Every fit reads dev; `--split test` evaluates on test with the dev fits.
 //   node --import tsx bench/muf-familiarity.ts --muf DIR --data DIR [--split dev|test] [--bank 4000] [--k 30]
 import { loadBeir, type Query as BeirQuery, type Qrels } from '../lib/data/beir.js';
-import { scoreTopK } from '../lib/dense.js';
 import { reciprocalRank, type ScoredDoc } from '../lib/eval/ranking.js';
 import { randomizationTest } from '../lib/eval/significance.js';
 import { fuse } from '../lib/fusion/fuse.js';
 import { mufFusion } from '../lib/methods/muf/fusion.js';
+import { FamiliarityBank } from '../lib/methods/muf/familiarity.js';
 import { MufRetriever } from '../lib/methods/muf/retriever.js';
 import { ServingEncoder } from '../lib/models/serving-encoder.js';
 import { capabilities } from '../lib/runtime.js';
-import { Tensor } from '../lib/tensor.js';
 import { auroc, ece, fitPlatt, plattProbability, type PlattScaling } from '../lib/uncertainty.js';
 import { rng } from '../test/basics.js';
 import { arg, writeResults } from './harness.js';
@@ -43,16 +42,6 @@ const muf = await MufRetriever.load(mufDir);
 const experts = muf.experts;
 const L = muf.topL;
 
-/** Unit rows. */
-function normalized(v: Float32Array, dim: number): Float32Array {
-  for (let r = 0; r < v.length / dim; r++) {
-    let s = 0;
-    for (let j = 0; j < dim; j++) s += v[r * dim + j]! ** 2;
-    const inv = 1 / Math.max(Math.sqrt(s), 1e-12);
-    for (let j = 0; j < dim; j++) v[r * dim + j]! *= inv;
-  }
-  return v;
-}
 const draw = rng(45);
 const sample = (qs: BeirQuery[]) => (qs.length > bankSize ? qs.map((q) => ({ q, r: draw() })).sort((a, b) => a.r - b.r).slice(0, bankSize).map((o) => o.q) : qs);
 
@@ -82,20 +71,12 @@ async function pass(qs: BeirQuery[], qrels: Qrels): Promise<Pass> {
   for (const e of experts) {
     const enc = await ServingEncoder.load(join(mufDir, 'experts', e.name, 'model'));
     const task = enc.config.tasks.includes(e.task) ? { task: e.task } : {};
-    const vec = async (list: BeirQuery[]) => Tensor.from(normalized(await enc.encodeQueries(list.map((q) => q.text), task), enc.dim), [list.length, enc.dim]);
-    // queries.jsonl holds every split: the banks are the training split's questions only.
-    const own = await vec(banks.get(e.name)!.own);
-    const other = await vec(banks.get(e.name)!.other);
-    const q = await vec(qs);
-    const a = await scoreTopK(q, own, Math.min(K, own.shape[0]!));
-    const o = await scoreTopK(q, other, Math.min(K, other.shape[0]!));
-    fam.push(qs.map((_, b) => {
-      let sa = 0, so = 0;
-      for (let j = 0; j < a.k; j++) sa += a.scores[b * a.k + j]!;
-      for (let j = 0; j < o.k; j++) so += o.scores[b * o.k + j]!;
-      return sa / a.k - so / o.k;
-    }));
-    [own, other, q].forEach((t) => t.dispose());
+    const vec = (list: BeirQuery[]) => enc.encodeQueries(list.map((q) => q.text), task);
+    // queries.jsonl holds every split: the banks are the training split's questions only. The margin is the
+    // library's (FamiliarityBank: mean cosine of the K nearest own-task minus other-task training questions).
+    const bank = FamiliarityBank.fromVectors(await vec(banks.get(e.name)!.own), await vec(banks.get(e.name)!.other), enc.dim);
+    fam.push(Array.from(await bank.margin(await vec(qs), K)));
+    bank.dispose();
     await enc.dispose();
   }
   const hit = lists.map((l) => l.map((hits, b) => ((qrels.get(qs[b]!.id)?.get(hits[0]?.id ?? '') ?? 0) > 0 ? 1 : 0)));

@@ -149,11 +149,16 @@ const expertKeys = optionKeys<MufExpertSpec>()(['model', 'name', 'task']);
 const searchKeys = optionKeys<MufSearchOptions>()(['fusion', 'tasks', 'abstain']);
 export const MUF_FUSIONS: readonly MufFusion[] = ['muf', 'muf-mi', 'uniform', 'oracle'];
 
+/** ERR_RANGE / ERR_ARG unless `abstain` is a probability and `fusion` one that abstains ('muf' or 'muf-mi'). */
+export function checkAbstain(fusion: MufFusion, abstain: number): void {
+  if (typeof abstain !== 'number' || !(abstain >= 0 && abstain <= 1)) throw new QuorumError('ERR_RANGE', `abstain must be a number in [0, 1], got ${String(abstain)}`);
+  if (fusion !== 'muf' && fusion !== 'muf-mi') throw new QuorumError('ERR_ARG', `abstain needs the 'muf' or 'muf-mi' fusion, not '${fusion}'`);
+}
+
 /** Applies an abstention threshold to fused results (ERR_RANGE outside [0, 1], ERR_ARG for a fusion without confidences). */
 export function applyAbstention(hits: MufHits[], fusion: MufFusion, abstain: number | undefined): MufHits[] {
   if (abstain === undefined) return hits;
-  if (typeof abstain !== 'number' || !(abstain >= 0 && abstain <= 1)) throw new QuorumError('ERR_RANGE', `abstain must be a number in [0, 1], got ${String(abstain)}`);
-  if (fusion !== 'muf' && fusion !== 'muf-mi') throw new QuorumError('ERR_ARG', `abstain needs the 'muf' or 'muf-mi' fusion, not '${fusion}'`);
+  checkAbstain(fusion, abstain);
   return hits.map((h) => (Math.max(...h.confidence) < abstain ? { hits: [], confidence: h.confidence, abstained: true } : h));
 }
 const searchAllKeys = optionKeys<{ tasks?: unknown }>()(['tasks']);
@@ -559,7 +564,7 @@ export class MufRetriever {
     const fusion = options.fusion ?? 'muf';
     this.checkSearch(k, fusion, Array.isArray(queries) ? queries.length : 0, options.tasks);
     const t: MufTimings = { encode: 0, retrieve: 0, heads: 0, mi: 0, fuse: 0 };
-    if (options.abstain !== undefined) applyAbstention([], fusion, options.abstain);
+    if (options.abstain !== undefined) checkAbstain(fusion, options.abstain);
     const c = await this.collect(queries, fusion === 'muf' || fusion === 'muf-mi' ? fusion : false, t);
     const t0 = performance.now();
     const out = applyAbstention(this.fuseCollected(c, fusion, k, options.tasks), fusion, options.abstain);

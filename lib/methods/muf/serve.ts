@@ -19,7 +19,7 @@ import { allFinite, checkOptions, mustBeArray, mustBeObject, mustBeString, optio
 import { readEnsembleFile } from './ensemble.js';
 import { compareIds } from '../../fusion/normalize.js';
 import { FamiliarityBank, type FamiliarityCalibration } from './familiarity.js';
-import { applyAbstention, readExpertPassages, readFamiliarity, readMufDir, type MufHits } from './retriever.js';
+import { applyAbstention, checkAbstain, readExpertPassages, readFamiliarity, readMufDir, type MufHits } from './retriever.js';
 
 /** One expert's part of {@link mufConfidence}. */
 export interface MufConfidenceExpert {
@@ -298,7 +298,7 @@ export class MufServer {
     if (!Number.isInteger(k) || k < 1) throw new QuorumError('ERR_RANGE', `k must be a positive integer, got ${k}`);
     const fusion = options.fusion ?? 'muf';
     if (fusion !== 'muf' && fusion !== 'muf-mi' && fusion !== 'uniform') throw new QuorumError('ERR_ARG', `fusion must be 'muf', 'muf-mi' or 'uniform', got '${String(fusion)}'`);
-    if (options.abstain !== undefined) applyAbstention([], fusion, options.abstain);
+    if (options.abstain !== undefined) checkAbstain(fusion, options.abstain);
     if (fusion !== 'uniform') {
       const uncalibrated = this.experts.find((e) => e.temperature === undefined);
       if (uncalibrated) throw new QuorumError('ERR_STATE', `expert '${uncalibrated.name}' is not calibrated`);
