@@ -146,9 +146,8 @@ export class SparseIndex extends NativeResource {
   }
 
   #removeCall(ops: Operands, ids: BigInt64Array | ArrayLike<number | bigint>) {
-    if (ids === null || typeof ids !== 'object' || typeof (ids as { length?: unknown }).length !== 'number')
-      throw new QuorumError('ERR_ARG', 'ids must be a BigInt64Array or an array of integers');
-    const n = (ids as { length: number }).length;
+    // idsOf refuses what is not an array of ids before the length matters.
+    const n = (ids as { length?: number } | null)?.length ?? -1;
     const idt = ops.typed(idsOf(ids, n), [n], 'i64');
     return (async: boolean) => this.#native.remove(idt.handle, async);
   }

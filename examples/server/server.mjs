@@ -278,11 +278,11 @@ export async function createSearchService(options = {}) {
 
   // POST /admin/swap: builds the next version from the body's directories in the background, then swaps it in.
   async function adminSwap(req) {
-    const next = swapOptions(await readBody(req, 64 * 1024), await live.use((s) => s.options));
+    const next = swapOptions(await readBody(req, 64 * 1024), live.peek().options);
     const t0 = performance.now();
     const version = await live.refresh(() => buildState({ ...next, batch: options.batch, batchWaitMs: options.batchWaitMs }));
     swaps++;
-    const { passages, modes } = await live.use((s) => s);
+    const { passages, modes } = live.peek();
     return { version, passages, modes, ms: performance.now() - t0 };
   }
   async function handle(req, res) {

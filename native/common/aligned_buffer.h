@@ -106,7 +106,7 @@ class AlignedBuffer {
   }
   void release() {
     if (ptr_ && mapped_) {
-      unmap(ptr_, bytes_);
+      ::munmap(ptr_, bytes_);
     } else if (ptr_) {
       const size_t rounded = round(bytes_);
       if (BlockCache::cacheable(rounded)) BlockCache::global().give(ptr_, rounded);
@@ -117,13 +117,11 @@ class AlignedBuffer {
     mapped_ = false;
   }
   void* data() const { return ptr_; }
-  bool mapped() const { return mapped_; }
   size_t bytes() const { return bytes_; }
   template <class T> T* as() const { return static_cast<T*>(ptr_); }
 
  private:
   static size_t round(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
-  static void unmap(void* p, size_t bytes) { ::munmap(p, bytes); }
   void* ptr_ = nullptr;
   size_t bytes_ = 0;
   bool mapped_ = false;

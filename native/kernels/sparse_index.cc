@@ -80,16 +80,20 @@ size_t SparseIndex::remove(const int64_t* ids, size_t n) {
   // Past a quarter dead, rebuild: a search walks dead postings, and they hold memory.
   if (n_dead_ * 4 > ids_.size()) {
     Live l = live();
-    terms_ = std::move(l.terms);
-    ids_ = std::move(l.ids);
-    postings_ = l.postings;
-    dead_.clear();
-    n_dead_ = 0;
-    doc_of_.clear();
-    for (size_t d = 0; d < ids_.size(); ++d) doc_of_[ids_[d]] = uint32_t(d);
-    refresh_bounds();
+    install(std::move(l.terms), std::move(l.ids), l.postings);
   }
   return removed;
+}
+
+void SparseIndex::install(std::vector<std::vector<Posting>> terms, std::vector<int64_t> ids, size_t postings) {
+  terms_ = std::move(terms);
+  ids_ = std::move(ids);
+  postings_ = postings;
+  doc_of_.clear();
+  for (size_t d = 0; d < ids_.size(); ++d) doc_of_[ids_[d]] = uint32_t(d);
+  dead_.clear();
+  n_dead_ = 0;
+  refresh_bounds();
 }
 
 SparseIndex::Live SparseIndex::live() const {
@@ -343,14 +347,7 @@ void SparseIndex::from_bytes(const uint8_t* data, size_t n) {
   }
   if (r.at != r.n) throw Error("ERR_FORMAT", "sparse index data has trailing bytes");
   std::unique_lock<std::shared_mutex> lock(mutex_);
-  terms_ = std::move(terms);
-  ids_ = std::move(ids);
-  doc_of_.clear();
-  for (size_t d = 0; d < ids_.size(); ++d) doc_of_[ids_[d]] = uint32_t(d);
-  dead_.clear();
-  n_dead_ = 0;
-  postings_ = npost;
-  refresh_bounds();
+  install(std::move(terms), std::move(ids), npost);
 }
 
 void SparseIndex::save(const std::string& path) const {

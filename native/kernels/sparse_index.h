@@ -90,6 +90,8 @@ class SparseIndex {
     size_t postings = 0;
   };
   Live live() const;
+  // Replaces the contents (writer lock held): the id map, no dead documents, the MaxScore bounds.
+  void install(std::vector<std::vector<Posting>> terms, std::vector<int64_t> ids, size_t postings);
   mutable std::shared_mutex mutex_;
   std::vector<std::vector<Posting>> terms_;
   std::vector<int64_t> ids_;

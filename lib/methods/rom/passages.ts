@@ -3,8 +3,8 @@
 // is. A live server then loads the new index behind Live (docs/api.md#swapping-a-live-index).
 import { join } from 'node:path';
 
+import { keptRowsThen, planCorpusChange } from '../../data/corpus-change.js';
 import type { PassageText } from '../../data/examples.js';
-import { QuorumError } from '../../errors.js';
 import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
 import { writeRomIndex } from './model.js';
 import { RomServer } from './serve.js';
@@ -40,31 +40,14 @@ export async function updateRomIndex(dir: string, changes: RomIndexChanges): Pro
   mustBeObject(changes, 'index changes');
   checkOptions(changes, changeKeys, 'index changes');
   const { passages } = changes;
-  const add = changes.add ?? [];
-  const remove = changes.remove ?? [];
   mustBeArray(passages, 'passages');
-  mustBeArray(add, 'add');
-  mustBeArray(remove, 'remove');
-  if (add.length === 0 && remove.length === 0) throw new QuorumError('ERR_ARG', 'nothing to change: give passages to add or ids to remove');
-  remove.forEach((id, i) => mustBeString(id, `remove[${i}]`));
-  const gone = new Set(remove);
-  const kept = passages.flatMap((p, row) => (gone.has(p.id) ? [] : [row]));
-  const keptIds = new Set(kept.map((row) => passages[row]!.id));
-  const seen = new Set<string>();
-  add.forEach((p, i) => {
-    if (p === null || typeof p !== 'object' || typeof p.id !== 'string' || !p.id || typeof p.text !== 'string') throw new QuorumError('ERR_ARG', `add[${i}] must be { id, title?, text }`);
-    if (keptIds.has(p.id) || seen.has(p.id)) throw new QuorumError('ERR_ARG', `add[${i}]: passage id '${p.id}' is already in the corpus or repeated`);
-    seen.add(p.id);
-  });
-  if (kept.length + add.length === 0) throw new QuorumError('ERR_ARG', 'a ROM index needs at least one passage: this would remove them all');
+  const { kept, add } = planCorpusChange(passages.map((p) => p.id), changes, 'a ROM index');
   const indexDir = changes.index ?? join(dir, 'index');
   // Loading checks that the index holds `passages`; its retrieval side encodes the new ones.
   const server = await RomServer.load(dir, { passages, index: indexDir });
   try {
     const { data: old, dim } = server.indexVectors();
-    const vectors = new Float32Array((kept.length + add.length) * dim);
-    kept.forEach((row, i) => vectors.set(old.subarray(row * dim, (row + 1) * dim), i * dim));
-    if (add.length) vectors.set(await server.encodePassages(add), kept.length * dim);
+    const vectors = keptRowsThen(old, dim, kept, add.length ? await server.encodePassages(add) : new Float32Array(0));
     const corpus = [...kept.map((row) => passages[row]!), ...add];
     writeRomIndex(indexDir, corpus.map((p) => p.id), vectors, dim);
     return corpus;
