@@ -2,8 +2,10 @@
 // graphs in ONNX Runtime, the saved indexes, the same fusion), same directory and index, same questions, one run.
 // The model has CAME's small defaults (cameConfig), GloVe-initialised with its lexical bias fitted (initCame), not
 // trained: the speed does not depend on training, and the lexical expert starts about as sparse as a trained one.
-//   node --import tsx bench/came-serve.ts [--data DIR] [--queries 200]
-import { mkdtempSync, rmSync } from 'node:fs';
+// The local expert's centroid stage (nprobe, candidates re-scored) is reported against exact MaxSim over every
+// passage: recall of the exact top-10 and top-100 (--sweep: a grid of settings, on the --split questions; choose on dev).
+//   node --import tsx bench/came-serve.ts [--data DIR] [--queries 200] [--split test] [--keep DIR] [--sweep]
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -18,21 +20,31 @@ import { arg, writeResults } from './harness.js';
 
 const data = arg('data', join(packageRoot, 'data', 'multidomain-mini'));
 const nq = Number(arg('queries', '200'));
+const split = arg('split', 'test');
+const keep = arg('keep', '');
+const sweep = process.argv.includes('--sweep');
 const caps = capabilities();
 console.log(`isa ${caps.isa}, ${caps.threads} threads`);
 
-const ds = loadBeir(data, 'test');
+const ds = loadBeir(data, split);
 const questions = ds.queries.filter((q) => ds.qrels.has(q.id)).slice(0, nq).map((q) => q.text);
 const work = mkdtempSync(join(tmpdir(), 'quorum-came-serve-'));
-const dir = join(work, 'came');
-const tokenizer = await readTokenizerFiles(join(packageRoot, 'data', 'models', 'default'));
-const came = CameRetriever.create({ tokenizer });
-const t0 = performance.now();
-await initCame(came, ds.corpus, { seed: 7 });
-await came.index(ds.corpus);
-came.save(dir);
-await came.saveIndex(join(dir, 'index'), ds.corpus.map((p) => p.id));
-console.log(`CAME of ${came.experts.join(', ')} (${came.parameterCount.toLocaleString()} parameters) over ${ds.corpus.length} passages, indexed in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+const dir = keep || join(work, 'came');
+let came: CameRetriever;
+if (keep && existsSync(join(dir, 'index'))) {
+  came = await CameRetriever.load(dir);
+  await came.loadIndex(join(dir, 'index'));
+  console.log(`CAME of ${came.experts.join(', ')} from ${dir}`);
+} else {
+  const tokenizer = await readTokenizerFiles(join(packageRoot, 'data', 'models', 'default'));
+  came = CameRetriever.create({ tokenizer });
+  const t0 = performance.now();
+  await initCame(came, ds.corpus, { seed: 7 });
+  await came.index(ds.corpus);
+  came.save(dir);
+  await came.saveIndex(join(dir, 'index'), ds.corpus.map((p) => p.id));
+  console.log(`CAME of ${came.experts.join(', ')} (${came.parameterCount.toLocaleString()} parameters) over ${ds.corpus.length} passages, indexed in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+}
 
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 async function measure(search: (qs: string[]) => Promise<{ timings: Record<string, number> }>) {
@@ -51,12 +63,34 @@ const torch = await measure((qs) => came.search(qs, { k: 10 }));
 came.dispose();
 const server = await CameServer.load(dir, { threads: caps.threads });
 const serving = await measure((qs) => server.search(qs, { k: 10 }));
-await server.dispose();
-const rows = [
+const rows: Record<string, unknown>[] = [
   { path: 'CameRetriever (libtorch)', ...torch },
   { path: 'CameServer (no libtorch)', ...serving },
 ];
 console.table(rows);
-const path = writeResults('came-serve', { date: new Date().toISOString(), machine: { isa: caps.isa, threads: caps.threads }, data, queries: questions.length, rows });
+
+// The local expert against exact MaxSim over every passage, at each setting: recall of the exact top-10 / top-100.
+const exact = (await server.search(questions, { k: 100, expertK: 100, experts: ['local'], localCandidates: 'all' })).experts.local!;
+const settings: Array<{ localProbe: number; localCandidates: number }> = sweep
+  ? [1, 2, 4, 8, 0].flatMap((localProbe) => [128, 256, 512].map((localCandidates) => ({ localProbe, localCandidates })))
+  : [{ localProbe: 4, localCandidates: 256 }];
+const local: Record<string, unknown>[] = [];
+for (const s of settings) {
+  const ms: number[] = [];
+  let r10 = 0;
+  let r100 = 0;
+  for (const [i, q] of questions.entries()) {
+    const t = performance.now();
+    const got = (await server.search([q], { k: 100, expertK: 100, experts: ['local'], ...s })).experts.local![0]!;
+    ms.push(performance.now() - t);
+    const ids = new Set(got.map((h) => h.id));
+    r10 += exact[i]!.slice(0, 10).filter((h) => ids.has(h.id)).length / 10;
+    r100 += exact[i]!.filter((h) => ids.has(h.id)).length / exact[i]!.length;
+  }
+  local.push({ ...s, 'local p50 ms': +pct(ms, 50).toFixed(2), 'recall@10 of exact': +(r10 / questions.length).toFixed(4), 'recall@100 of exact': +(r100 / questions.length).toFixed(4) });
+}
+console.table(local);
+await server.dispose();
+const path = writeResults('came-serve', { date: new Date().toISOString(), machine: { isa: caps.isa, threads: caps.threads }, data, split, queries: questions.length, rows, local });
 console.log(`results written to ${path}`);
 rmSync(work, { recursive: true, force: true });

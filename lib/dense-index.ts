@@ -352,3 +352,41 @@ export class DenseIndex extends NativeResource {
     return new DenseIndex(native);
   }
 }
+
+/** Options of {@link kmeans}. */
+export interface KmeansOptions {
+  /** Iterations of Lloyd's algorithm (default 10). */
+  niter?: number;
+  /** Seed of the initial centroids' draw (default 1234). */
+  seed?: number;
+  /** Unit-length centroids after each iteration, for inner-product search over unit vectors (default false). */
+  spherical?: boolean;
+}
+
+const kmeansKeys = optionKeys<KmeansOptions>()(['niter', 'seed', 'spherical']);
+
+/**
+ * `k` centroids of the rows of `vectors` by faiss's k-means, off the main thread (it samples at most 256 rows per
+ * centroid). ERR_RANGE unless 1 <= k <= rows; ERR_NONFINITE for NaN or infinity.
+ *
+ * @example
+ * const centroids = await kmeans(tokenVectors, 1024, { spherical: true });   // Tensor [1024, dim]
+ */
+export async function kmeans(vectors: Tensor<'f32'>, k: number, options: KmeansOptions = {}): Promise<Tensor<'f32'>> {
+  if (!(vectors instanceof Tensor) || vectors.dtype !== 'f32' || vectors.shape.length !== 2)
+    throw new QuorumError('ERR_ARG', 'kmeans needs an f32 Tensor of shape [n, dim]');
+  checkOptions(options, kmeansKeys, 'kmeans options');
+  const dim = vectors.shape[1]!;
+  const x = floatsOf(Operands.copied, vectors, dim, 'vectors');
+  const int = (v: unknown, what: string, min: number) => {
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > 2 ** 24) throw new QuorumError('ERR_RANGE', `${what} must be an integer in [${min}, 2^24], got ${String(v)}`);
+    return v;
+  };
+  const centroids = int(k, 'k', 1);
+  const niter = int(options.niter ?? 10, 'niter', 1);
+  const seed = int(options.seed ?? 1234, 'seed', 0);
+  const r = await whilePinned([x.tensor], () =>
+    awaitNative(callNative(() => faissAddon().kmeans(x.data, dim, centroids, niter, seed, options.spherical === true, true)) as Promise<{ centroids: Float32Array }>),
+  );
+  return Tensor.wrap(r.centroids, [centroids, dim], 'f32');
+}

@@ -330,6 +330,7 @@ export interface NativeDenseIndex {
 /** quorum_faiss.node's exports. */
 export interface FaissAddon {
   DenseIndex: new (options?: object) => NativeDenseIndex;
+  kmeans(vectors: Float32Array, dim: number, k: number, niter: number, seed: number, spherical: boolean, async: boolean): MaybeAsync<{ centroids: Float32Array }>;
   setThreads(n: number): void;
   threads(): number;
 }

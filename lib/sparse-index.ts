@@ -73,6 +73,7 @@ function asVectors(rows: SparseRowsInput): SparseVectors {
 interface NativeSparseIndex {
   add(ids: NativeTensorHandle, o: NativeTensorHandle, i: NativeTensorHandle, v: NativeTensorHandle, async: boolean): unknown;
   remove(ids: NativeTensorHandle, async: boolean): unknown;
+  relabel(from: NativeTensorHandle, to: NativeTensorHandle): void;
   search(o: NativeTensorHandle, i: NativeTensorHandle, v: NativeTensorHandle, k: number, async: boolean, algorithm: string, allowed: NativeTensorHandle | null): unknown;
   save(path: string, async: boolean): unknown;
   load(path: string, async: boolean): unknown;
@@ -164,6 +165,23 @@ export class SparseIndex extends NativeResource {
   /** {@link remove} on the calling thread. */
   removeSync(ids: BigInt64Array | ArrayLike<number | bigint>): number {
     return runSync((ops) => this.#removeCall(ops, ids), (r) => (r as { removed: number }).removed);
+  }
+
+  /**
+   * Gives the documents held as `from[i]` the ids `to[i]`: a renumbering, e.g. after removals from an index whose ids
+   * are corpus rows. ERR_ARG for an id not held or listed twice, ERR_RANGE for a negative id, ERR_DUPLICATE_ID when
+   * two documents would share an id; nothing changes then.
+   *
+   * @example
+   * await index.remove([1n]);
+   * index.relabel([2n, 3n], [1n, 2n]);   // rows 0, 2, 3 -> 0, 1, 2
+   */
+  relabel(from: BigInt64Array | ArrayLike<number | bigint>, to: BigInt64Array | ArrayLike<number | bigint>): void {
+    const n = (from as { length?: number } | null)?.length ?? -1;
+    const m = (to as { length?: number } | null)?.length ?? -1;
+    const f = Tensor.wrap(idsOf(from, n), [n], 'i64');
+    const t = Tensor.wrap(idsOf(to, m), [m], 'i64');
+    callNative(() => this.#native.relabel(f.handle, t.handle));
   }
 
   #searchCall(ops: Operands, queries: SparseRowsInput, k: number, options: SparseSearchOptions) {

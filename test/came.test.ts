@@ -14,6 +14,7 @@ import { fitLexicalBias } from '../lib/methods/came/encode.js';
 import { expertScores } from '../lib/methods/came/scores.js';
 import { fitLinearFusion, fuseExperts, type Hit } from '../lib/methods/came/fusion.js';
 import { CameModel, type CameEncoded, type CameStepStats } from '../lib/methods/came/model.js';
+import { updateCamePassages } from '../lib/methods/came/passages.js';
 import { CameRetriever } from '../lib/methods/came/retriever.js';
 import { trainCame } from '../lib/methods/came/train.js';
 import { packageRoot } from '../lib/native.js';
@@ -240,7 +241,7 @@ describe('CAME retrieval', () => {
       ['lexical', {}],
       ['global', {}],
       ['local', { localCandidates: 'all' as const }],
-      ['local', { localCandidates: 1000 }],
+      ['local', { localCandidates: 1000, localProbe: 0 }],
     ] as const) {
       const r = await came.search(questions, { k, expertK: k, ...options });
       questions.forEach((_, q) => {
@@ -254,8 +255,8 @@ describe('CAME retrieval', () => {
         });
       });
     }
-    // The default candidate generation (64 nearest tokens per question token) against brute force: recall of the
-    // top 10 (reported, and high on this corpus of ~900 tokens).
+    // The centroid stage with few passages re-scored (8) against brute force: recall of the top 10 (high on this
+    // corpus of ~900 tokens).
     const approx = await came.search(questions, { k, expertK: k, localCandidates: 8 });
     const exact = await came.search(questions, { k, expertK: k, localCandidates: 'all' });
     let hit = 0;
@@ -274,7 +275,7 @@ describe('CAME retrieval', () => {
     const Q = await came.encode(await came.questionTable(questions), 'query', { maxTerms: 8 });
     const brute = await expertScores(Q, P, ['lexical', 'local', 'global']);
     const k = 5;
-    for (const localCandidates of [64, 'all'] as const) {
+    for (const localCandidates of [8, 'all'] as const) {
       const r = await came.search(questions, { k, expertK: k, localCandidates, rows: Array.from(rows).reverse() });
       questions.forEach((_, q) => {
         for (const name of ['lexical', 'local', 'global'] as const) expect(r.experts[name]![q]!.every((h) => allowed.has(h.id)), name).toBe(true);
@@ -464,6 +465,54 @@ describe('CAME training', () => {
   });
 });
 
+describe('CAME passage updates', () => {
+  it('updateCamePassages gives every expert the lists of a fresh index over the new corpus; typed errors leave it as it was', async () => {
+    Retriever.seed(9);
+    const came = CameRetriever.create({ tokenizer, model: small, text: { maxQueryLength: 16, maxPassageLength: 24 } });
+    const dir = join(root, 'came-passages');
+    came.save(dir);
+    await came.index(corpus, { passageTerms: 20, queryTerms: 8 });
+    await came.saveIndex(join(dir, 'index'), corpus.map((p) => p.id));
+    // Remove three (one of them, p7, comes back with new text), add two new ones at the end.
+    const added = [
+      { id: 'p7', title: 't7', text: 'the k40 is w2' },
+      { id: 'new1', title: 'n1', text: 'the k3 is w30 and w31' },
+      { id: 'new2', text: 'w9 w10 k11' },
+    ];
+    const r = await updateCamePassages(dir, { remove: ['p0', 'p7', 'p20', 'gone'], add: added });
+    expect(r).toEqual({ added: 3, removed: 3, passages: N });
+    const next = [...corpus.filter((p) => !['p0', 'p7', 'p20'].includes(p.id)), ...added.map((p) => ({ title: '', ...p }))];
+    const loaded = await CameRetriever.load(dir);
+    expect(await loaded.loadIndex(join(dir, 'index'))).toEqual(next.map((p) => p.id));
+    expect(readdirSync(dir).filter((f) => f.startsWith('index.'))).toEqual([]);  // no temporary directory left
+    const fresh = await CameRetriever.load(dir);
+    await fresh.index(next, { passageTerms: 20, queryTerms: 8 });
+    const qs = Array.from({ length: 10 }, (_, i) => question(i * 5));
+    const opts = { k: 10, expertK: 10, localCandidates: 'all' as const };
+    const [a, b] = [await loaded.search(qs, opts), await fresh.search(qs, opts)];
+    for (const e of ['lexical', 'local', 'global'] as const)
+      qs.forEach((_, q) => {
+        expect(a.experts[e]![q]!.map((h) => h.score), `${e} q${q}`).toEqual(b.experts[e]![q]!.map((h) => expect.closeTo(h.score, 4)));
+        a.experts[e]![q]!.forEach((h, i) => {
+          const w = b.experts[e]![q]!;
+          if (Math.abs(w[i]!.score - (w[i + 1]?.score ?? -Infinity)) > 1e-4 && Math.abs(w[i]!.score - (w[i - 1]?.score ?? Infinity)) > 1e-4) expect(h.id, `${e} q${q} rank ${i}`).toBe(w[i]!.id);
+        });
+      });
+    // Errors change nothing.
+    const before = readFileSync(join(dir, 'index', 'ids.txt'), 'utf8');
+    expect(await asyncCode(updateCamePassages(dir, {}))).toBe('ERR_ARG');
+    expect(await asyncCode(updateCamePassages(dir, { add: [{ id: 'p1', text: 'x' }] }))).toBe('ERR_ARG');
+    expect(await asyncCode(updateCamePassages(dir, { add: [{ id: 'a\nb', text: 'x' }] }))).toBe('ERR_ARG');
+    expect(await asyncCode(updateCamePassages(dir, { remove: next.map((p) => p.id) }))).toBe('ERR_ARG');
+    expect(await asyncCode(updateCamePassages(dir, { add: [], bogus: 1 } as never))).toBe('ERR_ARG');
+    expect(await asyncCode(updateCamePassages(join(root, 'nowhere'), { remove: ['p1'] }))).toBe('ERR_IO');
+    expect(readFileSync(join(dir, 'index', 'ids.txt'), 'utf8')).toBe(before);
+    expect(await asyncCode(came.changeIndex(Int32Array.of(3, 2), []))).toBe('ERR_RANGE');
+    expect(await asyncCode(came.changeIndex([1] as never, []))).toBe('ERR_ARG');
+    for (const x of [came, loaded, fresh]) x.dispose();
+  });
+});
+
 function quorum(...args: string[]) {
   const r = spawnSync(process.execPath, ['--import', 'tsx', join(packageRoot, 'lib', 'cli', 'main.ts'), ...args], { cwd: packageRoot, encoding: 'utf8', timeout: 240_000 });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
@@ -499,7 +548,21 @@ describe('quorum came', () => {
     expect(Object.keys(metrics.metrics).sort()).toEqual([
       'came', 'came-expert:global', 'came-expert:lexical', 'came-expert:local', 'came:linear', 'came:maxrr', 'came:normmax', 'came:normsum', 'came:sumrr',
     ]);
+    // came passages: remove two, add one (updating p5's text under its id), and the index serves the new corpus.
+    const more = join(root, 'more.jsonl');
+    writeFileSync(more, JSON.stringify({ _id: 'p5', title: 't5', text: question(41) }) + '\n');
+    const up = quorum('came', 'passages', '--came', dir, '--add', more, '--remove', 'p1,p5,nope');
+    expect(up.stderr).toBe('');
+    expect(up.stdout).toMatch(/1 passages added, 2 removed; 47 passages/);
+    expect(readFileSync(join(dir, 'index', 'ids.txt'), 'utf8').trim().split('\n').at(-1)).toBe('p5');
+    const s2 = quorum('came', 'search', '--came', dir, '--k', '47', question(41));
+    const found = s2.stdout.trim().split('\n').slice(1).map((l) => l.trim().split(/\s+/)[1]);
+    expect(found).toHaveLength(47);
+    expect(found).toContain('p5');
+    expect(found).not.toContain('p1');
     for (const [args, message] of [
+      [['came', 'passages', '--came', dir], /^quorum: ERR_ARG: nothing to change/],
+      [['came', 'passages', '--came', dir, '--add', more], /^quorum: ERR_ARG: add\[0\]: passage id 'p5' is already in the corpus/],
       [['came', 'train', '--data', join(root, 'nowhere'), '--out', join(root, 'x')], /^quorum: ERR_IO/],
       [['came', 'train', '--data', data, '--out', join(root, 'x'), '--mode', 'rival'], /^quorum: ERR_ARG: --mode/],
       [['came', 'search', '--came', join(root, 'nowhere'), 'q'], /^quorum: ERR_IO/],

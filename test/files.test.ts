@@ -1,15 +1,15 @@
 // makeDirs (lib/data/files.ts): every save path is created through it, so a path that cannot be made is one typed
 // ERR_IO at once. Node 20's recursive mkdirSync never returns for a path under /proc (issue 48).
-import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { makeDirs } from '../lib/data/files.js';
+import { makeDirs, replaceDirectory } from '../lib/data/files.js';
 import { Retriever } from '../lib/models/retriever.js';
 import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
-import { code } from './helpers.js';
+import { asyncCode, code } from './helpers.js';
 
 const root = mkdtempSync(join(tmpdir(), 'quorum-files-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -37,5 +37,31 @@ describe('makeDirs', () => {
     } finally {
       model.dispose();
     }
+  });
+});
+
+describe('replaceDirectory', () => {
+  it('swaps in the new directory whole, or leaves the old one as it was when writing fails', async () => {
+    const dir = join(root, 'swap', 'index');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'a.txt'), 'old');
+    await replaceDirectory(dir, async (tmp) => {
+      mkdirSync(tmp);
+      writeFileSync(join(tmp, 'b.txt'), 'new');
+      expect(readFileSync(join(dir, 'a.txt'), 'utf8')).toBe('old');  // nothing visible until the swap
+    });
+    expect(readdirSync(dir)).toEqual(['b.txt']);
+    await expect(
+      replaceDirectory(dir, async (tmp) => {
+        mkdirSync(tmp);
+        writeFileSync(join(tmp, 'c.txt'), 'half');
+        throw new Error('disk full');
+      }),
+    ).rejects.toThrow('disk full');
+    expect(readdirSync(dir)).toEqual(['b.txt']);
+    expect(readdirSync(join(root, 'swap'))).toEqual(['index']);  // no temporary left
+    // Nothing to replace: ERR_IO, and the new copy is removed.
+    expect(await asyncCode(replaceDirectory(join(root, 'swap', 'missing'), async (tmp) => mkdirSync(tmp)))).toBe('ERR_IO');
+    expect(readdirSync(join(root, 'swap'))).toEqual(['index']);
   });
 });

@@ -296,4 +296,33 @@ describe('SparseIndex deletes and updates', () => {
     expect(code(() => index.removeSync('x' as never))).toBe('ERR_ARG');
     expect(code(() => index.removeSync([1.5]))).toBe('ERR_RANGE');
   });
+
+  it('relabel renumbers the live documents (rows after removals), atomically; errors change nothing', async () => {
+    const docs = randomRows(40, 30, 5, 81);
+    const index = new SparseIndex();
+    index.addSync(Array.from({ length: 40 }, (_, i) => i), docs);
+    index.removeSync([3, 17]);
+    const kept = Array.from({ length: 40 }, (_, i) => i).filter((i) => i !== 3 && i !== 17);
+    index.relabel(kept, kept.map((_, i) => i));
+    const queries = randomRows(6, 30, 4, 82);
+    const top = index.searchSync(queries, 8);
+    queries.forEach((q, r) => {
+      const want = bruteTopK(q, kept.map((i) => docs[i]!), BigInt64Array.from(kept, (_, i) => BigInt(i)), 8);
+      expect(top.hits(r).map((h) => h.id)).toEqual(want.map((w) => w.id));
+    });
+    const copy = SparseIndex.fromBuffer(index.toBuffer());
+    expect(copy.searchSync(queries, 8).hits(0)).toEqual(top.hits(0));
+    // A swap of two ids is one renumbering, not a collision midway.
+    index.relabel([0, 1], [1, 0]);
+    expect(index.searchSync(queries, 8).hits(0).map((h) => h.id)).toEqual(top.hits(0).map((h) => (h.id === 0n ? 1n : h.id === 1n ? 0n : h.id)));
+    index.relabel([0, 1], [1, 0]);
+    for (const [from, to, want] of [
+      [[39], [0], 'ERR_ARG'],   // 39 is no longer an id (38 is the last)
+      [[0, 0], [50, 51], 'ERR_ARG'],
+      [[0], [-2], 'ERR_RANGE'],
+      [[0], [1], 'ERR_DUPLICATE_ID'],
+      [[0, 1], [5], 'ERR_SHAPE'],
+    ] as const) expect(code(() => index.relabel([...from], [...to])), `${from} -> ${to}`).toBe(want);
+    expect(index.searchSync(queries, 8).hits(0)).toEqual(top.hits(0));
+  });
 });

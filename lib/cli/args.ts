@@ -2,6 +2,7 @@
 // CLI reports as one `quorum: ERR_ARG: ...` line.
 import { type Command, InvalidArgumentError } from 'commander';
 
+import { loadBeirCorpus, type Passage } from '../data/beir.js';
 import { QuorumError } from '../errors.js';
 
 export const list = (v: string): string[] => v.split(',').map((x) => x.trim()).filter(Boolean);
@@ -108,4 +109,12 @@ export async function indexCorpusCommand(
   await index();
   await save();
   log(`indexed ${corpus.length} passages${detail} in ${((performance.now() - t0) / 1000).toFixed(1)} s; wrote ${where}`);
+}
+
+/** The passages of a `passages --add FILE` option (a corpus.jsonl file or a BEIR directory): none without it, ERR_FORMAT for an empty file. */
+export function passagesToAdd(file: string | undefined): Passage[] {
+  if (file === undefined) return [];
+  const add = loadBeirCorpus(file);
+  if (add.length === 0) throw new QuorumError('ERR_FORMAT', `${file}: no passages to add`);
+  return add;
 }

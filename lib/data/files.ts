@@ -1,5 +1,5 @@
 // Small file helpers shared by the TypeScript-side formats.
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 
 import { QuorumError } from '../errors.js';
@@ -36,6 +36,36 @@ export function removeStaleTemporaries(path: string): void {
       // raced with another cleaner, or not ours to remove
     }
   }
+}
+
+/**
+ * Replaces the directory `dir` with the one `write` fills: it is written beside `dir` (`<dir>.tmp-<pid>-<r>`), then
+ * swapped in by two renames (the old directory moves aside and is removed). A failure or crash while writing leaves
+ * `dir` as it was (a failure removes the new copy; ERR_IO for a file-system error); only a crash between the two
+ * renames, with no I/O between them, leaves `dir` missing, the old and new copies beside it.
+ */
+export async function replaceDirectory(dir: string, write: (tmp: string) => Promise<void>): Promise<void> {
+  const tag = `${process.pid}-${Math.random().toString(36).slice(2)}`;
+  const tmp = `${dir}.tmp-${tag}`;
+  try {
+    await write(tmp);
+  } catch (e) {
+    rmSync(tmp, { recursive: true, force: true });
+    throw e;
+  }
+  const old = `${dir}.old-${tag}`;
+  let moved = false;
+  try {
+    renameSync(dir, old);
+    moved = true;
+    renameSync(tmp, dir);
+  } catch (e) {
+    if (moved) renameSync(old, dir);
+    rmSync(tmp, { recursive: true, force: true });
+    throw new QuorumError('ERR_IO', `cannot replace ${dir}: ${(e as Error).message}`);
+  }
+  syncDirectory(dir);
+  rmSync(old, { recursive: true, force: true });
 }
 
 /** fsync of `path`'s directory, so that a rename into it survives a power loss. */

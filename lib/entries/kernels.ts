@@ -55,3 +55,4 @@ export {
   type EnsembleMIResult,
   type TemperatureSearch,
 } from '../uncertainty.js';
+export { kmeans, type KmeansOptions } from '../dense-index.js';

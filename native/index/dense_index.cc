@@ -1,6 +1,8 @@
 #include "dense_index.h"
 
+#include <faiss/Clustering.h>
 #include <faiss/IVFlib.h>
+#include <faiss/IndexFlat.h>
 #include <faiss/IndexHNSW.h>
 #include <faiss/IndexIDMap.h>
 #include <faiss/IndexIVF.h>
@@ -243,6 +245,25 @@ struct HashingWriter : faiss::IOWriter {
 };
 
 }  // namespace
+
+std::vector<float> kmeans(const float* x, size_t n, size_t dim, size_t k, int niter, int seed, bool spherical) {
+  need(dim > 0 && dim <= kMaxDim, "ERR_RANGE", "k-means needs a dimension in [1, 2^16]");
+  need(k >= 1 && k <= n, "ERR_RANGE", "k-means of " + std::to_string(n) + " vectors into " + std::to_string(k) + " centroids: need 1 <= k <= n");
+  need(niter >= 1, "ERR_RANGE", "k-means needs at least one iteration");
+  check_finite(x, n * dim, "k-means vectors");
+  faiss::ClusteringParameters cp;
+  cp.niter = niter;
+  cp.seed = seed;
+  cp.spherical = spherical;
+  // faiss samples max_points_per_centroid * k vectors: 256 (its default) keeps every vector of a corpus whose
+  // lists average fewer; quieter than its warnings about too few points, which print to stderr.
+  cp.min_points_per_centroid = 1;
+  faiss::Clustering clustering(int(dim), k, cp);
+  faiss::IndexFlatL2 assign{Idx(dim)};
+  use_threads(n);
+  faiss_call("ERR_ARG", "k-means failed", [&] { clustering.train(Idx(n), x, assign); });
+  return std::move(clustering.centroids);
+}
 
 void set_threads(int n) {
   g_threads.store(std::max(1, n));

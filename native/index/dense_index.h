@@ -143,6 +143,10 @@ class DenseIndex {
   bool phi_fixed_ = false;  // set by options, or by the first train() / add()
 };
 
+// k centroids of n vectors [n, dim] by faiss's k-means (niter iterations, seeded; spherical: unit centroids, for
+// inner-product search), [k, dim]. ERR_RANGE unless 1 <= k <= n; ERR_NONFINITE for NaN or infinity.
+std::vector<float> kmeans(const float* x, size_t n, size_t dim, size_t k, int niter, int seed, bool spherical);
+
 // OpenMP threads each faiss call uses (the library-wide thread setting).
 void set_threads(int n);
 int threads();

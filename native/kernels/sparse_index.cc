@@ -96,6 +96,26 @@ void SparseIndex::install(std::vector<std::vector<Posting>> terms, std::vector<i
   refresh_bounds();
 }
 
+void SparseIndex::relabel(const int64_t* from, const int64_t* to, size_t n) {
+  std::unique_lock<std::shared_mutex> lock(mutex_);
+  std::vector<int64_t> next(ids_);
+  std::vector<uint8_t> named(ids_.size(), 0);
+  for (size_t i = 0; i < n; ++i) {
+    const auto it = doc_of_.find(from[i]);
+    if (it == doc_of_.end()) throw Error("ERR_ARG", "id " + std::to_string(from[i]) + " is not in the index");
+    if (named[it->second]++) throw Error("ERR_ARG", "id " + std::to_string(from[i]) + " is listed twice");
+    if (to[i] < 0) throw Error("ERR_RANGE", "ids must be >= 0 (-1 marks an empty result slot), got " + std::to_string(to[i]));
+    next[it->second] = to[i];
+  }
+  std::unordered_map<int64_t, uint32_t> doc_of;
+  doc_of.reserve(doc_of_.size());
+  for (const auto& [id, doc] : doc_of_)
+    if (!doc_of.emplace(next[doc], doc).second)
+      throw Error("ERR_DUPLICATE_ID", "two documents would have id " + std::to_string(next[doc]));
+  ids_ = std::move(next);
+  doc_of_ = std::move(doc_of);
+}
+
 SparseIndex::Live SparseIndex::live() const {
   Live l;
   std::vector<uint32_t> renumber(ids_.size());

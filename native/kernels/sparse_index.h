@@ -47,6 +47,10 @@ class SparseIndex {
   void add(const int64_t* ids, const SparseView& rows, size_t nnz);
   // Removes the documents with these ids (unknown ones are skipped); returns how many went.
   size_t remove(const int64_t* ids, size_t n);
+  // Gives the documents held as from[i] the ids to[i] (a renumbering after removals, for indexes whose ids are
+  // rows). ERR_ARG for an id not held or listed twice, ERR_RANGE for a negative new id, ERR_DUPLICATE_ID when two
+  // documents would share an id; nothing changes then.
+  void relabel(const int64_t* from, const int64_t* to, size_t n);
   // For each query row: the k best documents by sparse dot product. ids/scores are [q.rows, k].
   // With `filter` (allowed ids, any order; ids not held are ignored) only those documents can be returned
   // (docs/methods/kernels.md#filtered-search): the walk is the same, the heap admits allowed documents only, so the

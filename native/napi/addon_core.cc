@@ -13,6 +13,7 @@ void register_losses(Napi::Env env, Napi::Object exports);
 void register_muf(Napi::Env env, Napi::Object exports);
 void register_embedding_bag(Napi::Env env, Napi::Object exports);
 void register_sparse_index(Napi::Env env, Napi::Object exports);
+void register_centroid_index(Napi::Env env, Napi::Object exports);
 void register_tokenizer(Napi::Env env, Napi::Object exports);
 void register_tensor_file(Napi::Env env, Napi::Object exports);
 }  // namespace quorum::napi
@@ -32,6 +33,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   register_muf(env, exports);
   register_embedding_bag(env, exports);
   register_sparse_index(env, exports);
+  register_centroid_index(env, exports);
   register_tokenizer(env, exports);
   register_tensor_file(env, exports);
   return exports;

@@ -357,7 +357,31 @@ Napi::Value SetThreads(const Napi::CallbackInfo& info) {
 
 Napi::Value Threads(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), index::threads()); }
 
+// kmeans(vectors Float32Array [n * dim], dim, k, niter, seed, spherical, async) -> { centroids: Float32Array [k * dim] }
+Napi::Value Kmeans(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto x = f32_arg(info[0], "vectors");
+  const int dim = count_arg(info[1], "dim");
+  if (dim < 1) throw Error("ERR_RANGE", "dim must be a positive integer");
+  const size_t n = x.length / size_t(dim);
+  if (n * size_t(dim) != x.length) throw Error("ERR_SHAPE", std::to_string(x.length) + " floats are not rows of " + std::to_string(dim));
+  const int k = count_arg(info[2], "k");
+  const int niter = count_arg(info[3], "niter");
+  const int seed = count_arg(info[4], "seed");
+  const bool spherical = flag(info[5]);
+  const float* p = x.data;
+  auto out = std::make_shared<std::vector<float>>();
+  return run_work(
+      env, flag(info[6]), {x.object}, Napi::Object::New(env),
+      [=] { *out = index::kmeans(p, n, size_t(dim), size_t(k), niter, seed, spherical); },
+      [out](Napi::Env env, Napi::Object result) {
+        const size_t len = out->size();
+        result.Set("centroids", Napi::Float32Array::New(env, len, external_buffer(env, std::move(*out)), 0));
+      });
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("kmeans", Napi::Function::New<guarded<Kmeans>>(env, "kmeans"));
   exports.Set("DenseIndex", DenseIndexObject::Init(env));
   exports.Set("setThreads", Napi::Function::New<guarded<SetThreads>>(env, "setThreads"));
   exports.Set("threads", Napi::Function::New<guarded<Threads>>(env, "threads"));

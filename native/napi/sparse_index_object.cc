@@ -22,6 +22,7 @@ class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
     return DefineClass(env, "SparseIndex",
                        {InstanceMethod<&SparseIndexObject::Add>("add"),
                         InstanceMethod<&SparseIndexObject::Remove>("remove"),
+                        InstanceMethod<&SparseIndexObject::Relabel>("relabel"),
                         InstanceMethod<&SparseIndexObject::Search>("search"),
                         InstanceMethod<&SparseIndexObject::Save>("save"),
                         InstanceMethod<&SparseIndexObject::Load>("load"),
@@ -66,6 +67,20 @@ class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
       return run_kernel(
           env, flag(info[1]), operands({info[0]}), Napi::Object::New(env), [=] { *removed = index->remove(ids, n); },
           [removed](Napi::Env e, Napi::Object r) { r.Set("removed", Napi::Number::New(e, double(*removed))); });
+    });
+  }
+
+  // relabel(from i64 [n], to i64 [n]): now (a pass over the id map).
+  Napi::Value Relabel(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] {
+      Napi::Env env = info.Env();
+      TensorObject* f = TensorObject::From(env, info[0], "from");
+      TensorObject* t = TensorObject::From(env, info[1], "to");
+      require_dtype(f, Dtype::I64, "from");
+      require_dtype(t, Dtype::I64, "to");
+      if (f->numel() != t->numel()) throw Error("ERR_SHAPE", std::to_string(f->numel()) + " ids to relabel, " + std::to_string(t->numel()) + " new ids");
+      held()->relabel(reinterpret_cast<const int64_t*>(f->data()), reinterpret_cast<const int64_t*>(t->data()), f->numel());
+      return env.Undefined();
     });
   }
 

@@ -46,3 +46,4 @@ export { expertScores } from '../../methods/came/scores.js';
 export { TokenIndex, type TokenIndexOptions, type TokenSearchOptions } from '../../methods/came/token-index.js';
 export { cameExportOnnx, type CameOnnxCard } from '../../methods/came/export.js';
 export { CameServer } from '../../methods/came/serve.js';
+export { updateCamePassages, type CamePassageChanges, type CamePassageUpdate } from '../../methods/came/passages.js';

@@ -4,12 +4,13 @@ import { join } from 'node:path';
 
 import type { Command } from 'commander';
 
-import { checkInitConflicts, count, indexCorpusCommand, int, num, trainingOptions } from '../../cli/args.js';
+import { checkInitConflicts, count, indexCorpusCommand, int, list, num, passagesToAdd, trainingOptions } from '../../cli/args.js';
 import { pretrainedShape, readPretrained } from '../../models/hf.js';
 import { loadBeirCorpus } from '../../data/beir.js';
 import { prepareTraining } from '../../train/prepare.js';
 import { Retriever } from '../../models/retriever.js';
 import { CAME_FUSIONS, type CameFusion } from './fusion.js';
+import { updateCamePassages } from './passages.js';
 import { CameRetriever } from './retriever.js';
 import { fitCameLinear, initCame, trainCame } from './train.js';
 import { weightStorageOption } from '../../models/model-dir.js';
@@ -118,7 +119,14 @@ export async function cameSearchCommand(queries: string[], o: { came: string; k:
   });
 }
 
-/** Adds `came train`, `came index` and `came search` to the program. */
+/** `quorum came passages`: adds and removes passages of a CAME index (the experts encode the new ones). */
+export async function camePassagesCommand(o: { came: string; add?: string; remove?: string[] }, log: (line: string) => void = console.log): Promise<void> {
+  const add = passagesToAdd(o.add);
+  const r = await updateCamePassages(o.came, { add, remove: o.remove ?? [] });
+  log(`${join(o.came, 'index')}: ${r.added} passages added, ${r.removed} removed; ${r.passages} passages`);
+}
+
+/** Adds `came train`, `came index`, `came passages` and `came search` to the program. */
 export function registerCameCommands(program: Command): void {
   const came = program.command('came').description('CAME: lexical, local and global experts on a shared bottom, competitive learning, fused retrieval');
   trainingOptions(came.command('train'), {
@@ -152,6 +160,13 @@ export function registerCameCommands(program: Command): void {
     .requiredOption('--came <dir>', 'a directory from `quorum came train`')
     .requiredOption('--data <dir>', 'the BEIR dataset whose corpus to index')
     .action(async (o: { came: string; data: string }) => cameIndexCommand(o));
+  came
+    .command('passages')
+    .description('add or remove passages of an indexed CAME directory without retraining: the experts encode the new ones (a server reloads it to serve them)')
+    .requiredOption('--came <dir>', 'a directory from `quorum came train`, indexed by `quorum came index` (its index is rewritten)')
+    .option('--add <file>', 'passages to add: a corpus.jsonl file ({ _id, title, text } per line) or a BEIR directory')
+    .option('--remove <ids>', 'comma-separated passage ids to remove (removed first: an id can be removed and added again)', list)
+    .action(async (o: { came: string; add?: string; remove?: string[] }) => camePassagesCommand(o));
   came
     .command('search')
     .description('search an indexed CAME directory: the fused top-k')

@@ -20,7 +20,7 @@ import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../../valid
 import { encodeCame, type CameEncoderModel, type CameEncoding } from './encode.js';
 import { CAME_FUSIONS, fuseExperts, type CameFusion, type Hit, type LinearFusion } from './fusion.js';
 import { CAME_EXPERTS, CameModel, cameConfig, type CameConfig, type CameExpertName, type CameModelOptions } from './model.js';
-import { TokenIndex, type TokenIndexOptions } from './token-index.js';
+import { TokenIndex, type TokenIndexOptions, type TokenSearchOptions } from './token-index.js';
 
 /** SPLADE weights kept per passage (the largest): what the lexical index holds. */
 export const CAME_PASSAGE_TERMS = 256;
@@ -72,8 +72,13 @@ export interface CameSearchOptions {
   fusion?: CameFusion;
   /** The experts to fuse (default all the retriever has): for ablations. */
   experts?: readonly CameExpertName[];
-  /** The local expert's candidate generation: nearest passage tokens per question token, or 'all'. */
+  /**
+   * The local expert: passages re-scored exactly by MaxSim after the centroid approximation (default 256), or 'all'
+   * (exact MaxSim over every passage). {@link TokenSearchOptions.candidates}.
+   */
   localCandidates?: number | 'all';
+  /** The local expert: centroids per question token whose passages are approximated (default 4; 0: every passage). */
+  localProbe?: number;
   /**
    * A filter inside the search: only these corpus rows (as compileFilter gives them) can be returned, by every
    * expert (SparseIndex / DenseIndex allowed ids, the token index's candidates), so the fusion sees them only.
@@ -95,7 +100,7 @@ const createKeys = optionKeys<CameRetrieverOptions>()(['tokenizer', 'model', 'in
 const textKeys = optionKeys<CameTextSettings>()(['maxQueryLength', 'maxPassageLength']);
 const encodeKeys = optionKeys<NonNullable<Parameters<CameRetriever['encode']>[2]>>()(['rows', 'maxTerms', 'experts', 'onProgress']);
 const indexKeys = optionKeys<CameIndexOptions>()(['passageTerms', 'queryTerms', 'tokens', 'onProgress']);
-const searchKeys = optionKeys<CameSearchOptions>()(['k', 'expertK', 'fusion', 'experts', 'localCandidates', 'rows']);
+const searchKeys = optionKeys<CameSearchOptions>()(['k', 'expertK', 'fusion', 'experts', 'localCandidates', 'localProbe', 'rows']);
 const saveKeys = optionKeys<{ dtype?: WeightStorage }>()(['dtype']);
 
 /** came.json. */
@@ -204,7 +209,8 @@ export class CameRetriever {
     const table = await this.passageTable(passages);
     const enc = await this.encode(table, 'passage', { maxTerms: options.passageTerms ?? CAME_PASSAGE_TERMS, onProgress: options.onProgress });
     const ids = Array.from({ length: passages.length }, (_, i) => i);
-    const indexes: CameIndexes = { size: passages.length, queryTerms: options.queryTerms ?? CAME_QUERY_TERMS };
+    const passageTerms = options.passageTerms ?? CAME_PASSAGE_TERMS;
+    const indexes: CameIndexes = { size: passages.length, queryTerms: options.queryTerms ?? CAME_QUERY_TERMS, passageTerms };
     if (enc.lexical) {
       indexes.lexical = new SparseIndex();
       await indexes.lexical.add(ids, enc.lexical);
@@ -234,7 +240,7 @@ export class CameRetriever {
     if (ix.lexical) await ix.lexical.save(join(dir, 'lexical.sparse'));
     if (ix.global) await ix.global.save(join(dir, 'global.faiss'));
     if (ix.local) await ix.local.save(join(dir, 'local'));
-    writeSavedCard(dir, cameIndexFormat, { size: ix.size, queryTerms: ix.queryTerms, experts: this.experts }, 0);
+    writeSavedCard(dir, cameIndexFormat, { size: ix.size, queryTerms: ix.queryTerms, passageTerms: ix.passageTerms, experts: this.experts }, 0);
     writeFileAtomic(join(dir, 'ids.txt'), Buffer.from(ids.join('\n') + '\n'));
   }
 
@@ -243,6 +249,56 @@ export class CameRetriever {
     const { ids, indexes } = await readCameIndex(dir, this.experts);
     this.indexes = indexes;
     return ids;
+  }
+
+  /**
+   * Changes the indexed corpus without retraining (docs/methods/came.md#changing-the-corpus): keeps the passages at
+   * rows `keep` (ascending, distinct), renumbered 0, 1, ... in that order, and appends `add`, each encoded by the
+   * experts. The lexical postings of the kept rows are relabelled, the global vectors and the local token vectors
+   * copied (the token index keeps its centroids). The new indexes replace the old ones at once: a search in flight
+   * finishes on the old ones, which GC then frees.
+   *
+   * @example
+   * await came.changeIndex(Int32Array.of(0, 2), [{ id: 'p9', title: 'Hamlet', text: 'A tragedy.' }]);   // rows 0, 2 -> 0, 1; p9 is row 2
+   */
+  async changeIndex(keep: Int32Array, add: readonly PassageText[]): Promise<void> {
+    const ix = this.indexes;
+    if (!ix) throw new QuorumError('ERR_STATE', 'index a corpus first (CameRetriever.index or loadIndex)');
+    if (!(keep instanceof Int32Array)) throw new QuorumError('ERR_ARG', 'keep must be an Int32Array of corpus rows');
+    mustBeArray(add, 'add');
+    keep.forEach((r, i) => {
+      if (r < 0 || r >= ix.size || (i && r <= keep[i - 1]!)) throw new QuorumError('ERR_RANGE', `keep[${i}] = ${r}: rows must be ascending corpus rows below ${ix.size}`);
+    });
+    const size = keep.length + add.length;
+    if (!size) throw new QuorumError('ERR_ARG', 'a CAME index needs at least one passage');
+    const enc = add.length ? await this.encode(await this.passageTable(add), 'passage', { maxTerms: ix.passageTerms }) : undefined;
+    const added = Array.from({ length: add.length }, (_, i) => keep.length + i);
+    const next: CameIndexes = { size, queryTerms: ix.queryTerms, passageTerms: ix.passageTerms };
+    try {
+      if (ix.lexical) {
+        next.lexical = SparseIndex.fromBuffer(ix.lexical.toBuffer());
+        const kept = new Set(keep);
+        await next.lexical.remove(Array.from({ length: ix.size }, (_, r) => r).filter((r) => !kept.has(r)));
+        next.lexical.relabel(keep, Array.from(keep, (_, i) => i));
+        if (enc) await next.lexical.add(added, enc.lexical!);
+      }
+      if (ix.local) next.local = await ix.local.changed({ keep, ...(enc ? { add: enc.local! } : {}) });
+      if (ix.global) {
+        const G = ix.global.dim;
+        const vectors = new Float32Array(size * G);
+        if (keep.length) vectors.set(await ix.global.reconstruct(BigInt64Array.from(keep, BigInt)));
+        if (enc) vectors.set(enc.global!, keep.length * G);
+        const info = ix.global.info;
+        next.global = DenseIndex.create({ dim: G, factory: info.factory, mips: info.mips });
+        const all = Tensor.wrap(vectors, [size, G], 'f32');
+        if (!next.global.info.trained) await next.global.train(all);
+        await next.global.add(all, Array.from({ length: size }, (_, i) => i));
+      }
+    } catch (e) {
+      disposeCameIndexes(next);
+      throw e;
+    }
+    this.indexes = next;
   }
 
   /** Forgets the indexes (they hold the experts' encodings of the moment: training makes them stale). */
@@ -330,6 +386,8 @@ export class CameRetriever {
 /** The indexes of a corpus, one per expert. */
 export interface CameIndexes {
   size: number;
+  /** Terms kept per passage by the lexical expert (what an added passage is encoded with). */
+  passageTerms: number;
   lexical?: SparseIndex;
   local?: TokenIndex;
   global?: DenseIndex;
@@ -342,8 +400,11 @@ export interface CameIndexes {
  * other experts.
  */
 export async function readCameIndex(dir: string, experts: readonly CameExpertName[]): Promise<{ ids: string[]; indexes: CameIndexes }> {
-  const { card, path } = readSavedCard<{ size: number; queryTerms: number; experts: string[] }>(dir, cameIndexFormat);
+  const { card, path } = readSavedCard<{ size: number; queryTerms: number; passageTerms?: number; experts: string[] }>(dir, cameIndexFormat);
   if (!Number.isInteger(card.size) || card.size! < 1 || !Number.isInteger(card.queryTerms)) throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed size / queryTerms`);
+  // Indexes saved before passageTerms was recorded used the default.
+  const passageTerms = card.passageTerms ?? CAME_PASSAGE_TERMS;
+  if (!Number.isInteger(passageTerms) || passageTerms < 1) throw new QuorumError('ERR_FORMAT', `${path}: passageTerms must be a positive integer`);
   if (JSON.stringify(card.experts) !== JSON.stringify(experts)) throw new QuorumError('ERR_FORMAT', `${path} indexes experts ${String(card.experts)}, this retriever has ${experts.join(',')}`);
   // One id per corpus row (CRLF accepted): a short or long file would name the wrong passages (issue 48).
   const lines = readTextFile(join(dir, 'ids.txt')).split(/\r?\n/);
@@ -352,7 +413,7 @@ export async function readCameIndex(dir: string, experts: readonly CameExpertNam
   const empty = lines.findIndex((id) => id === '');
   if (empty >= 0) throw new QuorumError('ERR_FORMAT', `${join(dir, 'ids.txt')}: line ${empty + 1} is an empty id`);
   const ids = lines;
-  const ix: CameIndexes = { size: card.size!, queryTerms: card.queryTerms! };
+  const ix: CameIndexes = { size: card.size!, queryTerms: card.queryTerms!, passageTerms };
   try {
     if (experts.includes('lexical')) ix.lexical = await SparseIndex.load(join(dir, 'lexical.sparse'));
     if (experts.includes('global')) ix.global = await DenseIndex.load(join(dir, 'global.faiss'));
@@ -404,7 +465,7 @@ export async function cameSearch(ix: CameIndexes | undefined, all: readonly Came
       const r = await ix.lexical!.search(enc.lexical!, K, rows ? { allowedIds: rows } : {});
       lists.lexical = questions.map((_, q) => r.hits(q).map((h) => ({ id: Number(h.id), score: h.score })));
     } else if (e === 'local') {
-      lists.local = await ix.local!.search(enc.local!, K, { candidates: options.localCandidates ?? 64, ...(rows ? { rows } : {}) });
+      lists.local = await ix.local!.search(enc.local!, K, { ...(options.localCandidates !== undefined ? { candidates: options.localCandidates } : {}), ...(options.localProbe !== undefined ? { nprobe: options.localProbe } : {}), ...(rows ? { rows } : {}) });
     } else {
       const G = enc.global!.length / questions.length;
       const r = await ix.global!.search(Tensor.wrap(enc.global!, [questions.length, G], 'f32'), Math.min(K, ix.size), rows ? { allowedIds: rows } : {});

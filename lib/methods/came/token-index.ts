@@ -1,14 +1,17 @@
-// The local expert's index, ColBERT's pipeline: every passage token vector in a faiss index (candidate generation:
-// each question token's nearest passage tokens name candidate passages), then exact MaxSim over the candidates'
-// full token vectors with Quorum's kernel. With `candidates: 'all'` every passage is re-scored (brute force).
+// The local expert's index (docs/methods/came.md#the-local-experts-index): PLAID's pipeline (Santhanam et al.,
+// 2022). Every passage token is coded by its nearest centroid (k-means over the tokens); a question scores passages
+// approximately from the centroids alone (MaxSim with each token moved to its centroid, native: CentroidIndex), and
+// only the best few are re-scored exactly by MaxSim over their real token vectors, where they lie.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { makeDirs, writeFileAtomic } from '../../data/files.js';
-import { DenseIndex } from '../../dense-index.js';
+import { scoreTopK } from '../../dense.js';
+import { kmeans } from '../../dense-index.js';
 import { readSafetensors, writeSafetensors, type TensorToWrite } from '../../io/safetensors.js';
-import { QuorumError } from '../../errors.js';
+import { QuorumError, awaitNative, callNative } from '../../errors.js';
 import { maxSim } from '../../maxsim.js';
+import { coreAddon, type NativeTensorHandle } from '../../native.js';
 import { Tensor } from '../../tensor.js';
 import { checkOptions, mustBeObject, optionKeys } from '../../validate.js';
 import type { CameEncoding } from './encode.js';
@@ -17,48 +20,77 @@ import { padTokens } from './scores.js';
 
 /** Options of {@link TokenIndex.build}. */
 export interface TokenIndexOptions {
-  /**
-   * faiss factory of the token index (default: "Flat" up to 200,000 tokens, else "IVF<4 sqrt(n)>,Flat" trained on
-   * the tokens themselves).
-   */
-  factory?: string;
-  /** IVF lists searched per question token (default 32). */
-  nprobe?: number;
+  /** Centroids the tokens are coded by (default the power of two nearest 4 sqrt(tokens), at most the tokens). */
+  centroids?: number;
+  /** k-means iterations (default 10). */
+  niter?: number;
 }
 
-const buildKeys = optionKeys<TokenIndexOptions>()(['factory', 'nprobe']);
-const searchKeys = optionKeys<TokenSearchOptions>()(['candidates', 'rows']);
+const buildKeys = optionKeys<TokenIndexOptions>()(['centroids', 'niter']);
+const searchKeys = optionKeys<TokenSearchOptions>()(['candidates', 'nprobe', 'rows']);
 
 /** Options of {@link TokenIndex.search}. */
 export interface TokenSearchOptions {
-  /** Nearest passage tokens per question token that nominate candidates (default 64), or 'all' (brute force). */
+  /**
+   * Passages re-scored exactly by MaxSim after the centroid approximation (default 256; at least k), or 'all'
+   * (every passage, exactly: brute force).
+   */
   candidates?: number | 'all';
-  /** Only these passages (rows, ascending) can be returned: candidates outside them are dropped before MaxSim. */
+  /**
+   * Centroids per question token whose passages are approximated (default 4); 0 approximates every passage. PLAID's
+   * nprobe.
+   */
+  nprobe?: number;
+  /** Only these passages (rows, ascending) can be returned. */
   rows?: Int32Array;
 }
 
+/** Default of {@link TokenSearchOptions.candidates}. */
+const DEFAULT_CANDIDATES = 256;
+/** Default of {@link TokenSearchOptions.nprobe}. */
+const DEFAULT_NPROBE = 4;
+
+/** kernels::CentroidIndex (native/kernels/centroid_index.h) as the core addon exposes it. */
+interface NativeCentroidIndex {
+  candidates(q: NativeTensorHandle, nprobe: number, keep: number, allowed: NativeTensorHandle | null, async: true): Promise<{ rows: NativeTensorHandle; count: number }>;
+  dispose(): void;
+}
+
 /**
- * CAME's local (ColBERT) expert index: candidates from each question token's nearest passage tokens in a faiss
- * index, then exact MaxSim over the candidates' token vectors. Saved as a directory (faiss index and token vectors).
+ * CAME's local (ColBERT) expert index: passages approximated from their tokens' centroids, the best re-scored by
+ * exact MaxSim over their token vectors. Saved as one safetensors file (token vectors, lengths, centroids, codes);
+ * building needs the faiss module (k-means), searching only the core.
  *
  * @example
- * const index = await TokenIndex.build(passageEncoding.local!, { factory: 'Flat' });
- * const hits = await index.search(questionEncoding.local!, 100, { candidates: 64 });   // per question: { id, score }[]
+ * const index = await TokenIndex.build(passageEncoding.local!);
+ * const hits = await index.search(questionEncoding.local!, 100);   // per question: { id, score }[]
  * await index.save('came-index/local');
  */
 export class TokenIndex {
+  readonly #native: NativeCentroidIndex;
+  /** The token vectors as MaxSim's documents (read in place). */
+  readonly #tokens: Tensor<'f32'>;
+
   private constructor(
-    /** Every passage's unit token vectors, packed, and each passage's first token row. */
+    readonly dim: number,
+    /** [centroids, dim], unit rows. */
+    private readonly centroids: Float32Array,
+    /** Every passage's unit token vectors, packed [tokens, dim]. */
     private readonly vectors: Float32Array,
     private readonly lengths: Int32Array,
-    private readonly starts: Int32Array,
-    private readonly tokenPassage: Int32Array,
-    readonly dim: number,
-    private readonly ann: DenseIndex,
-  ) {}
+    /** Each token's centroid. */
+    private readonly codes: Int32Array,
+  ) {
+    const core = coreAddon() as unknown as { CentroidIndex: new (c: NativeTensorHandle, codes: NativeTensorHandle, lengths: NativeTensorHandle) => NativeCentroidIndex };
+    this.#native = callNative(
+      () => new core.CentroidIndex(Tensor.wrap(centroids, [centroids.length / dim, dim], 'f32').handle, Tensor.wrap(codes, [codes.length], 'i32').handle, Tensor.wrap(lengths, [lengths.length], 'i32').handle),
+    );
+    this.#tokens = Tensor.wrap(vectors, [codes.length, dim], 'f32');
+  }
 
   /**
-   * Indexes the local expert's passage encoding (row i = passage i).
+   * Indexes the local expert's passage encoding (row i = passage i): k-means over its token vectors, then each token's
+   * nearest centroid.
    *
    * @example
    * const index = await TokenIndex.build(passageEncoding.local!);
@@ -69,32 +101,75 @@ export class TokenIndex {
     checkOptions(options, buildKeys, 'TokenIndex.build options');
     const { vectors, lengths, dim } = local;
     const total = vectors.length / dim;
-    const { starts, tokenPassage } = layout(lengths, total);
-    const factory = options.factory ?? (total <= 200_000 ? 'Flat' : `IVF${Math.max(64, Math.round(4 * Math.sqrt(total)))},Flat`);
-    const ann = DenseIndex.create({ dim, factory, ...(factory.startsWith('IVF') ? { nprobe: options.nprobe ?? 32 } : {}) });
+    if (!Number.isInteger(total) || lengths.reduce((a, b) => a + b, 0) !== total) throw new QuorumError('ERR_SHAPE', `the lengths do not add up to the ${total} token vectors`);
+    if (!total) throw new QuorumError('ERR_ARG', 'no token vectors to index');
+    const want = options.centroids ?? 2 ** Math.round(Math.log2(4 * Math.sqrt(total)));
+    if (!Number.isInteger(want) || want < 1) throw new QuorumError('ERR_RANGE', `centroids must be a positive integer, got ${String(want)}`);
     const all = Tensor.wrap(vectors, [total, dim], 'f32');
-    if (!ann.info.trained) await ann.train(all);
-    await ann.add(all, Array.from({ length: total }, (_, i) => i));
-    return new TokenIndex(vectors, lengths, starts, tokenPassage, dim, ann);
+    const centroids = await kmeans(all, Math.min(want, total), { spherical: true, ...(options.niter !== undefined ? { niter: options.niter } : {}) });
+    return new TokenIndex(dim, centroids.data, vectors, lengths, await assign(all, centroids));
   }
 
-  /** The faiss index and the packed token vectors, as two files under `dir`. */
+  /**
+   * The index after a corpus change, as a new TokenIndex (this one is unchanged): the passages at rows `keep`
+   * (ascending, distinct; default all) renumbered 0, 1, ... in that order, then the passages of `add` (their tokens
+   * coded by the same centroids: no k-means).
+   *
+   * @example
+   * const next = await index.changed({ keep: Int32Array.of(0, 2, 3), add: newPassages.local });   // rows 0-2, then the new
+   */
+  async changed(change: { keep?: Int32Array; add?: NonNullable<CameEncoding['local']> }): Promise<TokenIndex> {
+    mustBeObject(change, 'token index change');
+    const keep = change.keep ?? Int32Array.from({ length: this.size }, (_, i) => i);
+    if (!(keep instanceof Int32Array)) throw new QuorumError('ERR_ARG', 'keep must be an Int32Array of passage rows');
+    let tokens = 0;
+    for (let i = 0; i < keep.length; i++) {
+      const r = keep[i]!;
+      if (r < 0 || r >= this.size || (i && r <= keep[i - 1]!)) throw new QuorumError('ERR_RANGE', `keep[${i}] = ${r}: rows must be ascending passage rows below ${this.size}`);
+      tokens += this.lengths[r]!;
+    }
+    const add = change.add ?? { vectors: new Float32Array(0), lengths: new Int32Array(0), dim: this.dim };
+    mustBeObject(add, 'added token vectors');
+    if (add.dim !== this.dim) throw new QuorumError('ERR_SHAPE', `the new passages' tokens are ${add.dim}-d, the index ${this.dim}-d`);
+    const n = add.vectors.length / this.dim;
+    if (!Number.isInteger(n) || add.lengths.reduce((a, b) => a + b, 0) !== n) throw new QuorumError('ERR_SHAPE', `the lengths do not add up to the ${n} token vectors`);
+    if (!keep.length && !add.lengths.length) throw new QuorumError('ERR_ARG', 'a token index needs at least one passage');
+    const starts = new Int32Array(this.size + 1);
+    for (let r = 0; r < this.size; r++) starts[r + 1] = starts[r]! + this.lengths[r]!;
+    const vectors = new Float32Array((tokens + n) * this.dim);
+    const codes = new Int32Array(tokens + n);
+    let at = 0;
+    for (const r of keep) {
+      vectors.set(this.vectors.subarray(starts[r]! * this.dim, starts[r + 1]! * this.dim), at * this.dim);
+      codes.set(this.codes.subarray(starts[r]!, starts[r + 1]!), at);
+      at += this.lengths[r]!;
+    }
+    vectors.set(add.vectors, at * this.dim);
+    if (n) codes.set(await assign(Tensor.wrap(add.vectors, [n, this.dim], 'f32'), Tensor.wrap(this.centroids, [this.centroids.length / this.dim, this.dim], 'f32')), at);
+    const lengths = new Int32Array(keep.length + add.lengths.length);
+    keep.forEach((r, i) => (lengths[i] = this.lengths[r]!));
+    lengths.set(add.lengths, keep.length);
+    return new TokenIndex(this.dim, this.centroids, vectors, lengths, codes);
+  }
+
+  /** Writes the token vectors, lengths, centroids and codes as `tokens.safetensors` under `dir` (atomically). */
   async save(dir: string): Promise<void> {
     makeDirs(dir);
-    await this.ann.save(join(dir, 'tokens.faiss'));
     writeFileAtomic(
       join(dir, 'tokens.safetensors'),
       writeSafetensors(
         new Map<string, TensorToWrite>([
-          ['vectors', { shape: [this.tokens, this.dim], data: this.vectors, dtype: 'F32' }],
+          ['vectors', { shape: [this.codes.length, this.dim], data: this.vectors, dtype: 'F32' }],
           ['lengths', { shape: [this.lengths.length], data: Float32Array.from(this.lengths), dtype: 'F32' }],
+          ['centroids', { shape: [this.centroids.length / this.dim, this.dim], data: this.centroids, dtype: 'F32' }],
+          ['codes', { shape: [this.codes.length], data: Float32Array.from(this.codes), dtype: 'F32' }],
         ]),
-        { format: 'quorum-came-tokens' },
+        { format: 'quorum-came-tokens', version: '2' },
       ),
     );
   }
 
-  /** {@link save}'s files; ERR_FORMAT when they disagree or are damaged. */
+  /** {@link save}'s file; ERR_FORMAT when it is damaged, inconsistent or from before centroids (rebuild it). */
   static async load(dir: string): Promise<TokenIndex> {
     const path = join(dir, 'tokens.safetensors');
     let tensors;
@@ -105,16 +180,19 @@ export class TokenIndex {
     }
     const v = tensors.get('vectors');
     const l = tensors.get('lengths');
+    const c = tensors.get('centroids');
+    const k = tensors.get('codes');
     if (!v || !l || v.shape.length !== 2 || l.shape.length !== 1) throw new QuorumError('ERR_FORMAT', `${path} is not a CAME token index`);
-    const lengths = Int32Array.from(l.data);
+    if (!c || !k) throw new QuorumError('ERR_FORMAT', `${path} is a token index from before centroid coding (it had tokens.faiss): rebuild it with quorum came index`);
     const dim = v.shape[1]!;
     const total = v.shape[0]!;
-    if (lengths.some((n) => !Number.isInteger(n) || n < 0) || lengths.reduce((a, b) => a + b, 0) !== total)
+    if (c.shape.length !== 2 || c.shape[1] !== dim || k.shape.length !== 1 || k.shape[0] !== total) throw new QuorumError('ERR_FORMAT', `${path}: the centroids or codes do not match the ${total} token vectors of ${dim}`);
+    const lengths = Int32Array.from(l.data);
+    if (lengths.some((n, i) => n !== l.data[i] || n < 0) || lengths.reduce((a, b) => a + b, 0) !== total)
       throw new QuorumError('ERR_FORMAT', `${path}: the lengths do not add up to the ${total} token vectors`);
-    const ann = await DenseIndex.load(join(dir, 'tokens.faiss'));
-    if (ann.size !== total || ann.dim !== dim) throw new QuorumError('ERR_FORMAT', `${dir}: the faiss index holds ${ann.size} vectors of ${ann.dim}, the table ${total} of ${dim}`);
-    const { starts, tokenPassage } = layout(lengths, total);
-    return new TokenIndex(v.data, lengths, starts, tokenPassage, dim, ann);
+    const codes = Int32Array.from(k.data);
+    if (codes.some((n, i) => n !== k.data[i] || n < 0 || n >= c.shape[0]!)) throw new QuorumError('ERR_FORMAT', `${path}: a code is not one of the ${c.shape[0]} centroids`);
+    return new TokenIndex(dim, c.data, v.data, lengths, codes);
   }
 
   /** Number of passages indexed. */
@@ -122,88 +200,66 @@ export class TokenIndex {
     return this.lengths.length;
   }
 
-  /** Frees the faiss copy of the token vectors now (or when the search in flight ends); a later search is ERR_DISPOSED. */
-  dispose(): void {
-    this.ann.dispose();
-    this.#table?.dispose();
-  }
-
-  /** Token vectors held (faiss holds a second copy). */
+  /** Token vectors held. */
   get tokens(): number {
-    return this.tokenPassage.length;
+    return this.codes.length;
   }
 
-  /** The packed token table as MaxSim's documents (a Tensor over the held vectors: read in place, never copied). */
-  private table(): { tokens: Tensor<'f32'>; lengths: Int32Array } {
-    this.#table ??= Tensor.wrap(this.vectors, [this.tokens, this.dim], 'f32');
-    return { tokens: this.#table, lengths: this.lengths };
+  /** Frees the native index now (or when the search in flight ends); a later search is ERR_DISPOSED. */
+  dispose(): void {
+    this.#native.dispose();
+    this.#tokens.dispose();
   }
-
-  #table: Tensor<'f32'> | undefined;
 
   /** Each question's top `k` passages by exact MaxSim over its candidates. */
   async search(questions: NonNullable<CameEncoding['local']>, k: number, options: TokenSearchOptions = {}): Promise<Hit[][]> {
     checkOptions(options, searchKeys, 'TokenIndex.search options');
     if (questions.dim !== this.dim) throw new QuorumError('ERR_SHAPE', `question tokens are ${questions.dim}-d, the index ${this.dim}-d`);
     if (!Number.isInteger(k) || k < 1) throw new QuorumError('ERR_RANGE', `k must be a positive integer, got ${k}`);
-    const per = options.candidates ?? 64;
-    const { tokens, mask, maxLength } = padTokens(questions);
-    const out: Hit[][] = [];
+    const per = options.candidates ?? DEFAULT_CANDIDATES;
+    if (per !== 'all' && (!Number.isInteger(per) || per < 1)) throw new QuorumError('ERR_RANGE', `candidates must be a positive integer or 'all', got ${per}`);
+    const nprobe = options.nprobe ?? DEFAULT_NPROBE;
+    if (!Number.isInteger(nprobe) || nprobe < 0) throw new QuorumError('ERR_RANGE', `nprobe must be a non-negative integer, got ${nprobe}`);
     const rows = options.rows;
-    // A selective filter: its passages scored exactly (nominating candidates from the whole index could leave none).
-    if (per === 'all' || (rows && rows.length <= EXACT_FILTER_PASSAGES)) {
-      // Brute force over every passage, or over the allowed ones (MaxSim's select).
-      const n = rows ? rows.length : this.size;
-      const s = n ? (await maxSim(tokens, { ...this.table(), ...(rows ? { select: rows } : {}) }, { queryMask: mask })).scores.data : new Float32Array(0);
+    const keep = per === 'all' ? 0 : Math.max(per, k);
+    const out: Hit[][] = [];
+    if (per === 'all' || (rows && rows.length <= keep)) {
+      // Brute force over every passage, or over the allowed ones (MaxSim's select): a filter allowing no more
+      // passages than would be re-scored anyway is scored exactly.
+      const { tokens, mask } = padTokens(questions);
+      const n = rows ? rows.length : this.lengths.length;
+      const s = n ? (await maxSim(tokens, { tokens: this.#tokens, lengths: this.lengths, ...(rows ? { select: rows } : {}) }, { queryMask: mask })).scores.data : new Float32Array(0);
       for (let q = 0; q < questions.lengths.length; q++) out.push(top(s.subarray(q * n, (q + 1) * n), (i) => (rows ? rows[i]! : i), k));
       return out;
     }
-    let allowed: Uint8Array | undefined;
-    if (rows) {
-      allowed = new Uint8Array(this.size);
-      for (const r of rows) allowed[r] = 1;
-    }
-    if (!Number.isInteger(per) || per < 1) throw new QuorumError('ERR_RANGE', `candidates must be a positive integer or 'all', got ${per}`);
-    const qTokens = questions.vectors;
-    const near = await this.ann.search(Tensor.wrap(qTokens, [qTokens.length / this.dim, this.dim], 'f32'), Math.min(per, this.tokens));
-    const { ids: nearIds, k: width } = near;
-    const seen = new Uint8Array(this.size);
-    let row = 0;
+    // A filter approximates every allowed passage (nprobe 0): its passages may be none of those the question's
+    // nearest centroids name, and approximating fewer passages costs less than approximating all.
+    const allowed = rows ? Tensor.wrap(rows, [rows.length], 'i32') : undefined;
+    const probe = rows ? 0 : nprobe;
+    let at = 0;
     for (let q = 0; q < questions.lengths.length; q++) {
-      const n = questions.lengths[q] as number;
-      const ids: number[] = [];
-      for (const end = (row + n) * width; row * width < end; row++)
-        for (let j = row * width; j < (row + 1) * width; j++) {
-          const id = Number(nearIds[j]);
-          if (id < 0) continue;  // faiss pads a short list with -1
-          const p = this.tokenPassage[id] as number;
-          if (!seen[p] && (!allowed || allowed[p])) {
-            seen[p] = 1;
-            ids.push(p);
-          }
-        }
-      for (const p of ids) seen[p] = 0;
+      const n = questions.lengths[q]!;
+      const mine = questions.vectors.subarray(at * this.dim, (at + n) * this.dim);
+      at += n;
+      if (!n) {
+        out.push([]);
+        continue;
+      }
+      const one = Tensor.wrap(mine, [n, this.dim], 'f32');
+      const c = await awaitNative(callNative(() => this.#native.candidates(one.handle, probe, keep, allowed?.handle ?? null, true)));
+      const ids = Tensor.fromHandle<'i32'>(c.rows).data.subarray(0, c.count).sort();
       // The candidates are scored where they lie in the packed table (select): no copy of their tokens.
-      const one = Tensor.wrap(tokens.data.subarray(q * maxLength * this.dim, (q + 1) * maxLength * this.dim), [1, maxLength, this.dim], 'f32');
-      const s = ids.length ? (await maxSim(one, { ...this.table(), select: Int32Array.from(ids) }, { queryMask: mask.subarray(q * maxLength, (q + 1) * maxLength) })).scores.data : new Float32Array(0);
+      const s = ids.length ? (await maxSim(Tensor.wrap(mine, [1, n, this.dim], 'f32'), { tokens: this.#tokens, lengths: this.lengths, select: ids })).scores.data : new Float32Array(0);
       out.push(top(s, (i) => ids[i]!, k));
     }
     return out;
   }
 }
 
-/** A filter allowing at most this many passages scores them all exactly (a few ms of MaxSim) instead of nominating. */
-const EXACT_FILTER_PASSAGES = 1000;
-
-/** Each passage's first token row, and each token row's passage. */
-function layout(lengths: Int32Array, total: number): { starts: Int32Array; tokenPassage: Int32Array } {
-  const starts = new Int32Array(lengths.length + 1);
-  const tokenPassage = new Int32Array(total);
-  for (let r = 0; r < lengths.length; r++) {
-    starts[r + 1] = (starts[r] as number) + (lengths[r] as number);
-    tokenPassage.fill(r, starts[r] as number, starts[r + 1] as number);
-  }
-  return { starts, tokenPassage };
+/** Each vector's nearest centroid by inner product (the centroids are unit length, as the tokens). */
+async function assign(vectors: Tensor<'f32'>, centroids: Tensor<'f32'>): Promise<Int32Array> {
+  const r = await scoreTopK(vectors, centroids, 1);
+  return r.ids;
 }
 
 /** The k best of `scores` (ties to the lower passage id) as hits with ids idOf(i). */

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 
 import type { Command } from 'commander';
 
-import { count, int, list, probability, trainingOptions } from '../../cli/args.js';
-import { loadBeir, loadBeirCorpus } from '../../data/beir.js';
+import { count, int, list, passagesToAdd, probability, trainingOptions } from '../../cli/args.js';
+import { loadBeir } from '../../data/beir.js';
 import { QuorumError } from '../../errors.js';
 import { addBm25Negatives, examplesFromQrels } from '../../train/examples.js';
 import { Retriever } from '../../models/retriever.js';
@@ -130,8 +130,7 @@ export async function mufSearchCommand(queries: string[], o: { muf: string; k: n
 
 /** `quorum muf passages`: adds and removes passages of a MUF directory (each expert encodes the new ones). */
 export async function mufPassagesCommand(o: { muf: string; add?: string; remove?: string[] }, log: (line: string) => void = console.log): Promise<void> {
-  const add = o.add !== undefined ? loadBeirCorpus(o.add) : [];
-  if (o.add !== undefined && add.length === 0) throw new QuorumError('ERR_FORMAT', `${o.add}: no passages to add`);
+  const add = passagesToAdd(o.add);
   const r = await updateMufPassages(o.muf, { add, remove: o.remove ?? [] });
   log(`${o.muf}: ${r.added} passages added, ${r.removed} removed; ${r.passages} passages`);
 }
