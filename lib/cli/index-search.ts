@@ -4,9 +4,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { Bm25Index } from '../bm25/bm25.js';
-import { readBeirCorpus } from '../data/beir.js';
+import { readBeirCorpus, readBeirQueries } from '../data/beir.js';
 import { readFileBytes } from '../data/files.js';
-import { readJsonLines } from '../data/lines.js';
 import { readQrels, writeRun } from '../data/trec-files.js';
 import { DenseIndex, type Mips } from '../dense-index.js';
 import { QuorumError } from '../errors.js';
@@ -94,11 +93,7 @@ async function queriesFrom(o: { data?: string; queries?: string; split?: string 
   if (!path) throw new QuorumError('ERR_ARG', 'give --queries FILE.jsonl or --data DIR');
   if (o.split !== undefined && !o.data) throw new QuorumError('ERR_ARG', '--split needs --data DIR (it reads DIR/qrels/<split>.tsv)');
   const keep = o.split !== undefined ? await readQrels(join(o.data!, 'qrels', `${o.split}.tsv`)) : undefined;
-  const out: Array<{ id: string; text: string }> = [];
-  for await (const { value, line } of readJsonLines(path)) {
-    if (typeof value._id !== 'string' || typeof value.text !== 'string') throw new QuorumError('ERR_FORMAT', `${path}:${line}: expected {"_id": string, "text": string}`);
-    if (!keep || keep.has(value._id)) out.push({ id: value._id, text: value.text });
-  }
+  const out = (await readBeirQueries(path)).filter((q) => !keep || keep.has(q.id));
   if (keep && out.length === 0) throw new QuorumError('ERR_FORMAT', `no query of ${path} is in the ${o.split} split`);
   return out;
 }

@@ -55,6 +55,26 @@ function readJsonl<T>(path: string, parse: (o: Record<string, unknown>, where: s
   return out;
 }
 
+/**
+ * A dataset file's records, checked as a whole: ERR_FORMAT naming the file when it holds none (empty, blank) or when
+ * an id repeats (a second passage or query under one id would be silently merged or dropped downstream).
+ */
+function checkedRecords<T extends { id: string }>(items: T[], path: string, what: string): T[] {
+  if (!items.length) throw new QuorumError('ERR_FORMAT', `${path} holds no ${what}`);
+  const seen = new Set<string>();
+  for (const it of items) {
+    if (seen.has(it.id)) throw new QuorumError('ERR_FORMAT', `${path}: the id '${it.id}' appears twice`);
+    seen.add(it.id);
+  }
+  return items;
+}
+
+/** Qrels read from a dataset: ERR_FORMAT when they judge nothing (empty, blank or header-only). */
+function checkedQrels(qrels: Map<string, Map<string, number>>, path: string): Map<string, Map<string, number>> {
+  if (!qrels.size) throw new QuorumError('ERR_FORMAT', `${path} holds no judgments`);
+  return qrels;
+}
+
 function str(o: Record<string, unknown>, key: string, where: string, optional = false): string {
   const v = o[key];
   if (typeof v === 'string') return v;
@@ -88,7 +108,8 @@ function queryOf(o: Record<string, unknown>, w: string): Query {
  */
 export function loadBeirCorpus(dir: string): BeirDataset['corpus'] {
   mustBeString(dir, 'dataset directory');
-  return readJsonl(dir.endsWith('.jsonl') ? dir : join(dir, 'corpus.jsonl'), passageOf);
+  const path = dir.endsWith('.jsonl') ? dir : join(dir, 'corpus.jsonl');
+  return checkedRecords(readJsonl(path, passageOf), path, 'passages');
 }
 
 /**
@@ -101,9 +122,9 @@ export function loadBeir(dir: string, split = 'test'): BeirDataset {
   mustBeString(dir, 'dataset directory');
   mustBeString(split, 'split');
   const corpus = loadBeirCorpus(dir);
-  const queries = readJsonl(join(dir, 'queries.jsonl'), queryOf);
+  const queries = checkedRecords(readJsonl(join(dir, 'queries.jsonl'), queryOf), join(dir, 'queries.jsonl'), 'queries');
   const path = join(dir, 'qrels', `${split}.tsv`);
-  return { corpus, queries, qrels: parseQrels(readTextFile(path), path) };
+  return { corpus, queries, qrels: checkedQrels(parseQrels(readTextFile(path), path), path) };
 }
 
 /**
@@ -116,9 +137,8 @@ export async function readBeir(dir: string, split = 'test'): Promise<BeirDataset
   mustBeString(dir, 'dataset directory');
   mustBeString(split, 'split');
   const corpus = await readBeirCorpus(dir);
-  const queries: Query[] = [];
-  for await (const { value, line } of readJsonLines(join(dir, 'queries.jsonl'))) queries.push(wrapLine(() => queryOf(value, ''), join(dir, 'queries.jsonl'), line));
-  return { corpus, queries, qrels: await readQrels(join(dir, 'qrels', `${split}.tsv`)) };
+  const qrels = join(dir, 'qrels', `${split}.tsv`);
+  return { corpus, queries: await readBeirQueries(join(dir, 'queries.jsonl')), qrels: checkedQrels(await readQrels(qrels), qrels) };
 }
 
 /**
@@ -132,7 +152,21 @@ export async function readBeirCorpus(dir: string): Promise<Passage[]> {
   const corpus: Passage[] = [];
   const path = join(dir, 'corpus.jsonl');
   for await (const { value, line } of readJsonLines(path)) corpus.push(wrapLine(() => passageOf(value, ''), path, line));
-  return corpus;
+  return checkedRecords(corpus, path, 'passages');
+}
+
+/**
+ * A queries.jsonl file ({_id, text, answers?, task?} per line), streamed: ERR_FORMAT naming file:line for a bad line,
+ * and for a file with no query or a repeated id.
+ *
+ * @example
+ * const queries = await readBeirQueries('data/multidomain-mini/queries.jsonl');
+ */
+export async function readBeirQueries(path: string): Promise<Query[]> {
+  mustBeString(path, 'queries path');
+  const queries: Query[] = [];
+  for await (const { value, line } of readJsonLines(path)) queries.push(wrapLine(() => queryOf(value, ''), path, line));
+  return checkedRecords(queries, path, 'queries');
 }
 
 function wrapLine<T>(f: () => T, path: string, line: number): T {

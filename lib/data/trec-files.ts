@@ -39,6 +39,7 @@ export async function readRun(path: string): Promise<Map<string, ScoredDoc[]>> {
     seen.get(qid)!.add(doc);
     docs.push({ id: doc, score: s });
   }
+  if (!run.size) throw new QuorumError('ERR_FORMAT', `${path} holds no results (empty or blank)`);
   return run;
 }
 
@@ -60,7 +61,8 @@ function addQrelsLine(qrels: Map<string, Map<string, number>>, text: string, lin
     [qid, , doc, grade] = f as [string, string, string, string];
   }
   const g = Number(grade);
-  if (!Number.isInteger(g)) throw lineError(source, line, `grade "${grade}" is not an integer`);
+  // Number('') is 0: a line cut after its last tab would judge the passage irrelevant.
+  if (!qid || !doc || grade === '' || !Number.isInteger(g)) throw lineError(source, line, `expected a query id, a passage id and an integer grade, got "${text.trim()}"`);
   if (!qrels.has(qid)) qrels.set(qid, new Map());
   qrels.get(qid)!.set(doc, g);
 }

@@ -20,6 +20,7 @@ export { readSquad, writeSquad, readDpr, streamDpr, writeDpr, type DprExample } 
 export {
   loadBeir,
   loadBeirCorpus,
+  readBeirQueries,
   readBeir,
   readBeirCorpus,
   writeBeir,

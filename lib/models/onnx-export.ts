@@ -308,17 +308,21 @@ export function cameOnnx(params: ParameterSource, c: CameGraphConfig, side: 'que
     const top = tower('lexical');
     let h = gelu(g, linear(g, params, 'lexical.head.transform.dense', top.states, E, H));
     h = layerNorm(g, params, 'lexical.head.transform.LayerNorm', h, E, c.encoder.layerNormEps);
-    // logits = h E^T + b over the tied word embeddings [V, E].
-    const emb = g.weight('bottom.embeddings.word_embeddings.weight_t', [E, V], () => {
+    // SPLADE's max over tokens of relu(logit + b), logits = h E^T over the tied word embeddings [V, E], is
+    // relu(max over tokens of h E^T, + b): adding b and relu are monotone (in f32 too), so the max runs first, and
+    // the bias, relu and log touch [batch, V] instead of [batch, sequence, V]. Padded tokens are masked inside the
+    // product: h gets one more column, 0 for a token and -1e30 for padding, against a row of ones under E^T, so no
+    // pass over the logits is spent on the mask.
+    const maskColumn = g.op('Unsqueeze', [g.op('Mul', [g.op('Sub', [top.mask, g.f32([1])]), g.f32([1e30])]), g.i64([2])]); // [B, T, 1]
+    const embMasked = g.weight('bottom.embeddings.word_embeddings.weight_t_masked', [E + 1, V], () => {
       const w = params.getParameter('bottom.embeddings.word_embeddings.weight');
-      const t = new Float32Array(w.length);
+      const t = new Float32Array((E + 1) * V).fill(1);
       for (let v = 0; v < V; v++) for (let e = 0; e < E; e++) t[e * V + v] = w[v * E + e]!;
       return t;
     });
-    const logits = g.op('Add', [g.op('MatMul', [h, emb]), g.weight('lexical.head.decoder.bias', [V], () => params.getParameter('lexical.head.decoder.bias'))]);
-    const keep = g.op('Unsqueeze', [g.op('Cast', [top.mask], { to: { int: OnnxType.BOOL } }), g.i64([2])]);
-    // Padded tokens read as 0, which relu maps every logit to anyway: the max over tokens of relu(logit).
-    const pooled = g.op('ReduceMax', [g.op('Where', [keep, g.op('Relu', [logits]), g.f32([0])])], { axes: { ints: [1] }, keepdims: { int: 0 } });
+    const logits = g.op('MatMul', [g.op('Concat', [h, maskColumn], { axis: { int: -1 } }), embMasked]);
+    const best = g.op('ReduceMax', [logits], { axes: { ints: [1] }, keepdims: { int: 0 } });
+    const pooled = g.op('Relu', [g.op('Add', [best, g.weight('lexical.head.decoder.bias', [V], () => params.getParameter('lexical.head.decoder.bias'))])]);
     outputs.push({ name: output(g, g.op('Log', [g.op('Add', [pooled, g.f32([1])])]), 'lexical'), dims: ['batch', V] });
   }
   if (c.experts.includes('local')) {
