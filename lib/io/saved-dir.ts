@@ -7,6 +7,7 @@ import { join } from 'node:path';
 
 import { makeDirs, readJsonFile, writeFileAtomic } from '../data/files.js';
 import { QuorumError } from '../errors.js';
+import type { z } from '../validate.js';
 
 /** A saved directory's kind: its card's file name, format tag and version, and a name for messages. */
 export interface SavedFormat {
@@ -63,4 +64,16 @@ export function savedFile(dir: string, name: unknown, cardPath: string, what: st
   if (typeof name !== 'string' || !name || /[\\/]/.test(name) || name === '.' || name === '..')
     throw new QuorumError('ERR_FORMAT', `${cardPath}: missing or malformed ${what} entry`);
   return join(dir, name);
+}
+
+/**
+ * A card (or a part of one) checked against its schema, every field: the first problem is ERR_FORMAT naming the card
+ * and the field, e.g. "m/model.json: config.encoder.normalize: Expected boolean, received string".
+ */
+export function checkCard<S extends z.ZodTypeAny>(schema: S, value: unknown, path: string, at = ''): z.output<S> {
+  const r = schema.safeParse(value);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0]!;
+  const field = [at, ...issue.path.map(String)].filter(Boolean).join('.');
+  throw new QuorumError('ERR_FORMAT', `${path}: ${field ? `${field}: ` : ''}${issue.message}`);
 }

@@ -1,6 +1,6 @@
 // Encoder and retriever configuration shared by the TypeScript API, the native torch module (which receives it as
 // JSON) and the plain TypeScript reference forward (test/reference/bert.ts).
-import { checkOptions, mustBeObject, optionKeys } from '../validate.js';
+import { checkOptions, count, finite, mustBeObject, optionKeys, positiveInt, z } from '../validate.js';
 
 
 /** How a TASER specialized block picks its expert (docs/methods/training.md#taser-specialized-blocks). */
@@ -127,6 +127,45 @@ export const defaultEncoderConfig: EncoderConfig = {
   projectionDim: 0,
   normalize: true,
 };
+
+/** A saved {@link TaserConfig}, every field checked (model cards). */
+export const taserConfigSchema = z
+  .object({ every: positiveInt, experts: positiveInt, routing: z.enum(['det', 'seq', 'tok']), perLayerGate: z.boolean().optional(), entropyWeight: finite.optional() })
+  .strict();
+
+/** A saved {@link EncoderConfig}, every field checked (model cards, CAME's and ROM's); unknown keys are refused. */
+export const encoderConfigSchema = z
+  .object({
+    vocabSize: positiveInt,
+    hiddenSize: positiveInt,
+    layers: count,
+    heads: positiveInt,
+    ffnSize: positiveInt,
+    maxPositions: positiveInt,
+    typeVocabSize: positiveInt,
+    embeddingSize: positiveInt,
+    dropout: z.number().min(0).max(1),
+    layerNormEps: z.number().positive().finite(),
+    pooling: z.enum(['cls', 'mean', 'max']),
+    projectionDim: count,
+    projectionHidden: count.optional(),
+    normalize: z.boolean().optional(),
+    tokenWeights: z.boolean().optional(),
+    center: z.boolean().optional(),
+    attentionWindow: count.optional(),
+    taser: taserConfigSchema.optional(),
+  })
+  .strict();
+
+/** A saved {@link RetrieverConfig} (model.json's `config`): task names distinct and non-empty. */
+export const retrieverConfigSchema = z
+  .object({
+    preset: z.enum(['bi-encoder', 'siamese', 'taser']),
+    encoder: encoderConfigSchema,
+    tasks: z.array(z.string().min(1)).refine((t) => new Set(t).size === t.length, 'a task is listed twice'),
+    perTaskQueryEncoders: z.boolean(),
+  })
+  .strict();
 
 const encoderKeys = optionKeys<EncoderConfig>()([
   'vocabSize', 'hiddenSize', 'layers', 'heads', 'ffnSize', 'maxPositions', 'typeVocabSize', 'embeddingSize', 'dropout', 'layerNormEps',

@@ -9,11 +9,11 @@ import { QuorumError } from '../errors.js';
 import { packageRoot } from '../native.js';
 import { dequantizeRowsInt8, quantizeRowsInt8 } from '../io/int8-rows.js';
 import { elementBytes, readSafetensors, writeSafetensors, type SafetensorsTensor, type TensorToWrite } from '../io/safetensors.js';
-import { readSavedCard, savedFile, writeSavedCard, type SavedFormat } from '../io/saved-dir.js';
+import { checkCard, readSavedCard, savedFile, writeSavedCard, type SavedFormat } from '../io/saved-dir.js';
 import { WordPieceTokenizer } from '../text/tokenizer.js';
 import { writeTokenizerFiles } from '../text/tokenizer-files.js';
-import { allFinite, checkOptions, mustBeObject, optionKeys } from '../validate.js';
-import { retrieverEncoderNames, type RetrieverConfig } from './config.js';
+import { allFinite, checkOptions, count, finite, mustBeObject, optionKeys, positiveInt, z } from '../validate.js';
+import { retrieverConfigSchema, retrieverEncoderNames, type RetrieverConfig } from './config.js';
 import { parameterShapes } from './parameters.js';
 import type { ParameterTable } from './parameter-table.js';
 
@@ -148,15 +148,32 @@ export function saveModelDir(model: ParameterTable & { readonly config: Retrieve
   });
 }
 
-/** Reads and checks model.json: ERR_IO when missing, ERR_FORMAT when it is not a model card of this version. */
+/** model.json, every field (issue 48: a card with normalize "yes", tasks as a string or unknown keys loaded and changed results). */
+const modelCardSchema = z
+  .object({
+    format: z.literal(modelFormat.format),
+    version: z.literal(modelFormat.version),
+    config: retrieverConfigSchema,
+    text: z.object({ maxQueryLength: positiveInt, maxPassageLength: positiveInt, taskMarkers: z.boolean() }).strict(),
+    weights: z.object({ file: z.string(), dtype: z.enum(['F32', 'BF16', 'Q8']) }).strict(),
+    training: z.record(z.unknown()).optional(),
+    hybrid: z
+      .object({
+        alpha: finite.nullable(),
+        byTask: z.record(finite.nullable()).optional(),
+        tunedOn: z.object({ data: z.string(), questions: count }).strict(),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+
+/** Reads and checks model.json, every field: ERR_IO when missing, ERR_FORMAT naming the field when malformed. */
 export function readModelCard(dir: string): ModelCard {
   const { card, path } = readSavedCard<ModelCard>(dir, modelFormat);
-  const t = card.text;
-  if (!card.config || typeof card.config !== 'object' || !t || !Number.isInteger(t.maxQueryLength) || !Number.isInteger(t.maxPassageLength))
-    throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed config / text settings`);
-  if (!card.weights || typeof card.weights !== 'object') throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed weights entry`);
-  savedFile(dir, card.weights.file, path, 'weights');
-  return card as ModelCard;
+  const checked = checkCard(modelCardSchema, card, path) as ModelCard;
+  savedFile(dir, checked.weights.file, path, 'weights');
+  return checked;
 }
 
 /**
