@@ -117,6 +117,8 @@ describe('ranking metrics', () => {
     expect(parseQrels('query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td2\t0\nq2\td9\t1\n')).toEqual(graded);
     expect(() => parseQrels('q1 0 d1 2\nq1 d2\n', 'x.qrels')).toThrow(expect.objectContaining({ code: 'ERR_FORMAT', message: expect.stringContaining('x.qrels:2') }));
     expect(() => parseQrels('q1\td1\thigh\n')).toThrow(expect.objectContaining({ code: 'ERR_FORMAT', message: expect.stringContaining('not an integer') }));
+    // A line cut after its last tab is no grade 0.
+    expect(() => parseQrels('q1\td1\t1\nq1\td2\t\n', 'cut.tsv')).toThrow(expect.objectContaining({ code: 'ERR_FORMAT', message: expect.stringContaining('cut.tsv:2') }));
   });
 
   it('rejects unknown metrics', () => {

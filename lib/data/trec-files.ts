@@ -60,9 +60,10 @@ function addQrelsLine(qrels: Map<string, Map<string, number>>, text: string, lin
     if (f.length !== 4) throw lineError(source, line, `expected TREC "qid iter docid grade" or BEIR "query-id<TAB>corpus-id<TAB>score", got ${f.length} fields`);
     [qid, , doc, grade] = f as [string, string, string, string];
   }
-  const g = Number(grade);
   // Number('') is 0: a line cut after its last tab would judge the passage irrelevant.
-  if (!qid || !doc || grade === '' || !Number.isInteger(g)) throw lineError(source, line, `expected a query id, a passage id and an integer grade, got "${text.trim()}"`);
+  if (!qid || !doc || grade === '') throw lineError(source, line, `expected a query id, a passage id and a grade, got "${text.trim()}"`);
+  const g = Number(grade);
+  if (!Number.isInteger(g)) throw lineError(source, line, `grade "${grade}" is not an integer`);
   if (!qrels.has(qid)) qrels.set(qid, new Map());
   qrels.get(qid)!.set(doc, g);
 }
