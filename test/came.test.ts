@@ -349,6 +349,22 @@ describe('CAME retrieval', () => {
       writeFileSync(join(dir, 'came.json'), JSON.stringify({ ...card, linear }));
       expect(await asyncCode(CameRetriever.load(dir)), JSON.stringify(linear)).toBe('ERR_FORMAT');
     }
+    // Every other field against the card's schema too, ERR_FORMAT naming it.
+    type Card = { models: Array<{ config: { experts: string[]; encoder: Record<string, unknown>; localDim: unknown } }>; text: Record<string, unknown>; [k: string]: unknown };
+    for (const [field, damage] of [
+      ['models.0.config.experts', (c: Card) => c.models[0]!.config.experts.push('local')],
+      ['models.0.config.encoder.hiddensize', (c: Card) => (c.models[0]!.config.encoder.hiddensize = 16)],
+      ['models.0.config.localDim', (c: Card) => (c.models[0]!.config.localDim = '8')],
+      ['text.maxQueryLength', (c: Card) => (c.text.maxQueryLength = null)],
+      ['independent', (c: Card) => (c.independent = 'no')],
+    ] as const) {
+      const copy = JSON.parse(JSON.stringify(card)) as Card;
+      damage(copy);
+      writeFileSync(join(dir, 'came.json'), JSON.stringify(copy));
+      const e = await CameRetriever.load(dir).then(() => undefined, (x: unknown) => x as { code: string; message: string });
+      expect(e?.code, field).toBe('ERR_FORMAT');
+      expect(e?.message, field).toContain(field.split('.').slice(0, -1).join('.') || field);
+    }
     writeFileSync(join(dir, 'came.json'), JSON.stringify(card));
     // The index's ids: one per indexed passage, none empty; CRLF line ends read as LF.
     const idsPath = join(dir, 'index', 'ids.txt');

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { MufRetriever, type MufJudgedQuery, type MufPassage } from '../lib/methods/muf/retriever.js';
+import { MufRetriever, readMufDir, type MufJudgedQuery, type MufPassage } from '../lib/methods/muf/retriever.js';
 import { packageRoot } from '../lib/native.js';
 import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
 import type { TrainingExample } from '../lib/train/examples.js';
@@ -216,6 +216,22 @@ describe('quorum muf', () => {
     expect(card).toMatchObject({ format: 'quorum-muf', version: 1, topL: 8, heads: { members: 4, hidden: 16, layers: 0 } });
     expect(card.experts.map((e: { name: string }) => e.name)).toEqual(['geo', 'food']);
     expect(card.experts[0].training.epochs).toHaveLength(20);
+    // muf.json is read against one schema: each damage is ERR_FORMAT naming its field (issue 48).
+    type Card = { experts: Array<Record<string, unknown> | null>; hitTopK: number; topL: number; heads: { members: number }; [k: string]: unknown };
+    for (const [field, damage] of [
+      ['experts', (c: Card) => c.experts.push(c.experts[0]!)],
+      ['experts.1', (c: Card) => (c.experts[1] = null)],
+      ['hitTopK', (c: Card) => (c.hitTopK = c.topL + 1)],
+      ['experts.0.task', (c: Card) => (c.experts[0]!.task = 7)],
+      ['heads.members', (c: Card) => (c.heads.members = -1)],
+      ['extra', (c: Card) => (c.extra = 1)],
+    ] as const) {
+      const copy = JSON.parse(JSON.stringify(card)) as Card;
+      damage(copy);
+      writeFileSync(join(dir, 'muf.json'), JSON.stringify(copy));
+      expect(() => readMufDir(dir), field).toThrow(expect.objectContaining({ code: 'ERR_FORMAT', message: expect.stringContaining(field) }));
+    }
+    writeFileSync(join(dir, 'muf.json'), JSON.stringify(card));
 
     const c = quorum('muf', 'calibrate', '--muf', dir, '--data', data);
     expect(c.status).toBe(0);

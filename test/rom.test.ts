@@ -387,6 +387,21 @@ describe('trainRom and RomModel', () => {
     expect(many.map((x) => [x.answer, x.passage])).toEqual(one.map((x) => [x.answer, x.passage]));
     many.forEach((x, i) => expect(x.spanScore).toBeCloseTo(one[i]!.spanScore, 4));
     expect(await asyncCode(again.read(qs, hits.slice(1)))).toBe('ERR_SHAPE');
+    // rom.json against one schema: each damage is ERR_FORMAT naming its field (issue 48).
+    const romCard = JSON.parse(readFileSync(join(dir, 'rom.json'), 'utf8')) as Record<string, Record<string, unknown>>;
+    for (const [field, damage] of [
+      ['text.readerLength', (c: typeof romCard) => (c.text!.readerLength = '192')],
+      ['config.encoder.normalize', (c: typeof romCard) => ((c.config!.encoder as Record<string, unknown>).normalize = 'yes')],
+      ['retrieval', (c: typeof romCard) => (c.retrieval = { kind: 'bm25' })],
+      ['headDim', (c: typeof romCard) => (c.config!.headDim = -1)],
+    ] as const) {
+      const copy = JSON.parse(JSON.stringify(romCard)) as typeof romCard;
+      damage(copy);
+      writeFileSync(join(dir, 'rom.json'), JSON.stringify(copy));
+      const e = await RomModel.load(dir).then(() => undefined, (x: unknown) => x as { code: string; message: string });
+      expect(e?.code, field).toBe('ERR_FORMAT');
+      expect(e?.message, field).toContain(field);
+    }
     writeFileSync(join(dir, 'rom.json'), JSON.stringify({ format: 'quorum-rom', version: 2 }));
     expect(await asyncCode(RomModel.load(dir))).toBe('ERR_FORMAT');
     expect(await asyncCode(RomModel.load(join(root, 'nowhere')))).toBe('ERR_IO');

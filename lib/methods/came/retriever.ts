@@ -13,10 +13,11 @@ import { Tensor } from '../../tensor.js';
 import { WordPieceTokenizer } from '../../text/tokenizer.js';
 import { readTokenizerFiles, writeTokenizerFiles } from '../../text/tokenizer-files.js';
 import type { PassageText } from '../../data/examples.js';
-import { readSavedCard, savedFile, writeSavedCard, type SavedFormat } from '../../io/saved-dir.js';
+import { checkCard, readSavedCard, savedFile, writeSavedCard, type SavedFormat } from '../../io/saved-dir.js';
 import { readWeights, writeWeights, type WeightStorage } from '../../models/model-dir.js';
+import { encoderConfigSchema } from '../../models/config.js';
 import { TokenTable } from '../../models/token-table.js';
-import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../../validate.js';
+import { checkOptions, count, finite, mustBeArray, mustBeObject, optionKeys, positiveInt, z } from '../../validate.js';
 import { encodeCame, type CameEncoderModel, type CameEncoding } from './encode.js';
 import { CAME_FUSIONS, fuseExperts, type CameFusion, type Hit, type LinearFusion } from './fusion.js';
 import { CAME_EXPERTS, CameModel, cameConfig, type CameConfig, type CameExpertName, type CameModelOptions } from './model.js';
@@ -28,7 +29,45 @@ export const CAME_PASSAGE_TERMS = 256;
 export const CAME_QUERY_TERMS = 64;
 
 const cameFormat = { card: 'came.json', format: 'quorum-came', version: 1, what: 'a CAME directory' } as const satisfies SavedFormat;
-const cameIndexFormat: SavedFormat = { card: 'index.json', format: 'quorum-came-index', version: 1, what: 'a CAME index' };
+const cameIndexFormat = { card: 'index.json', format: 'quorum-came-index', version: 1, what: 'a CAME index' } as const satisfies SavedFormat;
+
+const expertList = z
+  .array(z.enum(['lexical', 'local', 'global']))
+  .min(1)
+  .refine((e) => new Set(e).size === e.length, 'an expert is listed twice');
+
+// came.json and index.json, every field (issue 48: a string bias made the fused scores strings).
+const cameCardSchema = z
+  .object({
+    format: z.literal(cameFormat.format),
+    version: z.literal(cameFormat.version),
+    independent: z.boolean(),
+    models: z
+      .array(
+        z
+          .object({
+            config: z.object({ encoder: encoderConfigSchema, expertLayers: count, experts: expertList, localDim: positiveInt, referenceOps: z.boolean().optional() }).strict(),
+            weights: z.string(),
+          })
+          .strict(),
+      )
+      .min(1)
+      .refine((m) => new Set(m.flatMap((x) => x.config.experts)).size === m.reduce((a, x) => a + x.config.experts.length, 0), 'two models hold one expert'),
+    text: z.object({ maxQueryLength: positiveInt, maxPassageLength: positiveInt }).strict(),
+    linear: z.object({ weights: z.array(finite), bias: finite }).strict().optional(),
+    training: z.record(z.unknown()).optional(),
+  })
+  .strict();
+const cameIndexSchema = z
+  .object({
+    format: z.literal(cameIndexFormat.format),
+    version: z.literal(cameIndexFormat.version),
+    size: positiveInt,
+    queryTerms: positiveInt,
+    passageTerms: positiveInt.optional(),
+    experts: expertList,
+  })
+  .strict();
 
 /** How texts are cut before encoding (came.json stores them). */
 export interface CameTextSettings {
@@ -400,11 +439,10 @@ export interface CameIndexes {
  * other experts.
  */
 export async function readCameIndex(dir: string, experts: readonly CameExpertName[]): Promise<{ ids: string[]; indexes: CameIndexes }> {
-  const { card, path } = readSavedCard<{ size: number; queryTerms: number; passageTerms?: number; experts: string[] }>(dir, cameIndexFormat);
-  if (!Number.isInteger(card.size) || card.size! < 1 || !Number.isInteger(card.queryTerms)) throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed size / queryTerms`);
+  const { card: raw, path } = readSavedCard(dir, cameIndexFormat);
+  const card = checkCard(cameIndexSchema, raw, path);
   // Indexes saved before passageTerms was recorded used the default.
   const passageTerms = card.passageTerms ?? CAME_PASSAGE_TERMS;
-  if (!Number.isInteger(passageTerms) || passageTerms < 1) throw new QuorumError('ERR_FORMAT', `${path}: passageTerms must be a positive integer`);
   if (JSON.stringify(card.experts) !== JSON.stringify(experts)) throw new QuorumError('ERR_FORMAT', `${path} indexes experts ${String(card.experts)}, this retriever has ${experts.join(',')}`);
   // One id per corpus row (CRLF accepted): a short or long file would name the wrong passages (issue 48).
   const lines = readTextFile(join(dir, 'ids.txt')).split(/\r?\n/);
@@ -413,7 +451,7 @@ export async function readCameIndex(dir: string, experts: readonly CameExpertNam
   const empty = lines.findIndex((id) => id === '');
   if (empty >= 0) throw new QuorumError('ERR_FORMAT', `${join(dir, 'ids.txt')}: line ${empty + 1} is an empty id`);
   const ids = lines;
-  const ix: CameIndexes = { size: card.size!, queryTerms: card.queryTerms!, passageTerms };
+  const ix: CameIndexes = { size: card.size, queryTerms: card.queryTerms, passageTerms };
   try {
     if (experts.includes('lexical')) ix.lexical = await SparseIndex.load(join(dir, 'lexical.sparse'));
     if (experts.includes('global')) ix.global = await DenseIndex.load(join(dir, 'global.faiss'));
@@ -506,15 +544,10 @@ function allowedRows(rows: ArrayLike<number>, n: number): Int32Array {
 
 /** {@link CameRetriever.save}'s came.json, checked (CameRetriever.load and CameServer). ERR_IO / ERR_FORMAT. */
 export function readCameCard(dir: string): { card: CameCard; path: string } {
-  const { card, path } = readSavedCard<CameCard>(dir, cameFormat);
-  if (!Array.isArray(card.models) || !card.models.length || !card.text || !Number.isInteger(card.text.maxQueryLength) || !Number.isInteger(card.text.maxPassageLength))
-    throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed models / text settings`);
-  for (const m of card.models) if (!m || !m.config) throw new QuorumError('ERR_FORMAT', `${path}: a malformed model entry`);
-  if (card.linear !== undefined) {
-    const experts = new Set(card.models.flatMap((m) => (Array.isArray(m.config.experts) ? m.config.experts : []))).size;
-    card.linear = checkedLinear(card.linear, experts, path);
-  }
-  return { card: card as CameCard, path };
+  const { card: raw, path } = readSavedCard<CameCard>(dir, cameFormat);
+  const card = checkCard(cameCardSchema, raw, path) as CameCard;
+  if (card.linear) card.linear = checkedLinear(card.linear, card.models.reduce((a, m) => a + m.config.experts.length, 0), path);
+  return { card, path };
 }
 
 /** Frees every index of a corpus (each when its call in flight ends). */

@@ -13,13 +13,13 @@ import type { ScoredDoc } from '../../eval/ranking.js';
 import { fuse } from '../../fusion/fuse.js';
 import { mufFusion } from './fusion.js';
 import { readSafetensors, writeSafetensors } from '../../io/safetensors.js';
-import { readSavedCard, savedFile, writeSavedCard, type SavedFormat } from '../../io/saved-dir.js';
+import { checkCard, readSavedCard, savedFile, writeSavedCard, type SavedFormat } from '../../io/saved-dir.js';
 import { Tensor } from '../../tensor.js';
 import type { PassageText, TrainingExample } from '../../data/examples.js';
 import { modelDir } from '../../models/model-dir.js';
 import { Retriever } from '../../models/retriever.js';
 import { auroc, ece, ensembleMI, fitPlatt, plattProbability, searchTemperature, widenedTemperatureGrid } from '../../uncertainty.js';
-import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
+import { checkOptions, count, finite, mustBeArray, mustBeObject, mustBeString, optionKeys, positiveInt, z } from '../../validate.js';
 import { ENSEMBLE_DEFAULTS, MlpEnsemble, type EnsembleConfig, type EnsembleEpoch, type EnsembleTrainOptions } from './ensemble.js';
 import { FAMILIARITY_K, FamiliarityBank, sampleTexts, type FamiliarityCalibration } from './familiarity.js';
 
@@ -73,6 +73,48 @@ export interface MufCard {
   heads: Required<Omit<EnsembleConfig, 'dim'>>;
   experts: Array<{ name: string; task: string; training?: ExpertState['training']; calibration?: ExpertCalibration }>;
 }
+
+// muf.json, every field (issue 48: a null expert, an expert listed twice, a string where a number belongs all loaded).
+// Figures that only report (ECEs, hit rates, AUROC) may be null: JSON writes NaN so.
+const reported = finite.nullable();
+const mufCardSchema = z
+  .object({
+    format: z.literal(mufFormat.format),
+    version: z.literal(mufFormat.version),
+    dim: positiveInt,
+    topL: positiveInt,
+    hitTopK: positiveInt,
+    heads: z.object({ hidden: positiveInt, layers: z.number().int().min(0).max(16), members: positiveInt }).strict(),
+    experts: z
+      .array(
+        z
+          .object({
+            name: z.string().min(1),
+            task: z.string().min(1),
+            training: z.record(z.unknown()).optional(),
+            calibration: z
+              .object({
+                temperature: z.number().positive().finite(),
+                eceBefore: reported,
+                eceAfter: reported,
+                questions: count,
+                hitRate: reported,
+                tried: z.array(z.object({ temperature: z.number().positive().finite(), ece: reported }).strict()),
+                familiarity: z
+                  .object({ k: positiveInt, platt: z.object({ weights: z.array(finite).min(1), bias: finite }).strict(), auroc: reported, ece: reported, own: count, other: count })
+                  .strict()
+                  .optional(),
+              })
+              .strict()
+              .optional(),
+          })
+          .strict(),
+      )
+      .min(1)
+      .refine((e) => new Set(e.map((x) => x.name)).size === e.length, 'an expert is listed twice'),
+  })
+  .strict()
+  .refine((c) => c.hitTopK <= c.topL, { message: 'hitTopK must be at most topL', path: ['hitTopK'] });
 
 /** One expert of {@link MufRetriever.build}. */
 export interface MufExpertSpec {
@@ -170,12 +212,12 @@ const calibrateKeys = optionKeys<{ grid?: unknown }>()(['grid']);
  * and the libtorch-free MufServer read them.
  */
 export function readMufDir(dir: string): { card: MufCard; cardPath: string; ids: string[]; experts: Array<{ expert: MufCard['experts'][number]; base: string }> } {
-  const { card, path: cardPath } = readSavedCard<MufCard>(dir, mufFormat);
-  if (!Array.isArray(card.experts) || card.experts.length === 0) throw new QuorumError('ERR_FORMAT', `${cardPath}: no experts`);
+  const { card: raw, path: cardPath } = readSavedCard<MufCard>(dir, mufFormat);
+  const card = checkCard(mufCardSchema, raw, cardPath) as MufCard;
   const ids = readTextFile(join(dir, 'corpus-ids.txt')).split('\n');
   if (ids.at(-1) === '') ids.pop();
   const experts = card.experts.map((expert) => ({ expert, base: savedFile(join(dir, 'experts'), expert.name, cardPath, 'expert name') }));
-  return { card: card as MufCard, cardPath, ids, experts };
+  return { card, cardPath, ids, experts };
 }
 
 /** An expert folder's familiarity bank, when it has one (directories trained before familiarity have none). */

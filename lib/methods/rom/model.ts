@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { makeDirs, writeFileAtomic } from '../../data/files.js';
-import { readSavedCard, savedFile, writeSavedCard, type SavedFormat } from '../../io/saved-dir.js';
+import { checkCard, readSavedCard, savedFile, writeSavedCard, type SavedFormat } from '../../io/saved-dir.js';
 import { scoreTopK } from '../../dense.js';
 import { QuorumError } from '../../errors.js';
 import { readSafetensors, writeSafetensors } from '../../io/safetensors.js';
@@ -20,14 +20,37 @@ import { readWeights, writeWeights, type WeightStorage } from '../../models/mode
 import { Retriever } from '../../models/retriever.js';
 import { TokenTable } from '../../models/token-table.js';
 import type { TokenBatchArg } from '../../native.js';
-import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../../validate.js';
+import { encoderConfigSchema } from '../../models/config.js';
+import { checkOptions, count, mustBeArray, mustBeObject, optionKeys, positiveInt, z } from '../../validate.js';
 import { RomNetwork, type ReaderLogits, type RomConfig, type RomNetworkOptions } from './network.js';
 import { passagePieces, readerRows, spanText, type PassagePieces } from './reader-inputs.js';
 import { bestSpans } from './spans.js';
 import { brandClass } from '../../brand.js';
 
 const romFormat = { card: 'rom.json', format: 'quorum-rom', version: 1, what: 'a ROM directory' } as const satisfies SavedFormat;
-const romIndexFormat: SavedFormat = { card: 'index.json', format: 'quorum-rom-index', version: 1, what: 'a ROM index' };
+const romIndexFormat = { card: 'index.json', format: 'quorum-rom-index', version: 1, what: 'a ROM index' } as const satisfies SavedFormat;
+
+// rom.json and the index's card, every field (issue 48).
+const romConfigSchema = z.object({ encoder: encoderConfigSchema, headDim: count }).strict();
+const romCardSchema = z
+  .object({
+    format: z.literal(romFormat.format),
+    version: z.literal(romFormat.version),
+    config: romConfigSchema,
+    text: z.object({ maxQueryLength: positiveInt, maxPassageLength: positiveInt, readerLength: positiveInt, maxAnswerLength: positiveInt }).strict(),
+    weights: z.string(),
+    retrieval: z
+      .discriminatedUnion('kind', [
+        z.object({ kind: z.literal('rom'), config: romConfigSchema, weights: z.string() }).strict(),
+        z.object({ kind: z.literal('retriever'), dir: z.literal('retriever') }).strict(),
+      ])
+      .optional(),
+    training: z.record(z.unknown()).optional(),
+  })
+  .strict();
+const romIndexSchema = z
+  .object({ format: z.literal(romIndexFormat.format), version: z.literal(romIndexFormat.version), ids: z.array(z.string().min(1)) })
+  .strict();
 
 /** How texts become the network's inputs. */
 export interface RomTextSettings {
@@ -405,8 +428,8 @@ export async function readCandidates(
  */
 export function readRomIndex(dir: string, passages: readonly (PassageText & { id: string })[], dim: number): Tensor<'f32'> {
   mustBeArray(passages, 'passages');
-  const { card, path } = readSavedCard<{ ids: unknown[] }>(dir, romIndexFormat);
-  if (!Array.isArray(card.ids)) throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed ids`);
+  const { card: raw, path } = readSavedCard(dir, romIndexFormat);
+  const card = checkCard(romIndexSchema, raw, path);
   if (card.ids.length !== passages.length || card.ids.some((id, i) => id !== passages[i]!.id))
     throw new QuorumError('ERR_FORMAT', `${dir} indexes another corpus (${card.ids.length} passages; rebuild it with \`quorum rom index\`)`);
   let tensors;
@@ -434,14 +457,8 @@ export function writeRomIndex(dir: string, ids: readonly string[], vectors: Floa
 
 /** {@link RomModel.save}'s rom.json, checked (RomModel.load and RomServer). ERR_IO / ERR_FORMAT. */
 export function readRomCard(dir: string): { card: RomCard; path: string } {
-  const { card, path } = readSavedCard<RomCard>(dir, romFormat);
-  const t = card.text;
-  if (!card.config || !t || !Object.keys(defaultRomText).every((k) => Number.isInteger(t[k as keyof RomTextSettings])))
-    throw new QuorumError('ERR_FORMAT', `${path}: missing or malformed config or text settings`);
-  const r = card.retrieval;
-  if (r !== undefined && !(r?.kind === 'rom' || (r?.kind === 'retriever' && r.dir === 'retriever')))
-    throw new QuorumError('ERR_FORMAT', `${path}: ${r?.kind === 'retriever' ? 'malformed retrieval entry' : 'unknown retrieval side'}`);
-  return { card: card as RomCard, path };
+  const { card: raw, path } = readSavedCard<RomCard>(dir, romFormat);
+  return { card: checkCard(romCardSchema, raw, path) as RomCard, path };
 }
 
 // `instanceof RomModel` holds for the other package copy's instances too (ESM and CommonJS in one process: lib/brand.ts).
