@@ -1,5 +1,6 @@
 // makeDirs (lib/data/files.ts): every save path is created through it, so a path that cannot be made is one typed
 // ERR_IO at once. Node 20's recursive mkdirSync never returns for a path under /proc (issue 48).
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -60,8 +61,36 @@ describe('replaceDirectory', () => {
     ).rejects.toThrow('disk full');
     expect(readdirSync(dir)).toEqual(['b.txt']);
     expect(readdirSync(join(root, 'swap'))).toEqual(['index']);  // no temporary left
-    // Nothing to replace: ERR_IO, and the new copy is removed.
-    expect(await asyncCode(replaceDirectory(join(root, 'swap', 'missing'), async (tmp) => mkdirSync(tmp)))).toBe('ERR_IO');
-    expect(readdirSync(join(root, 'swap'))).toEqual(['index']);
+    // Nothing to replace: created. A parent that is a file: ERR_IO, nothing left.
+    await replaceDirectory(join(root, 'swap', 'fresh'), async (tmp) => mkdirSync(tmp));
+    expect(readdirSync(join(root, 'swap')).sort()).toEqual(['fresh', 'index']);
+    writeFileSync(join(root, 'swap', 'file'), 'x');
+    expect(await asyncCode(replaceDirectory(join(root, 'swap', 'file', 'd'), async (tmp) => makeDirs(tmp)))).toBe('ERR_IO');
+    expect(readdirSync(join(root, 'swap')).sort()).toEqual(['file', 'fresh', 'index']);
+  });
+
+  it('recovers a directory whose replacement was killed between its two renames: the finished copy goes in place', async () => {
+    const parent = join(root, 'recover');
+    mkdirSync(parent, { recursive: true });
+    const dead = spawnSync(process.execPath, ['-e', '0']).pid!;  // a process that has exited
+    const dir = join(parent, 'index');
+    for (const [name, text] of [[`index.old-${dead}-a`, 'old'], [`index.tmp-${dead}-a`, 'new']] as const) {
+      mkdirSync(join(parent, name));
+      writeFileSync(join(parent, name, 'v.txt'), text);
+    }
+    await replaceDirectory(dir, async (tmp) => {
+      expect(readFileSync(join(dir, 'v.txt'), 'utf8')).toBe('new');  // recovered before this write began
+      mkdirSync(tmp);
+      writeFileSync(join(tmp, 'v.txt'), 'newer');
+    });
+    expect(readdirSync(parent)).toEqual(['index']);
+    expect(readFileSync(join(dir, 'v.txt'), 'utf8')).toBe('newer');
+    // Killed before its write finished (only .old and no .tmp of that tag cannot happen; a lone .tmp is unfinished).
+    mkdirSync(join(parent, `index.tmp-${dead}-b`));
+    await replaceDirectory(dir, async (tmp) => {
+      mkdirSync(tmp);
+      writeFileSync(join(tmp, 'v.txt'), 'newest');
+    });
+    expect(readdirSync(parent)).toEqual(['index']);
   });
 });

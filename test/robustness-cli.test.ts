@@ -11,7 +11,7 @@ import { join } from 'node:path';
 
 import { expect, it } from 'vitest';
 
-import { readModelCard } from '../lib/models/model-dir.js';
+import { readModelCard, readModelParameters } from '../lib/models/model-dir.js';
 import { packageRoot } from '../lib/native.js';
 import { code } from './basics.js';
 
@@ -62,6 +62,32 @@ it('model.json: every field removed, null or of another type is ERR_FORMAT namin
       }
     }
     expect(checked).toBeGreaterThan(90);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+it('weights must hold the dtypes the card names: a relabelled tensor or a card of another storage is ERR_FORMAT', () => {
+  const modelDir = join(packageRoot, 'data', 'models', 'default');
+  const root = mkdtempSync(join(tmpdir(), 'quorum-weights-dtype-'));
+  const dir = join(root, 'model');
+  cpSync(modelDir, dir, { recursive: true });
+  try {
+    expect(readModelParameters(dir, readModelCard(dir)).size).toBeGreaterThan(0);
+    // The shipped model is Q8 (int8 tables, their f32 row scales, bf16 elsewhere): a card saying F32 or BF16 is wrong.
+    const card = JSON.parse(readFileSync(join(dir, 'model.json'), 'utf8'));
+    for (const dtype of ['F32', 'BF16']) {
+      writeFileSync(join(dir, 'model.json'), JSON.stringify({ ...card, weights: { ...card.weights, dtype } }));
+      expect(code(() => readModelParameters(dir, readModelCard(dir))), dtype).toBe('ERR_FORMAT');
+    }
+    writeFileSync(join(dir, 'model.json'), JSON.stringify(card));
+    // An f32 tensor relabelled i32 in the header (same size: the bytes would read as other numbers).
+    const bytes = readFileSync(join(dir, 'weights.safetensors'));
+    const headerEnd = 8 + Number(bytes.readBigUInt64LE(0));
+    const header = bytes.subarray(8, headerEnd).toString('utf8');
+    expect(header).toContain('"dtype":"F32"');
+    writeFileSync(join(dir, 'weights.safetensors'), Buffer.concat([bytes.subarray(0, 8), Buffer.from(header.replace('"dtype":"F32"', '"dtype":"I32"'), 'utf8'), bytes.subarray(headerEnd)]));
+    expect(code(() => readModelParameters(dir, readModelCard(dir)))).toBe('ERR_FORMAT');
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

@@ -1,5 +1,5 @@
 // Small file helpers shared by the TypeScript-side formats.
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 
 import { QuorumError } from '../errors.js';
@@ -38,34 +38,78 @@ export function removeStaleTemporaries(path: string): void {
   }
 }
 
+/** rm -rf that never throws (cleanup after a failure must not replace the failure's error). */
+function removeQuietly(path: string): void {
+  try {
+    rmSync(path, { recursive: true, force: true });
+  } catch {
+    // nothing to remove, or not ours
+  }
+}
+
 /**
- * Replaces the directory `dir` with the one `write` fills: it is written beside `dir` (`<dir>.tmp-<pid>-<r>`), then
- * swapped in by two renames (the old directory moves aside and is removed). A failure or crash while writing leaves
- * `dir` as it was (a failure removes the new copy; ERR_IO for a file-system error); only a crash between the two
- * renames, with no I/O between them, leaves `dir` missing, the old and new copies beside it.
+ * What replaceDirectory calls left beside `dir` when their process died (kill -9, power loss): a finished copy not
+ * yet swapped in when `dir` itself is missing (the kill fell between the two renames: `<dir>.old-T` and, complete,
+ * `<dir>.tmp-T`), which is put in place, and then every leftover of a dead process, removed.
+ */
+function recoverDirectory(dir: string): void {
+  const base = basename(dir);
+  let names: string[];
+  try {
+    names = readdirSync(dirname(dir));
+  } catch {
+    return;
+  }
+  const dead = (name: string, kind: string) => {
+    if (!name.startsWith(`${base}.${kind}-`)) return undefined;
+    const tag = name.slice(base.length + kind.length + 2);
+    const pid = Number(/^(\d+)-/.exec(tag)?.[1]);
+    return Number.isSafeInteger(pid) && pid > 0 && pid !== process.pid && !alive(pid) ? tag : undefined;
+  };
+  if (!existsSync(dir))
+    for (const name of names) {
+      const tag = dead(name, 'old');
+      if (tag === undefined) continue;
+      // A .tmp of the same tag exists only once it was complete (it is renamed only after its write).
+      const done = join(dirname(dir), `${base}.tmp-${tag}`);
+      renameSync(existsSync(done) ? done : join(dirname(dir), name), dir);
+      break;
+    }
+  for (const name of readdirSync(dirname(dir))) if (dead(name, 'tmp') !== undefined || dead(name, 'old') !== undefined) removeQuietly(join(dirname(dir), name));
+}
+
+/**
+ * Replaces the directory `dir` (or creates it) with the one `write` fills: it is written beside `dir`
+ * (`<dir>.tmp-<pid>-<r>`), then swapped in by two renames (the old directory moves aside and is removed). A failure
+ * while writing leaves `dir` as it was and removes the new copy (ERR_IO for a file-system error); a process killed at
+ * any point leaves `dir` old or new, whole: one killed between the two renames leaves both copies beside a missing
+ * `dir`, and the next replaceDirectory of `dir` puts the new one in place first.
  */
 export async function replaceDirectory(dir: string, write: (tmp: string) => Promise<void>): Promise<void> {
+  recoverDirectory(dir);
   const tag = `${process.pid}-${Math.random().toString(36).slice(2)}`;
   const tmp = `${dir}.tmp-${tag}`;
   try {
     await write(tmp);
   } catch (e) {
-    rmSync(tmp, { recursive: true, force: true });
+    removeQuietly(tmp);
     throw e;
   }
   const old = `${dir}.old-${tag}`;
   let moved = false;
   try {
-    renameSync(dir, old);
-    moved = true;
+    if (existsSync(dir)) {
+      renameSync(dir, old);
+      moved = true;
+    }
     renameSync(tmp, dir);
   } catch (e) {
     if (moved) renameSync(old, dir);
-    rmSync(tmp, { recursive: true, force: true });
+    removeQuietly(tmp);
     throw new QuorumError('ERR_IO', `cannot replace ${dir}: ${(e as Error).message}`);
   }
   syncDirectory(dir);
-  rmSync(old, { recursive: true, force: true });
+  removeQuietly(old);
 }
 
 /** fsync of `path`'s directory, so that a rename into it survives a power loss. */

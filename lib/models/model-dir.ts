@@ -181,7 +181,7 @@ export function readModelCard(dir: string): ModelCard {
  * every parameter with its shape; a bad file changes nothing (ERR_FORMAT).
  */
 export function loadWeights(model: ParameterTable, dir: string, card: ModelCard): void {
-  readWeights(model, savedFile(dir, card.weights.file, join(dir, 'model.json'), 'weights'));
+  readWeights(model, savedFile(dir, card.weights.file, join(dir, 'model.json'), 'weights'), card.weights.dtype);
 }
 
 // A Q8 matrix's row scales are stored beside it under this suffix ('#' occurs in no parameter name).
@@ -219,9 +219,9 @@ export function writeWeights(model: ParameterTable, path: string, dtype: WeightS
  * Reads {@link writeWeights}'s file into `model`, checking first that it holds every parameter with its shape and
  * finite values: a bad file changes nothing (ERR_FORMAT; ERR_IO when unreadable).
  */
-export function readWeights(model: ParameterTable, path: string): void {
+export function readWeights(model: ParameterTable, path: string, storage: WeightStorage | 'any' = 'any'): void {
   const params = model.parameters();
-  const values = readWeightTensors(path, params);
+  const values = readWeightTensors(path, params, undefined, storage);
   for (const { name } of params) model.setParameter(name, values.get(name)!);
 }
 
@@ -232,7 +232,7 @@ export function readWeights(model: ParameterTable, path: string): void {
 export function readModelParameters(dir: string, card: ModelCard): Map<string, Float32Array> {
   const shapes = parameterShapes(card.config.encoder);
   const expected = retrieverEncoderNames(card.config).flatMap((e) => [...shapes].map(([name, shape]) => ({ name: `${e}.${name}`, shape })));
-  return readWeightTensors(savedFile(dir, card.weights.file, join(dir, 'model.json'), 'weights'), expected);
+  return readWeightTensors(savedFile(dir, card.weights.file, join(dir, 'model.json'), 'weights'), expected, undefined, card.weights.dtype);
 }
 
 /**
@@ -266,19 +266,30 @@ function safetensorsAt(path: string): Map<string, SafetensorsTensor> {
 }
 
 /** {@link writeWeights}'s file, checked to hold exactly `expected` (shapes, finite values), as float32 arrays. */
-function readWeightTensors(path: string, params: ReadonlyArray<{ name: string; shape: readonly number[] }>, read?: Map<string, SafetensorsTensor>): Map<string, Float32Array> {
+// The dtypes a weights file of each storage holds (writeWeights): an integer tensor anywhere else is a relabelled float
+// (issue 48: F32 weights marked I32 loaded as garbage floats).
+const STORED_DTYPES: Readonly<Record<WeightStorage | 'any', readonly string[]>> = { F32: ['F32'], BF16: ['BF16'], Q8: ['I8', 'BF16'], any: ['F32', 'BF16', 'I8'] };
+
+function readWeightTensors(
+  path: string,
+  params: ReadonlyArray<{ name: string; shape: readonly number[] }>,
+  read?: Map<string, SafetensorsTensor>,
+  storage: WeightStorage | 'any' = 'any',
+): Map<string, Float32Array> {
   const tensors = read ?? safetensorsAt(path);
   const values = new Map<string, Float32Array>();
   let scaleTensors = 0;
   for (const { name, shape } of params) {
     const t = tensors.get(name);
     if (!t) throw new QuorumError('ERR_FORMAT', `${path} has no tensor ${name}`);
+    if (!STORED_DTYPES[storage].includes(t.dtype))
+      throw new QuorumError('ERR_FORMAT', `${path}: ${name} is ${t.dtype}, which ${storage === 'any' ? 'no weights file holds' : `a ${storage} weights file (the card's dtype) does not hold`}`);
     if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i]))
       throw new QuorumError('ERR_FORMAT', `${path}: ${name} is [${t.shape.join(', ')}], the model needs [${shape.join(', ')}]`);
     let data = t.data;
     if (t.dtype === 'I8') {
       const scales = tensors.get(name + SCALE_SUFFIX);
-      if (shape.length !== 2 || !scales || scales.shape.length !== 1 || scales.shape[0] !== shape[0])
+      if (shape.length !== 2 || !scales || scales.dtype !== 'F32' || scales.shape.length !== 1 || scales.shape[0] !== shape[0])
         throw new QuorumError('ERR_FORMAT', `${path}: ${name} is int8 without a scale per row (${name + SCALE_SUFFIX})`);
       try {
         data = dequantizeRowsInt8(t.data, scales.data, shape[1]!);
