@@ -4,7 +4,7 @@
 // a DenseIndex, a SparseIndex, a tensor file, a file written by writeFileAtomic (model cards and weights, MUF, CAME
 // and ROM files), and a directory replaced whole by replaceDirectory (a CAME index's update).
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -61,7 +61,7 @@ describe('a full disk during a save', () => {
   it.each(KINDS)('%s: ERR_IO, the old file intact, no temporary file left', async (kind) => {
     const dir = join(root, `full-${kind}`);
     const path = join(dir, 'saved.bin');
-    spawnSync('mkdir', ['-p', dir]);
+    mkdirSync(dir, { recursive: true });
     expect(saveOnce(kind, path, 0)).toBe('saved');
     expect(await versionOf(kind, path)).toBe(0);
     // 512 KB a file: the 2 MB payload (two 1 MB halves for the directory) cannot be written.
@@ -75,7 +75,7 @@ describe('kill -9 during saves', () => {
   it.each(KINDS)('%s: the old version or the new one, whole, at every kill', async (kind) => {
     const dir = join(root, `kill-${kind}`);
     const path = join(dir, 'saved.bin');
-    spawnSync('mkdir', ['-p', dir]);
+    mkdirSync(dir, { recursive: true });
     expect(saveOnce(kind, path, 0)).toBe('saved');
     const seen = new Set<number>();
     for (let trial = 0; trial < 4; trial++) {

@@ -137,8 +137,8 @@ export async function readBeir(dir: string, split = 'test'): Promise<BeirDataset
   mustBeString(dir, 'dataset directory');
   mustBeString(split, 'split');
   const corpus = await readBeirCorpus(dir);
-  const qrels = join(dir, 'qrels', `${split}.tsv`);
-  return { corpus, queries: await readBeirQueries(join(dir, 'queries.jsonl')), qrels: checkedQrels(await readQrels(qrels), qrels) };
+  const qrelsPath = join(dir, 'qrels', `${split}.tsv`);
+  return { corpus, queries: await readBeirQueries(join(dir, 'queries.jsonl')), qrels: checkedQrels(await readQrels(qrelsPath), qrelsPath) };
 }
 
 /**

@@ -1,5 +1,5 @@
 // A change to a saved corpus (passages removed, passages added) planned against the ids it holds: what the methods'
-// corpus updates share (updateMufPassages, updateRomIndex). Removals come first, so one change can update a passage
+// corpus updates share (updateMufPassages, updateRomIndex, updateCamePassages). Removals come first, so one change can update a passage
 // by removing its id and adding it again; kept rows stay in their order and added ones follow.
 import { QuorumError } from '../errors.js';
 import { mustBeArray, mustBeString } from '../validate.js';
@@ -56,4 +56,17 @@ export function keptRowsThen(old: Float32Array, dim: number, kept: readonly numb
   kept.forEach((row, i) => out.set(old.subarray(row * dim, (row + 1) * dim), i * dim));
   out.set(added, kept.length * dim);
   return out;
+}
+
+/**
+ * The rows a change keeps, checked against a corpus of `size` rows: ERR_ARG unless an Int32Array, ERR_RANGE unless
+ * ascending, distinct and below `size` (CameRetriever.changeIndex, TokenIndex.changed).
+ */
+export function checkKeptRows(keep: unknown, size: number): Int32Array {
+  if (!(keep instanceof Int32Array)) throw new QuorumError('ERR_ARG', 'keep must be an Int32Array of corpus rows');
+  for (let i = 0; i < keep.length; i++) {
+    const r = keep[i]!;
+    if (r < 0 || r >= size || (i && r <= keep[i - 1]!)) throw new QuorumError('ERR_RANGE', `keep[${i}] = ${r}: rows must be ascending corpus rows below ${size}`);
+  }
+  return keep;
 }

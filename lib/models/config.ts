@@ -146,7 +146,7 @@ export const encoderConfigSchema = z
     embeddingSize: positiveInt,
     dropout: z.number().min(0).max(1),
     layerNormEps: z.number().positive().finite(),
-    pooling: z.enum(['cls', 'mean', 'max']),
+    pooling: z.enum(POOLINGS as [Pooling, ...Pooling[]]),
     projectionDim: count,
     projectionHidden: count.optional(),
     normalize: z.boolean().optional(),

@@ -265,11 +265,14 @@ function safetensorsAt(path: string): Map<string, SafetensorsTensor> {
   }
 }
 
-/** {@link writeWeights}'s file, checked to hold exactly `expected` (shapes, finite values), as float32 arrays. */
 // The dtypes a weights file of each storage holds (writeWeights): an integer tensor anywhere else is a relabelled float
 // (issue 48: F32 weights marked I32 loaded as garbage floats).
 const STORED_DTYPES: Readonly<Record<WeightStorage | 'any', readonly string[]>> = { F32: ['F32'], BF16: ['BF16'], Q8: ['I8', 'BF16'], any: ['F32', 'BF16', 'I8'] };
 
+/**
+ * {@link writeWeights}'s file, checked to hold exactly `expected` (shapes, finite values, the dtypes of `storage`, the
+ * card's), as float32 arrays.
+ */
 function readWeightTensors(
   path: string,
   params: ReadonlyArray<{ name: string; shape: readonly number[] }>,

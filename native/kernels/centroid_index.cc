@@ -30,26 +30,23 @@ CentroidIndex::CentroidIndex(const float* centroids, size_t n_centroids, size_t 
   for (size_t t = 0; t < tokens; ++t)
     need(codes[t] >= 0 && size_t(codes[t]) < n_centroids, "ERR_RANGE",
          "token " + std::to_string(t) + " has code " + std::to_string(codes[t]) + " outside the " + std::to_string(n_centroids) + " centroids");
-  // Each centroid's passages (once each, ascending): a counting pass, then a fill, over (passage, code) pairs with
-  // the repeats inside a passage dropped by a last-seen mark per centroid.
-  std::vector<int32_t> last(n_centroids, -1);
+  // Each centroid's passages (once each, ascending): a counting pass, then a fill, over the distinct (code, passage)
+  // pairs (repeats inside a passage dropped by a last-seen mark per centroid).
+  const auto each_pair = [&](auto&& f) {
+    std::vector<int32_t> last(n_centroids, -1);
+    for (size_t p = 0; p < passages; ++p)
+      for (int64_t t = starts_[p]; t < starts_[p + 1]; ++t)
+        if (int32_t& l = last[size_t(codes[t])]; l != int32_t(p)) {
+          l = int32_t(p);
+          f(size_t(codes[t]), int32_t(p));
+        }
+  };
   list_offsets_.assign(n_centroids + 1, 0);
-  for (size_t p = 0; p < passages; ++p)
-    for (int64_t t = starts_[p]; t < starts_[p + 1]; ++t)
-      if (int32_t& l = last[size_t(codes[t])]; l != int32_t(p)) {
-        l = int32_t(p);
-        ++list_offsets_[size_t(codes[t]) + 1];
-      }
+  each_pair([&](size_t c, int32_t) { ++list_offsets_[c + 1]; });
   for (size_t c = 0; c < n_centroids; ++c) list_offsets_[c + 1] += list_offsets_[c];
   list_passages_.resize(size_t(list_offsets_[n_centroids]));
   std::vector<int64_t> fill(list_offsets_.begin(), list_offsets_.end() - 1);
-  std::fill(last.begin(), last.end(), -1);
-  for (size_t p = 0; p < passages; ++p)
-    for (int64_t t = starts_[p]; t < starts_[p + 1]; ++t)
-      if (int32_t& l = last[size_t(codes[t])]; l != int32_t(p)) {
-        l = int32_t(p);
-        list_passages_[size_t(fill[size_t(codes[t])]++)] = int32_t(p);
-      }
+  each_pair([&](size_t c, int32_t p) { list_passages_[size_t(fill[c]++)] = p; });
 }
 
 size_t CentroidIndex::candidates(const float* q, size_t lq, size_t nprobe, const int32_t* allowed, size_t n_allowed,

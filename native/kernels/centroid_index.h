@@ -39,8 +39,6 @@ class CentroidIndex {
                 const int32_t* lengths, size_t passages);
 
   size_t passages() const { return starts_.size() - 1; }
-  size_t tokens() const { return codes_.size(); }
-  size_t centroids() const { return n_centroids_; }
   size_t dim() const { return dim_; }
 
   // The `keep` best candidates of one question (lq token vectors of dim(), row-major) by approx, best first:

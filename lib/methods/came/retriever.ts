@@ -5,6 +5,7 @@
 
 import { join } from 'node:path';
 
+import { checkKeptRows } from '../../data/corpus-change.js';
 import { makeDirs, readTextFile, writeFileAtomic } from '../../data/files.js';
 import { DenseIndex } from '../../dense-index.js';
 import { QuorumError } from '../../errors.js';
@@ -32,7 +33,7 @@ const cameFormat = { card: 'came.json', format: 'quorum-came', version: 1, what:
 const cameIndexFormat = { card: 'index.json', format: 'quorum-came-index', version: 1, what: 'a CAME index' } as const satisfies SavedFormat;
 
 const expertList = z
-  .array(z.enum(['lexical', 'local', 'global']))
+  .array(z.enum(CAME_EXPERTS as [CameExpertName, ...CameExpertName[]]))
   .min(1)
   .refine((e) => new Set(e).size === e.length, 'an expert is listed twice');
 
@@ -57,7 +58,12 @@ const cameCardSchema = z
     linear: z.object({ weights: z.array(finite), bias: finite }).strict().optional(),
     training: z.record(z.unknown()).optional(),
   })
-  .strict();
+  .strict()
+  // The linear layer weighs every expert the models hold, in order: a wrong count would misread them (issue 48).
+  .refine((c) => !c.linear || c.linear.weights.length === c.models.reduce((a, m) => a + m.config.experts.length, 0), {
+    message: 'the linear layer needs one weight per expert',
+    path: ['linear', 'weights'],
+  });
 const cameIndexSchema = z
   .object({
     format: z.literal(cameIndexFormat.format),
@@ -303,11 +309,8 @@ export class CameRetriever {
   async changeIndex(keep: Int32Array, add: readonly PassageText[]): Promise<void> {
     const ix = this.indexes;
     if (!ix) throw new QuorumError('ERR_STATE', 'index a corpus first (CameRetriever.index or loadIndex)');
-    if (!(keep instanceof Int32Array)) throw new QuorumError('ERR_ARG', 'keep must be an Int32Array of corpus rows');
+    checkKeptRows(keep, ix.size);
     mustBeArray(add, 'add');
-    keep.forEach((r, i) => {
-      if (r < 0 || r >= ix.size || (i && r <= keep[i - 1]!)) throw new QuorumError('ERR_RANGE', `keep[${i}] = ${r}: rows must be ascending corpus rows below ${ix.size}`);
-    });
     const size = keep.length + add.length;
     if (!size) throw new QuorumError('ERR_ARG', 'a CAME index needs at least one passage');
     const enc = add.length ? await this.encode(await this.passageTable(add), 'passage', { maxTerms: ix.passageTerms }) : undefined;
@@ -523,14 +526,6 @@ export async function cameSearch(ix: CameIndexes | undefined, all: readonly Came
   return { fused, experts: lists, timings };
 }
 
-/** came.json's linear fusion layer, checked: finite numbers, one weight per expert (a string bias made strings of scores). */
-function checkedLinear(l: unknown, experts: number, path: string): LinearFusion {
-  const f = l as LinearFusion;
-  if (f === null || typeof f !== 'object' || !Array.isArray(f.weights) || f.weights.length !== experts || !f.weights.every((w) => typeof w === 'number' && Number.isFinite(w)) || typeof f.bias !== 'number' || !Number.isFinite(f.bias))
-    throw new QuorumError('ERR_FORMAT', `${path}: linear must be { weights: ${experts} finite numbers, bias: a finite number }`);
-  return { weights: [...f.weights], bias: f.bias };
-}
-
 /** A filter's corpus rows, checked (integers in [0, n)) and sorted ascending. */
 function allowedRows(rows: ArrayLike<number>, n: number): Int32Array {
   if (rows === null || typeof rows !== 'object' || typeof rows.length !== 'number') throw new QuorumError('ERR_ARG', 'rows must be an Int32Array or an array of corpus rows');
@@ -545,9 +540,7 @@ function allowedRows(rows: ArrayLike<number>, n: number): Int32Array {
 /** {@link CameRetriever.save}'s came.json, checked (CameRetriever.load and CameServer). ERR_IO / ERR_FORMAT. */
 export function readCameCard(dir: string): { card: CameCard; path: string } {
   const { card: raw, path } = readSavedCard<CameCard>(dir, cameFormat);
-  const card = checkCard(cameCardSchema, raw, path) as CameCard;
-  if (card.linear) card.linear = checkedLinear(card.linear, card.models.reduce((a, m) => a + m.config.experts.length, 0), path);
-  return { card, path };
+  return { card: checkCard(cameCardSchema, raw, path) as CameCard, path };
 }
 
 /** Frees every index of a corpus (each when its call in flight ends). */

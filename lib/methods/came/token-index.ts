@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
+import { checkKeptRows } from '../../data/corpus-change.js';
 import { makeDirs, writeFileAtomic } from '../../data/files.js';
 import { scoreTopK } from '../../dense.js';
 import { kmeans } from '../../dense-index.js';
@@ -100,8 +101,7 @@ export class TokenIndex {
     mustBeObject(local, 'local token vectors');
     checkOptions(options, buildKeys, 'TokenIndex.build options');
     const { vectors, lengths, dim } = local;
-    const total = vectors.length / dim;
-    if (!Number.isInteger(total) || lengths.reduce((a, b) => a + b, 0) !== total) throw new QuorumError('ERR_SHAPE', `the lengths do not add up to the ${total} token vectors`);
+    const total = tokenCount(local);
     if (!total) throw new QuorumError('ERR_ARG', 'no token vectors to index');
     const want = options.centroids ?? 2 ** Math.round(Math.log2(4 * Math.sqrt(total)));
     if (!Number.isInteger(want) || want < 1) throw new QuorumError('ERR_RANGE', `centroids must be a positive integer, got ${String(want)}`);
@@ -120,19 +120,12 @@ export class TokenIndex {
    */
   async changed(change: { keep?: Int32Array; add?: NonNullable<CameEncoding['local']> }): Promise<TokenIndex> {
     mustBeObject(change, 'token index change');
-    const keep = change.keep ?? Int32Array.from({ length: this.size }, (_, i) => i);
-    if (!(keep instanceof Int32Array)) throw new QuorumError('ERR_ARG', 'keep must be an Int32Array of passage rows');
-    let tokens = 0;
-    for (let i = 0; i < keep.length; i++) {
-      const r = keep[i]!;
-      if (r < 0 || r >= this.size || (i && r <= keep[i - 1]!)) throw new QuorumError('ERR_RANGE', `keep[${i}] = ${r}: rows must be ascending passage rows below ${this.size}`);
-      tokens += this.lengths[r]!;
-    }
+    const keep = checkKeptRows(change.keep ?? Int32Array.from({ length: this.size }, (_, i) => i), this.size);
+    const tokens = keep.reduce((a, r) => a + this.lengths[r]!, 0);
     const add = change.add ?? { vectors: new Float32Array(0), lengths: new Int32Array(0), dim: this.dim };
     mustBeObject(add, 'added token vectors');
     if (add.dim !== this.dim) throw new QuorumError('ERR_SHAPE', `the new passages' tokens are ${add.dim}-d, the index ${this.dim}-d`);
-    const n = add.vectors.length / this.dim;
-    if (!Number.isInteger(n) || add.lengths.reduce((a, b) => a + b, 0) !== n) throw new QuorumError('ERR_SHAPE', `the lengths do not add up to the ${n} token vectors`);
+    const n = tokenCount(add);
     if (!keep.length && !add.lengths.length) throw new QuorumError('ERR_ARG', 'a token index needs at least one passage');
     const starts = new Int32Array(this.size + 1);
     for (let r = 0; r < this.size; r++) starts[r + 1] = starts[r]! + this.lengths[r]!;
@@ -254,6 +247,13 @@ export class TokenIndex {
     }
     return out;
   }
+}
+
+/** The token vectors an encoding holds, checked: ERR_SHAPE unless whole rows of its dim whose count its lengths add up to. */
+function tokenCount(local: NonNullable<CameEncoding['local']>): number {
+  const total = local.vectors.length / local.dim;
+  if (!Number.isInteger(total) || local.lengths.reduce((a, b) => a + b, 0) !== total) throw new QuorumError('ERR_SHAPE', `the lengths do not add up to the ${total} token vectors`);
+  return total;
 }
 
 /** Each vector's nearest centroid by inner product (the centroids are unit length, as the tokens). */
