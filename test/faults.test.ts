@@ -1,16 +1,19 @@
 // Issue 48, item 6: faults in the middle of a save. A full disk (the child's file-size limit, RLIMIT_FSIZE, with
 // SIGXFSZ ignored, so writes fail with EFBIG as they would with ENOSPC) gives ERR_IO and leaves the old file intact;
 // kill -9 at a random moment of a loop of saves leaves the old version or the new one, whole. For each saved kind:
-// a DenseIndex, a SparseIndex, a tensor file, a file written by writeFileAtomic (model cards and weights, MUF, CAME
-// and ROM files), and a directory replaced whole by replaceDirectory (a CAME index's update).
+// a DenseIndex, a SparseIndex, a tensor file, a file written by writeFileAtomic, a directory replaced whole by
+// replaceDirectory, and a model directory saved over itself (saveModelDir, which MUF, CAME and ROM saves, exports,
+// checkpoints and the CLI's outputs share: replaceDirectory keeping what the save does not write).
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { DenseIndex } from '../lib/dense-index.js';
+import { readSafetensors } from '../lib/io/safetensors.js';
+import { readModelCard } from '../lib/models/model-dir.js';
 import { packageRoot } from '../lib/native.js';
 import { SparseIndex } from '../lib/sparse-index.js';
 import { Tensor } from '../lib/tensor.js';
@@ -19,7 +22,7 @@ import { content } from './fixtures/fault-saver.js';
 const root = mkdtempSync(join(tmpdir(), 'quorum-faults-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 const saver = join(packageRoot, 'test', 'fixtures', 'fault-saver.ts');
-const KINDS = ['dense', 'sparse', 'tensor', 'file', 'dir'] as const;
+const KINDS = ['dense', 'sparse', 'tensor', 'file', 'dir', 'model'] as const;
 type Kind = (typeof KINDS)[number];
 
 /** Which version (0 or 1) the file at `path` holds, read back whole; throws when it is torn or unreadable. */
@@ -31,7 +34,16 @@ async function versionOf(kind: Kind, path: string): Promise<number> {
     first = index.searchSync([[{ index: 0, value: 1 }]], 1).hits(0)[0]!.score;
     expect(index.size).toBe(4096);
   } else if (kind === 'tensor') first = (await Tensor.map(path, { verify: true })).data[0] as number;
-  else if (kind === 'dir') {
+  else if (kind === 'model') {
+    // The card's version, the weights' and the tokenizer beside them all of one save; the file saved beside kept.
+    const card = readModelCard(path);
+    const w = readSafetensors(readFileSync(join(path, card.weights.file))).get('w')!;
+    expect(w.data.length).toBe(content(0).length);
+    first = w.data[0]!;
+    expect(card.training?.version).toBe(first >= 1000 ? 1 : 0);
+    expect(w.data[w.data.length - 1]).toBe(content(card.training!.version as number)[w.data.length - 1]);
+    expect(readdirSync(path).sort()).toEqual(['extra.txt', 'model.json', 'tokenizer.json', 'vocab.txt', 'weights.safetensors']);
+  } else if (kind === 'dir') {
     const a = new Float32Array(readFileSync(join(path, 'a.bin')).buffer.slice(0));
     const b = new Float32Array(readFileSync(join(path, 'b.bin')).buffer.slice(0));
     const v = a[0]! >= 1000 ? 1 : 0;
@@ -63,6 +75,7 @@ describe('a full disk during a save', () => {
     const path = join(dir, 'saved.bin');
     mkdirSync(dir, { recursive: true });
     expect(saveOnce(kind, path, 0)).toBe('saved');
+    if (kind === 'model') writeFileSync(join(path, 'extra.txt'), 'kept');
     expect(await versionOf(kind, path)).toBe(0);
     // 512 KB a file: the 2 MB payload (two 1 MB halves for the directory) cannot be written.
     expect(saveOnce(kind, path, 1, 512)).toBe('ERR_IO');
@@ -77,6 +90,7 @@ describe('kill -9 during saves', () => {
     const path = join(dir, 'saved.bin');
     mkdirSync(dir, { recursive: true });
     expect(saveOnce(kind, path, 0)).toBe('saved');
+    if (kind === 'model') writeFileSync(join(path, 'extra.txt'), 'kept');
     const seen = new Set<number>();
     for (let trial = 0; trial < 4; trial++) {
       const child = spawn(process.execPath, ['--import', 'tsx', saver, kind, path, '0', 'loop'], { cwd: packageRoot, stdio: 'ignore' });

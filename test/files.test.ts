@@ -1,13 +1,13 @@
 // makeDirs (lib/data/files.ts): every save path is created through it, so a path that cannot be made is one typed
 // ERR_IO at once. Node 20's recursive mkdirSync never returns for a path under /proc (issue 48).
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { makeDirs, replaceDirectory } from '../lib/data/files.js';
+import { makeDirs, replaceDirectory, replaceDirectorySync } from '../lib/data/files.js';
 import { Retriever } from '../lib/models/retriever.js';
 import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
 import { asyncCode, code } from './helpers.js';
@@ -47,22 +47,20 @@ describe('replaceDirectory', () => {
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'a.txt'), 'old');
     await replaceDirectory(dir, async (tmp) => {
-      mkdirSync(tmp);
       writeFileSync(join(tmp, 'b.txt'), 'new');
       expect(readFileSync(join(dir, 'a.txt'), 'utf8')).toBe('old');  // nothing visible until the swap
     });
     expect(readdirSync(dir)).toEqual(['b.txt']);
     await expect(
       replaceDirectory(dir, async (tmp) => {
-        mkdirSync(tmp);
-        writeFileSync(join(tmp, 'c.txt'), 'half');
+          writeFileSync(join(tmp, 'c.txt'), 'half');
         throw new Error('disk full');
       }),
     ).rejects.toThrow('disk full');
     expect(readdirSync(dir)).toEqual(['b.txt']);
     expect(readdirSync(join(root, 'swap'))).toEqual(['index']);  // no temporary left
     // Nothing to replace: created. A parent that is a file: ERR_IO, nothing left.
-    await replaceDirectory(join(root, 'swap', 'fresh'), async (tmp) => mkdirSync(tmp));
+    await replaceDirectory(join(root, 'swap', 'fresh'), async () => {});
     expect(readdirSync(join(root, 'swap')).sort()).toEqual(['fresh', 'index']);
     writeFileSync(join(root, 'swap', 'file'), 'x');
     expect(await asyncCode(replaceDirectory(join(root, 'swap', 'file', 'd'), async (tmp) => makeDirs(tmp)))).toBe('ERR_IO');
@@ -80,7 +78,6 @@ describe('replaceDirectory', () => {
     }
     await replaceDirectory(dir, async (tmp) => {
       expect(readFileSync(join(dir, 'v.txt'), 'utf8')).toBe('new');  // recovered before this write began
-      mkdirSync(tmp);
       writeFileSync(join(tmp, 'v.txt'), 'newer');
     });
     expect(readdirSync(parent)).toEqual(['index']);
@@ -88,9 +85,53 @@ describe('replaceDirectory', () => {
     // Killed before its write finished (only .old and no .tmp of that tag cannot happen; a lone .tmp is unfinished).
     mkdirSync(join(parent, `index.tmp-${dead}-b`));
     await replaceDirectory(dir, async (tmp) => {
-      mkdirSync(tmp);
       writeFileSync(join(tmp, 'v.txt'), 'newest');
     });
     expect(readdirSync(parent)).toEqual(['index']);
+  });
+});
+
+describe('replaceDirectory keeping what the save does not write', () => {
+  it('keeps the old entries the new directory lacks (files linked, directories merged), the written ones new', async () => {
+    const dir = join(root, 'keep', 'model');
+    mkdirSync(join(dir, 'index', 'local'), { recursive: true });
+    writeFileSync(join(dir, 'weights.bin'), 'old weights');
+    writeFileSync(join(dir, 'extra.onnx'), 'export');
+    writeFileSync(join(dir, 'index', 'ids.txt'), 'old ids');
+    writeFileSync(join(dir, 'index', 'local', 'tokens.bin'), 'tokens');
+    const before = statSync(join(dir, 'extra.onnx')).ino;
+    const card = replaceDirectorySync(
+      dir,
+      (tmp) => {
+        expect(readdirSync(tmp)).toEqual([]);  // created empty for the write
+        writeFileSync(join(tmp, 'weights.bin'), 'new weights');
+        mkdirSync(join(tmp, 'index'));
+        writeFileSync(join(tmp, 'index', 'ids.txt'), 'new ids');
+        return 'card';
+      },
+      { keepOthers: true },
+    );
+    expect(card).toBe('card');
+    expect(readFileSync(join(dir, 'weights.bin'), 'utf8')).toBe('new weights');
+    expect(readFileSync(join(dir, 'index', 'ids.txt'), 'utf8')).toBe('new ids');
+    expect(readFileSync(join(dir, 'index', 'local', 'tokens.bin'), 'utf8')).toBe('tokens');
+    expect(statSync(join(dir, 'extra.onnx')).ino).toBe(before);  // a link, not a copy
+    expect(readdirSync(join(root, 'keep'))).toEqual(['model']);
+    // Without keepOthers the new directory alone.
+    replaceDirectorySync(dir, (tmp) => writeFileSync(join(tmp, 'only.txt'), 'x'));
+    expect(readdirSync(dir)).toEqual(['only.txt']);
+  });
+
+  it('replaces the directory a symbolic link names (the link stays), and a file-system error while writing is ERR_IO', async () => {
+    const real = join(root, 'linked', 'real');
+    mkdirSync(real, { recursive: true });
+    writeFileSync(join(real, 'a.txt'), 'old');
+    symlinkSync(real, join(root, 'linked', 'link'));
+    replaceDirectorySync(join(root, 'linked', 'link'), (tmp) => writeFileSync(join(tmp, 'a.txt'), 'new'), { keepOthers: true });
+    expect(lstatSync(join(root, 'linked', 'link')).isSymbolicLink()).toBe(true);
+    expect(readFileSync(join(real, 'a.txt'), 'utf8')).toBe('new');
+    expect(code(() => replaceDirectorySync(real, (tmp) => readFileSync(join(tmp, 'missing'))))).toBe('ERR_IO');
+    expect(readFileSync(join(real, 'a.txt'), 'utf8')).toBe('new');
+    expect(readdirSync(join(root, 'linked')).sort()).toEqual(['link', 'real']);
   });
 });

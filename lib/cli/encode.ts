@@ -1,6 +1,5 @@
 // `quorum encode`: a trained model's vectors of a BEIR corpus, as a raw float32 file with its ids (what `quorum index
 // dense` reads) and an exact DenseIndex (what `quorum search` reads).
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { readBeirCorpus } from '../data/beir.js';
@@ -10,7 +9,7 @@ import { POOLINGS, type Pooling } from '../models/config.js';
 import type { PretrainedOptions } from '../models/hf.js';
 import { Retriever } from '../models/retriever.js';
 import { progress } from '../progress.js';
-import { makeDirs } from '../data/files.js';
+import { replaceDirectory, writeFileAtomic } from '../data/files.js';
 
 
 /** --pooling / --normalize as options for a Hugging Face directory (a Quorum directory refuses them). */
@@ -33,15 +32,21 @@ export async function encodeCommand(o: { model: string; data: string; out: strin
   });
   bar.stop();
   const seconds = (performance.now() - t0) / 1000;
-  makeDirs(o.out);
   const d = vectors.data;
-  writeFileSync(join(o.out, 'vectors.f32'), new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
   const ids = corpus.map((p) => p.id).join('\n') + '\n';
-  writeFileSync(join(o.out, 'ids.txt'), ids);
   // The index stores row numbers as its 64-bit ids; the string ids go beside it, as `quorum index dense` does.
   const index = DenseIndex.create({ dim: model.dim });
   await index.add(vectors, Array.from({ length: corpus.length }, (_, i) => i));
-  await index.save(join(o.out, 'index.qdx'));
-  writeFileSync(join(o.out, 'index.qdx.ids'), ids);
+  // The four files go in together (a crash leaves the old output or the new one).
+  await replaceDirectory(
+    o.out,
+    async (tmp) => {
+      writeFileAtomic(join(tmp, 'vectors.f32'), new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
+      writeFileAtomic(join(tmp, 'ids.txt'), Buffer.from(ids));
+      await index.save(join(tmp, 'index.qdx'));
+      writeFileAtomic(join(tmp, 'index.qdx.ids'), Buffer.from(ids));
+    },
+    { keepOthers: true },
+  );
   log(`encoded ${corpus.length} passages (${model.dim}-d) in ${seconds.toFixed(1)} s into ${o.out}: vectors.f32, ids.txt, index.qdx`);
 }

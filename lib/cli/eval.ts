@@ -1,6 +1,6 @@
 // `quorum eval`: retrieval methods (and/or given run files) over any BEIR-layout dataset, scored with the
 // metrics of docs/methods/evaluation.md; a table on screen, TREC run files and metrics.json on disk.
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
 
 import { Bm25Index } from '../bm25/bm25.js';
@@ -27,7 +27,7 @@ import { precisionCoverage } from '../uncertainty.js';
 import { CalibrationRecorder, type ReportData, recallCurve, recallCutoffs, timeEach } from '../report/data.js';
 import { writeReport } from '../report/html.js';
 import { table } from './table.js';
-import { makeDirs } from '../data/files.js';
+import { replaceDirectorySync, writeFileAtomic } from '../data/files.js';
 
 export const EVAL_METHODS = ['bm25', 'dense', 'hybrid', 'rrf', 'glove'] as const;
 
@@ -501,12 +501,18 @@ export async function evalCommand(o: EvalCommandOptions): Promise<void> {
     console.log(`\nwrote the report ${o.report}`);
   }
   if (o.out) {
-    makeDirs(o.out);
     // Runs this command made (not the --run files it read), with ':' out of file names.
     const made = [...runs.keys()].filter((n) => o.methods.includes(n) || (o.muf && (n.startsWith('muf') || n.startsWith('expert:'))) || (o.came && n.startsWith('came')));
     const file = (n: string) => `${n.replace(/:/g, '-')}.trec`;
-    for (const name of made) writeRun(join(o.out, file(name)), runs.get(name)!, name);
-    writeFileSync(join(o.out, 'metrics.json'), JSON.stringify(data, null, 2) + '\n');
+    // The runs and their metrics go in together (a crash leaves the old output or the new one).
+    replaceDirectorySync(
+      o.out,
+      (tmp) => {
+        for (const name of made) writeRun(join(tmp, file(name)), runs.get(name)!, name);
+        writeFileAtomic(join(tmp, 'metrics.json'), Buffer.from(JSON.stringify(data, null, 2) + '\n'));
+      },
+      { keepOthers: true },
+    );
     console.log(`\nwrote ${made.map(file).join(', ')}${made.length ? ' and ' : ''}metrics.json to ${o.out}`);
   }
 }

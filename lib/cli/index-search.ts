@@ -1,11 +1,10 @@
 // `quorum index` (BM25 over a BEIR corpus; a faiss DenseIndex over a vectors file) and `quorum search` (either
 // index, into a TREC run file).
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { Bm25Index } from '../bm25/bm25.js';
 import { readBeirCorpus, readBeirQueries } from '../data/beir.js';
-import { readFileBytes } from '../data/files.js';
+import { readFileBytes, writeFileAtomic } from '../data/files.js';
 import { readQrels, writeRun } from '../data/trec-files.js';
 import { DenseIndex, type Mips } from '../dense-index.js';
 import { QuorumError } from '../errors.js';
@@ -64,7 +63,7 @@ export async function indexDense(o: { vectors: string; ids: string; dim: number;
     index.add(vectors.subarray(start * o.dim, end * o.dim), BigInt64Array.from({ length: end - start }, (_, j) => BigInt(start + j))),
   );
   await index.save(o.out);
-  writeFileSync(`${o.out}.ids`, ids.join('\n') + '\n');
+  writeFileAtomic(`${o.out}.ids`, Buffer.from(ids.join('\n') + '\n'));
   console.log(`indexed ${ids.length} vectors (${o.factory}, ${o.mips}) into ${o.out} (+ ${o.out}.ids)`);
 }
 

@@ -1,5 +1,24 @@
 // Small file helpers shared by the TypeScript-side formats.
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  copyFileSync,
+  existsSync,
+  fsyncSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 
 import { QuorumError } from '../errors.js';
@@ -78,38 +97,119 @@ function recoverDirectory(dir: string): void {
   for (const name of readdirSync(dirname(dir))) if (dead(name, 'tmp') !== undefined || dead(name, 'old') !== undefined) removeQuietly(join(dirname(dir), name));
 }
 
-/**
- * Replaces the directory `dir` (or creates it) with the one `write` fills: it is written beside `dir`
- * (`<dir>.tmp-<pid>-<r>`), then swapped in by two renames (the old directory moves aside and is removed). A failure
- * while writing leaves `dir` as it was and removes the new copy (ERR_IO for a file-system error); a process killed at
- * any point leaves `dir` old or new, whole: one killed between the two renames leaves both copies beside a missing
- * `dir`, and the next replaceDirectory of `dir` puts the new one in place first.
- */
-export async function replaceDirectory(dir: string, write: (tmp: string) => Promise<void>): Promise<void> {
-  recoverDirectory(dir);
-  const tag = `${process.pid}-${Math.random().toString(36).slice(2)}`;
-  const tmp = `${dir}.tmp-${tag}`;
-  try {
-    await write(tmp);
-  } catch (e) {
-    removeQuietly(tmp);
-    throw e;
+/** Options of {@link replaceDirectory}. */
+export interface ReplaceDirectoryOptions {
+  /**
+   * Keep what the old directory holds and the new one does not write (default false: the new directory alone).
+   * Kept files are hard links (copies where the file system refuses links), subdirectories merged entry by entry:
+   * a method's directory saved again keeps its `index/`, `checkpoints/` and exports.
+   */
+  keepOthers?: boolean;
+}
+
+/** The entries of `from` that `to` lacks, into `to` (hard links, else copies; directories merged). */
+function carryOver(from: string, to: string): void {
+  for (const entry of readdirSync(from, { withFileTypes: true })) {
+    const src = join(from, entry.name);
+    const dst = join(to, entry.name);
+    const there = lstatSync(dst, { throwIfNoEntry: false });
+    if (entry.isDirectory()) {
+      if (!there) mkdirSync(dst);
+      if (!there || there.isDirectory()) carryOver(src, dst);
+    } else if (!there) {
+      if (entry.isSymbolicLink()) symlinkSync(readlinkSync(src), dst);
+      else
+        try {
+          linkSync(src, dst);
+        } catch {
+          copyFileSync(src, dst);
+        }
+    }
   }
-  const old = `${dir}.old-${tag}`;
+}
+
+/** A file-system error (ENOSPC, EACCES...) thrown while writing `dir` as ERR_IO naming it; other errors as they are. */
+function asIoError(e: unknown, dir: string): unknown {
+  if (e instanceof QuorumError || typeof (e as NodeJS.ErrnoException)?.syscall !== 'string') return e;
+  return new QuorumError('ERR_IO', `cannot write ${dir}: ${(e as Error).message}`, { cause: e });
+}
+
+/** Where a replacement of `dir` writes: beside the directory `dir` names (through a symbolic link), created. */
+function beginReplace(dir: string): { target: string; tmp: string; tag: string } {
+  let target = resolve(dir);
+  try {
+    if (lstatSync(target, { throwIfNoEntry: false })?.isSymbolicLink()) target = realpathOrSelf(target);
+    makeDirs(dirname(target));
+    recoverDirectory(target);
+  } catch (e) {
+    throw asIoError(e, dir);
+  }
+  const tag = `${process.pid}-${Math.random().toString(36).slice(2)}`;
+  const tmp = `${target}.tmp-${tag}`;
+  makeDirs(tmp);
+  return { target, tmp, tag };
+}
+
+function realpathOrSelf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;  // a dangling link: replaced as it is
+  }
+}
+
+/** The written copy `tmp` swapped in for `target` (after {@link carryOver} when keeping). */
+function finishReplace(dir: string, { target, tmp, tag }: { target: string; tmp: string; tag: string }, keepOthers: boolean): void {
+  const old = `${target}.old-${tag}`;
   let moved = false;
   try {
-    if (existsSync(dir)) {
-      renameSync(dir, old);
+    if (keepOthers && statSync(target, { throwIfNoEntry: false })?.isDirectory()) carryOver(target, tmp);
+    if (existsSync(target)) {
+      renameSync(target, old);
       moved = true;
     }
-    renameSync(tmp, dir);
+    renameSync(tmp, target);
   } catch (e) {
-    if (moved) renameSync(old, dir);
+    if (moved) renameSync(old, target);
     removeQuietly(tmp);
     throw new QuorumError('ERR_IO', `cannot replace ${dir}: ${(e as Error).message}`);
   }
-  syncDirectory(dir);
+  syncDirectory(target);
   removeQuietly(old);
+}
+
+/**
+ * Replaces the directory `dir` (or creates it, and its parents) with the one `write` fills: it is written beside
+ * `dir` (`<dir>.tmp-<pid>-<r>`, created before `write` is called), then swapped in by two renames (the old directory
+ * moves aside and is removed). A failure while writing leaves `dir` as it was and removes the new copy (ERR_IO for a
+ * file-system error); a process killed at any point leaves `dir` old or new, whole: one killed between the two
+ * renames leaves both copies beside a missing `dir`, and the next replaceDirectory of `dir` puts the new one in
+ * place first. With `keepOthers`, what the old directory holds and `write` does not replace stays
+ * ({@link ReplaceDirectoryOptions}).
+ */
+export async function replaceDirectory(dir: string, write: (tmp: string) => Promise<void>, options: ReplaceDirectoryOptions = {}): Promise<void> {
+  const r = beginReplace(dir);
+  try {
+    await write(r.tmp);
+  } catch (e) {
+    removeQuietly(r.tmp);
+    throw asIoError(e, dir);
+  }
+  finishReplace(dir, r, !!options.keepOthers);
+}
+
+/** {@link replaceDirectory} for a synchronous `write`; returns what `write` returns. */
+export function replaceDirectorySync<T>(dir: string, write: (tmp: string) => T, options: ReplaceDirectoryOptions = {}): T {
+  const r = beginReplace(dir);
+  let out: T;
+  try {
+    out = write(r.tmp);
+  } catch (e) {
+    removeQuietly(r.tmp);
+    throw asIoError(e, dir);
+  }
+  finishReplace(dir, r, !!options.keepOthers);
+  return out;
 }
 
 /** fsync of `path`'s directory, so that a rename into it survives a power loss. */

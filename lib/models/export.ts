@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 
 import { QuorumError } from '../errors.js';
-import { makeDirs, writeFileAtomic } from '../data/files.js';
+import { makeDirs, replaceDirectorySync, writeFileAtomic } from '../data/files.js';
 import { writeSafetensors, type TensorToWrite } from '../io/safetensors.js';
 import { hfTokenizerJson } from '../text/hf-tokenizer.js';
 
@@ -107,13 +107,19 @@ export function exportHf(model: ExportSource, tokenizer: WordPieceTokenizer, tex
   if (tokenizer.size > c.vocabSize) throw new QuorumError('ERR_SHAPE', `the tokenizer has ${tokenizer.size} tokens, the model ${c.vocabSize}`);
   const names = model.encoderNames();
   const files: Record<string, string> = {};
-  for (const e of names) {
-    const rel = names.length === 1 ? '.' : e;
-    const dir = join(out, rel);
-    makeDirs(dir);
-    writeEncoderHf(model, e, c, tokenizer, e.startsWith('query') ? text.maxQueryLength : text.maxPassageLength, dir, text.taskMarkers ? model.config.tasks.length : 0);
-    files[e] = rel;
-  }
+  replaceDirectorySync(
+    out,
+    (tmp) => {
+      for (const e of names) {
+        const rel = names.length === 1 ? '.' : e;
+        const dir = join(tmp, rel);
+        makeDirs(dir);
+        writeEncoderHf(model, e, c, tokenizer, e.startsWith('query') ? text.maxQueryLength : text.maxPassageLength, dir, text.taskMarkers ? model.config.tasks.length : 0);
+        files[e] = rel;
+      }
+    },
+    { keepOthers: true },
+  );
   return { files };
 }
 
@@ -222,13 +228,18 @@ export interface OnnxExportCard extends OnnxCardHead<'retriever'> {
 export function exportOnnx(model: ExportSource, tokenizer: WordPieceTokenizer, text: TextSettings, out: string): OnnxExportCard {
   checkExport(model, tokenizer, text, out);
   const c = model.config.encoder;
-  makeDirs(out);
-  const graphs = retrieverGraphs(model, (file, bytes) => writeFileAtomic(join(out, file), bytes()));
-  writeHfTokenizerFiles(out, tokenizer, Math.max(text.maxQueryLength, text.maxPassageLength), text.taskMarkers ? model.config.tasks.length : 0);
-  const dim = c.projectionDim > 0 ? c.projectionDim : c.hiddenSize;
-  const card: OnnxExportCard = { format: 'quorum-onnx', version: 1, method: 'retriever', graphs, dim, text, tasks: model.config.tasks, pooling: c.pooling, normalize: !!c.normalize };
-  writeOnnxCard(out, card);
-  return card;
+  return replaceDirectorySync(
+    out,
+    (tmp) => {
+      const graphs = retrieverGraphs(model, (file, bytes) => writeFileAtomic(join(tmp, file), bytes()));
+      writeHfTokenizerFiles(tmp, tokenizer, Math.max(text.maxQueryLength, text.maxPassageLength), text.taskMarkers ? model.config.tasks.length : 0);
+      const dim = c.projectionDim > 0 ? c.projectionDim : c.hiddenSize;
+      const card: OnnxExportCard = { format: 'quorum-onnx', version: 1, method: 'retriever', graphs, dim, text, tasks: model.config.tasks, pooling: c.pooling, normalize: !!c.normalize };
+      writeOnnxCard(tmp, card);
+      return card;
+    },
+    { keepOthers: true },
+  );
 }
 
 /**

@@ -4,7 +4,7 @@
 
 import { join } from 'node:path';
 
-import { makeDirs, readFileBytes, writeFileAtomic } from '../data/files.js';
+import { replaceDirectorySync, readFileBytes, writeFileAtomic } from '../data/files.js';
 import { QuorumError } from '../errors.js';
 import { packageRoot } from '../native.js';
 import { dequantizeRowsInt8, quantizeRowsInt8 } from '../io/int8-rows.js';
@@ -124,7 +124,8 @@ export interface SaveModelOptions extends Partial<TextSettings> {
 const saveKeys = optionKeys<SaveModelOptions>()(['tokenizer', 'dtype', 'training', 'maxQueryLength', 'maxPassageLength', 'taskMarkers']);
 
 /**
- * Writes a model directory (created if needed; each file written atomically).
+ * Writes a model directory (created if needed), swapped in whole: a crash leaves the old directory or the new one
+ * (other files in it stay: replaceDirectory's keepOthers).
  *
  * @example
  * await saveModelDir(model, 'models/taser', { tokenizer: tok, dtype: 'BF16', training: { epochs: result.epochs } });
@@ -133,7 +134,10 @@ export function saveModelDir(model: ParameterTable & { readonly config: Retrieve
   mustBeObject(o, 'saveModel options');
   checkOptions(o, saveKeys, 'saveModel options');
   const dtype = o.dtype ?? 'F32';
-  makeDirs(dir);
+  return replaceDirectorySync(dir, (tmp) => writeModelFiles(model, tmp, o, dtype), { keepOthers: true });
+}
+
+function writeModelFiles(model: ParameterTable & { readonly config: RetrieverConfig }, dir: string, o: SaveModelOptions, dtype: WeightStorage): ModelCard {
   writeWeights(model, join(dir, 'weights.safetensors'), dtype, modelFormat.format);
   writeTokenizerFiles(dir, o.tokenizer);
   return writeSavedCard(dir, modelFormat, {

@@ -1,6 +1,6 @@
 // The evaluation report: one self-contained HTML page (no network) with the metrics table and Vega-Lite charts,
 // drawn in the browser by the inlined Vega and Vega-Lite builds.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 
@@ -11,7 +11,7 @@ import { ece } from '../uncertainty.js';
 import { type ReportData, reportDataSchema } from './data.js';
 import { confidenceSpec, latencySpec, metricBarsSpec, recallSpec, reliabilitySpec, selectiveSpec } from './specs.js';
 import { parse } from '../validate.js';
-import { makeDirs } from '../data/files.js';
+import { makeDirs, writeFileAtomic } from '../data/files.js';
 
 const require = createRequire(import.meta.url);
 
@@ -122,7 +122,7 @@ export function writeReport(path: string, data: ReportData, options: { title?: s
   const html = reportHtml(data, options);
   try {
     makeDirs(dirname(path));
-    writeFileSync(path, html);
+    writeFileAtomic(path, Buffer.from(html));
   } catch (e) {
     throw new QuorumError('ERR_IO', `cannot write ${path}: ${(e as Error).message}`);
   }

@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { makeDirs, readJsonFile, writeFileAtomic } from '../data/files.js';
+import { makeDirs, replaceDirectory, readJsonFile, writeFileAtomic } from '../data/files.js';
 import { QuorumError } from '../errors.js';
 import type { StepStats, TrainBatchArg } from '../native.js';
 import type { OptimizerOptions } from '../models/parameter-table.js';
@@ -338,11 +338,18 @@ export async function trainRetriever(
     }
     state.history.push(stats);
     state.epoch = epoch;
-    if (dir) {
-      await model.save(join(dir, 'last.pt'));
-      if (improved) await model.save(join(dir, 'best.pt'));
-      writeFileAtomic(join(dir, 'trainer.json'), Buffer.from(JSON.stringify(state, null, 1)));
-    }
+    // One checkpoint is last.pt, trainer.json and (when improved) best.pt together: a run killed mid-save resumes
+    // from the previous epoch's three, never from weights one epoch ahead of its record (issue 48).
+    if (dir)
+      await replaceDirectory(
+        dir,
+        async (tmp) => {
+          await model.save(join(tmp, 'last.pt'));
+          if (improved) await model.save(join(tmp, 'best.pt'));
+          writeFileAtomic(join(tmp, 'trainer.json'), Buffer.from(JSON.stringify(state, null, 1)));
+        },
+        { keepOthers: true },
+      );
     const v = stats.validation;
     log(
       `epoch ${epoch + 1}/${o.epochs}: loss ${stats.loss.toFixed(4)}, in-batch accuracy ${(stats.accuracy * 100).toFixed(1)}%, ` +

@@ -4,7 +4,7 @@
 import { join } from 'node:path';
 
 import { QuorumError } from '../../errors.js';
-import { makeDirs, writeFileAtomic } from '../../data/files.js';
+import { replaceDirectorySync, writeFileAtomic } from '../../data/files.js';
 import { mustBeString } from '../../validate.js';
 import { writeHfTokenizerFiles, writeOnnxCard, type OnnxCardHead } from '../../models/export.js';
 import { cameOnnx } from '../../models/onnx-export.js';
@@ -30,14 +30,19 @@ export interface CameOnnxCard extends OnnxCardHead<'came'> {
 export function cameExportOnnx(came: CameRetriever, out: string): CameOnnxCard {
   if (!(came instanceof CameRetriever)) throw new QuorumError('ERR_ARG', 'came must be a CameRetriever');
   mustBeString(out, 'output directory');
-  makeDirs(out);
-  const graphs = came.models.map((m, i) => {
-    const file = came.models.length === 1 ? 'came.onnx' : `came-${i}.onnx`;
-    writeFileAtomic(join(out, file), cameOnnx(m, m.config));
-    return { file, experts: [...m.experts] };
-  });
-  writeHfTokenizerFiles(out, came.tokenizer, Math.max(came.text.maxQueryLength, came.text.maxPassageLength));
-  const card: CameOnnxCard = { format: 'quorum-onnx', version: 1, method: 'came', graphs, text: came.text, ...(came.linear ? { linear: came.linear } : {}) };
-  writeOnnxCard(out, card);
-  return card;
+  return replaceDirectorySync(
+    out,
+    (tmp) => {
+      const graphs = came.models.map((m, i) => {
+        const file = came.models.length === 1 ? 'came.onnx' : `came-${i}.onnx`;
+        writeFileAtomic(join(tmp, file), cameOnnx(m, m.config));
+        return { file, experts: [...m.experts] };
+      });
+      writeHfTokenizerFiles(tmp, came.tokenizer, Math.max(came.text.maxQueryLength, came.text.maxPassageLength));
+      const card: CameOnnxCard = { format: 'quorum-onnx', version: 1, method: 'came', graphs, text: came.text, ...(came.linear ? { linear: came.linear } : {}) };
+      writeOnnxCard(tmp, card);
+      return card;
+    },
+    { keepOthers: true },
+  );
 }

@@ -5,7 +5,6 @@
 import { join } from 'node:path';
 
 import { planCorpusChange } from '../../data/corpus-change.js';
-import { replaceDirectory } from '../../data/files.js';
 import { checkOptions, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
 import { CameRetriever } from './retriever.js';
 
@@ -35,7 +34,7 @@ const changeKeys = optionKeys<CamePassageChanges>()(['add', 'remove', 'index']);
  * Adds and removes passages of a saved CAME index: removals first (unknown ids are skipped), then the experts encode
  * the added passages (libtorch, as `quorum came index`). An added id must not be in the corpus after the removals
  * (so one call can update a passage: remove its id and add it again); ids must be non-empty and fit one line. The
- * index directory is rewritten beside the old one and swapped in (replaceDirectory): a failure leaves it as it was.
+ * index directory is rewritten beside the old one and swapped in (saveIndex): a failure leaves it as it was.
  *
  * @example
  * await updateCamePassages('came/', { add: [{ id: 'p9', title: 'Hamlet', text: 'A tragedy.' }], remove: ['p3'] });
@@ -52,7 +51,7 @@ export async function updateCamePassages(dir: string, changes: CamePassageChange
     const { kept, removed, add } = planCorpusChange(ids, changes, 'a CAME index', { oneLineIds: true });
     await came.changeIndex(Int32Array.from(kept), add.map((p) => ({ title: p.title ?? '', text: p.text })));
     const next = [...kept.map((row) => ids[row]!), ...add.map((p) => p.id)];
-    await replaceDirectory(indexDir, (tmp) => came.saveIndex(tmp, next));
+    await came.saveIndex(indexDir, next);
     return { added: add.length, removed, passages: next.length };
   } finally {
     came.dispose();

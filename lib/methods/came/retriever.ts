@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 
 import { checkKeptRows } from '../../data/corpus-change.js';
-import { makeDirs, readTextFile, writeFileAtomic } from '../../data/files.js';
+import { replaceDirectory, replaceDirectorySync, readTextFile, writeFileAtomic } from '../../data/files.js';
 import { DenseIndex } from '../../dense-index.js';
 import { QuorumError } from '../../errors.js';
 import { SparseIndex } from '../../sparse-index.js';
@@ -271,7 +271,8 @@ export class CameRetriever {
 
   /**
    * Saves the indexes under `dir` with the corpus ids (`ids[i]` names row i), so that {@link loadIndex} serves
-   * searches without encoding the corpus again.
+   * searches without encoding the corpus again. The directory is swapped in whole: a crash leaves the old index or
+   * the new one.
    */
   async saveIndex(dir: string, ids: readonly string[]): Promise<void> {
     const ix = this.indexes;
@@ -281,12 +282,13 @@ export class CameRetriever {
     // ids.txt holds one id per line: an id it cannot carry would shift every later row (issue 48).
     const bad = ids.findIndex((id) => typeof id !== 'string' || id === '' || /[\r\n]/.test(id));
     if (bad >= 0) throw new QuorumError('ERR_ARG', `ids[${bad}] must be a non-empty string without line breaks, got ${JSON.stringify(ids[bad])}`);
-    makeDirs(dir);
-    if (ix.lexical) await ix.lexical.save(join(dir, 'lexical.sparse'));
-    if (ix.global) await ix.global.save(join(dir, 'global.faiss'));
-    if (ix.local) await ix.local.save(join(dir, 'local'));
-    writeSavedCard(dir, cameIndexFormat, { size: ix.size, queryTerms: ix.queryTerms, passageTerms: ix.passageTerms, experts: this.experts }, 0);
-    writeFileAtomic(join(dir, 'ids.txt'), Buffer.from(ids.join('\n') + '\n'));
+    await replaceDirectory(dir, async (tmp) => {
+      if (ix.lexical) await ix.lexical.save(join(tmp, 'lexical.sparse'));
+      if (ix.global) await ix.global.save(join(tmp, 'global.faiss'));
+      if (ix.local) await ix.local.save(join(tmp, 'local'));
+      writeSavedCard(tmp, cameIndexFormat, { size: ix.size, queryTerms: ix.queryTerms, passageTerms: ix.passageTerms, experts: this.experts }, 0);
+      writeFileAtomic(join(tmp, 'ids.txt'), Buffer.from(ids.join('\n') + '\n'));
+    }, { keepOthers: true });
   }
 
   /** Loads {@link saveIndex}'s directory; returns the corpus ids. ERR_IO when missing, ERR_FORMAT when damaged. */
@@ -383,8 +385,10 @@ export class CameRetriever {
    */
   save(dir: string, options: { dtype?: WeightStorage } = {}): void {
     checkOptions(options, saveKeys, 'CAME save options');
-    makeDirs(dir);
-    const dtype = options.dtype ?? 'F32';
+    replaceDirectorySync(dir, (tmp) => this.writeFiles(tmp, options.dtype ?? 'F32'), { keepOthers: true });
+  }
+
+  private writeFiles(dir: string, dtype: WeightStorage): void {
     const models = this.models.map((m, i) => {
       const weights = `model-${i}.safetensors`;
       writeWeights(m, join(dir, weights), dtype, cameFormat.format);

@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 
 import { QuorumError } from '../../errors.js';
-import { makeDirs, writeFileAtomic } from '../../data/files.js';
+import { replaceDirectorySync, writeFileAtomic } from '../../data/files.js';
 import { mustBeString } from '../../validate.js';
 import { exportOnnx, writeOnnxCard, type OnnxCardHead } from '../../models/export.js';
 import { mufHeadsOnnx } from '../../models/onnx-export.js';
@@ -30,17 +30,22 @@ export interface MufOnnxCard extends OnnxCardHead<'muf'> {
 export function mufExportOnnx(muf: MufRetriever, out: string): MufOnnxCard {
   if (!(muf instanceof MufRetriever)) throw new QuorumError('ERR_ARG', 'muf must be a MufRetriever');
   mustBeString(out, 'output directory');
-  makeDirs(out);
-  const experts = muf.experts.map((_, i) => {
-    const e = muf.expertParts(i);
-    if (!e.heads) throw new QuorumError('ERR_STATE', `expert ${e.name} has no trained heads: train the MUF first`);
-    const dir = join('experts', e.name);
-    const card = e.model.loaded?.card;
-    exportOnnx(e.model, e.model.loaded!.tokenizer, card?.text ?? { maxQueryLength: 32, maxPassageLength: 128, taskMarkers: false }, join(out, dir));
-    writeFileAtomic(join(out, dir, 'heads.onnx'), mufHeadsOnnx(e.heads, e.heads.config));
-    return { name: e.name, task: e.task, dir, heads: join(dir, 'heads.onnx'), members: e.heads.config.members, ...(e.calibration ? { temperature: e.calibration.temperature } : {}) };
-  });
-  const card: MufOnnxCard = { format: 'quorum-onnx', version: 1, method: 'muf', experts, topL: muf.topL };
-  writeOnnxCard(out, card);
-  return card;
+  return replaceDirectorySync(
+    out,
+    (tmp) => {
+      const experts = muf.experts.map((_, i) => {
+        const e = muf.expertParts(i);
+        if (!e.heads) throw new QuorumError('ERR_STATE', `expert ${e.name} has no trained heads: train the MUF first`);
+        const dir = join('experts', e.name);
+        const card = e.model.loaded?.card;
+        exportOnnx(e.model, e.model.loaded!.tokenizer, card?.text ?? { maxQueryLength: 32, maxPassageLength: 128, taskMarkers: false }, join(tmp, dir));
+        writeFileAtomic(join(tmp, dir, 'heads.onnx'), mufHeadsOnnx(e.heads, e.heads.config));
+        return { name: e.name, task: e.task, dir, heads: join(dir, 'heads.onnx'), members: e.heads.config.members, ...(e.calibration ? { temperature: e.calibration.temperature } : {}) };
+      });
+      const card: MufOnnxCard = { format: 'quorum-onnx', version: 1, method: 'muf', experts, topL: muf.topL };
+      writeOnnxCard(tmp, card);
+      return card;
+    },
+    { keepOthers: true },
+  );
 }

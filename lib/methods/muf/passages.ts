@@ -2,10 +2,10 @@
 // heads and the calibration belong to the experts, not to the passages, so adding a passage is each expert encoding
 // it, and removing one is dropping its row. A live server picks the new corpus up by loading the directory again
 // behind Live (docs/api.md#swapping-a-live-index).
-import { join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 
 import { keptRowsThen, planCorpusChange } from '../../data/corpus-change.js';
-import { readFileBytes, writeFileAtomic } from '../../data/files.js';
+import { makeDirs, readFileBytes, replaceDirectorySync, writeFileAtomic } from '../../data/files.js';
 import { QuorumError } from '../../errors.js';
 import { readSafetensors, writeSafetensors } from '../../io/safetensors.js';
 import { ServingEncoder } from '../../models/serving-encoder.js';
@@ -36,9 +36,8 @@ const changeKeys = optionKeys<MufPassageChanges>()(['add', 'remove']);
  * Adds and removes passages of a saved MUF directory: removals first (unknown ids are skipped), then each expert
  * encodes the added passages with its own model (no libtorch: ServingEncoder) and its passage vectors and the corpus
  * ids are rewritten. An id of an added passage must not be in the corpus after the removals (so one call can update
- * a passage: remove its id and add it again); ids must be non-empty and fit one line. Each file is replaced
- * atomically, the experts' vectors first and the corpus ids last: a crash in between leaves a directory whose loader
- * says ERR_FORMAT (ids and vectors disagree), never a wrong corpus.
+ * a passage: remove its id and add it again); ids must be non-empty and fit one line. The directory is swapped in
+ * whole: a crash leaves the old corpus or the new one.
  *
  * @example
  * await updateMufPassages('muf/', { add: [{ id: 'p9', title: 'Hamlet', text: 'A tragedy.' }], remove: ['p3'] });
@@ -68,10 +67,20 @@ export async function updateMufPassages(dir: string, changes: MufPassageChanges)
       }
     }
     const data = keptRowsThen(old.data, dim, kept, added);
-    updated.push({ path, bytes: writeSafetensors({ passages: { shape: [total, dim], data } }) });
+    updated.push({ path: relative(dir, path), bytes: writeSafetensors({ passages: { shape: [total, dim], data } }) });
   }
-  for (const u of updated) writeFileAtomic(u.path, u.bytes);
   const newIds = [...kept.map((row) => ids[row]!), ...add.map((p) => p.id)];
-  writeFileAtomic(join(dir, 'corpus-ids.txt'), Buffer.from(newIds.join('\n') + '\n'));
+  // The vectors and the ids change together: the directory is swapped in whole, its models kept as links.
+  replaceDirectorySync(
+    dir,
+    (tmp) => {
+      for (const u of updated) {
+        makeDirs(dirname(join(tmp, u.path)));
+        writeFileAtomic(join(tmp, u.path), u.bytes);
+      }
+      writeFileAtomic(join(tmp, 'corpus-ids.txt'), Buffer.from(newIds.join('\n') + '\n'));
+    },
+    { keepOthers: true },
+  );
   return { added: add.length, removed, passages: total };
 }

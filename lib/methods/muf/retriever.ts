@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { makeDirs, readFileBytes, readTextFile, writeFileAtomic } from '../../data/files.js';
+import { makeDirs, replaceDirectorySync, readFileBytes, readTextFile, writeFileAtomic } from '../../data/files.js';
 import { scoreTopK } from '../../dense.js';
 import { QuorumError } from '../../errors.js';
 import type { ScoredDoc } from '../../eval/ranking.js';
@@ -641,9 +641,16 @@ export class MufRetriever {
     return out;
   }
 
-  /** Writes everything to one directory (created if needed): muf.json, corpus-ids.txt, experts/<name>/{model, vectors, heads}. */
+  /**
+   * Writes everything to one directory (created if needed), swapped in whole (a crash leaves the old directory or the
+   * new one): muf.json, corpus-ids.txt, experts/<name>/{model, vectors, heads}.
+   */
   save(dir: string): void {
     mustBeString(dir, 'MUF directory');
+    replaceDirectorySync(dir, (tmp) => this.writeFiles(tmp), { keepOthers: true });
+  }
+
+  private writeFiles(dir: string): void {
     makeDirs(join(dir, 'experts'));
     writeFileAtomic(join(dir, 'corpus-ids.txt'), Buffer.from(this.corpusIds.join('\n') + '\n'));
     for (const e of this.state) {

@@ -4,7 +4,7 @@
 import { join } from 'node:path';
 
 import { QuorumError } from '../../errors.js';
-import { makeDirs, writeFileAtomic } from '../../data/files.js';
+import { replaceDirectorySync, writeFileAtomic } from '../../data/files.js';
 import { mustBeString } from '../../validate.js';
 import { exportOnnx, writeHfTokenizerFiles, writeOnnxCard, type OnnxCardHead } from '../../models/export.js';
 import { romOnnx } from '../../models/onnx-export.js';
@@ -29,20 +29,25 @@ export interface RomOnnxCard extends OnnxCardHead<'rom'> {
 export function romExportOnnx(rom: RomModel, out: string): RomOnnxCard {
   if (!(rom instanceof RomModel)) throw new QuorumError('ERR_ARG', 'rom must be a RomModel');
   mustBeString(out, 'output directory');
-  makeDirs(out);
-  let retrieval = 'retrieval.onnx';
-  const side = rom.retrieval;
-  if (side?.kind === 'retriever') {
-    const text = { maxQueryLength: rom.text.maxQueryLength, maxPassageLength: rom.text.maxPassageLength, taskMarkers: false };
-    const card = exportOnnx(side.model, rom.tokenizer, text, join(out, 'retrieval'));
-    retrieval = join('retrieval', card.graphs.query);
-  } else {
-    const net = side?.kind === 'rom' ? side.network : rom.network;
-    writeFileAtomic(join(out, retrieval), romOnnx(net, net.config, 'retrieval'));
-  }
-  writeFileAtomic(join(out, 'reader.onnx'), romOnnx(rom.network, rom.network.config, 'reader'));
-  writeHfTokenizerFiles(out, rom.tokenizer, Math.max(rom.text.readerLength, rom.text.maxPassageLength));
-  const card: RomOnnxCard = { format: 'quorum-onnx', version: 1, method: 'rom', graphs: { retrieval, reader: 'reader.onnx' }, text: rom.text };
-  writeOnnxCard(out, card);
-  return card;
+  return replaceDirectorySync(
+    out,
+    (tmp) => {
+      let retrieval = 'retrieval.onnx';
+      const side = rom.retrieval;
+      if (side?.kind === 'retriever') {
+        const text = { maxQueryLength: rom.text.maxQueryLength, maxPassageLength: rom.text.maxPassageLength, taskMarkers: false };
+        const card = exportOnnx(side.model, rom.tokenizer, text, join(tmp, 'retrieval'));
+        retrieval = join('retrieval', card.graphs.query);
+      } else {
+        const net = side?.kind === 'rom' ? side.network : rom.network;
+        writeFileAtomic(join(tmp, retrieval), romOnnx(net, net.config, 'retrieval'));
+      }
+      writeFileAtomic(join(tmp, 'reader.onnx'), romOnnx(rom.network, rom.network.config, 'reader'));
+      writeHfTokenizerFiles(tmp, rom.tokenizer, Math.max(rom.text.readerLength, rom.text.maxPassageLength));
+      const card: RomOnnxCard = { format: 'quorum-onnx', version: 1, method: 'rom', graphs: { retrieval, reader: 'reader.onnx' }, text: rom.text };
+      writeOnnxCard(tmp, card);
+      return card;
+    },
+    { keepOthers: true },
+  );
 }

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { makeDirs, writeFileAtomic } from '../../data/files.js';
+import { replaceDirectorySync, writeFileAtomic } from '../../data/files.js';
 import { checkCard, readSavedCard, savedFile, writeSavedCard, type SavedFormat } from '../../io/saved-dir.js';
 import { scoreTopK } from '../../dense.js';
 import { QuorumError } from '../../errors.js';
@@ -287,8 +287,10 @@ export class RomModel {
   save(dir: string, options: { dtype?: WeightStorage } = {}): void {
     if (typeof dir !== 'string' || !dir) throw new QuorumError('ERR_ARG', 'dir must be a non-empty string');
     checkOptions(options, saveKeys, 'save options');
-    makeDirs(dir);
-    const dtype = options.dtype ?? 'F32';
+    replaceDirectorySync(dir, (tmp) => this.writeFiles(tmp, options.dtype ?? 'F32'), { keepOthers: true });
+  }
+
+  private writeFiles(dir: string, dtype: WeightStorage): void {
     writeWeights(this.network, join(dir, 'network.safetensors'), dtype, romFormat.format);
     writeTokenizerFiles(dir, this.tokenizer);
     let retrieval: RomCard['retrieval'];
@@ -446,13 +448,18 @@ export function readRomIndex(dir: string, passages: readonly (PassageText & { id
 
 /**
  * Writes a ROM index directory: the passage vectors `[ids.length, dim]` (row i is ids[i]) and the card naming the ids,
- * each file atomically (RomModel.saveIndex, updateRomIndex).
+ * swapped in whole (RomModel.saveIndex, updateRomIndex).
  */
 export function writeRomIndex(dir: string, ids: readonly string[], vectors: Float32Array, dim: number): void {
   if (vectors.length !== ids.length * dim) throw new QuorumError('ERR_SHAPE', `${vectors.length / dim} vectors for ${ids.length} ids`);
-  makeDirs(dir);
-  writeFileAtomic(join(dir, 'vectors.safetensors'), writeSafetensors({ vectors: { shape: [ids.length, dim], data: vectors } }, { format: romFormat.format }));
-  writeSavedCard(dir, romIndexFormat, { ids }, 0);
+  replaceDirectorySync(
+    dir,
+    (tmp) => {
+      writeFileAtomic(join(tmp, 'vectors.safetensors'), writeSafetensors({ vectors: { shape: [ids.length, dim], data: vectors } }, { format: romFormat.format }));
+      writeSavedCard(tmp, romIndexFormat, { ids }, 0);
+    },
+    { keepOthers: true },
+  );
 }
 
 /** {@link RomModel.save}'s rom.json, checked (RomModel.load and RomServer). ERR_IO / ERR_FORMAT. */
