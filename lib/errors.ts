@@ -20,7 +20,9 @@ export type ErrorCode =
   /** A bounded queue is full (RequestBatcher): try again later. */
   | 'ERR_BUSY'
   /** A request was not answered within its deadline (RequestBatcher). */
-  | 'ERR_TIMEOUT';
+  | 'ERR_TIMEOUT'
+  /** A rank of a data-parallel group exited or did not answer within the group's timeout (ProcessGroup). */
+  | 'ERR_DISTRIBUTED';
 
 /**
  * The error Quorum throws (or rejects with) for bad input or an unavailable backend. Check `code` rather

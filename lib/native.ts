@@ -421,8 +421,9 @@ export interface NativeRetriever {
     async: boolean,
     pooledState?: boolean,
   ): MaybeAsync<Float32Array>;
-  accumulate(batch: TrainBatchArg, async: boolean): MaybeAsync<StepStats>;
-  step(lr: number, clip: number, async: boolean): MaybeAsync<{ gradNorm: number }>;
+  accumulate(batch: TrainBatchArg, async: boolean, group?: unknown): MaybeAsync<StepStats>;
+  step(lr: number, clip: number, async: boolean, group?: unknown): MaybeAsync<{ gradNorm: number }>;
+  broadcastParameters(group: unknown, root: number, async: boolean): MaybeAsync<void>;
   trainLoop(
     batches: TrainBatchArg[],
     lrs: Float64Array,

@@ -3,7 +3,7 @@
 # libtorch (CPU) and OpenBLAS. As root it runs apt-get; otherwise it prints the exact command and fails.
 set -euo pipefail
 # Extra packages can be named as arguments (CI adds chromium, which the HTML report's browser test uses).
-packages=(build-essential cmake python3 libfaiss-dev libtorch-dev libopenblas-dev "$@")
+packages=(build-essential cmake python3 libfaiss-dev libtorch-dev libgloo-dev libopenblas-dev "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

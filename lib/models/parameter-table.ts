@@ -1,6 +1,7 @@
 // The named-parameter access every libtorch-backed object shares (Retriever, MUF heads, CAME): names and shapes,
 // copies out, checked writes in; and the optimizer and checkpoints of the natively trained models.
-import { awaitNative, callNative } from '../errors.js';
+import { QuorumError, awaitNative, callNative } from '../errors.js';
+import { ProcessGroup, type NativeProcessGroup } from './process-group.js';
 import type { MaybeAsync } from '../native.js';
 import { NativeResource, type NativeDisposable } from '../native-resource.js';
 
@@ -65,7 +66,8 @@ export interface OptimizerOptions {
 interface NativeTrainable extends NativeParameters {
   info(): { parameterCount: number; optimizerSteps: number };
   setOptimizer(o: OptimizerOptions): void;
-  step(lr: number, clip: number, async: boolean): MaybeAsync<{ gradNorm: number }>;
+  step(lr: number, clip: number, async: boolean, group?: unknown): MaybeAsync<{ gradNorm: number }>;
+  broadcastParameters(group: unknown, root: number, async: boolean): MaybeAsync<void>;
   save(path: string, async: boolean): MaybeAsync<object>;
   load(path: string, async: boolean): MaybeAsync<object>;
 }
@@ -96,9 +98,19 @@ export abstract class TrainableTable extends ParameterTable {
     callNative(() => this.native.setOptimizer(options));
   }
 
-  /** Clips the gradient norm to `clip` (0: off), applies AdamW at `lr`, clears gradients; returns the norm. */
-  async step(lr: number, clip: number): Promise<number> {
-    return (await awaitNative(callNative(() => this.native.step(lr, clip, true)) as Promise<{ gradNorm: number }>)).gradNorm;
+  /**
+   * Clips the gradient norm to `clip` (0: off), applies AdamW at `lr`, clears gradients; returns the norm. With a
+   * `group` the ranks' gradients are summed first (every rank then applies the same update).
+   */
+  async step(lr: number, clip: number, options: { group?: ProcessGroup } = {}): Promise<number> {
+    const group = groupOf(options);
+    return (await awaitNative(callNative(() => this.native.step(lr, clip, true, group)) as Promise<{ gradNorm: number }>)).gradNorm;
+  }
+
+  /** Sets every rank's parameters to rank `root`'s (default 0): the start of a data-parallel run. */
+  async broadcastParameters(group: ProcessGroup, root = 0): Promise<void> {
+    if (!(group instanceof ProcessGroup)) throw new QuorumError('ERR_ARG', 'group must be a ProcessGroup');
+    await awaitNative(callNative(() => this.native.broadcastParameters(group.native, root, true)) as Promise<void>);
   }
 
   /** {@link step} on the calling thread. */
@@ -115,4 +127,13 @@ export abstract class TrainableTable extends ParameterTable {
   async load(path: string): Promise<void> {
     await awaitNative(callNative(() => this.native.load(path, true)) as Promise<object>);
   }
+}
+
+/** The native group of `options.group` (undefined without one); ERR_ARG for something else. */
+export function groupOf(options: { group?: ProcessGroup }): NativeProcessGroup | undefined {
+  if (options === null || typeof options !== 'object') throw new QuorumError('ERR_ARG', 'options must be an object');
+  const { group } = options;
+  if (group === undefined) return undefined;
+  if (!(group instanceof ProcessGroup)) throw new QuorumError('ERR_ARG', 'group must be a ProcessGroup');
+  return group.native;
 }

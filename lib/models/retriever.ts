@@ -15,7 +15,8 @@ import { encodeTable } from './encode-corpus.js';
 import { passageTexts, type PassageText } from '../data/examples.js';
 import { loadWeights, modelDir, queryTask, readModelCard, saveModelDir, type ModelCard, type SaveModelOptions } from './model-dir.js';
 import { isHfModelDir, loadPretrainedWeights, pretrainedText, readPretrained, type PretrainedOptions } from './hf.js';
-import { TrainableTable, type OptimizerOptions } from './parameter-table.js';
+import { TrainableTable, groupOf, type OptimizerOptions } from './parameter-table.js';
+import type { ProcessGroup } from './process-group.js';
 import { TokenTable } from './token-table.js';
 import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../validate.js';
 import {
@@ -284,9 +285,15 @@ export class Retriever extends TrainableTable {
     return callNative(() => this.native.encode(batch, side, options.task ?? 0, options.out ?? null, false, options.pooledState) as Float32Array);
   }
 
-  /** Forward and backward of one batch; gradients add up until {@link step}. */
-  async accumulate(batch: TrainBatchArg): Promise<StepStats> {
-    return awaitNative(callNative(() => this.native.accumulate(batch, true)) as Promise<StepStats>);
+  /**
+   * Forward and backward of one batch; gradients add up until {@link step}. With a `group`, `batch` is this rank's
+   * part of the global batch: every rank's question and passage vectors are gathered, each question is scored
+   * against all of the global batch's passages, and loss, correct and questions are the global batch's
+   * (docs/guides/distributed.md). Every rank must call it for each batch.
+   */
+  async accumulate(batch: TrainBatchArg, options: { group?: ProcessGroup } = {}): Promise<StepStats> {
+    const group = groupOf(options);
+    return awaitNative(callNative(() => this.native.accumulate(batch, true, group)) as Promise<StepStats>);
   }
 
   /** {@link accumulate} on the calling thread. */

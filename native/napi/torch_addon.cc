@@ -15,6 +15,7 @@
 #include "../torch/retriever.h"
 #include "async_call.h"
 #include "errors.h"
+#include "process_group_object.h"
 #include "scalar_args.h"
 #include "torch_args.h"
 #include "torch_batch_args.h"
@@ -98,14 +99,16 @@ class RetrieverObject : public TrainableObject<RetrieverObject, Retriever> {
     });
   }
 
-  // accumulate(batch, async) -> { loss, entropy, correct, questions, tokens }
+  // accumulate(batch, async, group?) -> { loss, entropy, correct, questions, tokens }: with a group, the loss,
+  // correct and questions are the global batch's (retriever.h).
   Napi::Value Accumulate(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       Napi::Env env = info.Env();
       auto batch = std::make_shared<torchx::TrainBatch>(train_batch(info[0], live()->config().encoder));
+      auto group = group_arg(info[2]);
       auto stats = std::make_shared<torchx::StepStats>();
       auto model = live();
-      return run(env, info[1], {}, Napi::Object::New(env), [=] { *stats = model->accumulate(*batch); },
+      return run(env, info[1], {}, Napi::Object::New(env), [=] { *stats = model->accumulate(*batch, group.get()); },
                  [stats](Napi::Env, Napi::Object result) { put_stats(result, *stats); });
     });
   }
@@ -183,6 +186,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("setThreads", Napi::Function::New<guarded<SetThreads>>(env));
   exports.Set("threads", Napi::Function::New<guarded<Threads>>(env));
   exports.Set("manualSeed", Napi::Function::New<guarded<ManualSeed>>(env));
+  exports.Set("ProcessGroup", ProcessGroupClass(env));
   return exports;
 }
 

@@ -12,6 +12,7 @@
 #include "../torch/encoder.h"
 #include "../torch/retriever.h"
 #include "../torch/trainable.h"
+#include "process_group_object.h"
 #include "torch_args.h"
 
 namespace quorum::napi {
@@ -45,6 +46,7 @@ class TrainableObject : public TorchObject<Derived, Model> {
     using W = Napi::ObjectWrap<Derived>;
     own.push_back(W::InstanceMethod("setOptimizer", &TrainableObject::SetOptimizer));
     own.push_back(W::InstanceMethod("step", &TrainableObject::Step));
+    own.push_back(W::InstanceMethod("broadcastParameters", &TrainableObject::BroadcastParameters));
     own.push_back(W::InstanceMethod("save", &TrainableObject::Save));
     own.push_back(W::InstanceMethod("load", &TrainableObject::Load));
     return TorchObject<Derived, Model>::with_parameter_methods(std::move(own));
@@ -59,14 +61,33 @@ class TrainableObject : public TorchObject<Derived, Model> {
     });
   }
 
+  // step(lr, clip, async, group?): with a group, the ranks' gradients are summed first.
   Napi::Value Step(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       Napi::Env env = info.Env();
       const double lr = number_arg(info[0], "lr"), clip = number_arg(info[1], "clip");
+      auto group = group_arg(info[3]);
       auto norm = std::make_shared<double>(0);
       auto model = model_;
-      return this->run(env, info[2], {}, Napi::Object::New(env), [=] { *norm = model->step(lr, clip); },
+      return this->run(env, info[2], {}, Napi::Object::New(env),
+                       [=] {
+                         if (group) model->all_reduce_gradients(*group);
+                         *norm = model->step(lr, clip);
+                       },
                        [norm](Napi::Env, Napi::Object result) { result.Set("gradNorm", *norm); });
+    });
+  }
+
+  // broadcastParameters(group, root, async): every rank takes rank `root`'s parameters.
+  Napi::Value BroadcastParameters(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] {
+      auto group = group_arg(info[0]);
+      if (!group) throw Error("ERR_ARG", "group must be a ProcessGroup");
+      const double root = number_arg(info[1], "root");
+      if (root < 0 || root >= group->size() || root != double(int(root)))
+        throw Error("ERR_RANGE", "root must be a rank of the group");
+      auto model = model_;
+      return this->run(info.Env(), info[2], {}, Napi::Object::New(info.Env()), [=] { model->broadcast_parameters(*group, int(root)); });
     });
   }
 

@@ -113,25 +113,40 @@ void check_batch(const TrainBatch& b) {
   }
 }
 
-StepStats Retriever::accumulate(const TrainBatch& b) {
+StepStats Retriever::accumulate(const TrainBatch& b, ProcessGroup* group) {
   check_batch(b);
-  const int64_t nq = b.queries.ids.size(0);
   EncodeOutput q = query_encoder(b.task).forward(b.queries, Side::kQuery, true);
   EncodeOutput p = passage_encoder().forward(b.passages, Side::kPassage, true);
-  torch::Tensor scores = batch_scores(q.pooled, p.pooled, b.ignore);
+  torch::Tensor qv = q.pooled, pv = p.pooled, positives = b.positives, ignore = b.ignore;
+  const int ranks = group ? group->size() : 1;
+  if (ranks > 1) {
+    // The global batch: every rank's questions and passages in rank order, this rank's own rows carrying gradient.
+    // Positives and ignored pairs move by this rank's offsets, so each question keeps its own positive (and its own
+    // ignored pairs) in the gathered batch. Every rank makes the same four collectives, in the same order.
+    int64_t qo = 0, po = 0, unused = 0;
+    qv = gather_keeping_own(*group, q.pooled, &qo);
+    pv = gather_keeping_own(*group, p.pooled, &po);
+    positives = group->all_gather_rows(b.positives + po, &unused);
+    torch::Tensor own = ignore.defined() && ignore.numel() > 0 ? ignore + torch::tensor({qo, po}, torch::kLong)
+                                                               : torch::zeros({0, 2}, torch::kLong);
+    ignore = group->all_gather_rows(own, &unused);
+  }
+  torch::Tensor scores = batch_scores(qv, pv, ignore);
   if (b.temperature != 1.0) scores = scores / b.temperature;
-  torch::Tensor loss = torch::nll_loss(torch::log_softmax(scores, 1), b.positives);
+  torch::Tensor loss = torch::nll_loss(torch::log_softmax(scores, 1), positives);
   torch::Tensor total = loss * b.loss_scale;
+  // TASER's router entropy is this rank's own batch's: each rank adds its share (the global batch's mean when the
+  // ranks' batches are of one size).
   torch::Tensor entropy = (q.entropy + p.entropy) / 2;
   if (config_.encoder.learned_router() && config_.encoder.entropy_weight != 0)
-    total = total + config_.encoder.entropy_weight * b.loss_scale * entropy;
+    total = total + config_.encoder.entropy_weight * b.loss_scale * entropy / double(ranks);
   total.backward();
 
   StepStats s;
   s.loss = loss.item<double>();
   s.entropy = entropy.item<double>();
-  s.correct = (scores.detach().argmax(1) == b.positives).sum().item<int64_t>();
-  s.questions = nq;
+  s.correct = (scores.detach().argmax(1) == positives).sum().item<int64_t>();
+  s.questions = qv.size(0);
   s.tokens = b.queries.lengths.sum().item<int64_t>() + b.passages.lengths.sum().item<int64_t>();
   return s;
 }

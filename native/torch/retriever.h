@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "encoder.h"
+#include "distributed.h"
 #include "trainable.h"
 
 namespace quorum::torchx {
@@ -51,8 +52,11 @@ class Retriever : public Trainable {
   // Embeds a batch with the query encoder of `task` or the passage encoder, in evaluation mode, without gradients;
   // with `state`, returns the pooled state [B, hidden] before the centre and the head.
   torch::Tensor encode(const TokenBatch& batch, Side side, int64_t task, bool state = false);
-  // Forward and backward of one batch, adding to the gradients (gradient accumulation).
-  StepStats accumulate(const TrainBatch& batch);
+  // Forward and backward of one batch, adding to the gradients (gradient accumulation). With a group of several
+  // ranks, `batch` is this rank's part of the global batch: the question and passage vectors are gathered, so every
+  // question is scored against every rank's passages, and the loss is the global batch's (its gradient reaches this
+  // rank's encoders; Trainable::all_reduce_gradients sums the ranks'). Every rank must call it for each batch.
+  StepStats accumulate(const TrainBatch& batch, ProcessGroup* group = nullptr);
 
   // q p^T with the ignored (question, passage) pairs at -inf: what the loss and the in-batch accuracy read.
   static torch::Tensor batch_scores(const torch::Tensor& q, const torch::Tensor& p, const torch::Tensor& ignore);

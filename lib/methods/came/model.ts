@@ -85,7 +85,8 @@ interface NativeCameModel {
   setTraining(t: Partial<CameTraining>): void;
   encode(batch: TokenBatchArg, side: 'query' | 'passage', experts: CameExpertName[], async: boolean): MaybeAsync<CameEncoded>;
   accumulate(batch: TrainBatchArg, async: boolean): MaybeAsync<CameStepStats>;
-  step(lr: number, clip: number, async: boolean): MaybeAsync<{ gradNorm: number }>;
+  step(lr: number, clip: number, async: boolean, group?: unknown): MaybeAsync<{ gradNorm: number }>;
+  broadcastParameters(group: unknown, root: number, async: boolean): MaybeAsync<void>;
   save(path: string, async: boolean): MaybeAsync<object>;
   load(path: string, async: boolean): MaybeAsync<object>;
 }

@@ -75,7 +75,8 @@ interface NativeRomModel {
   read(inputs: TokenBatchArg, async: boolean): MaybeAsync<ReaderLogits>;
   accumulate(batch: TrainBatchArg, head: RomHead, normalize: boolean, async: boolean): MaybeAsync<RomStepStats>;
   accumulateReader(batch: ReaderBatchArg, async: boolean): MaybeAsync<RomStepStats>;
-  step(lr: number, clip: number, async: boolean): MaybeAsync<{ gradNorm: number }>;
+  step(lr: number, clip: number, async: boolean, group?: unknown): MaybeAsync<{ gradNorm: number }>;
+  broadcastParameters(group: unknown, root: number, async: boolean): MaybeAsync<void>;
   save(path: string, async: boolean): MaybeAsync<object>;
   load(path: string, async: boolean): MaybeAsync<object>;
 }

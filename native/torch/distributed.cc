@@ -1,0 +1,200 @@
+#include "distributed.h"
+
+#include <cstdlib>
+#include <exception>
+
+#include "../common/error.h"
+
+#if QUORUM_HAVE_GLOO
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#endif
+
+namespace quorum::torchx {
+
+#if QUORUM_HAVE_GLOO
+
+namespace {
+
+// The first line of a collective's error: Gloo's and c10's messages carry source locations and backtraces below it.
+std::string first_line(const std::exception& e) {
+  std::string s;
+  if (const auto* c = dynamic_cast<const c10::Error*>(&e)) s = c->what_without_backtrace();
+  else s = e.what();
+  const size_t nl = s.find('\n');
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
+
+// The float tensors of one collective, packed into one flat buffer.
+torch::Tensor pack(const std::vector<torch::Tensor>& tensors) {
+  std::vector<torch::Tensor> flat;
+  flat.reserve(tensors.size());
+  for (const auto& t : tensors) {
+    if (t.scalar_type() != torch::kFloat) throw Error("ERR_DTYPE", "collectives take float32 tensors");
+    flat.push_back(t.detach().reshape({-1}));
+  }
+  return torch::cat(flat);
+}
+
+void unpack(const torch::Tensor& flat, const std::vector<torch::Tensor>& tensors) {
+  torch::NoGradGuard no_grad;
+  int64_t at = 0;
+  for (const auto& t : tensors) {
+    const int64_t n = t.numel();
+    t.copy_(flat.slice(0, at, at + n).view(t.sizes()));
+    at += n;
+  }
+}
+
+}  // namespace
+
+bool distributed_available() { return true; }
+
+struct ProcessGroup::Impl {
+  c10::intrusive_ptr<c10d::TCPStore> store;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg;
+};
+
+namespace {
+
+// Where Gloo listens: GLOO_SOCKET_IFNAME's interface when set (several machines: the one the others reach, as
+// torch.distributed reads it), the loopback address for a group on 127.x / localhost, else the host name's address.
+std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string& host) {
+  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
+    return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
+  if (host == "localhost" || host.rfind("127.", 0) == 0) return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+  return c10d::ProcessGroupGloo::createDefaultDevice();
+}
+
+}  // namespace
+
+ProcessGroup::ProcessGroup(const GroupOptions& o) : options_(o), impl_(std::make_unique<Impl>()) {
+  if (o.size < 1) throw Error("ERR_RANGE", "a process group needs at least one rank");
+  if (o.rank < 0 || o.rank >= o.size)
+    throw Error("ERR_RANGE", "rank " + std::to_string(o.rank) + " outside a group of " + std::to_string(o.size));
+  if (o.port < 1 || o.port > 65535) throw Error("ERR_RANGE", "port must be in [1, 65535]");
+  if (o.timeout.count() <= 0) throw Error("ERR_RANGE", "the timeout must be positive");
+  const std::string who = "rank " + std::to_string(o.rank) + " of " + std::to_string(o.size);
+  try {
+    c10d::TCPStoreOptions so;
+    so.port = uint16_t(o.port);
+    so.isServer = o.rank == 0;
+    so.numWorkers = size_t(o.size);
+    so.waitWorkers = true;
+    so.timeout = o.timeout;
+    impl_->store = c10::make_intrusive<c10d::TCPStore>(o.host, so);
+    auto go = c10d::ProcessGroupGloo::Options::create(o.timeout);
+    go->devices.push_back(gloo_device(o.host));
+    go->threads = 2;
+    impl_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, o.rank, o.size, go);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error("ERR_DISTRIBUTED", who + ": cannot join the group at " + o.host + ":" + std::to_string(o.port) +
+                                       " within " + std::to_string(o.timeout.count()) + " ms: " + first_line(e));
+  }
+}
+
+ProcessGroup::~ProcessGroup() = default;
+
+namespace {
+
+// Waits for a collective; its failure (a peer gone, the timeout) as ERR_DISTRIBUTED naming this rank.
+template <class F>
+void collective(const GroupOptions& o, const char* what, F start) {
+  try {
+    c10::intrusive_ptr<c10d::Work> w = start();
+    w->wait();
+  } catch (const std::exception& e) {
+    throw Error("ERR_DISTRIBUTED", "rank " + std::to_string(o.rank) + " of " + std::to_string(o.size) + ": " + what +
+                                       " failed (a rank exited or did not answer within " +
+                                       std::to_string(o.timeout.count()) + " ms): " + first_line(e));
+  }
+}
+
+}  // namespace
+
+void ProcessGroup::all_reduce_sum(const std::vector<torch::Tensor>& tensors) {
+  if (tensors.empty() || options_.size == 1) return;
+  std::vector<torch::Tensor> buf{pack(tensors)};
+  collective(options_, "all-reduce", [&] { return impl_->pg->allreduce(buf); });
+  unpack(buf[0], tensors);
+}
+
+void ProcessGroup::broadcast(const std::vector<torch::Tensor>& tensors, int root) {
+  if (root < 0 || root >= options_.size) throw Error("ERR_RANGE", "broadcast root outside the group");
+  if (tensors.empty() || options_.size == 1) return;
+  std::vector<torch::Tensor> buf{pack(tensors)};
+  c10d::BroadcastOptions bo;
+  bo.rootRank = root;
+  collective(options_, "broadcast", [&] { return impl_->pg->broadcast(buf, bo); });
+  unpack(buf[0], tensors);
+}
+
+torch::Tensor ProcessGroup::all_gather_rows(const torch::Tensor& t, int64_t* offset) {
+  torch::Tensor mine = t.detach().contiguous();
+  if (options_.size == 1) {
+    *offset = 0;
+    return mine;
+  }
+  const int n = options_.size;
+  // The row counts first (they may differ: a corpus's last batch), then the rows padded to the largest.
+  std::vector<torch::Tensor> count{torch::tensor({mine.size(0)}, torch::kLong)};
+  std::vector<std::vector<torch::Tensor>> counts(1);
+  for (int r = 0; r < n; ++r) counts[0].push_back(torch::empty({1}, torch::kLong));
+  collective(options_, "all-gather", [&] { return impl_->pg->allgather(counts, count); });
+  int64_t most = 0;
+  *offset = 0;
+  for (int r = 0; r < n; ++r) {
+    const int64_t c = counts[0][size_t(r)].item<int64_t>();
+    most = std::max(most, c);
+    if (r < options_.rank) *offset += c;
+  }
+  std::vector<int64_t> shape(mine.sizes().begin(), mine.sizes().end());
+  shape[0] = most;
+  std::vector<torch::Tensor> padded{torch::zeros(shape, mine.options())};
+  padded[0].slice(0, 0, mine.size(0)).copy_(mine);
+  std::vector<std::vector<torch::Tensor>> all(1);
+  for (int r = 0; r < n; ++r) all[0].push_back(torch::empty(shape, mine.options()));
+  collective(options_, "all-gather", [&] { return impl_->pg->allgather(all, padded); });
+  std::vector<torch::Tensor> parts;
+  for (int r = 0; r < n; ++r) parts.push_back(all[0][size_t(r)].slice(0, 0, counts[0][size_t(r)].item<int64_t>()));
+  return torch::cat(parts);
+}
+
+void ProcessGroup::barrier() {
+  if (options_.size == 1) return;
+  collective(options_, "barrier", [&] { return impl_->pg->barrier(); });
+}
+
+#else  // without Gloo's headers at build time
+
+bool distributed_available() { return false; }
+
+struct ProcessGroup::Impl {};
+
+ProcessGroup::ProcessGroup(const GroupOptions& o) : options_(o) {
+  throw Error("ERR_BACKEND_UNAVAILABLE",
+              "this quorum_torch was built without Gloo: install libgloo-dev (Debian) and rebuild (npm run build)");
+}
+ProcessGroup::~ProcessGroup() = default;
+void ProcessGroup::all_reduce_sum(const std::vector<torch::Tensor>&) {}
+void ProcessGroup::broadcast(const std::vector<torch::Tensor>&, int) {}
+torch::Tensor ProcessGroup::all_gather_rows(const torch::Tensor& t, int64_t* offset) {
+  *offset = 0;
+  return t.detach();
+}
+void ProcessGroup::barrier() {}
+
+#endif
+
+torch::Tensor gather_keeping_own(ProcessGroup& g, const torch::Tensor& t, int64_t* offset) {
+  if (g.size() == 1) {
+    *offset = 0;
+    return t;
+  }
+  torch::Tensor all = g.all_gather_rows(t, offset);
+  return torch::cat({all.slice(0, 0, *offset), t, all.slice(0, *offset + t.size(0))});
+}
+
+}  // namespace quorum::torchx

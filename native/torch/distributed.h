@@ -1,0 +1,61 @@
+// Data-parallel training over c10d (docs/guides/distributed.md): `size` ranks meet at a TCPStore that rank 0 hosts,
+// then run Gloo's collectives on CPU tensors. libtorch's C++ frontend has no DistributedDataParallel, so the training
+// steps call these directly: parameters broadcast from rank 0, embeddings gathered so that every rank scores the
+// global batch, gradients summed. Every collective ends within the group's timeout: a rank that died or stalled makes
+// the others' calls fail with ERR_DISTRIBUTED naming this rank and the collective, never hang.
+#pragma once
+#include "torch_includes.h"
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace quorum::torchx {
+
+struct GroupOptions {
+  int rank = 0, size = 1;
+  std::string host = "127.0.0.1";  // rank 0's address (MASTER_ADDR)
+  int port = 29500;                // its store's port (MASTER_PORT)
+  std::chrono::milliseconds timeout{60000};
+};
+
+// Whether this build has Gloo (libgloo-dev's headers at build time); without it ProcessGroup's constructor throws
+// ERR_BACKEND_UNAVAILABLE.
+bool distributed_available();
+
+class ProcessGroup {
+ public:
+  // Meets the other ranks: blocks until all `size` have joined, else ERR_DISTRIBUTED after the timeout.
+  explicit ProcessGroup(const GroupOptions& o);
+  ~ProcessGroup();
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  int rank() const { return options_.rank; }
+  int size() const { return options_.size; }
+  const GroupOptions& options() const { return options_; }
+
+  // Sums every tensor across ranks, in place (packed into one buffer per call: one collective, not one per tensor).
+  // Float tensors only.
+  void all_reduce_sum(const std::vector<torch::Tensor>& tensors);
+  // Overwrites every tensor with rank `root`'s values, in place (float tensors, packed as above).
+  void broadcast(const std::vector<torch::Tensor>& tensors, int root);
+  // Every rank's `t` concatenated along dim 0 in rank order; the ranks' row counts may differ (trailing dims and
+  // dtype must not). `offset` receives this rank's first row.
+  torch::Tensor all_gather_rows(const torch::Tensor& t, int64_t* offset);
+  // Returns once every rank has called it.
+  void barrier();
+
+ private:
+  struct Impl;
+  GroupOptions options_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// All ranks' rows of `t` (as all_gather_rows) with this rank's rows being `t` itself, so that a loss over the
+// gathered batch sends gradient into this rank's encoders only; summing the ranks' gradients then gives the
+// gradient of the global batch's loss (docs/guides/distributed.md#the-gradient).
+torch::Tensor gather_keeping_own(ProcessGroup& g, const torch::Tensor& t, int64_t* offset);
+
+}  // namespace quorum::torchx

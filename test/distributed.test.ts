@@ -1,0 +1,138 @@
+// Data-parallel training (issue 47; docs/guides/distributed.md): 2 and 3 ranks over loopback, each a child process
+// training its part of a global batch, end with the weights of one process training the whole batch (to 1e-5), for
+// each preset; a rank killed mid-run ends the others with ERR_DISTRIBUTED within the timeout, never a hang.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterAll, describe, expect, it } from 'vitest';
+
+import { QuorumError } from '../lib/errors.js';
+import { groupOptions, ProcessGroup } from '../lib/models/process-group.js';
+import { Retriever } from '../lib/models/retriever.js';
+import { packageRoot } from '../lib/native.js';
+import { CASES, globalBatch, STEPS } from './fixtures/dist-batches.js';
+import { asyncCode, code } from './basics.js';
+
+const root = mkdtempSync(join(tmpdir(), 'quorum-dist-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+const rankScript = join(packageRoot, 'test', 'fixtures', 'dist-rank.ts');
+
+/** A port free on loopback now. */
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Runs `size` ranks of case `name`; resolves to each rank's output line and the run's wall time. */
+async function runRanks(name: string, size: number, out: string, mode?: string): Promise<{ lines: string[]; ms: number }> {
+  const port = await freePort();
+  const t0 = performance.now();
+  const lines = await Promise.all(
+    Array.from({ length: size }, (_, rank) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', rankScript, name, String(rank), String(size), String(port), out, ...(mode ? [mode] : [])], {
+        cwd: packageRoot,
+        stdio: ['ignore', 'pipe', 'ignore'],
+      });
+      let text = '';
+      child.stdout.on('data', (d) => (text += d));
+      return new Promise<string>((resolve) => child.on('close', (c, signal) => resolve(signal ? `killed ${signal}` : text.trim())));
+    }),
+  );
+  return { lines, ms: performance.now() - t0 };
+}
+
+/** The parameters one process ends with, training the global batches itself. */
+async function singleProcess(name: string, size: number): Promise<Record<string, number[]>> {
+  Retriever.seed(100);
+  const model = Retriever.create(CASES[name]!);
+  for (let s = 0; s < STEPS; s++) {
+    await model.accumulate(globalBatch(s, size));
+    await model.step(1e-2, 1);
+  }
+  const out = Object.fromEntries(model.parameters().map(({ name: n }) => [n, [...model.getParameter(n)]]));
+  model.dispose();
+  return out;
+}
+
+const available = (() => {
+  try {
+    return ProcessGroup.available;
+  } catch {
+    return false;
+  }
+})();
+
+describe.skipIf(!available)('data-parallel training over Gloo', () => {
+  for (const size of [2, 3])
+    it.each(Object.keys(CASES))(`%s: ${size} ranks end with the weights of one process on the whole batch`, async (name) => {
+      const out = join(root, `${name}-${size}.json`);
+      const { lines } = await runRanks(name, size, out);
+      expect(lines).toEqual(Array(size).fill('done'));
+      const ranks = JSON.parse(readFileSync(out, 'utf8')) as Record<string, number[]>;
+      const single = await singleProcess(name, size);
+      expect(Object.keys(ranks)).toEqual(Object.keys(single));
+      let worst = 0;
+      for (const [n, v] of Object.entries(single)) for (let i = 0; i < v.length; i++) worst = Math.max(worst, Math.abs(v[i]! - ranks[n]![i]!));
+      expect(worst).toBeLessThan(1e-5);
+      // The steps moved the weights (a test of equal copies that never trained would pass above).
+      Retriever.seed(100);
+      const start = Retriever.create(CASES[name]!);
+      const moved = Object.entries(single).some(([n, v]) => v.some((x, i) => Math.abs(x - start.getParameter(n)[i]!) > 1e-4));
+      start.dispose();
+      expect(moved).toBe(true);
+    }, 120_000);
+
+  it('a rank killed mid-run ends the others with ERR_DISTRIBUTED naming their rank, within the timeout', async () => {
+    const { lines, ms } = await runRanks('siamese', 3, join(root, 'die.json'), 'die');
+    expect(lines[2]).toBe('killed SIGKILL');
+    for (const rank of [0, 1]) expect(lines[rank]).toMatch(new RegExp(`^ERR_DISTRIBUTED rank ${rank} of 3: `));
+    expect(ms).toBeLessThan(20_000 + 15_000);  // the group's timeout plus the children's start
+  }, 60_000);
+
+  it('joining a group whose other ranks never come is ERR_DISTRIBUTED after the timeout', async () => {
+    const port = await freePort();
+    const t0 = performance.now();
+    expect(await asyncCode(ProcessGroup.join({ rank: 0, size: 2, port, timeoutMs: 1500 }))).toBe('ERR_DISTRIBUTED');
+    expect(performance.now() - t0).toBeLessThan(10_000);
+  }, 20_000);
+
+  it('a group of one needs no peers: the collectives return the values as they are', async () => {
+    const group = await ProcessGroup.join({ rank: 0, size: 1, port: await freePort() });
+    expect(group.rank).toBe(0);
+    expect(group.size).toBe(1);
+    expect([...(await group.allReduce(Float32Array.of(1, 2)))]).toEqual([1, 2]);
+    await group.barrier();
+    group.dispose();
+    expect(await asyncCode(group.barrier())).toBe('ERR_STATE');
+  });
+});
+
+describe('group settings', () => {
+  it('come from the options, else the torchrun variables, checked', () => {
+    expect(groupOptions({}, { RANK: '1', WORLD_SIZE: '2', MASTER_ADDR: '10.0.0.5', MASTER_PORT: '29600' })).toEqual({ rank: 1, size: 2, host: '10.0.0.5', port: 29600, timeoutMs: 60_000 });
+    expect(groupOptions({ rank: 0, size: 1 }, {})).toEqual({ rank: 0, size: 1, host: '127.0.0.1', port: 29500, timeoutMs: 60_000 });
+    expect(code(() => groupOptions({}, {}))).toBe('ERR_ARG');  // no WORLD_SIZE
+    expect(code(() => groupOptions({ rank: 2, size: 2 }, {}))).toBe('ERR_RANGE');
+    expect(code(() => groupOptions({ rank: 0, size: 2, port: 70000 }, {}))).toBe('ERR_RANGE');
+    expect(code(() => groupOptions({ rank: 0, size: 2, host: '' }, {}))).toBe('ERR_ARG');
+    expect(code(() => groupOptions({ rank: 0, size: 2, nodes: 2 } as never, {}))).toBe('ERR_ARG');
+    expect(code(() => groupOptions({}, { RANK: 'x', WORLD_SIZE: '2' }))).toBe('ERR_ARG');
+  });
+
+  it('a step with something else as its group is ERR_ARG', async () => {
+    const model = Retriever.create(CASES.siamese!);
+    expect(await asyncCode(model.step(1e-3, 1, { group: {} as never }))).toBe('ERR_ARG');
+    expect(await asyncCode(model.broadcastParameters({} as never))).toBe('ERR_ARG');
+    model.dispose();
+    expect(new QuorumError('ERR_DISTRIBUTED', 'x').code).toBe('ERR_DISTRIBUTED');
+  });
+});
