@@ -218,6 +218,23 @@ describe('quorum CLI', () => {
     writeFileSync(join(tiny, 'qrels', 'test.tsv'), qrels([14, 15]));
   };
 
+  it('train --nproc 2: two data-parallel ranks on this machine, rank 0 logs and writes the model; --nproc 0 is refused', () => {
+    writeTiny();
+    const model = join(out, 'model-nproc');
+    const t = quorum('train', '--data', tiny, '--preset', 'siamese', '--layers', '1', '--hidden', '16', '--epochs', '2', '--batch', '4', '--no-glove', '--max-passage-length', '24', '--nproc', '2', '--out', model);
+    expect(t.stderr).toBe('');
+    expect(t.status).toBe(0);
+    expect(t.stdout).toMatch(/starting 2 ranks on this machine/);
+    expect(t.stdout).toMatch(/; 2 ranks, 4 questions a batch across them/);
+    expect(t.stdout.match(/epoch 2\/2: loss [\d.]+, .*dev MRR/g)).toHaveLength(1);  // rank 1 is silent
+    const card = JSON.parse(readFileSync(join(model, 'model.json'), 'utf8'));
+    expect(card.training.epochs).toHaveLength(2);
+    const bad = quorum('train', '--data', tiny, '--preset', 'siamese', '--nproc', '0', '--out', join(out, 'never'));
+    expect(bad.status).toBe(1);
+    expect(bad.stderr.trim().split('\n')).toHaveLength(1);
+    expect(bad.stderr).toMatch(/nproc must be at least 1/);
+  });
+
   it('train, encode and eval --model: a model directory from a tiny dataset, its vectors and index, its scores', () => {
     writeTiny();
     const model = join(out, 'model');

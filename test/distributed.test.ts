@@ -12,6 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { QuorumError } from '../lib/errors.js';
 import { groupOptions, ProcessGroup } from '../lib/models/process-group.js';
 import { Retriever } from '../lib/models/retriever.js';
+import { rankPart } from '../lib/train/trainer.js';
 import { packageRoot } from '../lib/native.js';
 import { CASES, globalBatch, STEPS } from './fixtures/dist-batches.js';
 import { asyncCode, code } from './basics.js';
@@ -113,6 +114,14 @@ describe.skipIf(!available)('data-parallel training over Gloo', () => {
     await group.barrier();
     group.dispose();
     expect(await asyncCode(group.barrier())).toBe('ERR_STATE');
+  });
+});
+
+describe('splitting a batch across ranks', () => {
+  it('gives each rank a contiguous part, the first ones one longer, every item once', () => {
+    expect([0, 1, 2].map((r) => rankPart([1, 2, 3, 4, 5, 6, 7], r, 3))).toEqual([[1, 2, 3], [4, 5], [6, 7]]);
+    expect([0, 1].map((r) => rankPart([1, 2, 3, 4], r, 2))).toEqual([[1, 2], [3, 4]]);
+    expect(rankPart([1], 0, 1)).toEqual([1]);
   });
 });
 

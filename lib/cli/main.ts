@@ -110,6 +110,7 @@ trainingOptions(program.command('train'), {
   .option('--budget <seconds>', 'stop after the epoch that passes this much training time', num)
   .option('--resume', 'continue from <out>/checkpoints')
   .option('--no-task-markers', "no task marker before the questions (default: markers when training on several tasks); a model for questions of unknown task")
+  .option('--nproc <n>', 'train as n data-parallel ranks on this machine (each batch split across them; on several machines set RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT instead)', count)
   .action(async (o: Omit<TrainCommandOptions, 'hardNegatives'> & { hardNegatives: number }, cmd: Command) => {
     checkInitConflicts(cmd, ['hidden', 'layers', 'wordVocab', 'nfkc', 'fitPooling']);
     await trainCommand(o);

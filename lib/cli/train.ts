@@ -11,6 +11,8 @@ import { weightStorageOption } from '../models/model-dir.js';
 import { trainRetriever } from '../train/trainer.js';
 import { check } from '../validate.js';
 import { tuneModelHybrid } from './eval.js';
+import { inGroup, launchRanks, withoutNproc } from './launch.js';
+import { ProcessGroup } from '../models/process-group.js';
 
 export const PRESETS: readonly RetrieverPreset[] = ['taser', 'bi-encoder', 'siamese'];
 export { POOLINGS } from '../models/config.js';
@@ -53,10 +55,13 @@ export interface TrainCommandOptions {
   freeze?: string[];
   /** Prepend each task's marker to its questions (default: when training on several tasks). */
   taskMarkers?: boolean;
+  /** Train as this many local ranks of one data-parallel group (docs/guides/distributed.md). */
+  nproc?: number;
 }
 
 /** Validates every option before any work, so a typo costs no minutes of training. */
 function checkOptions(o: TrainCommandOptions): void {
+  check(o.nproc === undefined || o.nproc >= 1, 'ERR_RANGE', `--nproc must be at least 1, got ${o.nproc}`);
   check(PRESETS.includes(o.preset as RetrieverPreset), 'ERR_ARG', `unknown preset '${o.preset}': use ${PRESETS.join(', ')}`);
   if (o.pooling !== undefined) check(POOLINGS.includes(o.pooling as Pooling), 'ERR_ARG', `unknown pooling '${o.pooling}': use ${POOLINGS.join(', ')}`);
   for (const [name, v, min] of [
@@ -107,8 +112,28 @@ function encoderConfig(o: TrainCommandOptions, vocabSize: number, bert?: Pretrai
   };
 }
 
-export async function trainCommand(o: TrainCommandOptions, log: (line: string) => void = console.log): Promise<Retriever> {
+/**
+ * `quorum train`: resolves to the trained model (in the process that wrote it), or undefined in a launcher of
+ * `--nproc` ranks and in ranks other than 0.
+ */
+export async function trainCommand(o: TrainCommandOptions, logLine: (line: string) => void = console.log): Promise<Retriever | undefined> {
   checkOptions(o);
+  if (o.nproc !== undefined && o.nproc > 1 && !inGroup()) {
+    await launchRanks(o.nproc, withoutNproc(process.argv.slice(2)), logLine);
+    return undefined;
+  }
+  // A rank of a group (started by --nproc, or on each machine with WORLD_SIZE and RANK set): rank 0 logs and writes.
+  const group = inGroup() ? await ProcessGroup.join() : undefined;
+  const lead = (group?.rank ?? 0) === 0;
+  const log = lead ? logLine : () => {};
+  try {
+    return await train(o, log, group);
+  } finally {
+    group?.dispose();
+  }
+}
+
+async function train(o: TrainCommandOptions, log: (line: string) => void, group: ProcessGroup | undefined): Promise<Retriever | undefined> {
   // --freeze names against the parameters of the model the options describe (names do not depend on the
   // vocabulary), before the data is read: a typo costs no preparation.
   const bert = o.init !== undefined ? readPretrained(o.init, o.pooling !== undefined ? { pooling: o.pooling as Pooling } : {}) : undefined;
@@ -125,7 +150,7 @@ export async function trainCommand(o: TrainCommandOptions, log: (line: string) =
   const fit = !!encoder.tokenWeights;
   Retriever.seed(o.seed);
   const model = Retriever.create({ preset: o.preset as RetrieverPreset, encoder, tasks });
-  log(`${o.preset}: ${model.parameterCount.toLocaleString()} parameters, ${encoder.layers} layers, ${encoder.pooling} pooling`);
+  log(`${o.preset}: ${model.parameterCount.toLocaleString()} parameters, ${encoder.layers} layers, ${encoder.pooling} pooling${group ? `; ${group.size} ranks, ${o.batch} questions a batch across them` : ''}`);
   if (bert) {
     const { missing } = loadPretrainedWeights(model, bert, { strict: false });
     log(`initialized from ${o.init}${missing.length ? ` (${missing.length} parameters not in the checkpoint keep their initialization: ${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ', ...' : ''})` : ''}`);
@@ -158,8 +183,9 @@ export async function trainCommand(o: TrainCommandOptions, log: (line: string) =
     model,
     tokenizer,
     { passages, train: trainEx, dev: devEx.length ? devEx : undefined },
-    { ...options, checkpointDir: checkpoints, resume: o.resume, progress: true, log },
+    { ...options, checkpointDir: checkpoints, resume: o.resume, progress: true, log, ...(group ? { group } : {}) },
   );
+  if (group && group.rank !== 0) return undefined;
   if (result.best) await model.load(join(checkpoints, 'best.pt'));
   model.saveModel(o.out, {
     tokenizer,

@@ -102,6 +102,8 @@ export function retrieverConfig(o: RetrieverOptions): RetrieverConfig {
  * const emb = await model.encode(q, 'query'); // Float32Array [1, model.dim]
  */
 export class Retriever extends TrainableTable {
+  /** Its training step takes a ProcessGroup (data-parallel training, docs/guides/distributed.md). */
+  readonly dataParallel = true;
   /** The full configuration, as model.json stores it. */
   readonly config: RetrieverConfig;
   /** Embedding width. */

@@ -8,6 +8,7 @@ import { makeDirs, replaceDirectory, readJsonFile, writeFileAtomic } from '../da
 import { QuorumError } from '../errors.js';
 import type { StepStats, TrainBatchArg } from '../native.js';
 import type { OptimizerOptions } from '../models/parameter-table.js';
+import { ProcessGroup } from '../models/process-group.js';
 import type { WordPieceTokenizer } from '../text/tokenizer.js';
 import { progress } from '../progress.js';
 import type { PassageText, TrainingExample } from './examples.js';
@@ -79,6 +80,13 @@ export interface TrainOptions {
   onBatch?: (stats: StepStats) => void;
   /** Awaited after each epoch's validation and checkpoint, with the model in its end-of-epoch state. */
   onEpoch?: (stats: EpochStats) => void | Promise<void>;
+  /**
+   * Data-parallel training (docs/guides/distributed.md): this process is one rank of `group`. Every rank runs the
+   * same call with the same data and options; each batch's questions are split across the ranks, which score the
+   * whole batch's passages and sum their gradients. Rank 0 validates, writes the checkpoints and logs; the others
+   * return no `best`.
+   */
+  group?: ProcessGroup;
 }
 
 /** One epoch's training figures, as {@link TrainOptions.onEpoch} and {@link TrainResult} give them. */
@@ -124,10 +132,14 @@ export interface TrainableModel {
   readonly config: { readonly tasks?: readonly string[]; readonly encoder: { readonly normalize?: boolean } };
   /** Sets AdamW's settings (the loop passes weight decay, layer decay and frozen parameters). */
   setOptimizer(options: OptimizerOptions): void;
-  /** Forward and backward of one batch; gradients add up until `step`. */
-  accumulate(batch: TrainBatchArg): Promise<StepStats>;
-  /** One AdamW step at `lr` with gradient-norm clipping; resolves to the norm before clipping. */
-  step(lr: number, clip: number): Promise<number>;
+  /** Forward and backward of one batch (with a group: this rank's part of it); gradients add up until `step`. */
+  accumulate(batch: TrainBatchArg, options?: { group?: ProcessGroup }): Promise<StepStats>;
+  /** One AdamW step at `lr` with gradient-norm clipping (with a group: the ranks' gradients summed first). */
+  step(lr: number, clip: number, options?: { group?: ProcessGroup }): Promise<number>;
+  /** Sets every rank's parameters to rank `root`'s (data-parallel training needs it). */
+  broadcastParameters?(group: ProcessGroup, root?: number): Promise<void>;
+  /** Whether `accumulate` takes a group (a model whose loss does not gather across ranks yet says false). */
+  readonly dataParallel?: boolean;
   /** Writes a checkpoint (weights and optimizer state). */
   save(path: string): Promise<void>;
   /** Reads a checkpoint written by `save`. */
@@ -205,8 +217,15 @@ export function composeBatch(
 const trainKeys = optionKeys<TrainOptions>()([
   'epochs', 'batchSize', 'hardNegatives', 'lr', 'warmupSteps', 'clip', 'accumulation', 'weightDecay', 'layerDecay', 'frozen', 'seed',
   'samplingRates', 'lossScales', 'taskMarkers', 'maxQueryLength', 'maxPassageLength', 'groupBatches', 'validation', 'validationPool',
-  'checkpointDir', 'resume', 'timeBudgetSeconds', 'progress', 'log', 'temperature', 'validator', 'onBatch', 'onEpoch',
+  'checkpointDir', 'resume', 'timeBudgetSeconds', 'progress', 'log', 'temperature', 'validator', 'onBatch', 'onEpoch', 'group',
 ]);
+
+/** Rank `rank`'s contiguous part of `items` split over `size` ranks (the first `length % size` parts one longer). */
+export function rankPart<T>(items: readonly T[], rank: number, size: number): T[] {
+  const base = Math.floor(items.length / size), extra = items.length % size;
+  const start = rank * base + Math.min(rank, extra);
+  return items.slice(start, start + base + (rank < extra ? 1 : 0));
+}
 
 /**
  * Trains a retriever contrastively: in-batch and hard negatives, homogeneous per-task batches with sampling rates
@@ -247,7 +266,16 @@ export async function trainRetriever(
   for (const e of [...data.train, ...(data.dev ?? [])])
     if (!taskIndex.has(e.task)) throw new QuorumError('ERR_ARG', `example task '${e.task}' is not one of the model's tasks (${tasks.join(', ')})`);
   const markers = o.taskMarkers ?? tasks.length > 1;
-  const log = o.log ?? (() => {});
+  const group = o.group;
+  if (group !== undefined) {
+    if (!(group instanceof ProcessGroup)) throw new QuorumError('ERR_ARG', 'group must be a ProcessGroup');
+    if (!model.dataParallel || !model.broadcastParameters)
+      throw new QuorumError('ERR_UNSUPPORTED', 'data-parallel training covers the Retriever presets (bi-encoder, Siamese, TASER); train this model in one process');
+  }
+  const rank = group?.rank ?? 0;
+  const size = group?.size ?? 1;
+  const lead = rank === 0;
+  const log = lead ? (o.log ?? (() => {})) : () => {};
   // Before any tokenizing: a bad setting (a frozen pattern that names nothing) fails at once.
   model.setOptimizer({ weightDecay: o.weightDecay ?? 0, layerDecay: o.layerDecay ?? 1, frozen: o.frozen });
 
@@ -266,8 +294,10 @@ export async function trainRetriever(
     });
   // An example without a group is a group of its own (the NUL prefix keeps it apart from any real key).
   const groups = o.groupBatches ? byTask.map((x) => x.map((i) => data.train[i]!.group ?? `\u0000${i}`)) : undefined;
-  const plan = (epoch: number) => homogeneousBatches(byTask.map((x) => x.length), o.batchSize, { rates, seed: o.seed, epoch, groups });
+  // With several ranks a batch too small to give each rank a question is left out (every rank plans alike).
+  const plan = (epoch: number) => homogeneousBatches(byTask.map((x) => x.length), o.batchSize, { rates, seed: o.seed, epoch, groups }).filter((b) => b.examples.length >= size);
   const batchesPerEpoch = plan(0).length;
+  if (batchesPerEpoch === 0) throw new QuorumError('ERR_ARG', `no batch holds a question for each of the ${size} ranks: use a larger batch size or fewer ranks`);
   const totalSteps = Math.ceil((o.epochs * batchesPerEpoch) / o.accumulation);
   const schedule = linearSchedule(o.warmupSteps ?? Math.round(totalSteps * 0.1), totalSteps);
 
@@ -279,10 +309,17 @@ export async function trainRetriever(
     await model.load(join(dir, 'last.pt'));
     log(`resumed after epoch ${state.epoch + 1} (step ${state.step})`);
   }
+  if (group) {
+    // Every rank must resume from the same checkpoint (a directory they all read), then start from rank 0's weights.
+    const at = await group.broadcast(Float32Array.of(state.epoch, state.step));
+    if (at[0] !== state.epoch || at[1] !== state.step)
+      throw new QuorumError('ERR_STATE', `rank ${rank} resumed after epoch ${state.epoch + 1}, rank 0 after epoch ${at[0]! + 1}: every rank must read the same checkpoint directory`);
+    await model.broadcastParameters!(group);
+  }
 
   const batchOf = (tb: TaskBatch, random: () => number): TrainBatchArg => {
     const task = tasks[tb.task]!;
-    const members = tb.examples.map((i) => byTask[tb.task]![i]!);
+    const members = rankPart(tb.examples, rank, size).map((i) => byTask[tb.task]![i]!);
     const c = composeBatch(data.train, members, o.hardNegatives, random);
     return {
       queries: trainQ.tables.get(task)!.batch(members.map((i) => trainQ.rows[i]!)),
@@ -299,7 +336,7 @@ export async function trainRetriever(
   for (let epoch = state.epoch + 1; epoch < o.epochs; epoch++) {
     const batches = plan(epoch);
     const random = seededRandom(o.seed * 7919 + epoch);
-    const bar = o.progress ? progress(`epoch ${epoch + 1}/${o.epochs}`, batches.length) : undefined;
+    const bar = o.progress && lead ? progress(`epoch ${epoch + 1}/${o.epochs}`, batches.length) : undefined;
     const e0 = performance.now();
     let loss = 0;
     let correct = 0;
@@ -307,14 +344,14 @@ export async function trainRetriever(
     let tokens = 0;
     let steps = 0;
     for (let b = 0; b < batches.length; b++) {
-      const s = await model.accumulate(batchOf(batches[b]!, random));
+      const s = await model.accumulate(batchOf(batches[b]!, random), group ? { group } : undefined);
       o.onBatch?.(s);
       loss += s.loss * s.questions;
       correct += s.correct;
       questions += s.questions;
       tokens += s.tokens;
       if ((b + 1) % o.accumulation === 0 || b + 1 === batches.length) {
-        await model.step(o.lr * schedule(state.step), o.clip);
+        await model.step(o.lr * schedule(state.step), o.clip, group ? { group } : undefined);
         state.step++;
         steps++;
       }
@@ -322,10 +359,12 @@ export async function trainRetriever(
     }
     bar?.stop();
     const seconds = (performance.now() - e0) / 1000;
+    // With a group: loss, correct and questions are already the global batches'; tokens are each rank's, summed.
+    if (group) tokens = (await group.allReduce(Float32Array.of(tokens)))[0]!;
     const stats: EpochStats = { epoch, loss: loss / questions, accuracy: correct / questions, steps, tokens, seconds, tokensPerSecond: tokens / seconds };
     trainedSeconds += seconds;
     let improved = false;
-    if (dev && devQ) {
+    if (dev && devQ && lead) {
       const input = { passages, queries: devQ.tables, rows: devQ.rows, examples: dev, taskIndex, pool };
       // Without a validator the model is a dense Retriever (the only TrainableModel that validate() scores).
       stats.validation = await (o.validator ? o.validator(input) : validate(model as Retriever, input));
@@ -340,7 +379,7 @@ export async function trainRetriever(
     state.epoch = epoch;
     // One checkpoint is last.pt, trainer.json and (when improved) best.pt together: a run killed mid-save resumes
     // from the previous epoch's three, never from weights one epoch ahead of its record (issue 48).
-    if (dir)
+    if (dir && lead)
       await replaceDirectory(
         dir,
         async (tmp) => {
@@ -357,7 +396,10 @@ export async function trainRetriever(
         (v ? `, dev MRR ${v.mrr.toFixed(4)}, average rank ${v.averageRank.toFixed(1)} (pool ${v.pool})${improved ? ' *' : ''}` : ''),
     );
     await o.onEpoch?.(stats);
-    if (o.timeBudgetSeconds !== undefined && trainedSeconds >= o.timeBudgetSeconds) {
+    let stop = o.timeBudgetSeconds !== undefined && trainedSeconds >= o.timeBudgetSeconds;
+    // Rank 0's clock decides for all (the ranks' epochs end at slightly different times).
+    if (group) stop = (await group.broadcast(Float32Array.of(stop ? 1 : 0)))[0] === 1;
+    if (stop) {
       log(`time budget of ${o.timeBudgetSeconds} s reached after epoch ${epoch + 1}`);
       break;
     }

@@ -151,7 +151,11 @@ torch::Tensor ProcessGroup::all_gather_rows(const torch::Tensor& t, int64_t* off
     if (r < options_.rank) *offset += c;
   }
   std::vector<int64_t> shape(mine.sizes().begin(), mine.sizes().end());
-  shape[0] = most;
+  // At least one row: Gloo's allgather divides by the element count (SIGFPE when every rank has no rows, e.g. a
+  // batch without ignored pairs), and so must a trailing dimension.
+  shape[0] = std::max<int64_t>(most, 1);
+  for (size_t d = 1; d < shape.size(); ++d)
+    if (shape[d] == 0) throw Error("ERR_SHAPE", "all_gather_rows needs rows of at least one element");
   std::vector<torch::Tensor> padded{torch::zeros(shape, mine.options())};
   padded[0].slice(0, 0, mine.size(0)).copy_(mine);
   std::vector<std::vector<torch::Tensor>> all(1);
