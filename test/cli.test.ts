@@ -218,7 +218,7 @@ describe('quorum CLI', () => {
     writeFileSync(join(tiny, 'qrels', 'test.tsv'), qrels([14, 15]));
   };
 
-  it('train --nproc 2: two data-parallel ranks on this machine, rank 0 logs and writes the model; --nproc 0 is refused', () => {
+  it('train --nproc 2 and encode --nproc 3: data-parallel ranks on this machine, rank 0 logs and writes; --nproc 0 is refused', () => {
     writeTiny();
     const model = join(out, 'model-nproc');
     const t = quorum('train', '--data', tiny, '--preset', 'siamese', '--layers', '1', '--hidden', '16', '--epochs', '2', '--batch', '4', '--no-glove', '--max-passage-length', '24', '--nproc', '2', '--out', model);
@@ -229,6 +229,23 @@ describe('quorum CLI', () => {
     expect(t.stdout.match(/epoch 2\/2: loss [\d.]+, .*dev MRR/g)).toHaveLength(1);  // rank 1 is silent
     const card = JSON.parse(readFileSync(join(model, 'model.json'), 'utf8'));
     expect(card.training.epochs).toHaveLength(2);
+    // A restart with --resume continues from the last checkpoint, as ranks too.
+    const more = quorum('train', '--data', tiny, '--preset', 'siamese', '--layers', '1', '--hidden', '16', '--epochs', '3', '--batch', '4', '--no-glove', '--max-passage-length', '24', '--nproc', '2', '--resume', '--out', model);
+    expect(more.status).toBe(0);
+    expect(more.stdout).toMatch(/resumed after epoch 2/);
+    expect(more.stdout).not.toMatch(/epoch 1\/3/);
+    expect(JSON.parse(readFileSync(join(model, 'model.json'), 'utf8')).training.epochs).toHaveLength(3);
+    // Sharded encoding: three ranks (16 passages: 6, 5, 5) write the vectors one process writes, in corpus order.
+    for (const [n, dir] of [['1', 'enc-1'], ['3', 'enc-3']] as const) expect(quorum('encode', '--model', model, '--data', tiny, '--nproc', n, '--out', join(out, dir)).status).toBe(0);
+    const floats = (dir: string) => {
+      const b = readFileSync(join(out, dir, 'vectors.f32'));
+      return new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.length));
+    };
+    const one = floats('enc-1');
+    const three = floats('enc-3');
+    expect(three.length).toBe(16 * 16);
+    expect(maxAbsDiff(one, three)).toBeLessThan(1e-5);
+    expect(readFileSync(join(out, 'enc-3', 'ids.txt'), 'utf8')).toBe(readFileSync(join(out, 'enc-1', 'ids.txt'), 'utf8'));
     const bad = quorum('train', '--data', tiny, '--preset', 'siamese', '--nproc', '0', '--out', join(out, 'never'));
     expect(bad.status).toBe(1);
     expect(bad.stderr.trim().split('\n')).toHaveLength(1);

@@ -10,6 +10,10 @@ import type { PretrainedOptions } from '../models/hf.js';
 import { Retriever } from '../models/retriever.js';
 import { progress } from '../progress.js';
 import { replaceDirectory, writeFileAtomic } from '../data/files.js';
+import { asRanks } from './launch.js';
+import type { ProcessGroup } from '../models/process-group.js';
+import { Tensor } from '../tensor.js';
+import { rankPart } from '../train/trainer.js';
 
 
 /** --pooling / --normalize as options for a Hugging Face directory (a Quorum directory refuses them). */
@@ -18,19 +22,35 @@ export function hfModelOptions(o: { pooling?: string; normalize?: boolean }): Pr
   return { ...(o.pooling !== undefined ? { pooling: o.pooling as Pooling } : {}), ...(o.normalize !== undefined ? { normalize: o.normalize } : {}) };
 }
 
-export async function encodeCommand(o: { model: string; data: string; out: string; pooling?: string; normalize?: boolean }, log: (line: string) => void = console.log): Promise<void> {
+/**
+ * `quorum encode`: with `nproc` (or as a rank of a group started on several machines) each rank encodes its
+ * contiguous part of the corpus and rank 0 writes the vectors and the index of the whole corpus, in corpus order.
+ */
+export async function encodeCommand(
+  o: { model: string; data: string; out: string; pooling?: string; normalize?: boolean; nproc?: number },
+  log: (line: string) => void = console.log,
+): Promise<void> {
+  await asRanks(o.nproc, log, (group, rankLog) => encode(o, rankLog, group));
+}
+
+async function encode(o: { model: string; data: string; out: string; pooling?: string; normalize?: boolean }, log: (line: string) => void, group: ProcessGroup | undefined): Promise<void> {
   const model = await Retriever.load(o.model, hfModelOptions(o));
   const corpus = await readBeirCorpus(o.data);
-  const bar = progress('encode', corpus.length);
+  if (group && corpus.length < group.size) throw new QuorumError('ERR_ARG', `${corpus.length} passages cannot be split across ${group.size} ranks`);
+  const mine = group ? rankPart(corpus, group.rank, group.size) : corpus;
+  const bar = group && group.rank !== 0 ? undefined : progress('encode', mine.length);
   let done = 0;
   const t0 = performance.now();
-  const vectors = await model.encodePassages(corpus, {
+  const own = await model.encodePassages(mine, {
     onProgress: (n) => {
-      bar.tick(n - done);
+      bar?.tick(n - done);
       done = n;
     },
   });
-  bar.stop();
+  bar?.stop();
+  // The ranks' parts in rank order are the corpus in its order.
+  const vectors = group ? Tensor.wrap(await group.gatherRows(own.data, model.dim), [corpus.length, model.dim], 'f32') : own;
+  if (group && group.rank !== 0) return;
   const seconds = (performance.now() - t0) / 1000;
   const d = vectors.data;
   const ids = corpus.map((p) => p.id).join('\n') + '\n';

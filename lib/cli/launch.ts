@@ -4,8 +4,10 @@
 // the launcher's one-line error names it.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
+import { availableParallelism } from 'node:os';
 
 import { QuorumError } from '../errors.js';
+import { ProcessGroup } from '../models/process-group.js';
 
 /** A TCP port free on loopback now (for rank 0's store). */
 export async function freeLoopbackPort(): Promise<number> {
@@ -49,7 +51,9 @@ export async function launchRanks(n: number, args: readonly string[], log: (line
     setTimeout(() => children.forEach((c) => c.exitCode === null && c.signalCode === null && c.kill('SIGKILL')), 10_000).unref();
   };
   const exits = Array.from({ length: n }, (_, rank) => {
-    const env = { ...process.env, RANK: String(rank), LOCAL_RANK: String(rank), WORLD_SIZE: String(n), MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port) };
+    // The cores shared out (each rank's libtorch would otherwise take them all: n times oversubscribed).
+    const threads = process.env.QUORUM_THREADS ?? String(Math.max(1, Math.floor(availableParallelism() / n)));
+    const env = { ...process.env, RANK: String(rank), LOCAL_RANK: String(rank), WORLD_SIZE: String(n), MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port), QUORUM_THREADS: threads };
     const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, ...args], { env, stdio: 'inherit' });
     children.push(child);
     return new Promise<void>((resolve) =>
@@ -71,4 +75,27 @@ export async function launchRanks(n: number, args: readonly string[], log: (line
     process.off('SIGINT', forward).off('SIGTERM', forward);
   }
   if (failed) throw new QuorumError('ERR_DISTRIBUTED', `${failed}; the other ranks were stopped`);
+}
+
+/**
+ * A command's body run as data-parallel ranks: with `nproc` above 1 (and not already a rank) this process launches
+ * them and resolves to undefined; in a rank (WORLD_SIZE set) it joins the group and runs `body` with it, logging
+ * through rank 0 only; otherwise it runs `body` alone.
+ */
+export async function asRanks<T>(
+  nproc: number | undefined,
+  log: (line: string) => void,
+  body: (group: ProcessGroup | undefined, log: (line: string) => void) => Promise<T>,
+): Promise<T | undefined> {
+  if (nproc !== undefined && (!Number.isInteger(nproc) || nproc < 1)) throw new QuorumError('ERR_RANGE', `--nproc must be at least 1, got ${nproc}`);
+  if (nproc !== undefined && nproc > 1 && !inGroup()) {
+    await launchRanks(nproc, withoutNproc(process.argv.slice(2)), log);
+    return undefined;
+  }
+  const group = inGroup() ? await ProcessGroup.join() : undefined;
+  try {
+    return await body(group, (group?.rank ?? 0) === 0 ? log : () => {});
+  } finally {
+    group?.dispose();
+  }
 }

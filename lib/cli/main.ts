@@ -128,7 +128,8 @@ program
   .requiredOption('--out <dir>', 'where to write the vectors and the index')
   .option('--pooling <name>', HF_POOLING_HELP)
   .option('--normalize', HF_NORMALIZE_HELP)
-  .action(async (o: { model: string; data: string; out: string; pooling?: string; normalize?: boolean }) => encodeCommand(o));
+  .option('--nproc <n>', 'encode as n ranks on this machine, each a part of the corpus, into one index (on several machines set RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT instead)', count)
+  .action(async (o: { model: string; data: string; out: string; pooling?: string; normalize?: boolean; nproc?: number }) => encodeCommand(o));
 
 program
   .command('hybrid-alpha')

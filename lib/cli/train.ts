@@ -11,8 +11,8 @@ import { weightStorageOption } from '../models/model-dir.js';
 import { trainRetriever } from '../train/trainer.js';
 import { check } from '../validate.js';
 import { tuneModelHybrid } from './eval.js';
-import { inGroup, launchRanks, withoutNproc } from './launch.js';
-import { ProcessGroup } from '../models/process-group.js';
+import { asRanks } from './launch.js';
+import type { ProcessGroup } from '../models/process-group.js';
 
 export const PRESETS: readonly RetrieverPreset[] = ['taser', 'bi-encoder', 'siamese'];
 export { POOLINGS } from '../models/config.js';
@@ -61,7 +61,6 @@ export interface TrainCommandOptions {
 
 /** Validates every option before any work, so a typo costs no minutes of training. */
 function checkOptions(o: TrainCommandOptions): void {
-  check(o.nproc === undefined || o.nproc >= 1, 'ERR_RANGE', `--nproc must be at least 1, got ${o.nproc}`);
   check(PRESETS.includes(o.preset as RetrieverPreset), 'ERR_ARG', `unknown preset '${o.preset}': use ${PRESETS.join(', ')}`);
   if (o.pooling !== undefined) check(POOLINGS.includes(o.pooling as Pooling), 'ERR_ARG', `unknown pooling '${o.pooling}': use ${POOLINGS.join(', ')}`);
   for (const [name, v, min] of [
@@ -118,19 +117,8 @@ function encoderConfig(o: TrainCommandOptions, vocabSize: number, bert?: Pretrai
  */
 export async function trainCommand(o: TrainCommandOptions, logLine: (line: string) => void = console.log): Promise<Retriever | undefined> {
   checkOptions(o);
-  if (o.nproc !== undefined && o.nproc > 1 && !inGroup()) {
-    await launchRanks(o.nproc, withoutNproc(process.argv.slice(2)), logLine);
-    return undefined;
-  }
-  // A rank of a group (started by --nproc, or on each machine with WORLD_SIZE and RANK set): rank 0 logs and writes.
-  const group = inGroup() ? await ProcessGroup.join() : undefined;
-  const lead = (group?.rank ?? 0) === 0;
-  const log = lead ? logLine : () => {};
-  try {
-    return await train(o, log, group);
-  } finally {
-    group?.dispose();
-  }
+  // As ranks of a group (--nproc, or on each machine with WORLD_SIZE and RANK set): rank 0 logs and writes.
+  return asRanks(o.nproc, logLine, (group, log) => train(o, log, group));
 }
 
 async function train(o: TrainCommandOptions, log: (line: string) => void, group: ProcessGroup | undefined): Promise<Retriever | undefined> {

@@ -1,6 +1,7 @@
 /**
  * `quorum-retrieval/train`: contrastive training (DPR, multi-task, TASER): examples, batches, the training loop,
- * validation, initialization from GloVe or a BERT checkpoint, self-supervised (ICT) examples.
+ * validation, initialization from GloVe or a BERT checkpoint, self-supervised (ICT) examples, data-parallel training
+ * (ProcessGroup).
  *
  * @packageDocumentation
  */
@@ -10,6 +11,7 @@ export { homogeneousBatches, linearSchedule, type TaskBatch } from '../train/sch
 export {
   composeBatch,
   mineHardNegatives,
+  rankPart,
   trainRetriever,
   type EpochStats,
   type TrainableModel,
@@ -26,6 +28,7 @@ export {
   type ValidationInput,
 } from '../train/validate.js';
 export { fitPoolingToCorpus, initFromBertCheckpoint, initFromGlove } from '../train/init.js';
+export { ProcessGroup, groupOptions, type GroupOptions } from '../models/process-group.js';
 export { mapBertCheckpoint, type MappedCheckpoint } from '../models/checkpoint-map.js';
 export { prepareTraining, type PreparedData } from '../train/prepare.js';
 export {

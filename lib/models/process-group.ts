@@ -31,6 +31,7 @@ export interface NativeProcessGroup {
   allReduce(values: Float32Array, async: boolean): MaybeAsync<Float32Array>;
   broadcast(values: Float32Array, root: number, async: boolean): MaybeAsync<Float32Array>;
   barrier(async: boolean): MaybeAsync<void>;
+  gatherRows(values: Float32Array, width: number, async: boolean): MaybeAsync<{ values: Float32Array }>;
   dispose(): void;
 }
 
@@ -101,6 +102,14 @@ export class ProcessGroup {
   /** Overwrites `values` with rank `root`'s (default 0), in place; resolves to it. */
   async broadcast(values: Float32Array, root = 0): Promise<Float32Array> {
     return awaitNative(callNative(() => this.native.broadcast(values, root, true)) as Promise<Float32Array>);
+  }
+
+  /**
+   * Every rank's rows of `width` values (`values.length / width` of them; the ranks' counts may differ), in rank
+   * order: what sharded work puts back together (`quorum encode --nproc`).
+   */
+  async gatherRows(values: Float32Array, width: number): Promise<Float32Array> {
+    return (await awaitNative(callNative(() => this.native.gatherRows(values, width, true)) as Promise<{ values: Float32Array }>)).values;
   }
 
   /** Resolves once every rank has called it. */

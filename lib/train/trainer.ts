@@ -222,6 +222,9 @@ const trainKeys = optionKeys<TrainOptions>()([
 
 /** Rank `rank`'s contiguous part of `items` split over `size` ranks (the first `length % size` parts one longer). */
 export function rankPart<T>(items: readonly T[], rank: number, size: number): T[] {
+  mustBeArray(items, 'items');
+  if (!Number.isInteger(size) || size < 1) throw new QuorumError('ERR_RANGE', `size must be a positive integer, got ${String(size)}`);
+  if (!Number.isInteger(rank) || rank < 0 || rank >= size) throw new QuorumError('ERR_RANGE', `rank must be an integer in [0, ${size}), got ${String(rank)}`);
   const base = Math.floor(items.length / size), extra = items.length % size;
   const start = rank * base + Math.min(rank, extra);
   return items.slice(start, start + base + (rank < extra ? 1 : 0));

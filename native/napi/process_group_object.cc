@@ -23,6 +23,7 @@ class ProcessGroupObject : public Napi::ObjectWrap<ProcessGroupObject> {
                        {InstanceMethod<&ProcessGroupObject::Join>("join"), InstanceMethod<&ProcessGroupObject::Info>("info"),
                         InstanceMethod<&ProcessGroupObject::AllReduce>("allReduce"),
                         InstanceMethod<&ProcessGroupObject::Broadcast>("broadcast"),
+                        InstanceMethod<&ProcessGroupObject::GatherRows>("gatherRows"),
                         InstanceMethod<&ProcessGroupObject::Barrier>("barrier"),
                         InstanceMethod<&ProcessGroupObject::Dispose>("dispose"),
                         StaticMethod<&ProcessGroupObject::Available>("available")});
@@ -108,6 +109,28 @@ class ProcessGroupObject : public Napi::ObjectWrap<ProcessGroupObject> {
       return run_work(info.Env(), flag(info[2]), {keep}, keep, [g, p, n, root] {
         torch_call([&] { g->broadcast({torch::from_blob(p, {n}, torch::kFloat)}, int(root)); });
       });
+    });
+  }
+
+  // gatherRows(Float32Array [rows, width], width, async) -> { values: every rank's rows in rank order }
+  Napi::Value GatherRows(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] {
+      auto g = joined();
+      Napi::Float32Array a = typed_array<Napi::Float32Array>(info[0], "values");
+      const double width = number_arg(info[1], "width");
+      if (width < 1 || width != double(int64_t(width))) throw Error("ERR_RANGE", "width must be a positive integer");
+      const int64_t w = int64_t(width), n = int64_t(a.ElementLength());
+      if (n % w != 0) throw Error("ERR_SHAPE", std::to_string(n) + " values are not rows of " + std::to_string(w));
+      float* p = a.Data();
+      auto all = std::make_shared<torch::Tensor>();
+      Napi::Object keep = a;
+      return run_work(
+          info.Env(), flag(info[2]), {keep}, Napi::Object::New(info.Env()),
+          [g, p, n, w, all] {
+            int64_t offset = 0;
+            torch_call([&] { *all = g->all_gather_rows(torch::from_blob(p, {n / w, w}, torch::kFloat), &offset); });
+          },
+          [all](Napi::Env env, Napi::Object result) { result.Set("values", float_array_of(env, *all)); });
     });
   }
 
