@@ -452,7 +452,9 @@ export interface NativeMlpEnsemble {
     lr: number,
     clip: number,
     async: boolean,
+    ranks?: unknown,
   ): MaybeAsync<{ loss: number; memberLoss: Float64Array; correct: number; questions: number }>;
+  broadcastParameters(group: unknown, root: number, async: boolean): MaybeAsync<object>;
   score(q: Float32Array, passages: Float32Array, ids: Int32Array, L: number, out: Float32Array, async: boolean): MaybeAsync<Float32Array>;
   members(q: Float32Array, async: boolean): MaybeAsync<Float32Array>;
 }

@@ -10,11 +10,11 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { QuorumError } from '../lib/errors.js';
-import { groupOptions, ProcessGroup } from '../lib/models/process-group.js';
+import { groupOptions, ProcessGroup, rankPart } from '../lib/models/process-group.js';
 import { Retriever } from '../lib/models/retriever.js';
-import { rankPart } from '../lib/train/trainer.js';
 import { packageRoot } from '../lib/native.js';
-import { CASES, globalBatch, STEPS } from './fixtures/dist-batches.js';
+import { CASES, globalBatch, MUF, MUF_TRAIN, mufData, STEPS } from './fixtures/dist-batches.js';
+import { MlpEnsemble } from '../lib/methods/muf/ensemble.js';
 import { asyncCode, code } from './basics.js';
 
 const root = mkdtempSync(join(tmpdir(), 'quorum-dist-'));
@@ -91,6 +91,30 @@ describe.skipIf(!available)('data-parallel training over Gloo', () => {
       start.dispose();
       expect(moved).toBe(true);
     }, 120_000);
+
+  for (const size of [2, 3])
+    it(`DPR-MUF's heads: ${size} ranks end with the weights of one process training the whole sub-batches`, async () => {
+      const out = join(root, `muf-${size}.json`);
+      const { lines } = await runRanks('muf', size, out);
+      expect(lines).toEqual(Array(size).fill('done'));
+      const ranks = JSON.parse(readFileSync(out, 'utf8')) as Record<string, number[]>;
+      Retriever.seed(100);
+      const heads = MlpEnsemble.create(MUF);
+      const start = Object.fromEntries(heads.parameters().map(({ name: n }) => [n, heads.getParameter(n)]));
+      const { epochs } = await heads.train(mufData(), MUF_TRAIN);
+      expect(epochs).toHaveLength(2);
+      let worst = 0, moved = 0;
+      for (const { name: n } of heads.parameters()) {
+        const v = heads.getParameter(n);
+        for (let i = 0; i < v.length; i++) {
+          worst = Math.max(worst, Math.abs(v[i]! - ranks[n]![i]!));
+          moved = Math.max(moved, Math.abs(v[i]! - start[n]![i]!));
+        }
+      }
+      expect(worst).toBeLessThan(1e-5);
+      expect(moved).toBeGreaterThan(1e-3);
+      heads.dispose();
+    }, 60_000);
 
   it('a rank killed mid-run ends the others with ERR_DISTRIBUTED naming their rank, within the timeout', async () => {
     const { lines, ms } = await runRanks('siamese', 3, join(root, 'die.json'), 'die');

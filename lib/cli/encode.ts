@@ -11,9 +11,8 @@ import { Retriever } from '../models/retriever.js';
 import { progress } from '../progress.js';
 import { replaceDirectory, writeFileAtomic } from '../data/files.js';
 import { asRanks } from './launch.js';
-import type { ProcessGroup } from '../models/process-group.js';
+import { rankPart, type ProcessGroup } from '../models/process-group.js';
 import { Tensor } from '../tensor.js';
-import { rankPart } from '../train/trainer.js';
 
 
 /** --pooling / --normalize as options for a Hugging Face directory (a Quorum directory refuses them). */

@@ -11,7 +11,6 @@ export { homogeneousBatches, linearSchedule, type TaskBatch } from '../train/sch
 export {
   composeBatch,
   mineHardNegatives,
-  rankPart,
   trainRetriever,
   type EpochStats,
   type TrainableModel,
@@ -28,7 +27,7 @@ export {
   type ValidationInput,
 } from '../train/validate.js';
 export { fitPoolingToCorpus, initFromBertCheckpoint, initFromGlove } from '../train/init.js';
-export { ProcessGroup, groupOptions, type GroupOptions } from '../models/process-group.js';
+export { ProcessGroup, groupOptions, rankPart, type GroupOptions } from '../models/process-group.js';
 export { mapBertCheckpoint, type MappedCheckpoint } from '../models/checkpoint-map.js';
 export { prepareTraining, type PreparedData } from '../train/prepare.js';
 export {

@@ -4,7 +4,7 @@
 import { QuorumError, awaitNative, callNative } from '../errors.js';
 import { torchAddon } from '../native.js';
 import type { MaybeAsync } from '../native.js';
-import { checkOptions, mustBeObject, optionKeys } from '../validate.js';
+import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../validate.js';
 
 /** Where and how a rank meets the others: the torchrun variables by default. */
 export interface GroupOptions {
@@ -42,6 +42,16 @@ function integerIn(v: unknown, lo: number, hi: number, what: string): number {
   if (typeof n !== 'number' || !Number.isInteger(n) || n < lo || n > hi)
     throw new QuorumError(typeof n === 'number' && Number.isFinite(n) ? 'ERR_RANGE' : 'ERR_ARG', `${what} must be an integer in [${lo}, ${hi}], got ${JSON.stringify(v)}`);
   return n;
+}
+
+/** Rank `rank`'s contiguous part of `items` split over `size` ranks (the first `length % size` parts one longer). */
+export function rankPart<T>(items: readonly T[], rank: number, size: number): T[] {
+  mustBeArray(items, 'items');
+  if (!Number.isInteger(size) || size < 1) throw new QuorumError('ERR_RANGE', `size must be a positive integer, got ${String(size)}`);
+  if (!Number.isInteger(rank) || rank < 0 || rank >= size) throw new QuorumError('ERR_RANGE', `rank must be an integer in [0, ${size}), got ${String(rank)}`);
+  const base = Math.floor(items.length / size), extra = items.length % size;
+  const start = rank * base + Math.min(rank, extra);
+  return items.slice(start, start + base + (rank < extra ? 1 : 0));
 }
 
 /**

@@ -8,7 +8,7 @@ import { makeDirs, replaceDirectory, readJsonFile, writeFileAtomic } from '../da
 import { QuorumError } from '../errors.js';
 import type { StepStats, TrainBatchArg } from '../native.js';
 import type { OptimizerOptions } from '../models/parameter-table.js';
-import { ProcessGroup } from '../models/process-group.js';
+import { ProcessGroup, rankPart } from '../models/process-group.js';
 import type { WordPieceTokenizer } from '../text/tokenizer.js';
 import { progress } from '../progress.js';
 import type { PassageText, TrainingExample } from './examples.js';
@@ -220,15 +220,6 @@ const trainKeys = optionKeys<TrainOptions>()([
   'checkpointDir', 'resume', 'timeBudgetSeconds', 'progress', 'log', 'temperature', 'validator', 'onBatch', 'onEpoch', 'group',
 ]);
 
-/** Rank `rank`'s contiguous part of `items` split over `size` ranks (the first `length % size` parts one longer). */
-export function rankPart<T>(items: readonly T[], rank: number, size: number): T[] {
-  mustBeArray(items, 'items');
-  if (!Number.isInteger(size) || size < 1) throw new QuorumError('ERR_RANGE', `size must be a positive integer, got ${String(size)}`);
-  if (!Number.isInteger(rank) || rank < 0 || rank >= size) throw new QuorumError('ERR_RANGE', `rank must be an integer in [0, ${size}), got ${String(rank)}`);
-  const base = Math.floor(items.length / size), extra = items.length % size;
-  const start = rank * base + Math.min(rank, extra);
-  return items.slice(start, start + base + (rank < extra ? 1 : 0));
-}
 
 /**
  * Trains a retriever contrastively: in-batch and hard negatives, homogeneous per-task batches with sampling rates

@@ -11,6 +11,7 @@
 #include "../torch/mlp_ensemble.h"
 #include "async_call.h"
 #include "errors.h"
+#include "process_group_object.h"
 #include "scalar_args.h"
 #include "torch_args.h"
 
@@ -32,6 +33,7 @@ class MlpEnsembleObject : public TorchObject<MlpEnsembleObject, MlpEnsemble> {
     return DefineClass(env, "MlpEnsemble",
                        with_parameter_methods({InstanceMethod<&MlpEnsembleObject::Info>("info"),
                                                InstanceMethod<&MlpEnsembleObject::Step>("step"),
+                                               InstanceMethod<&MlpEnsembleObject::BroadcastParameters>("broadcastParameters"),
                                                InstanceMethod<&MlpEnsembleObject::Score>("score"),
                                                InstanceMethod<&MlpEnsembleObject::Members>("members")}));
   }
@@ -57,7 +59,8 @@ class MlpEnsembleObject : public TorchObject<MlpEnsembleObject, MlpEnsemble> {
   }
 
   // step(questions: F32 [Nq*dim], passages: F32 [Np*dim], qRows: I32 [K*b], pRows: I32 [K*b*group], group, lr,
-  //      clip, async) -> { loss, memberLoss: Float64Array [K], correct, questions }
+  //      clip, async, ranks?) -> { loss, memberLoss: Float64Array [K], correct, questions } (with a group of ranks:
+  //      the whole sub-batches' figures)
   Napi::Value Step(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       Napi::Env env = info.Env();
@@ -72,10 +75,11 @@ class MlpEnsembleObject : public TorchObject<MlpEnsembleObject, MlpEnsemble> {
       const double group = number_arg(info[4], "group");
       if (group < 1 || group != double(int64_t(group))) throw Error("ERR_RANGE", "group must be an integer >= 1");
       const double lr = number_arg(info[5], "lr"), clip = number_arg(info[6], "clip");
+      auto ranks = group_arg(info[8]);
       auto stats = std::make_shared<torchx::EnsembleStepStats>();
       auto model = live();
       return run(env, info[7], {qa, pa}, Napi::Object::New(env),
-                 [=] { *stats = model->step(q, p, q_rows, p_rows, int64_t(group), lr, clip); },
+                 [=] { *stats = model->step(q, p, q_rows, p_rows, int64_t(group), lr, clip, ranks.get()); },
                  [stats](Napi::Env e, Napi::Object result) {
                    result.Set("loss", stats->loss);
                    Napi::Float64Array ml = Napi::Float64Array::New(e, stats->member_loss.size());
@@ -84,6 +88,18 @@ class MlpEnsembleObject : public TorchObject<MlpEnsembleObject, MlpEnsemble> {
                    result.Set("correct", double(stats->correct));
                    result.Set("questions", double(stats->questions));
                  });
+    });
+  }
+
+  // broadcastParameters(group, root, async)
+  Napi::Value BroadcastParameters(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] {
+      auto ranks = group_arg(info[0]);
+      if (!ranks) throw Error("ERR_ARG", "group must be a ProcessGroup");
+      const double root = number_arg(info[1], "root");
+      if (root < 0 || root >= ranks->size() || root != double(int(root))) throw Error("ERR_RANGE", "root must be a rank of the group");
+      auto model = live();
+      return run(info.Env(), info[2], {}, Napi::Object::New(info.Env()), [=] { model->broadcast_parameters(*ranks, int(root)); });
     });
   }
 

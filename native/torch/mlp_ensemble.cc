@@ -68,7 +68,7 @@ torch::Tensor MlpEnsemble::score(const torch::Tensor& q, const torch::Tensor& pa
 
 EnsembleStepStats MlpEnsemble::step(const torch::Tensor& questions, const torch::Tensor& passages,
                                     const torch::Tensor& q_rows, const torch::Tensor& p_rows, int64_t group, double lr,
-                                    double clip) {
+                                    double clip, ProcessGroup* ranks) {
   const int64_t K = config_.members, D = config_.dim;
   if (!std::isfinite(lr) || lr < 0) throw Error("ERR_RANGE", "lr must be finite and >= 0");
   if (!std::isfinite(clip) || clip < 0) throw Error("ERR_RANGE", "clip must be finite and >= 0");
@@ -77,15 +77,30 @@ EnsembleStepStats MlpEnsemble::step(const torch::Tensor& questions, const torch:
   const int64_t b = q_rows.numel() / K;
   if (p_rows.numel() != K * b * group) throw Error("ERR_SHAPE", "p_rows must hold members x b x group rows");
   const torch::Tensor q = questions.index_select(0, q_rows).view({K, b, D});
-  const torch::Tensor p = passages.index_select(0, p_rows).view({K, b * group, D});
-  const torch::Tensor scores = torch::bmm(forward(q), p.transpose(1, 2));                  // [K, b, b * group]
-  const torch::Tensor target = (torch::arange(b, torch::kLong) * group).repeat({K});
+  torch::Tensor p = passages.index_select(0, p_rows).view({K, b * group, D});
+  torch::Tensor out = forward(q);                                                           // [K, b, D]
+  int64_t n = b;  // questions per member in the whole sub-batch
+  if (ranks && ranks->size() > 1) {
+    // Rows in rank order per member: [b_r, K, D] gathered along the questions, this rank's outputs keeping their
+    // gradient; the frozen passages likewise. Question i of the gathered sub-batch keeps its positive at i * group.
+    int64_t offset = 0;
+    out = gather_keeping_own(*ranks, out.transpose(0, 1), &offset).transpose(0, 1);
+    p = ranks->all_gather_rows(p.transpose(0, 1), &offset).transpose(0, 1);
+    n = out.size(1);
+  }
+  const torch::Tensor scores = torch::bmm(out, p.transpose(1, 2));                         // [K, n, n * group]
+  const torch::Tensor target = (torch::arange(n, torch::kLong) * group).repeat({K});
   const torch::Tensor nll =
-      torch::nll_loss(torch::log_softmax(scores.view({K * b, b * group}), 1), target, {}, at::Reduction::None).view({K, b});
+      torch::nll_loss(torch::log_softmax(scores.view({K * n, n * group}), 1), target, {}, at::Reduction::None).view({K, n});
   const torch::Tensor member_loss = nll.mean(1);
   // DPR-MUF's loss: the mean over members (Adam makes each member's step independent of the 1/K).
   optimizer_->zero_grad();
   member_loss.mean().backward();
+  if (ranks && ranks->size() > 1) {
+    std::vector<torch::Tensor> grads;
+    for (const auto& [name, t] : params_) grads.push_back(t.mutable_grad());
+    ranks->all_reduce_sum(grads);
+  }
   // One parameter group holds every parameter (Optimizer::parameters() is deprecated and logs a warning).
   if (clip > 0) torch::nn::utils::clip_grad_norm_(optimizer_->param_groups()[0].params(), clip);
   for (auto& g : optimizer_->param_groups()) static_cast<torch::optim::AdamOptions&>(g.options()).lr(lr);
@@ -95,9 +110,15 @@ EnsembleStepStats MlpEnsemble::step(const torch::Tensor& questions, const torch:
   s.loss = member_loss.mean().item<double>();
   const torch::Tensor ml = member_loss.detach().to(torch::kDouble).contiguous();
   s.member_loss.assign(ml.data_ptr<double>(), ml.data_ptr<double>() + K);
-  s.correct = scores.detach().argmax(2).eq(torch::arange(b, torch::kLong).mul(group).unsqueeze(0)).sum().item<int64_t>();
-  s.questions = K * b;
+  s.correct = scores.detach().argmax(2).eq(torch::arange(n, torch::kLong).mul(group).unsqueeze(0)).sum().item<int64_t>();
+  s.questions = K * n;
   return s;
+}
+
+void MlpEnsemble::broadcast_parameters(ProcessGroup& ranks, int root) {
+  std::vector<torch::Tensor> values;
+  for (const auto& [name, t] : params_) values.push_back(t);
+  ranks.broadcast(values, root);
 }
 
 const torch::Tensor& MlpEnsemble::parameter(const std::string& name) const {

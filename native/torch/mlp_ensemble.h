@@ -5,6 +5,7 @@
 // trained only on its own contiguous sub-batch with the DPR NLL against the positive, the hard negatives and the
 // sub-batch's other passages; members start from different draws of PyTorch's nn.Linear initialisation.
 #pragma once
+#include "distributed.h"
 #include "torch_includes.h"
 
 #include <memory>
@@ -45,9 +46,13 @@ class MlpEnsemble {
 
   // One Adam step over K sub-batches: questions [N_q, dim] and passages [N_p, dim] are the whole frozen tables;
   // q_rows [K * b] picks each member's b questions (member k: rows k*b .. k*b+b-1); p_rows [K * b * group] their
-  // passages, `group` per question with the positive first.
+  // passages, `group` per question with the positive first. With a group of several ranks, each member's b
+  // questions are this rank's part of its sub-batch: the heads' outputs and the passages are gathered per member,
+  // so each member's loss is its whole sub-batch's, and the ranks' gradients are summed before clipping and Adam.
   EnsembleStepStats step(const torch::Tensor& questions, const torch::Tensor& passages, const torch::Tensor& q_rows,
-                         const torch::Tensor& p_rows, int64_t group, double lr, double clip);
+                         const torch::Tensor& p_rows, int64_t group, double lr, double clip, ProcessGroup* ranks = nullptr);
+  // Every rank takes rank `root`'s weights (data-parallel training starts from one draw).
+  void broadcast_parameters(ProcessGroup& ranks, int root);
 
   const torch::Tensor& parameter(const std::string& name) const;
   void set_parameter(const std::string& name, const torch::Tensor& values);

@@ -12,6 +12,7 @@ import { seededRandom, shuffle } from '../../random.js';
 import { Tensor } from '../../tensor.js';
 import { whilePinned, Operands } from '../../operand.js';
 import { ParameterTable } from '../../models/parameter-table.js';
+import { ProcessGroup, rankPart } from '../../models/process-group.js';
 import { mustBeObject, mustBeString, parse, positiveInt, z } from '../../validate.js';
 
 /** The heads' shape: `layers` hidden ReLU layers of `hidden` units between `dim` and `dim`, K = `members`. */
@@ -67,6 +68,12 @@ export interface EnsembleTrainOptions {
   seed?: number;
   /** Called after every epoch with its figures. */
   onEpoch?: (e: EnsembleEpoch) => void;
+  /**
+   * Data-parallel training (docs/guides/distributed.md): every rank calls `train` with the same data and options;
+   * each member's sub-batch is split across the ranks, its loss is the whole sub-batch's, gradients are summed, and
+   * the heads start from rank 0's weights. `batchSize / members` must be at least the group's size.
+   */
+  group?: ProcessGroup;
 }
 
 /** One epoch's figures of {@link MlpEnsemble.train}. */
@@ -90,6 +97,7 @@ const trainOptionsSchema = z
     hardNegatives: z.number().int().min(0).optional(),
     seed: z.number().int().nonnegative().optional(),
     onEpoch: z.function().optional(),
+    group: z.custom<ProcessGroup>((v) => v instanceof ProcessGroup, 'must be a ProcessGroup').optional(),
   })
   .strict();
 
@@ -154,6 +162,15 @@ export class MlpEnsemble extends ParameterTable {
     const perMember = Math.floor(Math.min(batchSize, n) / K);
     if (perMember < 1)
       throw new QuorumError('ERR_RANGE', `${K} members need at least ${K} questions per step (batchSize ${batchSize}, ${n} questions)`);
+    const ranks = options.group;
+    const size = ranks?.size ?? 1;
+    if (perMember < size)
+      throw new QuorumError('ERR_RANGE', `${perMember} questions per member and step cannot be split across ${size} ranks: raise batchSize to at least ${K * size}`);
+    if (ranks) await awaitNative(callNative(() => this.native.broadcastParameters(ranks.native, 0, true)) as Promise<object>);
+    // Each rank's part of every member's sub-batch (every rank builds the whole step alike, then takes its rows).
+    const part = rankPart(Array.from({ length: perMember }, (_, i) => i), ranks?.rank ?? 0, size);
+    const myQ = new Int32Array(K * part.length);
+    const myP = new Int32Array(K * part.length * (1 + (options.hardNegatives ?? 1)));
     const h = options.hardNegatives ?? 1;
     const group = 1 + h;
     const rand = seededRandom(options.seed ?? 0);
@@ -179,7 +196,16 @@ export class MlpEnsemble extends ParameterTable {
           for (let j = 0; j < h; j++) pRows[r * group + 1 + j] = negs[j] ?? Math.floor(rand() * nPassages);
         }
         const s = await awaitNative(
-          callNative(() => this.native.step(questionRows, passageRows, qRows, pRows, group, options.lr ?? 1e-3, options.clip ?? 2, true)) as Promise<{
+          callNative(() => {
+            if (!ranks) return this.native.step(questionRows, passageRows, qRows, pRows, group, options.lr ?? 1e-3, options.clip ?? 2, true);
+            for (let k = 0; k < K; k++)
+              part.forEach((i, j) => {
+                const r = k * perMember + i, m = k * part.length + j;
+                myQ[m] = qRows[r]!;
+                myP.set(pRows.subarray(r * group, (r + 1) * group), m * group);
+              });
+            return this.native.step(questionRows, passageRows, myQ, myP, group, options.lr ?? 1e-3, options.clip ?? 2, true, ranks.native);
+          }) as Promise<{
             loss: number;
             memberLoss: Float64Array;
             correct: number;
