@@ -10,6 +10,7 @@
 #include "../torch/came_model.h"
 #include "async_call.h"
 #include "errors.h"
+#include "process_group_object.h"
 #include "scalar_args.h"
 #include "torch_args.h"
 #include "torch_batch_args.h"
@@ -144,15 +145,16 @@ class CameObject : public TrainableObject<CameObject, CameModel> {
     });
   }
 
-  // accumulate(batch, async) -> { loss, correct, questions, tokens, flops, flopsLambda, experts: { <name>: { loss,
-  // weight, correct } } }
+  // accumulate(batch, async, group?) -> { loss, correct, questions, tokens, flops, flopsLambda, experts: { <name>:
+  // { loss, weight, correct } } } (with a group: the global batch's, but tokens)
   Napi::Value Accumulate(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       Napi::Env env = info.Env();
       auto batch = std::make_shared<torchx::TrainBatch>(train_batch(info[0], live()->config().encoder));
+      auto group = group_arg(info[2]);
       auto stats = std::make_shared<torchx::CameStepStats>();
       auto model = live();
-      return run(env, info[1], {}, Napi::Object::New(env), [=] { *stats = model->accumulate(*batch); },
+      return run(env, info[1], {}, Napi::Object::New(env), [=] { *stats = model->accumulate(*batch, group.get()); },
                         [stats, model](Napi::Env env, Napi::Object result) {
                           put_stats(result, *stats);
                           result.Set("flops", stats->flops);

@@ -112,27 +112,50 @@ CameEncoded CameModel::encode(const TokenBatch& batch, Side side, std::array<boo
   return {h.lexical, h.local, h.global, batch.lengths};
 }
 
-CameStepStats CameModel::accumulate(const TrainBatch& b) {
+CameStepStats CameModel::accumulate(const TrainBatch& b, ProcessGroup* group) {
   check_batch(b);
   const TokenStates tq = bottom_->token_states(b.queries, Side::kQuery, true);
   const TokenStates tp = bottom_->token_states(b.passages, Side::kPassage, true);
   Heads q = heads(tq, b.queries, Side::kQuery, true, config_.experts);
   Heads d = heads(tp, b.passages, Side::kPassage, true, config_.experts);
+  torch::Tensor q_valid = tq.valid, p_lengths = b.passages.lengths, positives = b.positives, ignore = b.ignore;
+  if (group && group->size() > 1) {
+    // The global batch in rank order, this rank's rows carrying gradient (retriever.h); the same collectives on every
+    // rank, in the same order, whatever the batch holds.
+    int64_t qo = 0, po = 0, unused = 0;
+    auto both = [&](torch::Tensor& qt, torch::Tensor& pt) {
+      if (!qt.defined()) return;
+      qt = gather_keeping_own(*group, qt, &qo);
+      pt = gather_keeping_own(*group, pt, &po);
+    };
+    both(q.lexical, d.lexical);
+    if (q.local.defined()) {
+      q.local = gather_keeping_own(*group, pad_to_ranks(*group, q.local, 1), &qo);
+      d.local = gather_keeping_own(*group, pad_to_ranks(*group, d.local, 1), &po);
+      q_valid = group->all_gather_rows(pad_to_ranks(*group, tq.valid.to(torch::kLong), 1), &unused).to(torch::kBool);
+      p_lengths = group->all_gather_rows(b.passages.lengths, &unused);
+    }
+    both(q.global, d.global);
+    positives = group->all_gather_rows(b.positives + po, &unused);
+    torch::Tensor own = ignore.defined() && ignore.numel() > 0 ? ignore + torch::tensor({qo, po}, torch::kLong)
+                                                               : torch::zeros({0, 2}, torch::kLong);
+    ignore = group->all_gather_rows(own, &unused);
+  }
 
   std::vector<torch::Tensor> scores;
   std::vector<int> experts;
   auto add = [&](int e, torch::Tensor s) {
-    scores.push_back(Retriever::mask_ignored(s, b.ignore) / training_.temperature[e]);
+    scores.push_back(Retriever::mask_ignored(s, ignore) / training_.temperature[e]);
     experts.push_back(e);
   };
   if (q.lexical.defined()) add(0, torch::matmul(q.lexical, d.lexical.t()));
   if (q.local.defined())
-    add(1, config_.reference_ops ? maxsim_scores_reference(q.local, tq.valid, d.local, b.passages.lengths)
-                                 : maxsim_scores(q.local, tq.valid, d.local, b.passages.lengths));
+    add(1, config_.reference_ops ? maxsim_scores_reference(q.local, q_valid, d.local, p_lengths)
+                                 : maxsim_scores(q.local, q_valid, d.local, p_lengths));
   if (q.global.defined()) add(2, torch::matmul(q.global, d.global.t()));
 
   CameLossParts parts;
-  torch::Tensor loss = came_loss(scores, b.positives, training_.tau, training_.competitive, &parts);
+  torch::Tensor loss = came_loss(scores, positives, training_.tau, training_.competitive, &parts);
   torch::Tensor total = loss * b.loss_scale;
   CameStepStats s;
   if (q.lexical.defined()) {
@@ -149,7 +172,7 @@ CameStepStats CameModel::accumulate(const TrainBatch& b) {
   total.backward();
 
   s.loss = loss.item<double>();
-  s.questions = b.queries.ids.size(0);
+  s.questions = positives.size(0);
   s.tokens = b.queries.lengths.sum().item<int64_t>() + b.passages.lengths.sum().item<int64_t>();
   torch::Tensor fused = torch::zeros_like(scores[0].detach());
   for (size_t i = 0; i < experts.size(); ++i) {
@@ -157,10 +180,10 @@ CameStepStats CameModel::accumulate(const TrainBatch& b) {
     const torch::Tensor si = scores[i].detach();
     s.expert_loss[e] = parts.nll[int64_t(i)].item<double>();
     s.weight[e] = parts.weights[int64_t(i)].item<double>();
-    s.expert_correct[e] = (si.argmax(1) == b.positives).sum().item<int64_t>();
+    s.expert_correct[e] = (si.argmax(1) == positives).sum().item<int64_t>();
     fused = fused + si;
   }
-  s.correct = (fused.argmax(1) == b.positives).sum().item<int64_t>();
+  s.correct = (fused.argmax(1) == positives).sum().item<int64_t>();
   return s;
 }
 

@@ -78,8 +78,11 @@ class CameModel : public Trainable {
 
   // Evaluation mode, no gradients; the bottom runs once for every expert asked for.
   CameEncoded encode(const TokenBatch& batch, Side side, std::array<bool, kCameExperts> which);
-  // Forward and backward of one batch (TrainBatch.temperature is ignored: CameTraining holds one per expert).
-  CameStepStats accumulate(const TrainBatch& batch);
+  // Forward and backward of one batch (TrainBatch.temperature is ignored: CameTraining holds one per expert). With a
+  // group of several ranks, `batch` is this rank's part: every expert's question and passage representations are
+  // gathered (token vectors padded to the ranks' longest), so the losses, the competitive weights and FLOPS are the
+  // global batch's, as Retriever::accumulate does for one expert.
+  CameStepStats accumulate(const TrainBatch& batch, ProcessGroup* group = nullptr);
 
  private:
   struct Heads {

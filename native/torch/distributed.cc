@@ -192,6 +192,16 @@ void ProcessGroup::barrier() {}
 
 #endif
 
+torch::Tensor pad_to_ranks(ProcessGroup& g, const torch::Tensor& t, int64_t dim) {
+  if (g.size() == 1) return t;
+  int64_t unused = 0;
+  const int64_t most = g.all_gather_rows(torch::tensor({t.size(dim)}, torch::kLong), &unused).max().item<int64_t>();
+  if (most == t.size(dim)) return t;
+  std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
+  shape[size_t(dim)] = most - t.size(dim);
+  return torch::cat({t, torch::zeros(shape, t.options())}, dim);
+}
+
 torch::Tensor gather_keeping_own(ProcessGroup& g, const torch::Tensor& t, int64_t* offset) {
   if (g.size() == 1) {
     *offset = 0;

@@ -4,7 +4,8 @@
 import { QuorumError, awaitNative, callNative } from '../../errors.js';
 import { torchAddon, type MaybeAsync, type StepStats, type TokenBatchArg, type TrainBatchArg } from '../../native.js';
 import { checkEncoderOverrides, defaultEncoderConfig, type EncoderConfig } from '../../models/config.js';
-import { TrainableTable, type OptimizerOptions } from '../../models/parameter-table.js';
+import { TrainableTable, groupOf, type OptimizerOptions } from '../../models/parameter-table.js';
+import type { ProcessGroup } from '../../models/process-group.js';
 import { checkOptions, mustBeObject, optionKeys } from '../../validate.js';
 import { brandClass } from '../../brand.js';
 
@@ -84,7 +85,7 @@ interface NativeCameModel {
   setOptimizer(o: OptimizerOptions): void;
   setTraining(t: Partial<CameTraining>): void;
   encode(batch: TokenBatchArg, side: 'query' | 'passage', experts: CameExpertName[], async: boolean): MaybeAsync<CameEncoded>;
-  accumulate(batch: TrainBatchArg, async: boolean): MaybeAsync<CameStepStats>;
+  accumulate(batch: TrainBatchArg, async: boolean, group?: unknown): MaybeAsync<CameStepStats>;
   step(lr: number, clip: number, async: boolean, group?: unknown): MaybeAsync<{ gradNorm: number }>;
   broadcastParameters(group: unknown, root: number, async: boolean): MaybeAsync<void>;
   save(path: string, async: boolean): MaybeAsync<object>;
@@ -157,6 +158,8 @@ export function cameConfig(o: CameModelOptions = {}): CameConfig {
  * await model.step(1e-3, 2);
  */
 export class CameModel extends TrainableTable {
+  /** Its training step takes a ProcessGroup (data-parallel training, docs/guides/distributed.md). */
+  readonly dataParallel = true;
   /** The full configuration. */
   readonly config: CameConfig;
   protected readonly native: NativeCameModel;
@@ -221,9 +224,14 @@ export class CameModel extends TrainableTable {
     return callNative(() => this.native.encode(batch, side, [...experts], false) as CameEncoded);
   }
 
-  /** Forward and backward of one batch with the current {@link training} settings; gradients add up until step. */
-  async accumulate(batch: TrainBatchArg): Promise<CameStepStats> {
-    return awaitNative(callNative(() => this.native.accumulate(batch, true)) as Promise<CameStepStats>);
+  /**
+   * Forward and backward of one batch with the current {@link training} settings; gradients add up until step. With
+   * a `group`, `batch` is this rank's part of the global batch: every expert's representations are gathered, so the
+   * losses, the competitive weights and FLOPS are the global batch's (docs/guides/distributed.md).
+   */
+  async accumulate(batch: TrainBatchArg, options: { group?: ProcessGroup } = {}): Promise<CameStepStats> {
+    const group = groupOf(options);
+    return awaitNative(callNative(() => this.native.accumulate(batch, true, group)) as Promise<CameStepStats>);
   }
 
   /** {@link CameModel.accumulate} on the calling thread. */
