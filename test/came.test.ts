@@ -550,6 +550,13 @@ describe('quorum came', () => {
     const card = JSON.parse(readFileSync(join(dir, 'came.json'), 'utf8'));
     expect(card).toMatchObject({ format: 'quorum-came', version: 1, independent: false });
     expect(card.training.stages).toHaveLength(2);
+    // The same as two data-parallel ranks (issue 47): both stages, rank 0 alone logs, fits and writes.
+    const dist = join(root, 'came-nproc');
+    const t2 = quorum('came', 'train', '--data', data, '--out', dist, '--no-glove', '--hidden', '16', '--epochs', '1', '--hard-epochs', '1', '--negatives', '1', '--batch', '8', '--max-passage-length', '24', '--max-query-length', '16', '--nproc', '2');
+    expect(t2.stderr).toBe('');
+    expect(t2.status).toBe(0);
+    expect(t2.stdout.match(/linear fusion fitted on 8 dev questions/g)).toHaveLength(1);
+    expect(JSON.parse(readFileSync(join(dist, 'came.json'), 'utf8')).training.stages).toHaveLength(2);
     const ix = quorum('came', 'index', '--came', dir, '--data', data);
     expect(ix.status).toBe(0);
     expect(ix.stdout).toMatch(/indexed 48 passages with lexical, local, global/);

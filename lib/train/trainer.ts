@@ -83,8 +83,8 @@ export interface TrainOptions {
   /**
    * Data-parallel training (docs/guides/distributed.md): this process is one rank of `group`. Every rank runs the
    * same call with the same data and options; each batch's questions are split across the ranks, which score the
-   * whole batch's passages and sum their gradients. Rank 0 validates, writes the checkpoints and logs; the others
-   * return no `best`.
+   * whole batch's passages and sum their gradients. Rank 0 validates, writes the checkpoints and logs; every rank
+   * returns rank 0's `best` (loading `best.pt` on every rank needs `checkpointDir` on a file system they all read).
    */
   group?: ProcessGroup;
 }
@@ -400,7 +400,14 @@ export async function trainRetriever(
   }
   const tokens = state.history.reduce((s, e) => s + e.tokens, 0);
   const seconds = state.history.reduce((s, e) => s + e.seconds, 0);
-  return { epochs: state.history, best: state.best ?? undefined, tokens, seconds, tokensPerSecond: tokens / Math.max(seconds, 1e-9) };
+  let best = state.best;
+  if (group) {
+    // Rank 0's pick, on every rank (as float32 on all of them, so that comparisons of it agree across ranks). Rank 0
+    // has written its checkpoints before it gets here: the others may load best.pt once this returns.
+    const b = await group.broadcast(Float32Array.of(best ? 1 : 0, best?.epoch ?? 0, best?.value ?? 0));
+    best = b[0] === 1 ? { epoch: b[1]!, value: b[2]! } : null;
+  }
+  return { epochs: state.history, best: best ?? undefined, tokens, seconds, tokensPerSecond: tokens / Math.max(seconds, 1e-9) };
 }
 
 const mineKeys = optionKeys<NonNullable<Parameters<typeof mineHardNegatives>[4]>>()(['k', 'maxQueryLength', 'maxPassageLength', 'taskMarkers']);

@@ -15,6 +15,8 @@ import { CameRetriever } from './retriever.js';
 import { fitCameLinear, initCame, trainCame } from './train.js';
 import { weightStorageOption } from '../../models/model-dir.js';
 import { check } from '../../validate.js';
+import { asRanks } from '../../cli/launch.js';
+import type { ProcessGroup } from '../../models/process-group.js';
 
 export interface CameTrainCommandOptions {
   data: string;
@@ -39,10 +41,19 @@ export interface CameTrainCommandOptions {
   seed: number;
   budget?: number;
   dtype: string;
+  /** Train as this many local ranks of one data-parallel group (docs/guides/distributed.md). */
+  nproc?: number;
 }
 
-/** Trains, fits the linear fusion on dev, and writes a CAME directory. */
-export async function cameTrainCommand(o: CameTrainCommandOptions, log: (line: string) => void = console.log): Promise<CameRetriever> {
+/**
+ * Trains, fits the linear fusion on dev, and writes a CAME directory; as data-parallel ranks with `nproc` (or
+ * WORLD_SIZE set), where rank 0 logs, fits and writes. Resolves to the retriever in the process that wrote it.
+ */
+export async function cameTrainCommand(o: CameTrainCommandOptions, log: (line: string) => void = console.log): Promise<CameRetriever | undefined> {
+  return asRanks(o.nproc, log, (group, rankLog) => cameTrain(o, rankLog, group));
+}
+
+async function cameTrain(o: CameTrainCommandOptions, log: (line: string) => void, group: ProcessGroup | undefined): Promise<CameRetriever | undefined> {
   check(o.mode === 'competitive' || o.mode === 'standardized', 'ERR_ARG', `--mode must be competitive or standardized, got '${o.mode}'`);
   const dtype = weightStorageOption(o.dtype);
   check(o.hidden % 4 === 0, 'ERR_ARG', `--hidden ${o.hidden} must be a multiple of the 4 attention heads`);
@@ -87,7 +98,9 @@ export async function cameTrainCommand(o: CameTrainCommandOptions, log: (line: s
     ...(o.budget !== undefined ? { timeBudgetSeconds: o.budget } : {}),
     progress: true,
     log,
+    ...(group ? { group } : {}),
   });
+  if (group && group.rank !== 0) return undefined;
   if (d.dev.length) {
     await came.index(d.passages);
     came.linear = await fitCameLinear(came, d.dev);
@@ -150,6 +163,7 @@ export function registerCameCommands(program: Command): void {
     .option('--shared-layers <n>', 'Transformer blocks shared by the experts (with --init: the checkpoint\'s layers less --expert-layers)', count, 1)
     .option('--expert-layers <n>', "each expert's own blocks", count, 1)
     .option('--budget <s>', 'stop each stage after the first epoch past this many seconds', int)
+    .option('--nproc <n>', 'train as n data-parallel ranks on this machine (see docs/guides/distributed.md)', count)
     .action(async (o: CameTrainCommandOptions, cmd: Command) => {
       checkInitConflicts(cmd, ['hidden', 'sharedLayers']);
       await cameTrainCommand(o);

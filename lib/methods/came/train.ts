@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 
 import { QuorumError } from '../../errors.js';
+import type { ProcessGroup } from '../../models/process-group.js';
 import type { StepStats } from '../../native.js';
 import type { TrainingExample, PassageText } from '../../train/examples.js';
 import { trainRetriever, type EpochStats, type TrainOptions } from '../../train/trainer.js';
@@ -63,11 +64,17 @@ export interface CameTrainOptions {
   progress?: boolean;
   /** Receives a line per epoch and stage. */
   log?: (line: string) => void;
+  /**
+   * Data-parallel training (docs/guides/distributed.md): every rank calls trainCame with the same retriever, data and
+   * options; each batch is split across the ranks and scored whole. Needs `checkpointDir` on a file system every rank
+   * reads (each stage's kept checkpoint is loaded on every rank).
+   */
+  group?: ProcessGroup;
 }
 
 const trainKeys = optionKeys<CameTrainOptions>()([
   'mode', 'epochs', 'standardizedShare', 'hardNegativeEpochs', 'mineDepth', 'negatives', 'batchSize', 'lr', 'tau', 'flops', 'flopsRamp',
-  'temperatures', 'clip', 'seed', 'checkpointDir', 'timeBudgetSeconds', 'progress', 'log',
+  'temperatures', 'clip', 'seed', 'checkpointDir', 'timeBudgetSeconds', 'progress', 'log', 'group',
 ]);
 const fitKeys = optionKeys<{ expertK?: number }>()(['expertK']);
 const initKeys = optionKeys<{ glove?: unknown; pretrained?: unknown; seed?: number; lexicalTerms?: number }>()(['glove', 'pretrained', 'seed', 'lexicalTerms']);
@@ -181,6 +188,8 @@ export async function trainCame(
   for (const [k, v] of Object.entries({ epochs: o.epochs, hardNegativeEpochs: o.hardNegativeEpochs, mineDepth: o.mineDepth, negatives: o.negatives }))
     if (!Number.isInteger(v) || v < 0) throw new QuorumError('ERR_RANGE', `${k} must be a non-negative integer, got ${v}`);
   if (!data.train.length) throw new QuorumError('ERR_ARG', 'no training examples');
+  if (o.group !== undefined && o.checkpointDir === undefined)
+    throw new QuorumError('ERR_ARG', 'data-parallel CAME training needs checkpointDir, on a file system every rank reads');
   const log = o.log ?? (() => {});
   const base = o.checkpointDir ?? join(tmpdir(), `quorum-came-${process.pid}-${Date.now()}`);
   const t0 = performance.now();
@@ -206,6 +215,7 @@ export async function trainCame(
       checkpointDir: dir,
       ...(o.timeBudgetSeconds !== undefined ? { timeBudgetSeconds: o.timeBudgetSeconds } : {}),
       ...(o.progress ? { progress: true } : {}),
+      ...(o.group ? { group: o.group } : {}),
       log: (l) => log(`  [${model.config.experts.join('+')}] ${l}`),
       validator: cameValidator(model),
       onBatch: (s) => {
@@ -272,7 +282,7 @@ export async function trainCame(
     independent: came.independent,
     stages,
     seconds: (performance.now() - t0) / 1000,
-    options: { ...o, log: undefined, checkpointDir: undefined },
+    options: { ...o, log: undefined, checkpointDir: undefined, group: undefined },
   };
   came.training = record as unknown as Record<string, unknown>;
   return record;
