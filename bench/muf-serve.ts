@@ -33,7 +33,7 @@ if (!dir) {
   (await mufTrainCommand(
     { data, experts: ['default:covid', 'default:selqa'], out: dir, members, hidden: 512, layers: 2, epochs: 5, batch: 128, lr: 1e-3, hardNegatives: 1, topL, hitTopK: 1, seed: 7 },
     () => undefined,
-  )).dispose();
+  ))?.dispose();
   console.log(`built a MUF of 2 experts, K = ${members}, L = ${topL} in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
 }
 const test = loadBeir(data, 'test');

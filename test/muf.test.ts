@@ -216,6 +216,12 @@ describe('quorum muf', () => {
     expect(card).toMatchObject({ format: 'quorum-muf', version: 1, topL: 8, heads: { members: 4, hidden: 16, layers: 0 } });
     expect(card.experts.map((e: { name: string }) => e.name)).toEqual(['geo', 'food']);
     expect(card.experts[0].training.epochs).toHaveLength(20);
+    // The heads as two data-parallel ranks (issue 47): rank 0 alone calibrates and writes.
+    const two = quorum('muf', 'train', '--data', data, '--experts', experts, '--out', join(root, 'muf-nproc'), '--members', '4', '--hidden', '16', '--layers', '0', '--epochs', '3', '--batch', '32', '--top-l', '8', '--lr', '0.01', '--nproc', '2');
+    expect(two.stderr).toBe('');
+    expect(two.status).toBe(0);
+    expect(two.stdout.match(/geo: temperature/g)).toHaveLength(1);
+    expect(JSON.parse(readFileSync(join(root, 'muf-nproc', 'muf.json'), 'utf8')).experts[1].training.epochs).toHaveLength(3);
     // muf.json is read against one schema: each damage is ERR_FORMAT naming its field (issue 48).
     type Card = { experts: Array<Record<string, unknown> | null>; hitTopK: number; topL: number; heads: { members: number }; [k: string]: unknown };
     for (const [field, damage] of [

@@ -24,7 +24,7 @@ beforeAll(async () => {
     { data: mini, experts: ['default:covid', 'default:selqa'], out: mufDir, members: 4, hidden: 32, layers: 1, epochs: 3, batch: 128, lr: 1e-3, hardNegatives: 1, topL: 50, hitTopK: 1, seed: 7 },
     () => undefined,
   );
-  muf.dispose();
+  muf?.dispose();
   const { startServer } = (await import(join(packageRoot, 'examples', 'server', 'server.mjs'))) as {
     startServer(o: object): Promise<{ server: { close(): void }; url: string }>;
   };

@@ -8,6 +8,8 @@ import type { Command } from 'commander';
 import { count, int, list, passagesToAdd, probability, trainingOptions } from '../../cli/args.js';
 import { loadBeir } from '../../data/beir.js';
 import { QuorumError } from '../../errors.js';
+import { asRanks } from '../../cli/launch.js';
+import type { ProcessGroup } from '../../models/process-group.js';
 import { addBm25Negatives, examplesFromQrels } from '../../train/examples.js';
 import { Retriever } from '../../models/retriever.js';
 import { MufRetriever, type MufFusion, type MufJudgedQuery } from './retriever.js';
@@ -27,6 +29,8 @@ export interface MufTrainOptions {
   topL: number;
   hitTopK: number;
   seed: number;
+  /** Train the heads as this many local ranks of one data-parallel group (docs/guides/distributed.md). */
+  nproc?: number;
 }
 
 /** The judged queries of a split with their relevant passage ids (what calibration and evaluation read). */
@@ -56,7 +60,7 @@ export function expertSpec(item: string): { model: string; name?: string; task?:
 }
 
 /** Builds, trains (train split) and calibrates (dev split) a MUF in memory; `out` is not written. */
-export async function buildMuf(o: Omit<MufTrainOptions, 'out'>, log: (line: string) => void = console.log): Promise<MufRetriever> {
+export async function buildMuf(o: Omit<MufTrainOptions, 'out'>, log: (line: string) => void = console.log, group?: ProcessGroup): Promise<MufRetriever> {
   if (o.experts.length === 0) throw new QuorumError('ERR_ARG', '--experts needs at least one model directory');
   const train = loadBeir(o.data, 'train');
   if (!train.queries.some((q) => q.task !== undefined))
@@ -72,7 +76,9 @@ export async function buildMuf(o: Omit<MufTrainOptions, 'out'>, log: (line: stri
     { heads: { members: o.members, hidden: o.hidden, layers: o.layers }, topL: o.topL, hitTopK: o.hitTopK, onProgress: log },
   );
   try {
-    await muf.train(examples, { epochs: o.epochs, batchSize: o.batch, lr: o.lr, hardNegatives: o.hardNegatives, seed: o.seed });
+    await muf.train(examples, { epochs: o.epochs, batchSize: o.batch, lr: o.lr, hardNegatives: o.hardNegatives, seed: o.seed, ...(group ? { group } : {}) });
+    // Every rank holds the same heads now; rank 0 alone calibrates and writes.
+    if (group && group.rank !== 0) return muf;
     const dev = judgedQueries(o.data, 'dev');
     log(`calibrating on ${dev.length} dev questions`);
     await muf.calibrate(dev);
@@ -84,8 +90,18 @@ export async function buildMuf(o: Omit<MufTrainOptions, 'out'>, log: (line: stri
 }
 
 /** {@link buildMuf}, then saves the MUF directory `out`. */
-export async function mufTrainCommand(o: MufTrainOptions, log: (line: string) => void = console.log): Promise<MufRetriever> {
-  const muf = await buildMuf(o, log);
+export async function mufTrainCommand(o: MufTrainOptions, log: (line: string) => void = console.log): Promise<MufRetriever | undefined> {
+  return asRanks(o.nproc, log, async (group, rankLog) => {
+    const muf = await buildMuf(o, rankLog, group);
+    if (group && group.rank !== 0) {
+      muf.dispose();
+      return undefined;
+    }
+    return saveMuf(muf, o, rankLog);
+  });
+}
+
+function saveMuf(muf: MufRetriever, o: MufTrainOptions, log: (line: string) => void): MufRetriever {
   try {
     muf.save(o.out);
   } catch (e) {
@@ -154,8 +170,9 @@ export function registerMufCommands(program: Command): void {
     .option('--hard-negatives <n>', 'BM25 hard negatives per question', count, 1)
     .option('--top-l <n>', 'passages each expert retrieves and its heads score', int, 100)
     .option('--hit-top-k <n>', 'calibration target: a relevant passage in the expert\'s top k', int, 1)
+    .option('--nproc <n>', "train the heads as n data-parallel ranks on this machine (each member's sub-batch split across them)", count)
     .action(async (o: MufTrainOptions) => {
-      (await mufTrainCommand(o)).dispose();
+      (await mufTrainCommand(o))?.dispose();
     });
   muf
     .command('calibrate')
