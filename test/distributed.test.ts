@@ -13,7 +13,7 @@ import { QuorumError } from '../lib/errors.js';
 import { groupOptions, ProcessGroup, rankPart } from '../lib/models/process-group.js';
 import { Retriever } from '../lib/models/retriever.js';
 import { packageRoot } from '../lib/native.js';
-import { CAME_CASES, CASES, globalBatch, LR, makeModel, MUF, MUF_TRAIN, mufData, STEPS } from './fixtures/dist-batches.js';
+import { accumulateStep, CAME_CASES, CASES, LR, makeModel, ROM_CASES, MUF, MUF_TRAIN, mufData, STEPS } from './fixtures/dist-batches.js';
 import { MlpEnsemble } from '../lib/methods/muf/ensemble.js';
 import { asyncCode, code } from './basics.js';
 
@@ -56,7 +56,7 @@ async function singleProcess(name: string, size: number): Promise<Record<string,
   Retriever.seed(100);
   const model = makeModel(name);
   for (let s = 0; s < STEPS; s++) {
-    await model.accumulate(globalBatch(s, size));
+    await accumulateStep(model, name, s, size);
     await model.step(LR, 1);
   }
   const out = Object.fromEntries(model.parameters().map(({ name: n }) => [n, [...model.getParameter(n)]]));
@@ -74,7 +74,7 @@ const available = (() => {
 
 describe.skipIf(!available)('data-parallel training over Gloo', () => {
   for (const size of [2, 3])
-    it.each([...Object.keys(CASES), ...CAME_CASES])(`%s: ${size} ranks end with the weights of one process on the whole batch`, async (name) => {
+    it.each([...Object.keys(CASES), ...CAME_CASES, ...ROM_CASES])(`%s: ${size} ranks end with the weights of one process on the whole batch`, async (name) => {
       const out = join(root, `${name}-${size}.json`);
       const { lines } = await runRanks(name, size, out);
       expect(lines).toEqual(Array(size).fill('done'));
@@ -82,7 +82,19 @@ describe.skipIf(!available)('data-parallel training over Gloo', () => {
       const single = await singleProcess(name, size);
       expect(Object.keys(ranks)).toEqual(Object.keys(single));
       let worst = 0;
-      for (const [n, v] of Object.entries(single)) for (let i = 0; i < v.length; i++) worst = Math.max(worst, Math.abs(v[i]! - ranks[n]![i]!));
+      for (const [n, v] of Object.entries(single)) {
+        // The reader's span bias adds one constant to every start (end) logit of a row, which their softmax ignores:
+        // its exact gradient is 0, and AdamW turns the rounding left in it into steps well under the learning rate,
+        // different for every summation order. Checked as such; every other parameter to 1e-5.
+        if (n === 'reader.span.bias') {
+          const start = (Retriever.seed(100), makeModel(name));
+          const s0 = start.getParameter(n);
+          start.dispose();
+          for (let i = 0; i < v.length; i++) expect(Math.max(Math.abs(v[i]! - s0[i]!), Math.abs(ranks[n]![i]! - s0[i]!))).toBeLessThan(LR / 10);
+          continue;
+        }
+        for (let i = 0; i < v.length; i++) worst = Math.max(worst, Math.abs(v[i]! - ranks[n]![i]!));
+      }
       expect(worst).toBeLessThan(1e-5);
       // The steps moved the weights (a test of equal copies that never trained would pass above).
       Retriever.seed(100);

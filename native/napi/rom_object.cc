@@ -10,6 +10,7 @@
 #include "../torch/rom_model.h"
 #include "async_call.h"
 #include "errors.h"
+#include "process_group_object.h"
 #include "scalar_args.h"
 #include "torch_args.h"
 #include "torch_batch_args.h"
@@ -125,28 +126,30 @@ class RomObject : public TrainableObject<RomObject, RomModel> {
     });
   }
 
-  // accumulate(batch, head, normalize, async) -> { loss, correct, questions, tokens, chance }
+  // accumulate(batch, head, normalize, async, group?) -> { loss, correct, questions, tokens, chance }
   Napi::Value Accumulate(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       Napi::Env env = info.Env();
       auto batch = std::make_shared<torchx::TrainBatch>(train_batch(info[0], live()->config().encoder));
       const torchx::RomHead h = head_arg(info[1]);
       const bool normalize = flag(info[2]);
+      auto group = group_arg(info[4]);
       auto stats = std::make_shared<torchx::RomStepStats>();
       auto model = live();
-      return run(env, info[3], {}, Napi::Object::New(env), [=] { *stats = model->accumulate(*batch, h, normalize); },
+      return run(env, info[3], {}, Napi::Object::New(env), [=] { *stats = model->accumulate(*batch, h, normalize, group.get()); },
                  [stats](Napi::Env, Napi::Object result) { put_rom_stats(result, *stats); });
     });
   }
 
-  // accumulateReader(batch, async) -> { loss, correct, questions, tokens, chance, passageCorrect, spanCorrect }
+  // accumulateReader(batch, async, group?) -> { loss, correct, questions, tokens, chance, passageCorrect, spanCorrect }
   Napi::Value AccumulateReader(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
       Napi::Env env = info.Env();
       auto batch = std::make_shared<torchx::ReaderBatch>(reader_batch(info[0], live()->config().encoder));
+      auto group = group_arg(info[2]);
       auto stats = std::make_shared<torchx::RomStepStats>();
       auto model = live();
-      return run(env, info[1], {}, Napi::Object::New(env), [=] { *stats = model->accumulate_reader(*batch); },
+      return run(env, info[1], {}, Napi::Object::New(env), [=] { *stats = model->accumulate_reader(*batch, group.get()); },
                  [stats](Napi::Env, Napi::Object result) { put_rom_stats(result, *stats); });
     });
   }

@@ -122,7 +122,7 @@ CameStepStats CameModel::accumulate(const TrainBatch& b, ProcessGroup* group) {
   if (group && group->size() > 1) {
     // The global batch in rank order, this rank's rows carrying gradient (retriever.h); the same collectives on every
     // rank, in the same order, whatever the batch holds.
-    int64_t qo = 0, po = 0, unused = 0;
+    int64_t qo = 0, po = 0, unused = 0;  // this rank's first question and passage rows
     auto both = [&](torch::Tensor& qt, torch::Tensor& pt) {
       if (!qt.defined()) return;
       qt = gather_keeping_own(*group, qt, &qo);
@@ -136,10 +136,7 @@ CameStepStats CameModel::accumulate(const TrainBatch& b, ProcessGroup* group) {
       p_lengths = group->all_gather_rows(b.passages.lengths, &unused);
     }
     both(q.global, d.global);
-    positives = group->all_gather_rows(b.positives + po, &unused);
-    torch::Tensor own = ignore.defined() && ignore.numel() > 0 ? ignore + torch::tensor({qo, po}, torch::kLong)
-                                                               : torch::zeros({0, 2}, torch::kLong);
-    ignore = group->all_gather_rows(own, &unused);
+    gather_targets(*group, qo, po, positives, ignore);
   }
 
   std::vector<torch::Tensor> scores;

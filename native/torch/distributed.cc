@@ -211,4 +211,19 @@ torch::Tensor gather_keeping_own(ProcessGroup& g, const torch::Tensor& t, int64_
   return torch::cat({all.slice(0, 0, *offset), t, all.slice(0, *offset + t.size(0))});
 }
 
+void gather_targets(ProcessGroup& g, int64_t qo, int64_t po, torch::Tensor& positives, torch::Tensor& ignore) {
+  int64_t unused = 0;
+  positives = g.all_gather_rows(positives + po, &unused);
+  const torch::Tensor own = ignore.defined() && ignore.numel() > 0 ? ignore + torch::tensor({qo, po}, torch::kLong)
+                                                                   : torch::zeros({0, 2}, torch::kLong);
+  ignore = g.all_gather_rows(own, &unused);
+}
+
+void gather_batch(ProcessGroup& g, torch::Tensor& q, torch::Tensor& p, torch::Tensor& positives, torch::Tensor& ignore) {
+  int64_t qo = 0, po = 0;
+  q = gather_keeping_own(g, q, &qo);
+  p = gather_keeping_own(g, p, &po);
+  gather_targets(g, qo, po, positives, ignore);
+}
+
 }  // namespace quorum::torchx

@@ -62,4 +62,12 @@ torch::Tensor pad_to_ranks(ProcessGroup& g, const torch::Tensor& t, int64_t dim)
 // gradient of the global batch's loss (docs/guides/distributed.md#the-gradient).
 torch::Tensor gather_keeping_own(ProcessGroup& g, const torch::Tensor& t, int64_t* offset);
 
+// A contrastive batch made global: questions `q` and passages `p` gathered (this rank's rows keep their gradient),
+// `positives` ([B] passage rows) and `ignore` ([K, 2] pairs, or undefined) gathered and moved by this rank's offsets, so
+// that each question keeps its own positive. Four collectives, the same on every rank whatever the batch holds.
+void gather_batch(ProcessGroup& g, torch::Tensor& q, torch::Tensor& p, torch::Tensor& positives, torch::Tensor& ignore);
+// gather_batch's second half, for callers that gather their own representations (CAME's three experts): `qo` and `po`
+// are this rank's first question and passage rows in the global batch.
+void gather_targets(ProcessGroup& g, int64_t qo, int64_t po, torch::Tensor& positives, torch::Tensor& ignore);
+
 }  // namespace quorum::torchx

@@ -119,18 +119,8 @@ StepStats Retriever::accumulate(const TrainBatch& b, ProcessGroup* group) {
   EncodeOutput p = passage_encoder().forward(b.passages, Side::kPassage, true);
   torch::Tensor qv = q.pooled, pv = p.pooled, positives = b.positives, ignore = b.ignore;
   const int ranks = group ? group->size() : 1;
-  if (ranks > 1) {
-    // The global batch: every rank's questions and passages in rank order, this rank's own rows carrying gradient.
-    // Positives and ignored pairs move by this rank's offsets, so each question keeps its own positive (and its own
-    // ignored pairs) in the gathered batch. Every rank makes the same four collectives, in the same order.
-    int64_t qo = 0, po = 0, unused = 0;
-    qv = gather_keeping_own(*group, q.pooled, &qo);
-    pv = gather_keeping_own(*group, p.pooled, &po);
-    positives = group->all_gather_rows(b.positives + po, &unused);
-    torch::Tensor own = ignore.defined() && ignore.numel() > 0 ? ignore + torch::tensor({qo, po}, torch::kLong)
-                                                               : torch::zeros({0, 2}, torch::kLong);
-    ignore = group->all_gather_rows(own, &unused);
-  }
+  // The global batch: every rank's questions and passages in rank order, this rank's own rows carrying gradient.
+  if (ranks > 1) gather_batch(*group, qv, pv, positives, ignore);
   torch::Tensor scores = batch_scores(qv, pv, ignore);
   if (b.temperature != 1.0) scores = scores / b.temperature;
   torch::Tensor loss = torch::nll_loss(torch::log_softmax(scores, 1), positives);

@@ -84,23 +84,25 @@ ReaderOutput RomModel::read(const TokenBatch& inputs) {
   return {out.start.contiguous(), out.end.contiguous(), out.relevance.contiguous()};
 }
 
-RomStepStats RomModel::accumulate(const TrainBatch& b, RomHead h, bool normalize) {
+RomStepStats RomModel::accumulate(const TrainBatch& b, RomHead h, bool normalize, ProcessGroup* group) {
   check_batch(b);
   const TokenStates tq = encoder_->token_states(b.queries, Side::kQuery, true);
   const TokenStates tp = encoder_->token_states(b.passages, Side::kPassage, true);
-  const torch::Tensor q = head(encoder_->pool(tq.x, tq.valid, b.queries.ids), h);
-  const torch::Tensor d = head(encoder_->pool(tp.x, tp.valid, b.passages.ids), h);
-  torch::Tensor scores = Retriever::batch_scores(q, d, b.ignore);
+  torch::Tensor q = head(encoder_->pool(tq.x, tq.valid, b.queries.ids), h);
+  torch::Tensor d = head(encoder_->pool(tp.x, tp.valid, b.passages.ids), h);
+  torch::Tensor positives = b.positives, ignore = b.ignore;
+  if (group && group->size() > 1) gather_batch(*group, q, d, positives, ignore);
+  torch::Tensor scores = Retriever::batch_scores(q, d, ignore);
   if (b.temperature != 1.0) scores = scores / b.temperature;
-  const torch::Tensor loss = torch::nll_loss(torch::log_softmax(scores, 1), b.positives);
+  const torch::Tensor loss = torch::nll_loss(torch::log_softmax(scores, 1), positives);
   RomStepStats s;
   // A uniform guess over the passages each question's softmax reads (ignored pairs left out).
   s.chance = torch::isfinite(scores.detach()).sum(1).to(torch::kDouble).log().mean().item<double>();
   const double norm = normalize && s.chance > 0 ? 1.0 / s.chance : 1.0;
   (loss * (b.loss_scale * norm)).backward();
   s.loss = loss.item<double>();
-  s.correct = (scores.detach().argmax(1) == b.positives).sum().item<int64_t>();
-  s.questions = b.queries.ids.size(0);
+  s.correct = (scores.detach().argmax(1) == positives).sum().item<int64_t>();
+  s.questions = q.size(0);
   s.tokens = b.queries.lengths.sum().item<int64_t>() + b.passages.lengths.sum().item<int64_t>();
   return s;
 }
@@ -134,27 +136,39 @@ torch::Tensor RomModel::reader_loss(const ReaderOutput& out, const ReaderBatch& 
   return select + s + e;
 }
 
-RomStepStats RomModel::accumulate_reader(const ReaderBatch& b) {
+RomStepStats RomModel::accumulate_reader(const ReaderBatch& b, ProcessGroup* group) {
   check_reader_batch(b);
   const ReaderOutput out = reader_logits(b.inputs, true);
-  const torch::Tensor loss = reader_loss(out, b).mean();
+  const torch::Tensor per_question = reader_loss(out, b);
   const int64_t P = b.passages, nq = out.relevance.size(0) / P;
   const torch::Tensor row = torch::arange(nq, torch::kLong) * P + b.positive;
-  RomStepStats s;
   // Uniform over the P passages, and over the positive row's passage tokens for the start and for the end.
-  const torch::Tensor tokens = answer_positions(b.inputs).index_select(0, row).sum(1).to(torch::kDouble);
-  s.chance = std::log(double(P)) + 2 * tokens.log().mean().item<double>();
-  const double norm = b.normalize && s.chance > 0 ? 1.0 / s.chance : 1.0;
-  (loss * (b.loss_scale * norm)).backward();
-  s.loss = loss.item<double>();
-  s.questions = nq;
-  s.tokens = b.inputs.lengths.sum().item<int64_t>();
+  const torch::Tensor log_tokens = answer_positions(b.inputs).index_select(0, row).sum(1).to(torch::kDouble).log();
   const torch::Tensor picked = out.relevance.detach().view({nq, P}).argmax(1) == b.positive;
   const torch::Tensor span = (out.start.detach().index_select(0, row).argmax(1) == b.start) &
                              (out.end.detach().index_select(0, row).argmax(1) == b.end);
-  s.passage_correct = picked.sum().item<int64_t>();
-  s.span_correct = span.sum().item<int64_t>();
-  s.correct = (picked & span).sum().item<int64_t>();
+  // The batch's sums: questions, their losses, log token counts and what they got right (over all ranks with a group:
+  // questions do not interact in the reader's loss, so the global mean is the ranks' sums over the global count).
+  torch::Tensor sums = torch::stack({torch::tensor(double(nq), torch::kDouble), per_question.detach().to(torch::kDouble).sum(),
+                                     log_tokens.sum(), picked.sum().to(torch::kDouble), span.sum().to(torch::kDouble),
+                                     (picked & span).sum().to(torch::kDouble)});
+  if (group && group->size() > 1) {
+    torch::Tensor f = sums.to(torch::kFloat);  // the collectives carry float32
+    group->all_reduce_sum({f});
+    sums = f.to(torch::kDouble);
+  }
+  const auto v = sums.accessor<double, 1>();
+  const double questions = v[0];
+  RomStepStats s;
+  s.chance = std::log(double(P)) + 2 * v[2] / questions;
+  const double norm = b.normalize && s.chance > 0 ? 1.0 / s.chance : 1.0;
+  (per_question.sum() * (b.loss_scale * norm / questions)).backward();
+  s.loss = v[1] / questions;
+  s.questions = int64_t(questions);
+  s.tokens = b.inputs.lengths.sum().item<int64_t>();
+  s.passage_correct = int64_t(v[3]);
+  s.span_correct = int64_t(v[4]);
+  s.correct = int64_t(v[5]);
   return s;
 }
 

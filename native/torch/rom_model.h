@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 
+#include "distributed.h"
 #include "encoder.h"
 #include "retriever.h"
 #include "trainable.h"
@@ -76,9 +77,13 @@ class RomModel : public Trainable {
 
   // Forward and backward of a contrastive batch through `head` (retrieval, ICT or PhraseICT); with `normalize`,
   // the loss is divided by the mean over questions of log(passages in its softmax).
-  RomStepStats accumulate(const TrainBatch& batch, RomHead head, bool normalize);
-  // Forward and backward of a reader batch.
-  RomStepStats accumulate_reader(const ReaderBatch& batch);
+  // With a group of several ranks, `batch` is this rank's part: the vectors are gathered and the loss is the global
+  // batch's (retriever.h).
+  RomStepStats accumulate(const TrainBatch& batch, RomHead head, bool normalize, ProcessGroup* group = nullptr);
+  // Forward and backward of a reader batch. With a group, `batch` is this rank's questions: each question's loss is
+  // its own, so each rank adds its questions' losses over the global question count (and the chance level is the
+  // global batch's); the figures are the global batch's.
+  RomStepStats accumulate_reader(const ReaderBatch& batch, ProcessGroup* group = nullptr);
 
   // Which positions of reader rows are passage tokens: type >= 1, real, before the last token ([SEP]).
   static torch::Tensor answer_positions(const TokenBatch& inputs);

@@ -5,7 +5,8 @@ import { QuorumError, awaitNative, callNative } from '../../errors.js';
 import { torchAddon, type MaybeAsync, type StepStats, type TokenBatchArg, type TrainBatchArg } from '../../native.js';
 import { checkEncoderOverrides, defaultEncoderConfig, type EncoderConfig } from '../../models/config.js';
 import type { TableEncoder } from '../../models/encode-corpus.js';
-import { TrainableTable, type OptimizerOptions } from '../../models/parameter-table.js';
+import { TrainableTable, groupOf, type OptimizerOptions } from '../../models/parameter-table.js';
+import type { ProcessGroup } from '../../models/process-group.js';
 import { checkOptions, mustBeObject, optionKeys } from '../../validate.js';
 
 /** One of {@link ROM_HEADS}. */
@@ -73,8 +74,8 @@ interface NativeRomModel {
   setOptimizer(o: OptimizerOptions): void;
   encode(batch: TokenBatchArg, side: 'query' | 'passage', head: RomHead, async: boolean): MaybeAsync<{ vectors: Float32Array }>;
   read(inputs: TokenBatchArg, async: boolean): MaybeAsync<ReaderLogits>;
-  accumulate(batch: TrainBatchArg, head: RomHead, normalize: boolean, async: boolean): MaybeAsync<RomStepStats>;
-  accumulateReader(batch: ReaderBatchArg, async: boolean): MaybeAsync<RomStepStats>;
+  accumulate(batch: TrainBatchArg, head: RomHead, normalize: boolean, async: boolean, group?: unknown): MaybeAsync<RomStepStats>;
+  accumulateReader(batch: ReaderBatchArg, async: boolean, group?: unknown): MaybeAsync<RomStepStats>;
   step(lr: number, clip: number, async: boolean, group?: unknown): MaybeAsync<{ gradNorm: number }>;
   broadcastParameters(group: unknown, root: number, async: boolean): MaybeAsync<void>;
   save(path: string, async: boolean): MaybeAsync<object>;
@@ -90,7 +91,7 @@ export interface RomNetworkOptions {
 }
 
 const networkKeys = optionKeys<RomNetworkOptions>()(['encoder', 'headDim']);
-const accumulateKeys = optionKeys<{ normalize?: boolean }>()(['normalize']);
+const accumulateKeys = optionKeys<{ normalize?: boolean; group?: ProcessGroup }>()(['normalize', 'group']);
 
 /**
  * ROM's defaults in small: GloVe-sized embeddings and hidden width (100), two blocks, mean pooling with unit vectors
@@ -216,10 +217,14 @@ export class RomNetwork extends TrainableTable {
     };
   }
 
-  /** Forward and backward of a contrastive batch through one head; gradients add up until {@link step}. */
-  async accumulate(batch: TrainBatchArg, head: RomHead = 'retrieval', options: { normalize?: boolean } = {}): Promise<RomStepStats> {
+  /**
+   * Forward and backward of a contrastive batch through one head; gradients add up until {@link step}. With a
+   * `group`, `batch` is this rank's part of the global batch, scored whole (docs/guides/distributed.md).
+   */
+  async accumulate(batch: TrainBatchArg, head: RomHead = 'retrieval', options: { normalize?: boolean; group?: ProcessGroup } = {}): Promise<RomStepStats> {
     checkOptions(options, accumulateKeys, 'accumulate options');
-    return awaitNative(callNative(() => this.native.accumulate(batch, head, options.normalize ?? true, true)) as Promise<RomStepStats>);
+    const group = groupOf(options);
+    return awaitNative(callNative(() => this.native.accumulate(batch, head, options.normalize ?? true, true, group)) as Promise<RomStepStats>);
   }
 
   /** {@link accumulate} on the calling thread. */
@@ -228,9 +233,10 @@ export class RomNetwork extends TrainableTable {
     return callNative(() => this.native.accumulate(batch, head, options.normalize ?? true, false) as RomStepStats);
   }
 
-  /** Forward and backward of a reader batch. */
-  async accumulateReader(batch: ReaderBatchArg): Promise<RomStepStats> {
-    return awaitNative(callNative(() => this.native.accumulateReader(batch, true)) as Promise<RomStepStats>);
+  /** Forward and backward of a reader batch (with a `group`: this rank's questions, the loss the global batch's). */
+  async accumulateReader(batch: ReaderBatchArg, options: { group?: ProcessGroup } = {}): Promise<RomStepStats> {
+    const group = groupOf(options);
+    return awaitNative(callNative(() => this.native.accumulateReader(batch, true, group)) as Promise<RomStepStats>);
   }
 
   /** {@link accumulateReader} on the calling thread. */
