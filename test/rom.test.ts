@@ -2,7 +2,7 @@
 // errors, each loss against a plain reference computed from the model's own outputs, training that learns, trainRom's
 // phases, schedules and refreshes, RomModel's answers and its directory, and the CLI.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -457,6 +457,13 @@ describe('quorum rom train | index, quorum ask', () => {
     expect(t.status).toBe(0);
     expect(t.stdout).toMatch(/joint epoch 1: retrieval loss .*reader loss/);
     expect(t.stdout).toMatch(/wrote .*cli-model .*index refreshes, 10 reader questions/);
+    // As two data-parallel ranks (issue 47): rank 0 alone logs and writes.
+    const two = run('rom', 'train', '--data', data, '--out', join(root, 'cli-nproc'), '--no-glove', '--hidden', '16', '--layers', '1', '--retrieval-epochs', '1', '--joint-epochs', '1', '--batch', '4', '--reader-passages', '3', '--reader-length', '48', '--schedule', 'equal', '--nproc', '2');
+    expect(two.stderr).toBe('');
+    expect(two.status).toBe(0);
+    expect(two.stdout.match(/joint epoch 1: retrieval loss .*reader loss/g)).toHaveLength(1);
+    expect(two.stdout).toMatch(/retrieval epoch 1: retrieval loss [\d.]+ \(chance [\d.]+, acc [\d.]+%\), dev average rank/);
+    expect(existsSync(join(root, 'cli-nproc', 'rom.json'))).toBe(true);
     const i = run('rom', 'index', '--model', model, '--data', data);
     expect(i.status).toBe(0);
     expect(i.stdout).toMatch(/indexed 12 passages/);

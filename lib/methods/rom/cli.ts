@@ -17,6 +17,8 @@ import { ROM_SCHEDULES, type RomSchedule } from './schedule.js';
 import { trainRom } from './train.js';
 import { weightStorageOption } from '../../models/model-dir.js';
 import { check } from '../../validate.js';
+import { asRanks } from '../../cli/launch.js';
+import type { ProcessGroup } from '../../models/process-group.js';
 
 export interface RomTrainCommandOptions {
   data: string;
@@ -40,10 +42,19 @@ export interface RomTrainCommandOptions {
   init?: string;
   seed: number;
   dtype: string;
+  /** Train as this many local ranks of one data-parallel group (docs/guides/distributed.md). */
+  nproc?: number;
 }
 
-/** Trains ROM on a dataset and writes its model directory. */
-export async function romTrainCommand(o: RomTrainCommandOptions, log: (line: string) => void = console.log): Promise<RomModel> {
+/**
+ * Trains ROM on a dataset and writes its model directory; as data-parallel ranks with `nproc` (or WORLD_SIZE set),
+ * where rank 0 logs and writes. Resolves to the model in the process that wrote it.
+ */
+export async function romTrainCommand(o: RomTrainCommandOptions, log: (line: string) => void = console.log): Promise<RomModel | undefined> {
+  return asRanks(o.nproc, log, (group, rankLog) => romTrain(o, rankLog, group));
+}
+
+async function romTrain(o: RomTrainCommandOptions, log: (line: string) => void, group: ProcessGroup | undefined): Promise<RomModel | undefined> {
   check(ROM_SCHEDULES.includes(o.schedule as RomSchedule), 'ERR_ARG', `--schedule must be one of ${ROM_SCHEDULES.join(', ')}, got '${o.schedule}'`);
   const dtype = weightStorageOption(o.dtype);
   check(o.hidden % 4 === 0, 'ERR_ARG', `--hidden ${o.hidden} must be a multiple of the 4 attention heads`);
@@ -82,7 +93,9 @@ export async function romTrainCommand(o: RomTrainCommandOptions, log: (line: str
     seed: o.seed,
     progress: true,
     log,
+    ...(group ? { group } : {}),
   });
+  if (group && group.rank !== 0) return undefined;
   rom.training = { data: o.data, ...(rom.training ?? {}) };
   rom.save(o.out, { dtype });
   log(`wrote ${o.out} (${Math.round(record.seconds)} s of training, ${record.refreshes.length} index refreshes, ${record.readerExamples} reader questions)`);
@@ -137,6 +150,7 @@ export function registerRomCommands(program: Command): void {
     .option('--layers <n>', 'Transformer blocks', count, 2)
     .option('--reader-length <n>', 'tokens of a reader row (question + passage)', int, 192)
     .option('--no-refresh', 'keep the index the joint phase starts from (no refresh on improvement)')
+    .option('--nproc <n>', 'train as n data-parallel ranks on this machine (see docs/guides/distributed.md)', count)
     .action(async (o: RomTrainCommandOptions, cmd: Command) => {
       checkInitConflicts(cmd, ['hidden', 'layers']);
       await romTrainCommand(o);

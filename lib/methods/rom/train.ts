@@ -14,6 +14,7 @@ import { join } from 'node:path';
 
 import { scoreTopK } from '../../dense.js';
 import { QuorumError } from '../../errors.js';
+import { ProcessGroup, rankPart } from '../../models/process-group.js';
 import type { TokenBatchArg, TrainBatchArg } from '../../native.js';
 import { progress } from '../../progress.js';
 import { seededRandom, shuffle } from '../../random.js';
@@ -78,6 +79,13 @@ export interface RomTrainOptions {
   log?: (line: string) => void;
   /** Progress bars on stderr. */
   progress?: boolean;
+  /**
+   * Data-parallel training (docs/guides/distributed.md): every rank calls trainRom with the same model, data and
+   * options; every contrastive and reader batch is split across the ranks and scored whole, checkpoints stay in each
+   * rank's own scratch directory (the ranks hold the same weights), rank 0's dev figures steer every rank, and rank 0
+   * alone logs. `batchSize` and `readerQuestions` must be at least the group's size.
+   */
+  group?: ProcessGroup;
 }
 
 /** One epoch's figures of {@link trainRom}. */
@@ -124,7 +132,7 @@ export interface RomTrainingData {
 
 const trainKeys = optionKeys<RomTrainOptions>()([
   'pretrain', 'retrievalEpochs', 'jointEpochs', 'schedule', 'scheduleFloor', 'batchSize', 'hardNegatives', 'readerQuestions', 'readerPassages',
-  'readerDepth', 'lr', 'clip', 'temperature', 'normalizeLosses', 'refresh', 'validationPool', 'seed', 'log', 'progress',
+  'readerDepth', 'lr', 'clip', 'temperature', 'normalizeLosses', 'refresh', 'validationPool', 'seed', 'log', 'progress', 'group',
 ]);
 const pretrainKeys = optionKeys<NonNullable<RomTrainOptions['pretrain']>>()(['tasks', 'epochs', 'examplesPerEpoch', 'keepRate']);
 
@@ -177,7 +185,16 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
   if (!(o.lr > 0)) throw new QuorumError('ERR_RANGE', 'lr must be > 0');
   for (const t of pre.tasks) if (t !== 'ict' && t !== 'phrase_ict') throw new QuorumError('ERR_ARG', `a pre-training task is 'ict' or 'phrase_ict', got ${String(t)}`);
   if (!data.train.length && (o.retrievalEpochs > 0 || o.jointEpochs > 0)) throw new QuorumError('ERR_ARG', 'no training questions');
-  const log = o.log ?? (() => {});
+  const group = o.group;
+  if (group !== undefined && !(group instanceof ProcessGroup)) throw new QuorumError('ERR_ARG', 'group must be a ProcessGroup');
+  const rank = group?.rank ?? 0;
+  const size = group?.size ?? 1;
+  if (o.batchSize < size || o.readerQuestions < size)
+    throw new QuorumError('ERR_RANGE', `batchSize (${o.batchSize}) and readerQuestions (${o.readerQuestions}) must be at least the ${size} ranks`);
+  // This rank's share of a batch's questions; its collectives and what they are called with.
+  const mine = <T>(items: readonly T[]): T[] => (group ? rankPart(items, rank, size) : [...items]);
+  const ranked = group ? { group } : {};
+  const log = rank === 0 ? (o.log ?? (() => {})) : () => {};
   const network = model.network;
   const tok = model.tokenizer;
   const text = model.text;
@@ -186,7 +203,7 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
   const random = seededRandom(o.seed);
   const scratch = mkdtempSync(join(tmpdir(), 'quorum-rom-train-'));
   const t0 = performance.now();
-  const { log: _log, ...recorded } = options;
+  const { log: _log, group: _group, ...recorded } = options;
   const record: RomTrainRecord = { options: recorded, epochs: [], refreshes: [], readerExamples: 0, seconds: 0 };
 
   try {
@@ -194,7 +211,14 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
     const trainQ = await model.questionTable(data.train.map((e) => e.query));
     const dev = data.dev?.length ? data.dev : undefined;
     const validation = dev ? await validationInput(model, dev, data.passages.length, o.validationPool, o.seed, passages) : undefined;
-    const averageRank = async () => (validation ? (await validate(model.retrievalEncoder(), validation)).averageRank : undefined);
+    // Every rank computes it (the same weights give the same figure); rank 0's steers all, so that their checkpoints
+    // and refreshes cannot part over a rounding difference.
+    const averageRank = async () => {
+      if (!validation) return undefined;
+      const v = (await validate(model.retrievalEncoder(), validation)).averageRank;
+      return group ? (await group.broadcast(Float32Array.of(v)))[0]! : v;
+    };
+    if (group) await network.broadcastParameters(group);
 
     /** One epoch: `steps` optimizer steps, each accumulating the batches `parts` makes for it. */
     const epochLoop = async (
@@ -205,7 +229,7 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
       lambdas: RomEpochRecord['lambdas'],
       parts: (step: number) => Promise<Array<{ task: RomHead | 'reader'; stats: RomStepStats }>>,
     ): Promise<RomEpochRecord> => {
-      const bar = o.progress ? progress(`${phase} epoch ${epoch + 1}`, steps) : undefined;
+      const bar = o.progress && rank === 0 ? progress(`${phase} epoch ${epoch + 1}`, steps) : undefined;
       const sums: Record<string, { loss: number; chance: number; correct: number; n: number }> = {};
       let tokens = 0;
       const e0 = performance.now();
@@ -218,7 +242,7 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
           a.n += stats.questions;
           tokens += stats.tokens;
         }
-        await network.step(o.lr * schedule(s), o.clip);
+        await network.step(o.lr * schedule(s), o.clip, ranked);
         bar?.tick();
       }
       bar?.stop();
@@ -252,9 +276,9 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
           const out: Array<{ task: RomHead; stats: RomStepStats }> = [];
           for (const [task, list] of streams) {
             const part = list.slice(s * o.batchSize, (s + 1) * o.batchSize);
-            if (part.length < 2) continue;
-            const batch = await selfSupervisedBatch(model, data.passages, part, temperature, lambda);
-            out.push({ task, stats: await network.accumulate(batch, task, { normalize: o.normalizeLosses }) });
+            if (part.length < Math.max(2, size)) continue;
+            const batch = await selfSupervisedBatch(model, data.passages, mine(part), temperature, lambda);
+            out.push({ task, stats: await network.accumulate(batch, task, { normalize: o.normalizeLosses, ...ranked }) });
           }
           return out;
         });
@@ -266,9 +290,16 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
 
     // Phase 2: retrieval alone, the best epoch by dev average rank kept.
     const retrievalStepsPer = Math.ceil(data.train.length / o.batchSize);
-    const retrievalBatch = (members: number[], lambda: number): TrainBatchArg => {
+    // The last step of an epoch may hold fewer questions than ranks: every rank then leaves it out alike.
+    const retrievalBatch = (all: number[], lambda: number): TrainBatchArg | undefined => {
+      if (all.length < size) return undefined;
+      const members = mine(all);
       const c = composeBatch(data.train, members, o.hardNegatives, random);
       return { queries: trainQ.batch(members), passages: passages.batch(c.passageRows), positives: c.positives, ignore: c.ignore, lossScale: lambda, temperature };
+    };
+    const retrievalPart = async (all: number[], lambda: number): Promise<Array<{ task: RomHead; stats: RomStepStats }>> => {
+      const b = retrievalBatch(all, lambda);
+      return b ? [{ task: 'retrieval', stats: await network.accumulate(b, 'retrieval', { normalize: o.normalizeLosses, ...ranked }) }] : [];
     };
     const order = (epoch: number) => shuffle(Array.from({ length: data.train.length }, (_, i) => i), seededRandom(o.seed * 7919 + epoch));
     if (o.retrievalEpochs > 0 && !separate) {
@@ -276,9 +307,9 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
       let best = Infinity;
       for (let epoch = 0; epoch < o.retrievalEpochs; epoch++) {
         const ord = order(epoch);
-        const rec = await epochLoop('retrieval', epoch, retrievalStepsPer, (s) => lrSchedule(epoch * retrievalStepsPer + s), { retrieval: 1 }, async (s) => [
-          { task: 'retrieval', stats: await network.accumulate(retrievalBatch(ord.slice(s * o.batchSize, (s + 1) * o.batchSize), 1), 'retrieval', { normalize: o.normalizeLosses }) },
-        ]);
+        const rec = await epochLoop('retrieval', epoch, retrievalStepsPer, (s) => lrSchedule(epoch * retrievalStepsPer + s), { retrieval: 1 }, (s) =>
+          retrievalPart(ord.slice(s * o.batchSize, (s + 1) * o.batchSize), 1),
+        );
         const v = await averageRank();
         if (v !== undefined) rec.averageRank = v;
         log(describe(rec));
@@ -320,7 +351,7 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
       let readerAt = 0;
       const readerBatch = (lambda: number): ReaderBatchArg => {
         const chosen = Array.from({ length: o.readerQuestions }, () => reader.examples[readerOrder[readerAt++ % readerOrder.length]!]!);
-        return reader.batch(chosen, random, lambda, o.normalizeLosses);
+        return reader.batch(mine(chosen), random, lambda, o.normalizeLosses);
       };
 
       await refresher.force(-1, (await averageRank()) ?? Infinity);
@@ -341,8 +372,8 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
         const ord = order(o.retrievalEpochs + epoch);
         const rec = await epochLoop('joint', epoch, stepsPer, (s) => lrSchedule(epoch * stepsPer + s), { retrieval: wr, reader: wd }, async (s) => {
           const out: Array<{ task: RomHead | 'reader'; stats: RomStepStats }> = [];
-          if (wr > 0) out.push({ task: 'retrieval', stats: await network.accumulate(retrievalBatch(ord.slice(s * o.batchSize, (s + 1) * o.batchSize), wr), 'retrieval', { normalize: o.normalizeLosses }) });
-          if (wd > 0) out.push({ task: 'reader', stats: await network.accumulateReader(readerBatch(wd)) });
+          if (wr > 0) out.push(...(await retrievalPart(ord.slice(s * o.batchSize, (s + 1) * o.batchSize), wr)));
+          if (wd > 0) out.push({ task: 'reader', stats: await network.accumulateReader(readerBatch(wd), ranked) });
           return out;
         });
         const retrievalTrains = !separate && !(o.schedule === 'pipeline' && epoch >= switchAt);
