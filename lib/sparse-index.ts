@@ -92,6 +92,16 @@ function wrapResult(r: { ids: NativeTensorHandle; scores: NativeTensorHandle }):
   return searchResult(ids.data, Tensor.fromHandle<'f32'>(r.scores).data, rows, k);
 }
 
+let nativeOf: (index: SparseIndex) => NativeSparseIndex;
+
+/**
+ * @internal The native object of an index, for a native call that takes several indexes at once (CAME's search
+ * stage, lib/methods/came/stage.ts); the call itself checks it and keeps it alive while it runs.
+ */
+export function nativeSparseIndex(index: SparseIndex): unknown {
+  return nativeOf(index);
+}
+
 /**
  * An inverted index over sparse vectors, searched by sparse dot product. Searches may run concurrently;
  * adds are exclusive. Documents no query term reaches are never returned.
@@ -104,6 +114,10 @@ function wrapResult(r: { ids: NativeTensorHandle; scores: NativeTensorHandle }):
  */
 export class SparseIndex extends NativeResource {
   readonly #native: NativeSparseIndex;
+
+  static {
+    nativeOf = (index) => index.#native;
+  }
 
   constructor() {
     super();

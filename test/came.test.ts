@@ -12,8 +12,8 @@ import { rbo } from '../lib/eval/rbo.js';
 import { readSafetensors } from '../lib/io/safetensors.js';
 import { fitLexicalBias } from '../lib/methods/came/encode.js';
 import { expertScores } from '../lib/methods/came/scores.js';
-import { fitLinearFusion, fuseExperts, type Hit } from '../lib/methods/came/fusion.js';
-import { CameModel, type CameEncoded, type CameStepStats } from '../lib/methods/came/model.js';
+import { CAME_FUSIONS, fitLinearFusion, fuseExperts, type Hit } from '../lib/methods/came/fusion.js';
+import { CameModel, type CameEncoded, type CameExpertName, type CameStepStats } from '../lib/methods/came/model.js';
 import { updateCamePassages } from '../lib/methods/came/passages.js';
 import { CameRetriever } from '../lib/methods/came/retriever.js';
 import { trainCame } from '../lib/methods/came/train.js';
@@ -307,6 +307,20 @@ describe('CAME retrieval', () => {
     expect(await asyncCode(came.search(questions, { fusion: 'best' as 'sum' }))).toBe('ERR_ARG');
     const only = await came.search(questions, { k: 5, experts: ['local', 'global'] });
     expect(Object.keys(only.experts).sort()).toEqual(['global', 'local']);
+
+    // The native stage's fusion (kernels/came_search.h) against fuseExperts, the reference, over the lists the stage
+    // returned: every method, experts in any order and any subset, a filter; the same ids and the same doubles.
+    const all = ['lexical', 'local', 'global'] as const;
+    came.linear = { weights: [0.3, 1.7, 2.5], bias: -0.5 };
+    const rows = Int32Array.from({ length: N }, (_, i) => i).filter((i) => i % 4 !== 1);
+    for (const fusion of CAME_FUSIONS)
+      for (const experts of [[...all], ['global', 'lexical'], ['local']] as CameExpertName[][])
+        for (const filter of [{}, { rows }]) {
+          const got = await came.search(questions, { k: 7, expertK: 10, fusion, experts, ...filter });
+          const linear = fusion === 'linear' ? { weights: experts.map((e) => came.linear!.weights[all.indexOf(e as never)]!), bias: came.linear.bias } : undefined;
+          expect(got.fused, `${fusion} ${experts.join('+')}`).toEqual(fuseExperts(experts.map((e) => got.experts[e]!), fusion, 7, 10, linear));
+        }
+    came.linear = undefined;
   });
 
   it('saves and loads the retriever and its indexes; bad directories are typed errors', async () => {

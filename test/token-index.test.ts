@@ -212,6 +212,24 @@ describe('TokenIndex', () => {
     expect(await asyncCode(ix.search(questions, 5, { nprobe: -1 }))).toBe('ERR_RANGE');
     expect(await asyncCode(ix.search(questions, 5, { candidates: 0 }))).toBe('ERR_RANGE');
     expect(await asyncCode(ix.search({ ...questions, dim: 3 }, 5))).toBe('ERR_SHAPE');
+    // A question without tokens has an empty list; repeated or unordered filter rows are the same filter.
+    const withEmpty = await ix.search({ ...questions, lengths: Int32Array.from([...questions.lengths, 0]) }, 10, { candidates: 'all' });
+    expect(withEmpty.at(-1)).toEqual([]);
+    expectHits(withEmpty.slice(0, -1), want);
+    expect(await ix.search(questions, 5, { rows: Int32Array.from([...rows, ...rows].reverse()), candidates: 30 })).toEqual(filtered);
+    expect(await ix.search(questions, 5, { rows: new Int32Array(0) })).toEqual(Array.from(questions.lengths, () => []));
+    // The stage's native call checks what it is given: the index objects by class, the plan's fields.
+    const stage = (plan: object) => callNative(() => (coreAddon() as unknown as { cameSearch(p: object, async: false): unknown }).cameSearch(plan, false));
+    const plan = { batch: 1, passages: 90, k: 1, expertK: 1, fusion: 'sum' };
+    expect(code(() => stage({ ...plan, experts: [{ kind: 'lexical', index: {} }] }))).toBe('ERR_ARG');
+    const local = ix.stagePart(questions, 1, {});
+    expect(code(() => stage({ ...plan, experts: [{ kind: 'local', index: 'tokens' in local ? local.tokens : null }] }))).toBe('ERR_ARG');
+    expect(code(() => stage({ ...plan, experts: [{ kind: 'nearby' }] }))).toBe('ERR_ARG');
+    expect(code(() => stage({ ...plan, fusion: 'best', experts: [] }))).toBe('ERR_ARG');
+    expect(code(() => stage({ ...plan, k: 0, experts: [] }))).toBe('ERR_RANGE');
+    expect(code(() => stage({ ...plan, experts: [] }))).toBe('ERR_ARG');
+ expect(code(() => stage({ ...plan, batch: questions.lengths.length, experts: [local, local] }))).toBe('ERR_ARG');
+    expect(code(() => stage({ ...plan, batch: questions.lengths.length, experts: [{ ...local, keep: 0 }], rows: Tensor.wrap(Int32Array.of(3, 2), [2], 'i32').handle }))).toBe('ERR_RANGE');
     ix.dispose();
     expect(await asyncCode(ix.search(questions, 5))).toBe('ERR_DISPOSED');
   });

@@ -6,6 +6,9 @@ namespace quorum::napi {
 
 struct AddonData {
   Napi::FunctionReference tensor_ctor;
+  // The index classes, so that a call taking an index (cameSearch) can check what it was given.
+  Napi::FunctionReference sparse_index_ctor;
+  Napi::FunctionReference centroid_index_ctor;
 };
 
 inline AddonData& addon_data(Napi::Env env) { return *env.GetInstanceData<AddonData>(); }

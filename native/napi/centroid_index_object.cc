@@ -9,8 +9,10 @@
 
 #include "../common/error.h"
 #include "../kernels/centroid_index.h"
+#include "addon_data.h"
 #include "args.h"
 #include "errors.h"
+#include "index_args.h"
 #include "kernel_call.h"
 
 namespace quorum::napi {
@@ -42,6 +44,12 @@ class CentroidIndexObject : public Napi::ObjectWrap<CentroidIndexObject> {
           reinterpret_cast<const int32_t*>(lengths->data()), lengths->numel());
       return env.Undefined();
     });
+  }
+
+ // The index, or ERR_DISPOSED after dispose(); queued work holds its own reference.
+  std::shared_ptr<kernels::CentroidIndex> held() const {
+    if (!index_) throw Error("ERR_DISPOSED", "this token index was disposed");
+    return index_;
   }
 
  private:
@@ -86,11 +94,6 @@ class CentroidIndexObject : public Napi::ObjectWrap<CentroidIndexObject> {
     });
   }
 
-  std::shared_ptr<kernels::CentroidIndex> held() const {
-    if (!index_) throw Error("ERR_DISPOSED", "this token index was disposed");
-    return index_;
-  }
-
   Napi::Value Dispose(const Napi::CallbackInfo& info) {
     index_.reset();
     return info.Env().Undefined();
@@ -104,7 +107,13 @@ class CentroidIndexObject : public Napi::ObjectWrap<CentroidIndexObject> {
 }  // namespace
 
 void register_centroid_index(Napi::Env env, Napi::Object exports) {
-  exports.Set("CentroidIndex", CentroidIndexObject::Init(env));
+  Napi::Function ctor = CentroidIndexObject::Init(env);
+  addon_data(env).centroid_index_ctor = Napi::Persistent(ctor);
+  exports.Set("CentroidIndex", ctor);
+}
+
+std::shared_ptr<kernels::CentroidIndex> centroid_index_arg(Napi::Env env, const Napi::Value& v, const char* what) {
+  return wrapped_arg<CentroidIndexObject>(v, addon_data(env).centroid_index_ctor, what, "CentroidIndex");
 }
 
 }  // namespace quorum::napi

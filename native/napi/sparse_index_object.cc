@@ -11,6 +11,7 @@
 #include "addon_data.h"
 #include "args.h"
 #include "errors.h"
+#include "index_args.h"
 #include "kernel_call.h"
 
 namespace quorum::napi {
@@ -36,6 +37,13 @@ class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
   }
   explicit SparseIndexObject(const Napi::CallbackInfo& info)
       : Napi::ObjectWrap<SparseIndexObject>(info), index_(std::make_shared<kernels::SparseIndex>()) {}
+
+  // The index, or ERR_DISPOSED after dispose(). Queued work holds its own reference, so dispose() during an async
+  // call frees the postings when that call ends, not under it.
+  std::shared_ptr<kernels::SparseIndex> held() const {
+    if (!index_) throw Error("ERR_DISPOSED", "this SparseIndex was disposed");
+    return index_;
+  }
 
  private:
   // add(ids i64 [rows], offsets, indices, values, async) -> {} (or a Promise of it)
@@ -158,13 +166,6 @@ class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
     return guard(info.Env(), [&] { return Napi::Number::New(info.Env(), double(held()->vocab())); });
   }
 
-  // The index, or ERR_DISPOSED after dispose(). Queued work holds its own reference, so dispose() during an async
-  // call frees the postings when that call ends, not under it.
-  std::shared_ptr<kernels::SparseIndex> held() const {
-    if (!index_) throw Error("ERR_DISPOSED", "this SparseIndex was disposed");
-    return index_;
-  }
-
   Napi::Value Dispose(const Napi::CallbackInfo& info) {
     index_.reset();
     return info.Env().Undefined();
@@ -178,7 +179,13 @@ class SparseIndexObject : public Napi::ObjectWrap<SparseIndexObject> {
 }  // namespace
 
 void register_sparse_index(Napi::Env env, Napi::Object exports) {
-  exports.Set("SparseIndex", SparseIndexObject::Init(env));
+  Napi::Function ctor = SparseIndexObject::Init(env);
+  addon_data(env).sparse_index_ctor = Napi::Persistent(ctor);
+  exports.Set("SparseIndex", ctor);
+}
+
+std::shared_ptr<kernels::SparseIndex> sparse_index_arg(Napi::Env env, const Napi::Value& v, const char* what) {
+  return wrapped_arg<SparseIndexObject>(v, addon_data(env).sparse_index_ctor, what, "SparseIndex");
 }
 
 }  // namespace quorum::napi

@@ -20,9 +20,10 @@ import { encoderConfigSchema } from '../../models/config.js';
 import { TokenTable } from '../../models/token-table.js';
 import { checkOptions, count, finite, mustBeArray, mustBeObject, optionKeys, positiveInt, z } from '../../validate.js';
 import { encodeCame, type CameEncoderModel, type CameEncoding } from './encode.js';
-import { CAME_FUSIONS, fuseExperts, type CameFusion, type Hit, type LinearFusion } from './fusion.js';
+import { CAME_FUSIONS, type CameFusion, type Hit, type LinearFusion } from './fusion.js';
+import { searchStage } from './stage.js';
 import { CAME_EXPERTS, CameModel, cameConfig, type CameConfig, type CameExpertName, type CameModelOptions } from './model.js';
-import { TokenIndex, type TokenIndexOptions, type TokenSearchOptions } from './token-index.js';
+import { TokenIndex, ascendingRows, type TokenIndexOptions, type TokenSearchOptions } from './token-index.js';
 
 /** SPLADE weights kept per passage (the largest): what the lexical index holds. */
 export const CAME_PASSAGE_TERMS = 256;
@@ -501,23 +502,7 @@ export async function cameSearch(ix: CameIndexes | undefined, all: readonly Came
     timings[name] = (timings[name] ?? 0) + now - t;
     t = now;
   };
-  const rows = options.rows === undefined ? undefined : allowedRows(options.rows, ix.size);
-  const enc = await backend.encode(questions, experts, ix.queryTerms);
-  lap('encode');
-  const lists: Partial<Record<CameExpertName, Hit[][]>> = {};
-  for (const e of experts) {
-    if (e === 'lexical') {
-      const r = await ix.lexical!.search(enc.lexical!, K, rows ? { allowedIds: rows } : {});
-      lists.lexical = questions.map((_, q) => r.hits(q).map((h) => ({ id: Number(h.id), score: h.score })));
-    } else if (e === 'local') {
-      lists.local = await ix.local!.search(enc.local!, K, { ...(options.localCandidates !== undefined ? { candidates: options.localCandidates } : {}), ...(options.localProbe !== undefined ? { nprobe: options.localProbe } : {}), ...(rows ? { rows } : {}) });
-    } else {
-      const G = enc.global!.length / questions.length;
-      const r = await ix.global!.search(Tensor.wrap(enc.global!, [questions.length, G], 'f32'), Math.min(K, ix.size), rows ? { allowedIds: rows } : {});
-      lists.global = questions.map((_, q) => r.hits(q).map((h) => ({ id: Number(h.id), score: h.score })));
-    }
-    lap(e);
-  }
+  const rows = options.rows === undefined ? undefined : ascendingRows(options.rows, ix.size);
   let linear: LinearFusion | undefined;
   if (fusion === 'linear') {
     // The layer is fitted over every expert: restricted to the ones searched.
@@ -525,20 +510,14 @@ export async function cameSearch(ix: CameIndexes | undefined, all: readonly Came
     const fitted = backend.linear;
     linear = { weights: experts.map((e) => fitted.weights[all.indexOf(e)]!), bias: fitted.bias };
   }
-  const fused = fuseExperts(experts.map((e) => lists[e]!), fusion, k, K, linear);
-  lap('fuse');
-  return { fused, experts: lists, timings };
-}
-
-/** A filter's corpus rows, checked (integers in [0, n)) and sorted ascending. */
-function allowedRows(rows: ArrayLike<number>, n: number): Int32Array {
-  if (rows === null || typeof rows !== 'object' || typeof rows.length !== 'number') throw new QuorumError('ERR_ARG', 'rows must be an Int32Array or an array of corpus rows');
-  const out = Int32Array.from({ length: rows.length }, (_, i) => {
-    const r = rows[i];
-    if (typeof r !== 'number' || !Number.isInteger(r) || r < 0 || r >= n) throw new QuorumError('ERR_RANGE', `rows[${i}] = ${String(r)} is not a corpus row (0..${n - 1})`);
-    return r;
-  });
-  return out.sort();
+  const enc = await backend.encode(questions, experts, ix.queryTerms);
+  lap('encode');
+  const local = { ...(options.localCandidates !== undefined ? { candidates: options.localCandidates } : {}), ...(options.localProbe !== undefined ? { nprobe: options.localProbe } : {}) };
+  const r = await searchStage(ix, experts, enc, questions.length, { k, expertK: K, fusion, local, ...(linear ? { linear } : {}), ...(rows ? { rows } : {}) });
+  // The stage's own clock splits its time among the experts and the fusion; the rest of the lap is the call's.
+  for (const [name, ms] of Object.entries(r.ms)) timings[name] = ms;
+  t = performance.now();
+  return { fused: r.fused, experts: r.experts, timings };
 }
 
 /** {@link CameRetriever.save}'s came.json, checked (CameRetriever.load and CameServer). ERR_IO / ERR_FORMAT. */

@@ -10,14 +10,13 @@ import { makeDirs, writeFileAtomic } from '../../data/files.js';
 import { scoreTopK } from '../../dense.js';
 import { kmeans } from '../../dense-index.js';
 import { readSafetensors, writeSafetensors, type TensorToWrite } from '../../io/safetensors.js';
-import { QuorumError, awaitNative, callNative } from '../../errors.js';
-import { maxSim } from '../../maxsim.js';
+import { QuorumError, callNative } from '../../errors.js';
 import { coreAddon, type NativeTensorHandle } from '../../native.js';
 import { Tensor } from '../../tensor.js';
 import { checkOptions, mustBeObject, optionKeys } from '../../validate.js';
 import type { CameEncoding } from './encode.js';
 import type { Hit } from './fusion.js';
-import { padTokens } from './scores.js';
+import { searchStage, type LocalOptions, type StagePart } from './stage.js';
 
 /** Options of {@link TokenIndex.build}. */
 export interface TokenIndexOptions {
@@ -53,7 +52,6 @@ const DEFAULT_NPROBE = 4;
 
 /** kernels::CentroidIndex (native/kernels/centroid_index.h) as the core addon exposes it. */
 interface NativeCentroidIndex {
-  candidates(q: NativeTensorHandle, nprobe: number, keep: number, allowed: NativeTensorHandle | null, async: true): Promise<{ rows: NativeTensorHandle; count: number }>;
   dispose(): void;
 }
 
@@ -204,49 +202,62 @@ export class TokenIndex {
     this.#tokens.dispose();
   }
 
-  /** Each question's top `k` passages by exact MaxSim over its candidates. */
+  /** Each question's top `k` passages by exact MaxSim over its candidates (CAME's search stage, local expert alone). */
   async search(questions: NonNullable<CameEncoding['local']>, k: number, options: TokenSearchOptions = {}): Promise<Hit[][]> {
     checkOptions(options, searchKeys, 'TokenIndex.search options');
+    mustBeObject(questions, 'question tokens');
+    if (!questions.lengths?.length) return [];
+    const rows = options.rows === undefined ? undefined : ascendingRows(options.rows, this.size);
+    const r = await searchStage({ size: this.size, local: this }, ['local'], { rows: questions.lengths.length, local: questions }, questions.lengths.length, {
+      k,
+      expertK: k,
+      fusion: 'sum',
+      local: options,
+      ...(rows ? { rows } : {}),
+    });
+    return r.experts.local!;
+  }
+
+  /**
+   * @internal The local expert's part of CAME's search stage (lib/methods/came/stage.ts) for encoded questions and
+   * top `k`: this index's native object, token vectors and lengths, the questions' tokens, nprobe and how many
+   * candidates are re-scored exactly (0: every passage).
+   */
+  stagePart(questions: NonNullable<CameEncoding['local']>, k: number, options: LocalOptions): StagePart {
     if (questions.dim !== this.dim) throw new QuorumError('ERR_SHAPE', `question tokens are ${questions.dim}-d, the index ${this.dim}-d`);
     if (!Number.isInteger(k) || k < 1) throw new QuorumError('ERR_RANGE', `k must be a positive integer, got ${k}`);
     const per = options.candidates ?? DEFAULT_CANDIDATES;
     if (per !== 'all' && (!Number.isInteger(per) || per < 1)) throw new QuorumError('ERR_RANGE', `candidates must be a positive integer or 'all', got ${per}`);
     const nprobe = options.nprobe ?? DEFAULT_NPROBE;
     if (!Number.isInteger(nprobe) || nprobe < 0) throw new QuorumError('ERR_RANGE', `nprobe must be a non-negative integer, got ${nprobe}`);
-    const rows = options.rows;
-    const keep = per === 'all' ? 0 : Math.max(per, k);
-    const out: Hit[][] = [];
-    if (per === 'all' || (rows && rows.length <= keep)) {
-      // Brute force over every passage, or over the allowed ones (MaxSim's select): a filter allowing no more
-      // passages than would be re-scored anyway is scored exactly.
-      const { tokens, mask } = padTokens(questions);
-      const n = rows ? rows.length : this.lengths.length;
-      const s = n ? (await maxSim(tokens, { tokens: this.#tokens, lengths: this.lengths, ...(rows ? { select: rows } : {}) }, { queryMask: mask })).scores.data : new Float32Array(0);
-      for (let q = 0; q < questions.lengths.length; q++) out.push(top(s.subarray(q * n, (q + 1) * n), (i) => (rows ? rows[i]! : i), k));
-      return out;
-    }
-    // A filter approximates every allowed passage (nprobe 0): its passages may be none of those the question's
-    // nearest centroids name, and approximating fewer passages costs less than approximating all.
-    const allowed = rows ? Tensor.wrap(rows, [rows.length], 'i32') : undefined;
-    const probe = rows ? 0 : nprobe;
-    let at = 0;
-    for (let q = 0; q < questions.lengths.length; q++) {
-      const n = questions.lengths[q]!;
-      const mine = questions.vectors.subarray(at * this.dim, (at + n) * this.dim);
-      at += n;
-      if (!n) {
-        out.push([]);
-        continue;
-      }
-      const one = Tensor.wrap(mine, [n, this.dim], 'f32');
-      const c = await awaitNative(callNative(() => this.#native.candidates(one.handle, probe, keep, allowed?.handle ?? null, true)));
-      const ids = Tensor.fromHandle<'i32'>(c.rows).data.subarray(0, c.count).sort();
-      // The candidates are scored where they lie in the packed table (select): no copy of their tokens.
-      const s = ids.length ? (await maxSim(Tensor.wrap(mine, [1, n, this.dim], 'f32'), { tokens: this.#tokens, lengths: this.lengths, select: ids })).scores.data : new Float32Array(0);
-      out.push(top(s, (i) => ids[i]!, k));
-    }
-    return out;
+    const total = tokenCount(questions);
+    return {
+      kind: 'local',
+      index: this.#native,
+      tokens: this.#tokens.handle,
+      lengths: Tensor.wrap(this.lengths, [this.lengths.length], 'i32').handle,
+      queries: Tensor.wrap(questions.vectors, [total, this.dim], 'f32').handle,
+      queryLengths: Tensor.wrap(questions.lengths, [questions.lengths.length], 'i32').handle,
+      nprobe,
+      // With a filter the kernel approximates every allowed passage, or scores them all exactly when they are no
+      // more than would be re-scored anyway.
+      keep: per === 'all' ? 0 : Math.max(per, k),
+    };
   }
+}
+
+/**
+ * A filter's corpus rows, checked (integers in [0, n)), sorted ascending and without repeats: what the search stage
+ * takes.
+ */
+export function ascendingRows(rows: ArrayLike<number>, n: number): Int32Array {
+  if (rows === null || typeof rows !== 'object' || typeof rows.length !== 'number') throw new QuorumError('ERR_ARG', 'rows must be an Int32Array or an array of corpus rows');
+  const out = Int32Array.from({ length: rows.length }, (_, i) => {
+    const r = rows[i];
+    if (typeof r !== 'number' || !Number.isInteger(r) || r < 0 || r >= n) throw new QuorumError('ERR_RANGE', `rows[${i}] = ${String(r)} is not a corpus row (0..${n - 1})`);
+    return r;
+  }).sort();
+  return out.filter((r, i) => i === 0 || r !== out[i - 1]);
 }
 
 /** The token vectors an encoding holds, checked: ERR_SHAPE unless whole rows of its dim whose count its lengths add up to. */
@@ -260,11 +271,4 @@ function tokenCount(local: NonNullable<CameEncoding['local']>): number {
 async function assign(vectors: Tensor<'f32'>, centroids: Tensor<'f32'>): Promise<Int32Array> {
   const r = await scoreTopK(vectors, centroids, 1);
   return r.ids;
-}
-
-/** The k best of `scores` (ties to the lower passage id) as hits with ids idOf(i). */
-function top(scores: Float32Array, idOf: (i: number) => number, k: number): Hit[] {
-  return Array.from(scores, (score, i) => ({ id: idOf(i), score }))
-    .sort((a, b) => b.score - a.score || a.id - b.id)
-    .slice(0, k);
 }

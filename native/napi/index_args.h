@@ -1,0 +1,28 @@
+// The core's index objects as arguments of other calls (cameSearch): checked to be what they claim, and held by a
+// shared_ptr for the call's life (a dispose meanwhile frees them when the call ends).
+#pragma once
+#include <napi.h>
+
+#include <memory>
+#include <string>
+
+#include "../common/error.h"
+#include "../kernels/centroid_index.h"
+#include "../kernels/sparse_index.h"
+
+namespace quorum::napi {
+
+// The held native of a wrapped object of class `Object` (made by `ctor`, named `cls` in the error), for the two
+// functions below.
+template <class Object>
+auto wrapped_arg(const Napi::Value& v, const Napi::FunctionReference& ctor, const char* what, const char* cls) {
+  if (!v.IsObject() || !v.As<Napi::Object>().InstanceOf(ctor.Value()))
+    throw Error("ERR_ARG", std::string(what) + " must be a native " + cls);
+  return Object::Unwrap(v.As<Napi::Object>())->held();
+}
+
+// ERR_ARG unless v is the core's SparseIndex / CentroidIndex object; ERR_DISPOSED after its dispose().
+std::shared_ptr<kernels::SparseIndex> sparse_index_arg(Napi::Env env, const Napi::Value& v, const char* what);
+std::shared_ptr<kernels::CentroidIndex> centroid_index_arg(Napi::Env env, const Napi::Value& v, const char* what);
+
+}  // namespace quorum::napi
