@@ -3,12 +3,12 @@
 // each preset; a rank killed mid-run ends the others with ERR_DISTRIBUTED within the timeout, never a hang.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
+import { freeLoopbackPort } from '../lib/cli/launch.js';
 import { QuorumError } from '../lib/errors.js';
 import { groupOptions, ProcessGroup, rankPart } from '../lib/models/process-group.js';
 import { Retriever } from '../lib/models/retriever.js';
@@ -22,20 +22,9 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 const rankScript = join(packageRoot, 'test', 'fixtures', 'dist-rank.ts');
 
 /** A port free on loopback now. */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 /** Runs `size` ranks of case `name`; resolves to each rank's output line and the run's wall time. */
 async function runRanks(name: string, size: number, out: string, mode?: string): Promise<{ lines: string[]; ms: number }> {
-  const port = await freePort();
+  const port = await freeLoopbackPort();
   const t0 = performance.now();
   const lines = await Promise.all(
     Array.from({ length: size }, (_, rank) => {
@@ -136,14 +125,14 @@ describe.skipIf(!available)('data-parallel training over Gloo', () => {
   }, 60_000);
 
   it('joining a group whose other ranks never come is ERR_DISTRIBUTED after the timeout', async () => {
-    const port = await freePort();
+    const port = await freeLoopbackPort();
     const t0 = performance.now();
     expect(await asyncCode(ProcessGroup.join({ rank: 0, size: 2, port, timeoutMs: 1500 }))).toBe('ERR_DISTRIBUTED');
     expect(performance.now() - t0).toBeLessThan(10_000);
   }, 20_000);
 
   it('a group of one needs no peers: the collectives return the values as they are', async () => {
-    const group = await ProcessGroup.join({ rank: 0, size: 1, port: await freePort() });
+    const group = await ProcessGroup.join({ rank: 0, size: 1, port: await freeLoopbackPort() });
     expect(group.rank).toBe(0);
     expect(group.size).toBe(1);
     expect([...(await group.allReduce(Float32Array.of(1, 2)))]).toEqual([1, 2]);

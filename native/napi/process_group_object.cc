@@ -85,30 +85,30 @@ class ProcessGroupObject : public Napi::ObjectWrap<ProcessGroupObject> {
   // allReduce(Float32Array, async): sums it across the ranks, in place.
   Napi::Value AllReduce(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
-      auto g = joined();
-      Napi::Float32Array a = typed_array<Napi::Float32Array>(info[0], "values");
-      float* p = a.Data();
-      const int64_t n = int64_t(a.ElementLength());
-      Napi::Object keep = a;
-      return run_work(info.Env(), flag(info[1]), {keep}, keep, [g, p, n] {
-        torch_call([&] { g->all_reduce_sum({torch::from_blob(p, {n}, torch::kFloat)}); });
-      });
+      return in_place(info, flag(info[1]), [](torchx::ProcessGroup& g, torch::Tensor t) { g.all_reduce_sum({t}); });
     });
   }
 
   // broadcast(Float32Array, root, async): overwrites it with rank `root`'s values.
   Napi::Value Broadcast(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
-      auto g = joined();
-      Napi::Float32Array a = typed_array<Napi::Float32Array>(info[0], "values");
       const double root = number_arg(info[1], "root");
       if (root != double(int(root))) throw Error("ERR_RANGE", "root must be a rank");
-      float* p = a.Data();
-      const int64_t n = int64_t(a.ElementLength());
-      Napi::Object keep = a;
-      return run_work(info.Env(), flag(info[2]), {keep}, keep, [g, p, n, root] {
-        torch_call([&] { g->broadcast({torch::from_blob(p, {n}, torch::kFloat)}, int(root)); });
-      });
+      return in_place(info, flag(info[2]), [root](torchx::ProcessGroup& g, torch::Tensor t) { g.broadcast({t}, int(root)); });
+    });
+  }
+
+  // A collective over the Float32Array in info[0], in place (inside the caller's guard): the array is kept alive
+  // and is what the call resolves to.
+  template <class Collective>
+  Napi::Value in_place(const Napi::CallbackInfo& info, bool async, Collective collective) {
+    auto g = joined();
+    Napi::Float32Array a = typed_array<Napi::Float32Array>(info[0], "values");
+    float* p = a.Data();
+    const int64_t n = int64_t(a.ElementLength());
+    Napi::Object keep = a;
+    return run_work(info.Env(), async, {keep}, keep, [g, p, n, collective] {
+      torch_call([&] { collective(*g, torch::from_blob(p, {n}, torch::kFloat)); });
     });
   }
 

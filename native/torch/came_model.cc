@@ -130,9 +130,11 @@ CameStepStats CameModel::accumulate(const TrainBatch& b, ProcessGroup* group) {
     };
     both(q.lexical, d.lexical);
     if (q.local.defined()) {
-      q.local = gather_keeping_own(*group, pad_to_ranks(*group, q.local, 1), &qo);
-      d.local = gather_keeping_own(*group, pad_to_ranks(*group, d.local, 1), &po);
-      q_valid = group->all_gather_rows(pad_to_ranks(*group, tq.valid.to(torch::kLong), 1), &unused).to(torch::kBool);
+      // The question tokens and their mask share one padded length.
+      const auto qs = pad_to_ranks(*group, {q.local, tq.valid.to(torch::kLong)}, 1);
+      q.local = gather_keeping_own(*group, qs[0], &qo);
+      d.local = gather_keeping_own(*group, pad_to_ranks(*group, {d.local}, 1)[0], &po);
+      q_valid = group->all_gather_rows(qs[1], &unused).to(torch::kBool);
       p_lengths = group->all_gather_rows(b.passages.lengths, &unused);
     }
     both(q.global, d.global);

@@ -192,14 +192,20 @@ void ProcessGroup::barrier() {}
 
 #endif
 
-torch::Tensor pad_to_ranks(ProcessGroup& g, const torch::Tensor& t, int64_t dim) {
-  if (g.size() == 1) return t;
+std::vector<torch::Tensor> pad_to_ranks(ProcessGroup& g, std::vector<torch::Tensor> ts, int64_t dim) {
+  if (g.size() == 1 || ts.empty()) return ts;
+  const int64_t own = ts.front().size(dim);
+  for (const torch::Tensor& t : ts)
+    if (t.size(dim) != own) throw Error("ERR_SHAPE", "pad_to_ranks: the tensors differ in size along the padded dimension");
   int64_t unused = 0;
-  const int64_t most = g.all_gather_rows(torch::tensor({t.size(dim)}, torch::kLong), &unused).max().item<int64_t>();
-  if (most == t.size(dim)) return t;
-  std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
-  shape[size_t(dim)] = most - t.size(dim);
-  return torch::cat({t, torch::zeros(shape, t.options())}, dim);
+  const int64_t most = g.all_gather_rows(torch::tensor({own}, torch::kLong), &unused).max().item<int64_t>();
+  if (most == own) return ts;
+  for (torch::Tensor& t : ts) {
+    std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
+    shape[size_t(dim)] = most - own;
+    t = torch::cat({t, torch::zeros(shape, t.options())}, dim);
+  }
+  return ts;
 }
 
 torch::Tensor gather_keeping_own(ProcessGroup& g, const torch::Tensor& t, int64_t* offset) {

@@ -53,9 +53,10 @@ class ProcessGroup {
   std::unique_ptr<Impl> impl_;
 };
 
-// `t` zero-padded along `dim` to the largest size any rank has there (collective: every rank calls it), so that
-// tensors whose padding differs by rank (token positions) gather into one.
-torch::Tensor pad_to_ranks(ProcessGroup& g, const torch::Tensor& t, int64_t dim);
+// Each of `ts` zero-padded along `dim` to the largest size any rank has there (collective: every rank calls it), so
+// that tensors whose padding differs by rank (token positions) gather into one. The tensors share that size on this
+// rank (a batch's token vectors and its mask): one collective finds the length for all of them.
+std::vector<torch::Tensor> pad_to_ranks(ProcessGroup& g, std::vector<torch::Tensor> ts, int64_t dim);
 
 // All ranks' rows of `t` (as all_gather_rows) with this rank's rows being `t` itself, so that a loss over the
 // gathered batch sends gradient into this rank's encoders only; summing the ranks' gradients then gives the
