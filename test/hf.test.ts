@@ -451,6 +451,24 @@ describe('training from a checkpoint', () => {
     expect(hfBytes.byteLength).toBe(48 * 32 * 4);
   }, 240_000);
 
+  it('train --init a Quorum model directory: trained further with its configuration, tokenizer and lengths', async () => {
+    const data = tinyBeir();
+    const first = join(scratch, 'trained');   // the previous test's model (from the Hugging Face checkpoint)
+    const again = join(scratch, 'trained-again');
+    const log = quorum('train', '--data', data, '--preset', 'siamese', '--init', first, '--out', again, '--epochs', '1', '--batch', '8', '--lr', '1e-4');
+    expect(log).toMatch(/initialized from .*a Quorum model directory/);
+    const [a, b] = [await Retriever.load(first), await Retriever.load(again)];
+    expect(b.config).toEqual(a.config);
+    expect(b.loaded!.tokenizer.vocabulary).toEqual(a.loaded!.tokenizer.vocabulary);
+    // Lengths the command line does not give come from the model's card (32 / 16 there, not the 192 / 32 defaults).
+    expect(b.loaded!.card.text).toMatchObject({ maxPassageLength: 32, maxQueryLength: 16 });
+    const name = 'encoder.encoder.layer.1.output.dense.weight';
+    expect(sameBits(b.getParameter(name), a.getParameter(name))).toBe(false);
+    expect(quorumError('train', '--data', data, '--preset', 'bi-encoder', '--init', first, '--out', join(scratch, 'x'))).toMatch(/^quorum: ERR_ARG: --init .* is a siamese model: give --preset siamese$/);
+    expect(quorumError('train', '--data', data, '--preset', 'siamese', '--pooling', 'max', '--init', first, '--out', join(scratch, 'x'))).toMatch(/^quorum: ERR_ARG: --init .* pools by mean/);
+    expect(quorumError('train', '--data', data, '--preset', 'siamese', '--init', join(scratch, 'nowhere'), '--out', join(scratch, 'x'))).toMatch(/^quorum: ERR_IO: --init .*: neither a Quorum model directory/);
+  }, 120_000);
+
   it('--init is refused with options the checkpoint decides, and with a checkpoint that is not BERT', () => {
     const data = tinyBeir();
     const ckpt = tinyHf();

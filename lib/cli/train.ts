@@ -1,14 +1,17 @@
 // `quorum train`: a dense retriever trained on any BEIR-layout dataset's train split (dev split for checkpoint
-// selection when present), initialised from GloVe, written as a model directory (Retriever.load reads it).
+// selection when present), initialised from GloVe, a Hugging Face checkpoint or a Quorum model directory, written as
+// a model directory (Retriever.load reads it).
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { POOLINGS, type EncoderConfig, type Pooling, type RetrieverPreset } from '../models/config.js';
-import { loadPretrainedWeights, readPretrained, type PretrainedBert } from '../models/hf.js';
+import { isHfModelDir, loadPretrainedWeights, readPretrained, type PretrainedBert } from '../models/hf.js';
 import { prepareTraining } from '../train/prepare.js';
 import { fitPoolingToCorpus, initFromGlove } from '../train/init.js';
 import { Retriever } from '../models/retriever.js';
-import { weightStorageOption } from '../models/model-dir.js';
+import { modelDir, weightStorageOption } from '../models/model-dir.js';
 import { trainRetriever } from '../train/trainer.js';
+import { QuorumError } from '../errors.js';
 import { check } from '../validate.js';
 import { tuneModelHybrid } from './eval.js';
 import { asRanks } from './launch.js';
@@ -24,7 +27,10 @@ export interface TrainCommandOptions {
   tasks?: string[];
   /** mean, max or cls (default: mean; with `init`, the checkpoint's sentence-transformers pooling, else cls). */
   pooling?: string;
-  /** A Hugging Face BERT-family directory to start from: its shape, tokenizer and weights (no GloVe). */
+  /**
+   * A Hugging Face BERT-family directory to start from (its shape, tokenizer and weights; no GloVe), or a Quorum model
+   * directory (model.json: its configuration, tokenizer, fitted pooling and weights).
+   */
   init?: string;
   layers: number;
   hidden: number;
@@ -55,6 +61,8 @@ export interface TrainCommandOptions {
   freeze?: string[];
   /** Prepend each task's marker to its questions (default: when training on several tasks). */
   taskMarkers?: boolean;
+  /** Which lengths the command line gave: the others come from an --init Quorum model's card (default: both given). */
+  givenLengths?: { query: boolean; passage: boolean };
   /** Train as this many local ranks of one data-parallel group (docs/guides/distributed.md). */
   nproc?: number;
 }
@@ -112,6 +120,21 @@ function encoderConfig(o: TrainCommandOptions, vocabSize: number, bert?: Pretrai
 }
 
 /**
+ * The Quorum model directory --init names (model.json there, or 'default'), loaded, or undefined for a Hugging Face
+ * checkpoint. ERR_ARG when its preset is not --preset or the options would change its shape.
+ */
+async function quorumInit(o: TrainCommandOptions): Promise<Retriever | undefined> {
+  const dir = modelDir(o.init!);
+  if (isHfModelDir(dir)) return undefined;
+  if (!existsSync(join(dir, 'model.json'))) throw new QuorumError('ERR_IO', `--init ${o.init}: neither a Quorum model directory (model.json) nor a Hugging Face checkpoint (config.json)`);
+  const model = await Retriever.load(dir);
+  check(model.config.preset === o.preset, 'ERR_ARG', `--init ${o.init} is a ${model.config.preset} model: give --preset ${model.config.preset}`);
+  check(o.pooling === undefined || o.pooling === model.config.encoder.pooling, 'ERR_ARG', `--init ${o.init} pools by ${model.config.encoder.pooling}: --pooling cannot change a trained model`);
+  check(!o.projection && !o.attentionWindow, 'ERR_ARG', `--projection and --attention-window cannot change a trained model (--init ${o.init})`);
+  return model;
+}
+
+/**
  * `quorum train`: resolves to the trained model (in the process that wrote it), or undefined in a launcher of
  * `--nproc` ranks and in ranks other than 0.
  */
@@ -121,24 +144,36 @@ export async function trainCommand(o: TrainCommandOptions, logLine: (line: strin
   return asRanks(o.nproc, logLine, (group, log) => train(o, log, group));
 }
 
-async function train(o: TrainCommandOptions, log: (line: string) => void, group: ProcessGroup | undefined): Promise<Retriever | undefined> {
+async function train(asked: TrainCommandOptions, log: (line: string) => void, group: ProcessGroup | undefined): Promise<Retriever | undefined> {
+  // --init: a Quorum model directory is trained further as it is (its own shape, tokenizer, fitted pooling and, unless
+  // the command line gives them, lengths); any other directory is read as a Hugging Face checkpoint.
+  const from = asked.init !== undefined ? await quorumInit(asked) : undefined;
+  const text = from?.loaded?.card.text;
+  const o = {
+    ...asked,
+    ...(text && asked.givenLengths?.query === false ? { maxQueryLength: text.maxQueryLength } : {}),
+    ...(text && asked.givenLengths?.passage === false ? { maxPassageLength: text.maxPassageLength } : {}),
+  };
   // --freeze names against the parameters of the model the options describe (names do not depend on the
   // vocabulary), before the data is read: a typo costs no preparation.
-  const bert = o.init !== undefined ? readPretrained(o.init, o.pooling !== undefined ? { pooling: o.pooling as Pooling } : {}) : undefined;
-  if (o.freeze) Retriever.create({ preset: o.preset as RetrieverPreset, encoder: { ...encoderConfig(o, 8, bert), vocabSize: 8 } }).setOptimizer({ frozen: o.freeze });
+  const bert = o.init !== undefined && !from ? readPretrained(o.init, o.pooling !== undefined ? { pooling: o.pooling as Pooling } : {}) : undefined;
+  if (o.freeze) (from ? Retriever.fromConfig(from.config) : Retriever.create({ preset: o.preset as RetrieverPreset, encoder: { ...encoderConfig(o, 8, bert), vocabSize: 8 } })).setOptimizer({ frozen: o.freeze });
   const dtype = weightStorageOption(o.dtype);
+  const given = from?.loaded?.tokenizer ?? bert?.tokenizer;
   const { passages, train: trainEx, dev: devEx, tasks, tokenizer, glove } = await prepareTraining(o.data, {
     ...(o.tasks ? { tasks: o.tasks } : {}),
-    ...(bert ? { tokenizer: bert.tokenizer, glove: false, wordVocab: false } : { glove: o.glove, wordVocab: o.wordVocab, nfkc: o.nfkc }),
+    ...(given ? { tokenizer: given, glove: false, wordVocab: false } : { glove: o.glove, wordVocab: o.wordVocab, nfkc: o.nfkc }),
     log,
   });
 
-  const encoder = encoderConfig(o, tokenizer.size, bert);
-  // IDF token weights and a centre (mean pooling with --fit-pooling) are what fitPoolingToCorpus fits.
-  const fit = !!encoder.tokenWeights;
+  const encoder = from ? from.config.encoder : encoderConfig(o, tokenizer.size, bert);
+  // IDF token weights and a centre (mean pooling with --fit-pooling) are what fitPoolingToCorpus fits; a Quorum
+  // model keeps the ones it was trained with.
+  const fit = !from && !!encoder.tokenWeights;
   Retriever.seed(o.seed);
-  const model = Retriever.create({ preset: o.preset as RetrieverPreset, encoder, tasks });
+  const model = from ?? Retriever.create({ preset: o.preset as RetrieverPreset, encoder, tasks });
   log(`${o.preset}: ${model.parameterCount.toLocaleString()} parameters, ${encoder.layers} layers, ${encoder.pooling} pooling${group ? `; ${group.size} ranks, ${o.batch} questions a batch across them` : ''}`);
+  if (from) log(`initialized from ${o.init} (a Quorum model directory: its configuration, tokenizer and weights)`);
   if (bert) {
     const { missing } = loadPretrainedWeights(model, bert, { strict: false });
     log(`initialized from ${o.init}${missing.length ? ` (${missing.length} parameters not in the checkpoint keep their initialization: ${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ', ...' : ''})` : ''}`);
