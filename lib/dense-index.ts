@@ -5,7 +5,7 @@ import { type NativeDenseIndex, faissAddon } from './native.js';
 import { idsOf, whilePinned, Operands } from './operand.js';
 import { type SearchResult, searchResult } from './search-result.js';
 import { Tensor } from './tensor.js';
-import { checkOptions, optionKeys } from './validate.js';
+import { checkOptions, mustBeObject, optionKeys } from './validate.js';
 import { NativeResource, type NativeDisposable } from './native-resource.js';
 
 /**
@@ -65,6 +65,7 @@ export interface DenseSearchOptions {
   filterScanBelow?: number;
 }
 
+const mapKeys = optionKeys<{ verify?: boolean }>()(['verify']);
 const createKeys = optionKeys<DenseIndexOptions>()(['dim', 'factory', 'mips', 'phi', 'efConstruction', 'efSearch', 'nprobe']);
 const searchKeys = optionKeys<DenseSearchOptions>()(['efSearch', 'nprobe', 'allowedIds', 'filterScanBelow']);
 
@@ -88,8 +89,10 @@ export interface DenseIndexInfo {
   mips: Mips;
   /** `'l2'`: the largest squared norm the stored vectors assume (0 until fixed). */
   phi: number;
-  /** false for HNSW over PQ or SQ codes (HNSW with flat storage removes through tombstones and compaction). */
+  /** false for HNSW over PQ or SQ codes (HNSW with flat storage removes through tombstones and compaction) and a mapped index. */
   supportsRemove: boolean;
+  /** Opened by {@link DenseIndex.map}: read-only, its vectors in a shared file mapping. */
+  mapped: boolean;
   /** HNSW: the index's own efSearch. */
   efSearch?: number;
   /** IVF: the index's own nprobe. */
@@ -330,6 +333,27 @@ export class DenseIndex extends NativeResource {
   static async load(path: string): Promise<DenseIndex> {
     const native = new (faissAddon().DenseIndex)();
     await DenseIndex.#runAsync(() => ({ call: (async) => native.load(path, async) }));
+    return new DenseIndex(native);
+  }
+
+  /**
+   * Opens a saved Flat inner-product index by mapping its file read-only instead of reading it
+   * (docs/api.md#mapping-a-saved-index): N worker processes serving one large index share one copy of its vectors
+   * in the page cache, and opening costs the header, the ids and an mmap whatever the size. It searches (filters
+   * too), reconstructs and reports `info` (`mapped: true`) as a loaded index; add, remove, train, save and
+   * toBuffer are ERR_UNSUPPORTED (load a copy to change it). Another factory or mips mode is ERR_UNSUPPORTED;
+   * `verify` hashes the whole file against its checksum first (a read of every page: ERR_FORMAT on a mismatch),
+   * otherwise the header, sizes and ids are checked. ERR_IO when the file cannot be opened or mapped.
+   *
+   * @example
+   * const index = await DenseIndex.map('corpus.faiss');   // in each node:cluster worker
+   * const top = await index.search(queries, 10);
+   */
+  static async map(path: string, options: { verify?: boolean } = {}): Promise<DenseIndex> {
+    mustBeObject(options, 'DenseIndex.map options');
+    checkOptions(options, mapKeys, 'DenseIndex.map options');
+    const native = new (faissAddon().DenseIndex)();
+    await DenseIndex.#runAsync(() => ({ call: (async) => native.map(path, options.verify === true, async) }));
     return new DenseIndex(native);
   }
 

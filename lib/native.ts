@@ -309,6 +309,7 @@ export interface NativeDenseIndex {
   reconstruct(ids: BigInt64Array, async: boolean): MaybeAsync<{ vectors: Float32Array }>;
   save(path: string, async: boolean): MaybeAsync<object>;
   load(path: string, async: boolean): MaybeAsync<object>;
+  map(path: string, verify: boolean, async: boolean): MaybeAsync<object>;
   toBuffer(): Uint8Array;
   fromBuffer(bytes: Uint8Array): void;
   setSearchDefaults(efSearch: number | undefined, nprobe: number | undefined): void;
@@ -322,6 +323,7 @@ export interface NativeDenseIndex {
     mips: 'inner-product' | 'l2';
     phi: number;
     supportsRemove: boolean;
+    mapped: boolean;
     efSearch?: number;
     nprobe?: number;
   };

@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 import { DenseIndex, type Mips, QuorumError, Tensor, capabilities, setThreads } from '../lib/index.js';
 import { faissAddon } from '../lib/native.js';
+import { twoProcessesMapping } from './fixtures/shared-pages.js';
 import { asyncCode, code, randomF32 } from './helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'quorum-dense-index-'));
@@ -496,4 +497,103 @@ describe('DenseIndex filters inside the search (allowedIds)', () => {
     expect(code(() => index.searchSync(q, 3, { allowedIds: [1.5] }))).toBe('ERR_RANGE');
     index.dispose();
   });
+});
+
+describe('DenseIndex.map (a saved Flat index read in place)', () => {
+  const d = 24;
+  const n = 700;
+  const x = corpus(n, d, 91);
+  const ids = BigInt64Array.from({ length: n }, (_, i) => BigInt(i * 7 + 3));
+  const q = randomF32(5 * d, 92);
+
+  it('searches, filters and reconstructs as the loaded index, and refuses every change', async () => {
+    const path = join(dir, 'mapped.qdx');
+    const built = DenseIndex.create({ dim: d });
+    await built.add(x, ids);
+    await built.save(path);
+    const loaded = await DenseIndex.load(path);
+    const mapped = await DenseIndex.map(path);
+    expect(mapped.info).toMatchObject({ dim: d, size: n, factory: 'Flat', mips: 'inner-product', mapped: true, supportsRemove: false });
+    expect(loaded.info.mapped).toBe(false);
+    const same = (a: { ids: BigInt64Array; scores: Float32Array }, b: { ids: BigInt64Array; scores: Float32Array }) => {
+      expect(Array.from(a.ids)).toEqual(Array.from(b.ids));
+      expect(Array.from(a.scores)).toEqual(Array.from(b.scores));
+    };
+    same(await mapped.search(q, 10), await loaded.search(q, 10));
+    const want = bruteForce(x, ids, q, d, 10);
+    (await mapped.search(q, 10)).hits(2).forEach((h, i) => expect(h.id).toBe(want[2]![i]!.id));
+    const allowed = ids.filter((_, i) => i % 5 === 0);
+    same(await mapped.search(q, 10, { allowedIds: allowed }), await loaded.search(q, 10, { allowedIds: allowed }));
+    expect(Array.from(await mapped.reconstruct(ids.subarray(10, 13)))).toEqual(Array.from(x.subarray(10 * d, 13 * d)));
+    for (const change of [() => mapped.add(x.subarray(0, d), [1n]), () => mapped.remove([3n]), () => mapped.train(x), () => mapped.save(join(dir, 'copy.qdx'))])
+      expect(await asyncCode(change())).toBe('ERR_UNSUPPORTED');
+    expect(code(() => mapped.toBuffer())).toBe('ERR_UNSUPPORTED');
+    // A new save under the same name replaces the file (rename): the mapping keeps the old inode's vectors.
+    const other = DenseIndex.create({ dim: d });
+    await other.add(x.subarray(0, 10 * d), ids.subarray(0, 10));
+    await other.save(path);
+    same(await mapped.search(q, 10), await loaded.search(q, 10));
+    expect((await DenseIndex.map(path)).size).toBe(10);
+    mapped.dispose();
+    expect(await asyncCode(mapped.search(q, 1))).toBe('ERR_DISPOSED');
+    for (const ix of [built, loaded, other]) ix.dispose();
+  });
+
+  it('refuses other factories and damaged files with typed errors; verify reads the checksum', async () => {
+    const hnsw = DenseIndex.create({ dim: d, factory: 'HNSW16' });
+    await hnsw.add(x, ids);
+    await hnsw.save(join(dir, 'hnsw.qdx'));
+    expect(await asyncCode(DenseIndex.map(join(dir, 'hnsw.qdx')))).toBe('ERR_UNSUPPORTED');
+    const l2 = DenseIndex.create({ dim: d, mips: 'l2' });
+    await l2.add(x, ids);
+    await l2.save(join(dir, 'l2.qdx'));
+    expect(await asyncCode(DenseIndex.map(join(dir, 'l2.qdx')))).toBe('ERR_UNSUPPORTED');
+    const flat = DenseIndex.create({ dim: d });
+    await flat.add(x, ids);
+    // A copy: a Buffer's slice() would share the bytes.
+    const bytes = new Uint8Array(flat.toBuffer());
+    const write = (name: string, b: Uint8Array) => {
+      writeFileSync(join(dir, name), b);
+      return join(dir, name);
+    };
+    // One vector byte changed: the header and sizes are intact (a plain map serves it), the checksum is not.
+    const flipped = bytes.slice();
+    const at = bytes.length - 8 * n - 16 - 100;
+    flipped[at] = flipped[at]! ^ 0xff;
+    expect((await DenseIndex.map(write('flipped.qdx', flipped))).size).toBe(n);
+    expect(await asyncCode(DenseIndex.map(join(dir, 'flipped.qdx'), { verify: true }))).toBe('ERR_FORMAT');
+    expect((await DenseIndex.map(write('good.qdx', bytes), { verify: true })).size).toBe(n);
+    for (const cut of [0, 7, 60, bytes.length - 9, bytes.length - 1]) expect(await asyncCode(DenseIndex.map(write(`cut${cut}.qdx`, bytes.subarray(0, cut)))), `cut at ${cut}`).toBe('ERR_FORMAT');
+    // An id repeated inside the id map.
+    const twice = bytes.slice();
+    twice.set(twice.subarray(bytes.length - 16 - 8 * n, bytes.length - 16 - 8 * n + 8), bytes.length - 16 - 8 * n + 8);
+    expect(await asyncCode(DenseIndex.map(write('twice.qdx', twice)))).toBe('ERR_FORMAT');
+    expect(await asyncCode(DenseIndex.map(write('text.qdx', new TextEncoder().encode('hello, this is not an index at all, not at all'))))).toBe('ERR_FORMAT');
+    expect(await asyncCode(DenseIndex.map(join(dir, 'nowhere.qdx')))).toBe('ERR_IO');
+    expect(await asyncCode(DenseIndex.map(dir))).toBe('ERR_IO');
+    expect(await asyncCode(DenseIndex.map(join(dir, 'good.qdx'), { check: true } as never))).toBe('ERR_ARG');
+    for (const ix of [hnsw, l2, flat]) ix.dispose();
+  });
+
+  it('two processes that map one index share its vectors\' pages', async () => {
+    const path = join(dir, 'shared.qdx');
+    const rows = 16_384;
+    const dim = 256; // 16 MiB of vectors
+    const ix = DenseIndex.create({ dim });
+    await ix.add(new Float32Array(rows * dim).fill(0.5), BigInt64Array.from({ length: rows }, (_, i) => BigInt(i)));
+    await ix.save(path);
+    ix.dispose();
+    const results = await twoProcessesMapping(dir, path, `
+      const { DenseIndex } = await import(${JSON.stringify(join(import.meta.dirname, '..', 'lib', 'index.ts'))});
+      const index = await DenseIndex.map(${JSON.stringify(path)});
+      value = (await index.search(new Float32Array(${dim}).fill(1), 1)).scores[0];   // a scan reads every vector
+    `);
+    const kb = (rows * dim * 4) / 1024;
+    for (const r of results) {
+      expect(r.value).toBe(0.5 * dim);
+      expect(r.rss).toBeGreaterThanOrEqual(kb * 0.95);
+      expect(r.sharedClean).toBeGreaterThanOrEqual(kb * 0.95);
+      expect(r.pss).toBeLessThanOrEqual(r.rss * 0.55 + 64);
+    }
+  }, 120_000);
 });

@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { QuorumError, Tensor, scoreTopK } from '../lib/index.js';
 import type { Dtype } from '../lib/index.js';
 import { seededRandom } from '../lib/random.js';
+import { twoProcessesMapping } from './fixtures/shared-pages.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'quorum-tensor-file-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -120,52 +121,16 @@ describe('Tensor.save / Tensor.map', () => {
     const path = join(dir, 'shared.qtns');
     const mb = 32;
     await Tensor.zeros([mb * 1024, 1024], 'u8').save(path);
-    // Each child maps the file, touches every page, reports its mapping's Rss / Pss / Shared_Clean from
-    // /proc/self/smaps, then waits for the parent's go (so both hold the pages at once).
-    const script = `
-      import { Tensor } from ${JSON.stringify(join(import.meta.dirname, '..', 'lib', 'index.ts'))};
-      import { readFileSync } from 'node:fs';
+    const results = await twoProcessesMapping(dir, path, `
+      const { Tensor } = await import(${JSON.stringify(join(import.meta.dirname, '..', 'lib', 'index.ts'))});
       const t = await Tensor.map(${JSON.stringify(path)});
-      let sum = 0; const d = t.data; for (let i = 0; i < d.length; i += 4096) sum += d[i];
-      const stat = () => {
-        const smaps = readFileSync('/proc/self/smaps', 'utf8').split('\\n');
-        const at = smaps.findIndex((l) => l.endsWith(${JSON.stringify(path)}));
-        const field = (name) => Number(smaps.slice(at, at + 25).find((l) => l.startsWith(name + ':')).split(/\\s+/)[1]);
-        return { rss: field('Rss'), pss: field('Pss'), sharedClean: field('Shared_Clean') };
-      };
-      const mine = stat();
-      const mark = ${JSON.stringify(join(dir, 'mark'))};
-      const { writeFileSync, existsSync } = await import('node:fs');
-      writeFileSync(mark + process.pid, '');
-      while (!existsSync(mark + '-go')) await new Promise((r) => setTimeout(r, 20));
-      console.log(JSON.stringify({ sum, alone: mine, together: stat() }));
-      // Hold the mapping until the other process has measured too (an exit would make its pages private again).
-      writeFileSync(mark + '-done' + process.pid, '');
-      while (!existsSync(mark + '-exit')) await new Promise((r) => setTimeout(r, 20));
-    `;
-    writeFileSync(join(dir, 'child.mts'), script);
-    const { spawn } = await import('node:child_process');
-    const { existsSync, readdirSync } = await import('node:fs');
-    const run = () => {
-      const c = spawn(process.execPath, ['--import', 'tsx', join(dir, 'child.mts')], { stdio: ['ignore', 'pipe', 'inherit'] });
-      let out = '';
-      c.stdout.on('data', (d: Buffer) => (out += d));
-      return { c, done: new Promise<string>((resolve) => c.on('exit', () => resolve(out))) };
-    };
-    const one = run();
-    const two = run();
-    const deadline = Date.now() + 60_000;
-    while (readdirSync(dir).filter((f) => /^mark\d+$/.test(f)).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    writeFileSync(join(dir, 'mark-go'), '');
-    while (readdirSync(dir).filter((f) => f.startsWith('mark-done')).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    writeFileSync(join(dir, 'mark-exit'), '');
-    const results = (await Promise.all([one.done, two.done])).map((o) => JSON.parse(o) as { sum: number; together: { rss: number; pss: number; sharedClean: number } });
+      const d = t.data; for (let i = 0; i < d.length; i += 4096) value += d[i];
+    `);
     for (const r of results) {
-      expect(r.sum).toBe(0);
-      expect(r.together.rss).toBeGreaterThanOrEqual(mb * 1024 * 0.95); // every page touched (kB)
-      expect(r.together.sharedClean).toBeGreaterThanOrEqual(mb * 1024 * 0.95); // and shared with the other process
-      expect(r.together.pss).toBeLessThanOrEqual(r.together.rss * 0.55 + 64); // so each is charged half
+      expect(r.value).toBe(0);
+      expect(r.rss).toBeGreaterThanOrEqual(mb * 1024 * 0.95); // every page touched (kB)
+      expect(r.sharedClean).toBeGreaterThanOrEqual(mb * 1024 * 0.95); // and shared with the other process
+      expect(r.pss).toBeLessThanOrEqual(r.rss * 0.55 + 64); // so each is charged half
     }
-    expect(existsSync(path)).toBe(true);
   }, 120_000);
 });

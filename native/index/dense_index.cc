@@ -16,8 +16,14 @@
 #include <faiss/index_io.h>
 #include <omp.h>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -388,6 +394,7 @@ std::vector<float> DenseIndex::augment(const float* x, size_t n, bool fix_phi, d
 }
 
 void DenseIndex::train(const float* x, size_t n) {
+  refuse_mapped("train");
   std::unique_lock<std::shared_mutex> lock(mutex_);
   if (top_->is_trained) throw Error("ERR_STATE", "index is already trained");
   if (n == 0) throw Error("ERR_RANGE", "train needs at least one vector");
@@ -400,6 +407,7 @@ void DenseIndex::train(const float* x, size_t n) {
 }
 
 void DenseIndex::add(const float* x, const int64_t* ids, size_t n) {
+  refuse_mapped("add vectors to");
   std::unique_lock<std::shared_mutex> lock(mutex_);
   if (!top_->is_trained) throw Error("ERR_STATE", "index '" + options_.factory + "' needs train() before add()");
   if (n == 0) return;
@@ -423,6 +431,7 @@ void DenseIndex::add(const float* x, const int64_t* ids, size_t n) {
 constexpr size_t kCompactShare = 4;  // 1 / 4
 
 size_t DenseIndex::remove(const int64_t* ids, size_t n) {
+  refuse_mapped("remove vectors from");
   std::unique_lock<std::shared_mutex> lock(mutex_);
   if (hnsw_) {
     if (!supports_remove_locked())
@@ -723,6 +732,7 @@ void DenseIndex::write(Sink& sink) const {
 }
 
 std::vector<uint8_t> DenseIndex::to_bytes() {
+  refuse_mapped("serialize");
   compact();
   std::vector<uint8_t> out;
   auto sink = [&](const uint8_t* p, size_t n) { out.insert(out.end(), p, p + n); };
@@ -731,6 +741,7 @@ std::vector<uint8_t> DenseIndex::to_bytes() {
 }
 
 void DenseIndex::save(const std::string& path) {
+  refuse_mapped("save");
   compact();
   persist::AtomicFile file(path);
   auto sink = [&](const uint8_t* p, size_t n) { file.write(p, n); };
@@ -738,12 +749,7 @@ void DenseIndex::save(const std::string& path) {
   file.commit();
 }
 
-std::unique_ptr<DenseIndex> DenseIndex::from_bytes(const uint8_t* data, size_t n) {
-  if (n < 8 || std::memcmp(data, kMagic, 8) != 0) throw Error("ERR_FORMAT", "not a Quorum dense index");
-  if (n < 8 + 32 + 16) throw Error("ERR_FORMAT", "dense index data is truncated");
-  uint64_t stored;
-  std::memcpy(&stored, data + n - 8, 8);
-  if (persist::word_hash(data, n - 8) != stored) throw Error("ERR_FORMAT", "dense index checksum mismatch (corrupt or truncated data)");
+std::unique_ptr<DenseIndex> DenseIndex::parse_header(const uint8_t* data, size_t n, size_t* payload_at, uint64_t* payload) {
   persist::Reader r{data, n - 16, 8, "dense index data"};
   const uint32_t version = r.get<uint32_t>();
   if (version != kVersion) throw Error("ERR_FORMAT", "dense index format version " + std::to_string(version) + " is not supported");
@@ -760,16 +766,131 @@ std::unique_ptr<DenseIndex> DenseIndex::from_bytes(const uint8_t* data, size_t n
   r.need(flen, 1);
   out->options_.factory.assign(reinterpret_cast<const char*>(data + r.at), flen);
   r.at += flen;
-  uint64_t payload;
-  std::memcpy(&payload, data + n - 16, 8);
-  if (payload != r.n - r.at) throw Error("ERR_FORMAT", "dense index sizes are corrupt");
-  out->top_ = read_payload(data + r.at, payload);
+  std::memcpy(payload, data + n - 16, 8);
+  if (*payload != r.n - r.at) throw Error("ERR_FORMAT", "dense index sizes are corrupt");
+  *payload_at = r.at;
+  return out;
+}
+
+std::unique_ptr<DenseIndex> DenseIndex::from_bytes(const uint8_t* data, size_t n) {
+  if (n < 8 || std::memcmp(data, kMagic, 8) != 0) throw Error("ERR_FORMAT", "not a Quorum dense index");
+  if (n < 8 + 32 + 16) throw Error("ERR_FORMAT", "dense index data is truncated");
+  uint64_t stored;
+  std::memcpy(&stored, data + n - 8, 8);
+  if (persist::word_hash(data, n - 8) != stored) throw Error("ERR_FORMAT", "dense index checksum mismatch (corrupt or truncated data)");
+  size_t at = 0;
+  uint64_t payload = 0;
+  std::unique_ptr<DenseIndex> out = parse_header(data, n, &at, &payload);
+  out->top_ = read_payload(data + at, payload);
   // faiss trusts the sizes and links inside the payload: check them before anything searches it.
   check_loaded(out->top_.get());
   out->bind();
   if (auto* ivfpq = dynamic_cast<faiss::IndexIVFPQ*>(out->core_); ivfpq && ivfpq->is_trained && ivfpq->by_residual)
     faiss_call("ERR_FORMAT", "dense index payload is corrupt", [&] { ivfpq->precompute_table(); });
   return out;
+}
+
+namespace {
+
+// A whole file mapped read-only and shared: the pages are the page cache's, one copy for every process.
+struct FileMapping {
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  ~FileMapping() {
+    if (data) munmap(const_cast<uint8_t*>(data), size);
+  }
+};
+
+std::shared_ptr<FileMapping> map_file(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error("ERR_IO", "cannot open " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    throw Error("ERR_IO", path + " is not a readable file");
+  }
+  auto m = std::make_shared<FileMapping>();
+  m->size = size_t(st.st_size);
+  if (m->size > 0) {
+    void* p = mmap(nullptr, m->size, PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+      const int err = errno;
+      close(fd);
+      throw Error("ERR_IO", "cannot map " + path + ": " + std::strerror(err));
+    }
+    m->data = static_cast<const uint8_t*>(p);
+  }
+  close(fd);
+  return m;
+}
+
+}  // namespace
+
+std::unique_ptr<DenseIndex> DenseIndex::map(const std::string& path, bool verify) {
+  std::shared_ptr<FileMapping> m = map_file(path);
+  const uint8_t* data = m->data;
+  const size_t n = m->size;
+  if (n < 8 || std::memcmp(data, kMagic, 8) != 0) throw Error("ERR_FORMAT", path + " is not a Quorum dense index");
+  if (n < 8 + 32 + 16) throw Error("ERR_FORMAT", path + ": dense index data is truncated");
+  if (verify) {
+    uint64_t stored;
+    std::memcpy(&stored, data + n - 8, 8);
+    if (persist::word_hash(data, n - 8) != stored) throw Error("ERR_FORMAT", path + ": dense index checksum mismatch (corrupt or truncated data)");
+  }
+  size_t at = 0;
+  uint64_t len = 0;
+  std::unique_ptr<DenseIndex> out = parse_header(data, n, &at, &len);
+  if (out->options_.factory != "Flat" || out->options_.mips != Mips::kInnerProduct)
+    throw Error("ERR_UNSUPPORTED", path + ": only Flat inner-product indexes map (this one is '" + out->options_.factory +
+                                       "'" + (out->options_.mips != Mips::kInnerProduct ? ", mips l2" : "") + "): load it instead");
+  // The payload: "IxM2", the id map's index header, "IxFI", the flat index's header, u64 count of floats, the
+  // vectors, u64 count of ids, the ids (faiss's index_write.cpp layout for IndexIDMap2 over IndexFlatIP).
+  const uint8_t* p = data + at;
+  persist::Reader r{p, size_t(len), 0, "dense index payload"};
+  const auto header = [&](const char* tag) {
+    r.need(4, 1);
+    if (std::memcmp(p + r.at, tag, 4) != 0) throw Error("ERR_FORMAT", path + ": dense index payload is corrupt (expected " + tag + ")");
+    r.at += 4;
+    const int32_t d = r.get<int32_t>();
+    const int64_t ntotal = r.get<int64_t>();
+    r.get<int64_t>();
+    r.get<int64_t>();
+    r.get<uint8_t>();
+    if (r.get<int32_t>() != faiss::METRIC_INNER_PRODUCT) throw Error("ERR_FORMAT", path + ": dense index payload is corrupt (metric)");
+    if (d != int32_t(out->options_.dim) || ntotal < 0) throw Error("ERR_FORMAT", path + ": dense index payload is corrupt (sizes)");
+    return ntotal;
+  };
+  const int64_t ntotal = header("IxM2");
+  if (header("IxFI") != ntotal) throw Error("ERR_FORMAT", path + ": dense index payload is corrupt (the id map and its index differ)");
+  const uint64_t floats = r.get<uint64_t>();
+  const size_t d = out->options_.dim;
+  if (floats != uint64_t(ntotal) * d) throw Error("ERR_FORMAT", path + ": dense index payload is corrupt (vector count)");
+  r.need(floats, 4);
+  const auto* vectors = reinterpret_cast<const float*>(p + r.at);
+  r.at += floats * 4;
+  if (r.get<uint64_t>() != uint64_t(ntotal) || r.n - r.at != 8 * uint64_t(ntotal))
+    throw Error("ERR_FORMAT", path + ": dense index payload is corrupt (id count)");
+  auto idmap = std::make_unique<faiss::IndexIDMap2>();
+  idmap->d = faiss::Index::idx_t(d);
+  idmap->ntotal = ntotal;
+  idmap->is_trained = true;
+  idmap->metric_type = faiss::METRIC_INNER_PRODUCT;
+  idmap->id_map.resize(size_t(ntotal));
+  if (ntotal > 0) std::memcpy(idmap->id_map.data(), p + r.at, 8 * size_t(ntotal));
+  idmap->rev_map.reserve(size_t(ntotal));
+  for (size_t i = 0; i < idmap->id_map.size(); ++i)
+    if (idmap->id_map[i] < 0 || !idmap->rev_map.emplace(idmap->id_map[i], Idx(i)).second)
+      throw Error("ERR_FORMAT", path + ": dense index payload is corrupt (negative or repeated ids)");
+  idmap->index = SimdFlat::over(vectors, ntotal, faiss::Index::idx_t(d), m).release();
+  idmap->own_fields = true;
+  out->top_ = std::move(idmap);
+  out->mapped_ = true;
+  out->bind();
+  return out;
+}
+
+void DenseIndex::refuse_mapped(const char* what) const {
+  if (mapped_) throw Error("ERR_UNSUPPORTED", std::string("a mapped index is read-only: ") + what + " a loaded copy (DenseIndex.load)");
 }
 
 std::unique_ptr<DenseIndex> DenseIndex::load(const std::string& path) {

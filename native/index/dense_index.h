@@ -112,6 +112,14 @@ class DenseIndex {
   // Atomic file save (temporary file, fsync, rename; ERR_IO on failure), streamed without a second copy.
   void save(const std::string& path);
   static std::unique_ptr<DenseIndex> load(const std::string& path);
+  // The file `path` mapped read-only instead of read (docs/api.md#mapping-a-saved-index): N processes serving one
+  // large Flat index share one copy of its vectors in the page cache, and opening it costs the header, the ids and an
+  // mmap. Flat inner-product indexes only (factory "Flat", mips "inner-product"; ERR_UNSUPPORTED otherwise: load
+  // them). The header, sizes and ids are checked, and with `verify` the checksum over the whole file (a read of
+  // every page); ERR_IO when the file cannot be opened or mapped, ERR_FORMAT for damage. It searches (filters too),
+  // reconstructs and answers info as a loaded index; add, remove, train, save and to_bytes are ERR_UNSUPPORTED.
+  static std::unique_ptr<DenseIndex> map(const std::string& path, bool verify);
+  bool mapped() const { return mapped_; }
 
  private:
   DenseIndex() = default;
@@ -128,6 +136,9 @@ class DenseIndex {
   std::vector<float> augment(const float* x, size_t n, bool fix_phi, double& phi) const;
   template <class Writer>
   void write(Writer& w) const;
+  // The header's fields into a new index; returns the offset of faiss's bytes, whose count is *payload.
+  static std::unique_ptr<DenseIndex> parse_header(const uint8_t* data, size_t n, size_t* payload_at, uint64_t* payload);
+  void refuse_mapped(const char* what) const;
 
   DenseIndexOptions options_;
   mutable std::shared_mutex mutex_;
@@ -141,6 +152,7 @@ class DenseIndex {
   size_t n_dead_ = 0;
   double phi_ = 0;         // kL2Transform: the largest squared norm the stored vectors assume
   bool phi_fixed_ = false;  // set by options, or by the first train() / add()
+  bool mapped_ = false;     // map(): the vectors live in a read-only file mapping
 };
 
 // k centroids of n vectors [n, dim] by faiss's k-means (niter iterations, seeded; spherical: unit centroids, for

@@ -3,6 +3,9 @@
 #include <faiss/impl/DistanceComputer.h>
 #include <faiss/impl/IDSelector.h>
 
+#include <faiss/impl/FaissAssert.h>
+
+#include <algorithm>
 #include <typeinfo>
 #include <vector>
 
@@ -20,8 +23,8 @@ struct SimdDistance : faiss::FlatCodesDistanceComputer {
   const float* q = nullptr;
 
   explicit SimdDistance(const SimdFlat& s)
-      : faiss::FlatCodesDistanceComputer(s.codes.data(), s.code_size),
-        base(reinterpret_cast<const float*>(s.codes.data())),
+      : faiss::FlatCodesDistanceComputer(reinterpret_cast<const uint8_t*>(s.vectors()), s.code_size),
+        base(s.vectors()),
         d(size_t(s.d)),
         ip(s.metric_type == faiss::METRIC_INNER_PRODUCT),
         ops(kernels::pair_distance()) {}
@@ -46,7 +49,8 @@ faiss::FlatCodesDistanceComputer* SimdFlat::get_FlatCodesDistanceComputer() cons
 void SimdFlat::search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
                       const faiss::SearchParameters* params) const {
   const faiss::IDSelector* sel = params ? params->sel : nullptr;
-  if (metric_type != faiss::METRIC_INNER_PRODUCT || (params && !sel)) {
+  // A mapped flat has no codes for faiss's loop; flat search takes no parameters but a selector anyway.
+  if (!mapped() && (metric_type != faiss::METRIC_INNER_PRODUCT || (params && !sel))) {
     faiss::IndexFlat::search(n, x, k, distances, labels, params);
     return;
   }
@@ -57,9 +61,27 @@ void SimdFlat::search(idx_t n, const float* x, idx_t k, float* distances, idx_t*
       if (sel->is_member(i)) rows.push_back(int32_t(i));
   static const int32_t kNoRow = 0;
   std::vector<int32_t> ids(size_t(n) * size_t(k));
-  kernels::score_topk({x, size_t(n), size_t(d)}, {codes.data(), size_t(ntotal), size_t(d), Dtype::F32}, size_t(k),
+  kernels::score_topk({x, size_t(n), size_t(d)}, {reinterpret_cast<const uint8_t*>(vectors()), size_t(ntotal), size_t(d), Dtype::F32}, size_t(k),
                       ids.data(), distances, sel ? (rows.empty() ? &kNoRow : rows.data()) : nullptr, rows.size());
   for (size_t i = 0; i < ids.size(); ++i) labels[i] = ids[i];
+}
+
+void SimdFlat::reconstruct(idx_t key, float* recons) const {
+  FAISS_THROW_IF_NOT(key >= 0 && key < ntotal);
+  std::copy_n(vectors() + size_t(key) * size_t(d), size_t(d), recons);
+}
+
+void SimdFlat::reconstruct_n(idx_t i0, idx_t ni, float* recons) const {
+  FAISS_THROW_IF_NOT(i0 >= 0 && ni >= 0 && i0 + ni <= ntotal);
+  std::copy_n(vectors() + size_t(i0) * size_t(d), size_t(ni) * size_t(d), recons);
+}
+
+std::unique_ptr<SimdFlat> SimdFlat::over(const float* vectors, idx_t n, idx_t d, std::shared_ptr<const void> keep) {
+  auto out = std::make_unique<SimdFlat>(d, faiss::METRIC_INNER_PRODUCT);
+  out->ntotal = n;
+  out->external_ = vectors;
+  out->keep_ = std::move(keep);
+  return out;
 }
 
 std::unique_ptr<SimdFlat> SimdFlat::adopt(faiss::Index* index) {

@@ -4,6 +4,7 @@
 //   - the distance computer HNSW uses for building and searching calls pair_distance (AVX-512 / AVX2);
 //   - inner-product search over the flat storage itself runs the core's fused score + top-k kernel.
 // It serializes as a plain IndexFlat (write_index sees an IndexFlat), and adopt() swaps one back in on load.
+// A mapped one (DenseIndex::map) reads its vectors where a file mapping holds them instead of from `codes`.
 #pragma once
 #include <faiss/IndexFlat.h>
 
@@ -18,8 +19,23 @@ struct SimdFlat : faiss::IndexFlat {
   void search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
               const faiss::SearchParameters* params = nullptr) const override;
 
+  void reconstruct(idx_t key, float* recons) const override;
+  void reconstruct_n(idx_t i0, idx_t ni, float* recons) const override;
+
   // A SimdFlat holding `flat`'s vectors (moved out of it), or null when `flat` is not a plain IndexFlat.
   static std::unique_ptr<SimdFlat> adopt(faiss::Index* flat);
+
+  // An inner-product SimdFlat over `n` vectors of `d` floats at `vectors`, which `keep` (a file mapping) holds
+  // alive; `codes` stays empty, so it must never be added to, written or given to faiss's own flat code.
+  static std::unique_ptr<SimdFlat> over(const float* vectors, idx_t n, idx_t d, std::shared_ptr<const void> keep);
+
+  // The vectors: the mapping's, or codes'.
+  const float* vectors() const { return external_ ? external_ : reinterpret_cast<const float*>(codes.data()); }
+  bool mapped() const { return external_ != nullptr; }
+
+ private:
+  const float* external_ = nullptr;
+  std::shared_ptr<const void> keep_;
 };
 
 }  // namespace quorum::index

@@ -104,6 +104,7 @@ class DenseIndexObject : public Napi::ObjectWrap<DenseIndexObject> {
                         InstanceMethod<&DenseIndexObject::Reconstruct>("reconstruct"),
                         InstanceMethod<&DenseIndexObject::Save>("save"),
                         InstanceMethod<&DenseIndexObject::Load>("load"),
+                        InstanceMethod<&DenseIndexObject::Map>("map"),
                         InstanceMethod<&DenseIndexObject::ToBuffer>("toBuffer"),
                         InstanceMethod<&DenseIndexObject::FromBuffer>("fromBuffer"),
                         InstanceMethod<&DenseIndexObject::Info>("info"),
@@ -303,6 +304,20 @@ class DenseIndexObject : public Napi::ObjectWrap<DenseIndexObject> {
     });
   }
 
+  // map(path, verify, async): fills this (empty) object with the file mapped read-only (DenseIndex::map).
+  Napi::Value Map(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] {
+      std::string path = path_arg(info[0]);
+      const bool verify = flag(info[1]);
+      auto slot = std::make_shared<std::unique_ptr<DenseIndex>>();
+      return run_work(
+          info.Env(), flag(info[2]), {info.This().As<Napi::Object>()}, Napi::Object::New(info.Env()),
+          [=] { *slot = DenseIndex::map(path, verify); }, [this, slot](Napi::Env, Napi::Object) {
+            if (!disposed_) index_ = std::move(*slot);
+          });
+    });
+  }
+
   Napi::Value ToBuffer(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] { return buffer_of(info.Env(), held()->to_bytes()); });
   }
@@ -339,7 +354,8 @@ class DenseIndexObject : public Napi::ObjectWrap<DenseIndexObject> {
       o.Set("factory", Napi::String::New(env, index->factory()));
       o.Set("mips", Napi::String::New(env, index->mips() == index::Mips::kL2Transform ? "l2" : "inner-product"));
       o.Set("phi", Napi::Number::New(env, index->phi()));
-      o.Set("supportsRemove", Napi::Boolean::New(env, index->supports_remove()));
+      o.Set("supportsRemove", Napi::Boolean::New(env, index->supports_remove() && !index->mapped()));
+      o.Set("mapped", Napi::Boolean::New(env, index->mapped()));
       if (index->ef_search() > 0) o.Set("efSearch", Napi::Number::New(env, index->ef_search()));
       if (index->nprobe() > 0) o.Set("nprobe", Napi::Number::New(env, index->nprobe()));
       return o.As<Napi::Value>();
