@@ -318,16 +318,26 @@ export class MufServer {
     const familiar = fusion === 'muf' && this.familiarityCalibrated;
     const weights = familiar ? new Float32Array(this.experts.length * B) : undefined;
     try {
-      for (const [x, e] of this.experts.entries()) {
-        const vectors = await e.encoder.encodeQueries(queries, { task: e.task });
-        if (weights) weights.set(await e.familiarity!.bank.probability(vectors, e.familiarity!.calibration), x * B);
-        const q = Tensor.from(vectors, [B, e.encoder.dim]);
-        owned.push(q);
-        const top = await scoreTopK(q, e.passages, L, rows ? { rows } : {});
-        const candidates = Tensor.from(top.ids, [B, L]);
-        const scores = Tensor.from(top.scores, [B, L]);
-        owned.push(candidates, scores);
-        parts.push({ queries: q, passages: e.passages, candidates, scores, weights: e.weights, members: e.members, temperature: e.temperature ?? 1 });
+      // The experts' encodings and searches are independent: in flight together, so that one's native call runs
+      // while another's questions are tokenized, and the calls' hops overlap.
+      // All of them end before anything is freed (allSettled): a failure in one cannot free what another still uses.
+      const own = (...t: Tensor[]) => owned.push(...t);
+      const settled = await Promise.allSettled(
+        this.experts.map(async (e, x): Promise<MufConfidenceExpert> => {
+          const vectors = await e.encoder.encodeQueries(queries, { task: e.task });
+          if (weights) weights.set(await e.familiarity!.bank.probability(vectors, e.familiarity!.calibration), x * B);
+          const q = Tensor.from(vectors, [B, e.encoder.dim]);
+          own(q);
+          const top = await scoreTopK(q, e.passages, L, rows ? { rows } : {});
+          const candidates = Tensor.from(top.ids, [B, L]);
+          const scores = Tensor.from(top.scores, [B, L]);
+          own(candidates, scores);
+          return { queries: q, passages: e.passages, candidates, scores, weights: e.weights, members: e.members, temperature: e.temperature ?? 1 };
+        }),
+      );
+      for (const r of settled) {
+        if (r.status === 'rejected') throw r.reason;
+        parts.push(r.value);
       }
       // Heads, MI and the fusion in one native call; ties in corpus-id order, as MufRetriever's fusion orders them.
       const given = weights ? Tensor.from(weights, [this.experts.length, B]) : undefined;
