@@ -287,6 +287,10 @@ describe('CAME retrieval', () => {
         }
       });
     }
+    // An empty filter allows nothing: every expert's list and the fusion are empty (not every passage).
+    const none = await came.search(questions, { k, expertK: k, rows: [] });
+    for (const name of ['lexical', 'local', 'global'] as const) expect(none.experts[name]!.flat(), name).toEqual([]);
+    expect(none.fused.flat()).toEqual([]);
     expect(await asyncCode(came.search(questions, { rows: [N] }))).toBe('ERR_RANGE');
     expect(await asyncCode(came.search(questions, { rows: 'x' as never }))).toBe('ERR_ARG');
   });

@@ -866,6 +866,8 @@ std::unique_ptr<DenseIndex> DenseIndex::map(const std::string& path, bool verify
   const size_t d = out->options_.dim;
   if (floats != uint64_t(ntotal) * d) throw Error("ERR_FORMAT", path + ": dense index payload is corrupt (vector count)");
   r.need(floats, 4);
+  // faiss's layout puts the vectors at a file offset that is not a multiple of 4 (130 for "Flat"): the kernels that
+  // read a corpus load it unaligned (simd/vec_*.h: loadu), and reconstruct copies bytes.
   const auto* vectors = reinterpret_cast<const float*>(p + r.at);
   r.at += floats * 4;
   if (r.get<uint64_t>() != uint64_t(ntotal) || r.n - r.at != 8 * uint64_t(ntotal))
