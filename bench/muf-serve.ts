@@ -60,27 +60,36 @@ torch.dispose();
 const server = await MufServer.load(dir, { threads: caps.threads });
 const serving = await measure((qs) => server.search(qs, 10));
 const uniform = await measure((qs) => server.search(qs, 10, { fusion: 'uniform' }));
-const half = await MufServer.load(dir, { threads: caps.threads, heads: 'bf16' });
-const bf16 = await measure((qs) => half.search(qs, 10));
-// What bf16 heads change: the largest confidence move and the questions whose fused top 10 differ.
-let maxMove = 0;
-let changed = 0;
-for (let s = 0; s < questions.length; s += 64) {
-  const qs = questions.slice(s, s + 64);
-  const [a, b] = [await server.search(qs, 10), await half.search(qs, 10)];
-  a.forEach((r, i) => {
-    r.confidence.forEach((c, j) => (maxMove = Math.max(maxMove, Math.abs(c - b[i]!.confidence[j]!))));
-    if (r.hits.map((h) => h.id).join() !== b[i]!.hits.map((h) => h.id).join()) changed++;
-  });
+// bf16 variants: their speed, the largest confidence move and the questions whose fused top 10 differ from f32's.
+const variants: Array<{ name: string; options: { heads?: 'bf16'; passages?: 'bf16' } }> = [
+  { name: "heads: 'bf16'", options: { heads: 'bf16' } },
+  { name: "heads and passages: 'bf16'", options: { heads: 'bf16', passages: 'bf16' } },
+];
+const halves: Array<Record<string, unknown>> = [];
+const moves: Record<string, { maxConfidenceMove: number; changedTop10: number }> = {};
+for (const v of variants) {
+  const half = await MufServer.load(dir, { threads: caps.threads, ...v.options });
+  halves.push({ path: `MufServer, ${v.name}`, ...(await measure((qs) => half.search(qs, 10))) });
+  let maxMove = 0;
+  let changed = 0;
+  for (let s = 0; s < questions.length; s += 64) {
+    const qs = questions.slice(s, s + 64);
+    const [a, b] = [await server.search(qs, 10), await half.search(qs, 10)];
+    a.forEach((r, i) => {
+      r.confidence.forEach((c, j) => (maxMove = Math.max(maxMove, Math.abs(c - b[i]!.confidence[j]!))));
+      if (r.hits.map((h) => h.id).join() !== b[i]!.hits.map((h) => h.id).join()) changed++;
+    });
+  }
+  console.log(`${v.name}: confidences move by at most ${maxMove.toFixed(4)}; ${changed} of ${questions.length} fused top-10 lists differ from f32's`);
+  moves[v.name] = { maxConfidenceMove: maxMove, changedTop10: changed };
+  await half.dispose();
 }
-console.log(`bf16 heads: confidences move by at most ${maxMove.toFixed(4)}; ${changed} of ${questions.length} fused top-10 lists differ from f32's`);
-await half.dispose();
 await server.dispose();
 const rows = [
   { path: 'MufRetriever (libtorch)', ...libtorch },
   { path: 'MufServer (no libtorch)', ...serving },
   { path: 'MufServer, uniform fusion (no heads)', ...uniform },
-  { path: "MufServer, heads: 'bf16'", ...bf16 },
+  ...halves,
 ];
 
 // The heads' memory floor at B = 1: every weight is read once per question.
@@ -101,6 +110,6 @@ const streamGBs = (probeRows * 400) / 1e6 / pct(times, 50);
 const floorMs = headBytes / 1e6 / streamGBs;
 console.log(`heads: ${(headBytes / 2 ** 20).toFixed(1)} MiB of weights; scoreTopK streams ${streamGBs.toFixed(1)} GB/s at B = 1, so the heads alone take at least ${floorMs.toFixed(2)} ms a question at B = 1`);
 console.table(rows);
-const path = writeResults('muf-serve', { date: new Date().toISOString(), machine: { isa: caps.isa, threads: caps.threads }, data, members, topL, queries: questions.length, rows, heads: { bytes: headBytes, streamGBs, floorMs }, bf16: { maxConfidenceMove: maxMove, changedTop10: changed } });
+const path = writeResults('muf-serve', { date: new Date().toISOString(), machine: { isa: caps.isa, threads: caps.threads }, data, members, topL, queries: questions.length, rows, heads: { bytes: headBytes, streamGBs, floorMs }, bf16: moves });
 console.log(`results written to ${path}`);
 rmSync(work, { recursive: true, force: true });

@@ -189,6 +189,35 @@ describe('MufServer', () => {
     }
   }, 120_000);
 
+  it("passages: 'bf16' scans half the bytes; scores move by rounding, the lists hardly", async () => {
+    const f32 = await MufServer.load(mufDir);
+    const bf16 = await MufServer.load(mufDir, { passages: 'bf16', heads: 'bf16' });
+    let maxMove = 0;
+    try {
+      for (const fusion of ['uniform', 'muf-mi'] as const) {
+        const a = await f32.search(QUESTIONS, 10, { fusion });
+        const b = await bf16.search(QUESTIONS, 10, { fusion });
+        a.forEach((r, i) => {
+          // bf16 keeps 8 bits of mantissa: a unit vector's inner products move by a few thousandths.
+          const near = b[i]!.hits.filter((h) => r.hits.some((x) => x.id === h.id)).length;
+          expect(near, `${fusion} q${i}`).toBeGreaterThanOrEqual(8);
+          r.hits.slice(0, 3).forEach((h) => {
+            const same = b[i]!.hits.find((x) => x.id === h.id);
+            if (same) expect(Math.abs(same.score - h.score)).toBeLessThan(0.02);
+          });
+          r.confidence.forEach((c, j) => maxMove = Math.max(maxMove, Math.abs(c - b[i]!.confidence[j]!)));
+        });
+      }
+    } finally {
+      await f32.dispose();
+      await bf16.dispose();
+    }
+    // MI over a sharp softmax (temperature ~0.05) amplifies the scores' rounding: 0.063 at most on this directory.
+    expect(maxMove).toBeGreaterThan(0);
+    expect(maxMove).toBeLessThan(0.1);
+    expect(await asyncCode(MufServer.load(mufDir, { passages: 'f16' as never }))).toBe('ERR_ARG');
+  }, 120_000);
+
   it('a process that serves a MUF directory of 0-layer experts through MufServer maps no libtorch, faiss or ONNX Runtime', () => {
     const script = `
       import { readFileSync } from 'node:fs';

@@ -125,7 +125,8 @@ interface ServedExpert {
   name: string;
   task: string;
   encoder: ServingEncoder;
-  passages: Tensor<'f32'>;
+  /** The corpus vectors, f32 or (the `passages: 'bf16'` option) bf16. */
+  passages: Tensor<'f32' | 'bf16'>;
   /** The heads' layers, [Wt_0, b_0, ..., Wt_n, b_n] (mufConfidence's layout: weights transposed). */
   weights: Array<Tensor<'f32' | 'bf16'>>;
   members: number;
@@ -156,9 +157,14 @@ export interface MufServerOptions {
    * bytes each question streams; confidences move by rounding, docs/results/serving.md#dpr-muf).
    */
   heads?: 'f32' | 'bf16';
+  /**
+   * How each expert's corpus vectors are held: 'f32' (default) or 'bf16' (half the memory, and half the bytes each
+   * question's scan reads; scores move by rounding, docs/results/serving.md#dpr-muf).
+   */
+  passages?: 'f32' | 'bf16';
 }
 
-const loadKeys = optionKeys<MufServerOptions>()(['threads', 'heads']);
+const loadKeys = optionKeys<MufServerOptions>()(['threads', 'heads', 'passages']);
 const searchKeys = optionKeys<MufServerSearchOptions>()(['fusion', 'abstain', 'rows']);
 
 /** [K, rows, cols] -> [K, cols, rows]. */
@@ -249,8 +255,9 @@ export class MufServer {
   static async load(dir: string, options: MufServerOptions = {}): Promise<MufServer> {
     mustBeString(dir, 'MUF directory');
     checkOptions(options, loadKeys, 'MufServer options');
-    const { heads: headsDtype = 'f32', ...encoderOptions } = options;
-    if (headsDtype !== 'f32' && headsDtype !== 'bf16') throw new QuorumError('ERR_ARG', `heads must be 'f32' or 'bf16', got '${String(headsDtype)}'`);
+    const { heads: headsDtype = 'f32', passages: passagesDtype = 'f32', ...encoderOptions } = options;
+    for (const [name, v] of [['heads', headsDtype], ['passages', passagesDtype]] as const)
+      if (v !== 'f32' && v !== 'bf16') throw new QuorumError('ERR_ARG', `${name} must be 'f32' or 'bf16', got '${String(v)}'`);
     const { card, cardPath, ids, experts: folders } = readMufDir(dir);
     if (!Number.isInteger(card.topL) || card.topL < 2) throw new QuorumError('ERR_FORMAT', `${cardPath}: topL must be an integer >= 2`);
     const experts: ServedExpert[] = [];
@@ -264,7 +271,9 @@ export class MufServer {
       const part: Partial<ServedExpert> = {};
       try {
         part.encoder = await ServingEncoder.load(join(base, 'model'), encoderOptions);
-        part.passages = readExpertPassages(base, ids.length, part.encoder.dim);
+        const vectors = readExpertPassages(base, ids.length, part.encoder.dim);
+        part.passages = passagesDtype === 'bf16' ? vectors.to('bf16') : vectors;
+        if (part.passages !== vectors) vectors.dispose();
         const headsPath = join(base, 'heads.safetensors');
         if (!existsSync(headsPath)) throw new QuorumError('ERR_STATE', `expert '${x.name}' has no trained heads (${headsPath})`);
         const heads = readHeads(headsPath, part.encoder.dim, headsDtype);
