@@ -8,7 +8,7 @@
 #include "../common/error.h"
 #include "../common/thread_pool.h"
 #include "dispatch.h"
-#include "gemm.h"
+#include "dense_search.h"
 #include "topk.h"
 
 namespace quorum::kernels {
@@ -56,8 +56,13 @@ size_t CentroidIndex::candidates(const float* q, size_t lq, size_t nprobe, const
   // Cᵀ [centroids, lanes] = centroids Qᵀ: one question token's scores are a column, one centroid's a contiguous row
   // (what the approximate MaxSim reads per passage token); the padding lanes stay 0.
   const size_t lanes = (lq + kCentroidLanes - 1) / kCentroidLanes * kCentroidLanes;
+  // The dense kernel reads the centroids in place (a GEMM packed the same 1 MB of them again for every question:
+  // 13% of a search's time, docs/results/serving.md#came), then the few question rows are turned into lanes.
+  std::vector<float> s(lq * n_centroids_);
+  score_matrix({q, lq, dim_}, {reinterpret_cast<const uint8_t*>(centroids_.data()), n_centroids_, dim_, Dtype::F32}, s.data());
   std::vector<float> ct(n_centroids_ * lanes, 0.0f);
-  gemm(n_centroids_, lq, dim_, StridedA{centroids_.data(), dim_, 1}, StridedB{q, 1, dim_}, ct.data(), lanes, false);
+  for (size_t j = 0; j < lq; ++j)
+    for (size_t c = 0; c < n_centroids_; ++c) ct[c * lanes + j] = s[j * n_centroids_ + c];
 
   std::vector<uint8_t> ok;
   if (allowed) {

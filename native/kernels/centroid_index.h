@@ -1,7 +1,7 @@
 // Late interaction's candidate stage from centroids alone (PLAID's centroid interaction, Santhanam et al. 2022;
 // docs/methods/came.md#the-local-experts-index). Every passage token is replaced by the id of its nearest
 // centroid (its code), so a question scores a passage approximately without reading a single token vector:
-//   C[q, c]   = dot(Q[q], centroid[c])                       for the question's tokens q (a small GEMM)
+//   C[q, c]   = dot(Q[q], centroid[c])      for the question's tokens q (the dense kernel, centroids read in place)
 //   approx(p) = sum over q of  max over tokens t of p of  C[q, code[t]]
 // which is MaxSim with each passage token moved to its centroid. The passages scored are those with a token in
 // one of each question token's `nprobe` best centroids (every passage when nprobe = 0), within an optional allowed
