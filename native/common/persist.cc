@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -145,7 +146,10 @@ void AtomicFile::commit() {
   sync_directory(path_);
 }
 
-std::vector<uint8_t> read_file(const std::string& path) {
+namespace {
+
+// An open descriptor of a regular file and its size (ERR_IO otherwise): what read_file and map_file start from.
+int open_regular(const std::string& path, size_t* size) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw Error("ERR_IO", "cannot open " + path + ": " + errno_text());
   struct stat st;
@@ -153,9 +157,18 @@ std::vector<uint8_t> read_file(const std::string& path) {
     ::close(fd);
     throw Error("ERR_IO", "cannot read " + path + ": not a regular file");
   }
+  *size = size_t(st.st_size);
+  return fd;
+}
+
+}  // namespace
+
+std::vector<uint8_t> read_file(const std::string& path) {
+  size_t size = 0;
+  const int fd = open_regular(path, &size);
   std::vector<uint8_t> out;
   try {
-    out.resize(size_t(st.st_size));
+    out.resize(size);
   } catch (...) {
     ::close(fd);
     throw;
@@ -175,6 +188,26 @@ std::vector<uint8_t> read_file(const std::string& path) {
   ::close(fd);
   out.resize(off);
   return out;
+}
+
+MappedFile::~MappedFile() {
+  if (data) ::munmap(const_cast<uint8_t*>(data), size);
+}
+
+std::shared_ptr<const MappedFile> map_file(const std::string& path) {
+  auto m = std::make_shared<MappedFile>();
+  const int fd = open_regular(path, &m->size);
+  if (m->size > 0) {
+    void* p = ::mmap(nullptr, m->size, PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+      const std::string why = errno_text();
+      ::close(fd);
+      throw Error("ERR_IO", "cannot map " + path + ": " + why);
+    }
+    m->data = static_cast<const uint8_t*>(p);
+  }
+  ::close(fd);
+  return m;
 }
 
 }  // namespace quorum::persist

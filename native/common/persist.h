@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -82,5 +83,17 @@ class AtomicFile {
 
 // The whole file; ERR_IO when it cannot be opened or read.
 std::vector<uint8_t> read_file(const std::string& path);
+
+// The whole file mapped read-only and shared (MAP_SHARED): its pages are the page cache's, one copy for every
+// process that maps it; unmapped with the last reference. ERR_IO when it cannot be opened or mapped.
+struct MappedFile {
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  MappedFile() = default;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+};
+std::shared_ptr<const MappedFile> map_file(const std::string& path);
 
 }  // namespace quorum::persist

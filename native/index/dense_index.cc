@@ -16,14 +16,8 @@
 #include <faiss/index_io.h>
 #include <omp.h>
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -195,6 +189,26 @@ std::unique_ptr<faiss::Index> read_faiss(const uint8_t* p, size_t n) {
   return out;
 }
 
+// An IndexIDMap2 owning `sub` (its d and ntotal) with the `sub->ntotal` ids at `ids` (copied, unaligned), its reverse
+// map built: ERR_FORMAT, prefixed by `where`, for a negative or repeated id.
+std::unique_ptr<faiss::IndexIDMap2> id_map_over(std::unique_ptr<faiss::Index> sub, bool is_trained, faiss::MetricType metric,
+                                                const uint8_t* ids, const std::string& where) {
+  auto map = std::make_unique<faiss::IndexIDMap2>();
+  map->d = sub->d;
+  map->ntotal = sub->ntotal;
+  map->is_trained = is_trained;
+  map->metric_type = metric;
+  map->id_map.resize(size_t(sub->ntotal));
+  if (sub->ntotal > 0) std::memcpy(map->id_map.data(), ids, 8 * size_t(sub->ntotal));
+  map->rev_map.reserve(size_t(sub->ntotal));
+  for (size_t i = 0; i < map->id_map.size(); ++i)
+    if (map->id_map[i] < 0 || !map->rev_map.emplace(map->id_map[i], Idx(i)).second)
+      throw Error("ERR_FORMAT", where + "dense index payload is corrupt: negative or repeated ids");
+  map->index = sub.release();
+  map->own_fields = true;
+  return map;
+}
+
 // The payload. faiss's IndexIDMap2 reader rebuilds the reverse map from the header's ntotal without checking
 // that the id vector holds that many (an out-of-bounds read on a corrupt file), so DenseIndex reads the
 // top-level id map itself: fourcc "IxM2", faiss's index header, the wrapped index, then the ids (a u64 count
@@ -218,20 +232,7 @@ std::unique_ptr<faiss::Index> read_payload(const uint8_t* p, size_t n) {
   std::unique_ptr<faiss::Index> sub = read_faiss(p + r.at, ids_at - 8 - r.at);
   if (sub->d != d || sub->ntotal != ntotal || sub->metric_type != faiss::MetricType(metric))
     throw Error("ERR_FORMAT", "dense index payload is corrupt: the id map does not match the index below it");
-  auto map = std::make_unique<faiss::IndexIDMap2>();
-  map->d = d;
-  map->ntotal = ntotal;
-  map->is_trained = is_trained;
-  map->metric_type = faiss::MetricType(metric);
-  map->id_map.resize(size_t(ntotal));
-  if (ntotal > 0) std::memcpy(map->id_map.data(), p + ids_at, 8 * size_t(ntotal));
-  map->rev_map.reserve(size_t(ntotal));
-  for (size_t i = 0; i < map->id_map.size(); ++i)
-    if (map->id_map[i] < 0 || !map->rev_map.emplace(map->id_map[i], Idx(i)).second)
-      throw Error("ERR_FORMAT", "dense index payload is corrupt: negative or repeated ids");
-  map->index = sub.release();
-  map->own_fields = true;
-  return map;
+  return id_map_over(std::move(sub), is_trained, faiss::MetricType(metric), p + ids_at, "");
 }
 
 // faiss's writer into one of our sinks, hashing as it goes.
@@ -749,6 +750,21 @@ void DenseIndex::save(const std::string& path) {
   file.commit();
 }
 
+namespace {
+
+// The file's frame around the header: the magic, a length that can hold header and tail, and (when `verify`) the
+// checksum in the last 8 bytes over everything before it. ERR_FORMAT, prefixed by `where`.
+void check_frame(const uint8_t* data, size_t n, bool verify, const std::string& where) {
+  if (n < 8 || std::memcmp(data, kMagic, 8) != 0) throw Error("ERR_FORMAT", where + "not a Quorum dense index");
+  if (n < 8 + 32 + 16) throw Error("ERR_FORMAT", where + "dense index data is truncated");
+  if (!verify) return;
+  uint64_t stored;
+  std::memcpy(&stored, data + n - 8, 8);
+  if (persist::word_hash(data, n - 8) != stored) throw Error("ERR_FORMAT", where + "dense index checksum mismatch (corrupt or truncated data)");
+}
+
+}  // namespace
+
 std::unique_ptr<DenseIndex> DenseIndex::parse_header(const uint8_t* data, size_t n, size_t* payload_at, uint64_t* payload) {
   persist::Reader r{data, n - 16, 8, "dense index data"};
   const uint32_t version = r.get<uint32_t>();
@@ -773,11 +789,7 @@ std::unique_ptr<DenseIndex> DenseIndex::parse_header(const uint8_t* data, size_t
 }
 
 std::unique_ptr<DenseIndex> DenseIndex::from_bytes(const uint8_t* data, size_t n) {
-  if (n < 8 || std::memcmp(data, kMagic, 8) != 0) throw Error("ERR_FORMAT", "not a Quorum dense index");
-  if (n < 8 + 32 + 16) throw Error("ERR_FORMAT", "dense index data is truncated");
-  uint64_t stored;
-  std::memcpy(&stored, data + n - 8, 8);
-  if (persist::word_hash(data, n - 8) != stored) throw Error("ERR_FORMAT", "dense index checksum mismatch (corrupt or truncated data)");
+  check_frame(data, n, true, "");
   size_t at = 0;
   uint64_t payload = 0;
   std::unique_ptr<DenseIndex> out = parse_header(data, n, &at, &payload);
@@ -790,53 +802,11 @@ std::unique_ptr<DenseIndex> DenseIndex::from_bytes(const uint8_t* data, size_t n
   return out;
 }
 
-namespace {
-
-// A whole file mapped read-only and shared: the pages are the page cache's, one copy for every process.
-struct FileMapping {
-  const uint8_t* data = nullptr;
-  size_t size = 0;
-  ~FileMapping() {
-    if (data) munmap(const_cast<uint8_t*>(data), size);
-  }
-};
-
-std::shared_ptr<FileMapping> map_file(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error("ERR_IO", "cannot open " + path + ": " + std::strerror(errno));
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    throw Error("ERR_IO", path + " is not a readable file");
-  }
-  auto m = std::make_shared<FileMapping>();
-  m->size = size_t(st.st_size);
-  if (m->size > 0) {
-    void* p = mmap(nullptr, m->size, PROT_READ, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) {
-      const int err = errno;
-      close(fd);
-      throw Error("ERR_IO", "cannot map " + path + ": " + std::strerror(err));
-    }
-    m->data = static_cast<const uint8_t*>(p);
-  }
-  close(fd);
-  return m;
-}
-
-}  // namespace
-
 std::unique_ptr<DenseIndex> DenseIndex::map(const std::string& path, bool verify) {
-  std::shared_ptr<FileMapping> m = map_file(path);
+  std::shared_ptr<const persist::MappedFile> m = persist::map_file(path);
   const uint8_t* data = m->data;
   const size_t n = m->size;
-  if (n < 8 || std::memcmp(data, kMagic, 8) != 0) throw Error("ERR_FORMAT", path + " is not a Quorum dense index");
-  if (n < 8 + 32 + 16) throw Error("ERR_FORMAT", path + ": dense index data is truncated");
-  if (verify) {
-    uint64_t stored;
-    std::memcpy(&stored, data + n - 8, 8);
-    if (persist::word_hash(data, n - 8) != stored) throw Error("ERR_FORMAT", path + ": dense index checksum mismatch (corrupt or truncated data)");
-  }
+  check_frame(data, n, verify, path + ": ");
   size_t at = 0;
   uint64_t len = 0;
   std::unique_ptr<DenseIndex> out = parse_header(data, n, &at, &len);
@@ -872,27 +842,19 @@ std::unique_ptr<DenseIndex> DenseIndex::map(const std::string& path, bool verify
   r.at += floats * 4;
   if (r.get<uint64_t>() != uint64_t(ntotal) || r.n - r.at != 8 * uint64_t(ntotal))
     throw Error("ERR_FORMAT", path + ": dense index payload is corrupt (id count)");
-  auto idmap = std::make_unique<faiss::IndexIDMap2>();
-  idmap->d = faiss::Index::idx_t(d);
-  idmap->ntotal = ntotal;
-  idmap->is_trained = true;
-  idmap->metric_type = faiss::METRIC_INNER_PRODUCT;
-  idmap->id_map.resize(size_t(ntotal));
-  if (ntotal > 0) std::memcpy(idmap->id_map.data(), p + r.at, 8 * size_t(ntotal));
-  idmap->rev_map.reserve(size_t(ntotal));
-  for (size_t i = 0; i < idmap->id_map.size(); ++i)
-    if (idmap->id_map[i] < 0 || !idmap->rev_map.emplace(idmap->id_map[i], Idx(i)).second)
-      throw Error("ERR_FORMAT", path + ": dense index payload is corrupt (negative or repeated ids)");
-  idmap->index = SimdFlat::over(vectors, ntotal, faiss::Index::idx_t(d), m).release();
-  idmap->own_fields = true;
-  out->top_ = std::move(idmap);
-  out->mapped_ = true;
+  out->top_ = id_map_over(SimdFlat::over(vectors, ntotal, faiss::Index::idx_t(d), m), true, faiss::METRIC_INNER_PRODUCT,
+                          p + r.at, path + ": ");
   out->bind();
   return out;
 }
 
+bool DenseIndex::mapped() const {
+  const auto* flat = dynamic_cast<const SimdFlat*>(core_);
+  return flat && flat->mapped();
+}
+
 void DenseIndex::refuse_mapped(const char* what) const {
-  if (mapped_) throw Error("ERR_UNSUPPORTED", std::string("a mapped index is read-only: ") + what + " a loaded copy (DenseIndex.load)");
+  if (mapped()) throw Error("ERR_UNSUPPORTED", std::string("a mapped index is read-only: ") + what + " a loaded copy (DenseIndex.load)");
 }
 
 std::unique_ptr<DenseIndex> DenseIndex::load(const std::string& path) {

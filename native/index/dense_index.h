@@ -119,7 +119,7 @@ class DenseIndex {
   // every page); ERR_IO when the file cannot be opened or mapped, ERR_FORMAT for damage. It searches (filters too),
   // reconstructs and answers info as a loaded index; add, remove, train, save and to_bytes are ERR_UNSUPPORTED.
   static std::unique_ptr<DenseIndex> map(const std::string& path, bool verify);
-  bool mapped() const { return mapped_; }
+  bool mapped() const;
 
  private:
   DenseIndex() = default;
@@ -152,7 +152,6 @@ class DenseIndex {
   size_t n_dead_ = 0;
   double phi_ = 0;         // kL2Transform: the largest squared norm the stored vectors assume
   bool phi_fixed_ = false;  // set by options, or by the first train() / add()
-  bool mapped_ = false;     // map(): the vectors live in a read-only file mapping
 };
 
 // k centroids of n vectors [n, dim] by faiss's k-means (niter iterations, seeded; spherical: unit centroids, for
