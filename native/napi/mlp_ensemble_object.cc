@@ -33,7 +33,6 @@ class MlpEnsembleObject : public TorchObject<MlpEnsembleObject, MlpEnsemble> {
     return DefineClass(env, "MlpEnsemble",
                        with_parameter_methods({InstanceMethod<&MlpEnsembleObject::Info>("info"),
                                                InstanceMethod<&MlpEnsembleObject::Step>("step"),
-                                               InstanceMethod<&MlpEnsembleObject::BroadcastParameters>("broadcastParameters"),
                                                InstanceMethod<&MlpEnsembleObject::Score>("score"),
                                                InstanceMethod<&MlpEnsembleObject::Members>("members")}));
   }
@@ -88,18 +87,6 @@ class MlpEnsembleObject : public TorchObject<MlpEnsembleObject, MlpEnsemble> {
                    result.Set("correct", double(stats->correct));
                    result.Set("questions", double(stats->questions));
                  });
-    });
-  }
-
-  // broadcastParameters(group, root, async)
-  Napi::Value BroadcastParameters(const Napi::CallbackInfo& info) {
-    return guard(info.Env(), [&] {
-      auto ranks = group_arg(info[0]);
-      if (!ranks) throw Error("ERR_ARG", "group must be a ProcessGroup");
-      const double root = number_arg(info[1], "root");
-      if (root < 0 || root >= ranks->size() || root != double(int(root))) throw Error("ERR_RANGE", "root must be a rank of the group");
-      auto model = live();
-      return run(info.Env(), info[2], {}, Napi::Object::New(info.Env()), [=] { model->broadcast_parameters(*ranks, int(root)); });
     });
   }
 

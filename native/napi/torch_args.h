@@ -15,6 +15,7 @@
 #include "../common/error.h"
 #include "async_call.h"
 #include "errors.h"
+#include "process_group_object.h"
 #include "scalar_args.h"
 
 namespace quorum::napi {
@@ -90,7 +91,8 @@ Napi::Value run_locked(Napi::Env env, const Napi::Value& async, const std::share
 }
 
 // The JS class of a torch-backed model held as `model_` (Derived's base, CRTP): the parameter-table methods every
-// such object answers alike (parameters, getParameter, setParameter), and `run` for work under the model's mutex.
+// such object answers alike (parameters, getParameter, setParameter, broadcastParameters), and `run` for work under
+// the model's mutex.
 template <class Derived, class Model>
 class TorchObject : public Napi::ObjectWrap<Derived> {
  public:
@@ -105,6 +107,7 @@ class TorchObject : public Napi::ObjectWrap<Derived> {
     own.push_back(W::InstanceMethod("parameters", &TorchObject::Parameters));
     own.push_back(W::InstanceMethod("getParameter", &TorchObject::GetParameter));
     own.push_back(W::InstanceMethod("setParameter", &TorchObject::SetParameter));
+    own.push_back(W::InstanceMethod("broadcastParameters", &TorchObject::BroadcastParameters));
     own.push_back(W::InstanceMethod("dispose", &TorchObject::Dispose));
     own.push_back(W::InstanceMethod("isDisposed", &TorchObject::IsDisposed));
     return own;
@@ -159,6 +162,20 @@ class TorchObject : public Napi::ObjectWrap<Derived> {
 
   Napi::Value SetParameter(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] { return set_parameter(info, *live()); });
+  }
+
+  // broadcastParameters(group, root, async): every rank takes rank `root`'s parameters.
+  Napi::Value BroadcastParameters(const Napi::CallbackInfo& info) {
+    return guard(info.Env(), [&] {
+      auto group = group_arg(info[0]);
+      if (!group) throw Error("ERR_ARG", "group must be a ProcessGroup");
+      const double root = number_arg(info[1], "root");
+      if (root < 0 || root >= group->size() || root != double(int(root)))
+        throw Error("ERR_RANGE", "root must be a rank of the group");
+      auto model = live();
+      return run(info.Env(), info[2], {}, Napi::Object::New(info.Env()),
+                 [=] { torchx::broadcast_parameters(*group, model->parameters(), int(root)); });
+    });
   }
 
   std::shared_ptr<Model> model_;

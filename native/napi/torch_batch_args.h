@@ -46,7 +46,6 @@ class TrainableObject : public TorchObject<Derived, Model> {
     using W = Napi::ObjectWrap<Derived>;
     own.push_back(W::InstanceMethod("setOptimizer", &TrainableObject::SetOptimizer));
     own.push_back(W::InstanceMethod("step", &TrainableObject::Step));
-    own.push_back(W::InstanceMethod("broadcastParameters", &TrainableObject::BroadcastParameters));
     own.push_back(W::InstanceMethod("save", &TrainableObject::Save));
     own.push_back(W::InstanceMethod("load", &TrainableObject::Load));
     return TorchObject<Derived, Model>::with_parameter_methods(std::move(own));
@@ -71,23 +70,10 @@ class TrainableObject : public TorchObject<Derived, Model> {
       auto model = model_;
       return this->run(env, info[2], {}, Napi::Object::New(env),
                        [=] {
-                         if (group) model->all_reduce_gradients(*group);
+                         if (group) torchx::all_reduce_gradients(*group, model->parameters());
                          *norm = model->step(lr, clip);
                        },
                        [norm](Napi::Env, Napi::Object result) { result.Set("gradNorm", *norm); });
-    });
-  }
-
-  // broadcastParameters(group, root, async): every rank takes rank `root`'s parameters.
-  Napi::Value BroadcastParameters(const Napi::CallbackInfo& info) {
-    return guard(info.Env(), [&] {
-      auto group = group_arg(info[0]);
-      if (!group) throw Error("ERR_ARG", "group must be a ProcessGroup");
-      const double root = number_arg(info[1], "root");
-      if (root < 0 || root >= group->size() || root != double(int(root)))
-        throw Error("ERR_RANGE", "root must be a rank of the group");
-      auto model = model_;
-      return this->run(info.Env(), info[2], {}, Napi::Object::New(info.Env()), [=] { model->broadcast_parameters(*group, int(root)); });
     });
   }
 

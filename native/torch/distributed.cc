@@ -192,6 +192,31 @@ void ProcessGroup::barrier() {}
 
 #endif
 
+void broadcast_parameters(ProcessGroup& g, const std::vector<std::pair<std::string, torch::Tensor>>& params, int root) {
+  std::vector<torch::Tensor> values;
+  for (const auto& [name, t] : params) values.push_back(t);
+  g.broadcast(values, root);
+}
+
+void all_reduce_gradients(ProcessGroup& g, const std::vector<std::pair<std::string, torch::Tensor>>& params) {
+  if (g.size() == 1) return;
+  torch::NoGradGuard no_grad;
+  // One buffer: every gradient (zeros where this rank has none) and, last, which ranks had one.
+  std::vector<torch::Tensor> grads;
+  torch::Tensor had = torch::zeros({int64_t(params.size())}, torch::kFloat);
+  auto h = had.accessor<float, 1>();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const torch::Tensor& p = params[i].second;
+    if (p.grad().defined()) h[int64_t(i)] = 1;
+    else p.mutable_grad() = torch::zeros_like(p);
+    grads.push_back(p.mutable_grad());
+  }
+  grads.push_back(had);
+  g.all_reduce_sum(grads);
+  for (size_t i = 0; i < params.size(); ++i)
+    if (h[int64_t(i)] == 0) params[i].second.mutable_grad() = torch::Tensor();
+}
+
 std::vector<torch::Tensor> pad_to_ranks(ProcessGroup& g, std::vector<torch::Tensor> ts, int64_t dim) {
   if (g.size() == 1 || ts.empty()) return ts;
   const int64_t own = ts.front().size(dim);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace quorum::torchx {
@@ -52,6 +53,13 @@ class ProcessGroup {
   GroupOptions options_;
   std::unique_ptr<Impl> impl_;
 };
+
+// Data-parallel training (docs/guides/distributed.md) of a model's parameter table (name, tensor), for every model the
+// torch module holds (Trainable, MlpEnsemble): every rank starts from rank `root`'s values (in place), and the ranks'
+// gradients are summed before each optimizer step (a parameter no rank has a gradient for keeps none, so the step
+// skips it on every rank alike).
+void broadcast_parameters(ProcessGroup& g, const std::vector<std::pair<std::string, torch::Tensor>>& params, int root);
+void all_reduce_gradients(ProcessGroup& g, const std::vector<std::pair<std::string, torch::Tensor>>& params);
 
 // Each of `ts` zero-padded along `dim` to the largest size any rank has there (collective: every rank calls it), so
 // that tensors whose padding differs by rank (token positions) gather into one. The tensors share that size on this

@@ -96,11 +96,7 @@ EnsembleStepStats MlpEnsemble::step(const torch::Tensor& questions, const torch:
   // DPR-MUF's loss: the mean over members (Adam makes each member's step independent of the 1/K).
   optimizer_->zero_grad();
   member_loss.mean().backward();
-  if (ranks && ranks->size() > 1) {
-    std::vector<torch::Tensor> grads;
-    for (const auto& [name, t] : params_) grads.push_back(t.mutable_grad());
-    ranks->all_reduce_sum(grads);
-  }
+  if (ranks) all_reduce_gradients(*ranks, params_);
   // One parameter group holds every parameter (Optimizer::parameters() is deprecated and logs a warning).
   if (clip > 0) torch::nn::utils::clip_grad_norm_(optimizer_->param_groups()[0].params(), clip);
   for (auto& g : optimizer_->param_groups()) static_cast<torch::optim::AdamOptions&>(g.options()).lr(lr);
@@ -113,12 +109,6 @@ EnsembleStepStats MlpEnsemble::step(const torch::Tensor& questions, const torch:
   s.correct = scores.detach().argmax(2).eq(torch::arange(n, torch::kLong).mul(group).unsqueeze(0)).sum().item<int64_t>();
   s.questions = K * n;
   return s;
-}
-
-void MlpEnsemble::broadcast_parameters(ProcessGroup& ranks, int root) {
-  std::vector<torch::Tensor> values;
-  for (const auto& [name, t] : params_) values.push_back(t);
-  ranks.broadcast(values, root);
 }
 
 const torch::Tensor& MlpEnsemble::parameter(const std::string& name) const {

@@ -51,8 +51,6 @@ class MlpEnsemble {
   // so each member's loss is its whole sub-batch's, and the ranks' gradients are summed before clipping and Adam.
   EnsembleStepStats step(const torch::Tensor& questions, const torch::Tensor& passages, const torch::Tensor& q_rows,
                          const torch::Tensor& p_rows, int64_t group, double lr, double clip, ProcessGroup* ranks = nullptr);
-  // Every rank takes rank `root`'s weights (data-parallel training starts from one draw).
-  void broadcast_parameters(ProcessGroup& ranks, int root);
 
   const torch::Tensor& parameter(const std::string& name) const;
   void set_parameter(const std::string& name, const torch::Tensor& values);

@@ -59,31 +59,6 @@ void Trainable::set_optimizer(const OptimizerConfig& o) {
   }
 }
 
-void Trainable::broadcast_parameters(ProcessGroup& group, int root) {
-  std::vector<torch::Tensor> values;
-  for (const auto& [name, t] : params_) values.push_back(t);
-  group.broadcast(values, root);
-}
-
-void Trainable::all_reduce_gradients(ProcessGroup& group) {
-  if (group.size() == 1) return;
-  torch::NoGradGuard no_grad;
-  // One buffer: every gradient (zeros where this rank has none) and, last, which ranks had one.
-  std::vector<torch::Tensor> grads;
-  torch::Tensor had = torch::zeros({int64_t(params_.size())}, torch::kFloat);
-  auto h = had.accessor<float, 1>();
-  for (size_t i = 0; i < params_.size(); ++i) {
-    const torch::Tensor& p = params_[i].second;
-    if (p.grad().defined()) h[int64_t(i)] = 1;
-    else p.mutable_grad() = torch::zeros_like(p);
-    grads.push_back(p.mutable_grad());
-  }
-  grads.push_back(had);
-  group.all_reduce_sum(grads);
-  for (size_t i = 0; i < params_.size(); ++i)
-    if (h[int64_t(i)] == 0) params_[i].second.mutable_grad() = torch::Tensor();
-}
-
 double Trainable::step(double lr, double clip) {
   if (!std::isfinite(lr) || lr < 0) throw Error("ERR_RANGE", "learning rate must be finite and >= 0");
   if (!std::isfinite(clip) || clip < 0) throw Error("ERR_RANGE", "clip must be finite and >= 0");

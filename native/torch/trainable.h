@@ -51,12 +51,6 @@ class Trainable {
   double step(double lr, double clip);
   int64_t optimizer_steps() const { return steps_; }
 
-  // Data-parallel training (docs/guides/distributed.md): every rank starts from `root`'s parameters, and sums the
-  // ranks' gradients before step() (a parameter no rank has a gradient for keeps none, so step() skips it on every
-  // rank alike).
-  void broadcast_parameters(ProcessGroup& group, int root);
-  void all_reduce_gradients(ProcessGroup& group);
-
   void save(const std::string& path) const;
   void load(const std::string& path);
 
