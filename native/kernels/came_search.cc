@@ -9,30 +9,27 @@
 
 #include "../common/error.h"
 #include "maxsim.h"
+#include "topk.h"
 
 namespace quorum::kernels {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-struct Scored {
-  int32_t row;
-  float score;
-};
-
-// Best first, ties to the lower row: the order of every expert list.
-bool before(const Scored& a, const Scored& b) { return a.score > b.score || (a.score == b.score && a.row < b.row); }
-
-// The best `k` of `all` into one list slot ([k] ids / scores), -inf entries left out; returns the count.
-size_t write_top(std::vector<Scored>& all, size_t k, int32_t* ids, float* scores) {
-  const size_t n = std::min(k, all.size());
-  std::partial_sort(all.begin(), all.begin() + std::ptrdiff_t(n), all.end(), before);
-  size_t c = 0;
-  for (size_t i = 0; i < n && all[i].score != kNegInf; i++, c++) {
-    ids[c] = all[i].row;
-    scores[c] = all[i].score;
+// One question's best `K` of `n` scores of passages `rows` into its list slot, best first, ties to the lower row
+// (topk.h's order); -inf (a passage with no tokens) is left out. Returns the count.
+size_t write_top(const float* s, const int32_t* rows, size_t n, size_t K, int32_t* ids, float* scores) {
+  std::vector<Hit> heap(std::min(K, n));
+  TopKHeap top(heap.data(), heap.size());
+  for (size_t i = 0; i < n; i++)
+    if (s[i] != kNegInf) top.push({s[i], rows[i]});
+  heap.resize(top.size());
+  std::sort(heap.begin(), heap.end(), better);
+  for (size_t i = 0; i < heap.size(); i++) {
+    ids[i] = int32_t(heap[i].id);
+    scores[i] = heap[i].score;
   }
-  return c;
+  return heap.size();
 }
 
 void lexical(const CameExpert& x, const CameSearchPlan& p, int32_t* ids, float* scores, int32_t* counts) {
@@ -60,50 +57,66 @@ void lexical(const CameExpert& x, const CameSearchPlan& p, int32_t* ids, float* 
 void local(const CameExpert& x, const CameSearchPlan& p, int32_t* ids, float* scores, int32_t* counts) {
   const size_t K = p.expert_k;
   const size_t dim = x.centroids->dim();
-  // Brute force when asked, or when the filter allows no more passages than would be re-scored anyway.
-  const bool exact = x.keep == 0 || (p.rows && p.n_rows <= x.keep);
-  std::vector<int32_t> cand;
-  std::vector<float> approx, s;
+  std::fill(counts, counts + p.batch, 0);
+  // The passages `cand` (in its order) as MaxSim's documents: their token rows where they lie in the table.
   std::vector<int64_t> start, length;
-  std::vector<Scored> all;
-  size_t at = 0;
-  for (size_t b = 0; b < p.batch; b++) {
-    const size_t lq = size_t(x.q_lengths[b]);
-    const float* q = x.q_tokens + at * dim;
-    at += lq;
-    counts[b] = 0;
-    if (!lq) continue;
-    if (exact) {
-      if (p.rows) {
-        cand.assign(p.rows, p.rows + p.n_rows);
-      } else {
-        cand.resize(p.passages);
-        for (size_t r = 0; r < p.passages; r++) cand[r] = int32_t(r);
-      }
-    } else {
-      cand.resize(x.keep);
-      approx.resize(x.keep);
-      // A filter approximates every allowed passage (nprobe 0): its passages may be none of those the question's
-      // nearest centroids name.
-      const size_t n = x.centroids->candidates(q, lq, p.rows ? 0 : x.nprobe, p.rows, p.n_rows, x.keep, cand.data(), approx.data());
-      cand.resize(n);
-      // Scored in corpus order: the token rows are read forwards.
-      std::sort(cand.begin(), cand.end());
-    }
-    if (cand.empty()) continue;
+  const auto docs = [&](const std::vector<int32_t>& cand) {
     start.resize(cand.size());
     length.resize(cand.size());
     for (size_t i = 0; i < cand.size(); i++) {
       start[i] = x.token_starts[cand[i]];
       length[i] = x.token_lengths[cand[i]];
     }
+    return TokenDocs{reinterpret_cast<const uint8_t*>(x.tokens), Dtype::F32, x.token_rows, dim, cand.size(), start.data(), length.data(), nullptr};
+  };
+  std::vector<int32_t> cand;
+  std::vector<float> s;
+  // Brute force when asked, or when the filter allows no more passages than would be re-scored anyway: every
+  // (allowed) passage for the whole batch in one MaxSim, the questions padded to the longest and masked, so that
+  // the token table is read once.
+  if (x.keep == 0 || (p.rows && p.n_rows <= x.keep)) {
+    if (p.rows) {
+      cand.assign(p.rows, p.rows + p.n_rows);
+    } else {
+      cand.resize(p.passages);
+      for (size_t r = 0; r < p.passages; r++) cand[r] = int32_t(r);
+    }
+    const size_t lq = size_t(*std::max_element(x.q_lengths, x.q_lengths + p.batch));
+    if (!lq || cand.empty()) return;
+    std::vector<float> q(p.batch * lq * dim, 0.0f);
+    std::vector<uint8_t> mask(p.batch * lq, 0);
+    size_t at = 0;
+    for (size_t b = 0; b < p.batch; b++) {
+      const size_t n = size_t(x.q_lengths[b]);
+      std::copy_n(x.q_tokens + at * dim, n * dim, q.data() + b * lq * dim);
+      std::fill_n(mask.data() + b * lq, n, uint8_t(1));
+      at += n;
+    }
+    s.resize(p.batch * cand.size());
+    maxsim({q.data(), p.batch, lq, dim, mask.data()}, docs(cand), false, s.data(), nullptr);
+    for (size_t b = 0; b < p.batch; b++)
+      if (x.q_lengths[b] > 0)
+        counts[b] = int32_t(write_top(s.data() + b * cand.size(), cand.data(), cand.size(), K, ids + b * K, scores + b * K));
+    return;
+  }
+  std::vector<float> approx;
+  size_t at = 0;
+  for (size_t b = 0; b < p.batch; b++) {
+    const size_t lq = size_t(x.q_lengths[b]);
+    const float* q = x.q_tokens + at * dim;
+    at += lq;
+    if (!lq) continue;
+    cand.resize(x.keep);
+    approx.resize(x.keep);
+    // A filter approximates every allowed passage (nprobe 0): its passages may be none of those the question's
+    // nearest centroids name.
+    cand.resize(x.centroids->candidates(q, lq, p.rows ? 0 : x.nprobe, p.rows, p.n_rows, x.keep, cand.data(), approx.data()));
+    if (cand.empty()) continue;
+    // Scored in corpus order: the token rows are read forwards.
+    std::sort(cand.begin(), cand.end());
     s.resize(cand.size());
-    const TokenQueries tq{q, 1, lq, dim, nullptr};
-    const TokenDocs td{reinterpret_cast<const uint8_t*>(x.tokens), Dtype::F32, x.token_rows, dim, cand.size(), start.data(), length.data(), nullptr};
-    maxsim(tq, td, false, s.data(), nullptr);
-    all.resize(cand.size());
-    for (size_t i = 0; i < cand.size(); i++) all[i] = {cand[i], s[i]};
-    counts[b] = int32_t(write_top(all, K, ids + b * K, scores + b * K));
+    maxsim({q, 1, lq, dim, nullptr}, docs(cand), false, s.data(), nullptr);
+    counts[b] = int32_t(write_top(s.data(), cand.data(), cand.size(), K, ids + b * K, scores + b * K));
   }
 }
 

@@ -495,13 +495,6 @@ export async function cameSearch(ix: CameIndexes | undefined, all: readonly Came
   if (!CAME_FUSIONS.includes(fusion)) throw new QuorumError('ERR_ARG', `fusion must be one of ${CAME_FUSIONS.join(', ')}, got '${String(fusion)}'`);
   const experts = options.experts ?? all;
   for (const e of experts) if (!all.includes(e)) throw new QuorumError('ERR_ARG', `this CAME retriever has no ${e} expert`);
-  const timings: Record<string, number> = {};
-  let t = performance.now();
-  const lap = (name: string) => {
-    const now = performance.now();
-    timings[name] = (timings[name] ?? 0) + now - t;
-    t = now;
-  };
   const rows = options.rows === undefined ? undefined : ascendingRows(options.rows, ix.size);
   let linear: LinearFusion | undefined;
   if (fusion === 'linear') {
@@ -510,14 +503,13 @@ export async function cameSearch(ix: CameIndexes | undefined, all: readonly Came
     const fitted = backend.linear;
     linear = { weights: experts.map((e) => fitted.weights[all.indexOf(e)]!), bias: fitted.bias };
   }
+  const t0 = performance.now();
   const enc = await backend.encode(questions, experts, ix.queryTerms);
-  lap('encode');
+  const encode = performance.now() - t0;
   const local = { ...(options.localCandidates !== undefined ? { candidates: options.localCandidates } : {}), ...(options.localProbe !== undefined ? { nprobe: options.localProbe } : {}) };
   const r = await searchStage(ix, experts, enc, questions.length, { k, expertK: K, fusion, local, ...(linear ? { linear } : {}), ...(rows ? { rows } : {}) });
-  // The stage's own clock splits its time among the experts and the fusion; the rest of the lap is the call's.
-  for (const [name, ms] of Object.entries(r.ms)) timings[name] = ms;
-  t = performance.now();
-  return { fused: r.fused, experts: r.experts, timings };
+  // The stage's own clock splits its time among the experts and the fusion.
+  return { fused: r.fused, experts: r.experts, timings: { encode, ...r.ms } };
 }
 
 /** {@link CameRetriever.save}'s came.json, checked (CameRetriever.load and CameServer). ERR_IO / ERR_FORMAT. */
