@@ -1,7 +1,7 @@
 // The named-parameter access every libtorch-backed object shares (Retriever, MUF heads, CAME): names and shapes,
 // copies out, checked writes in; and the optimizer and checkpoints of the natively trained models.
 import { QuorumError, awaitNative, callNative } from '../errors.js';
-import { ProcessGroup, type NativeProcessGroup } from './process-group.js';
+import { ProcessGroup, optionalGroup, type NativeProcessGroup } from './process-group.js';
 import type { MaybeAsync } from '../native.js';
 import { NativeResource, type NativeDisposable } from '../native-resource.js';
 
@@ -132,8 +132,5 @@ export abstract class TrainableTable extends ParameterTable {
 /** The native group of `options.group` (undefined without one); ERR_ARG for something else. */
 export function groupOf(options: { group?: ProcessGroup }): NativeProcessGroup | undefined {
   if (options === null || typeof options !== 'object') throw new QuorumError('ERR_ARG', 'options must be an object');
-  const { group } = options;
-  if (group === undefined) return undefined;
-  if (!(group instanceof ProcessGroup)) throw new QuorumError('ERR_ARG', 'group must be a ProcessGroup');
-  return group.native;
+  return optionalGroup(options.group)?.native;
 }

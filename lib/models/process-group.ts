@@ -132,3 +132,9 @@ export class ProcessGroup {
     this.native.dispose();
   }
 }
+
+/** A `group` option as a ProcessGroup, or undefined without one; ERR_ARG for anything else. */
+export function optionalGroup(group: unknown): ProcessGroup | undefined {
+  if (group !== undefined && !(group instanceof ProcessGroup)) throw new QuorumError('ERR_ARG', 'group must be a ProcessGroup');
+  return group;
+}

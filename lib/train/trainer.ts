@@ -8,7 +8,7 @@ import { makeDirs, replaceDirectory, readJsonFile, writeFileAtomic } from '../da
 import { QuorumError } from '../errors.js';
 import type { StepStats, TrainBatchArg } from '../native.js';
 import type { OptimizerOptions } from '../models/parameter-table.js';
-import { ProcessGroup, rankPart } from '../models/process-group.js';
+import { optionalGroup, rankPart, type ProcessGroup } from '../models/process-group.js';
 import type { WordPieceTokenizer } from '../text/tokenizer.js';
 import { progress } from '../progress.js';
 import type { PassageText, TrainingExample } from './examples.js';
@@ -260,9 +260,8 @@ export async function trainRetriever(
   for (const e of [...data.train, ...(data.dev ?? [])])
     if (!taskIndex.has(e.task)) throw new QuorumError('ERR_ARG', `example task '${e.task}' is not one of the model's tasks (${tasks.join(', ')})`);
   const markers = o.taskMarkers ?? tasks.length > 1;
-  const group = o.group;
+  const group = optionalGroup(o.group);
   if (group !== undefined) {
-    if (!(group instanceof ProcessGroup)) throw new QuorumError('ERR_ARG', 'group must be a ProcessGroup');
     if (!model.dataParallel || !model.broadcastParameters)
       throw new QuorumError('ERR_UNSUPPORTED', 'data-parallel training covers the Retriever presets (bi-encoder, Siamese, TASER); train this model in one process');
   }

@@ -169,10 +169,10 @@ export class MlpEnsemble extends ParameterTable {
     if (ranks) await awaitNative(callNative(() => this.native.broadcastParameters(ranks.native, 0, true)) as Promise<object>);
     // Each rank's part of every member's sub-batch (every rank builds the whole step alike, then takes its rows).
     const part = rankPart(Array.from({ length: perMember }, (_, i) => i), ranks?.rank ?? 0, size);
-    const myQ = new Int32Array(K * part.length);
-    const myP = new Int32Array(K * part.length * (1 + (options.hardNegatives ?? 1)));
     const h = options.hardNegatives ?? 1;
     const group = 1 + h;
+    const myQ = new Int32Array(K * part.length);
+    const myP = new Int32Array(K * part.length * group);
     const rand = seededRandom(options.seed ?? 0);
     const order = Int32Array.from({ length: n }, (_, i) => i);
     const qRows = new Int32Array(K * perMember);

@@ -271,9 +271,12 @@ export class MufServer {
       const part: Partial<ServedExpert> = {};
       try {
         part.encoder = await ServingEncoder.load(join(base, 'model'), encoderOptions);
-        const vectors = readExpertPassages(base, ids.length, part.encoder.dim);
-        part.passages = passagesDtype === 'bf16' ? vectors.to('bf16') : vectors;
-        if (part.passages !== vectors) vectors.dispose();
+        part.passages = readExpertPassages(base, ids.length, part.encoder.dim);
+        if (passagesDtype === 'bf16') {
+          const f32 = part.passages;
+          part.passages = f32.to('bf16');
+          f32.dispose();
+        }
         const headsPath = join(base, 'heads.safetensors');
         if (!existsSync(headsPath)) throw new QuorumError('ERR_STATE', `expert '${x.name}' has no trained heads (${headsPath})`);
         const heads = readHeads(headsPath, part.encoder.dim, headsDtype);

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 
 import { scoreTopK } from '../../dense.js';
 import { QuorumError } from '../../errors.js';
-import { ProcessGroup, rankPart } from '../../models/process-group.js';
+import { optionalGroup, rankPart, type ProcessGroup } from '../../models/process-group.js';
 import type { TokenBatchArg, TrainBatchArg } from '../../native.js';
 import { progress } from '../../progress.js';
 import { seededRandom, shuffle } from '../../random.js';
@@ -185,8 +185,7 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
   if (!(o.lr > 0)) throw new QuorumError('ERR_RANGE', 'lr must be > 0');
   for (const t of pre.tasks) if (t !== 'ict' && t !== 'phrase_ict') throw new QuorumError('ERR_ARG', `a pre-training task is 'ict' or 'phrase_ict', got ${String(t)}`);
   if (!data.train.length && (o.retrievalEpochs > 0 || o.jointEpochs > 0)) throw new QuorumError('ERR_ARG', 'no training questions');
-  const group = o.group;
-  if (group !== undefined && !(group instanceof ProcessGroup)) throw new QuorumError('ERR_ARG', 'group must be a ProcessGroup');
+  const group = optionalGroup(o.group);
   const rank = group?.rank ?? 0;
   const size = group?.size ?? 1;
   if (o.batchSize < size || o.readerQuestions < size)
