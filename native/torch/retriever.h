@@ -55,7 +55,7 @@ class Retriever : public Trainable {
   // Forward and backward of one batch, adding to the gradients (gradient accumulation). With a group of several
   // ranks, `batch` is this rank's part of the global batch: the question and passage vectors are gathered, so every
   // question is scored against every rank's passages, and the loss is the global batch's (its gradient reaches this
-  // rank's encoders; Trainable::all_reduce_gradients sums the ranks'). Every rank must call it for each batch.
+  // rank's encoders; all_reduce_gradients (distributed.h) sums the ranks'). Every rank must call it for each batch.
   StepStats accumulate(const TrainBatch& batch, ProcessGroup* group = nullptr);
 
   // q p^T with the ignored (question, passage) pairs at -inf: what the loss and the in-batch accuracy read.
