@@ -22,14 +22,15 @@ CentroidIndex::CentroidIndex(const float* centroids, size_t n_centroids, size_t 
   need(n_centroids > 0 && dim > 0, "ERR_SHAPE", "a centroid index needs at least one centroid of at least one dimension");
   need(n_centroids <= size_t(std::numeric_limits<int32_t>::max()), "ERR_RANGE", "too many centroids");
   for (size_t p = 0; p < passages; ++p) {
-    need(lengths[p] >= 0, "ERR_RANGE", "passage " + std::to_string(p) + " has a negative length");
+    need(lengths[p] >= 0, "ERR_RANGE", [&] { return "passage " + std::to_string(p) + " has a negative length"; });
     starts_[p + 1] = starts_[p] + lengths[p];
   }
   need(size_t(starts_[passages]) == tokens, "ERR_SHAPE",
        "the passage lengths add up to " + std::to_string(starts_[passages]) + " tokens, the codes are " + std::to_string(tokens));
   for (size_t t = 0; t < tokens; ++t)
-    need(codes[t] >= 0 && size_t(codes[t]) < n_centroids, "ERR_RANGE",
-         "token " + std::to_string(t) + " has code " + std::to_string(codes[t]) + " outside the " + std::to_string(n_centroids) + " centroids");
+    need(codes[t] >= 0 && size_t(codes[t]) < n_centroids, "ERR_RANGE", [&] {
+      return "token " + std::to_string(t) + " has code " + std::to_string(codes[t]) + " outside the " + std::to_string(n_centroids) + " centroids";
+    });
   // Each centroid's passages (once each, ascending): a counting pass, then a fill, over the distinct (code, passage)
   // pairs (repeats inside a passage dropped by a last-seen mark per centroid).
   const auto each_pair = [&](auto&& f) {

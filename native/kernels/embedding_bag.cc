@@ -84,12 +84,13 @@ void embedding_bag(const EmbeddingBagModel& m, const int32_t* ids, const int32_t
   const size_t max_len = std::min(seq_len, m.positions);
   for (size_t r = 0; r < rows; ++r) {
     const int64_t len = lengths[r];
-    need(len >= 1 && size_t(len) <= max_len, "ERR_RANGE",
-         "row " + std::to_string(r) + " has " + std::to_string(len) + " tokens; the model takes 1 to " + std::to_string(max_len));
+    need(len >= 1 && size_t(len) <= max_len, "ERR_RANGE", [&] {
+      return "row " + std::to_string(r) + " has " + std::to_string(len) + " tokens; the model takes 1 to " + std::to_string(max_len);
+    });
     for (int64_t t = 0; t < len; ++t) {
       const int32_t id = ids[r * seq_len + size_t(t)], ty = type_ids[r * seq_len + size_t(t)];
       need(id >= 0 && size_t(id) < m.vocab && ty >= 0 && size_t(ty) < m.types, "ERR_RANGE",
-           "token id " + std::to_string(id) + " or type " + std::to_string(ty) + " outside the model's tables");
+           [&] { return "token id " + std::to_string(id) + " or type " + std::to_string(ty) + " outside the model's tables"; });
     }
   }
   const SoftmaxOps& ops = softmax_ops();

@@ -16,11 +16,13 @@ void muf_fuse(const FuseList* lists, size_t count, size_t batch, const int32_t* 
     const FuseList& l = lists[e];
     need(l.len >= 1, "ERR_SHAPE", "expert " + std::to_string(e) + " has an empty list");
     for (size_t i = 0; i < batch * l.len; ++i)
-      need(l.ids[i] >= 0 && size_t(l.ids[i]) < rows, "ERR_RANGE",
-           "expert " + std::to_string(e) + ": row " + std::to_string(l.ids[i]) + " is outside the corpus (" + std::to_string(rows) + " rows)");
+      need(l.ids[i] >= 0 && size_t(l.ids[i]) < rows, "ERR_RANGE", [&] {
+        return "expert " + std::to_string(e) + ": row " + std::to_string(l.ids[i]) + " is outside the corpus (" + std::to_string(rows) + " rows)";
+      });
     for (size_t b = 0; b < batch; ++b)
-      need(std::isfinite(l.weights[b]) && l.weights[b] >= 0, "ERR_RANGE",
-           "expert " + std::to_string(e) + ": confidence " + std::to_string(l.weights[b]) + " is not a finite value >= 0");
+      need(std::isfinite(l.weights[b]) && l.weights[b] >= 0, "ERR_RANGE", [&] {
+        return "expert " + std::to_string(e) + ": confidence " + std::to_string(l.weights[b]) + " is not a finite value >= 0";
+      });
   }
   struct Entry {
     int32_t row;

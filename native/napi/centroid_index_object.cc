@@ -71,8 +71,9 @@ class CentroidIndexObject : public Napi::ObjectWrap<CentroidIndexObject> {
         const auto* ap = reinterpret_cast<const int32_t*>(a->data());
         allowed = std::make_shared<std::vector<int32_t>>(ap, ap + a->numel());
         for (int32_t r : *allowed)
-          need(r >= 0 && size_t(r) < index->passages(), "ERR_RANGE",
-               "allowed passage " + std::to_string(r) + " is not a row of the " + std::to_string(index->passages()) + " passages");
+          need(r >= 0 && size_t(r) < index->passages(), "ERR_RANGE", [&] {
+            return "allowed passage " + std::to_string(r) + " is not a row of the " + std::to_string(index->passages()) + " passages";
+          });
       }
       Napi::Object rows = TensorObject::Create(env, Dtype::I32, {int64_t(keep)}, false);
       Napi::Object scores = TensorObject::Create(env, Dtype::F32, {int64_t(keep)}, false);
