@@ -234,6 +234,28 @@ export interface CoreAddon {
     async: boolean,
     fuse?: { k: number; uniform: boolean; tieRank?: NativeTensorHandle; weights?: NativeTensorHandle },
   ): MaybeAsync<{ mi: NativeTensorHandle; confidence: NativeTensorHandle; ids?: NativeTensorHandle; scores?: NativeTensorHandle }>;
+  /**
+   * DPR-MUF's search stage in one call (native/kernels/muf_search.h): every expert's top-L, its confidence (uniform,
+   * familiarity or heads) and the fusion.
+   */
+  mufSearch(
+    plan: {
+      mode: 'uniform' | 'familiarity' | 'heads';
+      topL: number;
+      k: number;
+      tieRank?: NativeTensorHandle;
+      rows?: NativeTensorHandle;
+      experts: Array<{
+        queries: NativeTensorHandle;
+        passages: NativeTensorHandle;
+        familiarity?: { own: NativeTensorHandle; other: NativeTensorHandle; k: number; bias: number; weight: number };
+        weights?: NativeTensorHandle[];
+        members?: number;
+        temperature?: number;
+      }>;
+    },
+    async: boolean,
+  ): MaybeAsync<{ mi: NativeTensorHandle; confidence: NativeTensorHandle; ids: NativeTensorHandle; scores: NativeTensorHandle; ms: number[] }>;
   /** The forward pass of a 0-layer encoder (native/kernels/embedding_bag.h): named weight tensors and settings. */
   embeddingBag(
     model: Record<string, NativeTensorHandle | number | boolean>,

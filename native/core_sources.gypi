@@ -45,6 +45,7 @@
     "kernels/centroid_index_avx512.cc",
     "kernels/centroid_index.cc",
     "kernels/came_search.cc",
+    "kernels/muf_search.cc",
     "text/wordpiece.cc",
     "napi/errors.cc",
     "napi/tensor_object.cc",

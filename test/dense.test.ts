@@ -115,6 +115,19 @@ describe.each(isas)('dense kernels, %s variant', (isa) => {
       expect(r.scores[b * k + k - 1]).toBe(20);
     }
   });
+  it.each([1, 64])('keeps ties by id through many compactions of a long list (B=%i)', (B) => {
+    setIsa(isa);
+    // 3,000 rows in 7 exact score levels, in scrambled order, k = 100: each thread's buffer of 2k fills and is cut to
+    // the best k many times, with the cut inside a tie group each time.
+    const [N, D, k] = [3000, 8, 100];
+    const level = (n: number) => (n * 37) % 7;
+    const C = new Float32Array(N * D);
+    for (let n = 0; n < N; n++) C.fill(level(n), n * D, (n + 1) * D);
+    const Q = new Float32Array(B * D).fill(1);
+    const r = scoreTopKSync({ data: Q, shape: [B, D] }, { data: C, shape: [N, D] }, k);
+    const expected = Array.from({ length: N }, (_, n) => n).sort((a, b) => level(b) - level(a) || a - b).slice(0, k);
+    for (let b = 0; b < B; b++) expect(Array.from(r.ids.subarray(b * k, (b + 1) * k))).toEqual(expected);
+  });
 });
 
 describe('dense kernels: variants, threads, async', () => {

@@ -218,6 +218,30 @@ describe('MufServer', () => {
     expect(await asyncCode(MufServer.load(mufDir, { passages: 'f16' as never }))).toBe('ERR_ARG');
   }, 120_000);
 
+  it("familiarity: 'bf16' halves the banks; P(own task) moves by rounding, the routing holds", async () => {
+    const f32 = await MufServer.load(mufDir);
+    const bf16 = await MufServer.load(mufDir, { familiarity: 'bf16' });
+    let maxMove = 0;
+    try {
+      expect(f32.familiarityCalibrated && bf16.familiarityCalibrated).toBe(true);
+      const a = await f32.search(QUESTIONS, 10);
+      const b = await bf16.search(QUESTIONS, 10);
+      a.forEach((r, i) => {
+        r.confidence.forEach((c, j) => (maxMove = Math.max(maxMove, Math.abs(c - b[i]!.confidence[j]!))));
+        // Each question's most confident expert stays the same.
+        const top = (w: number[]) => w.indexOf(Math.max(...w));
+        if (Math.max(...r.confidence) - Math.min(...r.confidence) > 0.1) expect(top(b[i]!.confidence)).toBe(top(r.confidence));
+        expect(b[i]!.hits.filter((h) => r.hits.some((x) => x.id === h.id)).length).toBeGreaterThanOrEqual(8);
+      });
+    } finally {
+      await f32.dispose();
+      await bf16.dispose();
+    }
+    expect(maxMove).toBeGreaterThan(0);
+    expect(maxMove).toBeLessThan(0.05);
+    expect(await asyncCode(MufServer.load(mufDir, { familiarity: 'f16' as never }))).toBe('ERR_ARG');
+  }, 120_000);
+
   it('a process that serves a MUF directory of 0-layer experts through MufServer maps no libtorch, faiss or ONNX Runtime', () => {
     const script = `
       import { readFileSync } from 'node:fs';

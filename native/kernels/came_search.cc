@@ -1,13 +1,13 @@
 #include "came_search.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "../common/error.h"
+#include "../common/laps.h"
 #include "maxsim.h"
 #include "topk.h"
 
@@ -46,8 +46,9 @@ void lexical(const CameExpert& x, const CameSearchPlan& p, int32_t* ids, float* 
     size_t c = 0;
     // Slots past the documents reached hold -1 (the search's contract): they end the list.
     for (; c < K && found[b * K + c] >= 0; c++) {
-      need(found[b * K + c] < int64_t(p.passages), "ERR_RANGE",
-           "the lexical index holds id " + std::to_string(found[b * K + c]) + ", not a row of the " + std::to_string(p.passages) + " passages");
+      need(found[b * K + c] < int64_t(p.passages), "ERR_RANGE", [&] {
+        return "the lexical index holds id " + std::to_string(found[b * K + c]) + ", not a row of the " + std::to_string(p.passages) + " passages";
+      });
       ids[b * K + c] = int32_t(found[b * K + c]);
     }
     counts[b] = int32_t(c);
@@ -141,8 +142,9 @@ void check(const CameSearchPlan& p) {
   need(p.expert_k >= 1 && p.k >= 1, "ERR_RANGE", "k and expertK must be positive");
   need(p.fusion != CameFusion::kLinear || p.weights, "ERR_ARG", "linear fusion needs one weight per expert");
   for (size_t i = 0; i < p.n_rows; i++)
-    need(p.rows[i] >= 0 && size_t(p.rows[i]) < p.passages && (i == 0 || p.rows[i] > p.rows[i - 1]), "ERR_RANGE",
-         "allowed rows must be distinct corpus rows (0.." + std::to_string(p.passages - 1) + ") in ascending order");
+    need(p.rows[i] >= 0 && size_t(p.rows[i]) < p.passages && (i == 0 || p.rows[i] > p.rows[i - 1]), "ERR_RANGE", [&] {
+      return "allowed rows must be distinct corpus rows (0.." + std::to_string(p.passages - 1) + ") in ascending order";
+    });
   size_t seen = 0;
   for (size_t e = 0; e < p.n_experts; e++) {
     const CameExpert& x = p.experts[e];
@@ -256,13 +258,7 @@ void came_search(const CameSearchPlan& p, const CameSearchOut& out) {
   std::fill(out.expert_scores, out.expert_scores + E * p.batch * K, kNegInf);
   std::fill(out.ids, out.ids + p.batch * p.k, -1);
   std::fill(out.scores, out.scores + p.batch * p.k, -std::numeric_limits<double>::infinity());
-  using Clock = std::chrono::steady_clock;
-  auto t = Clock::now();
-  const auto lap = [&](size_t slot) {
-    const auto now = Clock::now();
-    out.ms[slot] = std::chrono::duration<double, std::milli>(now - t).count();
-    t = now;
-  };
+  Laps laps(out.ms);
   for (size_t e = 0; e < E; e++) {
     int32_t* ids = out.expert_ids + e * p.batch * K;
     float* scores = out.expert_scores + e * p.batch * K;
@@ -271,7 +267,7 @@ void came_search(const CameSearchPlan& p, const CameSearchOut& out) {
     if (x.kind == CameExpert::kLexical) lexical(x, p, ids, scores, counts);
     else if (x.kind == CameExpert::kLocal) local(x, p, ids, scores, counts);
     else global(x, p, ids, scores, counts);
-    lap(e);
+    laps.lap(e);
   }
   std::vector<CameList> lists(E);
   for (size_t b = 0; b < p.batch; b++) {
@@ -279,7 +275,7 @@ void came_search(const CameSearchPlan& p, const CameSearchOut& out) {
       lists[e] = {out.expert_ids + (e * p.batch + b) * K, out.expert_scores + (e * p.batch + b) * K, size_t(out.expert_counts[e * p.batch + b])};
     out.counts[b] = int32_t(came_fuse(lists.data(), E, p.fusion, p.weights, p.bias, p.k, out.ids + b * p.k, out.scores + b * p.k));
   }
-  lap(E);
+  laps.lap(E);
 }
 
 }  // namespace quorum::kernels

@@ -23,6 +23,7 @@ constexpr size_t kQueryChunk = 256;
 // only drew level at 32.
 constexpr size_t kGemmMinQueries = 32;
 constexpr size_t kGemmBlockRows = 252;  // a multiple of the 12-row AVX-512 tile
+constexpr size_t kMergeQueries = 8;
 
 size_t block_rows(size_t row_bytes) {
   size_t nb = kBlockBytes / std::max<size_t>(row_bytes, 1);
@@ -69,7 +70,7 @@ struct RowSubset {
 
 struct TopKWorker {
   std::vector<Hit> store;
-  std::vector<TopKHeap> heaps;
+  std::vector<TopKBuffer> heaps;
   AlignedBuffer S;
   std::vector<const uint8_t*> rows;
   std::vector<uint32_t> idx;
@@ -78,34 +79,44 @@ struct TopKWorker {
 };
 
 // Few queries: the dot-product tile reads each corpus row once for up to four queries, and the search is
-// bound by memory bandwidth, not arithmetic.
-void scan_dot(const QueryMatrix& q, const CorpusMatrix& c, const RowSubset& sub, std::vector<TopKWorker>& workers, ThreadPool& pool) {
-  const DenseDotOps& ops = dense_dot();
-  const size_t B = q.rows, N = sub.count(c), row_bytes = c.dim * dtype_size(c.dtype);
-  const Prepared qp = prepare(ops, q, c.dtype);
-  const Grid grid{B, N, std::min(B, kQueryChunk), block_rows(row_bytes)};
-  for (auto& w : workers) {
-    w.S.reset(grid.qchunk * grid.nblock * sizeof(float));
-    w.rows.resize(grid.nblock);
-    w.idx.resize(grid.nblock);
+// bound by memory bandwidth, not arithmetic. Split in two so that several searches share one parallel region
+// (score_topk_many): the setup (prepared queries, the grid, the workers' scratch) and one task of the grid.
+struct DotScan {
+  const QueryMatrix* q;
+  const CorpusMatrix* c;
+  RowSubset sub;
+  std::vector<TopKWorker>* workers;
+  Prepared qp;
+  Grid grid;
+  size_t row_bytes;
+
+  DotScan(const DenseDotOps& ops, const QueryMatrix& q_, const CorpusMatrix& c_, const RowSubset& s, std::vector<TopKWorker>& w)
+      : q(&q_), c(&c_), sub(s), workers(&w), qp(prepare(ops, q_, c_.dtype)), row_bytes(c_.dim * dtype_size(c_.dtype)) {
+    grid = Grid{q_.rows, sub.count(c_), std::min(q_.rows, kQueryChunk), block_rows(row_bytes)};
+    for (auto& x : w) {
+      x.S.reset(grid.qchunk * grid.nblock * sizeof(float));
+      x.rows.resize(grid.nblock);
+      x.idx.resize(grid.nblock);
+    }
   }
-  pool.parallel_for(grid.tasks(), [&](size_t task, int wi) {
-    TopKWorker& w = workers[size_t(wi)];
+
+  void run(const DenseDotOps& ops, size_t task, int wi) const {
+    TopKWorker& w = (*workers)[size_t(wi)];
     size_t b0, b1, n0, n1;
     grid.at(task, b0, b1, n0, n1);
     const size_t nn = n1 - n0;
-    for (size_t j = 0; j < nn; ++j) w.rows[j] = c.data + sub.row(n0 + j) * row_bytes;
+    for (size_t j = 0; j < nn; ++j) w.rows[j] = c->data + sub.row(n0 + j) * row_bytes;
     float* S = w.S.as<float>();
-    ops.score(qp.row(b0), qp.stride, b1 - b0, w.rows.data(), nn, c.dim, c.dtype, S, grid.nblock);
+    ops.score(qp.row(b0), qp.stride, b1 - b0, w.rows.data(), nn, c->dim, c->dtype, S, grid.nblock);
     for (size_t b = b0; b < b1; ++b) {
-      TopKHeap& heap = w.heaps[b];
+      TopKBuffer& heap = w.heaps[b];
       const float* s = S + (b - b0) * grid.nblock;
       const float thr = heap.threshold();
       const size_t m = ops.select_ge(s, nn, &thr, 0, w.idx.data());
       for (size_t t = 0; t < m; ++t) heap.push(Hit{s[w.idx[t]], int64_t(sub.row(n0 + w.idx[t]))});
     }
-  });
-}
+  }
+};
 
 // Many queries: the search is bound by arithmetic, so it runs as a GEMM, corpus rows x packed queries, one
 // block of rows at a time (scores [rows, queries] stay in L2), selection straight after each block.
@@ -178,38 +189,66 @@ void scan_gemm(const QueryMatrix& q, const CorpusMatrix& c, const RowSubset& sub
 
 }  // namespace
 
-void score_topk(const QueryMatrix& q, const CorpusMatrix& c, size_t k, int32_t* ids, float* scores, const int32_t* rows,
-                size_t n_rows) {
-  const RowSubset sub{rows, n_rows};
-  const size_t B = q.rows, N = sub.count(c);
-  if (B == 0) return;
+void score_topk_many(const TopKSearch* searches, size_t n) {
   const ThreadPool::Lease lease = ThreadPool::lease();  // per-worker scratch below is sized from its threads
   ThreadPool& pool = lease.pool();
   const size_t T = size_t(lease.threads());
-  const size_t kk = std::min(k, N);  // a heap never holds more than N hits
-
-  std::vector<TopKWorker> workers(T);
-  for (auto& w : workers) {
-    w.store.resize(B * kk);
-    w.heaps.resize(B);
-    for (size_t b = 0; b < B; ++b) w.heaps[b] = TopKHeap(w.store.data() + b * kk, kk);
+  const DenseDotOps& ops = dense_dot();
+  std::vector<std::vector<TopKWorker>> workers(n);
+  for (auto& w : workers) w.resize(T);
+  std::vector<DotScan> dots;        // the searches with few queries, scanned together below
+  dots.reserve(n);
+  std::vector<size_t> dot_offsets;  // where each one's tasks start in the shared grid
+  size_t dot_tasks = 0;
+  for (size_t s = 0; s < n; ++s) {
+    const TopKSearch& x = searches[s];
+    const RowSubset sub{x.rows, x.n_rows};
+    const size_t B = x.q.rows;
+    const size_t kk = std::min(x.k, sub.count(x.c));  // a heap never holds more than N hits
+    for (auto& w : workers[s]) {
+      w.store.resize(B * kk * TopKBuffer::kSlotsPerK);
+      w.heaps.resize(B);
+      for (size_t b = 0; b < B; ++b) w.heaps[b] = TopKBuffer(w.store.data() + b * kk * TopKBuffer::kSlotsPerK, kk);
+    }
+    if (B == 0 || kk == 0) continue;
+    if (B >= (x.c.dtype == Dtype::F32 ? kGemmMinQueries : 2 * kGemmMinQueries)) {
+      scan_gemm(x.q, x.c, sub, workers[s], pool);  // bound by arithmetic: its own region loses nothing
+    } else {
+      dots.emplace_back(ops, x.q, x.c, sub, workers[s]);
+      dot_offsets.push_back(dot_tasks);
+      dot_tasks += dots.back().grid.tasks();
+    }
   }
-  if (kk > 0) {
-    if (B >= (c.dtype == Dtype::F32 ? kGemmMinQueries : 2 * kGemmMinQueries)) scan_gemm(q, c, sub, workers, pool);
-    else scan_dot(q, c, sub, workers, pool);
-  }
+  if (dot_tasks > 0)
+    pool.parallel_for(dot_tasks, [&](size_t task, int wi) {
+      const size_t d = size_t(std::upper_bound(dot_offsets.begin(), dot_offsets.end(), task) - dot_offsets.begin()) - 1;
+      dots[d].run(ops, task - dot_offsets[d], wi);
+    });
 
-  pool.parallel_for(ceil_div(B, 64), [&](size_t task, int) {
+  // Each search's per-thread lists merged, kMergeQueries questions a task (every thread takes part: a list of 100
+  // from each thread is a partial sort of a few hundred hits), every search's tasks in one region.
+  std::vector<size_t> merge_offsets(n + 1, 0);
+  for (size_t s = 0; s < n; ++s) merge_offsets[s + 1] = merge_offsets[s] + ceil_div(searches[s].q.rows, kMergeQueries);
+  pool.parallel_for(merge_offsets[n], [&](size_t task, int) {
+    const size_t s = size_t(std::upper_bound(merge_offsets.begin(), merge_offsets.end(), task) - merge_offsets.begin()) - 1;
+    const TopKSearch& x = searches[s];
+    const size_t t0 = (task - merge_offsets[s]) * kMergeQueries;
     std::vector<const Hit*> lists(T);
     std::vector<size_t> sizes(T);
-    for (size_t b = task * 64; b < std::min(B, task * 64 + 64); ++b) {
+    for (size_t b = t0; b < std::min(x.q.rows, t0 + kMergeQueries); ++b) {
       for (size_t t = 0; t < T; ++t) {
-        lists[t] = workers[t].heaps[b].data();
-        sizes[t] = workers[t].heaps[b].size();
+        lists[t] = workers[s][t].heaps[b].data();
+        sizes[t] = workers[s][t].heaps[b].size();
       }
-      merge_topk(lists.data(), sizes.data(), T, k, ids + b * k, scores + b * k);
+      merge_topk(lists.data(), sizes.data(), T, x.k, x.ids + b * x.k, x.scores + b * x.k);
     }
   });
+}
+
+void score_topk(const QueryMatrix& q, const CorpusMatrix& c, size_t k, int32_t* ids, float* scores, const int32_t* rows,
+                size_t n_rows) {
+  const TopKSearch one{q, c, k, ids, scores, rows, n_rows};
+  score_topk_many(&one, 1);
 }
 
 void score_matrix(const QueryMatrix& q, const CorpusMatrix& c, float* out) {

@@ -32,6 +32,21 @@ struct CorpusMatrix {
 void score_topk(const QueryMatrix& q, const CorpusMatrix& c, size_t k, int32_t* ids, float* scores,
                 const int32_t* rows = nullptr, size_t n_rows = 0);
 
+// Several independent searches (each as score_topk, over its own corpus) in one parallel region: a server stage
+// that searches many small corpora for one question (DPR-MUF's experts and their familiarity banks, muf_search.h)
+// pays one fork and join instead of one per search. Searches with many queries are bound by arithmetic and run
+// one after another. Results equal score_topk's for each search.
+struct TopKSearch {
+  QueryMatrix q;
+  CorpusMatrix c;
+  size_t k;
+  int32_t* ids;    // [q.rows, k]
+  float* scores;   // [q.rows, k]
+  const int32_t* rows = nullptr;
+  size_t n_rows = 0;
+};
+void score_topk_many(const TopKSearch* searches, size_t n);
+
 // out: [q.rows, c.rows].
 void score_matrix(const QueryMatrix& q, const CorpusMatrix& c, float* out);
 

@@ -2,6 +2,7 @@
 #pragma once
 #include <napi.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ struct SparseArg {
   size_t nnz;
 };
 SparseArg sparse_arg(Napi::Env env, const Napi::CallbackInfo& info, size_t first);
+
+// The allowed rows of a filtered search, checked (i32, 1-D, strictly ascending, inside the corpus) and copied: the
+// caller's array may change while an async call waits.
+std::shared_ptr<std::vector<int32_t>> allowed_rows(const TensorObject* t, size_t corpus_rows);
 
 template <class T>
 T* data_of(const Napi::Object& tensor) {

@@ -38,22 +38,6 @@ void check_finite(const QueryMatrix& q, const CorpusMatrix& c) {
     throw Error("ERR_NONFINITE", "corpus contains NaN or Infinity");
 }
 
-// The allowed rows of a filtered search, checked (i32, 1-D, strictly ascending, inside the corpus) and copied: the
-// caller's array may change while an async call waits.
-std::shared_ptr<std::vector<int32_t>> allowed_rows(const TensorObject* t, size_t corpus_rows) {
-  require_dtype(t, Dtype::I32, "rows");
-  if (t->shape().size() != 1) throw Error("ERR_SHAPE", "rows must be 1-D, got " + shape_str(t->shape()));
-  const auto* r = reinterpret_cast<const int32_t*>(t->data());
-  auto out = std::make_shared<std::vector<int32_t>>(r, r + t->numel());
-  for (size_t i = 0; i < out->size(); ++i) {
-    const int32_t v = (*out)[i];
-    if (v < 0 || size_t(v) >= corpus_rows)
-      throw Error("ERR_RANGE", "rows[" + std::to_string(i) + "] = " + std::to_string(v) + " is outside the corpus (" + std::to_string(corpus_rows) + " rows)");
-    if (i > 0 && v <= (*out)[i - 1]) throw Error("ERR_ARG", "rows must be strictly ascending (rows[" + std::to_string(i) + "] = " + std::to_string(v) + ")");
-  }
-  return out;
-}
-
 // scoreTopK(queries, corpus, k, checkFinite, async, rows?) -> { ids: i32 [B, k], scores: f32 [B, k] }
 //   rows: i32 [M] strictly ascending: only those corpus rows are searched (a filter's allowed rows)
 Napi::Value ScoreTopK(const Napi::CallbackInfo& info) {

@@ -10,6 +10,7 @@
 #include "../common/error.h"
 #include "../kernels/muf_fuse.h"
 #include "../kernels/muf_heads.h"
+#include "../kernels/muf_search.h"
 #include "args.h"
 #include "errors.h"
 #include "kernel_call.h"
@@ -23,6 +24,36 @@ struct ExpertArg {
   std::vector<kernels::HeadsLayer> layers;
   const float* scores = nullptr;  // [B, L] when fusing
 };
+
+// An expert's heads: `members` and `weights` [Wt_0, b_0, ..., Wt_last, b_last] (each weight transposed, a row per
+// output unit), checked to chain from dim back to dim; the layer table filled, the tensors pinned. Returns K.
+size_t read_heads(Napi::Env env, const Napi::Object& o, const std::string& who, int64_t D, std::vector<kernels::HeadsLayer>& layers,
+                  std::vector<Napi::Object>& pins) {
+  const double K = number_arg(o.Get("members"), "members");
+  if (!(K >= 1) || K != double(int64_t(K))) throw Error("ERR_RANGE", who + ": members must be a positive integer");
+  if (!o.Get("weights").IsArray()) throw Error("ERR_ARG", who + ": weights must be an array of tensors");
+  Napi::Array w = o.Get("weights").As<Napi::Array>();
+  if (w.Length() < 2 || w.Length() % 2 != 0)
+    throw Error("ERR_SHAPE", who + ": weights must be pairs (W, b) of at least one layer");
+  int64_t in = D;
+  for (uint32_t i = 0; i < w.Length(); i += 2) {
+    TensorObject* wt = TensorObject::From(env, w.Get(i), "weight");
+    TensorObject* bt = TensorObject::From(env, w.Get(i + 1), "bias");
+    if (wt->dtype() != Dtype::F32 && wt->dtype() != Dtype::BF16)
+      throw Error("ERR_DTYPE", who + ": weights must be f32 or bf16, got " + dtype_name(wt->dtype()));
+    require_dtype(bt, Dtype::F32, "bias");
+    require_shape(wt, {int64_t(K), -1, in}, "weight");
+    const int64_t out = wt->shape()[1];
+    if (out == 0) throw Error("ERR_SHAPE", who + ": a layer has no outputs");
+    require_shape(bt, {int64_t(K), out}, "bias");
+    layers.push_back({wt->data(), wt->dtype(), reinterpret_cast<const float*>(bt->data()), size_t(in), size_t(out)});
+    pins.push_back(w.Get(i).As<Napi::Object>());
+    pins.push_back(w.Get(i + 1).As<Napi::Object>());
+    in = out;
+  }
+  if (in != D) throw Error("ERR_SHAPE", who + ": the last layer gives " + std::to_string(in) + " values for " + std::to_string(D) + "-d passages");
+  return size_t(K);
+}
 
 // mufConfidence(experts, epsMode, async, fuse?) -> { mi: f32 [E, B], confidence: f32 [E, B], ids?, scores? }
 //   experts[x] = { queries: f32 [B, dim], passages: f32 | bf16 | f16 [N, dim], ids: i32 [B, L],
@@ -64,31 +95,9 @@ Napi::Value MufConfidence(const Napi::CallbackInfo& info) {
     require_shape(it, {B, -1}, "ids");
     const int64_t L = it->shape()[1];
     if (L == 0) throw Error("ERR_SHAPE", who + ": ids has no candidates");
-    const double K = number_arg(o.Get("members"), "members");
-    if (!(K >= 1) || K != double(int64_t(K))) throw Error("ERR_RANGE", who + ": members must be a positive integer");
-    if (!o.Get("weights").IsArray()) throw Error("ERR_ARG", who + ": weights must be an array of tensors");
-    Napi::Array w = o.Get("weights").As<Napi::Array>();
-    if (w.Length() < 2 || w.Length() % 2 != 0)
-      throw Error("ERR_SHAPE", who + ": weights must be pairs (W, b) of at least one layer");
     ExpertArg& a = (*experts)[x];
-    int64_t in = D;
-    for (uint32_t i = 0; i < w.Length(); i += 2) {
-      TensorObject* wt = TensorObject::From(env, w.Get(i), "weight");
-      TensorObject* bt = TensorObject::From(env, w.Get(i + 1), "bias");
-      if (wt->dtype() != Dtype::F32 && wt->dtype() != Dtype::BF16)
-        throw Error("ERR_DTYPE", who + ": weights must be f32 or bf16, got " + dtype_name(wt->dtype()));
-      require_dtype(bt, Dtype::F32, "bias");
-      require_shape(wt, {int64_t(K), -1, in}, "weight");
-      const int64_t out = wt->shape()[1];
-      if (out == 0) throw Error("ERR_SHAPE", who + ": a layer has no outputs");
-      require_shape(bt, {int64_t(K), out}, "bias");
-      a.layers.push_back({wt->data(), wt->dtype(), reinterpret_cast<const float*>(bt->data()), size_t(in), size_t(out)});
-      pins.push_back(w.Get(i).As<Napi::Object>());
-      pins.push_back(w.Get(i + 1).As<Napi::Object>());
-      in = out;
-    }
-    if (in != D) throw Error("ERR_SHAPE", who + ": the last layer gives " + std::to_string(in) + " values for " + std::to_string(D) + "-d passages");
-    a.e.members = size_t(K);
+    const size_t K = read_heads(env, o, who, D, a.layers, pins);
+    a.e.members = K;
     a.e.n_layers = a.layers.size();
     a.e.queries = reinterpret_cast<const float*>(qt->data());
     a.e.passages = {pt->data(), size_t(pt->shape()[0]), size_t(D), pt->dtype()};
@@ -184,10 +193,132 @@ Napi::Value MufConfidence(const Napi::CallbackInfo& info) {
   });
 }
 
+// A corpus-row tensor argument (passages, familiarity banks): f32, bf16 or f16 [rows, D].
+kernels::CorpusMatrix corpus_arg(Napi::Env env, const Napi::Value& v, const std::string& who, const char* what, int64_t D,
+                                 std::vector<Napi::Object>& pins) {
+  TensorObject* t = TensorObject::From(env, v, what);
+  if (t->dtype() != Dtype::F32 && t->dtype() != Dtype::BF16 && t->dtype() != Dtype::F16)
+    throw Error("ERR_DTYPE", who + ": " + what + " must be f32, bf16 or f16, got " + dtype_name(t->dtype()));
+  require_shape(t, {-1, D}, what);
+  pins.push_back(v.As<Napi::Object>());
+  return {t->data(), size_t(t->shape()[0]), size_t(D), t->dtype()};
+}
+
+size_t count_arg(const Napi::Value& v, const std::string& what) {
+  const double d = number_arg(v, what.c_str());
+  if (!(d >= 1) || d != double(int64_t(d))) throw Error("ERR_RANGE", what + " must be a positive integer");
+  return size_t(d);
+}
+
+// mufSearch(plan, async) -> { mi: f32 [E, B], confidence: f32 [E, B], ids: i32 [B, k], scores: f32 [B, k], ms: number[3] }
+//   plan = { mode: 'uniform' | 'familiarity' | 'heads', topL, k, tieRank?: i32 [N], rows?: i32 [n] (ascending),
+//            experts: [{ queries: f32 [B, dim], passages: f32 | bf16 | f16 [N, dim],
+//                        familiarity: own / other: [n, dim] unit rows, k, bias, weight,
+//                        heads: weights, members, temperature (as mufConfidence's) }] }
+//   (kernels/muf_search.h).
+Napi::Value MufSearch(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsObject()) throw Error("ERR_ARG", "mufSearch needs a plan object");
+  Napi::Object o = info[0].As<Napi::Object>();
+  const std::string mode = o.Get("mode").IsString() ? o.Get("mode").As<Napi::String>().Utf8Value() : "";
+  auto plan = std::make_shared<kernels::MufSearchPlan>();
+  if (mode == "uniform") plan->mode = kernels::MufConfidenceMode::kUniform;
+  else if (mode == "familiarity") plan->mode = kernels::MufConfidenceMode::kFamiliarity;
+  else if (mode == "heads") plan->mode = kernels::MufConfidenceMode::kHeads;
+  else throw Error("ERR_ARG", "mode must be uniform, familiarity or heads");
+  plan->top_l = count_arg(o.Get("topL"), "topL");
+  plan->k = count_arg(o.Get("k"), "k");
+  if (!o.Get("experts").IsArray() || o.Get("experts").As<Napi::Array>().Length() == 0)
+    throw Error("ERR_ARG", "experts must be a non-empty array");
+  Napi::Array list = o.Get("experts").As<Napi::Array>();
+  const size_t E = list.Length();
+  // What the work reads: the experts' views, their layer tables, the filter (copied: JS may write to it meanwhile).
+  struct Hold {
+    std::vector<kernels::MufSearchExpert> experts;
+    std::vector<std::vector<kernels::HeadsLayer>> layers;
+    std::shared_ptr<std::vector<int32_t>> rows;
+  };
+  auto hold = std::make_shared<Hold>();
+  hold->experts.resize(E);
+  hold->layers.resize(E);
+  std::vector<Napi::Object> pins;
+  int64_t B = -1, N = -1;
+  for (size_t x = 0; x < E; ++x) {
+    const std::string who = "experts[" + std::to_string(x) + "]";
+    if (!list.Get(uint32_t(x)).IsObject()) throw Error("ERR_ARG", who + " must be an object");
+    Napi::Object e = list.Get(uint32_t(x)).As<Napi::Object>();
+    TensorObject* qt = TensorObject::From(env, e.Get("queries"), "queries");
+    require_dtype(qt, Dtype::F32, "queries");
+    require_shape(qt, {B, -1}, "queries");
+    B = qt->shape()[0];
+    const int64_t D = qt->shape()[1];
+    if (B == 0 || D == 0) throw Error("ERR_SHAPE", who + ": queries must be a non-empty [B, dim] tensor");
+    pins.push_back(e.Get("queries").As<Napi::Object>());
+    kernels::MufSearchExpert& m = hold->experts[x];
+    m.queries = reinterpret_cast<const float*>(qt->data());
+    m.passages = corpus_arg(env, e.Get("passages"), who, "passages", D, pins);
+    if (N >= 0 && int64_t(m.passages.rows) != N) throw Error("ERR_SHAPE", who + ": fusion needs every expert over the same corpus rows");
+    N = int64_t(m.passages.rows);
+    if (plan->mode == kernels::MufConfidenceMode::kFamiliarity) {
+      if (!e.Get("familiarity").IsObject()) throw Error("ERR_ARG", who + ": familiarity must be an object");
+      Napi::Object f = e.Get("familiarity").As<Napi::Object>();
+      m.own = corpus_arg(env, f.Get("own"), who, "own", D, pins);
+      m.other = corpus_arg(env, f.Get("other"), who, "other", D, pins);
+      m.fam_k = count_arg(f.Get("k"), who + ": familiarity k");
+      m.platt_bias = number_arg(f.Get("bias"), "bias");
+      m.platt_weight = number_arg(f.Get("weight"), "weight");
+    } else if (plan->mode == kernels::MufConfidenceMode::kHeads) {
+      m.members = read_heads(env, e, who, D, hold->layers[x], pins);
+      m.n_layers = hold->layers[x].size();
+      m.temperature = float(number_arg(e.Get("temperature"), "temperature"));
+    }
+  }
+  if (const TensorObject* r = optional_tensor(env, o.Get("rows"), "rows")) {
+    hold->rows = allowed_rows(r, size_t(N));
+    if (hold->rows->empty()) throw Error("ERR_ARG", "rows allows no passage");
+  }
+  if (const TensorObject* tr = optional_tensor(env, o.Get("tieRank"), "tieRank")) {
+    require_dtype(tr, Dtype::I32, "tieRank");
+    require_shape(tr, {N}, "tieRank");
+    plan->tie_rank = reinterpret_cast<const int32_t*>(tr->data());
+    pins.push_back(o.Get("tieRank").As<Napi::Object>());
+  }
+  plan->batch = size_t(B);
+  Napi::Object result = Napi::Object::New(env);
+  Napi::Object mi = TensorObject::Create(env, Dtype::F32, {int64_t(E), B});
+  Napi::Object conf = TensorObject::Create(env, Dtype::F32, {int64_t(E), B});
+  Napi::Object ids = TensorObject::Create(env, Dtype::I32, {B, int64_t(plan->k)});
+  Napi::Object scores = TensorObject::Create(env, Dtype::F32, {B, int64_t(plan->k)});
+  result.Set("mi", mi);
+  result.Set("confidence", conf);
+  result.Set("ids", ids);
+  result.Set("scores", scores);
+  for (const auto& t : {mi, conf, ids, scores}) pins.push_back(t);
+  auto ms = std::make_shared<std::vector<double>>(3);
+  const kernels::MufSearchOut out{data_of<float>(mi), data_of<float>(conf), data_of<int32_t>(ids), data_of<float>(scores), ms->data()};
+  return run_kernel(
+      env, flag(info[1]), pins, result,
+      [plan, hold, out] {
+        kernels::MufSearchPlan p = *plan;
+        for (size_t x = 0; x < hold->experts.size(); ++x) hold->experts[x].layers = hold->layers[x].data();
+        p.experts = hold->experts.data();
+        p.n_experts = hold->experts.size();
+        p.rows = hold->rows ? hold->rows->data() : nullptr;
+        p.n_rows = hold->rows ? hold->rows->size() : 0;
+        kernels::muf_search(p, out);
+      },
+      [ms](Napi::Env e, Napi::Object r) {
+        Napi::Array t = Napi::Array::New(e, ms->size());
+        for (uint32_t i = 0; i < ms->size(); i++) t.Set(i, Napi::Number::New(e, (*ms)[i]));
+        r.Set("ms", t);
+      });
+}
+
 }  // namespace
 
 void register_muf(Napi::Env env, Napi::Object exports) {
   exports.Set("mufConfidence", Napi::Function::New<guarded<MufConfidence>>(env, "mufConfidence"));
+  exports.Set("mufSearch", Napi::Function::New<guarded<MufSearch>>(env, "mufSearch"));
 }
 
 }  // namespace quorum::napi

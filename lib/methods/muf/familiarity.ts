@@ -9,6 +9,7 @@ import { scoreTopK } from '../../dense.js';
 import { QuorumError } from '../../errors.js';
 import { readSafetensors, writeSafetensors } from '../../io/safetensors.js';
 import { seededRandom, shuffle } from '../../random.js';
+import type { NativeTensorHandle } from '../../native.js';
 import { Tensor } from '../../tensor.js';
 import { plattProbability, type PlattScaling } from '../../uncertainty.js';
 
@@ -60,8 +61,8 @@ export function sampleTexts(texts: readonly string[], cap = FAMILIARITY_BANK, se
  */
 export class FamiliarityBank {
   private constructor(
-    private readonly own: Tensor<'f32'>,
-    private readonly other: Tensor<'f32'>,
+    private readonly own: Tensor<'f32' | 'bf16'>,
+    private readonly other: Tensor<'f32' | 'bf16'>,
     /** The vectors' width. */
     readonly dim: number,
   ) {}
@@ -74,6 +75,19 @@ export class FamiliarityBank {
       if (v.length === 0 || v.length % dim !== 0) throw new QuorumError('ERR_SHAPE', `${name} vectors must be a non-empty [n, ${dim}] array, got ${v.length} values`);
     }
     return new FamiliarityBank(Tensor.from(unitRows(own, dim), [own.length / dim, dim]), Tensor.from(unitRows(other, dim), [other.length / dim, dim]), dim);
+  }
+
+  /**
+   * The same bank with its tables held as `dtype` (a new bank; this one stays as it is): 'bf16' halves the bytes a
+   * question's k-NN reads, and moves the margins by rounding (docs/results/serving.md#dpr-muf).
+   */
+  to(dtype: 'f32' | 'bf16'): FamiliarityBank {
+    return new FamiliarityBank(this.own.to(dtype), this.other.to(dtype), this.dim);
+  }
+
+  /** How the tables are held. */
+  get dtype(): 'f32' | 'bf16' {
+    return this.own.dtype;
   }
 
   /** Training questions held: [own task, other tasks]. */
@@ -92,7 +106,7 @@ export class FamiliarityBank {
     const B = questions.length / this.dim;
     const q = Tensor.from(unitRows(questions, this.dim), [B, this.dim]);
     try {
-      const meanTop = async (bank: Tensor<'f32'>) => {
+      const meanTop = async (bank: Tensor<'f32' | 'bf16'>) => {
         const top = await scoreTopK(q, bank, Math.min(k, bank.shape[0]!));
         return Float64Array.from({ length: B }, (_, b) => {
           let s = 0;
@@ -114,9 +128,19 @@ export class FamiliarityBank {
     return Float32Array.from(m, (v) => plattProbability(c.platt, [v]));
   }
 
+  /**
+   * @internal The stage's view of the bank under a calibration (lib/methods/muf/stage.ts, native/kernels/muf_search.h
+   * computes {@link probability} from it). One feature: the margin.
+   */
+  stagePart(c: FamiliarityCalibration): { own: NativeTensorHandle; other: NativeTensorHandle; k: number; bias: number; weight: number } {
+    if (c.platt.weights.length !== 1) throw new QuorumError('ERR_SHAPE', `familiarity's Platt scaling takes one feature, got ${c.platt.weights.length}`);
+    return { own: this.own.handle, other: this.other.handle, k: c.k, bias: c.platt.bias, weight: c.platt.weights[0]! };
+  }
+
   /** Writes the two tables to `path` (safetensors). */
   save(path: string): void {
-    writeFileAtomic(path, writeSafetensors({ own: { shape: [...this.own.shape], data: this.own.data }, other: { shape: [...this.other.shape], data: this.other.data } }, { format: 'quorum-muf-familiarity' }));
+    if (this.dtype !== 'f32') throw new QuorumError('ERR_UNSUPPORTED', 'save a familiarity bank held as f32 (the file holds f32 tables)');
+    writeFileAtomic(path, writeSafetensors({ own: { shape: [...this.own.shape], data: this.own.data as Float32Array }, other: { shape: [...this.other.shape], data: this.other.data as Float32Array } }, { format: 'quorum-muf-familiarity' }));
   }
 
   /** {@link save}'s file for a `dim`-wide expert; ERR_IO when missing, ERR_FORMAT when damaged or of another width. */

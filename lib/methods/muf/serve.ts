@@ -8,7 +8,6 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { readFileBytes } from '../../data/files.js';
-import { scoreTopK } from '../../dense.js';
 import { QuorumError, awaitNative, callNative } from '../../errors.js';
 import type { ScoredDoc } from '../../eval/ranking.js';
 import { ServingEncoder } from '../../models/serving-encoder.js';
@@ -19,6 +18,7 @@ import { allFinite, checkOptions, mustBeArray, mustBeObject, mustBeString, optio
 import { readEnsembleFile } from './ensemble.js';
 import { compareIds } from '../../fusion/normalize.js';
 import { FamiliarityBank, type FamiliarityCalibration } from './familiarity.js';
+import { mufStage } from './stage.js';
 import { applyAbstention, checkAbstain, readExpertPassages, readFamiliarity, readMufDir, type MufHits } from './retriever.js';
 
 /** One expert's part of {@link mufConfidence}. */
@@ -162,9 +162,15 @@ export interface MufServerOptions {
    * question's scan reads; scores move by rounding, docs/results/serving.md#dpr-muf).
    */
   passages?: 'f32' | 'bf16';
+  /**
+   * How each expert's familiarity bank (its training questions, what P(own task) is computed from) is held: 'f32'
+   * (default) or 'bf16' (half the bytes each question's k-NN reads; P(own task) moves by rounding,
+   * docs/results/serving.md#dpr-muf).
+   */
+  familiarity?: 'f32' | 'bf16';
 }
 
-const loadKeys = optionKeys<MufServerOptions>()(['threads', 'heads', 'passages']);
+const loadKeys = optionKeys<MufServerOptions>()(['threads', 'heads', 'passages', 'familiarity']);
 const searchKeys = optionKeys<MufServerSearchOptions>()(['fusion', 'abstain', 'rows']);
 
 /** [K, rows, cols] -> [K, cols, rows]. */
@@ -255,8 +261,8 @@ export class MufServer {
   static async load(dir: string, options: MufServerOptions = {}): Promise<MufServer> {
     mustBeString(dir, 'MUF directory');
     checkOptions(options, loadKeys, 'MufServer options');
-    const { heads: headsDtype = 'f32', passages: passagesDtype = 'f32', ...encoderOptions } = options;
-    for (const [name, v] of [['heads', headsDtype], ['passages', passagesDtype]] as const)
+    const { heads: headsDtype = 'f32', passages: passagesDtype = 'f32', familiarity: bankDtype = 'f32', ...encoderOptions } = options;
+    for (const [name, v] of [['heads', headsDtype], ['passages', passagesDtype], ['familiarity', bankDtype]] as const)
       if (v !== 'f32' && v !== 'bf16') throw new QuorumError('ERR_ARG', `${name} must be 'f32' or 'bf16', got '${String(v)}'`);
     const { card, cardPath, ids, experts: folders } = readMufDir(dir);
     if (!Number.isInteger(card.topL) || card.topL < 2) throw new QuorumError('ERR_FORMAT', `${cardPath}: topL must be an integer >= 2`);
@@ -280,7 +286,12 @@ export class MufServer {
         const headsPath = join(base, 'heads.safetensors');
         if (!existsSync(headsPath)) throw new QuorumError('ERR_STATE', `expert '${x.name}' has no trained heads (${headsPath})`);
         const heads = readHeads(headsPath, part.encoder.dim, headsDtype);
-        const bank = readFamiliarity(base, part.encoder.dim);
+        let bank = readFamiliarity(base, part.encoder.dim);
+        if (bank && bankDtype === 'bf16') {
+          const f32 = bank;
+          bank = f32.to('bf16');
+          f32.dispose();
+        }
         if (bank) {
           if (x.calibration?.familiarity) part.familiarity = { bank, calibration: x.calibration.familiarity };
           else bank.dispose();
@@ -325,40 +336,31 @@ export class MufServer {
     if (rows && rows.shape[0] === 0) return queries.map(() => ({ hits: [], confidence: this.experts.map(() => 0) }));
     const owned: Tensor[] = [];
     if (rows && rows !== given) owned.push(rows);
-    const parts: MufConfidenceExpert[] = [];
     // 'muf' weighs by familiarity's P(own task) when every expert has it (then the heads need not run).
-    const familiar = fusion === 'muf' && this.familiarityCalibrated;
-    const weights = familiar ? new Float32Array(this.experts.length * B) : undefined;
+    const mode = fusion === 'uniform' ? 'uniform' : fusion === 'muf' && this.familiarityCalibrated ? 'familiarity' : 'heads';
     try {
-      // The experts' encodings and searches are independent: in flight together, so that one's native call runs
-      // while another's questions are tokenized, and the calls' hops overlap.
-      // All of them end before anything is freed (allSettled): a failure in one cannot free what another still uses.
-      const own = (...t: Tensor[]) => owned.push(...t);
-      const settled = await Promise.allSettled(
-        this.experts.map(async (e, x): Promise<MufConfidenceExpert> => {
-          const vectors = await e.encoder.encodeQueries(queries, { task: e.task });
-          if (weights) weights.set(await e.familiarity!.bank.probability(vectors, e.familiarity!.calibration), x * B);
-          const q = Tensor.from(vectors, [B, e.encoder.dim]);
-          own(q);
-          const top = await scoreTopK(q, e.passages, L, rows ? { rows } : {});
-          const candidates = Tensor.from(top.ids, [B, L]);
-          const scores = Tensor.from(top.scores, [B, L]);
-          own(candidates, scores);
-          return { queries: q, passages: e.passages, candidates, scores, weights: e.weights, members: e.members, temperature: e.temperature ?? 1 };
-        }),
+      // The encodings are independent: in flight together, so that one's native call runs while another's questions
+      // are tokenized. All of them end before anything is freed (allSettled): a failure in one cannot free what
+      // another still uses.
+      const settled = await Promise.allSettled(this.experts.map((e) => e.encoder.encodeQueries(queries, { task: e.task })));
+      const queryTensors = settled.map((r, x) => (r.status === 'fulfilled' ? Tensor.from(r.value, [B, this.experts[x]!.encoder.dim]) : undefined));
+      owned.push(...queryTensors.filter((t): t is Tensor<'f32'> => t !== undefined));
+      for (const r of settled) if (r.status === 'rejected') throw r.reason;
+      // The scans, the confidences and the fusion in one native call; ties in corpus-id order, as MufRetriever's
+      // fusion orders them.
+      const r = await mufStage(
+        this.experts.map((e, x) => ({
+          queries: queryTensors[x]!,
+          passages: e.passages,
+          ...(mode === 'familiarity' ? { familiarity: e.familiarity!.bank.stagePart(e.familiarity!.calibration) } : {}),
+          ...(mode === 'heads' ? { heads: { weights: e.weights, members: e.members, temperature: e.temperature ?? 1 } } : {}),
+        })),
+        { mode, topL: L, k, tieRank: this.tieRank, ...(rows ? { rows } : {}) },
       );
-      for (const r of settled) {
-        if (r.status === 'rejected') throw r.reason;
-        parts.push(r.value);
-      }
-      // Heads, MI and the fusion in one native call; ties in corpus-id order, as MufRetriever's fusion orders them.
-      const given = weights ? Tensor.from(weights, [this.experts.length, B]) : undefined;
-      if (given) owned.push(given);
-      const r = await mufConfidence(parts, { fuse: { k, tieRank: this.tieRank, uniform: fusion === 'uniform', ...(given ? { weights: given } : {}) } });
-      owned.push(r.mi, r.confidence, r.ids!, r.scores!);
+      owned.push(r.mi, r.confidence, r.ids, r.scores);
       const conf = r.confidence.data;
-      const ids = r.ids!.data;
-      const fused = r.scores!.data;
+      const ids = r.ids.data;
+      const fused = r.scores.data;
       const E = this.experts.length;
       const out = Array.from({ length: B }, (_, b) => {
         const w = Array.from({ length: E }, (_, x) => conf[x * B + b]!);

@@ -1,0 +1,65 @@
+// DPR-MUF's search stage as one native call (native/kernels/muf_search.h, docs/methods/muf.md#serving): the encoded
+// questions' top-L from every expert, each expert's confidence (uniform, familiarity's P(own task) or the heads' mutual
+// information) and the fusion, in one task off the event loop. The experts' corpus scans and familiarity k-NN scans
+// share one parallel region; before, MufServer made three native calls per expert and one for the fusion. The
+// references: scoreTopK for the lists, FamiliarityBank.probability for familiarity, mufConfidence for the heads and
+// the fusion (test/muf-serve.test.ts checks the stage against them).
+import { QuorumError, awaitNative, callNative } from '../../errors.js';
+import { coreAddon, type NativeTensorHandle } from '../../native.js';
+import { Tensor } from '../../tensor.js';
+
+/** One expert's part: its encoded questions, its corpus vectors, and what its confidence needs. */
+export interface MufStageExpert {
+  /** Question vectors `[B, dim]` (f32). */
+  queries: Tensor<'f32'>;
+  /** Corpus vectors `[N, dim]` (f32, bf16 or f16), the same N for every expert. */
+  passages: Tensor;
+  /** Familiarity: the bank's tables and calibration, as FamiliarityBank.stagePart gives them. */
+  familiarity?: { own: NativeTensorHandle; other: NativeTensorHandle; k: number; bias: number; weight: number };
+  /** Heads: mufConfidence's transposed layers, K and the calibrated temperature. */
+  heads?: { weights: ReadonlyArray<Tensor<'f32' | 'bf16'>>; members: number; temperature: number };
+}
+
+/** What the stage gives back: `[E, B]` confidences and MI, the fused `[B, k]` rows and scores, and its laps in ms. */
+export interface MufStageResult {
+  /** Each expert's mutual information per question (NaN unless the heads ran). */
+  mi: Tensor<'f32'>;
+  /** Each expert's confidence per question: 1 (uniform), P(own task) (familiarity), or from the heads' MI. */
+  confidence: Tensor<'f32'>;
+  /** Fused corpus rows per question, best first, -1 past the union's size. */
+  ids: Tensor<'i32'>;
+  /** Their fused scores (-Infinity where padded). */
+  scores: Tensor<'f32'>;
+  /** The scans (corpus and familiarity), the confidence and the fusion, in ms. */
+  ms: { scan: number; confidence: number; fuse: number };
+}
+
+/**
+ * Runs the stage. `mode` picks the confidence; every expert must carry what it needs. `rows` (strictly ascending,
+ * non-empty) filters the corpus scans. Returns tensors the caller disposes.
+ */
+export async function mufStage(
+  experts: readonly MufStageExpert[],
+  options: { mode: 'uniform' | 'familiarity' | 'heads'; topL: number; k: number; tieRank?: Tensor<'i32'>; rows?: Tensor<'i32'> },
+): Promise<MufStageResult> {
+  const parts = experts.map((e, x) => {
+    if (options.mode === 'familiarity' && !e.familiarity) throw new QuorumError('ERR_STATE', `expert ${x} has no familiarity bank`);
+    if (options.mode === 'heads' && !e.heads) throw new QuorumError('ERR_STATE', `expert ${x} has no heads`);
+    return {
+      queries: e.queries.handle,
+      passages: e.passages.handle,
+      ...(options.mode === 'familiarity' ? { familiarity: e.familiarity! } : {}),
+      ...(options.mode === 'heads' ? { weights: e.heads!.weights.map((w) => w.handle), members: e.heads!.members, temperature: e.heads!.temperature } : {}),
+    };
+  });
+  const plan = { mode: options.mode, topL: options.topL, k: options.k, experts: parts, ...(options.tieRank ? { tieRank: options.tieRank.handle } : {}), ...(options.rows ? { rows: options.rows.handle } : {}) };
+  type Raw = { mi: NativeTensorHandle; confidence: NativeTensorHandle; ids: NativeTensorHandle; scores: NativeTensorHandle; ms: number[] };
+  const r = await awaitNative(callNative(() => coreAddon().mufSearch(plan, true) as Promise<Raw>));
+  return {
+    mi: new Tensor<'f32'>(r.mi),
+    confidence: new Tensor<'f32'>(r.confidence),
+    ids: new Tensor<'i32'>(r.ids),
+    scores: new Tensor<'f32'>(r.scores),
+    ms: { scan: r.ms[0]!, confidence: r.ms[1]!, fuse: r.ms[2]! },
+  };
+}

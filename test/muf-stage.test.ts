@@ -1,0 +1,161 @@
+// DPR-MUF's search stage in one native call (lib/methods/muf/stage.ts, native/kernels/muf_search.h) against the
+// separate calls it replaces, which stay the references: scoreTopK for each expert's top-L, FamiliarityBank.probability
+// for P(own task), mufConfidence for the heads' MI and for the fusion. Every scan of a call runs in one parallel region
+// (score_topk_many), so these also check that several searches, some on the dot path and some as GEMMs, equal their
+// one-at-a-time results.
+import { afterAll, describe, expect, it } from 'vitest';
+
+import { Tensor, capabilities, scoreTopK, setIsa, type Isa } from '../lib/index.js';
+import { FamiliarityBank, type FamiliarityCalibration } from '../lib/methods/muf/familiarity.js';
+import { mufConfidence } from '../lib/methods/muf/serve.js';
+import { mufStage, type MufStageExpert } from '../lib/methods/muf/stage.js';
+import { asyncCode, randomF32 } from './helpers.js';
+
+const caps = capabilities();
+afterAll(() => setIsa(caps.isa as Isa));
+
+interface Spec {
+  B: number;
+  dim: number;
+  N: number;
+  L: number;
+  k: number;
+  /** Expert 0's corpus in bf16 (GEMMs only from 64 questions: with B = 40 one call mixes both scan paths). */
+  bf16?: boolean;
+  /** Familiarity banks in bf16. */
+  bankBf16?: boolean;
+  rows?: Int32Array;
+}
+
+const calibration = (bias: number, weight: number, k: number): FamiliarityCalibration => ({ k, platt: { bias, weights: [weight] }, auroc: 0.9, ece: 0.01, own: 10, other: 10 });
+
+/** Three experts over one corpus of N rows: random questions, passages, banks of different sizes, and heads. */
+function build(s: Spec, seed: number) {
+  return [0, 1, 2].map((x) => {
+    const dim = s.dim;
+    const sd = seed + 100 * x;
+    const passages = Tensor.from(randomF32(s.N * dim, sd + 1), [s.N, dim]);
+    let bank = FamiliarityBank.fromVectors(randomF32((20 + 7 * x) * dim, sd + 2), randomF32((35 + 3 * x) * dim, sd + 3), dim);
+    if (s.bankBf16) {
+      const f32 = bank;
+      bank = f32.to('bf16');
+      f32.dispose();
+    }
+    const K = 3 + x;
+    const weights = [Tensor.from(randomF32(K * 8 * dim, sd + 4).map((v) => v / Math.sqrt(dim)), [K, 8, dim]), Tensor.from(randomF32(K * 8, sd + 5), [K, 8]), Tensor.from(randomF32(K * dim * 8, sd + 6).map((v) => v / Math.sqrt(8)), [K, dim, 8]), Tensor.from(randomF32(K * dim, sd + 7), [K, dim])];
+    return {
+      queries: Tensor.from(randomF32(s.B * dim, sd + 8), [s.B, dim]),
+      passages: x === 0 && s.bf16 ? passages.to('bf16') : passages,
+      bank,
+      calibration: calibration(0.3 - x, 4 + 3 * x, [30, 5, 1][x]!),
+      heads: { weights, members: K, temperature: 0.2 + 0.3 * x },
+    };
+  });
+}
+
+type Built = ReturnType<typeof build>;
+
+function dispose(xs: Built) {
+  for (const x of xs) [x.queries, x.passages, ...x.heads.weights].forEach((t) => t.dispose());
+  for (const x of xs) x.bank.dispose();
+}
+
+const specs: Spec[] = [
+  { B: 1, dim: 16, N: 300, L: 100, k: 10 },
+  { B: 1, dim: 33, N: 40, L: 40, k: 50, bf16: true, bankBf16: true },
+  { B: 5, dim: 8, N: 120, L: 7, k: 3 },
+  { B: 40, dim: 20, N: 200, L: 30, k: 10, bf16: true },
+  { B: 3, dim: 12, N: 500, L: 20, k: 10, rows: Int32Array.from({ length: 60 }, (_, i) => 3 + 8 * i) },
+  { B: 2, dim: 12, N: 50, L: 1, k: 4, rows: Int32Array.of(49) },
+];
+
+describe.each(caps.availableIsas as Isa[])('mufStage, %s variant', (isa) => {
+  it.each(specs.map((s, i) => [i, s] as const))('spec %i equals the separate calls in every mode', async (i, s) => {
+    setIsa(isa);
+    const xs = build(s, 1000 * (i + 1));
+    const rows = s.rows ? Tensor.from(s.rows, [s.rows.length], 'i32') : undefined;
+    const tieRank = Tensor.from(Int32Array.from({ length: s.N }, (_, r) => (r * 7919) % s.N), [s.N], 'i32');
+    const owned: Tensor[] = [tieRank, ...(rows ? [rows] : [])];
+    try {
+      // The references: each expert's top-L, P(own task), and the heads' confidences on those lists.
+      const lists: Array<{ ids: Tensor<'i32'>; scores: Tensor<'f32'> }> = [];
+      for (const x of xs) {
+        const top = await scoreTopK(x.queries, x.passages, s.L, rows ? { rows } : {});
+        lists.push({ ids: Tensor.from(top.ids, [s.B, s.L]), scores: Tensor.from(top.scores, [s.B, s.L]) });
+      }
+      owned.push(...lists.flatMap((l) => [l.ids, l.scores]));
+      const familiar = await Promise.all(xs.map((x) => x.bank.probability(x.queries.data as Float32Array, x.calibration)));
+      const parts = xs.map((x, e) => ({ queries: x.queries, passages: x.passages, candidates: lists[e]!.ids, scores: lists[e]!.scores, weights: x.heads.weights, members: x.heads.members, temperature: x.heads.temperature }));
+      const given = Tensor.from(Float32Array.from(familiar.flatMap((p) => Array.from(p))), [3, s.B]);
+      owned.push(given);
+      const refs = {
+        uniform: await mufConfidence(parts, { fuse: { k: s.k, tieRank, uniform: true } }),
+        familiarity: await mufConfidence(parts, { fuse: { k: s.k, tieRank, weights: given } }),
+        heads: await mufConfidence(parts, { fuse: { k: s.k, tieRank } }),
+      };
+      for (const r of Object.values(refs)) owned.push(r.mi, r.confidence, r.ids!, r.scores!);
+      const stageExperts: MufStageExpert[] = xs.map((x) => ({ queries: x.queries, passages: x.passages, familiarity: x.bank.stagePart(x.calibration), heads: x.heads }));
+      for (const mode of ['uniform', 'familiarity', 'heads'] as const) {
+        const got = await mufStage(stageExperts, { mode, topL: s.L, k: s.k, tieRank, ...(rows ? { rows } : {}) });
+        owned.push(got.mi, got.confidence, got.ids, got.scores);
+        const ref = refs[mode];
+        const what = `${isa} spec ${i} ${mode}`;
+        expect(Array.from(got.confidence.data), what).toEqual(Array.from(ref.confidence.data));
+        expect(Array.from(got.mi.data), what).toEqual(Array.from(ref.mi.data));
+        expect(Array.from(got.ids.data), what).toEqual(Array.from(ref.ids!.data));
+        expect(Array.from(got.scores.data), what).toEqual(Array.from(ref.scores!.data));
+        expect(got.ms.scan).toBeGreaterThanOrEqual(0);
+        if (rows) for (const id of got.ids.data) expect(id === -1 || s.rows!.includes(id)).toBe(true);
+      }
+      // The stage's familiarity really is P(own task): its confidences are the bank's probabilities.
+      expect(familiar.some((p) => p.some((v) => v > 0.01 && v < 0.99))).toBe(true);
+    } finally {
+      owned.forEach((t) => t.dispose());
+      dispose(xs);
+    }
+  });
+});
+
+describe('mufStage, bad input', () => {
+  it('gives typed errors before searching', async () => {
+    const s: Spec = { B: 2, dim: 8, N: 30, L: 5, k: 3 };
+    const xs = build(s, 77);
+    const ex: MufStageExpert[] = xs.map((x) => ({ queries: x.queries, passages: x.passages, familiarity: x.bank.stagePart(x.calibration), heads: x.heads }));
+    const opts = { mode: 'familiarity' as const, topL: 5, k: 3 };
+    const t = (v: number[]) => Tensor.from(Int32Array.from(v), [v.length], 'i32');
+    try {
+      expect(await asyncCode(mufStage(ex, { ...opts, rows: t([3, 1]) }))).toBe('ERR_ARG');
+      expect(await asyncCode(mufStage(ex, { ...opts, rows: t([1, 30]) }))).toBe('ERR_RANGE');
+      expect(await asyncCode(mufStage(ex, { ...opts, rows: t([]) }))).toBe('ERR_ARG');
+      expect(await asyncCode(mufStage(ex, { ...opts, rows: t([1, 2]) }))).toBe('ERR_RANGE'); // topL 5 > 2 rows
+      expect(await asyncCode(mufStage(ex, { ...opts, topL: 31 }))).toBe('ERR_RANGE');
+      expect(await asyncCode(mufStage(ex, { ...opts, topL: 0 }))).toBe('ERR_RANGE');
+      expect(await asyncCode(mufStage(ex, { ...opts, k: 0 }))).toBe('ERR_RANGE');
+      expect(await asyncCode(mufStage(ex, { ...opts, mode: 'bogus' as never }))).toBe('ERR_ARG');
+      expect(await asyncCode(mufStage([], opts))).toBe('ERR_ARG');
+      expect(await asyncCode(mufStage([{ queries: xs[0]!.queries, passages: xs[0]!.passages }], opts))).toBe('ERR_STATE');
+      expect(await asyncCode(mufStage([{ queries: xs[0]!.queries, passages: xs[0]!.passages }], { ...opts, mode: 'heads' }))).toBe('ERR_STATE');
+      const short = Tensor.from(randomF32(20 * 8, 5), [20, 8]);
+      const wide = Tensor.from(randomF32(2 * 9, 5), [2, 9]);
+      const zero = Tensor.from(new Float32Array(0), [0, 8]);
+      try {
+        expect(await asyncCode(mufStage([ex[0]!, { ...ex[1]!, passages: short }], opts))).toBe('ERR_SHAPE'); // corpora of different sizes
+        expect(await asyncCode(mufStage([{ ...ex[0]!, queries: wide }], opts))).toBe('ERR_SHAPE');
+        expect(await asyncCode(mufStage([{ ...ex[0]!, queries: zero }], opts))).toBe('ERR_SHAPE');
+        expect(await asyncCode(mufStage([{ ...ex[0]!, familiarity: { ...ex[0]!.familiarity!, own: wide.handle } }], opts))).toBe('ERR_SHAPE');
+        expect(await asyncCode(mufStage([{ ...ex[0]!, familiarity: { ...ex[0]!.familiarity!, k: 0 } }], opts))).toBe('ERR_RANGE');
+        expect(await asyncCode(mufStage([{ ...ex[0]!, familiarity: { ...ex[0]!.familiarity!, bias: Number.NaN } }], opts))).toBe('ERR_ARG');
+        expect(await asyncCode(mufStage([{ ...ex[0]!, heads: { ...ex[0]!.heads!, temperature: 0 } }], { ...opts, mode: 'heads' }))).toBe('ERR_RANGE');
+      } finally {
+        [short, wide, zero].forEach((x) => x.dispose());
+      }
+      // A bank held in bf16 cannot be saved (the file holds f32 tables).
+      const half = xs[0]!.bank.to('bf16');
+      expect(half.dtype).toBe('bf16');
+      expect(() => half.save('/tmp/never.safetensors')).toThrow(expect.objectContaining({ code: 'ERR_UNSUPPORTED' }));
+      half.dispose();
+    } finally {
+      dispose(xs);
+    }
+  });
+});
