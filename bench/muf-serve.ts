@@ -1,5 +1,5 @@
 // DPR-MUF search latency, libtorch (MufRetriever) against the serving path without libtorch (MufServer: ServingEncoder,
-// scoreTopK and one mufConfidence call for every expert's heads and MI), same directory, same questions, one run;
+// then one native call for every expert's scans, confidence and the fusion), same directory, same questions, one run;
 // MufServer with uniform fusion (no heads) beside it, and the memory floor of the heads at B = 1: their weights' bytes
 // over the rate at which scoreTopK streams a 65.5 MB corpus at B = 1 (the machine's streaming rate through our kernel).
 // Builds a MUF over the shipped multi-task model's two experts (K heads, L candidates) unless --muf DIR names one.
@@ -61,9 +61,10 @@ const server = await MufServer.load(dir, { threads: caps.threads });
 const serving = await measure((qs) => server.search(qs, 10));
 const uniform = await measure((qs) => server.search(qs, 10, { fusion: 'uniform' }));
 // bf16 variants: their speed, the largest confidence move and the questions whose fused top 10 differ from f32's.
-const variants: Array<{ name: string; options: { heads?: 'bf16'; passages?: 'bf16' } }> = [
+const variants: Array<{ name: string; options: { heads?: 'bf16'; passages?: 'bf16'; familiarity?: 'bf16' } }> = [
   { name: "heads: 'bf16'", options: { heads: 'bf16' } },
   { name: "heads and passages: 'bf16'", options: { heads: 'bf16', passages: 'bf16' } },
+  { name: "heads, passages and familiarity: 'bf16'", options: { heads: 'bf16', passages: 'bf16', familiarity: 'bf16' } },
 ];
 const halves: Array<Record<string, unknown>> = [];
 const moves: Record<string, { maxConfidenceMove: number; changedTop10: number }> = {};

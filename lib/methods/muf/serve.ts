@@ -1,9 +1,10 @@
 // DPR-MUF search without libtorch (docs/methods/muf.md#serving, docs/guides/bring-your-own-model.md#serving-without-libtorch):
 // a saved MUF directory's experts encode questions through ServingEncoder (0-layer experts in the process, others in
-// ONNX Runtime), retrieve their top-L on the core's scoreTopK, and one native call (mufConfidence,
-// native/kernels/muf_heads.h) runs every expert's K heads (streaming each weight row once, or as GEMMs for large
-// batches), scores the candidates, computes the mutual information and fuses the experts' lists (muf_fuse.h). The same
-// hits and confidences as MufRetriever.search.
+// ONNX Runtime), then one native call (mufStage, native/kernels/muf_search.h) scans every expert's corpus for its
+// top-L and, with familiarity, its training questions for the k nearest (all in one parallel region), computes each
+// expert's confidence (P(own task), or its K heads' mutual information, native/kernels/muf_heads.h) and fuses the
+// experts' lists (muf_fuse.h). The same hits and confidences as MufRetriever.search. mufConfidence, the heads and
+// fusion alone over given candidates, stays exported for callers with their own retrieval.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
