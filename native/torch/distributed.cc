@@ -1,7 +1,10 @@
 #include "distributed.h"
 
+#include <condition_variable>
 #include <cstdlib>
 #include <exception>
+#include <mutex>
+#include <thread>
 
 #include "../common/error.h"
 
@@ -50,9 +53,59 @@ void unpack(const torch::Tensor& flat, const std::vector<torch::Tensor>& tensors
 
 bool distributed_available() { return true; }
 
+// Heartbeats: each rank bumps its counter in rank 0's store every kBeat, from a thread with its own connection. When a
+// collective fails, a survivor marks itself as having left, watches the counters for kWatch and names the ranks whose
+// counters stood still: Gloo's error says only which peer address closed, or nothing (a timeout), and on several
+// machines there is no launcher watching the processes (docs/guides/distributed.md#faults).
+constexpr std::chrono::milliseconds kBeat{250};
+constexpr std::chrono::milliseconds kWatch{1000};
+// The heartbeat's connection: it opens right after the join, when the store is up; a short limit keeps a store that
+// vanished meanwhile from holding the thread (and the group's release, which joins it) for the whole timeout.
+constexpr std::chrono::milliseconds kBeatConnect{2000};
+
+std::string beat_key(int rank) { return "quorum/beat/" + std::to_string(rank); }
+std::string left_key(int rank) { return "quorum/left/" + std::to_string(rank); }
+
+c10::intrusive_ptr<c10d::TCPStore> store_client(const GroupOptions& o, std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions so;
+  so.port = uint16_t(o.port);
+  so.isServer = false;
+  so.waitWorkers = false;
+  so.timeout = timeout;
+  return c10::make_intrusive<c10d::TCPStore>(o.host, so);
+}
+
 struct ProcessGroup::Impl {
   c10::intrusive_ptr<c10d::TCPStore> store;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> pg;
+  std::mutex mutex;
+  std::condition_variable wake;
+  bool stopping = false;
+  std::thread heart;
+
+  void beat(GroupOptions o) {
+    try {
+      auto client = store_client(o, kBeatConnect);
+      std::unique_lock<std::mutex> lock(mutex);
+      while (!stopping) {
+        client->add(beat_key(o.rank), 1);
+        wake.wait_for(lock, kBeat, [&] { return stopping; });
+      }
+    } catch (const std::exception&) {
+      // The store is gone (rank 0 exited): nobody is left to read the beats.
+    }
+  }
+
+  void stop_heart() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stopping = true;
+    }
+    wake.notify_all();
+    if (heart.joinable()) heart.join();
+  }
+
+  ~Impl() { stop_heart(); }
 };
 
 namespace {
@@ -87,6 +140,7 @@ ProcessGroup::ProcessGroup(const GroupOptions& o) : options_(o), impl_(std::make
     go->devices.push_back(gloo_device(o.host));
     go->threads = 2;
     impl_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, o.rank, o.size, go);
+    if (o.size > 1) impl_->heart = std::thread([impl = impl_.get(), o] { impl->beat(o); });
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
@@ -99,25 +153,89 @@ ProcessGroup::~ProcessGroup() = default;
 
 namespace {
 
-// Waits for a collective; its failure (a peer gone, the timeout) as ERR_DISTRIBUTED naming this rank.
-template <class F>
-void collective(const GroupOptions& o, const char* what, F start) {
+// Which ranks a failed collective lost, as a phrase: those whose heartbeat stood still for kWatch and that did not
+// say they left after the failure themselves; rank 0 when its store cannot be reached (it holds the counters).
+std::string lost_ranks(const GroupOptions& o) {
   try {
-    c10::intrusive_ptr<c10d::Work> w = start();
-    w->wait();
-  } catch (const std::exception& e) {
-    throw Error("ERR_DISTRIBUTED", "rank " + std::to_string(o.rank) + " of " + std::to_string(o.size) + ": " + what +
-                                       " failed (a rank exited or did not answer within " +
-                                       std::to_string(o.timeout.count()) + " ms): " + first_line(e));
+    auto client = store_client(o, kWatch);
+    client->add(left_key(o.rank), 1);
+    std::vector<int64_t> before(size_t(o.size));
+    for (int r = 0; r < o.size; ++r) before[size_t(r)] = client->add(beat_key(r), 0);
+    std::this_thread::sleep_for(kWatch);
+    std::vector<int> still, left;
+    for (int r = 0; r < o.size; ++r) {
+      if (r == o.rank || client->add(beat_key(r), 0) != before[size_t(r)]) continue;
+      (client->add(left_key(r), 0) > 0 ? left : still).push_back(r);
+    }
+    const auto list = [](const std::vector<int>& rs) {
+      std::string s = rs.size() == 1 ? "rank " : "ranks ";
+      for (size_t i = 0; i < rs.size(); ++i) s += (i ? ", " : "") + std::to_string(rs[i]);
+      return s;
+    };
+    if (!still.empty()) return list(still) + " stopped answering";
+    if (!left.empty()) return "no rank died; " + list(left) + " left after a failure of their own";
+    return "every rank still answers: one stalled for longer than the timeout";
+  } catch (const std::exception&) {
+    return "rank 0 stopped answering (its store at " + o.host + ":" + std::to_string(o.port) + " is gone)";
+  }
+}
+
+// Rank 0 holds the store: after a failure it stays until every other rank's heartbeat has stood still for kWatch (each
+// has died, or diagnosed and left), at most the timeout. libtorch 1.13's store clients abort their process when the
+// store's host goes away under them, and the others still need the store to name the rank lost.
+void outlive_the_others(const GroupOptions& o) {
+  try {
+    auto client = store_client(o, kWatch);
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<int64_t> last(size_t(o.size), -1);
+    std::vector<std::chrono::steady_clock::time_point> since(size_t(o.size), start);
+    for (;;) {
+      const auto now = std::chrono::steady_clock::now();
+      bool quiet = true;
+      for (int r = 1; r < o.size; ++r) {
+        const int64_t b = client->add(beat_key(r), 0);
+        if (b != last[size_t(r)]) last[size_t(r)] = b, since[size_t(r)] = now;
+        quiet = quiet && now - since[size_t(r)] >= kWatch;
+      }
+      if (quiet || now - start >= o.timeout) return;
+      std::this_thread::sleep_for(kBeat);
+    }
+  } catch (const std::exception&) {
   }
 }
 
 }  // namespace
 
+// Waits for a collective. On failure (a peer gone, the timeout) this rank leaves the group: it releases its Gloo
+// connections (so that ranks waiting on it fail now rather than at their timeout), names the rank lost from the
+// heartbeats, and throws ERR_DISTRIBUTED naming both; the group takes no further collectives.
+template <class F>
+void ProcessGroup::collective(const char* what, F start) {
+  const GroupOptions& o = options_;
+  if (!impl_->pg)
+    throw Error("ERR_DISTRIBUTED", "rank " + std::to_string(o.rank) + " of " + std::to_string(o.size) + ": the group failed earlier; join a new one");
+  std::string cause;
+  try {
+    c10::intrusive_ptr<c10d::Work> w = start();
+    w->wait();
+    return;
+  } catch (const std::exception& e) {
+    cause = first_line(e);
+  }
+  impl_->pg.reset();
+  const std::string lost = lost_ranks(o);
+  if (o.rank == 0) outlive_the_others(o);
+  impl_->stop_heart();
+  if (o.rank != 0) impl_->store.reset();  // no store client left to abort this process when rank 0 exits
+  throw Error("ERR_DISTRIBUTED", "rank " + std::to_string(o.rank) + " of " + std::to_string(o.size) + ": " + what +
+                                     " failed: " + lost + " (a rank that exits or does not answer within " +
+                                     std::to_string(o.timeout.count()) + " ms ends the group): " + cause);
+}
+
 void ProcessGroup::all_reduce_sum(const std::vector<torch::Tensor>& tensors) {
   if (tensors.empty() || options_.size == 1) return;
   std::vector<torch::Tensor> buf{pack(tensors)};
-  collective(options_, "all-reduce", [&] { return impl_->pg->allreduce(buf); });
+  collective("all-reduce", [&] { return impl_->pg->allreduce(buf); });
   unpack(buf[0], tensors);
 }
 
@@ -127,7 +245,7 @@ void ProcessGroup::broadcast(const std::vector<torch::Tensor>& tensors, int root
   std::vector<torch::Tensor> buf{pack(tensors)};
   c10d::BroadcastOptions bo;
   bo.rootRank = root;
-  collective(options_, "broadcast", [&] { return impl_->pg->broadcast(buf, bo); });
+  collective("broadcast", [&] { return impl_->pg->broadcast(buf, bo); });
   unpack(buf[0], tensors);
 }
 
@@ -142,7 +260,7 @@ torch::Tensor ProcessGroup::all_gather_rows(const torch::Tensor& t, int64_t* off
   std::vector<torch::Tensor> count{torch::tensor({mine.size(0)}, torch::kLong)};
   std::vector<std::vector<torch::Tensor>> counts(1);
   for (int r = 0; r < n; ++r) counts[0].push_back(torch::empty({1}, torch::kLong));
-  collective(options_, "all-gather", [&] { return impl_->pg->allgather(counts, count); });
+  collective("all-gather", [&] { return impl_->pg->allgather(counts, count); });
   int64_t most = 0;
   *offset = 0;
   for (int r = 0; r < n; ++r) {
@@ -160,7 +278,7 @@ torch::Tensor ProcessGroup::all_gather_rows(const torch::Tensor& t, int64_t* off
   padded[0].slice(0, 0, mine.size(0)).copy_(mine);
   std::vector<std::vector<torch::Tensor>> all(1);
   for (int r = 0; r < n; ++r) all[0].push_back(torch::empty(shape, mine.options()));
-  collective(options_, "all-gather", [&] { return impl_->pg->allgather(all, padded); });
+  collective("all-gather", [&] { return impl_->pg->allgather(all, padded); });
   std::vector<torch::Tensor> parts;
   for (int r = 0; r < n; ++r) parts.push_back(all[0][size_t(r)].slice(0, 0, counts[0][size_t(r)].item<int64_t>()));
   return torch::cat(parts);
@@ -168,7 +286,7 @@ torch::Tensor ProcessGroup::all_gather_rows(const torch::Tensor& t, int64_t* off
 
 void ProcessGroup::barrier() {
   if (options_.size == 1) return;
-  collective(options_, "barrier", [&] { return impl_->pg->barrier(); });
+  collective("barrier", [&] { return impl_->pg->barrier(); });
 }
 
 #else  // without Gloo's headers at build time

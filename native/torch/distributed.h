@@ -2,7 +2,8 @@
 // then run Gloo's collectives on CPU tensors. libtorch's C++ frontend has no DistributedDataParallel, so the training
 // steps call these directly: parameters broadcast from rank 0, embeddings gathered so that every rank scores the
 // global batch, gradients summed. Every collective ends within the group's timeout: a rank that died or stalled makes
-// the others' calls fail with ERR_DISTRIBUTED naming this rank and the collective, never hang.
+// the others' calls fail with ERR_DISTRIBUTED naming this rank, the collective and, from the ranks' heartbeats in
+// rank 0's store, the rank lost (docs/guides/distributed.md#faults), never hang.
 #pragma once
 #include "torch_includes.h"
 
@@ -50,6 +51,8 @@ class ProcessGroup {
 
  private:
   struct Impl;
+  template <class F>
+  void collective(const char* what, F start);
   GroupOptions options_;
   std::unique_ptr<Impl> impl_;
 };
