@@ -264,6 +264,19 @@ export interface CoreAddon {
     lengths: NativeTensorHandle,
     async: boolean,
   ): MaybeAsync<NativeTensorHandle>;
+  /**
+   * Normalized texts segmented (as NativeWordPiece.encode) and embedded by a 0-layer encoder in one call
+   * (native/napi/embedding_bag_bindings.cc): [rows * dim].
+   */
+  embedTexts(
+    model: Record<string, NativeTensorHandle | number | boolean>,
+    tokenizer: NativeWordPiece,
+    first: string[],
+    second: string[] | null,
+    maxLength: number,
+    marker: number,
+    async: boolean,
+  ): MaybeAsync<Float32Array>;
   WordPiece: new (vocabulary: string[], maxWordChars?: number) => NativeWordPiece;
   /** @internal The HNSW distance kernel (tests only). */
   pairDistance(a: NativeTensorHandle, b: NativeTensorHandle, kind: 'dot' | 'l2sq'): number;

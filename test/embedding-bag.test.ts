@@ -5,6 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 import { capabilities, setIsa, type Isa } from '../lib/index.js';
 import { EmbeddingBagEncoder, type TokenRows } from '../lib/models/embedding-bag.js';
+import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
 import { defaultEncoderConfig, type EncoderConfig } from '../lib/models/config.js';
 import { EmbeddingBagReference } from './reference/embedding-bag.js';
 import { asyncCode, rng } from './helpers.js';
@@ -91,5 +92,39 @@ describe('embeddingBag input', () => {
   it('a wrongly sized weight is refused when the encoder is made', () => {
     const param = parameters(c, 4);
     expect(() => new EmbeddingBagEncoder({ ...c, hiddenSize: 18 }, param, 'enc')).toThrow(expect.objectContaining({ code: 'ERR_SHAPE' }));
+  });
+});
+
+// encodeTexts: the tokenizer's segmentation and the forward in one native call (embedTexts) equal tokenizer.encode
+// followed by encode, value for value: single texts, pairs, a task marker, truncation, a batch.
+describe('encodeTexts (one call: tokenize and embed)', () => {
+  const words = ['the', 'cat', 'sat', 'on', 'mat', 'dog', 'ran', 'far', 'away', 'quick', '##ly', 'fox'];
+  const vocab = ['[PAD]', '[unused0]', '[unused1]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', ...words];
+  const c = { ...base, vocabSize: vocab.length, maxPositions: 12, projectionDim: 5, tokenWeights: true, normalize: true };
+  const enc = new EmbeddingBagEncoder(c, parameters(c, 21), 'enc');
+  const tok = new WordPieceTokenizer(vocab);
+  const texts = ['The cat sat on the mat', 'quickly!', 'a fox', 'the dog ran far far away the dog ran far far away'];
+  it.each([
+    ['single texts', {}],
+    ['a task marker', { marker: 1 }],
+    ['pairs', { pairs: ['the mat', 'fox', 'dog', 'cat sat'] }],
+    ['a short maximum length', { maxLength: 4 }],
+  ] as const)('%s: equals tokenizer.encode then encode', async (_name, o) => {
+    const options = { maxLength: 12, ...o };
+    const direct = await enc.encodeTexts(tok, texts, options);
+    const twoSteps = await enc.encode(tok.encode(texts, options));
+    expect(direct).toBeInstanceOf(Float32Array);
+    expect(Array.from(direct)).toEqual(Array.from(twoSteps));
+    expect(direct.length).toBe(texts.length * 5);
+  });
+  it('bad input: typed errors', async () => {
+    expect(await asyncCode(enc.encodeTexts(tok, []))).toBe('ERR_ARG');
+    expect(await asyncCode(enc.encodeTexts(tok, texts, { pairs: ['x'] }))).toBe('ERR_SHAPE');
+    expect(await asyncCode(enc.encodeTexts(tok, texts, { maxLength: 0 }))).toBe('ERR_RANGE');
+    expect(await asyncCode(enc.encodeTexts(tok, texts, { maxLength: 40 }))).toBe('ERR_RANGE'); // rows past the 12 positions
+    expect(await asyncCode(enc.encodeTexts({ nativeInputs: () => ({ native: {}, first: ['x'], second: null, maxLength: 8, marker: -1 }) } as never, ['x']))).toBe('ERR_ARG');
+    // A tokenizer whose vocabulary is larger than the model's table: the id is outside it.
+    const big = new WordPieceTokenizer([...vocab, 'zebra']);
+    expect(await asyncCode(enc.encodeTexts(big, ['zebra']))).toBe('ERR_RANGE');
   });
 });

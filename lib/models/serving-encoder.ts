@@ -66,6 +66,8 @@ export function onnxRuntime(): Ort {
 /** One encoder of a side: ONNX Runtime on its graph, or the 0-layer forward. */
 interface Runner {
   run(batch: Pick<EncodedBatch, 'ids' | 'typeIds' | 'lengths' | 'rows' | 'seqLen'>): Promise<Float32Array>;
+  /** Tokenizes and encodes in one native call, where the runner can (the 0-layer forward). */
+  texts?(tokenizer: WordPieceTokenizer, texts: readonly string[], options: { maxLength: number; pairs?: readonly string[]; marker?: number }): Promise<Float32Array>;
   release(): Promise<void>;
 }
 
@@ -97,7 +99,7 @@ function ortRunner(session: OrtSession): Runner {
 }
 
 function bagRunner(bag: EmbeddingBagEncoder): Runner {
-  return { run: (b) => bag.encode(b), release: async () => bag.dispose() };
+  return { run: (b) => bag.encode(b), texts: (tok, texts, o) => bag.encodeTexts(tok, texts, o), release: async () => bag.dispose() };
 }
 
 /** Options of {@link ServingEncoder.load}. */
@@ -207,15 +209,17 @@ export class ServingEncoder {
     texts.forEach((t, i) => mustBeString(t, `questions[${i}]`));
     const { marker } = queryTask(this.config.tasks, this.text, this.tokenizer, options.task);
     const session = (options.task !== undefined ? this.sessions.tasks.get(options.task) : undefined) ?? (this.sessions.tasks.size ? [...this.sessions.tasks.values()][0]! : this.sessions.query);
-    return this.encodeChunks(texts.length, session, (s, e) => this.tokenizer.encodeAsync(texts.slice(s, e), { maxLength: this.text.maxQueryLength, ...(marker !== undefined ? { marker } : {}) }));
+    const o = { maxLength: this.text.maxQueryLength, ...(marker !== undefined ? { marker } : {}) };
+    return this.encodeChunks(texts.length, session, (s, e) => this.tokenizer.encodeAsync(texts.slice(s, e), o), (s, e) => session.texts?.(this.tokenizer, texts.slice(s, e), o));
   }
 
   /** Embeds passages (title and text as a pair, as the model was trained). */
   async encodePassages(passages: readonly PassageText[]): Promise<Float32Array> {
     const texts = passageTexts(passages);
-    return this.encodeChunks(texts.length, this.sessions.passage, (s, e) =>
-      this.tokenizer.encodeAsync(texts.slice(s, e).map((p) => p.title), { pairs: texts.slice(s, e).map((p) => p.text), maxLength: this.text.maxPassageLength }),
-    );
+    const o = (s: number, e: number) => ({ pairs: texts.slice(s, e).map((p) => p.text), maxLength: this.text.maxPassageLength });
+    const titles = (s: number, e: number) => texts.slice(s, e).map((p) => p.title);
+    const session = this.sessions.passage;
+    return this.encodeChunks(texts.length, session, (s, e) => this.tokenizer.encodeAsync(titles(s, e), o(s, e)), (s, e) => session.texts?.(this.tokenizer, titles(s, e), o(s, e)));
   }
 
   /** One tokenized batch through a side's graph: [rows, dim]. */
@@ -230,13 +234,17 @@ export class ServingEncoder {
     for (const r of all) await r.release();
   }
 
-  private async encodeChunks(n: number, session: Runner, tokenize: (s: number, e: number) => Promise<EncodedBatch>): Promise<Float32Array> {
+  /**
+   * The texts in chunks of CHUNK rows: each tokenized and encoded in one native call where the runner can (`direct`
+   * gives undefined otherwise), else tokenized and then run.
+   */
+  private async encodeChunks(n: number, session: Runner, tokenize: (s: number, e: number) => Promise<EncodedBatch>, direct: (s: number, e: number) => Promise<Float32Array> | undefined): Promise<Float32Array> {
     if (n === 0) throw new QuorumError('ERR_ARG', 'nothing to encode: give at least one text');
+    const chunk = async (s: number, e: number) => (await direct(s, e)) ?? this.run(session, await tokenize(s, e));
+    // embedTexts' array is the caller's own: one chunk needs no copy (a run's result may view native memory).
+    if (n <= CHUNK && session.texts) return chunk(0, n);
     const out = new Float32Array(n * this.dim);
-    for (let s = 0; s < n; s += CHUNK) {
-      const e = Math.min(n, s + CHUNK);
-      out.set(await this.run(session, await tokenize(s, e)), s * this.dim);
-    }
+    for (let s = 0; s < n; s += CHUNK) out.set(await chunk(s, Math.min(n, s + CHUNK)), s * this.dim);
     return out;
   }
 

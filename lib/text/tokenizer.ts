@@ -163,6 +163,15 @@ export class WordPieceTokenizer {
     return awaitNative(callNative(() => this.native.encode(a[0], a[1], a[2], a[3], a[4], true)) as Promise<EncodedBatch>);
   }
 
+  /**
+   * @internal The native segmenter and the checked, normalized arguments of an encode call, for a native call that
+   * segments and embeds in one (embedTexts, lib/models/embedding-bag.ts).
+   */
+  nativeInputs(texts: readonly string[], options: EncodeOptions = {}): { native: NativeWordPiece; first: string[]; second: string[] | null; maxLength: number; marker: number } {
+    const [first, second, maxLength, marker] = this.args(texts, options);
+    return { native: this.native, first, second, maxLength, marker };
+  }
+
   private args(texts: readonly string[], o: EncodeOptions): [string[], string[] | null, number, number, boolean] {
     if (!Array.isArray(texts)) throw new QuorumError('ERR_ARG', 'texts must be an array of strings');
     checkOptions(o, encodeKeys, 'encode options');

@@ -9,6 +9,7 @@
 #include "../kernels/embedding_bag.h"
 #include "args.h"
 #include "errors.h"
+#include "index_args.h"
 #include "kernel_call.h"
 
 namespace quorum::napi {
@@ -44,16 +45,13 @@ kernels::Linear linear_arg(Napi::Env env, Napi::Object model, const char* w, con
   return l;
 }
 
-// embeddingBag(model, ids, typeIds, lengths, async) -> f32 [rows, dim]
+// The model object of embeddingBag / embedTexts, checked; its tensors pinned.
 //   model = { word [V, E], factorWeight? [H, E], factorBias? [H], position [P, H], type [T, H], lnWeight [H],
 //             lnBias [H], lnEps, tokenWeights? [V], maxPool, centre? [H], headHiddenWeight? [h, H],
 //             headHiddenBias? [h], headWeight? [out, h or H], headBias? [out], normalize }
-//   ids, typeIds i32 [rows, seqLen]; lengths i32 [rows]
-Napi::Value EmbeddingBag(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  if (!info[0].IsObject()) throw Error("ERR_ARG", "model must be an object of tensors");
-  Napi::Object model = info[0].As<Napi::Object>();
-  std::vector<Napi::Object> pins;
+kernels::EmbeddingBagModel model_arg(Napi::Env env, const Napi::Value& v, std::vector<Napi::Object>& pins) {
+  if (!v.IsObject()) throw Error("ERR_ARG", "model must be an object of tensors");
+  Napi::Object model = v.As<Napi::Object>();
   kernels::EmbeddingBagModel m{};
   TensorObject* word = TensorObject::From(env, model.Get("word"), "word");
   require_dtype(word, Dtype::F32, "word");
@@ -87,6 +85,16 @@ Napi::Value EmbeddingBag(const Napi::CallbackInfo& info) {
   if (m.head_hidden.w && !m.head.w) throw Error("ERR_ARG", "an MLP head needs its output layer (headWeight)");
   m.normalize = flag(model.Get("normalize"));
 
+  return m;
+}
+
+// embeddingBag(model, ids, typeIds, lengths, async) -> f32 [rows, dim]
+//   ids, typeIds i32 [rows, seqLen]; lengths i32 [rows]
+Napi::Value EmbeddingBag(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::vector<Napi::Object> pins;
+  const kernels::EmbeddingBagModel m = model_arg(env, info[0], pins);
+
   TensorObject* ids = TensorObject::From(env, info[1], "ids");
   TensorObject* types = TensorObject::From(env, info[2], "typeIds");
   TensorObject* lengths = TensorObject::From(env, info[3], "lengths");
@@ -111,10 +119,35 @@ Napi::Value EmbeddingBag(const Napi::CallbackInfo& info) {
   });
 }
 
+// embedTexts(model, wordpiece, first: string[], second: string[] | null, maxLength, marker, async) -> Float32Array
+//   [rows * dim]: the texts (already normalized) segmented and framed as WordPiece.encode does, then embedded, in one
+//   call: a 0-layer encoder's question costs the event loop one hop and no token tensors (docs/results/serving.md).
+Napi::Value EmbedTexts(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::vector<Napi::Object> pins;
+  const kernels::EmbeddingBagModel m = model_arg(env, info[0], pins);
+  auto wp = wordpiece_arg(env, info[1], "tokenizer");
+  auto first = std::make_shared<std::vector<std::string>>(strings_arg(info[2], "texts"));
+  auto second = std::make_shared<std::vector<std::string>>();
+  if (!info[3].IsNull() && !info[3].IsUndefined()) *second = strings_arg(info[3], "pairs");
+  if (first->empty()) throw Error("ERR_ARG", "nothing to encode: give at least one text");
+  if (!second->empty() && second->size() != first->size())
+    throw Error("ERR_SHAPE", std::to_string(first->size()) + " texts but " + std::to_string(second->size()) + " pairs");
+  const text::EncodeOptions o = encode_options_arg(*wp, info[4], info[5], Napi::Boolean::New(env, false));
+  const size_t dim = kernels::embedding_bag_dim(m);
+  Napi::Float32Array out = Napi::Float32Array::New(env, first->size() * dim);
+  float* op = out.Data();
+  return run_kernel(env, flag(info[6]), pins, out, [m, wp, first, second, o, op] {
+    const text::EncodedBatch b = text::encode_batch(*wp, *first, *second, o);
+    kernels::embedding_bag(m, b.ids.data(), b.type_ids.data(), b.lengths.data(), b.rows, b.seq_len, op);
+  });
+}
+
 }  // namespace
 
 void register_embedding_bag(Napi::Env env, Napi::Object exports) {
   exports.Set("embeddingBag", Napi::Function::New<guarded<EmbeddingBag>>(env, "embeddingBag"));
+  exports.Set("embedTexts", Napi::Function::New<guarded<EmbedTexts>>(env, "embedTexts"));
 }
 
 }  // namespace quorum::napi

@@ -9,8 +9,10 @@
 
 #include "../common/error.h"
 #include "../text/wordpiece.h"
+#include "addon_data.h"
 #include "async_call.h"
 #include "errors.h"
+#include "index_args.h"
 #include "scalar_args.h"
 
 namespace quorum::napi {
@@ -52,16 +54,7 @@ class TokenizerObject : public Napi::ObjectWrap<TokenizerObject> {
       auto first = std::make_shared<std::vector<std::string>>(strings_arg(info[0], "texts"));
       auto second = std::make_shared<std::vector<std::string>>();
       if (!info[1].IsNull() && !info[1].IsUndefined()) *second = strings_arg(info[1], "pairs");
-      text::EncodeOptions o;
-      const double max_length = number_arg(info[2], "maxLength");
-      if (max_length < 1 || max_length > 1e6 || max_length != double(size_t(max_length)))
-        throw Error("ERR_RANGE", "maxLength must be an integer in [1, 1e6]");
-      o.max_length = size_t(max_length);
-      const double marker = number_arg(info[3], "marker");
-      if (marker >= 0 && (marker >= double(wp_->size()) || marker != double(int32_t(marker))))
-        throw Error("ERR_RANGE", "marker id " + std::to_string(marker) + " outside the vocabulary");
-      o.marker = marker < 0 ? -1 : int32_t(marker);
-      o.pad_to_max = flag(info[4]);
+      const text::EncodeOptions o = encode_options_arg(*wp_, info[2], info[3], info[4]);
       auto out = std::make_shared<text::EncodedBatch>();
       auto wp = wp_;
       return run_work(
@@ -103,11 +96,37 @@ class TokenizerObject : public Napi::ObjectWrap<TokenizerObject> {
 
   Napi::Value Size(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), double(wp_->size())); }
 
+ public:
+  const std::shared_ptr<text::WordPiece>& held() const { return wp_; }
+
+ private:
   std::shared_ptr<text::WordPiece> wp_;
 };
 
 }  // namespace
 
-void register_tokenizer(Napi::Env env, Napi::Object exports) { exports.Set("WordPiece", TokenizerObject::Init(env)); }
+text::EncodeOptions encode_options_arg(const text::WordPiece& wp, const Napi::Value& max_length, const Napi::Value& marker,
+                                       const Napi::Value& pad_to_max) {
+  text::EncodeOptions o;
+  const double n = number_arg(max_length, "maxLength");
+  if (n < 1 || n > 1e6 || n != double(size_t(n))) throw Error("ERR_RANGE", "maxLength must be an integer in [1, 1e6]");
+  o.max_length = size_t(n);
+  const double m = number_arg(marker, "marker");
+  if (m >= 0 && (m >= double(wp.size()) || m != double(int32_t(m))))
+    throw Error("ERR_RANGE", "marker id " + std::to_string(m) + " outside the vocabulary");
+  o.marker = m < 0 ? -1 : int32_t(m);
+  o.pad_to_max = flag(pad_to_max);
+  return o;
+}
+
+std::shared_ptr<text::WordPiece> wordpiece_arg(Napi::Env env, const Napi::Value& v, const char* what) {
+  return wrapped_arg<TokenizerObject>(v, addon_data(env).wordpiece_ctor, what, "WordPiece tokenizer");
+}
+
+void register_tokenizer(Napi::Env env, Napi::Object exports) {
+  Napi::Function ctor = TokenizerObject::Init(env);
+  addon_data(env).wordpiece_ctor = Napi::Persistent(ctor);
+  exports.Set("WordPiece", ctor);
+}
 
 }  // namespace quorum::napi
