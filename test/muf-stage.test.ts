@@ -25,6 +25,8 @@ interface Spec {
   /** Familiarity banks in bf16. */
   bankBf16?: boolean;
   rows?: Int32Array;
+  /** Expert 1 twice as wide as the others (experts need not share a width). */
+  mixedWidths?: boolean;
 }
 
 const calibration = (bias: number, weight: number, k: number): FamiliarityCalibration => ({ k, platt: { bias, weights: [weight] }, auroc: 0.9, ece: 0.01, own: 10, other: 10 });
@@ -32,7 +34,7 @@ const calibration = (bias: number, weight: number, k: number): FamiliarityCalibr
 /** Three experts over one corpus of N rows: random questions, passages, banks of different sizes, and heads. */
 function build(s: Spec, seed: number) {
   return [0, 1, 2].map((x) => {
-    const dim = s.dim;
+    const dim = s.mixedWidths && x === 1 ? 2 * s.dim : s.dim;
     const sd = seed + 100 * x;
     const passages = Tensor.from(randomF32(s.N * dim, sd + 1), [s.N, dim]);
     let bank = FamiliarityBank.fromVectors(randomF32((20 + 7 * x) * dim, sd + 2), randomF32((35 + 3 * x) * dim, sd + 3), dim);
@@ -67,6 +69,8 @@ const specs: Spec[] = [
   { B: 40, dim: 20, N: 200, L: 30, k: 10, bf16: true },
   { B: 3, dim: 12, N: 500, L: 20, k: 10, rows: Int32Array.from({ length: 60 }, (_, i) => 3 + 8 * i) },
   { B: 2, dim: 12, N: 50, L: 1, k: 4, rows: Int32Array.of(49) },
+  { B: 3, dim: 8, N: 90, L: 12, k: 6, mixedWidths: true },
+  { B: 40, dim: 8, N: 90, L: 12, k: 6, mixedWidths: true, bankBf16: true },
 ];
 
 describe.each(caps.availableIsas as Isa[])('mufStage, %s variant', (isa) => {
@@ -145,6 +149,7 @@ describe('mufStage, bad input', () => {
         expect(await asyncCode(mufStage([{ ...ex[0]!, familiarity: { ...ex[0]!.familiarity!, own: wide.handle } }], opts))).toBe('ERR_SHAPE');
         expect(await asyncCode(mufStage([{ ...ex[0]!, familiarity: { ...ex[0]!.familiarity!, k: 0 } }], opts))).toBe('ERR_RANGE');
         expect(await asyncCode(mufStage([{ ...ex[0]!, familiarity: { ...ex[0]!.familiarity!, bias: Number.NaN } }], opts))).toBe('ERR_ARG');
+        expect(await asyncCode(mufStage([{ ...ex[0]!, familiarity: { ...ex[0]!.familiarity!, weight: Number.POSITIVE_INFINITY } }], opts))).toMatch(/^ERR_(ARG|RANGE)$/);
         expect(await asyncCode(mufStage([{ ...ex[0]!, heads: { ...ex[0]!.heads!, temperature: 0 } }], { ...opts, mode: 'heads' }))).toBe('ERR_RANGE');
       } finally {
         [short, wide, zero].forEach((x) => x.dispose());

@@ -158,7 +158,8 @@ void check(const CameSearchPlan& p) {
       case CameExpert::kLocal: {
         need(x.centroids && x.centroids->passages() == p.passages, "ERR_SHAPE", "the token index's passages are not the corpus's");
         need(x.keep == 0 || x.keep >= p.expert_k, "ERR_RANGE", "the local expert re-scores fewer candidates than expertK");
-        for (size_t b = 0; b < p.batch; b++) need(x.q_lengths[b] >= 0, "ERR_RANGE", "a question's token count is negative");
+        for (size_t b = 0; b < p.batch; b++)
+          if (x.q_lengths[b] < 0) throw Error("ERR_RANGE", "a question's token count is negative");
         break;
       }
       case CameExpert::kGlobal:

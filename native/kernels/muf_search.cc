@@ -22,7 +22,7 @@ void check(const MufSearchPlan& p) {
        "topL must be in [1, " + std::to_string(searched) + "] (the rows searched), got " + std::to_string(p.top_l));
   for (size_t i = 0; p.rows && i < p.n_rows; ++i) {
     need(p.rows[i] >= 0 && size_t(p.rows[i]) < N, "ERR_RANGE", [&] { return "rows must be corpus rows in [0, " + std::to_string(N) + ")"; });
-    need(i == 0 || p.rows[i] > p.rows[i - 1], "ERR_ARG", "rows must be strictly ascending");
+    if (i > 0 && p.rows[i] <= p.rows[i - 1]) throw Error("ERR_ARG", "rows must be strictly ascending");
   }
   for (size_t x = 0; x < p.n_experts; ++x) {
     const MufSearchExpert& e = p.experts[x];
@@ -66,7 +66,10 @@ void muf_search(const MufSearchPlan& p, const MufSearchOut& out) {
   // Every scan of every expert in one region: the corpus's top-L, and with familiarity the two banks' top fam_k.
   std::vector<int32_t> cand(E * B * L);
   std::vector<float> cand_scores(E * B * L);
-  std::vector<float> unit(familiar ? E * B * p.experts[0].passages.dim : 0);
+  // Each expert's questions as unit rows, at its own offset: experts may differ in width.
+  std::vector<size_t> unit_at(E + 1, 0);
+  for (size_t x = 0; x < E; ++x) unit_at[x + 1] = unit_at[x] + (familiar ? B * p.experts[x].passages.dim : 0);
+  std::vector<float> unit(unit_at[E]);
   struct Bank {
     size_t k;
     std::vector<int32_t> ids;
@@ -79,7 +82,7 @@ void muf_search(const MufSearchPlan& p, const MufSearchOut& out) {
     const size_t D = e.passages.dim;
     searches.push_back({{e.queries, B, D}, e.passages, L, cand.data() + x * B * L, cand_scores.data() + x * B * L, p.rows, p.n_rows});
     if (!familiar) continue;
-    float* u = unit.data() + x * B * D;
+    float* u = unit.data() + unit_at[x];
     unit_rows(e.queries, B, D, u);
     for (size_t side = 0; side < 2; ++side) {
       const CorpusMatrix& c = side == 0 ? e.own : e.other;

@@ -113,7 +113,7 @@ Napi::Value CameSearch(const Napi::CallbackInfo& info) {
       h.lengths.resize(size_t(N));
       int64_t at = 0;
       for (int64_t p = 0; p < N; p++) {
-        need(lp[p] >= 0, "ERR_RANGE", "a passage's token count is negative");
+        if (lp[p] < 0) throw Error("ERR_RANGE", "a passage's token count is negative");
         h.starts[size_t(p)] = at;
         h.lengths[size_t(p)] = lp[p];
         at += lp[p];

@@ -53,14 +53,17 @@ void unpack(const torch::Tensor& flat, const std::vector<torch::Tensor>& tensors
 
 bool distributed_available() { return true; }
 
+namespace {
+
 // Heartbeats: each rank bumps its counter in rank 0's store every kBeat, from a thread with its own connection. When a
 // collective fails, a survivor marks itself as having left, watches the counters for kWatch and names the ranks whose
 // counters stood still: Gloo's error says only which peer address closed, or nothing (a timeout), and on several
 // machines there is no launcher watching the processes (docs/guides/distributed.md#faults).
 constexpr std::chrono::milliseconds kBeat{250};
-constexpr std::chrono::milliseconds kWatch{1000};
+// Long enough that a heartbeat thread starved for a second on a loaded machine is not taken for a dead rank.
+constexpr std::chrono::milliseconds kWatch{2000};
 // The heartbeat's connection: it opens right after the join, when the store is up; a short limit keeps a store that
-// vanished meanwhile from holding the thread (and the group's release, which joins it) for the whole timeout.
+// vanished meanwhile from holding the thread for the whole timeout.
 constexpr std::chrono::milliseconds kBeatConnect{2000};
 
 std::string beat_key(int rank) { return "quorum/beat/" + std::to_string(rank); }
@@ -75,34 +78,78 @@ c10::intrusive_ptr<c10d::TCPStore> store_client(const GroupOptions& o, std::chro
   return c10::make_intrusive<c10d::TCPStore>(o.host, so);
 }
 
-struct ProcessGroup::Impl {
-  c10::intrusive_ptr<c10d::TCPStore> store;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg;
-  std::mutex mutex;
-  std::condition_variable wake;
-  bool stopping = false;
-  std::thread heart;
+// Runs `fn` (which must not throw) on a thread of its own and waits for it at most `limit`: c10d 1.13 bounds a store
+// connection's connect but not its replies, so a store host that stalls with its connection open (stopped, or cut off
+// without a reset) would hold the caller forever. Past the limit the thread is left to end on its own (its state is
+// shared, not on this stack) and `fallback` is returned.
+template <class T, class F>
+T bounded(std::chrono::milliseconds limit, T fallback, F fn) {
+  struct State {
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false;
+    T value;
+  };
+  auto st = std::make_shared<State>();
+  st->value = std::move(fallback);
+  std::thread([st, fn]() mutable {
+    T v = fn();
+    std::lock_guard<std::mutex> lock(st->m);
+    st->value = std::move(v);
+    st->done = true;
+    st->cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(st->m);
+  st->cv.wait_for(lock, limit, [&] { return st->done; });
+  return st->value;
+}
 
-  void beat(GroupOptions o) {
+}  // namespace
+
+struct ProcessGroup::Impl {
+  // The heartbeat thread's state, shared with the thread so that a thread stuck in a reply can be left behind.
+  struct Heart {
+    std::mutex m;
+    std::condition_variable cv;
+    bool stopping = false, done = false;
+  };
+
+  static void beat(const std::shared_ptr<Heart>& h, const GroupOptions& o) {
     try {
       auto client = store_client(o, kBeatConnect);
-      std::unique_lock<std::mutex> lock(mutex);
-      while (!stopping) {
-        client->add(beat_key(o.rank), 1);
-        wake.wait_for(lock, kBeat, [&] { return stopping; });
+      for (;;) {
+        {
+          std::lock_guard<std::mutex> lock(h->m);
+          if (h->stopping) break;
+        }
+        client->add(beat_key(o.rank), 1);  // outside the lock: stopping never waits on the network
+        std::unique_lock<std::mutex> lock(h->m);
+        if (h->cv.wait_for(lock, kBeat, [&] { return h->stopping; })) break;
       }
     } catch (const std::exception&) {
       // The store is gone (rank 0 exited): nobody is left to read the beats.
     }
+    std::lock_guard<std::mutex> lock(h->m);
+    h->done = true;
+    h->cv.notify_all();
   }
 
+  c10::intrusive_ptr<c10d::TCPStore> store;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg;
+  std::mutex run;  // one collective at a time: Gloo needs them in order, and a failure is handled once
+  std::shared_ptr<Heart> heart = std::make_shared<Heart>();
+  std::thread heart_thread;
+
+  // Stops the heartbeat; a thread still in a reply after kBeatConnect is left to end on its own.
   void stop_heart() {
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      stopping = true;
-    }
-    wake.notify_all();
-    if (heart.joinable()) heart.join();
+    if (!heart_thread.joinable()) return;
+    std::unique_lock<std::mutex> lock(heart->m);
+    heart->stopping = true;
+    heart->cv.notify_all();
+    const bool done = heart->cv.wait_for(lock, kBeatConnect, [&] { return heart->done; });
+    lock.unlock();
+    if (done) heart_thread.join();
+    else heart_thread.detach();
   }
 
   ~Impl() { stop_heart(); }
@@ -140,7 +187,7 @@ ProcessGroup::ProcessGroup(const GroupOptions& o) : options_(o), impl_(std::make
     go->devices.push_back(gloo_device(o.host));
     go->threads = 2;
     impl_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, o.rank, o.size, go);
-    if (o.size > 1) impl_->heart = std::thread([impl = impl_.get(), o] { impl->beat(o); });
+    if (o.size > 1) impl_->heart_thread = std::thread([h = impl_->heart, o] { Impl::beat(h, o); });
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
@@ -212,6 +259,7 @@ void outlive_the_others(const GroupOptions& o) {
 template <class F>
 void ProcessGroup::collective(const char* what, F start) {
   const GroupOptions& o = options_;
+  std::lock_guard<std::mutex> one_at_a_time(impl_->run);
   if (!impl_->pg)
     throw Error("ERR_DISTRIBUTED", "rank " + std::to_string(o.rank) + " of " + std::to_string(o.size) + ": the group failed earlier; join a new one");
   std::string cause;
@@ -223,8 +271,8 @@ void ProcessGroup::collective(const char* what, F start) {
     cause = first_line(e);
   }
   impl_->pg.reset();
-  const std::string lost = lost_ranks(o);
-  if (o.rank == 0) outlive_the_others(o);
+  const std::string lost = bounded<std::string>(kBeatConnect + kWatch + kBeatConnect, "rank 0 stopped answering (its store at " + o.host + ":" + std::to_string(o.port) + " does not reply)", [o] { return lost_ranks(o); });
+  if (o.rank == 0) bounded<bool>(o.timeout + kWatch, false, [o] { return outlive_the_others(o), true; });
   impl_->stop_heart();
   if (o.rank != 0) impl_->store.reset();  // no store client left to abort this process when rank 0 exits
   throw Error("ERR_DISTRIBUTED", "rank " + std::to_string(o.rank) + " of " + std::to_string(o.size) + ": " + what +

@@ -3,7 +3,8 @@
 // steps call these directly: parameters broadcast from rank 0, embeddings gathered so that every rank scores the
 // global batch, gradients summed. Every collective ends within the group's timeout: a rank that died or stalled makes
 // the others' calls fail with ERR_DISTRIBUTED naming this rank, the collective and, from the ranks' heartbeats in
-// rank 0's store, the rank lost (docs/guides/distributed.md#faults), never hang.
+// rank 0's store, the rank lost (docs/guides/distributed.md#faults), never hang: a survivor about 2 s after the failure
+// shows, rank 0 (which holds the store the others need for that) up to one more timeout later.
 #pragma once
 #include "torch_includes.h"
 

@@ -3,7 +3,7 @@
 // information) and the fusion, in one task off the event loop. The experts' corpus scans and familiarity k-NN scans
 // share one parallel region; before, MufServer made three native calls per expert and one for the fusion. The
 // references: scoreTopK for the lists, FamiliarityBank.probability for familiarity, mufConfidence for the heads and
-// the fusion (test/muf-serve.test.ts checks the stage against them).
+// the fusion (test/muf-stage.test.ts checks the stage's confidences, MI and fused lists against them).
 import { QuorumError, awaitNative, callNative } from '../../errors.js';
 import { coreAddon, type NativeTensorHandle } from '../../native.js';
 import { Tensor } from '../../tensor.js';
