@@ -246,7 +246,7 @@ export interface CoreAddon {
       tieRank?: NativeTensorHandle;
       rows?: NativeTensorHandle;
       experts: Array<{
-        queries: NativeTensorHandle;
+        queries: NativeTensorHandle | Float32Array;
         passages: NativeTensorHandle;
         familiarity?: { own: NativeTensorHandle; other: NativeTensorHandle; k: number; bias: number; weight: number };
         weights?: NativeTensorHandle[];
@@ -255,7 +255,7 @@ export interface CoreAddon {
       }>;
     },
     async: boolean,
-  ): MaybeAsync<{ mi: NativeTensorHandle; confidence: NativeTensorHandle; ids: NativeTensorHandle; scores: NativeTensorHandle; ms: number[] }>;
+  ): MaybeAsync<{ mi: Float32Array; confidence: Float32Array; ids: Int32Array; scores: Float32Array; ms: number[] }>;
   /** The forward pass of a 0-layer encoder (native/kernels/embedding_bag.h): named weight tensors and settings. */
   embeddingBag(
     model: Record<string, NativeTensorHandle | number | boolean>,

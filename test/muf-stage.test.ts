@@ -98,18 +98,18 @@ describe.each(caps.availableIsas as Isa[])('mufStage, %s variant', (isa) => {
         heads: await mufConfidence(parts, { fuse: { k: s.k, tieRank } }),
       };
       for (const r of Object.values(refs)) owned.push(r.mi, r.confidence, r.ids!, r.scores!);
-      const stageExperts: MufStageExpert[] = xs.map((x) => ({ queries: x.queries, passages: x.passages, familiarity: x.bank.stagePart(x.calibration), heads: x.heads }));
+      // Expert 1's questions as a plain Float32Array (an encoder's output), the others as tensors.
+      const stageExperts: MufStageExpert[] = xs.map((x, e) => ({ queries: e === 1 ? Float32Array.from(x.queries.data as Float32Array) : x.queries, passages: x.passages, familiarity: x.bank.stagePart(x.calibration), heads: x.heads }));
       for (const mode of ['uniform', 'familiarity', 'heads'] as const) {
         const got = await mufStage(stageExperts, { mode, topL: s.L, k: s.k, tieRank, ...(rows ? { rows } : {}) });
-        owned.push(got.mi, got.confidence, got.ids, got.scores);
         const ref = refs[mode];
         const what = `${isa} spec ${i} ${mode}`;
-        expect(Array.from(got.confidence.data), what).toEqual(Array.from(ref.confidence.data));
-        expect(Array.from(got.mi.data), what).toEqual(Array.from(ref.mi.data));
-        expect(Array.from(got.ids.data), what).toEqual(Array.from(ref.ids!.data));
-        expect(Array.from(got.scores.data), what).toEqual(Array.from(ref.scores!.data));
+        expect(Array.from(got.confidence), what).toEqual(Array.from(ref.confidence.data));
+        expect(Array.from(got.mi), what).toEqual(Array.from(ref.mi.data));
+        expect(Array.from(got.ids), what).toEqual(Array.from(ref.ids!.data));
+        expect(Array.from(got.scores), what).toEqual(Array.from(ref.scores!.data));
         expect(got.ms.scan).toBeGreaterThanOrEqual(0);
-        if (rows) for (const id of got.ids.data) expect(id === -1 || s.rows!.includes(id)).toBe(true);
+        if (rows) for (const id of got.ids) expect(id === -1 || s.rows!.includes(id)).toBe(true);
       }
       // The stage's familiarity really is P(own task): its confidences are the bank's probabilities.
       expect(familiar.some((p) => p.some((v) => v > 0.01 && v < 0.99))).toBe(true);
@@ -146,6 +146,9 @@ describe('mufStage, bad input', () => {
         expect(await asyncCode(mufStage([ex[0]!, { ...ex[1]!, passages: short }], opts))).toBe('ERR_SHAPE'); // corpora of different sizes
         expect(await asyncCode(mufStage([{ ...ex[0]!, queries: wide }], opts))).toBe('ERR_SHAPE');
         expect(await asyncCode(mufStage([{ ...ex[0]!, queries: zero }], opts))).toBe('ERR_SHAPE');
+        expect(await asyncCode(mufStage([{ ...ex[0]!, queries: new Float32Array(12) }], opts))).toBe('ERR_SHAPE'); // not whole rows of 8
+        expect(await asyncCode(mufStage([{ ...ex[0]!, queries: new Float32Array(0) }], opts))).toBe('ERR_SHAPE');
+        expect(await asyncCode(mufStage([ex[0]!, { ...ex[1]!, queries: new Float32Array(8 * 3) }], opts))).toBe('ERR_SHAPE'); // 3 rows, the others 2
         expect(await asyncCode(mufStage([{ ...ex[0]!, familiarity: { ...ex[0]!.familiarity!, own: wide.handle } }], opts))).toBe('ERR_SHAPE');
         expect(await asyncCode(mufStage([{ ...ex[0]!, familiarity: { ...ex[0]!.familiarity!, k: 0 } }], opts))).toBe('ERR_RANGE');
         expect(await asyncCode(mufStage([{ ...ex[0]!, familiarity: { ...ex[0]!.familiarity!, bias: Number.NaN } }], opts))).toBe('ERR_ARG');

@@ -193,7 +193,7 @@ Napi::Value MufConfidence(const Napi::CallbackInfo& info) {
   });
 }
 
-// A corpus-row tensor argument (passages, familiarity banks): f32, bf16 or f16 [rows, D].
+// A corpus-row tensor argument (passages, familiarity banks): f32, bf16 or f16 [rows, D] (D -1: any width).
 kernels::CorpusMatrix corpus_arg(Napi::Env env, const Napi::Value& v, const std::string& who, const char* what, int64_t D,
                                  std::vector<Napi::Object>& pins) {
   TensorObject* t = TensorObject::From(env, v, what);
@@ -201,7 +201,7 @@ kernels::CorpusMatrix corpus_arg(Napi::Env env, const Napi::Value& v, const std:
     throw Error("ERR_DTYPE", who + ": " + what + " must be f32, bf16 or f16, got " + dtype_name(t->dtype()));
   require_shape(t, {-1, D}, what);
   pins.push_back(v.As<Napi::Object>());
-  return {t->data(), size_t(t->shape()[0]), size_t(D), t->dtype()};
+  return {t->data(), size_t(t->shape()[0]), size_t(t->shape()[1]), t->dtype()};
 }
 
 size_t count_arg(const Napi::Value& v, const std::string& what) {
@@ -210,9 +210,10 @@ size_t count_arg(const Napi::Value& v, const std::string& what) {
   return size_t(d);
 }
 
-// mufSearch(plan, async) -> { mi: f32 [E, B], confidence: f32 [E, B], ids: i32 [B, k], scores: f32 [B, k], ms: number[3] }
+// mufSearch(plan, async) -> { mi: Float32Array [E * B], confidence: Float32Array [E * B], ids: Int32Array [B * k],
+//                             scores: Float32Array [B * k], ms: number[3] }
 //   plan = { mode: 'uniform' | 'familiarity' | 'heads', topL, k, tieRank?: i32 [N], rows?: i32 [n] (ascending),
-//            experts: [{ queries: f32 [B, dim], passages: f32 | bf16 | f16 [N, dim],
+//            experts: [{ queries: f32 [B, dim] or a Float32Array of B * dim, passages: f32 | bf16 | f16 [N, dim],
 //                        familiarity: own / other: [n, dim] unit rows, k, bias, weight,
 //                        heads: weights, members, temperature (as mufConfidence's) }] }
 //   (kernels/muf_search.h).
@@ -237,26 +238,45 @@ Napi::Value MufSearch(const Napi::CallbackInfo& info) {
     std::vector<kernels::MufSearchExpert> experts;
     std::vector<std::vector<kernels::HeadsLayer>> layers;
     std::shared_ptr<std::vector<int32_t>> rows;
+    std::vector<std::vector<float>> queries;  // questions given as Float32Arrays, copied
   };
   auto hold = std::make_shared<Hold>();
   hold->experts.resize(E);
   hold->layers.resize(E);
+  hold->queries.resize(E);
   std::vector<Napi::Object> pins;
   int64_t B = -1, N = -1;
   for (size_t x = 0; x < E; ++x) {
     const std::string who = "experts[" + std::to_string(x) + "]";
     if (!list.Get(uint32_t(x)).IsObject()) throw Error("ERR_ARG", who + " must be an object");
     Napi::Object e = list.Get(uint32_t(x)).As<Napi::Object>();
-    TensorObject* qt = TensorObject::From(env, e.Get("queries"), "queries");
-    require_dtype(qt, Dtype::F32, "queries");
-    require_shape(qt, {B, -1}, "queries");
-    B = qt->shape()[0];
-    const int64_t D = qt->shape()[1];
-    if (B == 0 || D == 0) throw Error("ERR_SHAPE", who + ": queries must be a non-empty [B, dim] tensor");
-    pins.push_back(e.Get("queries").As<Napi::Object>());
     kernels::MufSearchExpert& m = hold->experts[x];
-    m.queries = reinterpret_cast<const float*>(qt->data());
-    m.passages = corpus_arg(env, e.Get("passages"), who, "passages", D, pins);
+    // The questions: an f32 tensor [B, dim], or a Float32Array of B rows of the passages' width (copied: an encoder's
+    // output goes in without a tensor made for it).
+    const Napi::Value qv = e.Get("queries");
+    int64_t D;
+    if (qv.IsTypedArray() && qv.As<Napi::TypedArray>().TypedArrayType() == napi_float32_array) {
+      m.passages = corpus_arg(env, e.Get("passages"), who, "passages", -1, pins);
+      D = int64_t(m.passages.dim);
+      Napi::Float32Array a = qv.As<Napi::Float32Array>();
+      if (D == 0 || a.ElementLength() == 0 || a.ElementLength() % size_t(D) != 0)
+        throw Error("ERR_SHAPE", who + ": queries must hold whole rows of the passages' width " + std::to_string(D));
+      const int64_t rows = int64_t(a.ElementLength()) / D;
+      if (B >= 0 && rows != B) throw Error("ERR_SHAPE", who + ": queries have " + std::to_string(rows) + " rows, the others " + std::to_string(B));
+      B = rows;
+      hold->queries[x].assign(a.Data(), a.Data() + a.ElementLength());
+      m.queries = hold->queries[x].data();
+    } else {
+      TensorObject* qt = TensorObject::From(env, qv, "queries");
+      require_dtype(qt, Dtype::F32, "queries");
+      require_shape(qt, {B, -1}, "queries");
+      B = qt->shape()[0];
+      D = qt->shape()[1];
+      if (B == 0 || D == 0) throw Error("ERR_SHAPE", who + ": queries must be a non-empty [B, dim] tensor");
+      pins.push_back(qv.As<Napi::Object>());
+      m.queries = reinterpret_cast<const float*>(qt->data());
+      m.passages = corpus_arg(env, e.Get("passages"), who, "passages", D, pins);
+    }
     if (N >= 0 && int64_t(m.passages.rows) != N) throw Error("ERR_SHAPE", who + ": fusion needs every expert over the same corpus rows");
     N = int64_t(m.passages.rows);
     if (plan->mode == kernels::MufConfidenceMode::kFamiliarity) {
@@ -285,17 +305,18 @@ Napi::Value MufSearch(const Napi::CallbackInfo& info) {
   }
   plan->batch = size_t(B);
   Napi::Object result = Napi::Object::New(env);
-  Napi::Object mi = TensorObject::Create(env, Dtype::F32, {int64_t(E), B});
-  Napi::Object conf = TensorObject::Create(env, Dtype::F32, {int64_t(E), B});
-  Napi::Object ids = TensorObject::Create(env, Dtype::I32, {B, int64_t(plan->k)});
-  Napi::Object scores = TensorObject::Create(env, Dtype::F32, {B, int64_t(plan->k)});
+  // Plain typed arrays, not tensors: the caller reads them once and owes no dispose (the result object keeps them
+  // alive while the work writes them).
+  Napi::Float32Array mi = Napi::Float32Array::New(env, E * size_t(B));
+  Napi::Float32Array conf = Napi::Float32Array::New(env, E * size_t(B));
+  Napi::Int32Array ids = Napi::Int32Array::New(env, size_t(B) * plan->k);
+  Napi::Float32Array scores = Napi::Float32Array::New(env, size_t(B) * plan->k);
   result.Set("mi", mi);
   result.Set("confidence", conf);
   result.Set("ids", ids);
   result.Set("scores", scores);
-  for (const auto& t : {mi, conf, ids, scores}) pins.push_back(t);
   auto ms = std::make_shared<std::vector<double>>(3);
-  const kernels::MufSearchOut out{data_of<float>(mi), data_of<float>(conf), data_of<int32_t>(ids), data_of<float>(scores), ms->data()};
+  const kernels::MufSearchOut out{mi.Data(), conf.Data(), ids.Data(), scores.Data(), ms->data()};
   return run_kernel(
       env, flag(info[1]), pins, result,
       [plan, hold, out] {

@@ -344,24 +344,24 @@ export class MufServer {
       // are tokenized. All of them end before anything is freed (allSettled): a failure in one cannot free what
       // another still uses.
       const settled = await Promise.allSettled(this.experts.map((e) => e.encoder.encodeQueries(queries, { task: e.task })));
-      const queryTensors = settled.map((r, x) => (r.status === 'fulfilled' ? Tensor.from(r.value, [B, this.experts[x]!.encoder.dim]) : undefined));
-      owned.push(...queryTensors.filter((t): t is Tensor<'f32'> => t !== undefined));
-      for (const r of settled) if (r.status === 'rejected') throw r.reason;
+      const vectors = settled.map((r) => {
+        if (r.status === 'rejected') throw r.reason;
+        return r.value;
+      });
       // The scans, the confidences and the fusion in one native call; ties in corpus-id order, as MufRetriever's
       // fusion orders them.
       const r = await mufStage(
         this.experts.map((e, x) => ({
-          queries: queryTensors[x]!,
+          queries: vectors[x]!,
           passages: e.passages,
           ...(mode === 'familiarity' ? { familiarity: e.familiarity!.bank.stagePart(e.familiarity!.calibration) } : {}),
           ...(mode === 'heads' ? { heads: { weights: e.weights, members: e.members, temperature: e.temperature ?? 1 } } : {}),
         })),
         { mode, topL: L, k, tieRank: this.tieRank, ...(rows ? { rows } : {}) },
       );
-      owned.push(r.mi, r.confidence, r.ids, r.scores);
-      const conf = r.confidence.data;
-      const ids = r.ids.data;
-      const fused = r.scores.data;
+      const conf = r.confidence;
+      const ids = r.ids;
+      const fused = r.scores;
       const E = this.experts.length;
       const out = Array.from({ length: B }, (_, b) => {
         const w = Array.from({ length: E }, (_, x) => conf[x * B + b]!);

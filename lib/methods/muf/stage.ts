@@ -10,8 +10,8 @@ import { Tensor } from '../../tensor.js';
 
 /** One expert's part: its encoded questions, its corpus vectors, and what its confidence needs. */
 export interface MufStageExpert {
-  /** Question vectors `[B, dim]` (f32). */
-  queries: Tensor<'f32'>;
+  /** Question vectors `[B, dim]`: an f32 Tensor, or a Float32Array of B rows of the passages' width (copied). */
+  queries: Tensor<'f32'> | Float32Array;
   /** Corpus vectors `[N, dim]` (f32, bf16 or f16), the same N for every expert. */
   passages: Tensor;
   /** Familiarity: the bank's tables and calibration, as FamiliarityBank.stagePart gives them. */
@@ -20,23 +20,26 @@ export interface MufStageExpert {
   heads?: { weights: ReadonlyArray<Tensor<'f32' | 'bf16'>>; members: number; temperature: number };
 }
 
-/** What the stage gives back: `[E, B]` confidences and MI, the fused `[B, k]` rows and scores, and its laps in ms. */
+/**
+ * What the stage gives back, as plain typed arrays (nothing to dispose): `[E, B]` confidences and MI, the fused
+ * `[B, k]` rows and scores, and its laps in ms.
+ */
 export interface MufStageResult {
-  /** Each expert's mutual information per question (NaN unless the heads ran). */
-  mi: Tensor<'f32'>;
-  /** Each expert's confidence per question: 1 (uniform), P(own task) (familiarity), or from the heads' MI. */
-  confidence: Tensor<'f32'>;
-  /** Fused corpus rows per question, best first, -1 past the union's size. */
-  ids: Tensor<'i32'>;
+  /** Each expert's mutual information per question, `[E * B]` (NaN unless the heads ran). */
+  mi: Float32Array;
+  /** Each expert's confidence per question, `[E * B]`: 1 (uniform), P(own task) (familiarity), or from the heads' MI. */
+  confidence: Float32Array;
+  /** Fused corpus rows per question, `[B * k]`, best first, -1 past the union's size. */
+  ids: Int32Array;
   /** Their fused scores (-Infinity where padded). */
-  scores: Tensor<'f32'>;
+  scores: Float32Array;
   /** The scans (corpus and familiarity), the confidence and the fusion, in ms. */
   ms: { scan: number; confidence: number; fuse: number };
 }
 
 /**
  * Runs the stage. `mode` picks the confidence; every expert must carry what it needs. `rows` (strictly ascending,
- * non-empty) filters the corpus scans. Returns tensors the caller disposes.
+ * non-empty) filters the corpus scans.
  */
 export async function mufStage(
   experts: readonly MufStageExpert[],
@@ -46,20 +49,14 @@ export async function mufStage(
     if (options.mode === 'familiarity' && !e.familiarity) throw new QuorumError('ERR_STATE', `expert ${x} has no familiarity bank`);
     if (options.mode === 'heads' && !e.heads) throw new QuorumError('ERR_STATE', `expert ${x} has no heads`);
     return {
-      queries: e.queries.handle,
+      queries: e.queries instanceof Float32Array ? e.queries : e.queries.handle,
       passages: e.passages.handle,
       ...(options.mode === 'familiarity' ? { familiarity: e.familiarity! } : {}),
       ...(options.mode === 'heads' ? { weights: e.heads!.weights.map((w) => w.handle), members: e.heads!.members, temperature: e.heads!.temperature } : {}),
     };
   });
   const plan = { mode: options.mode, topL: options.topL, k: options.k, experts: parts, ...(options.tieRank ? { tieRank: options.tieRank.handle } : {}), ...(options.rows ? { rows: options.rows.handle } : {}) };
-  type Raw = { mi: NativeTensorHandle; confidence: NativeTensorHandle; ids: NativeTensorHandle; scores: NativeTensorHandle; ms: number[] };
+  type Raw = { mi: Float32Array; confidence: Float32Array; ids: Int32Array; scores: Float32Array; ms: number[] };
   const r = await awaitNative(callNative(() => coreAddon().mufSearch(plan, true) as Promise<Raw>));
-  return {
-    mi: new Tensor<'f32'>(r.mi),
-    confidence: new Tensor<'f32'>(r.confidence),
-    ids: new Tensor<'i32'>(r.ids),
-    scores: new Tensor<'f32'>(r.scores),
-    ms: { scan: r.ms[0]!, confidence: r.ms[1]!, fuse: r.ms[2]! },
-  };
+  return { mi: r.mi, confidence: r.confidence, ids: r.ids, scores: r.scores, ms: { scan: r.ms[0]!, confidence: r.ms[1]!, fuse: r.ms[2]! } };
 }
