@@ -58,6 +58,12 @@ double mean_row(const float* s, size_t n) {
 
 }  // namespace
 
+void fixed_confidence(size_t batch, const float* weights, float* mi, float* conf) {
+  std::fill(mi, mi + batch, std::numeric_limits<float>::quiet_NaN());
+  if (weights) std::copy(weights, weights + batch, conf);
+  else std::fill(conf, conf + batch, 1.f);
+}
+
 void muf_search(const MufSearchPlan& p, const MufSearchOut& out) {
   check(p);
   const size_t E = p.n_experts, B = p.batch, L = p.top_l;
@@ -96,22 +102,18 @@ void muf_search(const MufSearchPlan& p, const MufSearchOut& out) {
   score_topk_many(searches.data(), searches.size());
   laps.lap(0);
 
-  for (size_t x = 0; x < E; ++x) {
-    const MufSearchExpert& e = p.experts[x];
-    float* mi = out.mi + x * B;
-    float* conf = out.confidence + x * B;
-    if (p.mode == MufConfidenceMode::kHeads) continue;
-    std::fill(mi, mi + B, std::numeric_limits<float>::quiet_NaN());
-    if (!familiar) {
-      std::fill(conf, conf + B, 1.f);
-      continue;
-    }
-    const Bank& own = banks[2 * x];
-    const Bank& other = banks[2 * x + 1];
-    for (size_t b = 0; b < B; ++b) {
-      const float margin = float(mean_row(own.scores.data() + b * own.k, own.k) - mean_row(other.scores.data() + b * other.k, other.k));
-      const double z = e.platt_bias + e.platt_weight * double(margin);
-      conf[b] = float(1 / (1 + std::exp(-z)));
+  if (p.mode != MufConfidenceMode::kHeads) {
+    std::vector<float> familiarity(familiar ? B : 0);
+    for (size_t x = 0; x < E; ++x) {
+      const MufSearchExpert& e = p.experts[x];
+      for (size_t b = 0; familiar && b < B; ++b) {
+        const Bank& own = banks[2 * x];
+        const Bank& other = banks[2 * x + 1];
+        const float margin = float(mean_row(own.scores.data() + b * own.k, own.k) - mean_row(other.scores.data() + b * other.k, other.k));
+        const double z = e.platt_bias + e.platt_weight * double(margin);
+        familiarity[b] = float(1 / (1 + std::exp(-z)));
+      }
+      fixed_confidence(B, familiar ? familiarity.data() : nullptr, out.mi + x * B, out.confidence + x * B);
     }
   }
   if (p.mode == MufConfidenceMode::kHeads) {

@@ -57,6 +57,10 @@ struct MufSearchOut {
   double* ms;         // [3]: the scans (corpus and familiarity), the confidence, the fusion
 };
 
+// One expert's confidence when the heads do not run: `weights` [batch] (the caller's, e.g. P(own task)), or 1 for
+// every question when null (uniform); mi NaN.
+void fixed_confidence(size_t batch, const float* weights, float* mi, float* conf);
+
 // Throws ERR_ARG / ERR_SHAPE / ERR_RANGE for a plan that breaks the contract, before searching.
 void muf_search(const MufSearchPlan& plan, const MufSearchOut& out);
 

@@ -34,12 +34,6 @@ kernels::CameFusion fusion_arg(const Napi::Value& v) {
   throw Error("ERR_ARG", "fusion must be one of sum, normsum, normmax, sumrr, maxrr, linear");
 }
 
-size_t count_arg(const Napi::Value& v, const char* what, bool positive) {
-  const double d = number_arg(v, what);
-  need(d >= (positive ? 1 : 0) && d == double(int64_t(d)), "ERR_RANGE", std::string(what) + " must be a " + (positive ? "positive" : "non-negative") + " integer");
-  return size_t(d);
-}
-
 // cameSearch(plan, async) -> { ids: i32 [B, k], scores: Float64Array [B * k], counts: i32 [B],
 //                              experts: [{ ids: i32 [B, K], scores: f32 [B, K], counts: i32 [B] }], ms: number[] }
 //   plan = { batch, passages, k, expertK, fusion, weights?: number[] (linear), bias?, rows?: i32 [n] (ascending),

@@ -1,8 +1,6 @@
 // N-API binding of kernels/muf_heads.h: argument checks and conversions only (docs/methods/muf.md, Serving).
 #include <napi.h>
 
-#include <algorithm>
-#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,6 +53,27 @@ size_t read_heads(Napi::Env env, const Napi::Object& o, const std::string& who, 
   return size_t(K);
 }
 
+// A corpus-row tensor argument (passages, familiarity banks): f32, bf16 or f16 [rows, D] (D -1: any width).
+kernels::CorpusMatrix corpus_arg(Napi::Env env, const Napi::Value& v, const std::string& who, const char* what, int64_t D,
+                                 std::vector<Napi::Object>& pins) {
+  TensorObject* t = TensorObject::From(env, v, what);
+  if (t->dtype() != Dtype::F32 && t->dtype() != Dtype::BF16 && t->dtype() != Dtype::F16)
+    throw Error("ERR_DTYPE", who + ": " + what + " must be f32, bf16 or f16, got " + dtype_name(t->dtype()));
+  require_shape(t, {-1, D}, what);
+  pins.push_back(v.As<Napi::Object>());
+  return {t->data(), size_t(t->shape()[0]), size_t(t->shape()[1]), t->dtype()};
+}
+
+// A fusion's tie ranks: i32 [rows] (pinned), or null when v is undefined or null.
+const int32_t* tie_rank_arg(Napi::Env env, const Napi::Value& v, int64_t rows, std::vector<Napi::Object>& pins) {
+  const TensorObject* tr = optional_tensor(env, v, "tieRank");
+  if (!tr) return nullptr;
+  require_dtype(tr, Dtype::I32, "tieRank");
+  require_shape(tr, {rows}, "tieRank");
+  pins.push_back(v.As<Napi::Object>());
+  return reinterpret_cast<const int32_t*>(tr->data());
+}
+
 // mufConfidence(experts, epsMode, async, fuse?) -> { mi: f32 [E, B], confidence: f32 [E, B], ids?, scores? }
 //   experts[x] = { queries: f32 [B, dim], passages: f32 | bf16 | f16 [N, dim], ids: i32 [B, L],
 //                  weights: [Wt_0 f32|bf16 [K, h, dim], b_0 f32 [K, h], ..., Wt_last [K, dim, h], b_last f32 [K, dim]]
@@ -80,17 +99,14 @@ Napi::Value MufConfidence(const Napi::CallbackInfo& info) {
     Napi::Object o = v.As<Napi::Object>();
     const std::string who = "experts[" + std::to_string(x) + "]";
     TensorObject* qt = TensorObject::From(env, o.Get("queries"), "queries");
-    TensorObject* pt = TensorObject::From(env, o.Get("passages"), "passages");
-    TensorObject* it = TensorObject::From(env, o.Get("ids"), "ids");
     require_dtype(qt, Dtype::F32, "queries");
     require_shape(qt, {-1, -1}, "queries");
     if (B < 0) B = qt->shape()[0];
     const int64_t D = qt->shape()[1];
     require_shape(qt, {B, D}, "queries");
     if (D == 0) throw Error("ERR_SHAPE", who + ": queries have dimension 0");
-    if (pt->dtype() != Dtype::F32 && pt->dtype() != Dtype::BF16 && pt->dtype() != Dtype::F16)
-      throw Error("ERR_DTYPE", who + ": passages must be f32, bf16 or f16, got " + dtype_name(pt->dtype()));
-    require_shape(pt, {-1, D}, "passages");
+    const kernels::CorpusMatrix passages = corpus_arg(env, o.Get("passages"), who, "passages", D, pins);
+    TensorObject* it = TensorObject::From(env, o.Get("ids"), "ids");
     require_dtype(it, Dtype::I32, "ids");
     require_shape(it, {B, -1}, "ids");
     const int64_t L = it->shape()[1];
@@ -100,11 +116,11 @@ Napi::Value MufConfidence(const Napi::CallbackInfo& info) {
     a.e.members = K;
     a.e.n_layers = a.layers.size();
     a.e.queries = reinterpret_cast<const float*>(qt->data());
-    a.e.passages = {pt->data(), size_t(pt->shape()[0]), size_t(D), pt->dtype()};
+    a.e.passages = passages;
     a.e.ids = reinterpret_cast<const int32_t*>(it->data());
     a.e.len = size_t(L);
     a.e.temperature = float(number_arg(o.Get("temperature"), "temperature"));
-    for (const char* k : {"queries", "passages", "ids"}) pins.push_back(o.Get(k).As<Napi::Object>());
+    for (const char* k : {"queries", "ids"}) pins.push_back(o.Get(k).As<Napi::Object>());
     if (fusing) {
       TensorObject* st = TensorObject::From(env, o.Get("scores"), "scores");
       require_dtype(st, Dtype::F32, "scores");
@@ -123,16 +139,8 @@ Napi::Value MufConfidence(const Napi::CallbackInfo& info) {
   const size_t rows = (*experts)[0].e.passages.rows;
   if (fusing) {
     Napi::Object f = info[3].As<Napi::Object>();
-    const double kd = number_arg(f.Get("k"), "k");
-    if (!(kd >= 1) || kd != double(int64_t(kd))) throw Error("ERR_RANGE", "k must be a positive integer");
-    k = int64_t(kd);
-    if (!f.Get("tieRank").IsUndefined() && !f.Get("tieRank").IsNull()) {
-      TensorObject* tr = TensorObject::From(env, f.Get("tieRank"), "tieRank");
-      require_dtype(tr, Dtype::I32, "tieRank");
-      require_shape(tr, {int64_t(rows)}, "tieRank");
-      tie_rank = reinterpret_cast<const int32_t*>(tr->data());
-      pins.push_back(f.Get("tieRank").As<Napi::Object>());
-    }
+    k = int64_t(count_arg(f.Get("k"), "k"));
+    tie_rank = tie_rank_arg(env, f.Get("tieRank"), int64_t(rows), pins);
     uniform = flag(f.Get("uniform"));
     if (!f.Get("weights").IsUndefined() && !f.Get("weights").IsNull()) {
       if (uniform) throw Error("ERR_ARG", "give uniform or weights, not both");
@@ -175,14 +183,8 @@ Napi::Value MufConfidence(const Napi::CallbackInfo& info) {
     std::vector<kernels::HeadsExpert> views;
     for (const ExpertArg& a : *experts) views.push_back(a.e);
     if (uniform || given) {
-      for (size_t x = 0; x < views.size(); ++x) {
-        const kernels::HeadsExpert& e = views[x];
-        std::fill(e.mi, e.mi + B, std::numeric_limits<float>::quiet_NaN());
-        if (given)
-          std::copy(given + x * size_t(B), given + (x + 1) * size_t(B), e.conf);
-        else
-          std::fill(e.conf, e.conf + B, 1.f);
-      }
+      for (size_t x = 0; x < views.size(); ++x)
+        kernels::fixed_confidence(size_t(B), given ? given + x * size_t(B) : nullptr, views[x].mi, views[x].conf);
     } else {
       kernels::muf_confidence(views.data(), views.size(), size_t(B), eps);
     }
@@ -193,22 +195,6 @@ Napi::Value MufConfidence(const Napi::CallbackInfo& info) {
   });
 }
 
-// A corpus-row tensor argument (passages, familiarity banks): f32, bf16 or f16 [rows, D] (D -1: any width).
-kernels::CorpusMatrix corpus_arg(Napi::Env env, const Napi::Value& v, const std::string& who, const char* what, int64_t D,
-                                 std::vector<Napi::Object>& pins) {
-  TensorObject* t = TensorObject::From(env, v, what);
-  if (t->dtype() != Dtype::F32 && t->dtype() != Dtype::BF16 && t->dtype() != Dtype::F16)
-    throw Error("ERR_DTYPE", who + ": " + what + " must be f32, bf16 or f16, got " + dtype_name(t->dtype()));
-  require_shape(t, {-1, D}, what);
-  pins.push_back(v.As<Napi::Object>());
-  return {t->data(), size_t(t->shape()[0]), size_t(t->shape()[1]), t->dtype()};
-}
-
-size_t count_arg(const Napi::Value& v, const std::string& what) {
-  const double d = number_arg(v, what.c_str());
-  if (!(d >= 1) || d != double(int64_t(d))) throw Error("ERR_RANGE", what + " must be a positive integer");
-  return size_t(d);
-}
 
 // mufSearch(plan, async) -> { mi: Float32Array [E * B], confidence: Float32Array [E * B], ids: Int32Array [B * k],
 //                             scores: Float32Array [B * k], ms: number[3] }
@@ -297,12 +283,7 @@ Napi::Value MufSearch(const Napi::CallbackInfo& info) {
     hold->rows = allowed_rows(r, size_t(N));
     if (hold->rows->empty()) throw Error("ERR_ARG", "rows allows no passage");
   }
-  if (const TensorObject* tr = optional_tensor(env, o.Get("tieRank"), "tieRank")) {
-    require_dtype(tr, Dtype::I32, "tieRank");
-    require_shape(tr, {N}, "tieRank");
-    plan->tie_rank = reinterpret_cast<const int32_t*>(tr->data());
-    pins.push_back(o.Get("tieRank").As<Napi::Object>());
-  }
+  plan->tie_rank = tie_rank_arg(env, o.Get("tieRank"), N, pins);
   plan->batch = size_t(B);
   Napi::Object result = Napi::Object::New(env);
   // Plain typed arrays, not tensors: the caller reads them once and owes no dispose (the result object keeps them

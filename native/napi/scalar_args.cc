@@ -77,6 +77,13 @@ double number_arg(const Napi::Value& v, const char* what) {
   return d;
 }
 
+size_t count_arg(const Napi::Value& v, const std::string& what, bool positive) {
+  const double d = number_arg(v, what.c_str());
+  if (!(d >= (positive ? 1 : 0)) || d != double(int64_t(d)))
+    throw Error("ERR_RANGE", what + " must be a " + (positive ? "positive" : "non-negative") + " integer");
+  return size_t(d);
+}
+
 size_t k_arg(const Napi::Value& v) {
   constexpr double kMaxK = double(1 << 20);
   double k = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : NAN;

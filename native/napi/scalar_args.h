@@ -26,6 +26,8 @@ using kernels::contract::shape_str;
 bool flag(const Napi::Value& v);
 // A finite number, else ERR_ARG naming `what`.
 double number_arg(const Napi::Value& v, const char* what);
+// A count: an integer >= 1 (positive) or >= 0, else ERR_RANGE naming `what` (ERR_ARG for a non-number).
+size_t count_arg(const Napi::Value& v, const std::string& what, bool positive = true);
 // A top-k size: an integer in [1, 2^20], else ERR_RANGE.
 size_t k_arg(const Napi::Value& v);
 // A thread count: an integer in [1, ThreadPool::kMaxThreads], else ERR_RANGE (every addon's setThreads).
