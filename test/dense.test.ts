@@ -128,6 +128,33 @@ describe.each(isas)('dense kernels, %s variant', (isa) => {
     const expected = Array.from({ length: N }, (_, n) => n).sort((a, b) => level(b) - level(a) || a - b).slice(0, k);
     for (let b = 0; b < B; b++) expect(Array.from(r.ids.subarray(b * k, (b + 1) * k))).toEqual(expected);
   });
+  it.each([
+    [1, 16],
+    [4, 16],
+    [64, 30],
+    [1, 100],
+    [64, 100],
+    [40, 257],
+  ])('keeps the exact top-k through sampled cuts of a long list of distinct and tied scores (B=%i, k=%i)', (B, k) => {
+    setIsa(isa);
+    // k >= 16: each thread's buffer is cut at a pivot read off a sample (topk.h). 6,000 rows whose scores are exact
+    // integers (two rows per level, in scrambled order), so a wrong pivot or threshold, a wrong key order for negative
+    // scores or a lost tie shows as a wrong id. Queries of both signs; half of them score every row below zero.
+    const [N, D] = [6000, 4];
+    const level = (n: number) => ((n * 2654435761) % N) % 3000 - 1500;
+    const C = new Float32Array(N * D);
+    for (let n = 0; n < N; n++) C.set([level(n), 1, 0, 0], n * D);
+    const Q = new Float32Array(B * D);
+    const shift = (b: number) => (b % 4 < 2 ? b : b - 2000);
+    for (let b = 0; b < B; b++) Q.set([b % 2 === 0 ? 1 : -1, shift(b), 0, 0], b * D);
+    const r = scoreTopKSync({ data: Q, shape: [B, D] }, { data: C, shape: [N, D] }, k);
+    for (let b = 0; b < B; b++) {
+      const sign = b % 2 === 0 ? 1 : -1;
+      const expected = Array.from({ length: N }, (_, n) => n).sort((x, y) => sign * (level(y) - level(x)) || x - y).slice(0, k);
+      expect(Array.from(r.ids.subarray(b * k, (b + 1) * k))).toEqual(expected);
+      expect(Array.from(r.scores.subarray(b * k, (b + 1) * k))).toEqual(expected.map((n) => sign * level(n) + shift(b)));
+    }
+  });
 });
 
 describe('dense kernels: variants, threads, async', () => {

@@ -1,6 +1,7 @@
 #include "dense_search.h"
 
 #include <algorithm>
+#include <climits>
 #include <string>
 #include <vector>
 
@@ -69,7 +70,7 @@ struct RowSubset {
 };
 
 struct TopKWorker {
-  std::vector<Hit> store;
+  std::vector<uint64_t> store;
   std::vector<TopKBuffer> heaps;
   AlignedBuffer S;
   std::vector<const uint8_t*> rows;
@@ -113,7 +114,7 @@ struct DotScan {
       const float* s = S + (b - b0) * grid.nblock;
       const float thr = heap.threshold();
       const size_t m = ops.select_ge(s, nn, &thr, 0, w.idx.data());
-      for (size_t t = 0; t < m; ++t) heap.push(Hit{s[w.idx[t]], int64_t(sub.row(n0 + w.idx[t]))});
+      for (size_t t = 0; t < m; ++t) heap.push(s[w.idx[t]], int32_t(sub.row(n0 + w.idx[t])));
     }
   }
 };
@@ -180,7 +181,7 @@ void scan_gemm(const QueryMatrix& q, const CorpusMatrix& c, const RowSubset& sub
       const size_t m = sel.select_ge(s, b1 - b0, w.thr.data() + b0, 1, w.idx.data());
       for (size_t t = 0; t < m; ++t) {
         const size_t b = b0 + w.idx[t];
-        w.heaps[b].push(Hit{s[w.idx[t]], int64_t(sub.row(r))});
+        w.heaps[b].push(s[w.idx[t]], int32_t(sub.row(r)));
         w.thr[b] = w.heaps[b].threshold();
       }
     }
@@ -190,6 +191,8 @@ void scan_gemm(const QueryMatrix& q, const CorpusMatrix& c, const RowSubset& sub
 }  // namespace
 
 void score_topk_many(const TopKSearch* searches, size_t n) {
+  for (size_t s = 0; s < n; ++s)  // ids are int32 (rank_key holds them in 32 bits)
+    need(searches[s].c.rows <= size_t(INT32_MAX), "ERR_RANGE", "a corpus of more than 2^31 - 1 rows: search it in shards");
   const ThreadPool::Lease lease = ThreadPool::lease();  // per-worker scratch below is sized from its threads
   ThreadPool& pool = lease.pool();
   const size_t T = size_t(lease.threads());
@@ -206,9 +209,9 @@ void score_topk_many(const TopKSearch* searches, size_t n) {
     const size_t B = x.q.rows;
     const size_t kk = std::min(x.k, sub.count(x.c));  // a heap never holds more than N hits
     for (auto& w : workers[s]) {
-      w.store.resize(B * kk * TopKBuffer::kSlotsPerK);
+      w.store.resize(B * TopKBuffer::slots(kk));
       w.heaps.resize(B);
-      for (size_t b = 0; b < B; ++b) w.heaps[b] = TopKBuffer(w.store.data() + b * kk * TopKBuffer::kSlotsPerK, kk);
+      for (size_t b = 0; b < B; ++b) w.heaps[b] = TopKBuffer(w.store.data() + b * TopKBuffer::slots(kk), kk);
     }
     if (B == 0 || kk == 0) continue;
     if (B >= (x.c.dtype == Dtype::F32 ? kGemmMinQueries : 2 * kGemmMinQueries)) {
@@ -233,7 +236,7 @@ void score_topk_many(const TopKSearch* searches, size_t n) {
     const size_t s = size_t(std::upper_bound(merge_offsets.begin(), merge_offsets.end(), task) - merge_offsets.begin()) - 1;
     const TopKSearch& x = searches[s];
     const size_t t0 = (task - merge_offsets[s]) * kMergeQueries;
-    std::vector<const Hit*> lists(T);
+    std::vector<const uint64_t*> lists(T);
     std::vector<size_t> sizes(T);
     for (size_t b = t0; b < std::min(x.q.rows, t0 + kMergeQueries); ++b) {
       for (size_t t = 0; t < T; ++t) {
