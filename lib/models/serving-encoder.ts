@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 
 import { QuorumError } from '../errors.js';
 import { readTokenizerFiles } from '../text/tokenizer-files.js';
-import type { EncodedBatch, WordPieceTokenizer } from '../text/tokenizer.js';
+import type { EncodedBatch, EncodeOptions, WordPieceTokenizer } from '../text/tokenizer.js';
 import { passageTexts, type PassageText } from '../data/examples.js';
 import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../validate.js';
 import { retrieverEncoderNames, type RetrieverConfig } from './config.js';
@@ -63,11 +63,14 @@ export function onnxRuntime(): Ort {
   return ortModule;
 }
 
+/** What a side's texts are tokenized with: the length limit, and the passages' texts or a question's task marker. */
+type TextOptions = Pick<EncodeOptions, 'maxLength' | 'pairs' | 'marker'> & { maxLength: number };
+
 /** One encoder of a side: ONNX Runtime on its graph, or the 0-layer forward. */
 interface Runner {
   run(batch: Pick<EncodedBatch, 'ids' | 'typeIds' | 'lengths' | 'rows' | 'seqLen'>): Promise<Float32Array>;
   /** Tokenizes and encodes in one native call, where the runner can (the 0-layer forward). */
-  texts?(tokenizer: WordPieceTokenizer, texts: readonly string[], options: { maxLength: number; pairs?: readonly string[]; marker?: number }): Promise<Float32Array>;
+  texts?(tokenizer: WordPieceTokenizer, texts: readonly string[], options: TextOptions): Promise<Float32Array>;
   release(): Promise<void>;
 }
 
@@ -210,16 +213,16 @@ export class ServingEncoder {
     const { marker } = queryTask(this.config.tasks, this.text, this.tokenizer, options.task);
     const session = (options.task !== undefined ? this.sessions.tasks.get(options.task) : undefined) ?? (this.sessions.tasks.size ? [...this.sessions.tasks.values()][0]! : this.sessions.query);
     const o = { maxLength: this.text.maxQueryLength, ...(marker !== undefined ? { marker } : {}) };
-    return this.encodeChunks(texts.length, session, (s, e) => this.tokenizer.encodeAsync(texts.slice(s, e), o), (s, e) => session.texts?.(this.tokenizer, texts.slice(s, e), o));
+    return this.encodeChunks(texts.length, session, (s, e) => ({ texts: texts.slice(s, e), options: o }));
   }
 
   /** Embeds passages (title and text as a pair, as the model was trained). */
   async encodePassages(passages: readonly PassageText[]): Promise<Float32Array> {
     const texts = passageTexts(passages);
-    const o = (s: number, e: number) => ({ pairs: texts.slice(s, e).map((p) => p.text), maxLength: this.text.maxPassageLength });
-    const titles = (s: number, e: number) => texts.slice(s, e).map((p) => p.title);
-    const session = this.sessions.passage;
-    return this.encodeChunks(texts.length, session, (s, e) => this.tokenizer.encodeAsync(titles(s, e), o(s, e)), (s, e) => session.texts?.(this.tokenizer, titles(s, e), o(s, e)));
+    return this.encodeChunks(texts.length, this.sessions.passage, (s, e) => {
+      const part = texts.slice(s, e);
+      return { texts: part.map((p) => p.title), options: { pairs: part.map((p) => p.text), maxLength: this.text.maxPassageLength } };
+    });
   }
 
   /** One tokenized batch through a side's graph: [rows, dim]. */
@@ -235,12 +238,15 @@ export class ServingEncoder {
   }
 
   /**
-   * The texts in chunks of CHUNK rows: each tokenized and encoded in one native call where the runner can (`direct`
-   * gives undefined otherwise), else tokenized and then run.
+   * The texts in chunks of CHUNK rows (`part` gives rows s..e and their options): each tokenized and encoded in one
+   * native call where the runner can, else tokenized and then run.
    */
-  private async encodeChunks(n: number, session: Runner, tokenize: (s: number, e: number) => Promise<EncodedBatch>, direct: (s: number, e: number) => Promise<Float32Array> | undefined): Promise<Float32Array> {
+  private async encodeChunks(n: number, session: Runner, part: (s: number, e: number) => { texts: readonly string[]; options: TextOptions }): Promise<Float32Array> {
     if (n === 0) throw new QuorumError('ERR_ARG', 'nothing to encode: give at least one text');
-    const chunk = async (s: number, e: number) => (await direct(s, e)) ?? this.run(session, await tokenize(s, e));
+    const chunk = async (s: number, e: number) => {
+      const { texts, options } = part(s, e);
+      return session.texts ? session.texts(this.tokenizer, texts, options) : this.run(session, await this.tokenizer.encodeAsync(texts, options));
+    };
     // embedTexts' array is the caller's own: one chunk needs no copy (a run's result may view native memory).
     if (n <= CHUNK && session.texts) return chunk(0, n);
     const out = new Float32Array(n * this.dim);
