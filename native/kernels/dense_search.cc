@@ -238,12 +238,14 @@ void score_topk_many(const TopKSearch* searches, size_t n) {
     const size_t t0 = (task - merge_offsets[s]) * kMergeQueries;
     std::vector<const uint64_t*> lists(T);
     std::vector<size_t> sizes(T);
+    std::vector<float> floors(T);
     for (size_t b = t0; b < std::min(x.q.rows, t0 + kMergeQueries); ++b) {
       for (size_t t = 0; t < T; ++t) {
         lists[t] = workers[s][t].heaps[b].data();
         sizes[t] = workers[s][t].heaps[b].size();
+        floors[t] = workers[s][t].heaps[b].threshold();
       }
-      merge_topk(lists.data(), sizes.data(), T, x.k, x.ids + b * x.k, x.scores + b * x.k);
+      merge_topk(lists.data(), sizes.data(), floors.data(), T, x.k, x.ids + b * x.k, x.scores + b * x.k);
     }
   });
 }

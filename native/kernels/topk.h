@@ -152,6 +152,8 @@ class TopKBuffer {
 };
 
 // Merges per-thread candidate lists (TopKBuffer keys) into the best k, sorted; pads with id -1 and score -inf.
-void merge_topk(const uint64_t* const* lists, const size_t* sizes, size_t nlists, size_t k, int32_t* ids, float* scores);
+// floors[l]: list l's threshold (TopKBuffer::threshold), a lower bound of the k-th best score of all.
+void merge_topk(const uint64_t* const* lists, const size_t* sizes, const float* floors, size_t nlists, size_t k, int32_t* ids,
+                float* scores);
 
 }  // namespace quorum
