@@ -127,6 +127,20 @@ export interface NativeCapabilities {
 
 export type MaybeAsync<T> = T | Promise<T>;
 
+/**
+ * Texts for a native call to embed with a 0-layer encoder in its own task (mufSearch's questions): the model's tensors
+ * (as embedTexts takes them), the native WordPiece, the normalized texts (and pairs) and the encode options
+ * (native/napi/embedding_bag_args.h).
+ */
+export interface NativeTextsToEmbed {
+  readonly model: Record<string, NativeTensorHandle | number | boolean>;
+  readonly tokenizer: NativeWordPiece;
+  readonly texts: string[];
+  readonly pairs: string[] | null;
+  readonly maxLength: number;
+  readonly marker: number;
+}
+
 /** quorum_core.node's exports. */
 export interface CoreAddon {
   NativeTensor: NativeTensorCtor;
@@ -246,7 +260,7 @@ export interface CoreAddon {
       tieRank?: NativeTensorHandle;
       rows?: NativeTensorHandle;
       experts: Array<{
-        queries: NativeTensorHandle | Float32Array;
+        queries: NativeTensorHandle | Float32Array | NativeTextsToEmbed;
         passages: NativeTensorHandle;
         familiarity?: { own: NativeTensorHandle; other: NativeTensorHandle; k: number; bias: number; weight: number };
         weights?: NativeTensorHandle[];

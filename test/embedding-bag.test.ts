@@ -7,36 +7,13 @@ import { capabilities, setIsa, type Isa } from '../lib/index.js';
 import { EmbeddingBagEncoder, type TokenRows } from '../lib/models/embedding-bag.js';
 import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
 import { defaultEncoderConfig, type EncoderConfig } from '../lib/models/config.js';
-import { EmbeddingBagReference } from './reference/embedding-bag.js';
+import { EmbeddingBagReference, randomBagParameters } from './reference/embedding-bag.js';
 import { asyncCode, rng } from './helpers.js';
 
 const caps = capabilities();
 afterAll(() => setIsa(caps.isa as Isa));
 
 const base: EncoderConfig = { ...defaultEncoderConfig, layers: 0, vocabSize: 50, maxPositions: 12, typeVocabSize: 3, hiddenSize: 17, embeddingSize: 17, layerNormEps: 1e-12 };
-
-// Random parameters for every name the encoder may read, under the given prefix.
-function parameters(c: EncoderConfig, seed: number): (name: string) => Float32Array {
-  const r = rng(seed);
-  const H = c.hiddenSize, E = c.embeddingSize, h = c.projectionHidden ?? 0;
-  const sizes: Record<string, number> = {
-    'embeddings.word_embeddings.weight': c.vocabSize * E,
-    'embeddings.position_embeddings.weight': c.maxPositions * H,
-    'embeddings.token_type_embeddings.weight': c.typeVocabSize * H,
-    'embeddings.LayerNorm.weight': H,
-    'embeddings.LayerNorm.bias': H,
-    'embeddings.projection.weight': H * E,
-    'embeddings.projection.bias': H,
-    'embeddings.token_weights.weight': c.vocabSize,
-    'pooler.center': H,
-    'projection.hidden.weight': h * H,
-    'projection.hidden.bias': h,
-    'projection.weight': c.projectionDim * (h > 0 ? h : H),
-    'projection.bias': c.projectionDim,
-  };
-  const values = new Map(Object.entries(sizes).map(([n, size]) => [`enc.${n}`, Float32Array.from({ length: size }, r)]));
-  return (name) => values.get(name)!;
-}
 
 function batch(c: EncoderConfig, rows: number, seqLen: number, seed: number): TokenRows {
   const r = rng(seed);
@@ -59,7 +36,7 @@ describe.each(caps.availableIsas as Isa[])('embeddingBag, %s variant', (isa) => 
   it.each(cases)('%s equals the reference', async (_name, over) => {
     setIsa(isa);
     const c = { ...base, ...over };
-    const param = parameters(c, 3 + Object.keys(over).length);
+    const param = randomBagParameters(c, 3 + Object.keys(over).length);
     const enc = new EmbeddingBagEncoder(c, param, 'enc');
     const ref = new EmbeddingBagReference(c, param, 'enc');
     for (const [rows, seqLen] of [[1, 1], [5, 12], [9, 7]] as const) {
@@ -75,7 +52,7 @@ describe.each(caps.availableIsas as Isa[])('embeddingBag, %s variant', (isa) => 
 
 describe('embeddingBag input', () => {
   const c = { ...base, projectionDim: 4 };
-  const enc = new EmbeddingBagEncoder(c, parameters(c, 9), 'enc');
+  const enc = new EmbeddingBagEncoder(c, randomBagParameters(c, 9), 'enc');
   const good = batch(c, 2, 5, 1);
   it.each([
     ['a token id outside the vocabulary', { ...good, ids: Int32Array.from(good.ids, (v, i) => (i === 3 ? 50 : v)) }],
@@ -90,7 +67,7 @@ describe('embeddingBag input', () => {
     expect(await asyncCode(enc.encode({ ...good, ids: good.ids.subarray(1) }))).toBe('ERR_SHAPE');
   });
   it('a wrongly sized weight is refused when the encoder is made', () => {
-    const param = parameters(c, 4);
+    const param = randomBagParameters(c, 4);
     expect(() => new EmbeddingBagEncoder({ ...c, hiddenSize: 18 }, param, 'enc')).toThrow(expect.objectContaining({ code: 'ERR_SHAPE' }));
   });
 });
@@ -101,7 +78,7 @@ describe('encodeTexts (one call: tokenize and embed)', () => {
   const words = ['the', 'cat', 'sat', 'on', 'mat', 'dog', 'ran', 'far', 'away', 'quick', '##ly', 'fox'];
   const vocab = ['[PAD]', '[unused0]', '[unused1]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', ...words];
   const c = { ...base, vocabSize: vocab.length, maxPositions: 12, projectionDim: 5, tokenWeights: true, normalize: true };
-  const enc = new EmbeddingBagEncoder(c, parameters(c, 21), 'enc');
+  const enc = new EmbeddingBagEncoder(c, randomBagParameters(c, 21), 'enc');
   const tok = new WordPieceTokenizer(vocab);
   const texts = ['The cat sat on the mat', 'quickly!', 'a fox', 'the dog ran far far away the dog ran far far away'];
   it.each([

@@ -9,6 +9,10 @@ import { Tensor, capabilities, scoreTopK, setIsa, type Isa } from '../lib/index.
 import { FamiliarityBank, type FamiliarityCalibration } from '../lib/methods/muf/familiarity.js';
 import { mufConfidence } from '../lib/methods/muf/serve.js';
 import { mufStage, type MufStageExpert } from '../lib/methods/muf/stage.js';
+import { defaultEncoderConfig, type EncoderConfig } from '../lib/models/config.js';
+import { EmbeddingBagEncoder } from '../lib/models/embedding-bag.js';
+import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
+import { randomBagParameters } from './reference/embedding-bag.js';
 import { asyncCode, randomF32 } from './helpers.js';
 
 const caps = capabilities();
@@ -164,6 +168,52 @@ describe('mufStage, bad input', () => {
       half.dispose();
     } finally {
       dispose(xs);
+    }
+  });
+});
+
+// 0-layer encoders embed the questions inside the stage's call (MufServer's path): the same fused lists, scores and
+// confidences as the stage given the vectors that encodeTexts makes, and typed errors for texts that do not fit.
+describe('mufStage, questions as texts', () => {
+  const words = ['the', 'cat', 'sat', 'on', 'mat', 'dog', 'ran', 'far', 'away', 'quick', '##ly', 'fox'];
+  const vocab = ['[PAD]', '[unused0]', '[unused1]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', ...words];
+  const tok = new WordPieceTokenizer(vocab);
+  const config = (dim: number): EncoderConfig => ({ ...defaultEncoderConfig, layers: 0, vocabSize: vocab.length, maxPositions: 12, typeVocabSize: 2, hiddenSize: 9, embeddingSize: 9, projectionDim: dim, tokenWeights: true, normalize: true });
+  const texts = ['The cat sat on the mat', 'quickly!', 'a fox', 'the dog ran far away', 'fox', 'mat cat'];
+  const [N, D] = [60, 6];
+
+  it.each(['uniform', 'familiarity'] as const)('%s: equals the stage given encodeTexts vectors', async (mode) => {
+    const encoders = [0, 1].map((x) => new EmbeddingBagEncoder(config(D), randomBagParameters(config(D), 40 + x), 'enc'));
+    const passages = [0, 1].map((x) => Tensor.from(randomF32(N * D, 50 + x), [N, D]));
+    const banks = [0, 1].map((x) => FamiliarityBank.fromVectors(randomF32(25 * D, 60 + x), randomF32(30 * D, 70 + x), D));
+    try {
+      const part = (x: number) => ({ passages: passages[x]!, familiarity: banks[x]!.stagePart(calibration(0.1 * x, 3, 5)) });
+      const opts = { mode, topL: 20, k: 10 };
+      const options = [{ maxLength: 12 }, { maxLength: 12, marker: 1 }];
+      const given = await mufStage(await Promise.all([0, 1].map(async (x) => ({ ...part(x), queries: await encoders[x]!.encodeTexts(tok, texts, options[x]) }))), opts);
+      const inCall = await mufStage([0, 1].map((x) => ({ ...part(x), queries: encoders[x]!.textsToEmbed(tok, texts, options[x]) })), opts);
+      expect(Array.from(inCall.ids)).toEqual(Array.from(given.ids));
+      expect(Array.from(inCall.scores)).toEqual(Array.from(given.scores));
+      expect(Array.from(inCall.confidence)).toEqual(Array.from(given.confidence));
+      expect(inCall.ids.length).toBe(texts.length * 10);
+      // Not a comparison of two empty results.
+      expect(Array.from(given.ids).some((v) => v >= 0)).toBe(true);
+
+      const ok = (x: number) => ({ ...part(x), queries: encoders[x]!.textsToEmbed(tok, texts) });
+      const wide = new EmbeddingBagEncoder(config(D + 1), randomBagParameters(config(D + 1), 80), 'enc');
+      expect(await asyncCode(mufStage([ok(0), { ...part(1), queries: encoders[1]!.textsToEmbed(tok, texts.slice(1)) }], opts))).toBe('ERR_SHAPE'); // 5 questions, the other 6
+      expect(await asyncCode(mufStage([ok(0), { ...part(1), queries: wide.textsToEmbed(tok, texts) }], opts))).toBe('ERR_SHAPE'); // 7-d vectors, 6-d passages
+      expect(await asyncCode(mufStage([{ ...part(0), queries: { ...encoders[0]!.textsToEmbed(tok, texts), texts: [] } }], opts))).toBe('ERR_ARG');
+      expect(await asyncCode(mufStage([{ ...part(0), queries: { ...encoders[0]!.textsToEmbed(tok, texts), pairs: ['x'] } }], opts))).toBe('ERR_SHAPE');
+      expect(await asyncCode(mufStage([{ ...part(0), queries: { ...encoders[0]!.textsToEmbed(tok, texts), tokenizer: {} as never } }], opts))).toBe('ERR_ARG');
+      const long = ['the dog ran far far away the dog ran far far away'];
+      expect(await asyncCode(mufStage([{ ...part(0), queries: encoders[0]!.textsToEmbed(tok, long, { maxLength: 40 }) }], opts))).toBe('ERR_RANGE'); // past 12 positions
+      expect(() => encoders[0]!.textsToEmbed(tok, texts, { pairs: ['x'] })).toThrow(expect.objectContaining({ code: 'ERR_SHAPE' }));
+      wide.dispose();
+    } finally {
+      encoders.forEach((e) => e.dispose());
+      passages.forEach((p) => p.dispose());
+      banks.forEach((b) => b.dispose());
     }
   });
 });

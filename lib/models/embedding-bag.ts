@@ -5,7 +5,7 @@
 // more than the arithmetic. Checked against a plain reference (test/embedding-bag.test.ts) and the libtorch
 // Retriever (test/serving-encoder.test.ts).
 import { QuorumError, awaitNative, callNative } from '../errors.js';
-import { coreAddon, type NativeTensorHandle } from '../native.js';
+import { coreAddon, type NativeTensorHandle, type NativeTextsToEmbed } from '../native.js';
 import { runAsync, type Operands } from '../operand.js';
 import { Tensor } from '../tensor.js';
 import type { EncodeOptions, WordPieceTokenizer } from '../text/tokenizer.js';
@@ -98,6 +98,15 @@ export class EmbeddingBagEncoder {
   async encodeTexts(tokenizer: WordPieceTokenizer, texts: readonly string[], options: Pick<EncodeOptions, 'maxLength' | 'pairs' | 'marker'> = {}): Promise<Float32Array> {
     const a = tokenizer.nativeInputs(texts, options);
     return awaitNative(callNative(() => coreAddon().embedTexts(this.#model, a.native, a.first, a.second, a.maxLength, a.marker, true)) as Promise<Float32Array>);
+  }
+
+  /**
+   * @internal The same texts as {@link encodeTexts}, checked and normalized, for a native call that embeds them in its
+   * own task (mufSearch: a question's encodings and search in one hop).
+   */
+  textsToEmbed(tokenizer: WordPieceTokenizer, texts: readonly string[], options: Pick<EncodeOptions, 'maxLength' | 'pairs' | 'marker'> = {}): NativeTextsToEmbed {
+    const a = tokenizer.nativeInputs(texts, options);
+    return { model: this.#model, tokenizer: a.native, texts: a.first, pairs: a.second, maxLength: a.maxLength, marker: a.marker };
   }
 
   /** Releases the native views of the weights. */

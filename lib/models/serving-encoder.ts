@@ -6,6 +6,7 @@
 import { createRequire } from 'node:module';
 
 import { QuorumError } from '../errors.js';
+import type { NativeTextsToEmbed } from '../native.js';
 import { readTokenizerFiles } from '../text/tokenizer-files.js';
 import type { EncodedBatch, EncodeOptions, WordPieceTokenizer } from '../text/tokenizer.js';
 import { passageTexts, type PassageText } from '../data/examples.js';
@@ -71,6 +72,8 @@ interface Runner {
   run(batch: Pick<EncodedBatch, 'ids' | 'typeIds' | 'lengths' | 'rows' | 'seqLen'>): Promise<Float32Array>;
   /** Tokenizes and encodes in one native call, where the runner can (the 0-layer forward). */
   texts?(tokenizer: WordPieceTokenizer, texts: readonly string[], options: TextOptions): Promise<Float32Array>;
+  /** The same texts for a native call that embeds them in its own task (the 0-layer forward). */
+  toEmbed?(tokenizer: WordPieceTokenizer, texts: readonly string[], options: TextOptions): NativeTextsToEmbed;
   release(): Promise<void>;
 }
 
@@ -102,7 +105,12 @@ function ortRunner(session: OrtSession): Runner {
 }
 
 function bagRunner(bag: EmbeddingBagEncoder): Runner {
-  return { run: (b) => bag.encode(b), texts: (tok, texts, o) => bag.encodeTexts(tok, texts, o), release: async () => bag.dispose() };
+  return {
+    run: (b) => bag.encode(b),
+    texts: (tok, texts, o) => bag.encodeTexts(tok, texts, o),
+    toEmbed: (tok, texts, o) => bag.textsToEmbed(tok, texts, o),
+    release: async () => bag.dispose(),
+  };
 }
 
 /** Options of {@link ServingEncoder.load}. */
@@ -207,13 +215,28 @@ export class ServingEncoder {
    * the model's tasks. Rows of `dim` floats, one per question.
    */
   async encodeQueries(texts: readonly string[], options: { task?: string } = {}): Promise<Float32Array> {
+    const { session, o } = this.querySide(texts, options);
+    return this.encodeChunks(texts.length, session, (s, e) => ({ texts: texts.slice(s, e), options: o }));
+  }
+
+  /**
+   * @internal The questions as {@link encodeQueries} takes them, for a native call to embed in its own task (MufServer's
+   * search: encodings and scans in one hop); undefined unless the encoder is a 0-layer one (the core's forward).
+   */
+  queriesToEmbed(texts: readonly string[], options: { task?: string } = {}): NativeTextsToEmbed | undefined {
+    const { session, o } = this.querySide(texts, options);
+    if (texts.length === 0) throw new QuorumError('ERR_ARG', 'nothing to encode: give at least one text');
+    return session.toEmbed?.(this.tokenizer, texts, o);
+  }
+
+  /** Checks the questions and options; the runner for the task and the encode options. */
+  private querySide(texts: readonly string[], options: { task?: string }): { session: Runner; o: TextOptions } {
     checkOptions(options, queryKeys, 'encodeQueries options');
     mustBeArray(texts, 'questions');
     texts.forEach((t, i) => mustBeString(t, `questions[${i}]`));
     const { marker } = queryTask(this.config.tasks, this.text, this.tokenizer, options.task);
     const session = (options.task !== undefined ? this.sessions.tasks.get(options.task) : undefined) ?? (this.sessions.tasks.size ? [...this.sessions.tasks.values()][0]! : this.sessions.query);
-    const o = { maxLength: this.text.maxQueryLength, ...(marker !== undefined ? { marker } : {}) };
-    return this.encodeChunks(texts.length, session, (s, e) => ({ texts: texts.slice(s, e), options: o }));
+    return { session, o: { maxLength: this.text.maxQueryLength, ...(marker !== undefined ? { marker } : {}) } };
   }
 
   /** Embeds passages (title and text as a pair, as the model was trained). */

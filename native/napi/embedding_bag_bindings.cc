@@ -8,7 +8,9 @@
 #include "../common/error.h"
 #include "../kernels/embedding_bag.h"
 #include "args.h"
+#include "scalar_args.h"
 #include "errors.h"
+#include "embedding_bag_args.h"
 #include "index_args.h"
 #include "kernel_call.h"
 
@@ -45,11 +47,70 @@ kernels::Linear linear_arg(Napi::Env env, Napi::Object model, const char* w, con
   return l;
 }
 
-// The model object of embeddingBag / embedTexts, checked; its tensors pinned.
+// Texts and pairs present and matched; the output width read off the model.
+void check_texts(TextsToEmbed& t, const std::string& who) {
+  if (t.first.empty()) throw Error("ERR_ARG", who + "nothing to encode: give at least one text");
+  if (!t.second.empty() && t.second.size() != t.first.size())
+    throw Error("ERR_SHAPE", who + std::to_string(t.first.size()) + " texts but " + std::to_string(t.second.size()) + " pairs");
+  t.dim = kernels::embedding_bag_dim(t.model);
+}
+
+// embeddingBag(model, ids, typeIds, lengths, async) -> f32 [rows, dim]
+//   ids, typeIds i32 [rows, seqLen]; lengths i32 [rows]
+Napi::Value EmbeddingBag(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::vector<Napi::Object> pins;
+  const kernels::EmbeddingBagModel m = embedding_bag_model_arg(env, info[0], pins);
+
+  TensorObject* ids = TensorObject::From(env, info[1], "ids");
+  TensorObject* types = TensorObject::From(env, info[2], "typeIds");
+  TensorObject* lengths = TensorObject::From(env, info[3], "lengths");
+  require_dtype(ids, Dtype::I32, "ids");
+  require_shape(ids, {-1, -1}, "ids");
+  const int64_t rows = ids->shape()[0], seq = ids->shape()[1];
+  if (rows == 0) throw Error("ERR_SHAPE", "no rows to encode");
+  require_dtype(types, Dtype::I32, "typeIds");
+  require_shape(types, {rows, seq}, "typeIds");
+  require_dtype(lengths, Dtype::I32, "lengths");
+  require_shape(lengths, {rows}, "lengths");
+  const size_t dim = kernels::embedding_bag_dim(m);
+  Napi::Object out = TensorObject::Create(env, Dtype::F32, {rows, int64_t(dim)});
+  for (size_t i = 1; i <= 3; ++i) pins.push_back(info[i].As<Napi::Object>());
+  pins.push_back(out);
+  const auto* ip = reinterpret_cast<const int32_t*>(ids->data());
+  const auto* tp = reinterpret_cast<const int32_t*>(types->data());
+  const auto* lp = reinterpret_cast<const int32_t*>(lengths->data());
+  float* op = data_of<float>(out);
+  return run_kernel(env, flag(info[4]), pins, out, [m, ip, tp, lp, rows, seq, op] {
+    kernels::embedding_bag(m, ip, tp, lp, size_t(rows), size_t(seq), op);
+  });
+}
+
+// embedTexts(model, wordpiece, first: string[], second: string[] | null, maxLength, marker, async) -> Float32Array
+//   [rows * dim]: the texts (already normalized) segmented and framed as WordPiece.encode does, then embedded, in one
+//   call: a 0-layer encoder's question costs the event loop one hop and no token tensors (docs/results/serving.md).
+Napi::Value EmbedTexts(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::vector<Napi::Object> pins;
+  auto t = std::make_shared<TextsToEmbed>();
+  t->model = embedding_bag_model_arg(env, info[0], pins);
+  t->wordpiece = wordpiece_arg(env, info[1], "tokenizer");
+  t->first = strings_arg(info[2], "texts");
+  if (!info[3].IsNull() && !info[3].IsUndefined()) t->second = strings_arg(info[3], "pairs");
+  check_texts(*t, "");
+  t->options = encode_options_arg(*t->wordpiece, info[4], info[5], Napi::Boolean::New(env, false));
+  Napi::Float32Array out = Napi::Float32Array::New(env, t->rows() * t->dim);
+  float* op = out.Data();
+  return run_kernel(env, flag(info[6]), pins, out, [t, op] { t->embed(op); });
+}
+
+}  // namespace
+
+// The model object of embeddingBag / embedTexts:
 //   model = { word [V, E], factorWeight? [H, E], factorBias? [H], position [P, H], type [T, H], lnWeight [H],
 //             lnBias [H], lnEps, tokenWeights? [V], maxPool, centre? [H], headHiddenWeight? [h, H],
 //             headHiddenBias? [h], headWeight? [out, h or H], headBias? [out], normalize }
-kernels::EmbeddingBagModel model_arg(Napi::Env env, const Napi::Value& v, std::vector<Napi::Object>& pins) {
+kernels::EmbeddingBagModel embedding_bag_model_arg(Napi::Env env, const Napi::Value& v, std::vector<Napi::Object>& pins) {
   if (!v.IsObject()) throw Error("ERR_ARG", "model must be an object of tensors");
   Napi::Object model = v.As<Napi::Object>();
   kernels::EmbeddingBagModel m{};
@@ -88,62 +149,18 @@ kernels::EmbeddingBagModel model_arg(Napi::Env env, const Napi::Value& v, std::v
   return m;
 }
 
-// embeddingBag(model, ids, typeIds, lengths, async) -> f32 [rows, dim]
-//   ids, typeIds i32 [rows, seqLen]; lengths i32 [rows]
-Napi::Value EmbeddingBag(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  std::vector<Napi::Object> pins;
-  const kernels::EmbeddingBagModel m = model_arg(env, info[0], pins);
-
-  TensorObject* ids = TensorObject::From(env, info[1], "ids");
-  TensorObject* types = TensorObject::From(env, info[2], "typeIds");
-  TensorObject* lengths = TensorObject::From(env, info[3], "lengths");
-  require_dtype(ids, Dtype::I32, "ids");
-  require_shape(ids, {-1, -1}, "ids");
-  const int64_t rows = ids->shape()[0], seq = ids->shape()[1];
-  if (rows == 0) throw Error("ERR_SHAPE", "no rows to encode");
-  require_dtype(types, Dtype::I32, "typeIds");
-  require_shape(types, {rows, seq}, "typeIds");
-  require_dtype(lengths, Dtype::I32, "lengths");
-  require_shape(lengths, {rows}, "lengths");
-  const size_t dim = kernels::embedding_bag_dim(m);
-  Napi::Object out = TensorObject::Create(env, Dtype::F32, {rows, int64_t(dim)});
-  for (size_t i = 1; i <= 3; ++i) pins.push_back(info[i].As<Napi::Object>());
-  pins.push_back(out);
-  const auto* ip = reinterpret_cast<const int32_t*>(ids->data());
-  const auto* tp = reinterpret_cast<const int32_t*>(types->data());
-  const auto* lp = reinterpret_cast<const int32_t*>(lengths->data());
-  float* op = data_of<float>(out);
-  return run_kernel(env, flag(info[4]), pins, out, [m, ip, tp, lp, rows, seq, op] {
-    kernels::embedding_bag(m, ip, tp, lp, size_t(rows), size_t(seq), op);
-  });
+TextsToEmbed texts_to_embed_arg(Napi::Env env, const Napi::Value& v, const std::string& who, std::vector<Napi::Object>& pins) {
+  if (!v.IsObject()) throw Error("ERR_ARG", who + ": texts to embed must be an object");
+  Napi::Object o = v.As<Napi::Object>();
+  TextsToEmbed t;
+  t.model = embedding_bag_model_arg(env, o.Get("model"), pins);
+  t.wordpiece = wordpiece_arg(env, o.Get("tokenizer"), "tokenizer");
+  t.first = strings_arg(o.Get("texts"), "texts");
+  if (!o.Get("pairs").IsNull() && !o.Get("pairs").IsUndefined()) t.second = strings_arg(o.Get("pairs"), "pairs");
+  check_texts(t, who + ": ");
+  t.options = encode_options_arg(*t.wordpiece, o.Get("maxLength"), o.Get("marker"), Napi::Boolean::New(env, false));
+  return t;
 }
-
-// embedTexts(model, wordpiece, first: string[], second: string[] | null, maxLength, marker, async) -> Float32Array
-//   [rows * dim]: the texts (already normalized) segmented and framed as WordPiece.encode does, then embedded, in one
-//   call: a 0-layer encoder's question costs the event loop one hop and no token tensors (docs/results/serving.md).
-Napi::Value EmbedTexts(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  std::vector<Napi::Object> pins;
-  const kernels::EmbeddingBagModel m = model_arg(env, info[0], pins);
-  auto wp = wordpiece_arg(env, info[1], "tokenizer");
-  auto first = std::make_shared<std::vector<std::string>>(strings_arg(info[2], "texts"));
-  auto second = std::make_shared<std::vector<std::string>>();
-  if (!info[3].IsNull() && !info[3].IsUndefined()) *second = strings_arg(info[3], "pairs");
-  if (first->empty()) throw Error("ERR_ARG", "nothing to encode: give at least one text");
-  if (!second->empty() && second->size() != first->size())
-    throw Error("ERR_SHAPE", std::to_string(first->size()) + " texts but " + std::to_string(second->size()) + " pairs");
-  const text::EncodeOptions o = encode_options_arg(*wp, info[4], info[5], Napi::Boolean::New(env, false));
-  const size_t dim = kernels::embedding_bag_dim(m);
-  Napi::Float32Array out = Napi::Float32Array::New(env, first->size() * dim);
-  float* op = out.Data();
-  return run_kernel(env, flag(info[6]), pins, out, [m, wp, first, second, o, op] {
-    const text::EncodedBatch b = text::encode_batch(*wp, *first, *second, o);
-    kernels::embedding_bag(m, b.ids.data(), b.type_ids.data(), b.lengths.data(), b.rows, b.seq_len, op);
-  });
-}
-
-}  // namespace
 
 void register_embedding_bag(Napi::Env env, Napi::Object exports) {
   exports.Set("embeddingBag", Napi::Function::New<guarded<EmbeddingBag>>(env, "embeddingBag"));

@@ -2,6 +2,7 @@
 #include <napi.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "../kernels/muf_heads.h"
 #include "../kernels/muf_search.h"
 #include "args.h"
+#include "embedding_bag_args.h"
 #include "errors.h"
 #include "kernel_call.h"
 
@@ -199,7 +201,8 @@ Napi::Value MufConfidence(const Napi::CallbackInfo& info) {
 // mufSearch(plan, async) -> { mi: Float32Array [E * B], confidence: Float32Array [E * B], ids: Int32Array [B * k],
 //                             scores: Float32Array [B * k], ms: number[3] }
 //   plan = { mode: 'uniform' | 'familiarity' | 'heads', topL, k, tieRank?: i32 [N], rows?: i32 [n] (ascending),
-//            experts: [{ queries: f32 [B, dim] or a Float32Array of B * dim, passages: f32 | bf16 | f16 [N, dim],
+//            experts: [{ queries: f32 [B, dim], a Float32Array of B * dim, or B texts to embed (embedding_bag_args.h),
+//                        passages: f32 | bf16 | f16 [N, dim],
 //                        familiarity: own / other: [n, dim] unit rows, k, bias, weight,
 //                        heads: weights, members, temperature (as mufConfidence's) }] }
 //   (kernels/muf_search.h).
@@ -224,12 +227,14 @@ Napi::Value MufSearch(const Napi::CallbackInfo& info) {
     std::vector<kernels::MufSearchExpert> experts;
     std::vector<std::vector<kernels::HeadsLayer>> layers;
     std::shared_ptr<std::vector<int32_t>> rows;
-    std::vector<std::vector<float>> queries;  // questions given as Float32Arrays, copied
+    std::vector<std::vector<float>> queries;  // questions given as Float32Arrays (copied) or embedded in the task
+    std::vector<std::optional<TextsToEmbed>> texts;  // questions given as texts, per expert
   };
   auto hold = std::make_shared<Hold>();
   hold->experts.resize(E);
   hold->layers.resize(E);
   hold->queries.resize(E);
+  hold->texts.resize(E);
   std::vector<Napi::Object> pins;
   int64_t B = -1, N = -1;
   for (size_t x = 0; x < E; ++x) {
@@ -237,11 +242,23 @@ Napi::Value MufSearch(const Napi::CallbackInfo& info) {
     if (!list.Get(uint32_t(x)).IsObject()) throw Error("ERR_ARG", who + " must be an object");
     Napi::Object e = list.Get(uint32_t(x)).As<Napi::Object>();
     kernels::MufSearchExpert& m = hold->experts[x];
-    // The questions: an f32 tensor [B, dim], or a Float32Array of B rows of the passages' width (copied: an encoder's
-    // output goes in without a tensor made for it).
+    // The questions: an f32 tensor [B, dim], a Float32Array of B rows of the passages' width (copied: an encoder's
+    // output goes in without a tensor made for it), or B texts that a 0-layer encoder embeds in the call's task (one
+    // hop for a question's every step: docs/results/serving.md#dpr-muf).
     const Napi::Value qv = e.Get("queries");
     int64_t D;
-    if (qv.IsTypedArray() && qv.As<Napi::TypedArray>().TypedArrayType() == napi_float32_array) {
+    if (qv.IsObject() && qv.As<Napi::Object>().Has("texts")) {
+      TextsToEmbed& t = hold->texts[x].emplace(texts_to_embed_arg(env, qv, who, pins));
+      m.passages = corpus_arg(env, e.Get("passages"), who, "passages", -1, pins);
+      D = int64_t(m.passages.dim);
+      if (size_t(D) != t.dim)
+        throw Error("ERR_SHAPE", who + ": the encoder gives vectors of " + std::to_string(t.dim) + ", the passages have " + std::to_string(D));
+      const int64_t rows = int64_t(t.rows());
+      if (B >= 0 && rows != B) throw Error("ERR_SHAPE", who + ": " + std::to_string(rows) + " questions, the others " + std::to_string(B));
+      B = rows;
+      hold->queries[x].resize(t.rows() * t.dim);
+      m.queries = hold->queries[x].data();
+    } else if (qv.IsTypedArray() && qv.As<Napi::TypedArray>().TypedArrayType() == napi_float32_array) {
       m.passages = corpus_arg(env, e.Get("passages"), who, "passages", -1, pins);
       D = int64_t(m.passages.dim);
       Napi::Float32Array a = qv.As<Napi::Float32Array>();
@@ -302,7 +319,10 @@ Napi::Value MufSearch(const Napi::CallbackInfo& info) {
       env, flag(info[1]), pins, result,
       [plan, hold, out] {
         kernels::MufSearchPlan p = *plan;
-        for (size_t x = 0; x < hold->experts.size(); ++x) hold->experts[x].layers = hold->layers[x].data();
+        for (size_t x = 0; x < hold->experts.size(); ++x) {
+          hold->experts[x].layers = hold->layers[x].data();
+          if (hold->texts[x]) hold->texts[x]->embed(hold->queries[x].data());
+        }
         p.experts = hold->experts.data();
         p.n_experts = hold->experts.size();
         p.rows = hold->rows ? hold->rows->data() : nullptr;

@@ -4,6 +4,7 @@
 import { QuorumError } from '../../lib/errors.js';
 import type { EncoderConfig } from '../../lib/models/config.js';
 import type { TokenRows } from '../../lib/models/embedding-bag.js';
+import { rng } from '../helpers.js';
 
 // erf by Abramowitz and Stegun 7.1.26 (absolute error under 1.5e-7), for the exact GELU of an MLP head.
 function erf(x: number): number {
@@ -118,4 +119,27 @@ export class EmbeddingBagReference {
     }
     return y;
   }
+}
+
+/** Random parameters for every name an encoder `enc` may read (tests of the kernel and of its callers). */
+export function randomBagParameters(c: EncoderConfig, seed: number): (name: string) => Float32Array {
+  const r = rng(seed);
+  const H = c.hiddenSize, E = c.embeddingSize, h = c.projectionHidden ?? 0;
+  const sizes: Record<string, number> = {
+    'embeddings.word_embeddings.weight': c.vocabSize * E,
+    'embeddings.position_embeddings.weight': c.maxPositions * H,
+    'embeddings.token_type_embeddings.weight': c.typeVocabSize * H,
+    'embeddings.LayerNorm.weight': H,
+    'embeddings.LayerNorm.bias': H,
+    'embeddings.projection.weight': H * E,
+    'embeddings.projection.bias': H,
+    'embeddings.token_weights.weight': c.vocabSize,
+    'pooler.center': H,
+    'projection.hidden.weight': h * H,
+    'projection.hidden.bias': h,
+    'projection.weight': c.projectionDim * (h > 0 ? h : H),
+    'projection.bias': c.projectionDim,
+  };
+  const values = new Map(Object.entries(sizes).map(([n, size]) => [`enc.${n}`, Float32Array.from({ length: size }, r)]));
+  return (name) => values.get(name)!;
 }

@@ -343,7 +343,9 @@ export class MufServer {
       // The encodings are independent: in flight together, so that one's native call runs while another's questions
       // are tokenized. All of them end before anything is freed (allSettled): a failure in one cannot free what
       // another still uses.
-      const settled = await Promise.allSettled(this.experts.map((e) => e.encoder.encodeQueries(queries, { task: e.task })));
+      // 0-layer encoders embed the questions inside the stage's own native call (one hop for the whole question).
+      const toEmbed = this.experts.map((e) => e.encoder.queriesToEmbed(queries, { task: e.task }));
+      const settled = await Promise.allSettled(this.experts.map((e, x) => toEmbed[x] ?? e.encoder.encodeQueries(queries, { task: e.task })));
       const vectors = settled.map((r) => {
         if (r.status === 'rejected') throw r.reason;
         return r.value;

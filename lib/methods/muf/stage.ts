@@ -1,17 +1,21 @@
 // DPR-MUF's search stage as one native call (native/kernels/muf_search.h, docs/methods/muf.md#serving): the encoded
 // questions' top-L from every expert, each expert's confidence (uniform, familiarity's P(own task) or the heads' mutual
 // information) and the fusion, in one task off the event loop. The experts' corpus scans and familiarity k-NN scans
-// share one parallel region; before, MufServer made three native calls per expert and one for the fusion. The
+// share one parallel region; before, MufServer made three native calls per expert and one for the fusion. 0-layer
+// encoders embed the questions in the same task (one hop a question, docs/results/serving.md#dpr-muf). The
 // references: scoreTopK for the lists, FamiliarityBank.probability for familiarity, mufConfidence for the heads and
 // the fusion (test/muf-stage.test.ts checks the stage's confidences, MI and fused lists against them).
 import { QuorumError, awaitNative, callNative } from '../../errors.js';
-import { coreAddon, type NativeTensorHandle } from '../../native.js';
+import { coreAddon, type NativeTensorHandle, type NativeTextsToEmbed } from '../../native.js';
 import { Tensor } from '../../tensor.js';
 
 /** One expert's part: its encoded questions, its corpus vectors, and what its confidence needs. */
 export interface MufStageExpert {
-  /** Question vectors `[B, dim]`: an f32 Tensor, or a Float32Array of B rows of the passages' width (copied). */
-  queries: Tensor<'f32'> | Float32Array;
+  /**
+   * Question vectors `[B, dim]`: an f32 Tensor, a Float32Array of B rows of the passages' width (copied), or B texts a
+   * 0-layer encoder embeds in the stage's own task (ServingEncoder.queriesToEmbed).
+   */
+  queries: Tensor<'f32'> | Float32Array | NativeTextsToEmbed;
   /** Corpus vectors `[N, dim]` (f32, bf16 or f16), the same N for every expert. */
   passages: Tensor;
   /** Familiarity: the bank's tables and calibration, as FamiliarityBank.stagePart gives them. */
@@ -49,7 +53,7 @@ export async function mufStage(
     if (options.mode === 'familiarity' && !e.familiarity) throw new QuorumError('ERR_STATE', `expert ${x} has no familiarity bank`);
     if (options.mode === 'heads' && !e.heads) throw new QuorumError('ERR_STATE', `expert ${x} has no heads`);
     return {
-      queries: e.queries instanceof Float32Array ? e.queries : e.queries.handle,
+      queries: e.queries instanceof Tensor ? e.queries.handle : e.queries,
       passages: e.passages.handle,
       ...(options.mode === 'familiarity' ? { familiarity: e.familiarity! } : {}),
       ...(options.mode === 'heads' ? { weights: e.heads!.weights.map((w) => w.handle), members: e.heads!.members, temperature: e.heads!.temperature } : {}),
