@@ -7,10 +7,10 @@
 #include <thread>
 
 #include "../common/error.h"
+#include "store.h"
 
 #if QUORUM_HAVE_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #endif
 
 namespace quorum::torchx {
@@ -69,19 +69,13 @@ constexpr std::chrono::milliseconds kBeatConnect{2000};
 std::string beat_key(int rank) { return "quorum/beat/" + std::to_string(rank); }
 std::string left_key(int rank) { return "quorum/left/" + std::to_string(rank); }
 
-c10::intrusive_ptr<c10d::TCPStore> store_client(const GroupOptions& o, std::chrono::milliseconds timeout) {
-  c10d::TCPStoreOptions so;
-  so.port = uint16_t(o.port);
-  so.isServer = false;
-  so.waitWorkers = false;
-  so.timeout = timeout;
-  return c10::make_intrusive<c10d::TCPStore>(o.host, so);
+c10::intrusive_ptr<StoreClient> store_client(const GroupOptions& o, std::chrono::milliseconds timeout) {
+  return c10::make_intrusive<StoreClient>(o.host, o.port, timeout);
 }
 
-// Runs `fn` (which must not throw) on a thread of its own and waits for it at most `limit`: c10d 1.13 bounds a store
-// connection's connect but not its replies, so a store host that stalls with its connection open (stopped, or cut off
-// without a reset) would hold the caller forever. Past the limit the thread is left to end on its own (its state is
-// shared, not on this stack) and `fallback` is returned.
+// Runs `fn` (which must not throw) on a thread of its own and waits for it at most `limit`: a guard on the failure
+// path's total time, whatever its store calls (each bounded by its client's timeout) add up to. Past the limit the
+// thread is left to end on its own (its state is shared, not on this stack) and `fallback` is returned.
 template <class T, class F>
 T bounded(std::chrono::milliseconds limit, T fallback, F fn) {
   struct State {
@@ -134,7 +128,8 @@ struct ProcessGroup::Impl {
     h->cv.notify_all();
   }
 
-  c10::intrusive_ptr<c10d::TCPStore> store;
+  std::unique_ptr<StoreServer> server;  // rank 0's; declared first, so it goes last
+  c10::intrusive_ptr<StoreClient> store;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> pg;
   std::mutex run;  // one collective at a time: Gloo needs them in order, and a failure is handled once
   std::shared_ptr<Heart> heart = std::make_shared<Heart>();
@@ -176,13 +171,11 @@ ProcessGroup::ProcessGroup(const GroupOptions& o) : options_(o), impl_(std::make
   if (o.timeout.count() <= 0) throw Error("ERR_RANGE", "the timeout must be positive");
   const std::string who = "rank " + std::to_string(o.rank) + " of " + std::to_string(o.size);
   try {
-    c10d::TCPStoreOptions so;
-    so.port = uint16_t(o.port);
-    so.isServer = o.rank == 0;
-    so.numWorkers = size_t(o.size);
-    so.waitWorkers = true;
-    so.timeout = o.timeout;
-    impl_->store = c10::make_intrusive<c10d::TCPStore>(o.host, so);
+    if (o.rank == 0) impl_->server = std::make_unique<StoreServer>(o.port);
+    impl_->store = c10::make_intrusive<StoreClient>(o.host, o.port, o.timeout);
+    // Every rank at the store before Gloo's rendezvous starts: the last to arrive opens the gate.
+    if (impl_->store->add("quorum/joined", 1) == o.size) impl_->store->set("quorum/all-joined", {1});
+    impl_->store->wait({"quorum/all-joined"}, o.timeout);
     auto go = c10d::ProcessGroupGloo::Options::create(o.timeout);
     go->devices.push_back(gloo_device(o.host));
     go->threads = 2;
@@ -228,8 +221,7 @@ std::string lost_ranks(const GroupOptions& o) {
 }
 
 // Rank 0 holds the store: after a failure it stays until every other rank's heartbeat has stood still for kWatch (each
-// has died, or diagnosed and left), at most the timeout. libtorch 1.13's store clients abort their process when the
-// store's host goes away under them, and the others still need the store to name the rank lost.
+// has died, or diagnosed and left), at most the timeout: the others need the store to name the rank lost.
 void outlive_the_others(const GroupOptions& o) {
   try {
     auto client = store_client(o, kWatch);
@@ -274,7 +266,6 @@ void ProcessGroup::collective(const char* what, F start) {
   const std::string lost = bounded<std::string>(kBeatConnect + kWatch + kBeatConnect, "rank 0 stopped answering (its store at " + o.host + ":" + std::to_string(o.port) + " does not reply)", [o] { return lost_ranks(o); });
   if (o.rank == 0) bounded<bool>(o.timeout + kWatch, false, [o] { return outlive_the_others(o), true; });
   impl_->stop_heart();
-  if (o.rank != 0) impl_->store.reset();  // no store client left to abort this process when rank 0 exits
   throw Error("ERR_DISTRIBUTED", "rank " + std::to_string(o.rank) + " of " + std::to_string(o.size) + ": " + what +
                                      " failed: " + lost + " (a rank that exits or does not answer within " +
                                      std::to_string(o.timeout.count()) + " ms ends the group): " + cause);

@@ -1,4 +1,4 @@
-// Data-parallel training over c10d (docs/guides/distributed.md): `size` ranks meet at a TCPStore that rank 0 hosts,
+// Data-parallel training over c10d (docs/guides/distributed.md): `size` ranks meet at a store that rank 0 hosts (store.h),
 // then run Gloo's collectives on CPU tensors. libtorch's C++ frontend has no DistributedDataParallel, so the training
 // steps call these directly: parameters broadcast from rank 0, embeddings gathered so that every rank scores the
 // global batch, gradients summed. Every collective ends within the group's timeout: a rank that died or stalled makes
