@@ -4,6 +4,7 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createConnection } from 'node:net';
 import { join } from 'node:path';
 
 import { afterAll, describe, expect, it } from 'vitest';
@@ -164,6 +165,39 @@ describe.skipIf(!available)('data-parallel training over Gloo', () => {
     await group.barrier();
     group.dispose();
     expect(await asyncCode(group.barrier())).toBe('ERR_STATE');
+  });
+
+  it("rank 0's store drops a client that sends garbage and goes on serving the group", async () => {
+    const port = await freeLoopbackPort();
+    const group = await ProcessGroup.join({ rank: 0, size: 1, port });
+    try {
+      // An unknown request, then a key length past the store's limit: each connection is closed by the store.
+      for (const bytes of [[99, 1, 0, 0, 0, 1, 0, 0, 0, 120, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], [1, 1, 0, 0, 0, 255, 255, 255, 127]]) {
+        const closed = await new Promise<boolean>((resolve) => {
+          const sock = createConnection({ host: '127.0.0.1', port }, () => sock.write(Buffer.from(bytes)));
+          sock.on('data', () => undefined);
+          sock.on('error', () => resolve(true));
+          sock.on('close', () => resolve(true));
+          setTimeout(() => (sock.destroy(), resolve(false)), 5000);
+        });
+        expect(closed).toBe(true);
+      }
+      // Still serving: a well-formed add (op 3, key "k", no values, +5) gets its reply, the count as 8 bytes.
+      const reply = await new Promise<Buffer>((resolve, reject) => {
+        const add = Buffer.from([3, 1, 0, 0, 0, 1, 0, 0, 0, 107, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0]);
+        const sock = createConnection({ host: '127.0.0.1', port }, () => sock.write(add));
+        let got = Buffer.alloc(0);
+        sock.on('data', (d) => {
+          got = Buffer.concat([got, d]);
+          if (got.length >= 12) (sock.destroy(), resolve(got));
+        });
+        sock.on('error', reject);
+      });
+      expect(reply.readUInt32LE(0)).toBe(8);
+      expect(reply.readBigInt64LE(4)).toBe(5n);
+    } finally {
+      group.dispose();
+    }
   });
 });
 
