@@ -3,7 +3,7 @@
 //
 // scoreTopK never materialises the B x N score matrix: each worker scores a block of corpus rows (sized to
 // stay in L2) against a chunk of queries into a small buffer, and only scores that can still enter a query's
-// top-k (>= its current k-th score) reach the heap.
+// top-k (>= its current threshold) reach the worker's candidate buffer (topk.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>
