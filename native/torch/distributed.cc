@@ -108,20 +108,24 @@ struct ProcessGroup::Impl {
     bool stopping = false, done = false;
   };
 
+  // Beats until stopped. A beat that fails (a reply slower than kBeatConnect, a lost connection) is retried at the next
+  // one, the client connecting again: one slow reply must not silence a live rank for good. When rank 0 is gone each
+  // try fails within kBeatConnect, and nobody is left to read the beats anyway.
   static void beat(const std::shared_ptr<Heart>& h, const GroupOptions& o) {
-    try {
-      auto client = store_client(o, kBeatConnect);
-      for (;;) {
-        {
-          std::lock_guard<std::mutex> lock(h->m);
-          if (h->stopping) break;
-        }
-        client->add(beat_key(o.rank), 1);  // outside the lock: stopping never waits on the network
-        std::unique_lock<std::mutex> lock(h->m);
-        if (h->cv.wait_for(lock, kBeat, [&] { return h->stopping; })) break;
+    c10::intrusive_ptr<StoreClient> client;
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(h->m);
+        if (h->stopping) break;
       }
-    } catch (const std::exception&) {
-      // The store is gone (rank 0 exited): nobody is left to read the beats.
+      try {  // outside the lock: stopping never waits on the network
+        if (!client) client = store_client(o, kBeatConnect);
+        client->add(beat_key(o.rank), 1);
+      } catch (const std::exception&) {
+        client.reset();
+      }
+      std::unique_lock<std::mutex> lock(h->m);
+      if (h->cv.wait_for(lock, kBeat, [&] { return h->stopping; })) break;
     }
     std::lock_guard<std::mutex> lock(h->m);
     h->done = true;
@@ -171,11 +175,14 @@ ProcessGroup::ProcessGroup(const GroupOptions& o) : options_(o), impl_(std::make
   if (o.timeout.count() <= 0) throw Error("ERR_RANGE", "the timeout must be positive");
   const std::string who = "rank " + std::to_string(o.rank) + " of " + std::to_string(o.size);
   try {
+    const auto deadline = std::chrono::steady_clock::now() + o.timeout;
     if (o.rank == 0) impl_->server = std::make_unique<StoreServer>(o.port);
     impl_->store = c10::make_intrusive<StoreClient>(o.host, o.port, o.timeout);
-    // Every rank at the store before Gloo's rendezvous starts: the last to arrive opens the gate.
+    // Every rank at the store before Gloo's rendezvous starts: the last to arrive opens the gate; the wait takes what
+    // is left of the timeout.
     if (impl_->store->add("quorum/joined", 1) == o.size) impl_->store->set("quorum/all-joined", {1});
-    impl_->store->wait({"quorum/all-joined"}, o.timeout);
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    impl_->store->wait({"quorum/all-joined"}, std::max(std::chrono::milliseconds(1), left));
     auto go = c10d::ProcessGroupGloo::Options::create(o.timeout);
     go->devices.push_back(gloo_device(o.host));
     go->threads = 2;

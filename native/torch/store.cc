@@ -23,7 +23,10 @@ namespace store_wire {  // named, not anonymous: StoreServer::Impl holds a Reque
 // Requests: op u8, key count u32, keys (u32 length, bytes), two values (u32 length, bytes), a number i64.
 // Replies: u32 length, bytes. A connection carries one request at a time (the client waits for each reply).
 enum Op : uint8_t { kSet = 1, kGet, kAdd, kWait };
-constexpr size_t kMaxMessage = size_t(1) << 30;  // past this a connection is dropped as broken
+// Past this a request is refused (the client's call throws; the server drops a connection that sends one): Gloo's
+// rendezvous values are addresses of a few hundred bytes, the heartbeats' counts a few digits.
+constexpr size_t kMaxMessage = size_t(16) << 20;
+constexpr size_t kMaxConnections = 4096;  // more are closed at once (poll's table stays within the fd limit)
 
 using Clock = std::chrono::steady_clock;
 using Bytes = std::vector<uint8_t>;
@@ -42,43 +45,69 @@ struct Request {
   int64_t num = 0;
 };
 
-// One whole request from the front of `in`: its length, 0 while incomplete, SIZE_MAX when malformed.
-size_t parse(const Bytes& in, Request& r) {
+// The length of the whole request at the front of `in`: 0 while incomplete, SIZE_MAX when malformed or too long.
+// Reads the lengths only (a request arriving in many pieces is not copied once per piece).
+size_t request_length(const Bytes& in) {
   size_t at = 0;
-  auto need = [&](size_t n) { return in.size() - at >= n; };
+  auto u32 = [&](uint32_t& v) {
+    if (in.size() - at < 4) return false;
+    std::memcpy(&v, in.data() + at, 4);
+    at += 4;
+    return true;
+  };
+  if (in.empty()) return 0;
+  at = 1;
+  uint32_t n;
+  if (!u32(n)) return 0;
+  if (n > kMaxMessage / 4) return SIZE_MAX;
+  for (uint32_t i = 0; i < n + 2; ++i) {  // the keys, then the two values
+    uint32_t len;
+    if (!u32(len)) return 0;
+    at += len;
+    if (at > kMaxMessage) return SIZE_MAX;
+    if (at > in.size()) return 0;
+  }
+  at += 8;
+  return at > in.size() ? 0 : at;
+}
+
+// The request of `used` bytes at the front of `in` (request_length's).
+Request parse(const Bytes& in) {
+  Request r;
+  size_t at = 1;
   auto u32 = [&] {
     uint32_t v;
     std::memcpy(&v, in.data() + at, 4);
     at += 4;
     return v;
   };
-  if (!need(5)) return 0;
-  r.op = in[at++];
+  r.op = in[0];
   const uint32_t n = u32();
-  if (n > 1u << 20) return SIZE_MAX;
-  r.keys.clear();
   for (uint32_t i = 0; i < n; ++i) {
-    if (!need(4)) return 0;
     const uint32_t len = u32();
-    if (len > kMaxMessage) return SIZE_MAX;
-    if (!need(len)) return 0;
     r.keys.emplace_back(reinterpret_cast<const char*>(in.data() + at), len);
     at += len;
   }
   for (Bytes* v : {&r.a, &r.b}) {
-    if (!need(4)) return 0;
     const uint32_t len = u32();
-    if (len > kMaxMessage) return SIZE_MAX;
-    if (!need(len)) return 0;
     v->assign(in.begin() + ptrdiff_t(at), in.begin() + ptrdiff_t(at + len));
     at += len;
   }
-  if (!need(8)) return 0;
   std::memcpy(&r.num, in.data() + at, 8);
-  return at + 8;
+  return r;
 }
 
 std::string endpoint(const std::string& host, int port) { return host + ":" + std::to_string(port); }
+
+// TCP's simultaneous open: a client retrying a loopback port that nothing listens on yet can be given that very port
+// as its own and connect to itself (then it reads its own request as the reply, and the server cannot bind).
+bool connected_to_itself(int fd) {
+  sockaddr_in me{}, peer{};
+  socklen_t a = sizeof me, b = sizeof peer;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&me), &a) != 0 || ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &b) != 0)
+    return false;
+  return me.sin_port == peer.sin_port && me.sin_addr.s_addr == peer.sin_addr.s_addr;
+}
 
 }  // namespace store_wire
 
@@ -120,7 +149,7 @@ struct StoreServer::Impl {
       case kAdd: {
         int64_t v = 0;
         if (auto it = table.find(key); it != table.end()) v = std::stoll(std::string(it->second.begin(), it->second.end()));
-        v += r.num;
+        if (__builtin_add_overflow(v, r.num, &v)) throw std::overflow_error("count overflows");
         const std::string s = std::to_string(v);
         table[key] = Bytes(s.begin(), s.end());
         put_i64(payload, v);
@@ -161,17 +190,17 @@ struct StoreServer::Impl {
   // Parses and serves what a connection sent; false when it must be closed.
   bool pump(int fd, Conn& c, bool& changed) {
     while (!c.parked) {
-      Request r;
-      const size_t used = parse(c.in, r);
+      const size_t used = request_length(c.in);
       if (used == SIZE_MAX) return false;
       if (used == 0) return true;
+      Request r = parse(c.in);
       c.in.erase(c.in.begin(), c.in.begin() + ptrdiff_t(used));
       Bytes reply;
       bool done;
       try {
         done = serve(r, reply, changed);
       } catch (const std::exception&) {
-        return false;  // an unknown request, or add on a key that holds no count: the client is dropped
+        return false;  // an unknown request, an add on a key that holds no count or past int64: the client is dropped
       }
       if (!done) {
         c.parked = true;
@@ -183,7 +212,16 @@ struct StoreServer::Impl {
     return true;
   }
 
+  // A failure inside (memory, a table past the fd limit) ends the serving, never the process: the clients then find the
+  // store gone, as when rank 0 dies.
   void run() {
+    try {
+      loop();
+    } catch (...) {
+    }
+  }
+
+  void loop() {
     for (;;) {
       std::vector<pollfd> fds{{wake[0], POLLIN, 0}, {listen_fd, POLLIN, 0}};
       for (auto& [fd, c] : conns) fds.push_back({fd, POLLIN, 0});
@@ -193,12 +231,15 @@ struct StoreServer::Impl {
       }
       if (fds[0].revents) return;
       if (fds[1].revents & POLLIN) {
-        const int fd = ::accept(listen_fd, nullptr, nullptr);
-        if (fd >= 0) {
-          ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+        const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0 && conns.size() >= kMaxConnections) {
+          ::close(fd);
+        } else if (fd >= 0) {
           int one = 1;
           ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
           conns[fd];
+        } else if (errno == EMFILE || errno == ENFILE || errno == ENOMEM || errno == ENOBUFS) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));  // not a busy loop while the fds run out
         }
       }
       bool changed = false;
@@ -213,8 +254,12 @@ struct StoreServer::Impl {
           dead.push_back(fd);  // the client left; a request it had parked goes with it
           continue;
         }
-        if (n > 0) c.in.insert(c.in.end(), buf, buf + n);
-        if (c.in.size() > kMaxMessage || !pump(fd, c, changed)) dead.push_back(fd);
+        try {
+          if (n > 0) c.in.insert(c.in.end(), buf, buf + n);
+          if (c.in.size() > kMaxMessage + 64 || !pump(fd, c, changed)) dead.push_back(fd);
+        } catch (const std::exception&) {
+          dead.push_back(fd);  // out of memory for this one: drop it, serve the others
+        }
       }
       // A change may complete parked requests, whose replies may let their connections go on.
       while (changed) {
@@ -231,7 +276,11 @@ struct StoreServer::Impl {
           }
           if (!done) continue;
           c.parked = false;
-          if (!send_all(fd, reply) || !pump(fd, c, changed)) dead.push_back(fd);
+          try {
+            if (!send_all(fd, reply) || !pump(fd, c, changed)) dead.push_back(fd);
+          } catch (const std::exception&) {
+            dead.push_back(fd);
+          }
         }
       }
       for (int fd : dead)
@@ -242,7 +291,7 @@ struct StoreServer::Impl {
 
 StoreServer::StoreServer(int port) : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
-  s.listen_fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  s.listen_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s.listen_fd < 0) throw std::runtime_error(std::string("cannot open a socket: ") + std::strerror(errno));
   int one = 1;
   ::setsockopt(s.listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -255,7 +304,7 @@ StoreServer::StoreServer(int port) : impl_(std::make_unique<Impl>()) {
     ::close(s.listen_fd);
     throw std::runtime_error("cannot listen on port " + std::to_string(port) + ": " + why);
   }
-  if (::pipe(s.wake) != 0) {
+  if (::pipe2(s.wake, O_CLOEXEC) != 0) {
     ::close(s.listen_fd);
     throw std::runtime_error("cannot make the store's wake-up pipe");
   }
@@ -298,7 +347,7 @@ void StoreClient::connect_within(std::chrono::milliseconds limit) {
   std::string why = "nothing listens there";
   for (;;) {
     for (addrinfo* ai = found; ai; ai = ai->ai_next) {
-      const int fd = ::socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+      const int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
       if (fd < 0) continue;
       ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
       int rc = ::connect(fd, ai->ai_addr, ai->ai_addrlen);
@@ -314,6 +363,10 @@ void StoreClient::connect_within(std::chrono::milliseconds limit) {
         } else {
           errno = ETIMEDOUT;
         }
+      }
+      if (rc == 0 && connected_to_itself(fd)) {
+        rc = -1;
+        errno = ECONNREFUSED;  // nothing listens yet: the port was free for this socket to take as its own
       }
       if (rc == 0) {
         int one = 1;
@@ -332,15 +385,18 @@ void StoreClient::connect_within(std::chrono::milliseconds limit) {
 
 std::vector<uint8_t> StoreClient::call(uint8_t op, const std::vector<std::string>& keys, const std::vector<uint8_t>& a,
                                        const std::vector<uint8_t>& b, int64_t num, std::chrono::milliseconds limit) {
+  const auto deadline = Clock::now() + limit;  // the wait for the lock and a reconnect count against it
+  size_t bytes = a.size() + b.size();
+  for (const auto& k : keys) bytes += k.size() + 4;
+  if (bytes > kMaxMessage - 64) throw std::runtime_error("a store request of " + std::to_string(bytes) + " bytes is past its limit");
   std::lock_guard<std::mutex> lock(m_);
-  if (fd_ < 0) connect_within(timeout_);
+  if (fd_ < 0) connect_within(std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now())));
   Bytes msg{op};
   put_u32(msg, uint32_t(keys.size()));
   for (const auto& k : keys) put_bytes(msg, reinterpret_cast<const uint8_t*>(k.data()), k.size());
   put_bytes(msg, a.data(), a.size());
   put_bytes(msg, b.data(), b.size());
   put_i64(msg, num);
-  const auto deadline = Clock::now() + limit;
   // Waits for the socket within the deadline; throws after closing it on a timeout or an error.
   auto ready = [&](short events) {
     for (;;) {
