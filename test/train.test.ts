@@ -268,7 +268,10 @@ describe('gradients of the training loss, by central differences (random widths,
         return model.accumulateSync(batch).loss;
       };
       const grad = adamGradient(model, pass);
-      const { compared, nonzero } = expectGradientsMatch(model, pass, grad, { names, scale: 0.7 });
+      // A step of 1e-2: the float32 losses' rounding over 2h (the check's noise) is larger with OpenBLAS's AVX-512
+      // kernels than with its Haswell ones; at 5e-3 'cls pooling' missed by 0.3% on an AVX-512 machine (passing with
+      // OPENBLAS_CORETYPE=Haswell), the truncation error at 1e-2 is far below the tolerance.
+      const { compared, nonzero } = expectGradientsMatch(model, pass, grad, { names, scale: 0.7, h: 1e-2 });
       expect(compared).toBeGreaterThan(3 * 8);
       expect(nonzero).toBeGreaterThan(compared / 2);
     });
