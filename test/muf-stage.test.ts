@@ -14,6 +14,7 @@ import { EmbeddingBagEncoder } from '../lib/models/embedding-bag.js';
 import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
 import { randomBagParameters } from './reference/embedding-bag.js';
 import { asyncCode, randomF32 } from './helpers.js';
+import type { QuorumError } from '../lib/errors.js';
 
 const caps = capabilities();
 afterAll(() => setIsa(caps.isa as Isa));
@@ -207,7 +208,9 @@ describe('mufStage, questions as texts', () => {
       expect(await asyncCode(mufStage([{ ...part(0), queries: { ...encoders[0]!.textsToEmbed(tok, texts), pairs: ['x'] } }], opts))).toBe('ERR_SHAPE');
       expect(await asyncCode(mufStage([{ ...part(0), queries: { ...encoders[0]!.textsToEmbed(tok, texts), tokenizer: {} as never } }], opts))).toBe('ERR_ARG');
       const long = ['the dog ran far far away the dog ran far far away'];
-      expect(await asyncCode(mufStage([{ ...part(0), queries: encoders[0]!.textsToEmbed(tok, long, { maxLength: 40 }) }], opts))).toBe('ERR_RANGE'); // past 12 positions
+      const past = (await mufStage([{ ...part(0), queries: encoders[0]!.textsToEmbed(tok, long, { maxLength: 40 }) }], opts).catch((e: unknown) => e)) as QuorumError;
+      expect(past.code).toBe('ERR_RANGE'); // past 12 positions: found by the embedding, in the call's task
+      expect(past.message).toMatch(/^experts\[0\]: /);
       expect(() => encoders[0]!.textsToEmbed(tok, texts, { pairs: ['x'] })).toThrow(expect.objectContaining({ code: 'ERR_SHAPE' }));
       wide.dispose();
     } finally {

@@ -321,7 +321,12 @@ Napi::Value MufSearch(const Napi::CallbackInfo& info) {
         kernels::MufSearchPlan p = *plan;
         for (size_t x = 0; x < hold->experts.size(); ++x) {
           hold->experts[x].layers = hold->layers[x].data();
-          if (hold->texts[x]) hold->texts[x]->embed(hold->queries[x].data());
+          if (!hold->texts[x]) continue;
+          try {  // what only the embedding finds (a token past the model's positions or vocabulary) names its expert
+            hold->texts[x]->embed(hold->queries[x].data());
+          } catch (const Error& e) {
+            throw Error(e.code(), "experts[" + std::to_string(x) + "]: " + e.what());
+          }
         }
         p.experts = hold->experts.data();
         p.n_experts = hold->experts.size();
