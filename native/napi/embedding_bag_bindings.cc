@@ -8,11 +8,11 @@
 #include "../common/error.h"
 #include "../kernels/embedding_bag.h"
 #include "args.h"
-#include "scalar_args.h"
-#include "errors.h"
 #include "embedding_bag_args.h"
+#include "errors.h"
 #include "index_args.h"
 #include "kernel_call.h"
+#include "scalar_args.h"
 
 namespace quorum::napi {
 namespace {

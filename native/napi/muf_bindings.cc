@@ -247,27 +247,26 @@ Napi::Value MufSearch(const Napi::CallbackInfo& info) {
     // hop for a question's every step: docs/results/serving.md#dpr-muf).
     const Napi::Value qv = e.Get("queries");
     int64_t D;
-    if (qv.IsObject() && qv.As<Napi::Object>().Has("texts")) {
-      TextsToEmbed& t = hold->texts[x].emplace(texts_to_embed_arg(env, qv, who, pins));
+    const bool as_texts = qv.IsObject() && qv.As<Napi::Object>().Has("texts");
+    if (as_texts || (qv.IsTypedArray() && qv.As<Napi::TypedArray>().TypedArrayType() == napi_float32_array)) {
       m.passages = corpus_arg(env, e.Get("passages"), who, "passages", -1, pins);
       D = int64_t(m.passages.dim);
-      if (size_t(D) != t.dim)
-        throw Error("ERR_SHAPE", who + ": the encoder gives vectors of " + std::to_string(t.dim) + ", the passages have " + std::to_string(D));
-      const int64_t rows = int64_t(t.rows());
-      if (B >= 0 && rows != B) throw Error("ERR_SHAPE", who + ": " + std::to_string(rows) + " questions, the others " + std::to_string(B));
-      B = rows;
-      hold->queries[x].resize(t.rows() * t.dim);
-      m.queries = hold->queries[x].data();
-    } else if (qv.IsTypedArray() && qv.As<Napi::TypedArray>().TypedArrayType() == napi_float32_array) {
-      m.passages = corpus_arg(env, e.Get("passages"), who, "passages", -1, pins);
-      D = int64_t(m.passages.dim);
-      Napi::Float32Array a = qv.As<Napi::Float32Array>();
-      if (D == 0 || a.ElementLength() == 0 || a.ElementLength() % size_t(D) != 0)
-        throw Error("ERR_SHAPE", who + ": queries must hold whole rows of the passages' width " + std::to_string(D));
-      const int64_t rows = int64_t(a.ElementLength()) / D;
+      int64_t rows;
+      if (as_texts) {
+        const TextsToEmbed& t = hold->texts[x].emplace(texts_to_embed_arg(env, qv, who, pins));
+        if (size_t(D) != t.dim)
+          throw Error("ERR_SHAPE", who + ": the encoder gives vectors of " + std::to_string(t.dim) + ", the passages have " + std::to_string(D));
+        rows = int64_t(t.rows());
+        hold->queries[x].resize(t.rows() * t.dim);  // filled in the task
+      } else {
+        Napi::Float32Array a = qv.As<Napi::Float32Array>();
+        if (D == 0 || a.ElementLength() == 0 || a.ElementLength() % size_t(D) != 0)
+          throw Error("ERR_SHAPE", who + ": queries must hold whole rows of the passages' width " + std::to_string(D));
+        rows = int64_t(a.ElementLength()) / D;
+        hold->queries[x].assign(a.Data(), a.Data() + a.ElementLength());
+      }
       if (B >= 0 && rows != B) throw Error("ERR_SHAPE", who + ": queries have " + std::to_string(rows) + " rows, the others " + std::to_string(B));
       B = rows;
-      hold->queries[x].assign(a.Data(), a.Data() + a.ElementLength());
       m.queries = hold->queries[x].data();
     } else {
       TensorObject* qt = TensorObject::From(env, qv, "queries");

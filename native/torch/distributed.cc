@@ -177,7 +177,7 @@ ProcessGroup::ProcessGroup(const GroupOptions& o) : options_(o), impl_(std::make
   try {
     const auto deadline = std::chrono::steady_clock::now() + o.timeout;
     if (o.rank == 0) impl_->server = std::make_unique<StoreServer>(o.port);
-    impl_->store = c10::make_intrusive<StoreClient>(o.host, o.port, o.timeout);
+    impl_->store = store_client(o, o.timeout);
     // Every rank at the store before Gloo's rendezvous starts: the last to arrive opens the gate; the wait takes what
     // is left of the timeout.
     if (impl_->store->add("quorum/joined", 1) == o.size) impl_->store->set("quorum/all-joined", {1});
