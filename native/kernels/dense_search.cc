@@ -69,40 +69,56 @@ struct RowSubset {
   size_t row(size_t j) const { return rows ? size_t(rows[j]) : j; }
 };
 
-struct TopKWorker {
+// One search's candidate lists: `lists` lists of one TopKBuffer per query. A list is a worker's (DotScan: the
+// blocks that worker took) or a row range's (GemmScan); merge_topk joins a query's lists at the end.
+struct Candidates {
+  size_t B = 0;
   std::vector<uint64_t> store;
-  std::vector<TopKBuffer> heaps;
-  AlignedBuffer S;
-  std::vector<const uint8_t*> rows;
-  std::vector<uint32_t> idx;
-  std::vector<float> thr;  // GEMM path: each query's heap threshold, refreshed after every push
-  AlignedBuffer wide;      // GEMM path: a tile of bf16 / f16 corpus rows widened to f32
+  std::vector<TopKBuffer> buf;
+  void reset(size_t lists, size_t batch, size_t kk) {
+    B = batch;
+    const size_t slots = TopKBuffer::slots(kk);
+    store.resize(lists * B * slots);
+    buf.resize(lists * B);
+    for (size_t i = 0; i < lists * B; ++i) buf[i] = TopKBuffer(store.data() + i * slots, kk);
+  }
+  size_t lists() const { return B == 0 ? 0 : buf.size() / B; }
+  TopKBuffer& at(size_t list, size_t b) { return buf[list * B + b]; }
+  const TopKBuffer& at(size_t list, size_t b) const { return buf[list * B + b]; }
+};
+
+// A worker's scratch, shared by every search of a call (sized for the largest).
+struct Scratch {
+  AlignedBuffer S;                  // a block of scores
+  std::vector<const uint8_t*> rows;  // DotScan: the block's row pointers
+  std::vector<uint32_t> idx;         // select_ge's hits
+  std::vector<float> thr;            // GemmScan: each query's threshold, refreshed after every push
+  std::vector<const float*> rowp;    // GemmScan: the block's rows (in place, or widened)
+  std::vector<const float*> ptrs;    // GemmScan: one register tile's rows
+  AlignedBuffer wide;                // GemmScan: a block of bf16 / f16 corpus rows widened to f32
 };
 
 // Few queries: the dot-product tile reads each corpus row once for up to four queries, and the search is
-// bound by memory bandwidth, not arithmetic. Split in two so that several searches share one parallel region
-// (score_topk_many): the setup (prepared queries, the grid, the workers' scratch) and one task of the grid.
+// bound by memory bandwidth, not arithmetic. A grid of small tasks, each worker keeping its own lists (a corpus
+// block is a few hundred rows, too little to give each its own list).
 struct DotScan {
   const QueryMatrix* q;
   const CorpusMatrix* c;
   RowSubset sub;
-  std::vector<TopKWorker>* workers;
+  Candidates* cand;
   Prepared qp;
   Grid grid;
   size_t row_bytes;
 
-  DotScan(const DenseDotOps& ops, const QueryMatrix& q_, const CorpusMatrix& c_, const RowSubset& s, std::vector<TopKWorker>& w)
-      : q(&q_), c(&c_), sub(s), workers(&w), qp(prepare(ops, q_, c_.dtype)), row_bytes(c_.dim * dtype_size(c_.dtype)) {
+  DotScan(const DenseDotOps& ops, const QueryMatrix& q_, const CorpusMatrix& c_, const RowSubset& s, Candidates& cd)
+      : q(&q_), c(&c_), sub(s), cand(&cd), qp(prepare(ops, q_, c_.dtype)), row_bytes(c_.dim * dtype_size(c_.dtype)) {
     grid = Grid{q_.rows, sub.count(c_), std::min(q_.rows, kQueryChunk), block_rows(row_bytes)};
-    for (auto& x : w) {
-      x.S.reset(grid.qchunk * grid.nblock * sizeof(float));
-      x.rows.resize(grid.nblock);
-      x.idx.resize(grid.nblock);
-    }
   }
+  size_t tasks() const { return grid.tasks(); }
+  size_t scratch_floats() const { return grid.qchunk * grid.nblock; }
+  size_t scratch_rows() const { return grid.nblock; }
 
-  void run(const DenseDotOps& ops, size_t task, int wi) const {
-    TopKWorker& w = (*workers)[size_t(wi)];
+  void run(const DenseDotOps& ops, size_t task, int wi, Scratch& w) const {
     size_t b0, b1, n0, n1;
     grid.at(task, b0, b1, n0, n1);
     const size_t nn = n1 - n0;
@@ -110,7 +126,7 @@ struct DotScan {
     float* S = w.S.as<float>();
     ops.score(qp.row(b0), qp.stride, b1 - b0, w.rows.data(), nn, c->dim, c->dtype, S, grid.nblock);
     for (size_t b = b0; b < b1; ++b) {
-      TopKBuffer& heap = w.heaps[b];
+      TopKBuffer& heap = cand->at(size_t(wi), b);
       const float* s = S + (b - b0) * grid.nblock;
       const float thr = heap.threshold();
       const size_t m = ops.select_ge(s, nn, &thr, 0, w.idx.data());
@@ -120,73 +136,97 @@ struct DotScan {
 };
 
 // Many queries: the search is bound by arithmetic, so it runs as a GEMM, corpus rows x packed queries, one
-// block of rows at a time (scores [rows, queries] stay in L2), selection straight after each block.
-void scan_gemm(const QueryMatrix& q, const CorpusMatrix& c, const RowSubset& sub, std::vector<TopKWorker>& workers, ThreadPool& pool) {
-  const GemmOps& g = gemm_ops();
-  const DenseDotOps& sel = dense_dot();
-  const size_t B = q.rows, N = sub.count(c), D = c.dim, MR = g.mr, NR = g.nr;
-  const size_t esize = dtype_size(c.dtype), row_bytes = D * esize;
-  // Queries as B panels, B(p, j) = Q[j, p], packed once for every block.
-  const size_t qpanels = ceil_div(B, NR);
-  AlignedBuffer packed(qpanels * D * NR * sizeof(float));
-  float* pq = packed.as<float>();
-  pool.parallel_for(qpanels, [&](size_t t, int) {
-    g.pack_b(D, std::min(NR, B - t * NR), {q.data + t * NR * D, 1, D}, pq + t * D * NR);
-  });
-  const size_t qchunk = std::min(B, kQueryChunk / NR * NR);  // a multiple of NR
-  const Grid grid{B, N, qchunk, kGemmBlockRows};
-  for (auto& w : workers) {
-    w.S.reset(kGemmBlockRows * qchunk * sizeof(float));
-    w.thr.assign(B, 0.f);
-    w.idx.resize(qchunk);
-    for (size_t b = 0; b < B; ++b) w.thr[b] = w.heaps[b].threshold();
-    if (c.dtype != Dtype::F32) w.wide.reset(kGemmBlockRows * kGemmDepthBlock * sizeof(float));
+// block of rows at a time (scores [rows, queries] stay in L2), selection straight after each block. A task is
+// one group of queries over one range of rows with its own lists, and there are as few ranges as keep the
+// threads busy: a list over all N rows takes about k ln(N / k) pushes where T lists over N / T rows each take
+// T k ln(N / (T k)), and merging T lists is T times the keys. With MUF's 15 scans at B = 64 every scan is one
+// range: 46.5 -> 35.4 ms of CPU time a batch (docs/results/serving.md#dpr-muf).
+struct GemmScan {
+  const QueryMatrix* q;
+  const CorpusMatrix* c;
+  RowSubset sub;
+  Candidates* cand;
+  AlignedBuffer packed;  // the queries as B panels, B(p, j) = Q[j, p]
+  size_t group;          // queries a task, a multiple of NR
+  size_t groups;
+  size_t ranges = 1;
+  size_t range_rows = 0;
+
+  GemmScan(const GemmOps& g, const QueryMatrix& q_, const CorpusMatrix& c_, const RowSubset& s, Candidates& cd)
+      : q(&q_), c(&c_), sub(s), cand(&cd) {
+    const size_t B = q_.rows, D = q_.dim, NR = g.nr;
+    const size_t panels = ceil_div(B, NR);
+    packed.reset(panels * D * NR * sizeof(float));
+    for (size_t t = 0; t < panels; ++t) g.pack_b(D, std::min(NR, B - t * NR), {q_.data + t * NR * D, 1, D}, packed.as<float>() + t * D * NR);
+    group = std::min(B, kQueryChunk / NR * NR);
+    groups = ceil_div(B, group);
+    set_ranges(1);
   }
-  pool.parallel_for(grid.tasks(), [&](size_t task, int wi) {
-    TopKWorker& w = workers[size_t(wi)];
-    size_t b0, b1, n0, n1;
-    grid.at(task, b0, b1, n0, n1);
+  void set_ranges(size_t r) {
+    const size_t N = sub.count(*c);
+    ranges = std::clamp<size_t>(r, 1, ceil_div(N, kGemmBlockRows));
+    range_rows = ceil_div(N, ranges);
+    ranges = ceil_div(N, range_rows);
+  }
+  // A task's multiply-adds: its rows times its queries rounded up to whole panels times the depth.
+  size_t task_work(size_t nr) const { return range_rows * ceil_div(group, nr) * nr * c->dim; }
+  size_t tasks() const { return groups * ranges; }
+  size_t scratch_floats() const { return kGemmBlockRows * group; }
+
+  void run(size_t task, Scratch& w) const {
+    const GemmOps& g = gemm_ops();
+    const DenseDotOps& sel = dense_dot();
+    const size_t B = q->rows, N = sub.count(*c), D = c->dim, MR = g.mr, NR = g.nr;
+    const size_t esize = dtype_size(c->dtype), row_bytes = D * esize;
+    const size_t range = task / groups;
+    const size_t b0 = (task % groups) * group, b1 = std::min(B, b0 + group);
+    const size_t r0 = range * range_rows, r1 = std::min(N, r0 + range_rows);
     float* S = w.S.as<float>();
-    const size_t ldS = qchunk;
-    const size_t nn = n1 - n0;
-    std::vector<const float*> rows(nn);
-    std::vector<const float*> ptrs(MR);
-    for (size_t p0 = 0; p0 < D; p0 += kGemmDepthBlock) {
-      const size_t kc = std::min(kGemmDepthBlock, D - p0);
-      for (size_t r = 0; r < nn; ++r) {
-        const uint8_t* src = c.data + sub.row(n0 + r) * row_bytes;
-        if (c.dtype == Dtype::F32) {
-          rows[r] = reinterpret_cast<const float*>(src) + p0;
-        } else {
-          float* dst = w.wide.as<float>() + r * kGemmDepthBlock;
-          g.widen(src + p0 * esize, c.dtype, kc, dst);
-          rows[r] = dst;
+    const size_t ldS = group;
+    for (size_t b = b0; b < b1; ++b) w.thr[b - b0] = cand->at(range, b).threshold();
+    const float* pq = packed.as<float>();
+    for (size_t n0 = r0; n0 < r1; n0 += kGemmBlockRows) {
+      const size_t n1 = std::min(r1, n0 + kGemmBlockRows), nn = n1 - n0;
+      for (size_t p0 = 0; p0 < D; p0 += kGemmDepthBlock) {
+        const size_t kc = std::min(kGemmDepthBlock, D - p0);
+        for (size_t r = 0; r < nn; ++r) {
+          const uint8_t* src = c->data + sub.row(n0 + r) * row_bytes;
+          if (c->dtype == Dtype::F32) {
+            w.rowp[r] = reinterpret_cast<const float*>(src) + p0;
+          } else {
+            float* dst = w.wide.as<float>() + r * kGemmDepthBlock;
+            g.widen(src + p0 * esize, c->dtype, kc, dst);
+            w.rowp[r] = dst;
+          }
+        }
+        // One panel of queries (32 KiB) stays in L1 while every row tile of the block streams past it.
+        for (size_t j0 = b0; j0 < b1; j0 += NR) {
+          const float* panel = pq + (j0 / NR) * D * NR + p0 * NR;
+          const size_t nu = std::min(NR, b1 - j0);
+          for (size_t t0 = 0; t0 < nn; t0 += MR) {
+            const size_t mu = std::min(MR, nn - t0);
+            for (size_t i = 0; i < MR; ++i) w.ptrs[i] = w.rowp[t0 + std::min(i, mu - 1)];  // repeats are not stored
+            g.tile_rows(kc, w.ptrs.data(), panel, S + t0 * ldS + (j0 - b0), ldS, mu, nu, p0 > 0);
+          }
         }
       }
-      // One panel of queries (32 KiB) stays in L1 while every row tile of the block streams past it.
-      for (size_t j0 = b0; j0 < b1; j0 += NR) {
-        const float* panel = pq + (j0 / NR) * D * NR + p0 * NR;
-        const size_t nu = std::min(NR, b1 - j0);
-        for (size_t r0 = 0; r0 < nn; r0 += MR) {
-          const size_t mu = std::min(MR, nn - r0);
-          for (size_t i = 0; i < MR; ++i) ptrs[i] = rows[r0 + std::min(i, mu - 1)];  // repeats are not stored
-          g.tile_rows(kc, ptrs.data(), panel, S + r0 * ldS + (j0 - b0), ldS, mu, nu, p0 > 0);
+      // Each column is one query, so a push moves only that column's threshold: the candidates that one vector
+      // comparison per 16 queries found for a row stay valid while they are pushed.
+      for (size_t r = n0; r < n1; ++r) {
+        const float* s = S + (r - n0) * ldS;
+        const size_t m = sel.select_ge(s, b1 - b0, w.thr.data(), 1, w.idx.data());
+        for (size_t t = 0; t < m; ++t) {
+          const size_t j = w.idx[t];
+          TopKBuffer& heap = cand->at(range, b0 + j);
+          heap.push(s[j], int32_t(sub.row(r)));
+          w.thr[j] = heap.threshold();
         }
       }
     }
-    // Each column is one query, so a push moves only that column's threshold: the candidates that one vector
-    // comparison per 16 queries found for a row stay valid while they are pushed.
-    for (size_t r = n0; r < n1; ++r) {
-      const float* s = S + (r - n0) * ldS;
-      const size_t m = sel.select_ge(s, b1 - b0, w.thr.data() + b0, 1, w.idx.data());
-      for (size_t t = 0; t < m; ++t) {
-        const size_t b = b0 + w.idx[t];
-        w.heaps[b].push(s[w.idx[t]], int32_t(sub.row(r)));
-        w.thr[b] = w.heaps[b].threshold();
-      }
-    }
-  });
-}
+  }
+};
+
+bool many_queries(const TopKSearch& x) { return x.q.rows >= (x.c.dtype == Dtype::F32 ? kGemmMinQueries : 2 * kGemmMinQueries); }
 
 }  // namespace
 
@@ -197,55 +237,92 @@ void score_topk_many(const TopKSearch* searches, size_t n) {
   ThreadPool& pool = lease.pool();
   const size_t T = size_t(lease.threads());
   const DenseDotOps& ops = dense_dot();
-  std::vector<std::vector<TopKWorker>> workers(n);
-  for (auto& w : workers) w.resize(T);
-  std::vector<DotScan> dots;        // the searches with few queries, scanned together below
+  const GemmOps& g = gemm_ops();
+  std::vector<Candidates> cand(n);
+  std::vector<DotScan> dots;
+  std::vector<GemmScan> gemms;
   dots.reserve(n);
-  std::vector<size_t> dot_offsets;  // where each one's tasks start in the shared grid
-  size_t dot_tasks = 0;
+  gemms.reserve(n);
+  std::vector<size_t> gemm_of(n, SIZE_MAX);
   for (size_t s = 0; s < n; ++s) {
     const TopKSearch& x = searches[s];
     const RowSubset sub{x.rows, x.n_rows};
-    const size_t B = x.q.rows;
-    const size_t kk = std::min(x.k, sub.count(x.c));  // a heap never holds more than N hits
-    for (auto& w : workers[s]) {
-      w.store.resize(B * TopKBuffer::slots(kk));
-      w.heaps.resize(B);
-      for (size_t b = 0; b < B; ++b) w.heaps[b] = TopKBuffer(w.store.data() + b * TopKBuffer::slots(kk), kk);
-    }
-    if (B == 0 || kk == 0) continue;
-    if (B >= (x.c.dtype == Dtype::F32 ? kGemmMinQueries : 2 * kGemmMinQueries)) {
-      scan_gemm(x.q, x.c, sub, workers[s], pool);  // bound by arithmetic: its own region loses nothing
+    if (x.q.rows == 0 || std::min(x.k, sub.count(x.c)) == 0) continue;
+    if (many_queries(x)) {
+      gemm_of[s] = gemms.size();
+      gemms.emplace_back(g, x.q, x.c, sub, cand[s]);
     } else {
-      dots.emplace_back(ops, x.q, x.c, sub, workers[s]);
-      dot_offsets.push_back(dot_tasks);
-      dot_tasks += dots.back().grid.tasks();
+      dots.emplace_back(ops, x.q, x.c, sub, cand[s]);
     }
   }
-  if (dot_tasks > 0)
-    pool.parallel_for(dot_tasks, [&](size_t task, int wi) {
-      const size_t d = size_t(std::upper_bound(dot_offsets.begin(), dot_offsets.end(), task) - dot_offsets.begin()) - 1;
-      dots[d].run(ops, task - dot_offsets[d], wi);
+  // Row ranges: a scan's tasks are split until none holds more than 1/T of all the GEMM work, so that T threads
+  // can share it: a lone scan gets T ranges, each of MUF's 15 scans one.
+  size_t total = 0;
+  for (const GemmScan& x : gemms) total += x.task_work(g.nr) * x.groups;
+  for (GemmScan& x : gemms)
+    if (T > 1) x.set_ranges(ceil_div(x.task_work(g.nr) * T, std::max<size_t>(total, 1)));
+  for (size_t s = 0; s < n; ++s) {
+    const TopKSearch& x = searches[s];
+    const size_t kk = std::min(x.k, RowSubset{x.rows, x.n_rows}.count(x.c));  // a list never holds more than N hits
+    cand[s].reset(gemm_of[s] != SIZE_MAX ? gemms[gemm_of[s]].ranges : T, x.q.rows, kk);
+  }
+
+  // Every task of every scan in one region: GEMM tasks largest first (so that the last ones to start are short),
+  // then the dot scans' grids.
+  struct Task {
+    size_t work, scan, task;
+  };
+  std::vector<Task> tasks;
+  size_t floats = 0, rows = 0, group = 0;
+  for (size_t i = 0; i < gemms.size(); ++i) {
+    for (size_t t = 0; t < gemms[i].tasks(); ++t) tasks.push_back({gemms[i].task_work(g.nr), i, t});
+    floats = std::max(floats, gemms[i].scratch_floats());
+    group = std::max(group, gemms[i].group);
+  }
+  std::stable_sort(tasks.begin(), tasks.end(), [](const Task& a, const Task& b) { return a.work > b.work; });
+  const size_t n_gemm = tasks.size();
+  for (size_t i = 0; i < dots.size(); ++i) {
+    for (size_t t = 0; t < dots[i].tasks(); ++t) tasks.push_back({0, i, t});
+    floats = std::max(floats, dots[i].scratch_floats());
+    rows = std::max(rows, dots[i].scratch_rows());
+  }
+  std::vector<Scratch> scratch(T);
+  const bool widen = std::any_of(gemms.begin(), gemms.end(), [](const GemmScan& x) { return x.c->dtype != Dtype::F32; });
+  for (Scratch& w : scratch) {
+    w.S.reset(std::max<size_t>(floats, 1) * sizeof(float));
+    w.rows.resize(rows);
+    w.idx.resize(std::max(rows, group) + 16);  // select_ge's contract
+    w.thr.resize(group);
+    w.rowp.resize(gemms.empty() ? 0 : kGemmBlockRows);
+    w.ptrs.resize(g.mr);
+    if (widen) w.wide.reset(kGemmBlockRows * kGemmDepthBlock * sizeof(float));
+  }
+  if (!tasks.empty())
+    pool.parallel_for(tasks.size(), [&](size_t i, int wi) {
+      const Task& t = tasks[i];
+      if (i < n_gemm) gemms[t.scan].run(t.task, scratch[size_t(wi)]);
+      else dots[t.scan].run(ops, t.task, wi, scratch[size_t(wi)]);
     });
 
-  // Each search's per-thread lists merged, kMergeQueries questions a task (every thread takes part: a list of 100
-  // from each thread is a partial sort of a few hundred hits), every search's tasks in one region.
+  // Each search's lists merged, kMergeQueries questions a task (every thread takes part: a query's lists hold a few
+  // hundred keys to select from and sort), every search's tasks in one region.
   std::vector<size_t> merge_offsets(n + 1, 0);
   for (size_t s = 0; s < n; ++s) merge_offsets[s + 1] = merge_offsets[s] + ceil_div(searches[s].q.rows, kMergeQueries);
   pool.parallel_for(merge_offsets[n], [&](size_t task, int) {
     const size_t s = size_t(std::upper_bound(merge_offsets.begin(), merge_offsets.end(), task) - merge_offsets.begin()) - 1;
     const TopKSearch& x = searches[s];
     const size_t t0 = (task - merge_offsets[s]) * kMergeQueries;
-    std::vector<const uint64_t*> lists(T);
-    std::vector<size_t> sizes(T);
-    std::vector<float> floors(T);
+    const size_t L = cand[s].lists();
+    std::vector<const uint64_t*> lists(L);
+    std::vector<size_t> sizes(L);
+    std::vector<float> floors(L);
     for (size_t b = t0; b < std::min(x.q.rows, t0 + kMergeQueries); ++b) {
-      for (size_t t = 0; t < T; ++t) {
-        lists[t] = workers[s][t].heaps[b].data();
-        sizes[t] = workers[s][t].heaps[b].size();
-        floors[t] = workers[s][t].heaps[b].threshold();
+      for (size_t l = 0; l < L; ++l) {
+        lists[l] = cand[s].at(l, b).data();
+        sizes[l] = cand[s].at(l, b).size();
+        floors[l] = cand[s].at(l, b).threshold();
       }
-      merge_topk(lists.data(), sizes.data(), floors.data(), T, x.k, x.ids + b * x.k, x.scores + b * x.k);
+      merge_topk(lists.data(), sizes.data(), floors.data(), L, x.k, x.ids + b * x.k, x.scores + b * x.k);
     }
   });
 }
