@@ -2,7 +2,7 @@
 //   w_e   = c[e, b] / sum_e c[e, b]   (every weight 1 / E when no expert's c is above 0)
 //   fill_e = min of expert e's scores for b
 //   S(d)  = sum over e, in expert order, of w_e * (score of d in e's list, or fill_e where d is missing)
-// over the union of the lists, best first, ties to the lower tie rank (the fusion registry orders ties by corpus id:
+// over the union of the lists, best first, ties to the lower tie rank, then the lower row (the fusion registry orders ties by corpus id:
 // the caller passes each row's rank in that order), cut at k. Accumulated in f64 in the registry's order of
 // operations, so the order equals `fuse(runs, mufFusion, { confidence })` (lib/methods/muf/fusion.ts, the reference).
 #pragma once
