@@ -5,7 +5,7 @@
 // one-at-a-time results.
 import { afterAll, describe, expect, it } from 'vitest';
 
-import { Tensor, capabilities, scoreTopK, setIsa, type Isa } from '../lib/index.js';
+import { Tensor, capabilities, scoreTopK, setIsa, setThreads, type Isa } from '../lib/index.js';
 import { FamiliarityBank, type FamiliarityCalibration } from '../lib/methods/muf/familiarity.js';
 import { mufConfidence } from '../lib/methods/muf/serve.js';
 import { mufStage, type MufStageExpert } from '../lib/methods/muf/stage.js';
@@ -17,7 +17,10 @@ import { asyncCode, randomF32 } from './helpers.js';
 import type { QuorumError } from '../lib/errors.js';
 
 const caps = capabilities();
-afterAll(() => setIsa(caps.isa as Isa));
+afterAll(() => {
+  setIsa(caps.isa as Isa);
+  setThreads(caps.threads);
+});
 
 interface Spec {
   B: number;
@@ -32,6 +35,11 @@ interface Spec {
   rows?: Int32Array;
   /** Expert 1 twice as wide as the others (experts need not share a width). */
   mixedWidths?: boolean;
+  /**
+   * Threads of the stage's call (the references run on the default): at B = 64 over 3,000 rows, 4 threads split each
+   * expert's scan into two row ranges with a list each, 1 thread keeps one range (dense_search.cc, GemmScan).
+   */
+  threads?: number;
 }
 
 const calibration = (bias: number, weight: number, k: number): FamiliarityCalibration => ({ k, platt: { bias, weights: [weight] }, auroc: 0.9, ece: 0.01, own: 10, other: 10 });
@@ -76,6 +84,8 @@ const specs: Spec[] = [
   { B: 2, dim: 12, N: 50, L: 1, k: 4, rows: Int32Array.of(49) },
   { B: 3, dim: 8, N: 90, L: 12, k: 6, mixedWidths: true },
   { B: 40, dim: 8, N: 90, L: 12, k: 6, mixedWidths: true, bankBf16: true },
+  { B: 64, dim: 12, N: 3000, L: 40, k: 10, threads: 4 },
+  { B: 64, dim: 12, N: 3000, L: 40, k: 10, mixedWidths: true, threads: 1 },
 ];
 
 describe.each(caps.availableIsas as Isa[])('mufStage, %s variant', (isa) => {
@@ -106,7 +116,8 @@ describe.each(caps.availableIsas as Isa[])('mufStage, %s variant', (isa) => {
       // Expert 1's questions as a plain Float32Array (an encoder's output), the others as tensors.
       const stageExperts: MufStageExpert[] = xs.map((x, e) => ({ queries: e === 1 ? Float32Array.from(x.queries.data as Float32Array) : x.queries, passages: x.passages, familiarity: x.bank.stagePart(x.calibration), heads: x.heads }));
       for (const mode of ['uniform', 'familiarity', 'heads'] as const) {
-        const got = await mufStage(stageExperts, { mode, topL: s.L, k: s.k, tieRank, ...(rows ? { rows } : {}) });
+        if (s.threads) setThreads(s.threads);
+        const got = await mufStage(stageExperts, { mode, topL: s.L, k: s.k, tieRank, ...(rows ? { rows } : {}) }).finally(() => setThreads(caps.threads));
         const ref = refs[mode];
         const what = `${isa} spec ${i} ${mode}`;
         expect(Array.from(got.confidence), what).toEqual(Array.from(ref.confidence.data));
@@ -180,7 +191,8 @@ describe('mufStage, questions as texts', () => {
   const vocab = ['[PAD]', '[unused0]', '[unused1]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', ...words];
   const tok = new WordPieceTokenizer(vocab);
   const config = (dim: number): EncoderConfig => ({ ...defaultEncoderConfig, layers: 0, vocabSize: vocab.length, maxPositions: 12, typeVocabSize: 2, hiddenSize: 9, embeddingSize: 9, projectionDim: dim, tokenWeights: true, normalize: true });
-  const texts = ['The cat sat on the mat', 'quickly!', 'a fox', 'the dog ran far away', 'fox', 'mat cat'];
+  // 20 questions: the call embeds them 8 a task (native/napi/embedding_bag_bindings.cc, embed_all).
+  const texts = ['The cat sat on the mat', 'quickly!', 'a fox', 'the dog ran far away', 'fox', 'mat cat', ...Array.from({ length: 14 }, (_, i) => `${words[i % 12]} ${words[(5 * i + 3) % 12]} the ${words[(7 * i + 1) % 12]}`.replace(' ##', ''))];
   const [N, D] = [60, 6];
 
   it.each(['uniform', 'familiarity'] as const)('%s: equals the stage given encodeTexts vectors', async (mode) => {
@@ -211,6 +223,13 @@ describe('mufStage, questions as texts', () => {
       const past = (await mufStage([{ ...part(0), queries: encoders[0]!.textsToEmbed(tok, long, { maxLength: 40 }) }], opts).catch((e: unknown) => e)) as QuorumError;
       expect(past.code).toBe('ERR_RANGE'); // past 12 positions: found by the embedding, in the call's task
       expect(past.message).toMatch(/^experts\[0\]: /);
+      // Which row of which expert: the first failure in (expert, row) order, whichever task found it first.
+      const at = (row: number) => texts.map((t, i) => (i === row ? long[0]! : t));
+      const expertRow = async (rows: [number, number]) =>
+        ((await mufStage([0, 1].map((x) => ({ ...part(x), queries: encoders[x]!.textsToEmbed(tok, rows[x]! >= 0 ? at(rows[x]!) : texts, { maxLength: 40 }) })), opts).catch((e: unknown) => e)) as QuorumError).message;
+      expect(await expertRow([-1, 13])).toMatch(/^experts\[1\]: row 13 has 14 tokens/);
+      expect(await expertRow([10, 3])).toMatch(/^experts\[0\]: row 10 has/);
+      expect(await expertRow([17, 17])).toMatch(/^experts\[0\]: row 17 has/);
       expect(() => encoders[0]!.textsToEmbed(tok, texts, { pairs: ['x'] })).toThrow(expect.objectContaining({ code: 'ERR_SHAPE' }));
       wide.dispose();
     } finally {

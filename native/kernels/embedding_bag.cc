@@ -79,13 +79,16 @@ void encode_row(const EmbeddingBagModel& m, const SoftmaxOps& ops, const int32_t
 
 size_t embedding_bag_dim(const EmbeddingBagModel& m) { return m.head.w ? m.head.out : m.hidden; }
 
-void embedding_bag(const EmbeddingBagModel& m, const int32_t* ids, const int32_t* type_ids, const int32_t* lengths,
-                   size_t rows, size_t seq_len, float* out) {
+namespace {
+
+// Lengths and ids in range, before computing anything; rows are named from first_row on.
+void check(const EmbeddingBagModel& m, const int32_t* ids, const int32_t* type_ids, const int32_t* lengths, size_t rows,
+           size_t seq_len, size_t first_row) {
   const size_t max_len = std::min(seq_len, m.positions);
   for (size_t r = 0; r < rows; ++r) {
     const int64_t len = lengths[r];
     need(len >= 1 && size_t(len) <= max_len, "ERR_RANGE", [&] {
-      return "row " + std::to_string(r) + " has " + std::to_string(len) + " tokens; the model takes 1 to " + std::to_string(max_len);
+      return "row " + std::to_string(first_row + r) + " has " + std::to_string(len) + " tokens; the model takes 1 to " + std::to_string(max_len);
     });
     for (int64_t t = 0; t < len; ++t) {
       const int32_t id = ids[r * seq_len + size_t(t)], ty = type_ids[r * seq_len + size_t(t)];
@@ -93,18 +96,38 @@ void embedding_bag(const EmbeddingBagModel& m, const int32_t* ids, const int32_t
            [&] { return "token id " + std::to_string(id) + " or type " + std::to_string(ty) + " outside the model's tables"; });
     }
   }
+}
+
+size_t width(const EmbeddingBagModel& m) { return std::max({m.hidden, m.head_hidden.out, embedding_bag_dim(m)}); }
+
+}  // namespace
+
+void embedding_bag(const EmbeddingBagModel& m, const int32_t* ids, const int32_t* type_ids, const int32_t* lengths,
+                   size_t rows, size_t seq_len, float* out) {
+  check(m, ids, type_ids, lengths, rows, seq_len, 0);
   const SoftmaxOps& ops = softmax_ops();
-  const size_t dim = embedding_bag_dim(m);
-  const size_t width = std::max({m.hidden, m.head_hidden.out, dim});
+  const size_t dim = embedding_bag_dim(m), w = width(m);
   const ThreadPool::Lease lease = ThreadPool::lease();
   // Per worker: x, a, b (floats) and the pooled state (doubles).
-  std::vector<float> scratch(size_t(lease.threads()) * 3 * width);
+  std::vector<float> scratch(size_t(lease.threads()) * 3 * w);
   std::vector<double> states(size_t(lease.threads()) * m.hidden);
   lease.pool().parallel_for(rows, [&](size_t r, int worker) {
-    float* x = scratch.data() + size_t(worker) * 3 * width;
+    float* x = scratch.data() + size_t(worker) * 3 * w;
     encode_row(m, ops, ids + r * seq_len, type_ids + r * seq_len, size_t(lengths[r]), x, states.data() + size_t(worker) * m.hidden,
-               x + width, x + 2 * width, out + r * dim);
+               x + w, x + 2 * w, out + r * dim);
   });
+}
+
+void embedding_bag_serial(const EmbeddingBagModel& m, const int32_t* ids, const int32_t* type_ids, const int32_t* lengths,
+                          size_t rows, size_t seq_len, float* out, size_t first_row) {
+  check(m, ids, type_ids, lengths, rows, seq_len, first_row);
+  const SoftmaxOps& ops = softmax_ops();
+  const size_t dim = embedding_bag_dim(m), w = width(m);
+  std::vector<float> scratch(3 * w);
+  std::vector<double> state(m.hidden);
+  for (size_t r = 0; r < rows; ++r)
+    encode_row(m, ops, ids + r * seq_len, type_ids + r * seq_len, size_t(lengths[r]), scratch.data(), state.data(), scratch.data() + w,
+               scratch.data() + 2 * w, out + r * dim);
 }
 
 }  // namespace quorum::kernels

@@ -48,4 +48,9 @@ size_t embedding_bag_dim(const EmbeddingBagModel& m);
 void embedding_bag(const EmbeddingBagModel& m, const int32_t* ids, const int32_t* type_ids, const int32_t* lengths,
                    size_t rows, size_t seq_len, float* out);
 
+// As embedding_bag, on the calling thread: a task of the caller's own parallel region (mufSearch embeds every expert's
+// questions in one). Error messages count rows from first_row (the chunk's place in the caller's rows).
+void embedding_bag_serial(const EmbeddingBagModel& m, const int32_t* ids, const int32_t* type_ids, const int32_t* lengths,
+                          size_t rows, size_t seq_len, float* out, size_t first_row = 0);
+
 }  // namespace quorum::kernels

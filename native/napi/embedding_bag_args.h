@@ -23,12 +23,16 @@ struct TextsToEmbed {
   text::EncodeOptions options{};
   size_t dim = 0;                           // the model's output width
   size_t rows() const { return first.size(); }
-  // out: [rows(), dim]. Off the event loop.
-  void embed(float* out) const {
-    const text::EncodedBatch b = text::encode_batch(*wordpiece, first, second, options);
-    kernels::embedding_bag(model, b.ids.data(), b.type_ids.data(), b.lengths.data(), b.rows, b.seq_len, out);
-  }
+  // Rows [r0, r1) into out [r1 - r0, dim], on the calling thread. Off the event loop.
+  void embed_rows(size_t r0, size_t r1, float* out) const;
+  // out: [rows(), dim], on the pool. Off the event loop.
+  void embed(float* out) const;
 };
+
+// Several encoders' texts (mufSearch: every expert's questions) segmented and embedded in one parallel region, a few
+// texts a task: one fork and join for all of them, and the segmenting, which is serial within a batch, spread over the
+// threads. A failure is thrown as the first one in (job, row) order, its message led by that job's label.
+void embed_all(const TextsToEmbed* const* jobs, float* const* outs, const std::string* labels, size_t n);
 
 // { model, tokenizer (the core's WordPiece), texts: string[], pairs?: string[], maxLength, marker }, checked:
 // at least one text, as many pairs as texts.

@@ -318,15 +318,17 @@ Napi::Value MufSearch(const Napi::CallbackInfo& info) {
       env, flag(info[1]), pins, result,
       [plan, hold, out] {
         kernels::MufSearchPlan p = *plan;
+        std::vector<const TextsToEmbed*> jobs;
+        std::vector<float*> outs;
+        std::vector<std::string> labels;  // what only the embedding finds (a token past the model's tables) names its expert
         for (size_t x = 0; x < hold->experts.size(); ++x) {
           hold->experts[x].layers = hold->layers[x].data();
           if (!hold->texts[x]) continue;
-          try {  // what only the embedding finds (a token past the model's positions or vocabulary) names its expert
-            hold->texts[x]->embed(hold->queries[x].data());
-          } catch (const Error& e) {
-            throw Error(e.code(), "experts[" + std::to_string(x) + "]: " + e.what());
-          }
+          jobs.push_back(&*hold->texts[x]);
+          outs.push_back(hold->queries[x].data());
+          labels.push_back("experts[" + std::to_string(x) + "]: ");
         }
+        embed_all(jobs.data(), outs.data(), labels.data(), jobs.size());
         p.experts = hold->experts.data();
         p.n_experts = hold->experts.size();
         p.rows = hold->rows ? hold->rows->data() : nullptr;
