@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { code } from './basics.js';
-import { normalizeBert } from '../lib/text/normalize.js';
+import { normalizeBert, normalizeSettings, normalizeUnicode, normalizeWith } from '../lib/text/normalize.js';
 import { WordPieceTokenizer, extendVocabulary } from '../lib/text/tokenizer.js';
 import { readTokenizerFiles, writeTokenizerFiles } from '../lib/text/tokenizer-files.js';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -41,6 +41,24 @@ describe('normalizeBert', () => {
     // Every character NFKC leaves alone gives what BERT gives.
     const plain = 'Héllo, WORLD! a$b 北京 [SEP]\tx';
     expect(normalizeBert(plain, { nfkc: true })).toBe(normalizeBert(plain));
+  });  it('takes a plain-ASCII text through the short path to what every step gives', () => {
+    // Random printable ASCII with tabs, newlines and runs of spaces, under every setting: the short path
+    // (normalizeWith) equals the full one (normalizeUnicode), and a text with one character outside it takes the full one.
+    let x = 7;
+    const next = () => (x = (x * 1103515245 + 12345) >>> 0) / 2 ** 32;
+    const alphabet = ' \t\n\r' + Array.from({ length: 95 }, (_, i) => String.fromCharCode(32 + i)).join('');
+    const texts = Array.from({ length: 300 }, () => Array.from({ length: Math.floor(next() * 40) }, () => alphabet[Math.floor(next() * alphabet.length)]).join(''));
+    texts.push('', '   ', 'A.B', '\t\tX\n', 'e.g. U.S.A. $5,000 -- "quoted" [SEP] (x)');
+    let checked = 0;
+    for (const flags of [0, 1, 2, 3, 4, 5, 6, 7, 8, 15, 31]) {
+      const o = normalizeSettings({ nfkc: !!(flags & 1), lowercase: !(flags & 2), stripAccents: !!(flags & 4), chineseChars: !(flags & 8), cleanText: !(flags & 16) });
+      for (const t of texts) {
+        expect(normalizeWith(t, o)).toBe(normalizeUnicode(t, o));
+        checked++;
+      }
+    }
+    expect(checked).toBe(11 * 305);
+    expect(normalizeWith('A\u00e9, B', normalizeSettings())).toBe('ae , b');
   });
 });
 

@@ -69,7 +69,28 @@ export function normalizeSettings(options: NormalizeOptions = {}): Required<Norm
  */
 export function normalizeBert(text: string, options: NormalizeOptions = {}): string {
   mustBeString(text, 'text');
-  const o = normalizeSettings(options);
+  return normalizeWith(text, normalizeSettings(options));
+}
+
+// Printable ASCII and tab / newline / carriage return: no step but lower-casing, punctuation and whitespace changes it
+// (NFKC and NFD leave ASCII alone, it has no control, CJK or combining character, and its punctuation is PUNCT's
+// ASCII part), so those two run as plain (non-Unicode) patterns. Most questions take this path: the full one was about
+// 4 us a question, each expert of a MUF server normalizing every question (docs/results/serving.md#dpr-muf).
+const ASCII = /^[\x20-\x7e\t\n\r]*$/;
+const ASCII_PUNCT = /([!-/:-@[-`{-~])/g;
+const ASCII_WHITESPACE = /\s+/g;
+
+/** @internal normalizeBert with settings already checked (normalizeSettings): the tokenizer's per-text path. */
+export function normalizeWith(text: string, o: Required<NormalizeOptions>): string {
+  if (ASCII.test(text)) {
+    const s = o.lowercase ? text.toLowerCase() : text;
+    return s.replace(ASCII_PUNCT, ' $1 ').replace(ASCII_WHITESPACE, ' ').trim();
+  }
+  return normalizeUnicode(text, o);
+}
+
+/** @internal Every step of normalizeBert, whatever the text (the reference of normalizeWith's ASCII path). */
+export function normalizeUnicode(text: string, o: Required<NormalizeOptions>): string {
   let s = o.nfkc ? text.normalize('NFKC') : text;
   if (o.cleanText) s = s.replace(CONTROL, '');
   if (o.chineseChars) s = s.replace(CJK, ' $1 ');

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { QuorumError, awaitNative, callNative } from '../errors.js';
 import { readTextFile } from '../data/files.js';
 import { coreAddon, packageRoot, type NativeWordPiece } from '../native.js';
-import { normalizeBert, normalizeSettings, type NormalizeOptions } from './normalize.js';
+import { normalizeBert, normalizeSettings, normalizeWith, type NormalizeOptions } from './normalize.js';
 import { checkOptions, optionKeys } from '../validate.js';
 import { brandClass } from '../brand.js';
 
@@ -104,7 +104,7 @@ export class WordPieceTokenizer {
 
   /** This tokenizer's normalization of a text: the words the segmenter reads. */
   normalize(text: string): string {
-    return normalizeBert(text, this.normalization);
+    return normalizeWith(text, this.normalization);
   }
 
   /** Number of tokens in the vocabulary. */
