@@ -102,7 +102,8 @@ void ThreadPool::run_tasks(int worker, size_t n_tasks) {
 void ThreadPool::worker_loop(int worker) {
   size_t seen = 0;
   for (;;) {
-    spin_until(spin_, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+    const size_t rests = rests_.load(std::memory_order_relaxed);
+    spin_until(spin_, [&] { return generation_.load(std::memory_order_acquire) != seen || rests_.load(std::memory_order_relaxed) != rests; });
     size_t n_tasks;
     {
       std::unique_lock<std::mutex> lock(mutex_);
@@ -123,6 +124,8 @@ void ThreadPool::worker_loop(int worker) {
     done_.notify_all();
   }
 }
+
+void ThreadPool::rest() { rests_.fetch_add(1, std::memory_order_relaxed); }
 
 void ThreadPool::parallel_for(size_t n_tasks, const Task& fn) {
   if (n_tasks == 0) return;

@@ -49,6 +49,11 @@ class ThreadPool {
   // after the other tasks have finished.
   void parallel_for(size_t n_tasks, const Task& fn);
 
+  // The caller's parallel work is over for now (a kernel call has finished): idle threads stop polling for the next
+  // region and sleep. Their polling bridges the regions of one call; after the last one it only takes the core that
+  // a Node server's event loop needs next (bench/muf-event-loop.ts).
+  void rest();
+
  private:
   ThreadPool();
   void start(int n);
@@ -73,6 +78,7 @@ class ThreadPool {
   std::atomic<size_t> generation_{0};
   std::atomic<int> busy_{0};
   std::atomic<bool> failed_{false};
+  std::atomic<size_t> rests_{0};  // rest() calls: a polling thread that sees it move stops polling
   std::exception_ptr error_;
 };
 

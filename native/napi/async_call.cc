@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "../common/thread_pool.h"
 #include "errors.h"
 
 namespace quorum::napi {
@@ -30,6 +31,7 @@ class Worker : public Napi::AsyncWorker {
       describe_current_exception(code_, message_);
       SetError(message_);
     }
+    ThreadPool::global().rest();  // the result goes to the event loop next: let it have the core
   }
 
   void OnOK() override {
@@ -72,6 +74,9 @@ class Worker : public Napi::AsyncWorker {
 Napi::Value run_work(Napi::Env env, bool async, const std::vector<Napi::Object>& keep, Napi::Value result,
                      std::function<void()> work, Finish finish, Release release) {
   if (!async) {
+    struct Rest {
+      ~Rest() { ThreadPool::global().rest(); }  // the caller's JavaScript runs next
+    } rest;
     work();  // exceptions become typed JS errors in guard()
     if (finish) finish(env, result.As<Napi::Object>());
     return result;
