@@ -177,21 +177,31 @@ describe('dense kernels: variants, threads, async', () => {
     }
   });
 
-  // From 32 questions each thread's share of the rows is a range with its own lists (3 threads: three uneven ranges).
-  it.each([7, 80])('gives identical results with 1, 2 and 3 threads (B=%i)', (B) => {
+  // From 32 questions (64 for a 2-byte corpus) each thread's share of the rows is a range with its own lists (3 threads:
+  // three uneven ranges); B = 300 is two groups of queries, over a bf16 corpus and through a filter of allowed rows.
+  it.each([
+    [7, 'f32', false],
+    [80, 'f32', false],
+    [300, 'bf16', true],
+  ] as const)('gives identical results with 1, 2 and 3 threads (B=%i, %s, filtered %s)', (B, dtype, filtered) => {
     const [N, D, k] = [20_000, 96, 25];
     const Q = randomF32(B * D, 21);
-    const corpus = Tensor.from(randomF32(N * D, 22), [N, D]);
+    const f32 = Tensor.from(randomF32(N * D, 22), [N, D]);
+    const corpus = dtype === 'f32' ? f32 : f32.to(dtype);
+    const options = filtered ? { rows: Int32Array.from({ length: 6000 }, (_, i) => 3 * i + (i % 3)) } : {};
     setThreads(1);
-    const one = scoreTopKSync(Q, corpus, k);
+    const one = scoreTopKSync(Q, corpus, k, options);
     for (const threads of [2, 3]) {
       setThreads(threads);
-      const many = scoreTopKSync(Q, corpus, k);
+      const many = scoreTopKSync(Q, corpus, k, options);
       expect(Array.from(many.ids)).toEqual(Array.from(one.ids));
       expect(Array.from(many.scores)).toEqual(Array.from(one.scores));
     }
     setThreads(caps.threads);
+    if (filtered) for (const id of one.ids) expect(id % 3 === Math.floor(id / 3) % 3).toBe(true);
+    expect(one.ids[0]).toBeGreaterThanOrEqual(0);
     corpus.dispose();
+    if (corpus !== f32) f32.dispose();
   });
 
   // Many short parallel regions back to back: every task of every region must run exactly once while pool

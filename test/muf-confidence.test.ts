@@ -239,7 +239,27 @@ describe('mufConfidence with fuse (native/kernels/muf_fuse.h) against the fusion
     expect(await asyncCode(mufConfidence([{ ...a, scores: Tensor.from(new Float32Array(B * 2), [B, 2]) }], { fuse: { k: 3 } }))).toBe('ERR_SHAPE');
     expect(await asyncCode(mufConfidence([{ ...a, scores }], { fuse: { k: 3, tieRank: Tensor.from(new Int32Array(N - 1), [N - 1], 'i32') } }))).toBe('ERR_SHAPE');
     expect(await asyncCode(mufConfidence([{ ...a, scores }], { fuse: { k: 3, kk: 1 } as never }))).toBe('ERR_ARG');
+    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]) {
+      const s = Float32Array.from(lists[0]!.scores);
+      s[L + 2] = bad;
+      const t = Tensor.from(s, [B, L]);
+      const e = (await mufConfidence([{ ...a, scores: t }], { fuse: { k: 3 } }).catch((x: unknown) => x)) as { code: string; message: string };
+      expect(e.code).toBe('ERR_RANGE');
+      expect(e.message).toMatch(/score .* at \[1, 2\] is not finite/);
+      t.dispose();
+    }
     const ok = await mufConfidence([{ ...a, scores }], { fuse: { k: 3 } });
     expect(ok.ids!.shape).toEqual([B, 3]);
+  });
+
+  it('breaks ties of equal tie rank by row', async () => {
+    // Two experts, one question, the same score for rows listed in opposite orders: every fused score ties, and with
+    // every tie rank equal the rows come out ascending, whatever order their slots were made in.
+    const a = { ...tensors(expert({ B: 1, dim: 4, hidden: 4, layers: 0, K: 1, N, L: 4, temperature: 1 }, 5)) };
+    const one = { ...a, candidates: Tensor.from(Int32Array.of(9, 3, 7, 1), [1, 4], 'i32'), scores: Tensor.from(new Float32Array(4).fill(0.5), [1, 4]) };
+    const two = { ...a, candidates: Tensor.from(Int32Array.of(1, 7, 3, 9), [1, 4], 'i32'), scores: Tensor.from(new Float32Array(4).fill(0.5), [1, 4]) };
+    const got = await mufConfidence([one, two], { fuse: { k: 4, uniform: true, tieRank: Tensor.from(new Int32Array(N), [N], 'i32') } });
+    expect(Array.from(got.ids!.data)).toEqual([1, 3, 7, 9]);
+    expect(Array.from(got.scores!.data)).toEqual([0.5, 0.5, 0.5, 0.5]);
   });
 });

@@ -230,6 +230,10 @@ describe('mufStage, questions as texts', () => {
       expect(await expertRow([-1, 13])).toMatch(/^experts\[1\]: row 13 has 14 tokens/);
       expect(await expertRow([10, 3])).toMatch(/^experts\[0\]: row 10 has/);
       expect(await expertRow([17, 17])).toMatch(/^experts\[0\]: row 17 has/);
+      // embedTexts alone (one job, no label): the row counts from the first text too.
+      const alone = (await encoders[1]!.encodeTexts(tok, at(13), { maxLength: 40 }).catch((e: unknown) => e)) as QuorumError;
+      expect(alone.code).toBe('ERR_RANGE');
+      expect(alone.message).toMatch(/^row 13 has 14 tokens/);
       expect(() => encoders[0]!.textsToEmbed(tok, texts, { pairs: ['x'] })).toThrow(expect.objectContaining({ code: 'ERR_SHAPE' }));
       wide.dispose();
     } finally {

@@ -6,7 +6,7 @@ import { QuorumError, awaitNative, callNative } from '../errors.js';
 import { readTextFile } from '../data/files.js';
 import { coreAddon, packageRoot, type NativeWordPiece } from '../native.js';
 import { normalizeBert, normalizeSettings, normalizeWith, type NormalizeOptions } from './normalize.js';
-import { checkOptions, optionKeys } from '../validate.js';
+import { checkOptions, mustBeString, optionKeys } from '../validate.js';
 import { brandClass } from '../brand.js';
 
 /** Options of {@link WordPieceTokenizer.encode}. */
@@ -104,6 +104,7 @@ export class WordPieceTokenizer {
 
   /** This tokenizer's normalization of a text: the words the segmenter reads. */
   normalize(text: string): string {
+    mustBeString(text, 'text');
     return normalizeWith(text, this.normalization);
   }
 

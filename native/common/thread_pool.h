@@ -51,7 +51,8 @@ class ThreadPool {
 
   // The caller's parallel work is over for now (a kernel call has finished): idle threads stop polling for the next
   // region and sleep. Their polling bridges the regions of one call; after the last one it only takes the core that
-  // a Node server's event loop needs next (bench/muf-event-loop.ts).
+  // a Node server's event loop needs next (bench/muf-event-loop.ts). Pool-wide: a call running concurrently on
+  // another thread pays a wake-up (about 20 us on a VM) at its next region instead.
   void rest();
 
  private:

@@ -19,7 +19,7 @@ namespace {
 constexpr size_t kBlockBytes = 256 * 1024;  // corpus rows per block: about half of a 1 MiB L2
 constexpr size_t kQueryChunk = 256;
 // From this many queries on (twice as many for 2-byte corpora, which the GEMM widens to f32 first),
-// scoreTopK runs as a GEMM (see scan_gemm). Measured over 100k x 768 on the development machine: at B = 32
+// scoreTopK runs as a GEMM (see GemmScan). Measured over 100k x 768 on the development machine: at B = 32
 // f32 the GEMM gave 545-580 QPS against 320-400 for the dot tile, at B = 16 it was slower, and for bf16 it
 // only drew level at 32.
 constexpr size_t kGemmMinQueries = 32;
@@ -147,7 +147,7 @@ struct GemmScan {
   RowSubset sub;
   Candidates* cand;
   AlignedBuffer packed;  // the queries as B panels, B(p, j) = Q[j, p]
-  size_t group;          // queries a task, a multiple of NR
+  size_t group;          // queries a task: all of them up to kQueryChunk, else a multiple of NR
   size_t groups;
   size_t ranges = 1;
   size_t range_rows = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
@@ -23,16 +24,37 @@ void muf_fuse(const FuseList* lists, size_t count, size_t batch, const int32_t* 
       need(std::isfinite(l.weights[b]) && l.weights[b] >= 0, "ERR_RANGE", [&] {
         return "expert " + std::to_string(e) + ": confidence " + std::to_string(l.weights[b]) + " is not a finite value >= 0";
       });
+    // A NaN or infinite score has no place in the order of fused scores (and -inf x 0 is NaN).
+    for (size_t i = 0; i < batch * l.len; ++i)
+      need(std::isfinite(l.scores[i]), "ERR_RANGE", [&] {
+        return "expert " + std::to_string(e) + ": score " + std::to_string(l.scores[i]) + " at [" + std::to_string(i / l.len) + ", " +
+               std::to_string(i % l.len) + "] is not finite";
+      });
   }
-  // Per question, each row of the union gets a slot the first time it is met (at[row], reset after the question), and
-  // the slot holds its value for every expert, the fill until the expert's list has the row: one pass over the
-  // entries. Sorting the (row, position) entries to group them instead was 10% of a B = 64 MUF search, all of it on
+  // Per question, each row of the union gets a slot the first time it is met, and the slot holds its value for every
+  // expert, the fill until the expert's list has the row: one pass over the entries. Rows find their slots in an
+  // open-addressing table of at least twice the entries (cleared per question: its size follows the lists, not the
+  // corpus). Sorting the (row, position) entries to group them instead was 10% of a B = 64 MUF search, all of it on
   // the calling thread (docs/results/serving.md#dpr-muf).
   struct Fused {
     double score;
     int32_t row;
   };
-  std::vector<int32_t> at(rows, -1);
+  size_t entries = 0;
+  for (size_t e = 0; e < count; ++e) entries += lists[e].len;
+  size_t bits = 4;
+  while ((size_t(1) << bits) < 2 * entries) ++bits;
+  const size_t mask = (size_t(1) << bits) - 1;
+  std::vector<int64_t> table(mask + 1);  // row << 32 | slot, or -1
+  const auto slot_of = [&](int32_t row, int32_t fresh) -> int32_t {  // the row's slot, `fresh` if it had none
+    for (size_t h = (uint32_t(row) * 0x9E3779B1u) >> (32 - std::min<size_t>(bits, 32)) & mask;; h = (h + 1) & mask) {
+      if (table[h] < 0) {
+        table[h] = int64_t(row) << 32 | uint32_t(fresh);
+        return fresh;
+      }
+      if (int32_t(table[h] >> 32) == row) return int32_t(uint32_t(table[h]));
+    }
+  };
   std::vector<int32_t> slot_row;
   std::vector<double> values;  // [slot, expert]
   std::vector<Fused> fused;
@@ -51,13 +73,13 @@ void muf_fuse(const FuseList* lists, size_t count, size_t batch, const int32_t* 
     }
     slot_row.clear();
     values.clear();
+    std::fill(table.begin(), table.end(), -1);
     for (size_t e = 0; e < count; ++e) {
       const FuseList& l = lists[e];
       for (size_t i = 0; i < l.len; ++i) {
         const int32_t row = l.ids[b * l.len + i];
-        int32_t& slot = at[size_t(row)];
-        if (slot < 0) {
-          slot = int32_t(slot_row.size());
+        const int32_t slot = slot_of(row, int32_t(slot_row.size()));
+        if (size_t(slot) == slot_row.size()) {
           slot_row.push_back(row);
           values.insert(values.end(), fill.begin(), fill.end());
         }
@@ -69,7 +91,6 @@ void muf_fuse(const FuseList* lists, size_t count, size_t batch, const int32_t* 
       double s = 0;
       for (size_t e = 0; e < count; ++e) s = s + w[e] * values[j * count + e];
       fused.push_back({s, slot_row[j]});
-      at[size_t(slot_row[j])] = -1;
     }
     // (score, tie rank, row) orders the rows totally (a caller's ranks may repeat), so the best k do not depend on the
     // order the slots were made in.

@@ -19,8 +19,8 @@ struct FuseList {
 };
 
 // out_ids / out_scores [batch, k]; a question whose union holds fewer than k rows is padded with -1 / -inf.
-// tie_rank [rows] or nullptr (ties to the lower row). Throws ERR_RANGE for a row outside [0, rows) or a weight that is
-// negative or not finite, before writing anything.
+// tie_rank [rows] or nullptr (ties to the lower row). Throws ERR_RANGE for a row outside [0, rows), a weight that is
+// negative or not finite, or a score that is not finite, before writing anything.
 void muf_fuse(const FuseList* lists, size_t count, size_t batch, const int32_t* tie_rank, size_t rows, size_t k,
               int32_t* out_ids, float* out_scores);
 
