@@ -41,7 +41,7 @@ export interface MufConfidenceExpert {
   members: number;
   /** The expert's calibrated temperature (divides the scores). */
   temperature: number;
-  /** The expert's own scores of its candidates, `[B, L]` (f32): what {@link MufConfidenceFuse fuse} weighs. */
+  /** The expert's own scores of its candidates, `[B, L]` (f32, finite: ERR_RANGE otherwise): what {@link MufConfidenceFuse fuse} weighs. */
   scores?: Tensor<'f32'>;
 }
 
@@ -51,7 +51,7 @@ export interface MufConfidenceFuse {
   k: number;
   /**
    * Each corpus row's rank among equal fused scores, `[N]` (i32): the fusion registry orders ties by corpus id, so
-   * a server passes the rows' ranks in that order (default: the lower row first).
+   * a server passes the rows' ranks in that order (default: the lower row first; rows of equal rank: the lower row).
    */
   tieRank?: Tensor<'i32'>;
   /** Every expert weight 1 (DPR-MUF's uniform baseline): the heads do not run, confidences are 1 and MI NaN. */
