@@ -177,8 +177,8 @@ describe('dense kernels: variants, threads, async', () => {
     }
   });
 
-  // From 32 questions (64 for a 2-byte corpus) each thread's share of the rows is a range with its own lists (3 threads:
-  // three uneven ranges); B = 300 is two groups of queries, over a bf16 corpus and through a filter of allowed rows.
+  // From 32 questions (64 for a 2-byte corpus) a lone scan runs as GEMM blocks that the threads take as they come, each
+  // keeping its own lists; B = 300 is two groups of queries, over a bf16 corpus and through a filter of allowed rows.
   it.each([
     [7, 'f32', false],
     [80, 'f32', false],

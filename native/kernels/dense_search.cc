@@ -136,11 +136,15 @@ struct DotScan {
 };
 
 // Many queries: the search is bound by arithmetic, so it runs as a GEMM, corpus rows x packed queries, one
-// block of rows at a time (scores [rows, queries] stay in L2), selection straight after each block. A task is
-// one group of queries over one range of rows with its own lists, and there are as few ranges as keep the
-// threads busy: a list over all N rows takes about k ln(N / k) pushes where T lists over N / T rows each take
-// T k ln(N / (T k)), and merging T lists is T times the keys. With MUF's 15 scans at B = 64 every scan is one
-// range: 46.5 -> 35.4 ms of CPU time a batch (docs/results/serving.md#dpr-muf).
+// block of rows at a time (scores [rows, queries] stay in L2), selection straight after each block. Who keeps the
+// candidates depends on the scan's share of the call's work:
+// - a small share (each of MUF's 15 scans at B = 64): one task per group of queries scans every row into one list
+//   per query. T lists over N / T rows each push about T k ln(N / (T k)) candidates where one list pushes
+//   k ln(N / k), and merging T lists reads T times the keys: 46.5 -> 35.4 ms of CPU a B = 64 MUF batch
+//   (docs/results/serving.md#dpr-muf);
+// - a large share (a lone scan): tasks are single blocks that the threads take as they come, each thread keeping its
+//   own lists. Splitting the rows into T fixed ranges instead kept the lists as few but left a slowed thread's range
+//   to finish alone: a lone B = 64 scan of 50,000 rows took 7.3-7.8 ms against 5.6-6.1 on 2 vCPUs.
 struct GemmScan {
   const QueryMatrix* q;
   const CorpusMatrix* c;
@@ -149,8 +153,7 @@ struct GemmScan {
   AlignedBuffer packed;  // the queries as B panels, B(p, j) = Q[j, p]
   size_t group;          // queries a task: all of them up to kQueryChunk, else a multiple of NR
   size_t groups;
-  size_t ranges = 1;
-  size_t range_rows = 0;
+  bool per_worker = false;  // tasks of one block, a list per worker; else a task per group over every row
 
   GemmScan(const GemmOps& g, const QueryMatrix& q_, const CorpusMatrix& c_, const RowSubset& s, Candidates& cd)
       : q(&q_), c(&c_), sub(s), cand(&cd) {
@@ -160,30 +163,28 @@ struct GemmScan {
     for (size_t t = 0; t < panels; ++t) g.pack_b(D, std::min(NR, B - t * NR), {q_.data + t * NR * D, 1, D}, packed.as<float>() + t * D * NR);
     group = std::min(B, kQueryChunk / NR * NR);
     groups = ceil_div(B, group);
-    set_ranges(1);
   }
-  void set_ranges(size_t r) {
-    const size_t N = sub.count(*c);
-    ranges = std::clamp<size_t>(r, 1, ceil_div(N, kGemmBlockRows));
-    range_rows = ceil_div(N, ranges);
-    ranges = ceil_div(N, range_rows);
+  size_t blocks() const { return per_worker ? ceil_div(sub.count(*c), kGemmBlockRows) : 1; }
+  size_t lists(size_t threads) const { return per_worker ? threads : 1; }
+  // The multiply-adds of a task, or of all of them: rows times queries rounded up to whole panels times the depth.
+  size_t work(size_t nr, bool one_task) const {
+    const size_t rows = one_task && per_worker ? std::min(kGemmBlockRows, sub.count(*c)) : sub.count(*c);
+    return rows * ceil_div(group, nr) * nr * c->dim * (one_task ? 1 : groups);
   }
-  // A task's multiply-adds: its rows times its queries rounded up to whole panels times the depth.
-  size_t task_work(size_t nr) const { return range_rows * ceil_div(group, nr) * nr * c->dim; }
-  size_t tasks() const { return groups * ranges; }
+  size_t tasks() const { return groups * blocks(); }  // the group varies fastest: workers share a block in cache
   size_t scratch_floats() const { return kGemmBlockRows * group; }
 
-  void run(size_t task, Scratch& w) const {
+  void run(size_t task, int wi, Scratch& w) const {
     const GemmOps& g = gemm_ops();
     const DenseDotOps& sel = dense_dot();
     const size_t B = q->rows, N = sub.count(*c), D = c->dim, MR = g.mr, NR = g.nr;
     const size_t esize = dtype_size(c->dtype), row_bytes = D * esize;
-    const size_t range = task / groups;
+    const size_t list = per_worker ? size_t(wi) : 0;
     const size_t b0 = (task % groups) * group, b1 = std::min(B, b0 + group);
-    const size_t r0 = range * range_rows, r1 = std::min(N, r0 + range_rows);
+    const size_t r0 = per_worker ? (task / groups) * kGemmBlockRows : 0, r1 = per_worker ? std::min(N, r0 + kGemmBlockRows) : N;
     float* S = w.S.as<float>();
     const size_t ldS = group;
-    for (size_t b = b0; b < b1; ++b) w.thr[b - b0] = cand->at(range, b).threshold();
+    for (size_t b = b0; b < b1; ++b) w.thr[b - b0] = cand->at(list, b).threshold();
     const float* pq = packed.as<float>();
     for (size_t n0 = r0; n0 < r1; n0 += kGemmBlockRows) {
       const size_t n1 = std::min(r1, n0 + kGemmBlockRows), nn = n1 - n0;
@@ -217,7 +218,7 @@ struct GemmScan {
         const size_t m = sel.select_ge(s, b1 - b0, w.thr.data(), 1, w.idx.data());
         for (size_t t = 0; t < m; ++t) {
           const size_t j = w.idx[t];
-          TopKBuffer& heap = cand->at(range, b0 + j);
+          TopKBuffer& heap = cand->at(list, b0 + j);
           heap.push(s[j], int32_t(sub.row(r)));
           w.thr[j] = heap.threshold();
         }
@@ -255,16 +256,15 @@ void score_topk_many(const TopKSearch* searches, size_t n) {
       dots.emplace_back(ops, x.q, x.c, sub, cand[s]);
     }
   }
-  // Row ranges: a scan's tasks are split until none holds more than 1/T of all the GEMM work, so that T threads
-  // can share it: a lone scan gets T ranges, each of MUF's 15 scans one.
+  // A scan with more than 1/T of all the GEMM work could not keep the threads busy as one task per group: it runs as
+  // blocks with per-worker lists (a lone scan), the others as one task per group (each of MUF's 15 scans at B = 64).
   size_t total = 0;
-  for (const GemmScan& x : gemms) total += x.task_work(g.nr) * x.groups;
-  for (GemmScan& x : gemms)
-    if (T > 1) x.set_ranges(ceil_div(x.task_work(g.nr) * T, std::max<size_t>(total, 1)));
+  for (const GemmScan& x : gemms) total += x.work(g.nr, false);
+  for (GemmScan& x : gemms) x.per_worker = T > 1 && x.work(g.nr, true) * x.groups * T > total;
   for (size_t s = 0; s < n; ++s) {
     const TopKSearch& x = searches[s];
     const size_t kk = std::min(x.k, RowSubset{x.rows, x.n_rows}.count(x.c));  // a list never holds more than N hits
-    cand[s].reset(gemm_of[s] != SIZE_MAX ? gemms[gemm_of[s]].ranges : T, x.q.rows, kk);
+    cand[s].reset(gemm_of[s] != SIZE_MAX ? gemms[gemm_of[s]].lists(T) : T, x.q.rows, kk);
   }
 
   // Every task of every scan in one region: GEMM tasks largest first (so that the last ones to start are short),
@@ -275,7 +275,7 @@ void score_topk_many(const TopKSearch* searches, size_t n) {
   std::vector<Task> tasks;
   size_t floats = 0, rows = 0, group = 0;
   for (size_t i = 0; i < gemms.size(); ++i) {
-    for (size_t t = 0; t < gemms[i].tasks(); ++t) tasks.push_back({gemms[i].task_work(g.nr), i, t});
+    for (size_t t = 0; t < gemms[i].tasks(); ++t) tasks.push_back({gemms[i].work(g.nr, true), i, t});
     floats = std::max(floats, gemms[i].scratch_floats());
     group = std::max(group, gemms[i].group);
   }
@@ -300,7 +300,7 @@ void score_topk_many(const TopKSearch* searches, size_t n) {
   if (!tasks.empty())
     pool.parallel_for(tasks.size(), [&](size_t i, int wi) {
       const Task& t = tasks[i];
-      if (i < n_gemm) gemms[t.scan].run(t.task, scratch[size_t(wi)]);
+      if (i < n_gemm) gemms[t.scan].run(t.task, wi, scratch[size_t(wi)]);
       else dots[t.scan].run(ops, t.task, wi, scratch[size_t(wi)]);
     });
 

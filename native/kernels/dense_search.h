@@ -34,8 +34,9 @@ void score_topk(const QueryMatrix& q, const CorpusMatrix& c, size_t k, int32_t* 
 
 // Several independent searches (each as score_topk, over its own corpus) in one parallel region: a server stage
 // that searches many small corpora for one question (DPR-MUF's experts and their familiarity banks, muf_search.h)
-// pays one fork and join instead of one per search, and with many queries each search's rows are split into no more
-// ranges (each with its own candidate lists) than the threads need. Results equal score_topk's for each search.
+// pays one fork and join instead of one per search, and with many queries a search that is a small part of the
+// call's work keeps one candidate list per query instead of one per thread. Results equal score_topk's for each
+// search.
 struct TopKSearch {
   QueryMatrix q;
   CorpusMatrix c;
