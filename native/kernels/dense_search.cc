@@ -69,8 +69,9 @@ struct RowSubset {
   size_t row(size_t j) const { return rows ? size_t(rows[j]) : j; }
 };
 
-// One search's candidate lists: `lists` lists of one TopKBuffer per query. A list is a worker's (DotScan: the
-// blocks that worker took) or a row range's (GemmScan); merge_topk joins a query's lists at the end.
+// One search's candidate lists: `lists` lists of one TopKBuffer per query. A list is a worker's (over the blocks that
+// worker took) or, for a GemmScan with one task per query group, the scan's only one; merge_topk joins a query's
+// lists at the end.
 struct Candidates {
   size_t B = 0;
   std::vector<uint64_t> store;
@@ -166,11 +167,11 @@ struct GemmScan {
   }
   size_t blocks() const { return per_worker ? ceil_div(sub.count(*c), kGemmBlockRows) : 1; }
   size_t lists(size_t threads) const { return per_worker ? threads : 1; }
-  // The multiply-adds of a task, or of all of them: rows times queries rounded up to whole panels times the depth.
-  size_t work(size_t nr, bool one_task) const {
-    const size_t rows = one_task && per_worker ? std::min(kGemmBlockRows, sub.count(*c)) : sub.count(*c);
-    return rows * ceil_div(group, nr) * nr * c->dim * (one_task ? 1 : groups);
+  // Multiply-adds: rows times queries rounded up to whole panels times the depth, of one task or of the whole scan.
+  size_t task_work(size_t nr) const {
+    return (per_worker ? std::min(kGemmBlockRows, sub.count(*c)) : sub.count(*c)) * ceil_div(group, nr) * nr * c->dim;
   }
+  size_t total_work(size_t nr) const { return sub.count(*c) * ceil_div(group, nr) * nr * c->dim * groups; }
   size_t tasks() const { return groups * blocks(); }  // the group varies fastest: workers share a block in cache
   size_t scratch_floats() const { return kGemmBlockRows * group; }
 
@@ -245,10 +246,12 @@ void score_topk_many(const TopKSearch* searches, size_t n) {
   dots.reserve(n);
   gemms.reserve(n);
   std::vector<size_t> gemm_of(n, SIZE_MAX);
+  std::vector<size_t> kk(n);  // a list never holds more than the rows searched
   for (size_t s = 0; s < n; ++s) {
     const TopKSearch& x = searches[s];
     const RowSubset sub{x.rows, x.n_rows};
-    if (x.q.rows == 0 || std::min(x.k, sub.count(x.c)) == 0) continue;
+    kk[s] = std::min(x.k, sub.count(x.c));
+    if (x.q.rows == 0 || kk[s] == 0) continue;
     if (many_queries(x)) {
       gemm_of[s] = gemms.size();
       gemms.emplace_back(g, x.q, x.c, sub, cand[s]);
@@ -259,13 +262,9 @@ void score_topk_many(const TopKSearch* searches, size_t n) {
   // A scan with more than 1/T of all the GEMM work could not keep the threads busy as one task per group: it runs as
   // blocks with per-worker lists (a lone scan), the others as one task per group (each of MUF's 15 scans at B = 64).
   size_t total = 0;
-  for (const GemmScan& x : gemms) total += x.work(g.nr, false);
-  for (GemmScan& x : gemms) x.per_worker = T > 1 && x.work(g.nr, true) * x.groups * T > total;
-  for (size_t s = 0; s < n; ++s) {
-    const TopKSearch& x = searches[s];
-    const size_t kk = std::min(x.k, RowSubset{x.rows, x.n_rows}.count(x.c));  // a list never holds more than N hits
-    cand[s].reset(gemm_of[s] != SIZE_MAX ? gemms[gemm_of[s]].lists(T) : T, x.q.rows, kk);
-  }
+  for (const GemmScan& x : gemms) total += x.total_work(g.nr);
+  for (GemmScan& x : gemms) x.per_worker = T > 1 && x.total_work(g.nr) * T > total;
+  for (size_t s = 0; s < n; ++s) cand[s].reset(gemm_of[s] != SIZE_MAX ? gemms[gemm_of[s]].lists(T) : T, searches[s].q.rows, kk[s]);
 
   // Every task of every scan in one region: GEMM tasks largest first (so that the last ones to start are short),
   // then the dot scans' grids.
@@ -275,7 +274,7 @@ void score_topk_many(const TopKSearch* searches, size_t n) {
   std::vector<Task> tasks;
   size_t floats = 0, rows = 0, group = 0;
   for (size_t i = 0; i < gemms.size(); ++i) {
-    for (size_t t = 0; t < gemms[i].tasks(); ++t) tasks.push_back({gemms[i].work(g.nr, true), i, t});
+    for (size_t t = 0; t < gemms[i].tasks(); ++t) tasks.push_back({gemms[i].task_work(g.nr), i, t});
     floats = std::max(floats, gemms[i].scratch_floats());
     group = std::max(group, gemms[i].group);
   }

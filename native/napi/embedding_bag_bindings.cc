@@ -183,8 +183,9 @@ void embed_all(const TextsToEmbed* const* jobs, float* const* outs, const std::s
   std::vector<size_t> offsets(n + 1, 0);
   for (size_t j = 0; j < n; ++j) offsets[j + 1] = offsets[j] + ceil_div(jobs[j]->rows(), kTexts);
   std::vector<std::exception_ptr> errors(offsets[n]);
+  const auto job_of = [&](size_t task) { return size_t(std::upper_bound(offsets.begin(), offsets.end(), task) - offsets.begin()) - 1; };
   const auto run = [&](size_t task, int) {
-    const size_t j = size_t(std::upper_bound(offsets.begin(), offsets.end(), task) - offsets.begin()) - 1;
+    const size_t j = job_of(task);
     const TextsToEmbed& t = *jobs[j];
     const size_t r0 = (task - offsets[j]) * kTexts, r1 = std::min(t.rows(), r0 + kTexts);
     try {
@@ -204,7 +205,7 @@ void embed_all(const TextsToEmbed* const* jobs, float* const* outs, const std::s
   }
   for (size_t task = 0; task < errors.size(); ++task) {
     if (!errors[task]) continue;
-    const size_t j = size_t(std::upper_bound(offsets.begin(), offsets.end(), task) - offsets.begin()) - 1;
+    const size_t j = job_of(task);
     try {
       std::rethrow_exception(errors[task]);
     } catch (const Error& e) {
