@@ -24,10 +24,9 @@ struct DenseDotOps {
   // prepared + i * stride.
   void (*score)(const float* prepared, size_t stride, size_t nq, const uint8_t* const* rows, size_t nrows,
                 size_t dim, Dtype corpus, float* out, size_t ldo);
-  // Writes the indices j < n with s[j] >= thr[j * thr_step] (ordered comparison: NaN never passes) to idx;
-  // returns how many. thr_step 0 compares with one threshold, 1 with one per element (a row of scores
-  // against per-query heaps). idx must hold n + 16 entries (a variant may store whole vectors past the last hit).
-  size_t (*select_ge)(const float* s, size_t n, const float* thr, size_t thr_step, uint32_t* idx);
+  // Writes the indices j < n with s[j] >= thr (ordered comparison: NaN never passes) to idx; returns how many.
+  // idx must hold n + 16 entries (a variant may store whole vectors past the last hit).
+  size_t (*select_ge)(const float* s, size_t n, float thr, uint32_t* idx);
 };
 
 const DenseDotOps& dense_dot_scalar();

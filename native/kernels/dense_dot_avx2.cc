@@ -49,11 +49,10 @@ struct Dot {
 
 #include "dense_dot_body.h"
 
-size_t select_ge(const float* s, size_t n, const float* thr, size_t thr_step, uint32_t* idx) {
+size_t select_ge(const float* s, size_t n, float thr, uint32_t* idx) {
   size_t m = 0, j = 0;
-  const __m256 t1 = _mm256_set1_ps(thr[0]);
+  const __m256 t = _mm256_set1_ps(thr);
   for (; j + 8 <= n; j += 8) {
-    const __m256 t = thr_step ? _mm256_loadu_ps(thr + j) : t1;
     unsigned bits = unsigned(_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(s + j), t, _CMP_GE_OQ)));
     while (bits) {
       idx[m++] = uint32_t(j + size_t(__builtin_ctz(bits)));
@@ -61,7 +60,7 @@ size_t select_ge(const float* s, size_t n, const float* thr, size_t thr_step, ui
     }
   }
   for (; j < n; ++j)
-    if (s[j] >= thr[j * thr_step]) idx[m++] = uint32_t(j);
+    if (s[j] >= thr) idx[m++] = uint32_t(j);
   return m;
 }
 

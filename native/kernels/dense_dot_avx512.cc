@@ -60,12 +60,11 @@ struct Dot {
 
 #include "dense_dot_body.h"
 
-size_t select_ge(const float* s, size_t n, const float* thr, size_t thr_step, uint32_t* idx) {
+size_t select_ge(const float* s, size_t n, float thr, uint32_t* idx) {
   size_t m = 0, j = 0;
-  const __m512 t1 = _mm512_set1_ps(thr[0]);
+  const __m512 t = _mm512_set1_ps(thr);
   const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   for (; j + 16 <= n; j += 16) {
-    const __m512 t = thr_step ? _mm512_loadu_ps(thr + j) : t1;
     const __mmask16 k = _mm512_cmp_ps_mask(_mm512_loadu_ps(s + j), t, _CMP_GE_OQ);
     // Branch-free: whether a group of 16 has a hit is a coin flip early in a scan (a mispredicted branch cost more
     // than the store), and a compress into a register then a full store is cheaper than a compress to memory.
@@ -73,7 +72,7 @@ size_t select_ge(const float* s, size_t n, const float* thr, size_t thr_step, ui
     m += size_t(__builtin_popcount(unsigned(k)));
   }
   for (; j < n; ++j)
-    if (s[j] >= thr[j * thr_step]) idx[m++] = uint32_t(j);
+    if (s[j] >= thr) idx[m++] = uint32_t(j);
   return m;
 }
 

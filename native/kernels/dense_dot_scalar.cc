@@ -31,10 +31,10 @@ void score(const float* qp, size_t qstride, size_t nq, const uint8_t* const* row
   }
 }
 
-size_t select_ge(const float* s, size_t n, const float* thr, size_t thr_step, uint32_t* idx) {
+size_t select_ge(const float* s, size_t n, float thr, uint32_t* idx) {
   size_t m = 0;
   for (size_t j = 0; j < n; ++j)
-    if (s[j] >= thr[j * thr_step]) idx[m++] = uint32_t(j);
+    if (s[j] >= thr) idx[m++] = uint32_t(j);
   return m;
 }
 

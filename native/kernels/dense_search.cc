@@ -92,11 +92,12 @@ struct Candidates {
 struct Scratch {
   AlignedBuffer S;                  // a block of scores
   std::vector<const uint8_t*> rows;  // DotScan: the block's row pointers
-  std::vector<uint32_t> idx;         // select_ge's hits
+  std::vector<uint32_t> idx;         // DotScan: select_ge's hits
   std::vector<float> thr;            // GemmScan: each query's threshold, refreshed after every push
   std::vector<const float*> rowp;    // GemmScan: the block's rows (in place, or widened)
   std::vector<const float*> ptrs;    // GemmScan: one register tile's rows
   AlignedBuffer wide;                // GemmScan: a block of bf16 / f16 corpus rows widened to f32
+  uint32_t hits[32];                 // GemmScan: one register tile's hits, a word per row (mr <= 32)
 };
 
 // Few queries: the dot-product tile reads each corpus row once for up to four queries, and the search is
@@ -130,15 +131,17 @@ struct DotScan {
       TopKBuffer& heap = cand->at(size_t(wi), b);
       const float* s = S + (b - b0) * grid.nblock;
       const float thr = heap.threshold();
-      const size_t m = ops.select_ge(s, nn, &thr, 0, w.idx.data());
+      const size_t m = ops.select_ge(s, nn, thr, w.idx.data());
       for (size_t t = 0; t < m; ++t) heap.push(s[w.idx[t]], int32_t(sub.row(n0 + w.idx[t])));
     }
   }
 };
 
 // Many queries: the search is bound by arithmetic, so it runs as a GEMM, corpus rows x packed queries, one
-// block of rows at a time (scores [rows, queries] stay in L2), selection straight after each block. Who keeps the
-// candidates depends on the scan's share of the call's work:
+// block of rows at a time (scores [rows, queries] stay in L2). Each register tile compares its scores with the
+// queries' thresholds before it leaves registers (GemmOps::tile_rows_hits) and its hits are pushed straight away: a
+// pass of select_ge over each row of the block after it had cost about 5 % of a B = 64 DPR-MUF search, and its
+// thresholds were a block staler. Who keeps the candidates depends on the scan's share of the call's work:
 // - a small share (each of MUF's 15 scans at B = 64): one task per group of queries scans every row into one list
 //   per query. T lists over N / T rows each push about T k ln(N / (T k)) candidates where one list pushes
 //   k ln(N / k), and merging T lists reads T times the keys: 46.5 -> 35.4 ms of CPU a B = 64 MUF batch
@@ -177,7 +180,6 @@ struct GemmScan {
 
   void run(size_t task, int wi, Scratch& w) const {
     const GemmOps& g = gemm_ops();
-    const DenseDotOps& sel = dense_dot();
     const size_t B = q->rows, N = sub.count(*c), D = c->dim, MR = g.mr, NR = g.nr;
     const size_t esize = dtype_size(c->dtype), row_bytes = D * esize;
     const size_t list = per_worker ? size_t(wi) : 0;
@@ -201,6 +203,7 @@ struct GemmScan {
             w.rowp[r] = dst;
           }
         }
+        const bool last = p0 + kc == D;
         // One panel of queries (32 KiB) stays in L1 while every row tile of the block streams past it.
         for (size_t j0 = b0; j0 < b1; j0 += NR) {
           const float* panel = pq + (j0 / NR) * D * NR + p0 * NR;
@@ -208,20 +211,26 @@ struct GemmScan {
           for (size_t t0 = 0; t0 < nn; t0 += MR) {
             const size_t mu = std::min(MR, nn - t0);
             for (size_t i = 0; i < MR; ++i) w.ptrs[i] = w.rowp[t0 + std::min(i, mu - 1)];  // repeats are not stored
-            g.tile_rows(kc, w.ptrs.data(), panel, S + t0 * ldS + (j0 - b0), ldS, mu, nu, p0 > 0);
+            float* St = S + t0 * ldS + (j0 - b0);
+            if (!last) {
+              g.tile_rows(kc, w.ptrs.data(), panel, St, ldS, mu, nu, p0 > 0);
+              continue;
+            }
+            // The tile compares its scores with the thresholds while they are in registers; a push moves only its
+            // query's threshold, so the other hits of the tile stay valid while they are pushed.
+            float* thr = w.thr.data() + (j0 - b0);
+            if (!g.tile_rows_hits(kc, w.ptrs.data(), panel, St, ldS, mu, nu, p0 > 0, thr, w.hits)) continue;
+            TopKBuffer* heaps = &cand->at(list, j0);
+            for (size_t i = 0; i < mu; ++i) {
+              const int32_t id = int32_t(sub.row(n0 + t0 + i));
+              const float* s = St + i * ldS;
+              for (uint32_t bits = w.hits[i]; bits != 0; bits &= bits - 1) {
+                const size_t j = size_t(__builtin_ctz(bits));
+                heaps[j].push(s[j], id);
+                thr[j] = heaps[j].threshold();
+              }
+            }
           }
-        }
-      }
-      // Each column is one query, so a push moves only that column's threshold: the candidates that one vector
-      // comparison per 16 queries found for a row stay valid while they are pushed.
-      for (size_t r = n0; r < n1; ++r) {
-        const float* s = S + (r - n0) * ldS;
-        const size_t m = sel.select_ge(s, b1 - b0, w.thr.data(), 1, w.idx.data());
-        for (size_t t = 0; t < m; ++t) {
-          const size_t j = w.idx[t];
-          TopKBuffer& heap = cand->at(list, b0 + j);
-          heap.push(s[j], int32_t(sub.row(r)));
-          w.thr[j] = heap.threshold();
         }
       }
     }
@@ -290,7 +299,7 @@ void score_topk_many(const TopKSearch* searches, size_t n) {
   for (Scratch& w : scratch) {
     w.S.reset(std::max<size_t>(floats, 1) * sizeof(float));
     w.rows.resize(rows);
-    w.idx.resize(std::max(rows, group) + 16);  // select_ge's contract
+    w.idx.resize(rows + 16);  // select_ge's contract
     w.thr.resize(group);
     w.rowp.resize(gemms.empty() ? 0 : kGemmBlockRows);
     w.ptrs.resize(g.mr);
@@ -321,7 +330,7 @@ void score_topk_many(const TopKSearch* searches, size_t n) {
         sizes[l] = cand[s].at(l, b).size();
         floors[l] = cand[s].at(l, b).threshold();
       }
-      merge_topk(lists.data(), sizes.data(), floors.data(), L, x.k, x.ids + b * x.k, x.scores + b * x.k);
+      merge_topk(lists.data(), sizes.data(), floors.data(), L, x.k, x.ids + b * x.k, x.scores + b * x.k, x.sorted);
     }
   });
 }

@@ -45,6 +45,9 @@ struct TopKSearch {
   float* scores;   // [q.rows, k]
   const int32_t* rows = nullptr;
   size_t n_rows = 0;
+  // false: each query's k rows in no particular order (the same set), for a caller that does not need the order
+  // (DPR-MUF's fusion): saves sorting them.
+  bool sorted = true;
 };
 void score_topk_many(const TopKSearch* searches, size_t n);
 

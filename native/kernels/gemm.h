@@ -38,6 +38,11 @@ struct GemmOps {
   // tile_rows reads A(i, p) = rows[i][p] (all mr pointers valid); tile_cols reads a[p * lda + i] for i < mr.
   void (*tile_rows)(size_t kc, const float* const* rows, const float* panel, float* c, size_t ldc, size_t m_used,
                     size_t n_used, bool accumulate);
+  // tile_rows, then the hits of the values stored: bit j of hits[i] (i < m_used) set when C[i, j] >= thr[j], j < n_used
+  // (ordered: NaN never passes; thr holds n_used floats); returns whether any bit is set. scoreTopK's many-query path
+  // finds its candidates with it while the tile is in registers.
+  bool (*tile_rows_hits)(size_t kc, const float* const* rows, const float* panel, float* c, size_t ldc, size_t m_used,
+                         size_t n_used, bool accumulate, const float* thr, uint32_t* hits);
   void (*tile_cols)(size_t kc, const float* a, size_t lda, const float* panel, float* c, size_t ldc,
                     size_t m_used, size_t n_used, bool accumulate);
   // dst[i] = float(src[i]) for f32, bf16 or f16 src.

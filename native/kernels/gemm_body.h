@@ -8,17 +8,27 @@ constexpr size_t kMR = Vec::W == 16 ? 12 : Vec::W == 8 ? 6 : 4;
 constexpr size_t kNV = 2;
 constexpr size_t kNR = kNV * Vec::W;
 
-// C[i, j] (+)= acc for one row of the tile: whole vectors, then a masked one.
-template <size_t NV>
-inline void gemm_store_row(float* row, const typename Vec::V (&acc)[NV], size_t n_used, bool acc_c) {
+// C[i, j] (+)= acc for one row of the tile: whole vectors, then a masked one. With kHits, returns the bits j < n_used
+// of the stored values that are >= thr[j] (thr holds n_used floats); else 0.
+template <bool kHits, size_t NV>
+inline uint32_t gemm_store_row(float* row, const typename Vec::V (&acc)[NV], size_t n_used, bool acc_c, const float* thr) {
+  uint32_t hits = 0;
 #pragma GCC unroll 4
   for (size_t v = 0; v < NV; ++v) {
     const size_t j = v * Vec::W;
     if (j >= n_used) break;
     const size_t w = n_used - j;
-    if (w >= Vec::W) Vec::store(row + j, acc_c ? Vec::add(Vec::load(row + j), acc[v]) : acc[v]);
-    else Vec::storen(row + j, acc_c ? Vec::add(Vec::loadn(row + j, w), acc[v]) : acc[v], w);
+    if (w >= Vec::W) {
+      const typename Vec::V x = acc_c ? Vec::add(Vec::load(row + j), acc[v]) : acc[v];
+      Vec::store(row + j, x);
+      if constexpr (kHits) hits |= Vec::bits(Vec::ge(x, Vec::load(thr + j))) << j;
+    } else {
+      const typename Vec::V x = acc_c ? Vec::add(Vec::loadn(row + j, w), acc[v]) : acc[v];
+      Vec::storen(row + j, x, w);
+      if constexpr (kHits) hits |= (Vec::bits(Vec::ge(x, Vec::loadn(thr + j, w))) & ((1u << w) - 1u)) << j;
+    }
   }
+  return hits;
 }
 
 // R <= kMR rows are computed (the caller's m_used <= R).
@@ -26,9 +36,10 @@ inline void gemm_store_row(float* row, const typename Vec::V (&acc)[NV], size_t 
 // Every loop over the accumulators unrolls fully, so they stay in registers: a loop with a run-time bound
 // (rows < m_used) made GCC keep the whole array on the stack as well, zeroing it before the depth loop and
 // spilling it after (measured: 18% of the tile's time outside its FMAs at kc = 256).
-template <size_t R = kMR, class AAt>
-inline void gemm_tile(size_t kc, AAt a_at, const float* panel, float* c, size_t ldc, size_t m_used, size_t n_used,
-                      bool acc_c) {
+// kHits: hits[i] for i < m_used gets gemm_store_row's bits of row i; returns whether any is set.
+template <size_t R = kMR, bool kHits = false, class AAt>
+inline bool gemm_tile(size_t kc, AAt a_at, const float* panel, float* c, size_t ldc, size_t m_used, size_t n_used,
+                      bool acc_c, const float* thr = nullptr, uint32_t* hits = nullptr) {
   using V = typename Vec::V;
   // C's lines are fetched for writing now, so that the stores after the depth loop do not wait on them: the
   // loss's dQ and dP are fresh blocks that no cache holds yet.
@@ -53,16 +64,22 @@ inline void gemm_tile(size_t kc, AAt a_at, const float* panel, float* c, size_t 
     }
   }
   // A whole tile stores with a constant width: straight-line code, no masks.
+  uint32_t any = 0;
   if (m_used == R && n_used == kNR) {
 #pragma GCC unroll 16
-    for (size_t i = 0; i < R; ++i) gemm_store_row(c + i * ldc, acc[i], kNR, acc_c);
-    return;
+    for (size_t i = 0; i < R; ++i) {
+      const uint32_t h = gemm_store_row<kHits>(c + i * ldc, acc[i], kNR, acc_c, thr);
+      if constexpr (kHits) hits[i] = h, any |= h;
+    }
+    return any != 0;
   }
 #pragma GCC unroll 16
   for (size_t i = 0; i < R; ++i) {
     if (i >= m_used) break;
-    gemm_store_row(c + i * ldc, acc[i], n_used, acc_c);
+    const uint32_t h = gemm_store_row<kHits>(c + i * ldc, acc[i], n_used, acc_c, thr);
+    if constexpr (kHits) hits[i] = h, any |= h;
   }
+  return any != 0;
 }
 
 void gemm_tile_rows(size_t kc, const float* const* rows, const float* panel, float* c, size_t ldc, size_t m_used,
@@ -70,6 +87,14 @@ void gemm_tile_rows(size_t kc, const float* const* rows, const float* panel, flo
   const float* r[kMR];
   for (size_t i = 0; i < kMR; ++i) r[i] = rows[i];
   gemm_tile(kc, [&](size_t i, size_t p) { return r[i][p]; }, panel, c, ldc, m_used, n_used, acc_c);
+}
+
+bool gemm_tile_rows_hits(size_t kc, const float* const* rows, const float* panel, float* c, size_t ldc, size_t m_used,
+                         size_t n_used, bool acc_c, const float* thr, uint32_t* hits) {
+  static_assert(kNR <= 32, "a row's hits are one 32-bit word");
+  const float* r[kMR];
+  for (size_t i = 0; i < kMR; ++i) r[i] = rows[i];
+  return gemm_tile<kMR, true>(kc, [&](size_t i, size_t p) { return r[i][p]; }, panel, c, ldc, m_used, n_used, acc_c, thr, hits);
 }
 
 void gemm_tile_cols(size_t kc, const float* a, size_t lda, const float* panel, float* c, size_t ldc, size_t m_used,
@@ -169,5 +194,6 @@ const GemmOps kGemmOps{Vec::W == 16 ? "avx512" : Vec::W == 8 ? "avx2" : "scalar"
                        gemm_pack_b,
                        gemm_pack_a,
                        gemm_tile_rows,
+                       gemm_tile_rows_hits,
                        gemm_tile_cols,
                        gemm_widen};

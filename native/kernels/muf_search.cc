@@ -86,7 +86,9 @@ void muf_search(const MufSearchPlan& p, const MufSearchOut& out) {
   for (size_t x = 0; x < E; ++x) {
     const MufSearchExpert& e = p.experts[x];
     const size_t D = e.passages.dim;
-    searches.push_back({{e.queries, B, D}, e.passages, L, cand.data() + x * B * L, cand_scores.data() + x * B * L, p.rows, p.n_rows});
+    // The fusion takes each list as a set; the heads read them in rank order.
+    searches.push_back({{e.queries, B, D}, e.passages, L, cand.data() + x * B * L, cand_scores.data() + x * B * L, p.rows, p.n_rows,
+                        p.mode == MufConfidenceMode::kHeads});
     if (!familiar) continue;
     float* u = unit.data() + unit_at[x];
     unit_rows(e.queries, B, D, u);

@@ -60,6 +60,32 @@ class TopKHeap {
   size_t n_ = 0;
 };
 
+// Moves the k smallest of a[0, n) to a[0, k), in no particular order (1 <= k <= n); tmp holds n keys. A quickselect
+// whose partitions are branch-free (every key is written to both sides, and the side's end moves by the comparison):
+// std::nth_element over a list of a few hundred keys spent most of its time in mispredicted branches, a fifth of
+// DPR-MUF's B = 64 search in merges (docs/results/serving.md#dpr-muf).
+inline void select_smallest(uint64_t* a, size_t n, size_t k, uint64_t* tmp) {
+  size_t lo = 0, hi = n;  // a[0, lo) are among the k smallest, a[hi, n) are not: lo < k <= hi
+  while (hi - lo > 32 && lo < k) {
+    const uint64_t x = a[lo], y = a[lo + (hi - lo) / 2], z = a[hi - 1];
+    const uint64_t p = std::max(std::min(x, y), std::min(std::max(x, y), z));  // the median of three
+    size_t l = lo, r = 0;
+    for (size_t i = lo; i < hi; ++i) {
+      const uint64_t v = a[i];
+      a[l] = v;  // l <= i: reads stay ahead of writes
+      tmp[r] = v;
+      l += v < p;
+      r += v >= p;
+    }
+    std::copy(tmp, tmp + r, a + l);
+    if (l == k) return;
+    if (l > k) hi = l;  // p is on the right: l < hi
+    else if (l > lo) lo = l;
+    else break;  // nothing below p (p the range's least, repeated): the exact selection below finishes
+  }
+  if (lo < k) std::nth_element(a + lo, a + (k - 1), a + hi);
+}
+
 // A hit of a dense scan as one integer whose order is `better`'s: the high half is the score mapped to an unsigned
 // integer that falls as the score rises (IEEE order, -0 read as +0 as `better` compares them), the low half the row
 // id (0 <= id < 2^31: the scans' outputs are int32). Selection and sorting on these are plain integer comparisons:
@@ -151,9 +177,10 @@ class TopKBuffer {
   float thr_ = -std::numeric_limits<float>::infinity();
 };
 
-// Merges per-thread candidate lists (TopKBuffer keys) into the best k, sorted; pads with id -1 and score -inf.
+// Merges per-thread candidate lists (TopKBuffer keys) into the best k, sorted (or, with sorted false, the same k in
+// no particular order); pads with id -1 and score -inf after them.
 // floors[l]: list l's threshold (TopKBuffer::threshold), a lower bound of the k-th best score of all.
 void merge_topk(const uint64_t* const* lists, const size_t* sizes, const float* floors, size_t nlists, size_t k, int32_t* ids,
-                float* scores);
+                float* scores, bool sorted = true);
 
 }  // namespace quorum

@@ -48,6 +48,8 @@ struct Vec {
   static V min(V a, V b) { return _mm256_min_ps(a, b); }
   static M gt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
   static M lt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
+  static M ge(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_GE_OQ); }  // ordered: NaN never passes
+  static uint32_t bits(M m) { return uint32_t(_mm256_movemask_ps(m)); }  // lane i -> bit i
   static bool any(M m) { return _mm256_movemask_ps(m) != 0; }
   static V blend(M m, V no, V yes) { return _mm256_blendv_ps(no, yes, m); }
   static float sum(V v) {

@@ -31,6 +31,8 @@ struct Vec {
   static V min(V a, V b) { return _mm512_min_ps(a, b); }
   static M gt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
   static M lt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
+  static M ge(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }  // ordered: NaN never passes
+  static uint32_t bits(M m) { return uint32_t(m); }  // lane i -> bit i
   static bool any(M m) { return m != 0; }
   // Lanes where m is set take `yes`, the others `no`.
   static V blend(M m, V no, V yes) { return _mm512_mask_blend_ps(m, no, yes); }

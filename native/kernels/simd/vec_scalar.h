@@ -25,6 +25,8 @@ struct Vec {
   static V min(V a, V b) { return a < b ? a : b; }
   static M gt(V a, V b) { return a > b; }
   static M lt(V a, V b) { return a < b; }
+  static M ge(V a, V b) { return a >= b; }  // ordered: NaN never passes
+  static uint32_t bits(M m) { return m ? 1u : 0u; }  // lane i -> bit i
   static bool any(M m) { return m; }
   static V blend(M m, V no, V yes) { return m ? yes : no; }
   static float sum(V v) { return v; }
