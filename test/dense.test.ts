@@ -135,11 +135,12 @@ describe.each(isas)('dense kernels, %s variant', (isa) => {
     [1, 100],
     [64, 100],
     [40, 257],
-  ])('keeps the exact top-k through sampled cuts of a long list of distinct and tied scores (B=%i, k=%i)', (B, k) => {
+  ])('keeps the exact top-k through the cuts of a long list of distinct and tied scores (B=%i, k=%i)', (B, k) => {
     setIsa(isa);
-    // k >= 16: each thread's buffer is cut at a pivot read off a sample (topk.h). 6,000 rows whose scores are exact
-    // integers (two rows per level, in scrambled order), so a wrong pivot or threshold, a wrong key order for negative
-    // scores or a lost tie shows as a wrong id. Queries of both signs; half of them score every row below zero.
+    // Each list's buffer is cut to its best k many times by select_smallest's quickselect (topk.h), and the lists are
+    // merged by it. 6,000 rows whose scores are exact integers (two rows per level, in scrambled order), so a wrong
+    // partition or threshold, a wrong key order for negative scores or a lost tie shows as a wrong id. Queries of both
+    // signs; half of them score every row below zero.
     const [N, D] = [6000, 4];
     const level = (n: number) => ((n * 2654435761) % N) % 3000 - 1500;
     const C = new Float32Array(N * D);

@@ -14,9 +14,8 @@ void merge_topk(const uint64_t* const* lists, const size_t* sizes, const float* 
   const uint64_t worst = std::isinf(floor) && floor < 0 ? ~uint64_t(0) : rank_key(floor, -1);  // id -1: every id of that score
   size_t total = 0;
   for (size_t l = 0; l < nlists; ++l) total += sizes[l];
-  thread_local std::vector<uint64_t> all, tmp;
+  thread_local std::vector<uint64_t> all;
   all.resize(total);
-  tmp.resize(total);
   size_t n = 0;
   for (size_t l = 0; l < nlists; ++l)
     for (size_t i = 0; i < sizes[l]; ++i) {  // branch-free: which keys pass is a coin flip
@@ -25,7 +24,7 @@ void merge_topk(const uint64_t* const* lists, const size_t* sizes, const float* 
       n += x <= worst;
     }
   const size_t m = std::min(k, n);
-  if (m > 0 && m < n) select_smallest(all.data(), n, m, tmp.data());
+  if (m > 0 && m < n) select_smallest(all.data(), n, m);
   if (sorted) std::sort(all.begin(), all.begin() + std::ptrdiff_t(m));
   for (size_t j = 0; j < k; ++j) {
     ids[j] = j < m ? key_id(all[j]) : -1;

@@ -60,30 +60,34 @@ class TopKHeap {
   size_t n_ = 0;
 };
 
-// Moves the k smallest of a[0, n) to a[0, k), in no particular order (1 <= k <= n); tmp holds n keys. A quickselect
-// whose partitions are branch-free (every key is written to both sides, and the side's end moves by the comparison):
+// Moves the k smallest of a[0, n) to a[0, k), the k-th smallest at a[k - 1] and the others in no particular order
+// (1 <= k <= n), in place. A quickselect whose
+// partitions are branch-free (each key is swapped to the front or in place, and the front moves by the comparison):
 // std::nth_element over a list of a few hundred keys spent most of its time in mispredicted branches, a fifth of
-// DPR-MUF's B = 64 search in merges (docs/results/serving.md#dpr-muf).
-inline void select_smallest(uint64_t* a, size_t n, size_t k, uint64_t* tmp) {
+// DPR-MUF's B = 64 search in merges and cuts (docs/results/serving.md#dpr-muf).
+inline void select_smallest(uint64_t* a, size_t n, size_t k) {
   size_t lo = 0, hi = n;  // a[0, lo) are among the k smallest, a[hi, n) are not: lo < k <= hi
-  while (hi - lo > 32 && lo < k) {
+  while (hi - lo > 32) {
     const uint64_t x = a[lo], y = a[lo + (hi - lo) / 2], z = a[hi - 1];
     const uint64_t p = std::max(std::min(x, y), std::min(std::max(x, y), z));  // the median of three
-    size_t l = lo, r = 0;
+    size_t l = lo;  // a[lo, l) < p <= a[l, i)
     for (size_t i = lo; i < hi; ++i) {
       const uint64_t v = a[i];
-      a[l] = v;  // l <= i: reads stay ahead of writes
-      tmp[r] = v;
+      a[i] = a[l];
+      a[l] = v;
       l += v < p;
-      r += v >= p;
     }
-    std::copy(tmp, tmp + r, a + l);
-    if (l == k) return;
+    if (l == k) {  // a[lo, k) holds the k-th smallest: their greatest
+      size_t m = lo;
+      for (size_t i = lo + 1; i < k; ++i) m = a[i] > a[m] ? i : m;
+      std::swap(a[m], a[k - 1]);
+      return;
+    }
     if (l > k) hi = l;  // p is on the right: l < hi
     else if (l > lo) lo = l;
     else break;  // nothing below p (p the range's least, repeated): the exact selection below finishes
   }
-  if (lo < k) std::nth_element(a + lo, a + (k - 1), a + hi);
+  std::nth_element(a + lo, a + (k - 1), a + hi);
 }
 
 // A hit of a dense scan as one integer whose order is `better`'s: the high half is the score mapped to an unsigned
@@ -108,7 +112,7 @@ inline float key_score(uint64_t key) {
 }
 
 // The best k by `better` over caller-provided storage of slots(k) keys (rank_key): a hit at or above the threshold is
-// appended; when the storage is full it is cut to the best k or a few more (cut()) and the threshold rises. O(1)
+// appended; when the storage is full it is cut to the best k (cut()) and the threshold rises to the k-th. O(1)
 // amortized a hit where a heap's push is O(log k) with unpredictable branches: scoreTopK's lists of 100 over 64
 // questions spent about two thirds of their time in heap pushes (docs/results/serving.md#dpr-muf). Holds up to
 // slots(k) keys, unordered, a superset of the best k: merge_topk sorts them.
@@ -117,9 +121,10 @@ class TopKBuffer {
   TopKBuffer() = default;
   // storage: slots(k) keys.
   TopKBuffer(uint64_t* storage, size_t k) : h_(storage), k_(k), cap_(slots(k)) {}
-  // Twice k; from k = 16 on (where cut() samples) at least 128, 1 KiB, what k = 64 takes anyway: a cut of 60 keys
-  // costs about what one of 128 does, so small lists cut less often (familiarity's k = 30 over 4,000 rows at B = 64:
-  // 0.84 -> 0.66 ms). Below 16 the exact cut of 2k keys is cheap and more slots only add pushes (k = 1: 0.35 -> 0.56).
+  // Twice k; from k = 16 on at least 128, 1 KiB, what k = 64 takes anyway, so that small lists cut less often
+  // (familiarity's k = 30 over 4,000 rows at B = 64: 0.84 -> 0.66 ms, measured with the sampled cuts of before; with
+  // exact cuts, 2k slots for every k measured the same within the VM's noise). Below 16 more slots only add pushes
+  // (k = 1: 0.35 -> 0.56 ms).
   static size_t slots(size_t k) { return k < 16 ? 2 * k : std::max<size_t>(2 * k, 128); }
 
   size_t size() const { return n_; }
@@ -137,35 +142,13 @@ class TopKBuffer {
   }
 
  private:
-  // Keeps the keys at or below a pivot key (at least as good), at least k of them, and raises the threshold to the
-  // pivot's score: whatever is dropped has k better keys kept. The pivot aims at rank 5k/4, read off a sample of 32
-  // keys (the buffer holds them in scan order, not by score); counting and compacting are branch-free passes. An exact
-  // nth_element over all the keys (what a miss, about 1 cut in 30, and small k fall back to) spent most of its time in
-  // mispredicted branches: it was a third of a B = 64, k = 100 scoreTopK (docs/results/serving.md#dpr-muf).
+  // Keeps the best k and raises the threshold to the k-th's score: whatever is dropped has k better keys kept. Exact,
+  // by the branch-free select_smallest: the threshold is the k-th best so far, so fewer hits pass it than after the
+  // sampled cuts of before (which kept about 5k/4 keys, read off a sample of 32, with nth_element on a miss), and
+  // DPR-MUF's B = 64 search took 10-15 % less CPU (docs/results/serving.md#dpr-muf). std::nth_element here had been a
+  // third of a B = 64, k = 100 scoreTopK, nearly all of it mispredicted branches.
   void cut() {
-    constexpr size_t kSample = 32;
-    const size_t n = n_;
-    if (k_ >= 16) {  // n >= 32 = kSample
-      uint64_t sample[kSample];
-      for (size_t i = 0; i < kSample; ++i) sample[i] = h_[i * n / kSample];
-      const size_t r = kSample * 5 * k_ / (4 * n);
-      std::nth_element(sample, sample + r, sample + kSample);
-      const uint64_t pivot = sample[r];
-      size_t count = 0;
-      for (size_t i = 0; i < n; ++i) count += h_[i] <= pivot;
-      if (count >= k_ && count + k_ / 4 <= n) {
-        size_t j = 0;
-        for (size_t i = 0; i < n; ++i) {
-          const uint64_t x = h_[i];
-          h_[j] = x;
-          j += x <= pivot;
-        }
-        n_ = j;
-        thr_ = key_score(pivot);
-        return;
-      }
-    }
-    std::nth_element(h_, h_ + (k_ - 1), h_ + n);
+    select_smallest(h_, n_, k_);
     n_ = k_;
     thr_ = key_score(h_[k_ - 1]);
   }
