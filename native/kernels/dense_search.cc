@@ -226,8 +226,7 @@ struct GemmScan {
               const float* s = St + i * ldS;
               for (uint32_t bits = w.hits[i]; bits != 0; bits &= bits - 1) {
                 const size_t j = size_t(__builtin_ctz(bits));
-                heaps[j].push(s[j], id);
-                thr[j] = heaps[j].threshold();
+                thr[j] = heaps[j].push(s[j], id);
               }
             }
           }
