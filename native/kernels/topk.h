@@ -61,13 +61,13 @@ class TopKHeap {
 };
 
 // Moves the k smallest of a[0, n) to a[0, k), the k-th smallest at a[k - 1] and the others in no particular order
-// (1 <= k <= n), in place. A quickselect whose
-// partitions are branch-free (each key is swapped to the front or in place, and the front moves by the comparison):
-// std::nth_element over a list of a few hundred keys spent most of its time in mispredicted branches, a fifth of
-// DPR-MUF's B = 64 search in merges and cuts (docs/results/serving.md#dpr-muf).
+// (1 <= k <= n), in place. A quickselect whose partitions are branch-free (each key is swapped to the front or in
+// place, and the front moves by the comparison): std::nth_element over a list of a few hundred keys spent most of its
+// time in mispredicted branches, a fifth of DPR-MUF's B = 64 search in merges and cuts
+// (docs/results/serving.md#dpr-muf).
 inline void select_smallest(uint64_t* a, size_t n, size_t k) {
   size_t lo = 0, hi = n;  // a[0, lo) are among the k smallest, a[hi, n) are not: lo < k <= hi
-  while (hi - lo > 32) {
+  while (hi - lo > 8) {  // partitions down to 8 keys: nth_element over 32 was 4 % of a B = 64 MUF search
     const uint64_t x = a[lo], y = a[lo + (hi - lo) / 2], z = a[hi - 1];
     const uint64_t p = std::max(std::min(x, y), std::min(std::max(x, y), z));  // the median of three
     size_t l = lo;  // a[lo, l) < p <= a[l, i)
