@@ -82,19 +82,24 @@ inline bool gemm_tile(size_t kc, AAt a_at, const float* panel, float* c, size_t 
   return any != 0;
 }
 
-void gemm_tile_rows(size_t kc, const float* const* rows, const float* panel, float* c, size_t ldc, size_t m_used,
-                    size_t n_used, bool acc_c) {
+// A(i, p) = rows[i][p], the row pointers copied to the stack so that the tile keeps them in registers.
+template <bool kHits>
+inline bool gemm_tile_rows_any(size_t kc, const float* const* rows, const float* panel, float* c, size_t ldc, size_t m_used,
+                               size_t n_used, bool acc_c, const float* thr, uint32_t* hits) {
   const float* r[kMR];
   for (size_t i = 0; i < kMR; ++i) r[i] = rows[i];
-  gemm_tile(kc, [&](size_t i, size_t p) { return r[i][p]; }, panel, c, ldc, m_used, n_used, acc_c);
+  return gemm_tile<kMR, kHits>(kc, [&](size_t i, size_t p) { return r[i][p]; }, panel, c, ldc, m_used, n_used, acc_c, thr, hits);
+}
+
+void gemm_tile_rows(size_t kc, const float* const* rows, const float* panel, float* c, size_t ldc, size_t m_used,
+                    size_t n_used, bool acc_c) {
+  gemm_tile_rows_any<false>(kc, rows, panel, c, ldc, m_used, n_used, acc_c, nullptr, nullptr);
 }
 
 bool gemm_tile_rows_hits(size_t kc, const float* const* rows, const float* panel, float* c, size_t ldc, size_t m_used,
                          size_t n_used, bool acc_c, const float* thr, uint32_t* hits) {
   static_assert(kNR <= 32, "a row's hits are one 32-bit word");
-  const float* r[kMR];
-  for (size_t i = 0; i < kMR; ++i) r[i] = rows[i];
-  return gemm_tile<kMR, true>(kc, [&](size_t i, size_t p) { return r[i][p]; }, panel, c, ldc, m_used, n_used, acc_c, thr, hits);
+  return gemm_tile_rows_any<true>(kc, rows, panel, c, ldc, m_used, n_used, acc_c, thr, hits);
 }
 
 void gemm_tile_cols(size_t kc, const float* a, size_t lda, const float* panel, float* c, size_t ldc, size_t m_used,

@@ -115,7 +115,7 @@ inline float key_score(uint64_t key) {
 // appended; when the storage is full it is cut to the best k (cut()) and the threshold rises to the k-th. O(1)
 // amortized a hit where a heap's push is O(log k) with unpredictable branches: scoreTopK's lists of 100 over 64
 // questions spent about two thirds of their time in heap pushes (docs/results/serving.md#dpr-muf). Holds up to
-// slots(k) keys, unordered, a superset of the best k: merge_topk sorts them.
+// slots(k) keys, unordered, a superset of the best k: merge_topk selects them.
 class TopKBuffer {
  public:
   TopKBuffer() = default;
@@ -124,8 +124,8 @@ class TopKBuffer {
       : h_(storage), k_(k), cap_(slots(k)), thr_(k == 0 ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity()) {}
   // Twice k; from k = 16 on at least 128, 1 KiB, what k = 64 takes anyway, so that small lists cut less often
   // (familiarity's k = 30 over 4,000 rows at B = 64: 0.84 -> 0.66 ms, measured with the sampled cuts of before; with
-  // exact cuts, 2k slots for every k measured the same within the VM's noise). Below 16 more slots only add pushes
-  // (k = 1: 0.35 -> 0.56 ms).
+  // exact cuts, 2k slots for every k took 1.07x the CPU of a B = 64 MUF search in paired runs). Below 16 more slots
+  // only add pushes (k = 1: 0.35 -> 0.56 ms).
   static size_t slots(size_t k) { return k < 16 ? 2 * k : std::max<size_t>(2 * k, 128); }
 
   size_t size() const { return n_; }
@@ -152,9 +152,10 @@ class TopKBuffer {
  private:
   // Keeps the best k and raises the threshold to the k-th's score: whatever is dropped has k better keys kept. Exact,
   // by the branch-free select_smallest: the threshold is the k-th best so far, so fewer hits pass it than after the
-  // sampled cuts of before (which kept about 5k/4 keys, read off a sample of 32, with nth_element on a miss), and
-  // DPR-MUF's B = 64 search took 10-15 % less CPU (docs/results/serving.md#dpr-muf). std::nth_element here had been a
-  // third of a B = 64, k = 100 scoreTopK, nearly all of it mispredicted branches.
+  // sampled cuts of before (which kept about 5k/4 keys, read off a sample of 32, with nth_element on a miss); DPR-MUF's
+  // B = 64 search took 10-13 % less CPU in two of three paired runs, 2 % more in the third
+  // (docs/results/serving.md#dpr-muf). std::nth_element here had been a third of a B = 64, k = 100 scoreTopK, nearly
+  // all of it mispredicted branches.
   void cut() {
     select_smallest(h_, n_, k_);
     n_ = k_;
