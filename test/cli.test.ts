@@ -377,6 +377,7 @@ describe('quorum CLI', () => {
       [['eval', '--data', tiny, '--model', version, '--methods', 'dense'], /^quorum: ERR_FORMAT: .*format version 2/],
       [['eval', '--data', tiny, '--model', truncated, '--methods', 'dense'], /^quorum: ERR_FORMAT: .*weights\.safetensors/],
       [['encode', '--model', join(out, 'none'), '--data', tiny, '--out', join(out, 'e')], /^quorum: ERR_IO: .*not a model directory/],
+      [['demo', '--experts', 'joint', '--no-bench', '--no-report'], /^quorum: ERR_ARG: experts must be 'trained' or 'shared', got 'joint'/],
     ];
     for (const [args, message] of cases) {
       const r = quorum(...args);
@@ -386,14 +387,18 @@ describe('quorum CLI', () => {
     }
   });
 
-  it('demo runs BM25, the shipped trained model, DPR-MUF and the hybrids, and writes the report (hashed TF-IDF on request)', () => {
+  it('demo runs BM25, the shipped trained model, DPR-MUF over experts trained per task and the hybrids, and writes the report (hashed TF-IDF on request)', () => {
     const report = join(out, 'demo.html');
     const r = quorum('demo', '--no-bench', '--report', report);
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(/dense: trained siamese \(default, 100-d\)/);
-    for (const row of ['BM25', 'dense', 'DPR-MUF', 'uniform fusion', 'dense \\+ BM25 \\(alpha [\\d.]+\\)', 'DPR-MUF \\+ BM25 \\(alpha [\\d.]+\\)'])
+    for (const task of ['covid', 'selqa']) expect(r.stdout).toMatch(new RegExp(`\\n  expert ${task}: trained \\(best epoch [123] by dev MRR`));
+    for (const row of ['BM25', 'dense', 'DPR-MUF', 'uniform fusion', 'expert covid alone', 'expert selqa alone', 'dense \\+ BM25 \\(alpha [\\d.]+\\)', 'DPR-MUF \\+ BM25 \\(alpha [\\d.]+\\)'])
       expect(r.stdout).toMatch(new RegExp(`\\n  ${row}\\s+0\\.\\d{3}\\s+0\\.\\d{3}`));
+    // The experts were trained apart, each on its own task's questions: their lists differ.
+    const metricsOf = (row: string) => new RegExp(`\\n  ${row}((?:\\s+0\\.\\d{3}){4})`).exec(r.stdout)![1];
+    expect(metricsOf('expert covid alone')).not.toBe(metricsOf('expert selqa alone'));
     expect(r.stdout).toMatch(/question\s+task\s+P\(own\) covid\s+P\(own\) selqa\s+MI covid\s+MI selqa\s+top-1 relevant/);
     // Each task's question gets the higher P(own task) from its own expert (issue 45's demo goal).
     for (const task of ['covid', 'selqa']) {

@@ -2,7 +2,8 @@
 // task): BM25, the shipped dense model, DPR-MUF over one expert per task (heads trained and calibrated here, on the
 // train and dev splits), their hybrids with BM25; the table, per-query confidences and the HTML report; then the
 // native kernels against plain JS.
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { Bm25Index } from '../bm25/bm25.js';
@@ -23,6 +24,7 @@ import { scoreTopK } from '../dense.js';
 import { Tensor } from '../tensor.js';
 import { Retriever } from '../models/retriever.js';
 import { kernelCheck, speedCheck } from './demo-kernels.js';
+import { trainCommand } from './train.js';
 import { table } from './table.js';
 
 export interface DemoOptions {
@@ -36,6 +38,11 @@ export interface DemoOptions {
   bench?: boolean;
   /** DPR-MUF (default true; needs a trained model and train / dev splits with tasks). */
   muf?: boolean;
+  /**
+   * DPR-MUF's experts: 'trained' (default), one 0-layer Siamese model per task trained here from GloVe on that task's
+   * questions alone (3 epochs, seconds each); 'shared', the dense model as every task's expert with its task marker.
+   */
+  experts?: 'trained' | 'shared';
   /** Where to write the HTML report (default quorum-demo-report.html; false: none). */
   report?: string | false;
 }
@@ -65,7 +72,7 @@ async function denseEncoder(ds: Dataset, queries: Texts, o: DemoOptions): Promis
     } catch (e) {
       // Without the torch module (or the model) the demo still runs, on the training-free encoder.
       if (!(e instanceof QuorumError) || e.code !== 'ERR_BACKEND_UNAVAILABLE' || o.model) throw e;
-      console.log(`(the trained model needs quorum_torch: ${e.message}; using hashed TF-IDF)`);
+      console.log(`(the trained model needs quorum_torch: ${e.message}; using hashed TF-IDF, and no DPR-MUF)`);
     }
   }
   const dim = o.dim ?? 768;
@@ -76,7 +83,7 @@ async function denseEncoder(ds: Dataset, queries: Texts, o: DemoOptions): Promis
 
 /** DPR-MUF over the model, one expert per task that has training questions; undefined when that is not possible. */
 async function demoMuf(dir: string, queries: Texts, o: DemoOptions): Promise<MufRetriever | undefined> {
-  if (o.muf === false || o.model === 'tfidf') return undefined;
+  if (o.muf === false) return undefined;
   if (!existsSync(join(dir, 'qrels', 'train.tsv')) || !existsSync(join(dir, 'qrels', 'dev.tsv'))) {
     console.log('DPR-MUF: skipped (the dataset has no train and dev splits to train and calibrate the heads on)\n');
     return undefined;
@@ -88,18 +95,45 @@ async function demoMuf(dir: string, queries: Texts, o: DemoOptions): Promise<Muf
     console.log(`DPR-MUF: skipped (${tasks.length} task with training questions; it fuses one expert per task)\n`);
     return undefined;
   }
-  const model = o.model ?? 'default';
-  console.log(`DPR-MUF: the model as the expert of each task (${tasks.join(', ')}), each with an ensemble of 5 small heads trained on its task's questions, temperatures calibrated on dev:`);
   const t0 = performance.now();
-  const muf = await buildMuf(
-    { data: dir, experts: tasks.map((t) => `${model}:${t}`), members: 5, hidden: 64, layers: 1, epochs: 10, batch: 128, lr: 1e-3, hardNegatives: 1, topL: DEPTH, hitTopK: 1, seed: 1 },
-    (line) => {
-      if (!/epoch \d+,/.test(line) || /epoch 10,/.test(line)) console.log(`  ${line}`);
-    },
-  );
-  console.log(`  built in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
-  return muf;
+  let experts: string[];
+  let scratch: string | undefined;
+  if ((o.experts ?? 'trained') === 'trained') {
+    // Experts that share nothing but GloVe: each sees only its own task's questions (docs/methods/muf.md#does-the-confidence-know-the-domain).
+    console.log(`DPR-MUF: one expert per task (${tasks.join(', ')}), each a 0-layer Siamese model trained here from GloVe on its task's questions alone, with an ensemble of 5 small heads; temperatures and familiarity calibrated on dev:`);
+    scratch = mkdtempSync(join(tmpdir(), 'quorum-demo-experts-'));
+    experts = [];
+    for (const task of tasks) {
+      const out = join(scratch, task);
+      await trainCommand({ ...DEMO_EXPERT, data: dir, tasks: [task], out, hybrid: false }, (line) => {
+        if (line.startsWith('wrote ')) console.log(`  expert ${task}: ${line.slice(6).replace(out, 'trained')}`);
+      });
+      experts.push(`${out}:${task}`);
+    }
+  } else {
+    const model = o.model ?? 'default';
+    console.log(`DPR-MUF: the model as the expert of each task (${tasks.join(', ')}), each with an ensemble of 5 small heads trained on its task's questions, temperatures calibrated on dev:`);
+    experts = tasks.map((t) => `${model}:${t}`);
+  }
+  try {
+    const muf = await buildMuf(
+      { data: dir, experts, members: 5, hidden: 64, layers: 1, epochs: 10, batch: 128, lr: 1e-3, hardNegatives: 1, topL: DEPTH, hitTopK: 1, seed: 1 },
+      (line) => {
+        if (!/epoch \d+,/.test(line) || /epoch 10,/.test(line)) console.log(`  ${line}`);
+      },
+    );
+    console.log(`  built in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+    return muf;
+  } finally {
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
+  }
 }
+
+/** The demo's per-task experts: `quorum train --preset siamese --layers 0 --epochs 3` with the command's defaults. */
+const DEMO_EXPERT = {
+  preset: 'siamese', layers: 0, hidden: 100, epochs: 3, batch: 32, lr: 1e-3, hardNegatives: 1, maxQueryLength: 32, maxPassageLength: 192,
+  seed: 12345, glove: true, wordVocab: true, fitPooling: true, dtype: 'f32',
+} as const;
 
 const judgedIds = (qrels: Qrels, id: string) => new Set([...(qrels.get(id) ?? new Map<string, number>())].filter(([, g]) => g > 0).map(([d]) => d));
 const mrr10 = (ranked: readonly string[], rel: ReadonlySet<string>) => {
@@ -117,6 +151,7 @@ function tunedHybrid(a: Run, bm25: Run, tune: readonly string[], qrels: Qrels): 
 }
 
 export async function demo(o: DemoOptions = {}): Promise<void> {
+  if (o.experts !== undefined && o.experts !== 'trained' && o.experts !== 'shared') throw new QuorumError('ERR_ARG', `experts must be 'trained' or 'shared', got '${String(o.experts)}'`);
   const caps = capabilities();
   console.log(`Quorum demo: kernels ${caps.isa} (available: ${caps.availableIsas.join(', ')}), ${caps.threads} threads\n`);
   const dir = o.data ?? join(packageRoot, 'data', 'multidomain-mini');
@@ -149,7 +184,8 @@ export async function demo(o: DemoOptions = {}): Promise<void> {
   runs.set('BM25', bm25);
   runs.set('dense', dense);
 
-  const muf = await demoMuf(dir, ds.queries, o);
+  // Without quorum_torch (the dense side fell back to hashed TF-IDF) neither the experts nor their heads can train.
+  const muf = enc.model ? await demoMuf(dir, ds.queries, o) : undefined;
   const confidences = new Map<string, number[]>();
   const familiarity = new Map<string, number[]>();
   let calibration: ReturnType<CalibrationRecorder['series']> | undefined;
@@ -157,12 +193,14 @@ export async function demo(o: DemoOptions = {}): Promise<void> {
     const recorder = new CalibrationRecorder(muf.experts.map((e) => e.name));
     const fused = new Map<string, ScoredDoc[]>();
     const uniform = new Map<string, ScoredDoc[]>();
+    const alone = muf.experts.map(() => new Map<string, ScoredDoc[]>());
     await inBatches('muf   ', queries.length, 256, async (start, end) => {
       const batch = queries.slice(start, end);
       const r = await muf.searchAll(batch.map((q) => q.text), DEPTH);
       batch.forEach((q, b) => {
         fused.set(q.id, r.muf[b]!.hits);
         uniform.set(q.id, r.uniform[b]!.hits);
+        r.experts.forEach((lists, x) => alone[x]!.set(q.id, lists[b]!));
         confidences.set(q.id, r.confidence[b]!);
         if (r.familiarity) familiarity.set(q.id, r.familiarity[b]!);
       });
@@ -171,6 +209,7 @@ export async function demo(o: DemoOptions = {}): Promise<void> {
     calibration = recorder.series();
     runs.set('DPR-MUF', fused);
     runs.set('uniform fusion', uniform);
+    muf.experts.forEach((e, x) => runs.set(`expert ${e.name} alone`, alone[x]!));
   }
 
   // Hybrids: alpha tuned on the even-numbered queries, every method scored on the odd-numbered ones (so that both
@@ -215,7 +254,9 @@ export async function demo(o: DemoOptions = {}): Promise<void> {
     );
     if (calibration) data.calibration = calibration;
     console.log(
-      "  (the experts share the shipped encoder and differ by their heads and their questions' task marker, so their lists nearly coincide and the fusion changes little however it weighs them; separately trained experts and the paper's comparison: docs/methods/muf.md)",
+      (o.experts ?? 'trained') === 'trained'
+        ? "  (each expert's familiarity tells its task's questions from the other's, but on this data neither expert is better than the other on its own task's questions, so the fusion changes little however it weighs them: docs/methods/muf.md#does-the-confidence-know-the-domain)"
+        : "  (the experts share the shipped encoder and differ by their heads and their questions' task marker, so their lists nearly coincide and the fusion changes little however it weighs them: docs/methods/muf.md#does-the-confidence-know-the-domain)",
     );
   }
 

@@ -43,11 +43,12 @@ program
   .option('--model <dir>', "the dense encoder: a model directory, 'default' (the shipped trained model) or 'tfidf' (hashed TF-IDF)", 'default')
   .option('--dim <n>', 'hashed TF-IDF dimension', int, 768)
   .option('--no-muf', 'skip DPR-MUF')
+  .option('--experts <kind>', "DPR-MUF's experts: 'trained' (one 0-layer Siamese model per task, trained here from GloVe on its task's questions alone) or 'shared' (the dense model, with each task's marker)", 'trained')
   .option('--report <file>', 'the HTML report', 'quorum-demo-report.html')
   .option('--no-report', 'write no report')
   .option('--no-bench', 'skip the speed check')
-  .action(async (o: { data?: string; dim: number; bench: boolean; model: string; muf: boolean; report: string | false }) =>
-    demo({ ...o, model: o.model === 'default' ? undefined : o.model }),
+  .action(async (o: { data?: string; dim: number; bench: boolean; model: string; muf: boolean; report: string | false; experts: string }) =>
+    demo({ ...o, experts: o.experts as 'trained' | 'shared', model: o.model === 'default' ? undefined : o.model }),
   );
 
 program

@@ -65,6 +65,8 @@ export interface TrainCommandOptions {
   givenLengths?: { query: boolean; passage: boolean };
   /** Train as this many local ranks of one data-parallel group (docs/guides/distributed.md). */
   nproc?: number;
+  /** Tune the hybrid's alpha on dev and store it in the model's card (default true). */
+  hybrid?: boolean;
 }
 
 /** Validates every option before any work, so a typo costs no minutes of training. */
@@ -224,7 +226,7 @@ async function train(asked: TrainCommandOptions, log: (line: string) => void, gr
   );
   // The hybrid's alpha for this model, tuned on the same dev split and kept in its card: servers and `quorum eval`
   // on data without a dev split use it instead of a fixed 1.
-  if (devEx.length) {
+  if (devEx.length && o.hybrid !== false) {
     const h = await tuneModelHybrid({ model: o.out, data: o.data });
     log(`hybrid alpha ${h.alpha ?? 'BM25 alone'}${h.byTask ? ` (${Object.entries(h.byTask).map(([t, a]) => `${t} ${a ?? 'BM25 alone'}`).join(', ')})` : ''} stored in ${join(o.out, 'model.json')}`);
   }
