@@ -1,7 +1,7 @@
 // `quorum demo`: the multi-expert pipeline on the embedded benchmark (or any BEIR dataset whose queries carry a
-// task): BM25, the shipped dense model, DPR-MUF over one expert per task (heads trained and calibrated here, on the
-// train and dev splits), their hybrids with BM25; the table, per-query confidences and the HTML report; then the
-// native kernels against plain JS.
+// task): BM25, the shipped dense model, DPR-MUF over one expert per task (experts, heads and calibration trained here,
+// on the train and dev splits), each expert alone, the hybrids with BM25; the table, per-query confidences and the
+// HTML report; then the native kernels against plain JS.
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
