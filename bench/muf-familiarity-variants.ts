@@ -13,6 +13,7 @@ import { join } from 'node:path';
 
 import { loadBeir, type Query } from '../lib/data/beir.js';
 import { FamiliarityBank, FAMILIARITY_K } from '../lib/methods/muf/familiarity.js';
+import { readMufDir } from '../lib/methods/muf/retriever.js';
 import { ServingEncoder } from '../lib/models/serving-encoder.js';
 import { capabilities } from '../lib/runtime.js';
 import { auroc, fitPlatt } from '../lib/uncertainty.js';
@@ -33,11 +34,12 @@ const judged = (split: string) => {
 const train = judged('train');
 const dev = judged('dev');
 const test = judged('test');
-const names = (await import('node:fs')).readdirSync(join(mufDir, 'experts')).sort();
+/** The experts by name, each with its task and folder. */
+const experts = readMufDir(mufDir).experts.map((e) => ({ name: e.expert.name, task: e.expert.task, base: e.base }));
 
-/** Unit rows of one expert's question vectors. */
-async function vectors(enc: ServingEncoder, name: string, qs: Query[]): Promise<Float32Array> {
-  const v = await enc.encodeQueries(qs.map((q) => q.text), enc.config.tasks.includes(name) ? { task: name } : {});
+/** Unit rows of one expert's question vectors (with its task's marker where its model has one). */
+async function vectors(enc: ServingEncoder, task: string, qs: Query[]): Promise<Float32Array> {
+  const v = await enc.encodeQueries(qs.map((q) => q.text), enc.config.tasks.includes(task) ? { task } : {});
   const D = enc.dim;
   for (let r = 0; r < qs.length; r++) {
     let s = 0;
@@ -138,8 +140,11 @@ const fits: Record<string, Fit> = {
   },
 };
 
-/** TF-IDF unit vectors of lower-cased word tokens, with IDF from the training questions; k-NN margin by cosine. */
-function lexicalMargins(name: string, qs: Query[], k = FAMILIARITY_K): Float64Array {
+/**
+ * Per task, each question's k-NN margin over TF-IDF unit vectors of lower-cased words (IDF from the training
+ * questions), by cosine against the training questions: one similarity pass a question serves every task.
+ */
+function lexicalMargins(tasks: readonly string[], qs: Query[], k = FAMILIARITY_K): Map<string, Float64Array> {
   const words = (t: string) => t.toLowerCase().match(/[a-z0-9]+/g) ?? [];
   const df = new Map<string, number>();
   for (const q of train) for (const w of new Set(words(q.text))) df.set(w, (df.get(w) ?? 0) + 1);
@@ -159,32 +164,35 @@ function lexicalMargins(name: string, qs: Query[], k = FAMILIARITY_K): Float64Ar
   train.forEach((q, i) => {
     for (const [w, x] of vec(q.text)) (postings.get(w) ?? postings.set(w, []).get(w)!).push([i, x]);
   });
-  const isOwn = train.map((q) => q.task === name);
   const topMean = (s: number[]) => s.sort((a, b) => b - a).slice(0, k).reduce((a, b) => a + b, 0) / k;
-  return Float64Array.from(qs, (q) => {
+  const out = new Map(tasks.map((t) => [t, new Float64Array(qs.length)]));
+  qs.forEach((q, b) => {
     const sim = new Float64Array(train.length);
     for (const [w, x] of vec(q.text)) for (const [i, y] of postings.get(w) ?? []) sim[i] = sim[i]! + x * y;
-    const own: number[] = [];
-    const other: number[] = [];
-    sim.forEach((s, i) => (isOwn[i] ? own : other).push(s));
-    return topMean(own) - topMean(other);
+    for (const t of tasks) {
+      const own: number[] = [];
+      const other: number[] = [];
+      sim.forEach((v, i) => (train[i]!.task === t ? own : other).push(v));
+      out.get(t)![b] = topMean(own) - topMean(other);
+    }
   });
+  return out;
 }
 
 // Each expert's unit question vectors for the three splits.
 const space = new Map<string, { D: number; train: Float32Array; dev: Float32Array; test: Float32Array }>();
-for (const name of names) {
-  const enc = await ServingEncoder.load(join(mufDir, 'experts', name, 'model'));
-  space.set(name, { D: enc.dim, train: await vectors(enc, name, train), dev: await vectors(enc, name, dev), test: await vectors(enc, name, test) });
+for (const e of experts) {
+  const enc = await ServingEncoder.load(join(e.base, 'model'));
+  space.set(e.name, { D: enc.dim, train: await vectors(enc, e.task, train), dev: await vectors(enc, e.task, dev), test: await vectors(enc, e.task, test) });
   await enc.dispose();
 }
 const concat = (split: 'train' | 'dev' | 'test', n: number) => {
-  const D = names.reduce((s, x) => s + space.get(x)!.D, 0);
+  const D = experts.reduce((s, x) => s + space.get(x.name)!.D, 0);
   const out = new Float32Array(n * D);
   for (let r = 0; r < n; r++) {
     let at = r * D;
-    for (const x of names) {
-      const s = space.get(x)!;
+    for (const x of experts) {
+      const s = space.get(x.name)!;
       out.set(s[split].subarray(r * s.D, (r + 1) * s.D), at);
       at += s.D;
     }
@@ -193,24 +201,26 @@ const concat = (split: 'train' | 'dev' | 'test', n: number) => {
 };
 const all = { train: concat('train', train.length), dev: concat('dev', dev.length), test: concat('test', test.length) };
 
+const lexical = { dev: lexicalMargins(experts.map((e) => e.task), dev), test: lexicalMargins(experts.map((e) => e.task), test) };
+
 const rows: Array<Record<string, string | number>> = [];
-for (const name of names) {
+for (const { name, task } of experts) {
   const s = space.get(name)!;
-  const ownIx = train.flatMap((q, i) => (q.task === name ? [i] : []));
-  const otherIx = train.flatMap((q, i) => (q.task !== name ? [i] : []));
-  const label = (qs: Query[], domain = false) => qs.map((q) => (q.task === name || (domain && sameDomain.get(q.task!) === name) ? 1 : 0));
+  const ownIx = train.flatMap((q, i) => (q.task === task ? [i] : []));
+  const otherIx = train.flatMap((q, i) => (q.task !== task ? [i] : []));
+  const label = (qs: Query[], domain = false) => qs.map((q) => (q.task === task || (domain && sameDomain.get(q.task!) === task) ? 1 : 0));
   const withExpert = test.flatMap((q, i) => (sameDomain.has(q.task!) ? [] : [i]));
   const row = (variant: string, d: ArrayLike<number>, t: ArrayLike<number>) => {
     const r: Record<string, string | number> = { expert: name, variant, dev: +auroc(d, label(dev)).toFixed(3), test: +auroc(t, label(test)).toFixed(3) };
     r['test, questions with an expert'] = +auroc(withExpert.map((i) => t[i]!), withExpert.map((i) => label(test)[i]!)).toFixed(3);
-    if ([...sameDomain.values()].includes(name)) r['test, by domain'] = +auroc(t, label(test, true)).toFixed(3);
+    if ([...sameDomain.values()].includes(task)) r['test, by domain'] = +auroc(t, label(test, true)).toFixed(3);
     rows.push(r);
   };
   for (const [variant, fit] of Object.entries(fits)) {
     const score = await fit(rowsOf(s.train, ownIx, s.D), rowsOf(s.train, otherIx, s.D), s.D);
     row(variant, await score(s.dev), await score(s.test));
   }
-  row(`TF-IDF words, k-NN margin, k = ${FAMILIARITY_K}`, lexicalMargins(name, dev), lexicalMargins(name, test));
+  row(`TF-IDF words, k-NN margin, k = ${FAMILIARITY_K}`, lexical.dev.get(task)!, lexical.test.get(task)!);
   const cat = await fits[`k-NN margin, k = ${FAMILIARITY_K} (the library's)`]!(rowsOf(all.train.v, ownIx, all.train.D), rowsOf(all.train.v, otherIx, all.train.D), all.train.D);
   row(`every expert's space, k-NN margin, k = ${FAMILIARITY_K}`, await cat(all.dev.v), await cat(all.test.v));
   console.table(rows.filter((r) => r.expert === name));

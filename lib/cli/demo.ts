@@ -23,8 +23,9 @@ import { capabilities } from '../runtime.js';
 import { scoreTopK } from '../dense.js';
 import { Tensor } from '../tensor.js';
 import { Retriever } from '../models/retriever.js';
+import { check } from '../validate.js';
 import { kernelCheck, speedCheck } from './demo-kernels.js';
-import { trainCommand } from './train.js';
+import { TRAIN_DEFAULTS, trainCommand } from './train.js';
 import { table } from './table.js';
 
 export interface DemoOptions {
@@ -98,7 +99,7 @@ async function demoMuf(dir: string, queries: Texts, o: DemoOptions): Promise<Muf
   const t0 = performance.now();
   let experts: string[];
   let scratch: string | undefined;
-  if ((o.experts ?? 'trained') === 'trained') {
+  if (o.experts === 'trained') {
     // Experts that share nothing but GloVe: each sees only its own task's questions (docs/methods/muf.md#does-the-confidence-know-the-domain).
     console.log(`DPR-MUF: one expert per task (${tasks.join(', ')}), each a 0-layer Siamese model trained here from GloVe on its task's questions alone, with an ensemble of 5 small heads; temperatures and familiarity calibrated on dev:`);
     scratch = mkdtempSync(join(tmpdir(), 'quorum-demo-experts-'));
@@ -129,11 +130,8 @@ async function demoMuf(dir: string, queries: Texts, o: DemoOptions): Promise<Muf
   }
 }
 
-/** The demo's per-task experts: `quorum train --preset siamese --layers 0 --epochs 3` with the command's defaults. */
-const DEMO_EXPERT = {
-  preset: 'siamese', layers: 0, hidden: 100, epochs: 3, batch: 32, lr: 1e-3, hardNegatives: 1, maxQueryLength: 32, maxPassageLength: 192,
-  seed: 12345, glove: true, wordVocab: true, fitPooling: true, dtype: 'f32',
-} as const;
+/** The demo's per-task experts: `quorum train --preset siamese --layers 0 --epochs 3`, the rest at the command's defaults. */
+const DEMO_EXPERT = { ...TRAIN_DEFAULTS, preset: 'siamese', layers: 0, epochs: 3 } as const;
 
 const judgedIds = (qrels: Qrels, id: string) => new Set([...(qrels.get(id) ?? new Map<string, number>())].filter(([, g]) => g > 0).map(([d]) => d));
 const mrr10 = (ranked: readonly string[], rel: ReadonlySet<string>) => {
@@ -151,7 +149,8 @@ function tunedHybrid(a: Run, bm25: Run, tune: readonly string[], qrels: Qrels): 
 }
 
 export async function demo(o: DemoOptions = {}): Promise<void> {
-  if (o.experts !== undefined && o.experts !== 'trained' && o.experts !== 'shared') throw new QuorumError('ERR_ARG', `experts must be 'trained' or 'shared', got '${String(o.experts)}'`);
+  const experts = o.experts ?? 'trained';
+  check(experts === 'trained' || experts === 'shared', 'ERR_ARG', `experts must be 'trained' or 'shared', got '${String(experts)}'`);
   const caps = capabilities();
   console.log(`Quorum demo: kernels ${caps.isa} (available: ${caps.availableIsas.join(', ')}), ${caps.threads} threads\n`);
   const dir = o.data ?? join(packageRoot, 'data', 'multidomain-mini');
@@ -185,7 +184,7 @@ export async function demo(o: DemoOptions = {}): Promise<void> {
   runs.set('dense', dense);
 
   // Without quorum_torch (the dense side fell back to hashed TF-IDF) neither the experts nor their heads can train.
-  const muf = enc.model ? await demoMuf(dir, ds.queries, o) : undefined;
+  const muf = enc.model ? await demoMuf(dir, ds.queries, { ...o, experts }) : undefined;
   const confidences = new Map<string, number[]>();
   const familiarity = new Map<string, number[]>();
   let calibration: ReturnType<CalibrationRecorder['series']> | undefined;
@@ -254,7 +253,7 @@ export async function demo(o: DemoOptions = {}): Promise<void> {
     );
     if (calibration) data.calibration = calibration;
     console.log(
-      (o.experts ?? 'trained') === 'trained'
+      experts === 'trained'
         ? "  (each expert's familiarity tells its task's questions from the other's, but on this data neither expert is better than the other on its own task's questions, so the fusion changes little however it weighs them: docs/methods/muf.md#does-the-confidence-know-the-domain)"
         : "  (the experts share the shipped encoder and differ by their heads and their questions' task marker, so their lists nearly coincide and the fusion changes little however it weighs them: docs/methods/muf.md#does-the-confidence-know-the-domain)",
     );

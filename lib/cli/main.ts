@@ -12,7 +12,7 @@ import { demo } from './demo.js';
 import { EVAL_METHODS, evalCommand, tuneModelHybrid } from './eval.js';
 import { encodeCommand } from './encode.js';
 import { exportCommand, type ExportCommandOptions } from './export.js';
-import { POOLINGS, PRESETS, trainCommand, type TrainCommandOptions } from './train.js';
+import { POOLINGS, PRESETS, TRAIN_DEFAULTS, trainCommand, type TrainCommandOptions } from './train.js';
 import { fuseCommand } from './fuse.js';
 import { reportCommand } from './report.js';
 import { indexBm25, indexDense, searchCommand } from './index-search.js';
@@ -86,10 +86,10 @@ program
 trainingOptions(program.command('train'), {
   data: 'BEIR layout: corpus.jsonl, queries.jsonl, qrels/train.tsv (and qrels/dev.tsv)',
   out: 'the model directory to write (model.json, vocab.txt, tokenizer.json, weights.safetensors, checkpoints/)',
-  batch: [32, 'questions per batch'],
+  batch: [TRAIN_DEFAULTS.batch, 'questions per batch'],
   seed: 'seed of initialization and batches',
-  hidden: 100,
-  lengths: [32, 192],
+  hidden: TRAIN_DEFAULTS.hidden,
+  lengths: [TRAIN_DEFAULTS.maxQueryLength, TRAIN_DEFAULTS.maxPassageLength],
   glove: true,
   dtype: true,
   init: 'quorum',
@@ -98,11 +98,11 @@ trainingOptions(program.command('train'), {
   .requiredOption('--preset <name>', `${PRESETS.join(', ')}`)
   .option('--tasks <list>', "train on these tasks only (the queries' `task` field)", list)
   .option('--pooling <name>', `${POOLINGS.join(', ')} (default: mean; with --init, the checkpoint's sentence-transformers pooling, else cls)`)
-  .option('--layers <n>', 'Transformer layers (0: embeddings and pooling only)', count, 2)
+  .option('--layers <n>', 'Transformer layers (0: embeddings and pooling only)', count, TRAIN_DEFAULTS.layers)
   .option('--projection <n>', 'a linear head of this width after pooling (equal to --hidden: it starts as the identity); 0: none', count, 0)
-  .option('--epochs <n>', 'passes over the training questions', int, 8)
+  .option('--epochs <n>', 'passes over the training questions', int, TRAIN_DEFAULTS.epochs)
   .option('--temperature <x>', 'softmax temperature (default 0.05: the embeddings are unit vectors)', num)
-  .option('--hard-negatives <n>', 'BM25 hard negatives per question', count, 1)
+  .option('--hard-negatives <n>', 'BM25 hard negatives per question', count, TRAIN_DEFAULTS.hardNegatives)
   .option('--attention-window <n>', 'self-attention within windows of n tokens, linear in the passage length (0: the whole sequence)', int, 0)
   .option('--freeze <list>', 'parameters not trained: names containing any of these (e.g. word_embeddings keeps the GloVe vectors)', list)
   .option('--no-word-vocab', "WordPiece's vocabulary only (default: plus the corpus's whole words that GloVe has)")

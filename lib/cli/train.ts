@@ -14,10 +14,26 @@ import { trainRetriever } from '../train/trainer.js';
 import { QuorumError } from '../errors.js';
 import { check } from '../validate.js';
 import { tuneModelHybrid } from './eval.js';
+import { SHARED_TRAINING_DEFAULTS } from './args.js';
 import { asRanks } from './launch.js';
 import type { ProcessGroup } from '../models/process-group.js';
 
 export const PRESETS: readonly RetrieverPreset[] = ['taser', 'bi-encoder', 'siamese'];
+
+/** `quorum train`'s defaults (its options in lib/cli/main.ts; `quorum demo`'s experts start from them). */
+export const TRAIN_DEFAULTS = {
+  ...SHARED_TRAINING_DEFAULTS,
+  batch: 32,
+  hidden: 100,
+  layers: 2,
+  epochs: 8,
+  hardNegatives: 1,
+  maxQueryLength: 32,
+  maxPassageLength: 192,
+  glove: true,
+  wordVocab: true,
+  fitPooling: true,
+} as const;
 export { POOLINGS } from '../models/config.js';
 
 export interface TrainCommandOptions {
