@@ -8,10 +8,17 @@
 // imports them.
 const core =
   '^lib/((errors|brand|dtype|shape|validate|native|native-resource|runtime|cuda|tensor|operand|random|progress|grid-search|search-result|dense|dense-index|sparse-index|maxsim|splade|losses|uncertainty|filter|batcher|live)[.]ts$|(io|text|bm25|data)/)';
-const training = '^lib/(train/|methods/came/train[.]ts$|methods/rom/(train|schedule|refresh|reader-data)[.]ts$)';
+const training = '^lib/(train/|methods/(came|muf)/train[.]ts$|methods/rom/(train|schedule|refresh|reader-data)[.]ts$)';
 const tools = '^lib/(cli/|report/|builders/|methods/[^/]+/cli[.]ts$)';
 const entries = '^lib/(index[.]ts$|entries/)';
 const retrieval = '^lib/(fusion/|eval/|encoders/|models/|hybrid[.]ts$|methods/)';
+// The serving classes (a server's imports) and what none of them may reach, directly or through any chain of imports:
+// the training and tools layers, the libtorch models and process groups, and the lab classes that hold them.
+const serving = '^lib/(methods/(muf|came|rom)/serve[.]ts|models/serving-encoder[.]ts)$';
+const libtorchSide =
+  '^lib/(models/(retriever|parameter-table|process-group)[.]ts|methods/muf/(ensemble|retriever)[.]ts|methods/came/(model|retriever)[.]ts|methods/rom/(model|network)[.]ts)$';
+// What a user can reach: the package's entry points and the CLI.
+const entryPoints = '^lib/(index[.]ts|entries/.+[.]ts|cli/main[.]ts)$';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -65,6 +72,20 @@ module.exports = {
       comment: 'the root export (for servers) reaches no training or tools code',
       from: { path: '^lib/index[.]ts$' },
       to: { path: [training, tools] },
+    },
+    {
+      name: 'serving-apart-from-the-lab',
+      severity: 'error',
+      comment: 'a serving class reaches no training, tools, libtorch-model, process-group or lab module through any chain of imports',
+      from: { path: serving },
+      to: { path: [training, tools, libtorchSide], reachable: true },
+    },
+    {
+      name: 'reached-from-an-entry',
+      severity: 'error',
+      comment: 'every lib/ module is reached from a package entry point or the CLI (else it belongs in bench/, scripts/ or test/)',
+      from: { path: entryPoints },
+      to: { path: '^lib/', pathNot: entryPoints, reachable: false },
     },
     {
       name: 'product-only',

@@ -9,7 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { englishAnalyzer } from '../lib/bm25/analyzer.js';
-import { loadTrecCollection } from '../lib/data/trec-collection.js';
+import { loadTrecCollection } from './lib/trec-collection.js';
 import { packageRoot } from '../lib/native.js';
 import { capabilities } from '../lib/runtime.js';
 import { referenceEnglishTerms } from '../test/reference/bm25-analyzer.js';

@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 
-import { loadTrecCollection } from '../lib/data/trec-collection.js';
+import { loadTrecCollection } from './lib/trec-collection.js';
 import { Bm25Index } from '../lib/index.js';
 import { englishAnalyzer } from '../lib/entries/text.js';
 import { evaluate } from '../lib/entries/eval.js';

@@ -12,7 +12,8 @@ import { join } from 'node:path';
 
 import { loadBeir } from '../lib/data/beir.js';
 import { fuseExperts } from '../lib/methods/came/fusion.js';
-import { CameRetriever, type CameIndexes } from '../lib/methods/came/retriever.js';
+import type { CameIndexes } from '../lib/methods/came/search.js';
+import { CameRetriever } from '../lib/methods/came/retriever.js';
 import { CameServer } from '../lib/methods/came/serve.js';
 import { initCame } from '../lib/methods/came/train.js';
 import { packageRoot } from '../lib/native.js';

@@ -16,7 +16,7 @@ import { loadBeir } from '../lib/data/beir.js';
 import { evaluate, rankedRun } from '../lib/eval/ranking.js';
 import { rbo } from '../lib/eval/rbo.js';
 import { CAME_FUSIONS, fuseExperts, type Hit } from '../lib/methods/came/fusion.js';
-import type { CameExpertName } from '../lib/methods/came/model.js';
+import type { CameExpertName } from '../lib/methods/came/format.js';
 import { CameRetriever } from '../lib/methods/came/retriever.js';
 import { fitCameLinear, initCame, trainCame, type CameTrainRecord } from '../lib/methods/came/train.js';
 import { capabilities } from '../lib/index.js';

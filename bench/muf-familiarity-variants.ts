@@ -13,7 +13,7 @@ import { join } from 'node:path';
 
 import { loadBeir, type Query } from '../lib/data/beir.js';
 import { FamiliarityBank, FAMILIARITY_K } from '../lib/methods/muf/familiarity.js';
-import { readMufDir } from '../lib/methods/muf/retriever.js';
+import { readMufDir } from '../lib/methods/muf/format.js';
 import { ServingEncoder } from '../lib/models/serving-encoder.js';
 import { capabilities } from '../lib/runtime.js';
 import { auroc, fitPlatt } from '../lib/uncertainty.js';

@@ -17,7 +17,7 @@ import { mufFusion } from '../lib/methods/muf/fusion.js';
 import { MufRetriever } from '../lib/methods/muf/retriever.js';
 import { Retriever } from '../lib/models/retriever.js';
 import { packageRoot } from '../lib/native.js';
-import { confidenceHistogramsSvg, reliabilityDiagramSvg } from '../lib/report/charts.js';
+import { confidenceHistogramsSvg, reliabilityDiagramSvg } from './lib/charts.js';
 import { CalibrationRecorder } from '../lib/report/data.js';
 import { ece } from '../lib/uncertainty.js';
 import { median, percentile, printTable, writeResults } from './harness.js';

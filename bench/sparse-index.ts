@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { loadTrecCollection } from '../lib/data/trec-collection.js';
+import { loadTrecCollection } from './lib/trec-collection.js';
 import { Bm25Index, SparseIndex, type SparseAlgorithm } from '../lib/index.js';
 import { englishAnalyzer } from '../lib/entries/text.js';
 import { packageRoot } from '../lib/native.js';

@@ -4,7 +4,7 @@
 import { join, resolve } from 'node:path';
 
 import { Bm25Index } from '../lib/bm25/bm25.js';
-import { loadTrecCollection } from '../lib/data/trec-collection.js';
+import { loadTrecCollection } from '../bench/lib/trec-collection.js';
 import { evaluate } from '../lib/eval/ranking.js';
 import { packageRoot } from '../lib/native.js';
 

@@ -10,10 +10,11 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 import { rbo } from '../lib/eval/rbo.js';
 import { readSafetensors } from '../lib/io/safetensors.js';
-import { fitLexicalBias } from '../lib/methods/came/encode.js';
 import { expertScores } from '../lib/methods/came/scores.js';
 import { CAME_FUSIONS, fitLinearFusion, fuseExperts, type Hit } from '../lib/methods/came/fusion.js';
-import { CameModel, type CameEncoded, type CameExpertName, type CameStepStats } from '../lib/methods/came/model.js';
+import type { CameEncoded, CameExpertName } from '../lib/methods/came/format.js';
+import { CameModel, type CameStepStats } from '../lib/methods/came/model.js';
+import { fitLexicalBias } from '../lib/methods/came/train.js';
 import { updateCamePassages } from '../lib/methods/came/passages.js';
 import { CameRetriever } from '../lib/methods/came/retriever.js';
 import { trainCame } from '../lib/methods/came/train.js';

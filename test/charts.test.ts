@@ -1,7 +1,7 @@
-// lib/report/charts.ts: the reliability bins against a hand computation, and the SVGs Vega renders headless.
+// bench/lib/charts.ts: the reliability bins against a hand computation, and the SVGs Vega renders headless.
 import { describe, expect, it } from 'vitest';
 
-import { confidenceHistogramsSvg, reliabilityBins, reliabilityDiagramSvg } from '../lib/report/charts.js';
+import { confidenceHistogramsSvg, reliabilityBins, reliabilityDiagramSvg } from '../bench/lib/charts.js';
 import { code } from './basics.js';
 
 describe('calibration charts', () => {

@@ -15,7 +15,7 @@ import { calibrateTemperature, ensembleMI, ensembleMISync, infoNce, infoNceSync,
 import { englishAnalyzer, extendVocabulary, normalizeBert } from '../lib/entries/text.js';
 import { evaluate, randomizationTest } from '../lib/entries/eval.js';
 import { optimizeFusion, searchAlpha, trainFusion } from '../lib/entries/fusion.js';
-import { ictTrainingExamples } from '../lib/train/ict.js';
+import { ictTrainingExamples } from '../bench/lib/ict.js';
 import { TokenTable } from '../lib/models/token-table.js';
 
 const bogus = { bogus: 1 } as never;

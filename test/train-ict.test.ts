@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { ictTrainingExamples } from '../lib/train/ict.js';
+import { ictTrainingExamples } from '../bench/lib/ict.js';
 import { asyncCode } from './basics.js';
 
 // Five passages of three sentences each, one topic word apiece, and a passage of one sentence (no example); row 1

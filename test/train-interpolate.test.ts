@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { seededRandom } from '../lib/random.js';
-import { interpolateParameters, snapshotParameters } from '../lib/train/interpolate.js';
+import { interpolateParameters, snapshotParameters } from '../bench/lib/interpolate.js';
 import { Retriever } from '../lib/models/retriever.js';
 import { code } from './basics.js';
 

@@ -14,8 +14,7 @@ import { WordPieceTokenizer } from '../text/tokenizer.js';
 import { writeTokenizerFiles } from '../text/tokenizer-files.js';
 import { allFinite, checkOptions, count, finite, mustBeObject, optionKeys, positiveInt, z } from '../validate.js';
 import { retrieverConfigSchema, retrieverEncoderNames, type RetrieverConfig } from './config.js';
-import { parameterShapes } from './parameters.js';
-import type { ParameterTable } from './parameter-table.js';
+import { parameterShapes, type ParameterAccess } from './parameters.js';
 
 /** Where the package's shipped model lives (trained by scripts/train-default-model.sh). */
 export const defaultModelDir: string = join(packageRoot, 'data', 'models', 'default');
@@ -130,14 +129,14 @@ const saveKeys = optionKeys<SaveModelOptions>()(['tokenizer', 'dtype', 'training
  * @example
  * await saveModelDir(model, 'models/taser', { tokenizer: tok, dtype: 'BF16', training: { epochs: result.epochs } });
  */
-export function saveModelDir(model: ParameterTable & { readonly config: RetrieverConfig }, dir: string, o: SaveModelOptions): ModelCard {
+export function saveModelDir(model: ParameterAccess & { readonly config: RetrieverConfig }, dir: string, o: SaveModelOptions): ModelCard {
   mustBeObject(o, 'saveModel options');
   checkOptions(o, saveKeys, 'saveModel options');
   const dtype = o.dtype ?? 'F32';
   return replaceDirectorySync(dir, (tmp) => writeModelFiles(model, tmp, o, dtype), { keepOthers: true });
 }
 
-function writeModelFiles(model: ParameterTable & { readonly config: RetrieverConfig }, dir: string, o: SaveModelOptions, dtype: WeightStorage): ModelCard {
+function writeModelFiles(model: ParameterAccess & { readonly config: RetrieverConfig }, dir: string, o: SaveModelOptions, dtype: WeightStorage): ModelCard {
   writeWeights(model, join(dir, 'weights.safetensors'), dtype, modelFormat.format);
   writeTokenizerFiles(dir, o.tokenizer);
   return writeSavedCard(dir, modelFormat, {
@@ -184,7 +183,7 @@ export function readModelCard(dir: string): ModelCard {
  * Loads the weights of a model directory into `model` (built from the card's config), checking that the file holds
  * every parameter with its shape; a bad file changes nothing (ERR_FORMAT).
  */
-export function loadWeights(model: ParameterTable, dir: string, card: ModelCard): void {
+export function loadWeights(model: ParameterAccess, dir: string, card: ModelCard): void {
   readWeights(model, savedFile(dir, card.weights.file, join(dir, 'model.json'), 'weights'), card.weights.dtype);
 }
 
@@ -197,7 +196,7 @@ const SCALE_SUFFIX = '#scale';
 const EMBEDDING_TABLE = /(^|\.)embeddings\.[a-z_]+_embeddings\.weight$/;
 
 /** Every parameter of `model` to one safetensors file (written atomically), as `dtype` says ({@link WeightStorage}). */
-export function writeWeights(model: ParameterTable, path: string, dtype: WeightStorage, format: string): void {
+export function writeWeights(model: ParameterAccess, path: string, dtype: WeightStorage, format: string): void {
   if (dtype !== 'F32' && dtype !== 'BF16' && dtype !== 'Q8') throw new QuorumError('ERR_ARG', `weight storage must be F32, BF16 or Q8, got ${String(dtype)}`);
   const tensors: Array<[string, TensorToWrite]> = [];
   for (const { name, shape } of model.parameters()) {
@@ -223,7 +222,7 @@ export function writeWeights(model: ParameterTable, path: string, dtype: WeightS
  * Reads {@link writeWeights}'s file into `model`, checking first that it holds every parameter with its shape and
  * finite values: a bad file changes nothing (ERR_FORMAT; ERR_IO when unreadable).
  */
-export function readWeights(model: ParameterTable, path: string, storage: WeightStorage | 'any' = 'any'): void {
+export function readWeights(model: ParameterAccess, path: string, storage: WeightStorage | 'any' = 'any'): void {
   const params = model.parameters();
   const values = readWeightTensors(path, params, undefined, storage);
   for (const { name } of params) model.setParameter(name, values.get(name)!);

@@ -79,3 +79,17 @@ function shapeOf(c: EncoderConfig, name: string): number[] {
   // parameterNames and this table are written together; reaching here means one was changed without the other.
   throw new Error(`parameterShapes: no shape rule for ${name}`);
 }
+
+/**
+ * What reading and writing a weights file needs of a model: its parameters' names and shapes, and each one's values
+ * by name. ParameterTable (the libtorch models) has it; the file formats (model-dir.ts) ask only for this, so that
+ * reading a directory reaches no libtorch code.
+ */
+export interface ParameterAccess {
+  /** Names and shapes, in the model's fixed order. */
+  parameters(): { name: string; shape: number[] }[];
+  /** A copy of one parameter's values. */
+  getParameter(name: string): Float32Array;
+  /** Overwrites one parameter. */
+  setParameter(name: string, values: Float32Array): void;
+}

@@ -4,13 +4,11 @@
  *
  * @packageDocumentation
  */
+export { CAME_EXPERTS, type CameConfig, type CameEncoded, type CameExpertName, type CameTextSettings } from '../../methods/came/format.js';
+export { type CameSearchOptions, type CameSearchResult } from '../../methods/came/search.js';
 export {
-  CAME_EXPERTS,
   CameModel,
   cameConfig,
-  type CameConfig,
-  type CameEncoded,
-  type CameExpertName,
   type CameModelOptions,
   type CameStepStats,
   type CameTraining,
@@ -19,15 +17,13 @@ export {
   CameRetriever,
   type CameIndexOptions,
   type CameRetrieverOptions,
-  type CameSearchOptions,
-  type CameSearchResult,
-  type CameTextSettings,
 } from '../../methods/came/retriever.js';
 export {
   fitCameLinear,
   initCame,
   initCameFromPretrained,
   trainCame,
+  fitLexicalBias,
   type CameStageRecord,
   type CameTrainOptions,
   type CameTrainRecord,
@@ -41,7 +37,7 @@ export {
   type LinearFusion,
   CAME_FUSION_METHODS,
 } from '../../methods/came/fusion.js';
-export { encodeCame, fitLexicalBias, type CameEncodeOptions, type CameEncoderModel, type CameEncoding } from '../../methods/came/encode.js';
+export { encodeCame, type CameEncodeOptions, type CameEncoderModel, type CameEncoding } from '../../methods/came/encode.js';
 export { expertScores } from '../../methods/came/scores.js';
 export { TokenIndex, type TokenIndexOptions, type TokenSearchOptions } from '../../methods/came/token-index.js';
 export { cameExportOnnx, type CameOnnxCard } from '../../methods/came/export.js';

@@ -11,13 +11,12 @@ export {
   type EnsembleTrainData,
   type EnsembleTrainOptions,
 } from '../../methods/muf/ensemble.js';
+export { type ExpertCalibration, type ExpertTraining, type MufFusion, type MufHits } from '../../methods/muf/format.js';
+export { trainMufHeads } from '../../methods/muf/train.js';
 export {
   MufRetriever,
-  type ExpertCalibration,
   type MufAllRuns,
   type MufExpertSpec,
-  type MufFusion,
-  type MufHits,
   type MufJudgedQuery,
   type MufOptions,
   type MufPassage,

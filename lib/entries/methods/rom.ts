@@ -9,19 +9,13 @@ export {
   ROM_HEADS,
   romConfig,
   type ReaderBatchArg,
-  type ReaderLogits,
-  type RomConfig,
   type RomHead,
   type RomNetworkOptions,
   type RomStepStats,
 } from '../../methods/rom/network.js';
-export {
-  RomModel,
-  defaultRomText,
-  type RomAnswer,
-  type RomRetrievalSide,
-  type RomTextSettings,
-} from '../../methods/rom/model.js';
+export { RomModel, type RomRetrievalSide } from '../../methods/rom/model.js';
+export { defaultRomText, type ReaderLogits, type RomConfig, type RomTextSettings } from '../../methods/rom/format.js';
+export type { RomAnswer } from '../../methods/rom/reading.js';
 export {
   trainRom,
   type RomEpochRecord,

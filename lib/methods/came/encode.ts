@@ -7,7 +7,7 @@ import { Tensor } from '../../tensor.js';
 import { TokenTable } from '../../models/token-table.js';
 import { checkOptions, mustBeObject, optionKeys } from '../../validate.js';
 import type { TokenBatchArg } from '../../native.js';
-import { CameModel, type CameEncoded, type CameExpertName } from './model.js';
+import type { CameEncoded, CameExpertName } from './format.js';
 
 /** One side's encoding of a set of texts, row i = text i. */
 export interface CameEncoding {
@@ -55,7 +55,6 @@ export interface CameEncodeOptions {
 }
 
 const encodeKeys = optionKeys<CameEncodeOptions>()(['side', 'experts', 'rows', 'batchSize', 'maxTerms', 'onProgress']);
-const biasKeys = optionKeys<{ terms?: number; sample?: number }>()(['terms', 'sample']);
 
 /**
  * Runs `model` over rows of `table` and returns each asked-for expert's representation, in row order.
@@ -134,46 +133,4 @@ function packSparse(rows: ReadonlyArray<{ indices: Int32Array; values: Float32Ar
     values.set(r.values, Number(offsets[i]));
   });
   return sparseVectors(offsets, indices, values);
-}
-
-/**
- * Starts the lexical expert sparse: an MLM head over GloVe-initialised embeddings gives every vocabulary entry a
- * positive logit at step 0 (each passage's SPLADE vector is dense, its dot products in the thousands). The decoder
- * bias is set to minus the median, over a sample of passages, of each passage's `terms`-th largest max logit, so
- * that a typical passage starts with about `terms` non-zero weights. Returns that bias.
- *
- * @example
- * await fitLexicalBias(model, await TokenTable.passages(tokenizer, corpus, 192), { terms: 128 });
- */
-export async function fitLexicalBias(model: CameModel, table: TokenTable, options: { terms?: number; sample?: number } = {}): Promise<number> {
-  if (!(model instanceof CameModel)) throw new QuorumError('ERR_ARG', 'fitLexicalBias needs a CameModel');
-  if (!(table instanceof TokenTable)) throw new QuorumError('ERR_ARG', 'fitLexicalBias needs a TokenTable of passages');
-  checkOptions(options, biasKeys, 'fitLexicalBias options');
-  if (!model.experts.includes('lexical')) throw new QuorumError('ERR_ARG', 'the model has no lexical expert');
-  const terms = options.terms ?? 128;
-  const n = Math.min(table.size, options.sample ?? 256);
-  if (n === 0) throw new QuorumError('ERR_ARG', 'fitting the lexical bias needs passages');
-  const V = model.vocabSize;
-  const bias = model.getParameter('lexical.head.decoder.bias');
-  model.setParameter('lexical.head.decoder.bias', new Float32Array(V));
-  const rows = Array.from({ length: n }, (_, i) => Math.floor((i * table.size) / n));
-  const cut: number[] = [];
-  try {
-    for (let s = 0; s < n; s += 32) {
-      const batch = rows.slice(s, s + 32);
-      const w = (await model.encode(table.batch(batch), 'passage', ['lexical'])).lexical!;
-      for (let r = 0; r < batch.length; r++) {
-        // w = log(1 + max logit) where the max is positive: the max logit is e^w - 1.
-        const top = Array.from(w.subarray(r * V, (r + 1) * V)).sort((a, b) => b - a);
-        cut.push(Math.expm1(top[Math.min(terms, V) - 1] ?? 0));
-      }
-    }
-  } catch (e) {
-    model.setParameter('lexical.head.decoder.bias', bias);
-    throw e;
-  }
-  cut.sort((a, b) => a - b);
-  const c = cut[cut.length >> 1]!;
-  model.setParameter('lexical.head.decoder.bias', new Float32Array(V).fill(-c));
-  return -c;
 }

@@ -8,7 +8,8 @@ import { replaceDirectorySync, writeFileAtomic } from '../../data/files.js';
 import { mustBeString } from '../../validate.js';
 import { writeHfTokenizerFiles, writeOnnxCard, type OnnxCardHead } from '../../models/export.js';
 import { cameOnnx } from '../../models/onnx-export.js';
-import { CameRetriever, type CameTextSettings } from './retriever.js';
+import type { CameTextSettings } from './format.js';
+import { CameRetriever } from './retriever.js';
 
 /** CAME's quorum-onnx.json. */
 export interface CameOnnxCard extends OnnxCardHead<'came'> {

@@ -8,28 +8,7 @@ import { TrainableTable, groupOf, type OptimizerOptions } from '../../models/par
 import type { ProcessGroup } from '../../models/process-group.js';
 import { checkOptions, mustBeObject, optionKeys } from '../../validate.js';
 import { brandClass } from '../../brand.js';
-
-/** CAME's experts: lexical (SPLADE), local (ColBERT MaxSim) and global (one pooled vector, DPR). */
-export type CameExpertName = 'lexical' | 'local' | 'global';
-/** The three experts in their fixed order. */
-export const CAME_EXPERTS: readonly CameExpertName[] = ['lexical', 'local', 'global'];
-
-/** A CAME model's full configuration, as {@link cameConfig} fills it in and came.json stores it. */
-export interface CameConfig {
-  /**
-   * Embeddings and the shared bottom (`layers` blocks). `pooling` and `normalize` shape the global head; token
-   * weights, centring, projections and TASER routing are not part of CAME.
-   */
-  encoder: EncoderConfig;
-  /** Private Transformer blocks per expert (paper: 2 above 10 shared). */
-  expertLayers: number;
-  /** Which experts the model holds (an independently trained expert is a one-expert model). */
-  experts: CameExpertName[];
-  /** Width of the local expert's token vectors (ColBERT's 128). */
-  localDim: number;
-  /** MaxSim and SPLADE pooling from libtorch's own ops instead of Quorum's kernels (a benchmark reference). */
-  referenceOps?: boolean;
-}
+import { CAME_EXPERTS, type CameConfig, type CameEncoded, type CameExpertName } from './format.js';
 
 /** How the next training steps run: the stage and its hyper-parameters. */
 export interface CameTraining {
@@ -55,16 +34,6 @@ export interface CameStepStats extends StepStats {
   flopsLambda: number;
   /** Per expert: mean NLL, mean weight in the loss (1 in the standardized stage), questions ranked first. */
   experts: Partial<Record<CameExpertName, { loss: number; weight: number; correct: number }>>;
-}
-
-/** One side's representations ([rows, ...] row-major); only the experts asked for. */
-export interface CameEncoded {
-  /** SPLADE weights `[rows, vocabSize]` (>= 0, mostly 0). */
-  lexical?: Float32Array;
-  /** Unit token vectors `[rows, seqLen, localDim]`, zero past each row's length. */
-  local?: Float32Array;
-  /** `[rows, globalDim]`. */
-  global?: Float32Array;
 }
 
 interface NativeCameModel {

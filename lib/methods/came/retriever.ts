@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 
 import { checkKeptRows } from '../../data/corpus-change.js';
-import { replaceDirectory, replaceDirectorySync, readTextFile, writeFileAtomic } from '../../data/files.js';
+import { replaceDirectory, replaceDirectorySync, writeFileAtomic } from '../../data/files.js';
 import { DenseIndex } from '../../dense-index.js';
 import { QuorumError } from '../../errors.js';
 import { SparseIndex } from '../../sparse-index.js';
@@ -14,75 +14,35 @@ import { Tensor } from '../../tensor.js';
 import { WordPieceTokenizer } from '../../text/tokenizer.js';
 import { readTokenizerFiles, writeTokenizerFiles } from '../../text/tokenizer-files.js';
 import type { PassageText } from '../../data/examples.js';
-import { checkCard, readSavedCard, savedFile, writeSavedCard, type SavedFormat } from '../../io/saved-dir.js';
+import { savedFile } from '../../io/saved-dir.js';
 import { readWeights, writeWeights, type WeightStorage } from '../../models/model-dir.js';
-import { encoderConfigSchema } from '../../models/config.js';
 import { TokenTable } from '../../models/token-table.js';
-import { checkOptions, count, finite, mustBeArray, mustBeObject, optionKeys, positiveInt, z } from '../../validate.js';
-import { encodeCame, type CameEncoderModel, type CameEncoding } from './encode.js';
-import { CAME_FUSIONS, type CameFusion, type Hit, type LinearFusion } from './fusion.js';
-import { searchStage } from './stage.js';
-import { CAME_EXPERTS, CameModel, cameConfig, type CameConfig, type CameExpertName, type CameModelOptions } from './model.js';
-import { TokenIndex, ascendingRows, type TokenIndexOptions, type TokenSearchOptions } from './token-index.js';
-
-/** SPLADE weights kept per passage (the largest): what the lexical index holds. */
-export const CAME_PASSAGE_TERMS = 256;
-/** SPLADE weights kept per question (the largest). */
-export const CAME_QUERY_TERMS = 64;
-
-const cameFormat = { card: 'came.json', format: 'quorum-came', version: 1, what: 'a CAME directory' } as const satisfies SavedFormat;
-const cameIndexFormat = { card: 'index.json', format: 'quorum-came-index', version: 1, what: 'a CAME index' } as const satisfies SavedFormat;
-
-const expertList = z
-  .array(z.enum(CAME_EXPERTS as [CameExpertName, ...CameExpertName[]]))
-  .min(1)
-  .refine((e) => new Set(e).size === e.length, 'an expert is listed twice');
-
-// came.json and index.json, every field (issue 48: a string bias made the fused scores strings).
-const cameCardSchema = z
-  .object({
-    format: z.literal(cameFormat.format),
-    version: z.literal(cameFormat.version),
-    independent: z.boolean(),
-    models: z
-      .array(
-        z
-          .object({
-            config: z.object({ encoder: encoderConfigSchema, expertLayers: count, experts: expertList, localDim: positiveInt, referenceOps: z.boolean().optional() }).strict(),
-            weights: z.string(),
-          })
-          .strict(),
-      )
-      .min(1)
-      .refine((m) => new Set(m.flatMap((x) => x.config.experts)).size === m.reduce((a, x) => a + x.config.experts.length, 0), 'two models hold one expert'),
-    text: z.object({ maxQueryLength: positiveInt, maxPassageLength: positiveInt }).strict(),
-    linear: z.object({ weights: z.array(finite), bias: finite }).strict().optional(),
-    training: z.record(z.unknown()).optional(),
-  })
-  .strict()
-  // The linear layer weighs every expert the models hold, in order: a wrong count would misread them (issue 48).
-  .refine((c) => !c.linear || c.linear.weights.length === c.models.reduce((a, m) => a + m.config.experts.length, 0), {
-    message: 'the linear layer needs one weight per expert',
-    path: ['linear', 'weights'],
-  });
-const cameIndexSchema = z
-  .object({
-    format: z.literal(cameIndexFormat.format),
-    version: z.literal(cameIndexFormat.version),
-    size: positiveInt,
-    queryTerms: positiveInt,
-    passageTerms: positiveInt.optional(),
-    experts: expertList,
-  })
-  .strict();
-
-/** How texts are cut before encoding (came.json stores them). */
-export interface CameTextSettings {
-  /** Tokens per question, framing included (default 32). */
-  maxQueryLength: number;
-  /** Tokens per passage, title and framing included (default 192). */
-  maxPassageLength: number;
-}
+import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../../validate.js';
+import { type CameEncoding } from './encode.js';
+import { type LinearFusion } from './fusion.js';
+import { CameModel, cameConfig, type CameModelOptions } from './model.js';
+import {
+  CAME_PASSAGE_TERMS,
+  CAME_QUERY_TERMS,
+  cameFormat,
+  readCameCard,
+  writeCameCard,
+  writeCameIndexCard,
+  type CameCard,
+  type CameExpertName,
+  type CameTextSettings,
+} from './format.js';
+import {
+  cameExperts,
+  cameSearch,
+  disposeCameIndexes,
+  encodeCameModels,
+  readCameIndex,
+  type CameIndexes,
+  type CameSearchOptions,
+  type CameSearchResult,
+} from './search.js';
+import { TokenIndex, type TokenIndexOptions } from './token-index.js';
 
 /** Options of {@link CameRetriever.create}. */
 export interface CameRetrieverOptions {
@@ -108,58 +68,11 @@ export interface CameIndexOptions {
   onProgress?: (done: number, total: number) => void;
 }
 
-/** Options of {@link CameRetriever.search}. */
-export interface CameSearchOptions {
-  /** Fused results per question (default 100). */
-  k?: number;
-  /** Results each expert retrieves, K in the paper's filling rule (default 100). */
-  expertK?: number;
-  /** How the experts' lists are fused (default `'sum'`; see {@link CAME_FUSIONS}). */
-  fusion?: CameFusion;
-  /** The experts to fuse (default all the retriever has): for ablations. */
-  experts?: readonly CameExpertName[];
-  /**
-   * The local expert: passages re-scored exactly by MaxSim after the centroid approximation (default 256), or 'all'
-   * (exact MaxSim over every passage). {@link TokenSearchOptions.candidates}.
-   */
-  localCandidates?: number | 'all';
-  /** The local expert: centroids per question token whose passages are approximated (default 4; 0: every passage). */
-  localProbe?: number;
-  /**
-   * A filter inside the search: only these corpus rows (as compileFilter gives them) can be returned, by every
-   * expert (SparseIndex / DenseIndex allowed ids, the token index's candidates), so the fusion sees them only.
-   */
-  rows?: ArrayLike<number>;
-}
-
-/** What {@link CameRetriever.search} returns. */
-export interface CameSearchResult {
-  /** Per question, the fused top-k (ids are corpus rows). */
-  fused: Hit[][];
-  /** Per expert, per question, its own top-expertK. */
-  experts: Partial<Record<CameExpertName, Hit[][]>>;
-  /** Milliseconds per stage: encode (all experts), each expert's search, fuse. */
-  timings: Record<string, number>;
-}
-
 const createKeys = optionKeys<CameRetrieverOptions>()(['tokenizer', 'model', 'independent', 'text']);
 const textKeys = optionKeys<CameTextSettings>()(['maxQueryLength', 'maxPassageLength']);
 const encodeKeys = optionKeys<NonNullable<Parameters<CameRetriever['encode']>[2]>>()(['rows', 'maxTerms', 'experts', 'onProgress']);
 const indexKeys = optionKeys<CameIndexOptions>()(['passageTerms', 'queryTerms', 'tokens', 'onProgress']);
-const searchKeys = optionKeys<CameSearchOptions>()(['k', 'expertK', 'fusion', 'experts', 'localCandidates', 'localProbe', 'rows']);
 const saveKeys = optionKeys<{ dtype?: WeightStorage }>()(['dtype']);
-
-/** came.json. */
-export interface CameCard {
-  format: typeof cameFormat.format;
-  version: typeof cameFormat.version;
-  independent: boolean;
-  models: Array<{ config: CameConfig; weights: string }>;
-  text: CameTextSettings;
-  linear?: LinearFusion;
-  training?: Record<string, unknown>;
-}
-
 
 /**
  * CAME: train (see trainCame), index a corpus, search with one of the six fusions; save and load as a directory.
@@ -287,7 +200,7 @@ export class CameRetriever {
       if (ix.lexical) await ix.lexical.save(join(tmp, 'lexical.sparse'));
       if (ix.global) await ix.global.save(join(tmp, 'global.faiss'));
       if (ix.local) await ix.local.save(join(tmp, 'local'));
-      writeSavedCard(tmp, cameIndexFormat, { size: ix.size, queryTerms: ix.queryTerms, passageTerms: ix.passageTerms, experts: this.experts }, 0);
+      writeCameIndexCard(tmp, { size: ix.size, queryTerms: ix.queryTerms, passageTerms: ix.passageTerms, experts: this.experts });
       writeFileAtomic(join(tmp, 'ids.txt'), Buffer.from(ids.join('\n') + '\n'));
     }, { keepOthers: true });
   }
@@ -403,7 +316,7 @@ export class CameRetriever {
       ...(this.linear ? { linear: this.linear } : {}),
       ...(this.training ? { training: this.training } : {}),
     };
-    writeSavedCard(dir, cameFormat, card);
+    writeCameCard(dir, card);
   }
 
   /** Loads {@link save}'s directory. ERR_IO for a missing directory or file, ERR_FORMAT for another version or damage. */
@@ -430,124 +343,3 @@ export class CameRetriever {
   }
 }
 
-/** The indexes of a corpus, one per expert. */
-export interface CameIndexes {
-  size: number;
-  /** Terms kept per passage by the lexical expert (what an added passage is encoded with). */
-  passageTerms: number;
-  lexical?: SparseIndex;
-  local?: TokenIndex;
-  global?: DenseIndex;
-  queryTerms: number;
-}
-
-/**
- * Reads {@link CameRetriever.saveIndex}'s directory for a retriever with `experts` (CameRetriever.loadIndex and
- * CameServer): each expert's index and the corpus ids. ERR_IO when missing, ERR_FORMAT when damaged or made for
- * other experts.
- */
-export async function readCameIndex(dir: string, experts: readonly CameExpertName[]): Promise<{ ids: string[]; indexes: CameIndexes }> {
-  const { card: raw, path } = readSavedCard(dir, cameIndexFormat);
-  const card = checkCard(cameIndexSchema, raw, path);
-  // Indexes saved before passageTerms was recorded used the default.
-  const passageTerms = card.passageTerms ?? CAME_PASSAGE_TERMS;
-  if (JSON.stringify(card.experts) !== JSON.stringify(experts)) throw new QuorumError('ERR_FORMAT', `${path} indexes experts ${String(card.experts)}, this retriever has ${experts.join(',')}`);
-  // One id per corpus row (CRLF accepted): a short or long file would name the wrong passages (issue 48).
-  const lines = readTextFile(join(dir, 'ids.txt')).split(/\r?\n/);
-  if (lines.at(-1) === '') lines.pop();
-  if (lines.length !== card.size) throw new QuorumError('ERR_FORMAT', `${join(dir, 'ids.txt')}: ${lines.length} ids for the ${card.size} indexed passages`);
-  const empty = lines.findIndex((id) => id === '');
-  if (empty >= 0) throw new QuorumError('ERR_FORMAT', `${join(dir, 'ids.txt')}: line ${empty + 1} is an empty id`);
-  const ids = lines;
-  const ix: CameIndexes = { size: card.size, queryTerms: card.queryTerms, passageTerms };
-  try {
-    if (experts.includes('lexical')) ix.lexical = await SparseIndex.load(join(dir, 'lexical.sparse'));
-    if (experts.includes('global')) ix.global = await DenseIndex.load(join(dir, 'global.faiss'));
-    if (experts.includes('local')) ix.local = await TokenIndex.load(join(dir, 'local'));
-    for (const [name, n] of [['lexical', ix.lexical?.size], ['global', ix.global?.size], ['local', ix.local?.size]] as const)
-      if (n !== undefined && n !== ix.size) throw new QuorumError('ERR_FORMAT', `${dir}: the ${name} index holds ${n} passages, index.json ${ix.size}`);
-  } catch (e) {
-    disposeCameIndexes(ix);
-    throw e;
-  }
-  return { ids, indexes: ix };
-}
-
-/** How {@link cameSearch} encodes questions and fuses linearly: the retriever's models or the serving graphs. */
-export interface CameSearchBackend {
-  /** The questions' encodings by `experts`, SPLADE rows cut to `maxTerms` terms. */
-  encode(questions: readonly string[], experts: readonly CameExpertName[], maxTerms: number): Promise<CameEncoding>;
-  /** The fitted linear fusion over every expert, if any. */
-  linear?: LinearFusion;
-}
-
-/**
- * CAME's search over a corpus's indexes (CameRetriever.search and CameServer.search): each expert's top-expertK,
- * fused per question.
- */
-export async function cameSearch(ix: CameIndexes | undefined, all: readonly CameExpertName[], questions: readonly string[], options: CameSearchOptions, backend: CameSearchBackend): Promise<CameSearchResult> {
-  mustBeArray(questions, 'questions');
-  checkOptions(options, searchKeys, 'CAME search options');
-  if (!ix) throw new QuorumError('ERR_STATE', 'index a corpus first (CameRetriever.index)');
-  const k = options.k ?? 100;
-  const K = options.expertK ?? 100;
-  const fusion = options.fusion ?? 'sum';
-  if (!CAME_FUSIONS.includes(fusion)) throw new QuorumError('ERR_ARG', `fusion must be one of ${CAME_FUSIONS.join(', ')}, got '${String(fusion)}'`);
-  const experts = options.experts ?? all;
-  for (const e of experts) if (!all.includes(e)) throw new QuorumError('ERR_ARG', `this CAME retriever has no ${e} expert`);
-  const rows = options.rows === undefined ? undefined : ascendingRows(options.rows, ix.size);
-  let linear: LinearFusion | undefined;
-  if (fusion === 'linear') {
-    // The layer is fitted over every expert: restricted to the ones searched.
-    if (!backend.linear) throw new QuorumError('ERR_STATE', 'linear fusion needs fitted weights (fitCameLinear on dev)');
-    const fitted = backend.linear;
-    linear = { weights: experts.map((e) => fitted.weights[all.indexOf(e)]!), bias: fitted.bias };
-  }
-  const t0 = performance.now();
-  const enc = await backend.encode(questions, experts, ix.queryTerms);
-  const encode = performance.now() - t0;
-  const local = { ...(options.localCandidates !== undefined ? { candidates: options.localCandidates } : {}), ...(options.localProbe !== undefined ? { nprobe: options.localProbe } : {}) };
-  const r = await searchStage(ix, experts, enc, questions.length, { k, expertK: K, fusion, local, ...(linear ? { linear } : {}), ...(rows ? { rows } : {}) });
-  // The stage's own clock splits its time among the experts and the fusion.
-  return { fused: r.fused, experts: r.experts, timings: { encode, ...r.ms } };
-}
-
-/** {@link CameRetriever.save}'s came.json, checked (CameRetriever.load and CameServer). ERR_IO / ERR_FORMAT. */
-export function readCameCard(dir: string): { card: CameCard; path: string } {
-  const { card: raw, path } = readSavedCard<CameCard>(dir, cameFormat);
-  return { card: checkCard(cameCardSchema, raw, path) as CameCard, path };
-}
-
-/** Frees every index of a corpus (each when its call in flight ends). */
-export function disposeCameIndexes(ix: CameIndexes): void {
-  ix.lexical?.dispose();
-  ix.local?.dispose();
-  ix.global?.dispose();
-}
-
-/** The experts a set of models holds, in lexical, local, global order (CameRetriever and CameServer). */
-export function cameExperts(models: ReadonlyArray<{ readonly config: { readonly experts: readonly CameExpertName[] } }>): CameExpertName[] {
-  const have = new Set(models.flatMap((m) => m.config.experts));
-  return CAME_EXPERTS.filter((e) => have.has(e));
-}
-
-/**
- * Every model's part of the asked-for experts (default all) over rows of a table, merged into one encoding: one pass
- * per model (CameRetriever.encode and CameServer).
- */
-export async function encodeCameModels(
-  models: readonly CameEncoderModel[],
-  table: TokenTable,
-  side: 'query' | 'passage',
-  options: { rows?: readonly number[]; maxTerms?: number; experts?: readonly CameExpertName[]; onProgress?: (d: number, t: number) => void } = {},
-): Promise<CameEncoding> {
-  const want = options.experts ?? cameExperts(models);
-  let out: CameEncoding = { rows: options.rows?.length ?? table.size };
-  for (const m of models) {
-    const experts = m.config.experts.filter((e) => want.includes(e));
-    if (!experts.length) continue;
-    const enc = await encodeCame(m, table, { side, experts, ...(options.rows ? { rows: options.rows } : {}), ...(options.maxTerms ? { maxTerms: options.maxTerms } : {}), ...(options.onProgress ? { onProgress: options.onProgress } : {}) });
-    out = { ...out, ...enc };
-  }
-  return out;
-}

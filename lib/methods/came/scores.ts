@@ -8,7 +8,7 @@ import { Tensor } from '../../tensor.js';
 import type { CameEncoding } from './encode.js';
 import { QuorumError } from '../../errors.js';
 import { mustBeArray, mustBeObject } from '../../validate.js';
-import { CAME_EXPERTS, type CameExpertName } from './model.js';
+import { CAME_EXPERTS, type CameExpertName } from './format.js';
 
 /** Packed token vectors `[sum of lengths, dim]` as a padded `[rows, Lmax, dim]` tensor and its token mask. */
 export function padTokens(local: NonNullable<CameEncoding['local']>): { tokens: Tensor<'f32'>; mask: Uint8Array; maxLength: number } {

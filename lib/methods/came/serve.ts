@@ -16,8 +16,8 @@ import { WordPieceTokenizer } from '../../text/tokenizer.js';
 import { readTokenizerFiles } from '../../text/tokenizer-files.js';
 import { checkOptions, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
 import type { CameEncoderModel } from './encode.js';
-import { type CameConfig, type CameEncoded, type CameExpertName } from './model.js';
-import { cameExperts, cameSearch, disposeCameIndexes, encodeCameModels, readCameCard, readCameIndex, type CameIndexes, type CameSearchOptions, type CameSearchResult, type CameTextSettings } from './retriever.js';
+import { readCameCard, type CameConfig, type CameEncoded, type CameExpertName, type CameTextSettings } from './format.js';
+import { cameExperts, cameSearch, disposeCameIndexes, encodeCameModels, readCameIndex, type CameIndexes, type CameSearchOptions, type CameSearchResult } from './search.js';
 import type { LinearFusion } from './fusion.js';
 
 /** One model's query-side graph in ONNX Runtime, read as encodeCame reads a CameModel. */

@@ -12,7 +12,7 @@ import { Operands } from '../../operand.js';
 import { Tensor } from '../../tensor.js';
 import type { CameEncoding } from './encode.js';
 import type { CameFusion, Hit, LinearFusion } from './fusion.js';
-import type { CameExpertName } from './model.js';
+import type { CameExpertName } from './format.js';
 
 /** One expert's part of the plan, as native/napi/came_search_bindings.cc reads it. */
 export type StagePart =

@@ -16,13 +16,14 @@ import type { TrainingExample, PassageText } from '../../train/examples.js';
 import { trainRetriever, type EpochStats, type TrainOptions } from '../../train/trainer.js';
 import { rankAgainstPool, type ValidationInput } from '../../train/validate.js';
 import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../../validate.js';
-import type { TokenTable } from '../../models/token-table.js';
-import { encodeCame, fitLexicalBias } from './encode.js';
+import { TokenTable } from '../../models/token-table.js';
+import { encodeCame } from './encode.js';
 import { initFromGlove } from '../../train/init.js';
 import type { GloveVectors } from '../../models/glove.js';
 import { mapPretrained, type PretrainedBert } from '../../models/hf.js';
-import type { CameStepStats, CameExpertName, CameModel } from './model.js';
-import { CAME_PASSAGE_TERMS, CAME_QUERY_TERMS, CameRetriever } from './retriever.js';
+import { CAME_PASSAGE_TERMS, CAME_QUERY_TERMS, type CameExpertName } from './format.js';
+import { CameModel, type CameStepStats } from './model.js';
+import { CameRetriever } from './retriever.js';
 import { expertScores } from './scores.js';
 import { fitLinearFusion, type LinearFusion } from './fusion.js';
 
@@ -371,4 +372,48 @@ export async function initCame(came: CameRetriever, passages: readonly PassageTe
   if (!lexical) return { coverage };
   const lexicalBias = await fitLexicalBias(lexical, await came.passageTable(passages), { terms: options.lexicalTerms ?? 128 });
   return { coverage, lexicalBias };
+}
+
+const biasKeys = optionKeys<{ terms?: number; sample?: number }>()(['terms', 'sample']);
+
+/**
+ * Starts the lexical expert sparse: an MLM head over GloVe-initialised embeddings gives every vocabulary entry a
+ * positive logit at step 0 (each passage's SPLADE vector is dense, its dot products in the thousands). The decoder
+ * bias is set to minus the median, over a sample of passages, of each passage's `terms`-th largest max logit, so
+ * that a typical passage starts with about `terms` non-zero weights. Returns that bias.
+ *
+ * @example
+ * await fitLexicalBias(model, await TokenTable.passages(tokenizer, corpus, 192), { terms: 128 });
+ */
+export async function fitLexicalBias(model: CameModel, table: TokenTable, options: { terms?: number; sample?: number } = {}): Promise<number> {
+  if (!(model instanceof CameModel)) throw new QuorumError('ERR_ARG', 'fitLexicalBias needs a CameModel');
+  if (!(table instanceof TokenTable)) throw new QuorumError('ERR_ARG', 'fitLexicalBias needs a TokenTable of passages');
+  checkOptions(options, biasKeys, 'fitLexicalBias options');
+  if (!model.experts.includes('lexical')) throw new QuorumError('ERR_ARG', 'the model has no lexical expert');
+  const terms = options.terms ?? 128;
+  const n = Math.min(table.size, options.sample ?? 256);
+  if (n === 0) throw new QuorumError('ERR_ARG', 'fitting the lexical bias needs passages');
+  const V = model.vocabSize;
+  const bias = model.getParameter('lexical.head.decoder.bias');
+  model.setParameter('lexical.head.decoder.bias', new Float32Array(V));
+  const rows = Array.from({ length: n }, (_, i) => Math.floor((i * table.size) / n));
+  const cut: number[] = [];
+  try {
+    for (let s = 0; s < n; s += 32) {
+      const batch = rows.slice(s, s + 32);
+      const w = (await model.encode(table.batch(batch), 'passage', ['lexical'])).lexical!;
+      for (let r = 0; r < batch.length; r++) {
+        // w = log(1 + max logit) where the max is positive: the max logit is e^w - 1.
+        const top = Array.from(w.subarray(r * V, (r + 1) * V)).sort((a, b) => b - a);
+        cut.push(Math.expm1(top[Math.min(terms, V) - 1] ?? 0));
+      }
+    }
+  } catch (e) {
+    model.setParameter('lexical.head.decoder.bias', bias);
+    throw e;
+  }
+  cut.sort((a, b) => a - b);
+  const c = cut[cut.length >> 1]!;
+  model.setParameter('lexical.head.decoder.bias', new Float32Array(V).fill(-c));
+  return -c;
 }

@@ -12,7 +12,9 @@ import { asRanks } from '../../cli/launch.js';
 import type { ProcessGroup } from '../../models/process-group.js';
 import { addBm25Negatives, examplesFromQrels } from '../../train/examples.js';
 import { Retriever } from '../../models/retriever.js';
-import { MufRetriever, type MufFusion, type MufJudgedQuery } from './retriever.js';
+import type { MufFusion } from './format.js';
+import { MufRetriever, type MufJudgedQuery } from './retriever.js';
+import { trainMufHeads } from './train.js';
 import { updateMufPassages } from './passages.js';
 
 export interface MufTrainOptions {
@@ -76,7 +78,7 @@ export async function buildMuf(o: Omit<MufTrainOptions, 'out'>, log: (line: stri
     { heads: { members: o.members, hidden: o.hidden, layers: o.layers }, topL: o.topL, hitTopK: o.hitTopK, onProgress: log },
   );
   try {
-    await muf.train(examples, { epochs: o.epochs, batchSize: o.batch, lr: o.lr, hardNegatives: o.hardNegatives, seed: o.seed, ...(group ? { group } : {}) });
+    await trainMufHeads(muf, examples, { epochs: o.epochs, batchSize: o.batch, lr: o.lr, hardNegatives: o.hardNegatives, seed: o.seed, ...(group ? { group } : {}) });
     // Every rank holds the same heads now; rank 0 alone calibrates and writes.
     if (group && group.rank !== 0) return muf;
     const dev = judgedQueries(o.data, 'dev');

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 
 import { writeFileAtomic } from '../../data/files.js';
 import { QuorumError, awaitNative, callNative } from '../../errors.js';
-import { readSafetensors, safetensorsMetadata, writeSafetensors, type SafetensorsTensor, type TensorToWrite } from '../../io/safetensors.js';
+import { writeSafetensors, type TensorToWrite } from '../../io/safetensors.js';
 import { torchAddon, type NativeMlpEnsemble } from '../../native.js';
 import { seededRandom, shuffle } from '../../random.js';
 import { Tensor } from '../../tensor.js';
@@ -14,31 +14,9 @@ import { whilePinned, Operands } from '../../operand.js';
 import { ParameterTable } from '../../models/parameter-table.js';
 import { ProcessGroup, rankPart } from '../../models/process-group.js';
 import { mustBeObject, mustBeString, parse, positiveInt, z } from '../../validate.js';
+import { ENSEMBLE_FORMAT, ensembleConfig, readEnsembleFile, type EnsembleConfig, type EnsembleEpoch } from './format.js';
 
-/** The heads' shape: `layers` hidden ReLU layers of `hidden` units between `dim` and `dim`, K = `members`. */
-export interface EnsembleConfig {
-  /** The expert's embedding width. */
-  dim: number;
-  /** Hidden width (default 512, DPR-MUF's). */
-  hidden?: number;
-  /** Hidden layers (default 2: DPR-MUF's "two-layer MLP" is 3 linear layers). */
-  layers?: number;
-  /** K, the ensemble size (default 20). */
-  members?: number;
-}
-
-const configSchema = z
-  .object({ dim: positiveInt, hidden: positiveInt.optional(), layers: z.number().int().min(0).max(16).optional(), members: positiveInt.optional() })
-  .strict();
-
-/** The heads' defaults: DPR-MUF's K = 20 members of 2 hidden ReLU layers of 512. */
-export const ENSEMBLE_DEFAULTS: Readonly<Required<Omit<EnsembleConfig, 'dim'>>> = Object.freeze({ hidden: 512, layers: 2, members: 20 });
-
-/** A configuration checked (ERR_ARG naming the bad field) with the defaults filled in. */
-function fullConfig(config: EnsembleConfig): Required<EnsembleConfig> {
-  parse(configSchema, config, 'ensemble config');
-  return { ...ENSEMBLE_DEFAULTS, ...config };
-}
+export { ENSEMBLE_DEFAULTS, type EnsembleConfig, type EnsembleEpoch } from './format.js';
 
 /** What the heads train on: one expert's frozen vectors. */
 export interface EnsembleTrainData {
@@ -76,18 +54,6 @@ export interface EnsembleTrainOptions {
   group?: ProcessGroup;
 }
 
-/** One epoch's figures of {@link MlpEnsemble.train}. */
-export interface EnsembleEpoch {
-  /** 0-based epoch number. */
-  epoch: number;
-  /** Mean over steps of the members' mean NLL. */
-  loss: number;
-  /** Each member's mean NLL over the epoch. */
-  memberLoss: number[];
-  /** Share of sub-batch questions whose positive scored highest. */
-  accuracy: number;
-}
-
 const trainOptionsSchema = z
   .object({
     epochs: z.number().int().min(0).optional(),
@@ -100,8 +66,6 @@ const trainOptionsSchema = z
     group: z.custom<ProcessGroup>((v) => v instanceof ProcessGroup, 'must be a ProcessGroup').optional(),
   })
   .strict();
-
-const FORMAT = 'quorum-muf-ensemble';
 
 /**
  * K independent MLP heads over one expert's question vectors (DPR-MUF). Train with {@link train}, then
@@ -129,14 +93,13 @@ export class MlpEnsemble extends ParameterTable {
    * New heads with random weights (defaults: 20 members, 2 hidden layers of 512). ERR_ARG for a bad configuration.
    */
   static create(config: EnsembleConfig): MlpEnsemble {
-    return new MlpEnsemble(fullConfig(config));
+    return new MlpEnsemble(ensembleConfig(config));
   }
 
   /** K, the number of heads. */
   get members(): number {
     return this.config.members;
   }
-
 
   /**
    * Trains every member off the main thread: each step shuffles `batchSize` questions into K contiguous
@@ -274,7 +237,7 @@ export class MlpEnsemble extends ParameterTable {
   toBytes(): Uint8Array {
     const tensors = new Map<string, TensorToWrite>();
     for (const { name, shape } of this.parameters()) tensors.set(name, { shape, data: this.getParameter(name), dtype: 'F32' });
-    return writeSafetensors(tensors, { format: FORMAT, config: JSON.stringify(this.config) });
+    return writeSafetensors(tensors, { format: ENSEMBLE_FORMAT, config: JSON.stringify(this.config) });
   }
 
   /** Writes {@link toBytes} atomically. */
@@ -313,32 +276,3 @@ export class MlpEnsemble extends ParameterTable {
   }
 }
 
-/**
- * The configuration and tensors of {@link MlpEnsemble.toBytes}' output, without building the heads (no libtorch: the
- * serving path hands them to mufConfidence), the configuration checked and its defaults filled in. ERR_FORMAT for
- * another format or a configuration that is not JSON or not valid.
- */
-export function readEnsembleFile(bytes: Uint8Array, where = 'ensemble'): { config: Required<EnsembleConfig>; tensors: Map<string, SafetensorsTensor> } {
-  if (!(bytes instanceof Uint8Array)) throw new QuorumError('ERR_ARG', 'fromBytes needs a Uint8Array');
-  let tensors: Map<string, SafetensorsTensor>;
-  let header: Record<string, string>;
-  try {
-    tensors = readSafetensors(bytes);
-    header = safetensorsMetadata(bytes);
-  } catch (e) {
-    if (e instanceof QuorumError) throw new QuorumError(e.code, `${where}: ${e.message}`, { cause: e });
-    throw e;
-  }
-  if (header.format !== FORMAT) throw new QuorumError('ERR_FORMAT', `${where}: not a MUF ensemble file (format '${header.format ?? ''}')`);
-  let config: EnsembleConfig;
-  try {
-    config = JSON.parse(header.config ?? '') as EnsembleConfig;
-  } catch {
-    throw new QuorumError('ERR_FORMAT', `${where}: its configuration is not JSON`);
-  }
-  try {
-    return { config: fullConfig(config), tensors };
-  } catch (e) {
-    throw new QuorumError('ERR_FORMAT', `${where}: bad configuration: ${(e as Error).message}`, { cause: e });
-  }
-}

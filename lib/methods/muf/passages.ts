@@ -10,7 +10,7 @@ import { QuorumError } from '../../errors.js';
 import { readSafetensors, writeSafetensors } from '../../io/safetensors.js';
 import { ServingEncoder } from '../../models/serving-encoder.js';
 import { checkOptions, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
-import { readMufDir } from './retriever.js';
+import { readMufDir } from './format.js';
 
 /** What {@link updateMufPassages} changes: passages to add (new ids, or ids removed in the same call) and ids to remove. */
 export interface MufPassageChanges {

@@ -3,50 +3,40 @@
 // those L passages, their mutual information gives the expert's confidence, and the experts' raw scores are fused
 // with confidence weights. One directory holds it all: muf.json, corpus-ids.txt and, per expert, its model
 // directory, its passage vectors and its heads.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { makeDirs, replaceDirectorySync, readFileBytes, readTextFile, writeFileAtomic } from '../../data/files.js';
+import { makeDirs, replaceDirectorySync, writeFileAtomic } from '../../data/files.js';
 import { scoreTopK } from '../../dense.js';
 import { QuorumError } from '../../errors.js';
 import type { ScoredDoc } from '../../eval/ranking.js';
 import { fuse } from '../../fusion/fuse.js';
 import { mufFusion } from './fusion.js';
-import { readSafetensors, writeSafetensors } from '../../io/safetensors.js';
-import { checkCard, readSavedCard, savedFile, writeSavedCard, type SavedFormat } from '../../io/saved-dir.js';
+import { writeSafetensors } from '../../io/safetensors.js';
 import { Tensor } from '../../tensor.js';
 import type { PassageText, TrainingExample } from '../../data/examples.js';
 import { modelDir } from '../../models/model-dir.js';
 import { Retriever } from '../../models/retriever.js';
 import { auroc, ece, ensembleMI, fitPlatt, plattProbability, searchTemperature, widenedTemperatureGrid } from '../../uncertainty.js';
-import { checkOptions, count, finite, mustBeArray, mustBeObject, mustBeString, optionKeys, positiveInt, z } from '../../validate.js';
-import { ENSEMBLE_DEFAULTS, MlpEnsemble, type EnsembleConfig, type EnsembleEpoch, type EnsembleTrainOptions } from './ensemble.js';
-import { FAMILIARITY_K, FamiliarityBank, sampleTexts, type FamiliarityCalibration } from './familiarity.js';
-
-/** The MUF directory's card: muf.json, its format tag and version. */
-export const mufFormat = { card: 'muf.json', format: 'quorum-muf', version: 1, what: 'a MUF directory' } as const satisfies SavedFormat;
-
-
-/** One expert's calibration: the temperature ECE chose on the calibration split, and the ECE before and after. */
-export interface ExpertCalibration {
-  /** The temperature with the lowest ECE on the calibration split. */
-  temperature: number;
-  /** ECE at DPR-MUF's fixed temperature 1e-3. */
-  eceBefore: number;
-  /** ECE at the chosen temperature. */
-  eceAfter: number;
-  /** The split's size and the share of its questions whose top-`hitTopK` held a relevant passage. */
-  questions: number;
-  /** That share, in [0, 1]. */
-  hitRate: number;
-  /** Every grid temperature with its ECE (by default {@link widenedTemperatureGrid}). */
-  tried: Array<{ temperature: number; ece: number }>;
-  /**
-   * The familiarity calibration (P(own task) from the familiarity margin), when the expert has a familiarity bank
-   * (trained with other tasks' questions) and the split has questions of its task and of others.
-   */
-  familiarity?: FamiliarityCalibration;
-}
+import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
+import { MlpEnsemble } from './ensemble.js';
+import { FAMILIARITY_K, FamiliarityBank, type FamiliarityCalibration } from './familiarity.js';
+import {
+  ENSEMBLE_DEFAULTS,
+  MUF_FUSIONS,
+  applyAbstention,
+  checkAbstain,
+  readExpertPassages,
+  readFamiliarity,
+  readMufDir,
+  writeMufCard,
+  type EnsembleConfig,
+  type ExpertCalibration,
+  type ExpertTraining,
+  type MufCard,
+  type MufFusion,
+  type MufHits,
+} from './format.js';
 
 interface ExpertState {
   name: string;
@@ -59,62 +49,9 @@ interface ExpertState {
   heads?: MlpEnsemble;
   /** Its task's and the other tasks' training questions in its space (familiarity.ts). */
   familiarity?: FamiliarityBank;
-  training?: { epochs: EnsembleEpoch[]; seconds: number; questions: number };
+  training?: ExpertTraining;
   calibration?: ExpertCalibration;
 }
-
-/** muf.json. */
-export interface MufCard {
-  format: typeof mufFormat.format;
-  version: typeof mufFormat.version;
-  dim: number;
-  topL: number;
-  hitTopK: number;
-  heads: Required<Omit<EnsembleConfig, 'dim'>>;
-  experts: Array<{ name: string; task: string; training?: ExpertState['training']; calibration?: ExpertCalibration }>;
-}
-
-// muf.json, every field (issue 48: a null expert, an expert listed twice, a string where a number belongs all loaded).
-// Figures that only report (ECEs, hit rates, AUROC) may be null: JSON writes NaN so.
-const reported = finite.nullable();
-const mufCardSchema = z
-  .object({
-    format: z.literal(mufFormat.format),
-    version: z.literal(mufFormat.version),
-    dim: positiveInt,
-    topL: positiveInt,
-    hitTopK: positiveInt,
-    heads: z.object({ hidden: positiveInt, layers: z.number().int().min(0).max(16), members: positiveInt }).strict(),
-    experts: z
-      .array(
-        z
-          .object({
-            name: z.string().min(1),
-            task: z.string().min(1),
-            training: z.record(z.unknown()).optional(),
-            calibration: z
-              .object({
-                temperature: z.number().positive().finite(),
-                eceBefore: reported,
-                eceAfter: reported,
-                questions: count,
-                hitRate: reported,
-                tried: z.array(z.object({ temperature: z.number().positive().finite(), ece: reported }).strict()),
-                familiarity: z
-                  .object({ k: positiveInt, platt: z.object({ weights: z.array(finite).min(1), bias: finite }).strict(), auroc: reported, ece: reported, own: count, other: count })
-                  .strict()
-                  .optional(),
-              })
-              .strict()
-              .optional(),
-          })
-          .strict(),
-      )
-      .min(1)
-      .refine((e) => new Set(e.map((x) => x.name)).size === e.length, 'an expert is listed twice'),
-  })
-  .strict()
-  .refine((c) => c.hitTopK <= c.topL, { message: 'hitTopK must be at most topL', path: ['hitTopK'] });
 
 /** One expert of {@link MufRetriever.build}. */
 export interface MufExpertSpec {
@@ -156,13 +93,6 @@ export interface MufJudgedQuery {
   relevant: ReadonlySet<string>;
 }
 
-/**
- * How {@link MufRetriever.search} weighs the experts' lists: 'muf' by each expert's calibrated confidence (P(own task)
- * from familiarity where the directory has it, else the MI confidence), 'muf-mi' by the MI confidence always
- * (DPR-MUF as published), 'uniform' equally, 'oracle' the query's own task's expert alone.
- */
-export type MufFusion = 'muf' | 'muf-mi' | 'uniform' | 'oracle';
-
 /** Options of {@link MufRetriever.search}. */
 export interface MufSearchOptions {
   /** 'muf' (default), 'muf-mi', 'uniform' or 'oracle': see {@link MufFusion}. */
@@ -176,63 +106,13 @@ export interface MufSearchOptions {
   abstain?: number;
 }
 
-/** One query's fused result. */
-export interface MufHits {
-  /** The fused top-k, best first (empty when abstained). */
-  hits: ScoredDoc[];
-  /** Per expert (in {@link MufRetriever.experts} order): the confidence its list was weighed by (1 for 'uniform'). */
-  confidence: number[];
-  /** Present and true when no expert's confidence reached the `abstain` threshold. */
-  abstained?: boolean;
-}
-
 const mufKeys = optionKeys<MufOptions>()(['heads', 'topL', 'hitTopK', 'onProgress']);
 const expertKeys = optionKeys<MufExpertSpec>()(['model', 'name', 'task']);
 const searchKeys = optionKeys<MufSearchOptions>()(['fusion', 'tasks', 'abstain']);
-export const MUF_FUSIONS: readonly MufFusion[] = ['muf', 'muf-mi', 'uniform', 'oracle'];
 
-/** ERR_RANGE / ERR_ARG unless `abstain` is a probability and `fusion` one that abstains ('muf' or 'muf-mi'). */
-export function checkAbstain(fusion: MufFusion, abstain: number): void {
-  if (typeof abstain !== 'number' || !(abstain >= 0 && abstain <= 1)) throw new QuorumError('ERR_RANGE', `abstain must be a number in [0, 1], got ${String(abstain)}`);
-  if (fusion !== 'muf' && fusion !== 'muf-mi') throw new QuorumError('ERR_ARG', `abstain needs the 'muf' or 'muf-mi' fusion, not '${fusion}'`);
-}
-
-/** Applies an abstention threshold to fused results (ERR_RANGE outside [0, 1], ERR_ARG for a fusion without confidences). */
-export function applyAbstention(hits: MufHits[], fusion: MufFusion, abstain: number | undefined): MufHits[] {
-  if (abstain === undefined) return hits;
-  checkAbstain(fusion, abstain);
-  return hits.map((h) => (Math.max(...h.confidence) < abstain ? { hits: [], confidence: h.confidence, abstained: true } : h));
-}
 const searchAllKeys = optionKeys<{ tasks?: unknown }>()(['tasks']);
 const loadKeys = optionKeys<Pick<MufOptions, 'onProgress'>>()(['onProgress']);
 const calibrateKeys = optionKeys<{ grid?: unknown }>()(['grid']);
-
-/**
- * A MUF directory's card (checked to name experts), corpus ids and each expert's folder, as {@link MufRetriever.load}
- * and the libtorch-free MufServer read them.
- */
-export function readMufDir(dir: string): { card: MufCard; cardPath: string; ids: string[]; experts: Array<{ expert: MufCard['experts'][number]; base: string }> } {
-  const { card: raw, path: cardPath } = readSavedCard<MufCard>(dir, mufFormat);
-  const card = checkCard(mufCardSchema, raw, cardPath) as MufCard;
-  const ids = readTextFile(join(dir, 'corpus-ids.txt')).split('\n');
-  if (ids.at(-1) === '') ids.pop();
-  const experts = card.experts.map((expert) => ({ expert, base: savedFile(join(dir, 'experts'), expert.name, cardPath, 'expert name') }));
-  return { card, cardPath, ids, experts };
-}
-
-/** An expert folder's familiarity bank, when it has one (directories trained before familiarity have none). */
-export function readFamiliarity(base: string, dim: number): FamiliarityBank | undefined {
-  const path = join(base, 'familiarity.safetensors');
-  return existsSync(path) ? FamiliarityBank.load(path, dim) : undefined;
-}
-
-/** An expert folder's corpus vectors, checked to be [n, dim]. */
-export function readExpertPassages(base: string, n: number, dim: number): Tensor<'f32'> {
-  const p = readSafetensors(readFileBytes(join(base, 'passages.safetensors'))).get('passages');
-  if (!p || p.shape.length !== 2 || p.shape[0] !== n || p.shape[1] !== dim)
-    throw new QuorumError('ERR_FORMAT', `${base}/passages.safetensors: expected [${n}, ${dim}] passage vectors`);
-  return Tensor.from(p.data, [n, dim]);
-}
 
 /** An expert's top-L as a run keyed by query index, with corpus ids. */
 export function expertRun(top: { hits(b: number): Array<{ id: number; score: number }> }, queries: number, corpusIds: readonly string[]): Map<string, ScoredDoc[]> {
@@ -305,12 +185,13 @@ export interface MufTimings {
 }
 
 /**
- * DPR-MUF over trained experts: build from expert model directories and a corpus, train each expert's heads,
- * calibrate each expert's temperature on a dev split, search with uncertainty-weighted fusion, save / load.
+ * DPR-MUF over trained experts: build from expert model directories and a corpus (trainMufHeads, in the training
+ * layer, trains each expert's heads), calibrate each expert's temperature on a dev split, search with
+ * uncertainty-weighted fusion, save / load.
  *
  * @example
  * const muf = await MufRetriever.build([{ model: 'models/covid' }, { model: 'models/selqa' }], corpus);
- * await muf.train(trainExamples);            // examplesFromQrels + addBm25Negatives, every task's questions
+ * await trainMufHeads(muf, trainExamples);  // the training layer (methods/muf/train.ts): every task's questions
  * await muf.calibrate(devQueries);           // [{ id, text, task, relevant }]
  * const [first] = await muf.search(['what is covid-19?'], 10);
  * console.log(first.hits, first.confidence);
@@ -328,7 +209,8 @@ export class MufRetriever {
   /** The heads' configuration, shared by every expert. */
   readonly headsConfig: Required<Omit<EnsembleConfig, 'dim'>>;
   private readonly state: ExpertState[];
-  private readonly log: (message: string) => void;
+  /** The `onProgress` of build / load: a line per stage (trainMufHeads writes its lines here too). */
+  readonly log: (message: string) => void;
   /** Stage times of the last search call. */
   lastTimings?: MufTimings;
 
@@ -352,13 +234,13 @@ export class MufRetriever {
   }
 
   /**
-   * Expert `i`'s model and trained heads (undefined before {@link train}), for exports: the objects themselves, still
-   * owned by this retriever (dispose it, not them).
+   * Expert `i`'s model, corpus vectors and trained heads (undefined before trainMufHeads), for exports and training:
+   * the objects themselves, still owned by this retriever (dispose it, not them).
    */
-  expertParts(i: number): { name: string; task: string; model: Retriever; heads?: MlpEnsemble; calibration?: ExpertCalibration } {
+  expertParts(i: number): { name: string; task: string; model: Retriever; passages: Tensor<'f32'>; heads?: MlpEnsemble; calibration?: ExpertCalibration } {
     const e = this.state[i];
     if (!Number.isInteger(i) || e === undefined) throw new QuorumError('ERR_RANGE', `expert ${i} is outside 0..${this.state.length - 1}`);
-    return { name: e.name, task: e.task, model: e.model, ...(e.heads ? { heads: e.heads } : {}), ...(e.calibration ? { calibration: e.calibration } : {}) };
+    return { name: e.name, task: e.task, model: e.model, passages: e.passages, ...(e.heads ? { heads: e.heads } : {}), ...(e.calibration ? { calibration: e.calibration } : {}) };
   }
 
   /**
@@ -403,51 +285,20 @@ export class MufRetriever {
   }
 
   /**
-   * Trains each expert's heads on the training questions of its task, with the expert's frozen question and
-   * passage vectors (positive first, then the hard negatives). ERR_ARG when an expert's task has no question.
+   * Installs expert `i`'s trained heads, their training record and (when given) its familiarity bank: what
+   * trainMufHeads (lib/methods/muf/train.ts, the training layer) produces. The retriever owns them from then on and
+   * frees the heads and bank they replace.
    */
-  async train(examples: MufTrainData, options: EnsembleTrainOptions = {}): Promise<void> {
-    mustBeArray(examples, 'training examples');
-    examples.forEach((x, i) => {
-      mustBeObject(x, `examples[${i}]`);
-      if (typeof x.query !== 'string' || !Array.isArray(x.positives) || !Array.isArray(x.hardNegatives))
-        throw new QuorumError('ERR_ARG', `examples[${i}] must be { query, task, positives: number[], hardNegatives: number[] }`);
-    });
-    for (const e of this.state) {
-      const mine = examples.filter((x) => x.task === e.task && x.positives.length > 0);
-      if (mine.length === 0) throw new QuorumError('ERR_ARG', `no training question of task '${e.task}' for expert '${e.name}'`);
-      const q = await e.model.encodeQueries(mine.map((x) => x.query), { task: e.task });
-      try {
-        e.heads = MlpEnsemble.create({ dim: this.dim, ...this.headsConfig });
-        this.log(`${e.name}: training ${e.heads.members} heads on ${mine.length.toLocaleString()} questions`);
-        const r = await e.heads.train(
-          { questions: q.data, passages: e.passages.data, positives: Int32Array.from(mine, (x) => x.positives[0]!), hardNegatives: mine.map((x) => x.hardNegatives) },
-          {
-            ...options,
-            onEpoch: (ep) => {
-              options.onEpoch?.(ep);
-              if (ep.epoch === 0 || (ep.epoch + 1) % 10 === 0) this.log(`${e.name}: epoch ${ep.epoch + 1}, loss ${ep.loss.toFixed(4)}, accuracy ${(ep.accuracy * 100).toFixed(1)}%`);
-            },
-          },
-        );
-        e.training = { ...r, questions: mine.length };
-      } finally {
-        q.dispose();
-      }
-      // The familiarity bank: this task's and the other tasks' training questions, as this expert encodes them.
-      const others = examples.filter((x) => x.task !== e.task).map((x) => x.query);
-      if (others.length) {
-        const encode = async (texts: string[]) => {
-          const v = await e.model.encodeQueries(texts, { task: e.task });
-          const d = v.data.slice();
-          v.dispose();
-          return d;
-        };
-        e.familiarity?.dispose();
-        e.familiarity = FamiliarityBank.fromVectors(await encode(sampleTexts(mine.map((x) => x.query))), await encode(sampleTexts(others)), this.dim);
-        const [a, b] = e.familiarity.sizes;
-        this.log(`${e.name}: familiarity bank of ${a.toLocaleString()} own and ${b.toLocaleString()} other questions`);
-      }
+  setTrainedHeads(i: number, parts: { heads: MlpEnsemble; training: ExpertTraining; familiarity?: FamiliarityBank }): void {
+    const e = this.state[i];
+    if (!Number.isInteger(i) || e === undefined) throw new QuorumError('ERR_RANGE', `expert ${i} is outside 0..${this.state.length - 1}`);
+    if (!(parts.heads instanceof MlpEnsemble) || parts.heads.config.dim !== this.dim) throw new QuorumError('ERR_ARG', `expert '${e.name}' needs MlpEnsemble heads of width ${this.dim}`);
+    if (e.heads !== parts.heads) e.heads?.dispose();
+    e.heads = parts.heads;
+    e.training = parts.training;
+    if (parts.familiarity) {
+      if (e.familiarity !== parts.familiarity) e.familiarity?.dispose();
+      e.familiarity = parts.familiarity;
     }
   }
 
@@ -668,7 +519,7 @@ export class MufRetriever {
       heads: this.headsConfig,
       experts: this.state.map((e) => ({ name: e.name, task: e.task, ...(e.training ? { training: e.training } : {}), ...(e.calibration ? { calibration: e.calibration } : {}) })),
     };
-    writeSavedCard(dir, mufFormat, card);
+    writeMufCard(dir, card);
   }
 
   /** Loads {@link save}'s directory. ERR_IO for a missing file, ERR_FORMAT for another version or a damaged file. */
@@ -711,5 +562,4 @@ export class MufRetriever {
     }
   }
 }
-
 

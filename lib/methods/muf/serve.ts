@@ -16,11 +16,10 @@ import { coreAddon, type NativeTensorHandle } from '../../native.js';
 import type { Int32Input } from '../../operand.js';
 import { Tensor } from '../../tensor.js';
 import { allFinite, checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
-import { readEnsembleFile } from './ensemble.js';
 import { compareIds } from '../../fusion/normalize.js';
 import { FamiliarityBank, type FamiliarityCalibration } from './familiarity.js';
 import { mufStage } from './stage.js';
-import { applyAbstention, checkAbstain, readExpertPassages, readFamiliarity, readMufDir, type MufHits } from './retriever.js';
+import { applyAbstention, checkAbstain, readEnsembleFile, readExpertPassages, readFamiliarity, readMufDir, type MufHits } from './format.js';
 
 /** One expert's part of {@link mufConfidence}. */
 export interface MufConfidenceExpert {

@@ -8,7 +8,8 @@ import { replaceDirectorySync, writeFileAtomic } from '../../data/files.js';
 import { mustBeString } from '../../validate.js';
 import { exportOnnx, writeHfTokenizerFiles, writeOnnxCard, type OnnxCardHead } from '../../models/export.js';
 import { romOnnx } from '../../models/onnx-export.js';
-import { RomModel, type RomTextSettings } from './model.js';
+import type { RomTextSettings } from './format.js';
+import { RomModel } from './model.js';
 
 /** ROM's quorum-onnx.json. */
 export interface RomOnnxCard extends OnnxCardHead<'rom'> {

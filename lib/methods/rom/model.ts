@@ -3,14 +3,12 @@
 // the top passages, read each, answer with the best span of the passage the reader ranks first. The retrieval side
 // may be another model: the pipeline schedule's retrieval checkpoint, or a separately trained bi-encoder (the
 // "three models" baseline).
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { replaceDirectorySync, writeFileAtomic } from '../../data/files.js';
-import { checkCard, readSavedCard, savedFile, writeSavedCard, type SavedFormat } from '../../io/saved-dir.js';
+import { replaceDirectorySync } from '../../data/files.js';
+import { savedFile } from '../../io/saved-dir.js';
 import { scoreTopK } from '../../dense.js';
 import { QuorumError } from '../../errors.js';
-import { readSafetensors, writeSafetensors } from '../../io/safetensors.js';
 import { Tensor } from '../../tensor.js';
 import { WordPieceTokenizer } from '../../text/tokenizer.js';
 import { readTokenizerFiles, writeTokenizerFiles } from '../../text/tokenizer-files.js';
@@ -19,87 +17,22 @@ import type { PassageText } from '../../data/examples.js';
 import { readWeights, writeWeights, type WeightStorage } from '../../models/model-dir.js';
 import { Retriever } from '../../models/retriever.js';
 import { TokenTable } from '../../models/token-table.js';
-import type { TokenBatchArg } from '../../native.js';
-import { encoderConfigSchema } from '../../models/config.js';
-import { checkOptions, count, mustBeArray, mustBeObject, optionKeys, positiveInt, z } from '../../validate.js';
-import { RomNetwork, type ReaderLogits, type RomConfig, type RomNetworkOptions } from './network.js';
-import { passagePieces, readerRows, spanText, type PassagePieces } from './reader-inputs.js';
-import { bestSpans } from './spans.js';
+import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../../validate.js';
+import { RomNetwork, type RomNetworkOptions } from './network.js';
+import { defaultRomText, readRomCard, readRomIndex, romFormat, writeRomCard, writeRomIndex, type RomCard, type RomConfig, type RomTextSettings } from './format.js';
+import { readCandidates, type RomAnswer } from './reading.js';
+import { passagePieces, type PassagePieces } from './reader-inputs.js';
 import { brandClass } from '../../brand.js';
 
-const romFormat = { card: 'rom.json', format: 'quorum-rom', version: 1, what: 'a ROM directory' } as const satisfies SavedFormat;
-const romIndexFormat = { card: 'index.json', format: 'quorum-rom-index', version: 1, what: 'a ROM index' } as const satisfies SavedFormat;
-
-// rom.json and the index's card, every field (issue 48).
-const romConfigSchema = z.object({ encoder: encoderConfigSchema, headDim: count }).strict();
-const romCardSchema = z
-  .object({
-    format: z.literal(romFormat.format),
-    version: z.literal(romFormat.version),
-    config: romConfigSchema,
-    text: z.object({ maxQueryLength: positiveInt, maxPassageLength: positiveInt, readerLength: positiveInt, maxAnswerLength: positiveInt }).strict(),
-    weights: z.string(),
-    retrieval: z
-      .discriminatedUnion('kind', [
-        z.object({ kind: z.literal('rom'), config: romConfigSchema, weights: z.string() }).strict(),
-        z.object({ kind: z.literal('retriever'), dir: z.literal('retriever') }).strict(),
-      ])
-      .optional(),
-    training: z.record(z.unknown()).optional(),
-  })
-  .strict();
-const romIndexSchema = z
-  .object({ format: z.literal(romIndexFormat.format), version: z.literal(romIndexFormat.version), ids: z.array(z.string().min(1)) })
-  .strict();
-
-/** How texts become the network's inputs. */
-export interface RomTextSettings {
-  /** Question pieces for retrieval (with framing) and, cut to this, in the reader's rows. */
-  maxQueryLength: number;
-  /** A passage row for retrieval ("[CLS] title [SEP] text [SEP]"). */
-  maxPassageLength: number;
-  /** A reader row ("[CLS] question [SEP] passage [SEP]"). */
-  readerLength: number;
-  /** Longest answer in pieces. */
-  maxAnswerLength: number;
-}
-
-/** The text settings a ROM model gets unless `RomModel.create`'s `text` overrides them. */
-export const defaultRomText: RomTextSettings = { maxQueryLength: 32, maxPassageLength: 128, readerLength: 192, maxAnswerLength: 10 };
+ 
 
 const createKeys = optionKeys<Parameters<typeof RomModel.create>[0]>()(['tokenizer', 'network', 'text']);
 const textKeys = optionKeys<RomTextSettings>()(['maxQueryLength', 'maxPassageLength', 'readerLength', 'maxAnswerLength']);
 const kKeys = optionKeys<{ k?: number }>()(['k']);
-const readKeys = optionKeys<{ batchQuestions?: number }>()(['batchQuestions']);
 const saveKeys = optionKeys<{ dtype?: unknown }>()(['dtype']);
-
-/** One answer of {@link RomModel.answer}. */
-export interface RomAnswer {
-  /** The span as it stands in the passage's text ('' when no passage had a span). */
-  answer: string;
-  /** Corpus row of the passage the answer comes from (-1 when none). */
-  passage: number;
-  /** The reader's relevance logit of that passage. */
-  passageScore: number;
-  /** The span's start + end logit. */
-  spanScore: number;
-  /** The passage's retrieval score for the question. */
-  retrievalScore: number;
-}
 
 /** Where the retrieval side comes from when it is not the network's own retrieval head. */
 export type RomRetrievalSide = { kind: 'rom'; network: RomNetwork } | { kind: 'retriever'; model: Retriever };
-
-/** rom.json. */
-export interface RomCard {
-  format: typeof romFormat.format;
-  version: typeof romFormat.version;
-  config: RomConfig;
-  text: RomTextSettings;
-  weights: string;
-  retrieval?: { kind: 'rom'; config: RomConfig; weights: string } | { kind: 'retriever'; dir: string };
-  training?: Record<string, unknown>;
-}
 
 /**
  * ROM: train (see trainRom), index a corpus, search, answer; save and load as a directory.
@@ -309,7 +242,7 @@ export class RomModel {
       ...(retrieval ? { retrieval } : {}),
       ...(this.training ? { training: this.training } : {}),
     };
-    writeSavedCard(dir, romFormat, card);
+    writeRomCard(dir, card);
   }
 
   /** Loads {@link save}'s directory. ERR_IO for a missing directory or file, ERR_FORMAT for another version or damage. */
@@ -348,124 +281,6 @@ function networkOf(config: RomConfig, tokenizer: WordPieceTokenizer, path: strin
   }
   if (config.encoder.vocabSize !== tokenizer.size) throw new QuorumError('ERR_FORMAT', `${path}: vocab.txt has ${tokenizer.size} tokens, the network ${config.encoder.vocabSize}`);
   return network;
-}
-
-/** What {@link readCandidates} reads with: the tokenizer and lengths, a passage's pieces, the reader's forward. */
-export interface RomReading {
-  tokenizer: WordPieceTokenizer;
-  text: RomTextSettings;
-  /** Reader rows mark passage tokens the question contains (type 2). */
-  marksMatches: boolean;
-  /** A corpus row's pieces. */
-  pieces(row: number): PassagePieces;
-  /** The reader's logits for a batch of reader rows (RomNetwork.read, or the reader graph in ONNX Runtime). */
-  read(inputs: TokenBatchArg): Promise<ReaderLogits>;
-}
-
-/**
- * Reads each question's candidate passages and answers with the best span (at most maxAnswerLength pieces) of the
- * passage whose relevance logit is highest (RomModel.read and RomServer).
- */
-export async function readCandidates(
-  ctx: RomReading,
-  questions: readonly string[],
-  candidates: readonly (readonly { id: number; score: number }[])[],
-  options: { batchQuestions?: number } = {},
-): Promise<RomAnswer[]> {
-  mustBeArray(questions, 'questions');
-  mustBeArray(candidates, 'candidates');
-  checkOptions(options, readKeys, 'read options');
-  if (candidates.length !== questions.length) throw new QuorumError('ERR_SHAPE', `${candidates.length} candidate lists for ${questions.length} questions`);
-  const per = options.batchQuestions ?? 8;
-  if (!Number.isInteger(per) || per < 1) throw new QuorumError('ERR_RANGE', 'batchQuestions must be an integer >= 1');
-  const out: RomAnswer[] = [];
-  // Several questions per native call: one [rows, T] batch of every (question, passage) row.
-  for (let s = 0; s < questions.length; s += per) {
-    const qs = Array.from({ length: Math.min(per, questions.length - s) }, (_, i) => s + i);
-    const pieces: PassagePieces[] = [];
-    const questionOf: number[] = [];
-    const first: number[] = [];
-    qs.forEach((q, i) => {
-      first.push(pieces.length);
-      for (const h of candidates[q]!) {
-        pieces.push(ctx.pieces(h.id));
-        questionOf.push(i);
-      }
-    });
-    const rows = pieces.length
-      ? readerRows(ctx.tokenizer, qs.map((q) => ctx.tokenizer.ids(questions[q]!)), questionOf, pieces, {
-          maxLength: ctx.text.readerLength,
-          maxQuestion: ctx.text.maxQueryLength,
-          markMatches: ctx.marksMatches,
-        })
-      : undefined;
-    const logits = rows ? await ctx.read(rows.inputs) : undefined;
-    qs.forEach((q, i) => {
-      const list = candidates[q]!;
-      if (!list.length || !rows || !logits) {
-        out.push({ answer: '', passage: -1, passageScore: -Infinity, spanScore: -Infinity, retrievalScore: -Infinity });
-        return;
-      }
-      const T = rows.inputs.seqLen;
-      let best = first[i]!;
-      for (let r = first[i]! + 1; r < first[i]! + list.length; r++) if (logits.relevance[r]! > logits.relevance[best]!) best = r;
-      const span = bestSpans(logits.start, logits.end, { offset: best * T + rows.offset[best]!, length: rows.count[best]!, maxLength: ctx.text.maxAnswerLength })[0];
-      const hit = list[best - first[i]!]!;
-      out.push({
-        answer: span ? spanText(pieces[best]!, span.start, span.end) : '',
-        passage: hit.id,
-        passageScore: logits.relevance[best]!,
-        spanScore: span ? span.score : -Infinity,
-        retrievalScore: hit.score,
-      });
-    });
-  }
-  return out;
-}
-
-/**
- * {@link RomModel.saveIndex}'s vectors for `passages` (the corpus they were built from, same ids in the same order)
- * of width `dim` (RomModel.loadIndex and RomServer). ERR_IO when missing, ERR_FORMAT when damaged or built from
- * another corpus.
- */
-export function readRomIndex(dir: string, passages: readonly (PassageText & { id: string })[], dim: number): Tensor<'f32'> {
-  mustBeArray(passages, 'passages');
-  const { card: raw, path } = readSavedCard(dir, romIndexFormat);
-  const card = checkCard(romIndexSchema, raw, path);
-  if (card.ids.length !== passages.length || card.ids.some((id, i) => id !== passages[i]!.id))
-    throw new QuorumError('ERR_FORMAT', `${dir} indexes another corpus (${card.ids.length} passages; rebuild it with \`quorum rom index\`)`);
-  let tensors;
-  try {
-    tensors = readSafetensors(readFileSync(join(dir, 'vectors.safetensors')));
-  } catch (e) {
-    throw new QuorumError(e instanceof QuorumError ? 'ERR_FORMAT' : 'ERR_IO', `${dir}/vectors.safetensors: ${(e as Error).message}`, { cause: e });
-  }
-  const v = tensors.get('vectors');
-  if (!v || v.shape.length !== 2 || v.shape[0] !== passages.length || v.shape[1] !== dim)
-    throw new QuorumError('ERR_FORMAT', `${dir}/vectors.safetensors does not hold [${passages.length}, ${dim}] vectors`);
-  return Tensor.from(v.data, [passages.length, dim], 'f32');
-}
-
-/**
- * Writes a ROM index directory: the passage vectors `[ids.length, dim]` (row i is ids[i]) and the card naming the ids,
- * swapped in whole (RomModel.saveIndex, updateRomIndex).
- */
-export function writeRomIndex(dir: string, ids: readonly string[], vectors: Float32Array, dim: number): void {
-  if (vectors.length !== ids.length * dim) throw new QuorumError('ERR_SHAPE', `${vectors.length / dim} vectors for ${ids.length} ids`);
-  replaceDirectorySync(
-    dir,
-    (tmp) => {
-      writeFileAtomic(join(tmp, 'vectors.safetensors'), writeSafetensors({ vectors: { shape: [ids.length, dim], data: vectors } }, { format: romFormat.format }));
-      writeSavedCard(tmp, romIndexFormat, { ids }, 0);
-    },
-    { keepOthers: true },
-  );
-}
-
-/** {@link RomModel.save}'s rom.json, checked (RomModel.load and RomServer). ERR_IO / ERR_FORMAT. */
-export function readRomCard(dir: string): { card: RomCard; path: string } {
-  const { card: raw, path } = readSavedCard<RomCard>(dir, romFormat);
-  return { card: checkCard(romCardSchema, raw, path) as RomCard, path };
 }
 
 // `instanceof RomModel` holds for the other package copy's instances too (ESM and CommonJS in one process: lib/brand.ts).

@@ -8,19 +8,12 @@ import type { TableEncoder } from '../../models/encode-corpus.js';
 import { TrainableTable, groupOf, type OptimizerOptions } from '../../models/parameter-table.js';
 import type { ProcessGroup } from '../../models/process-group.js';
 import { checkOptions, mustBeObject, optionKeys } from '../../validate.js';
+import { romMarksMatches, type ReaderLogits, type RomConfig } from './format.js';
 
 /** One of {@link ROM_HEADS}. */
 export type RomHead = 'retrieval' | 'ict' | 'phrase_ict';
 /** ROM's three contrastive heads on the shared encoder (the reader is separate). */
 export const ROM_HEADS: readonly RomHead[] = ['retrieval', 'ict', 'phrase_ict'];
-
-/** A ROM network's full configuration, as {@link romConfig} fills it in and rom.json stores it. */
-export interface RomConfig {
-  /** The one encoder; `pooling` and `normalize` shape the heads. Token weights, centre, projections and routing are not part of ROM. */
-  encoder: EncoderConfig;
-  /** Width of the heads' vectors (0: the hidden width, each head starting as the identity). */
-  headDim: number;
-}
 
 /**
  * The reader's batch: row `q * passages + j` of `inputs` is "[CLS] question q [SEP] its passage j [SEP]" (type 1
@@ -52,16 +45,6 @@ export interface RomStepStats extends StepStats {
   passageCorrect: number;
   /** Reader: questions whose exact span ranked first in their positive passage. */
   spanCorrect: number;
-}
-
-/** The reader's logits: start and end `[rows, seqLen]` (-Infinity outside the passage), relevance `[rows]`. */
-export interface ReaderLogits {
-  /** Start logits `[rows, seqLen]`. */
-  start: Float32Array;
-  /** End logits `[rows, seqLen]`. */
-  end: Float32Array;
-  /** Passage relevance logits `[rows]`. */
-  relevance: Float32Array;
 }
 
 interface NativeRomModel {
@@ -243,9 +226,4 @@ export class RomNetwork extends TrainableTable {
   accumulateReaderSync(batch: ReaderBatchArg): RomStepStats {
     return callNative(() => this.native.accumulateReader(batch, false) as RomStepStats);
   }
-}
-
-/** Whether a network's reader rows mark passage tokens the question contains (type 2): its encoder has three types. */
-export function romMarksMatches(config: RomConfig): boolean {
-  return config.encoder.typeVocabSize >= 3;
 }

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { keptRowsThen, planCorpusChange } from '../../data/corpus-change.js';
 import type { PassageText } from '../../data/examples.js';
 import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
-import { writeRomIndex } from './model.js';
+import { writeRomIndex } from './format.js';
 import { RomServer } from './serve.js';
 
 type IdPassage = PassageText & { id: string };

@@ -16,8 +16,8 @@ import { Tensor } from '../../tensor.js';
 import { WordPieceTokenizer } from '../../text/tokenizer.js';
 import { readTokenizerFiles } from '../../text/tokenizer-files.js';
 import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
-import { readCandidates, readRomCard, readRomIndex, type RomAnswer, type RomTextSettings } from './model.js';
-import { romMarksMatches, type RomConfig } from './network.js';
+import { readRomCard, readRomIndex, romMarksMatches, type RomConfig, type RomTextSettings } from './format.js';
+import { readCandidates, type RomAnswer } from './reading.js';
 import { passagePieces, type PassagePieces } from './reader-inputs.js';
 
 const loadKeys = optionKeys<{ passages: unknown; index?: string; threads?: number }>()(['passages', 'index', 'threads']);

@@ -2,11 +2,11 @@
 // the corpus itself and added to the labelled questions. A small task (COVID-QA in the mini set: 727 questions over
 // 2,094 passages) then sees every passage's vocabulary in training, not only the gold passages' words; no label of
 // any split is read.
-import type { Bm25Index } from '../bm25/bm25.js';
-import { QuorumError } from '../errors.js';
-import { ictExamples } from './self-supervised.js';
-import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../validate.js';
-import { addBm25Negatives, type PassageText, type TrainingExample } from './examples.js';
+import type { Bm25Index } from '../../lib/bm25/bm25.js';
+import { QuorumError } from '../../lib/errors.js';
+import { ictExamples } from '../../lib/train/self-supervised.js';
+import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../lib/validate.js';
+import { addBm25Negatives, type PassageText, type TrainingExample } from '../../lib/train/examples.js';
 
 export interface IctTrainingOptions {
   /** The task of corpus row `row`, or undefined to draw no example from it. */

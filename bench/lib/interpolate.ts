@@ -3,10 +3,10 @@
 // mean-pooled vectors are the training-free baseline; fine-tuning on a few hundred questions of a task can lose
 // what that start knew about questions unlike the training ones, and the interpolation keeps part of it. Lambda is
 // chosen on a dev split, never on test.
-import { QuorumError } from '../errors.js';
-import { mustBeMap } from '../validate.js';
-import type { ParameterTable } from '../models/parameter-table.js';
-import { elementCount } from '../shape.js';
+import { QuorumError } from '../../lib/errors.js';
+import { mustBeMap } from '../../lib/validate.js';
+import type { ParameterTable } from '../../lib/models/parameter-table.js';
+import { elementCount } from '../../lib/shape.js';
 
 /** Every parameter's values by name (copies). */
 export type ParameterSnapshot = Map<string, Float32Array>;

@@ -2,10 +2,10 @@
 // JSON lines `{ id, contents }`, topics as `<DOC><DOCNO> n </DOCNO> text </DOC>`, and TREC qrels.
 import { join } from 'node:path';
 
-import { type Qrels } from './runs.js';
-import { readTextFile } from './files.js';
-import { parseJsonObjectLine } from './lines.js';
-import { parseQrels, parseTrecTopics } from './trec-files.js';
+import { type Qrels } from '../../lib/data/runs.js';
+import { readTextFile } from '../../lib/data/files.js';
+import { parseJsonObjectLine } from '../../lib/data/lines.js';
+import { parseQrels, parseTrecTopics } from '../../lib/data/trec-files.js';
 
 export interface TrecCollection {
   docs: Array<{ id: string; text: string }>;

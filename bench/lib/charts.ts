@@ -3,10 +3,10 @@
 import * as vega from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
 
-import { mustBeObject } from '../validate.js';
-import { type CalibrationSeries, confidenceSpec, reliabilitySpec } from './specs.js';
+import { mustBeObject } from '../../lib/validate.js';
+import { type CalibrationSeries, confidenceSpec, reliabilitySpec } from '../../lib/report/specs.js';
 
-export { reliabilityBins, type CalibrationSeries } from './specs.js';
+export { reliabilityBins, type CalibrationSeries } from '../../lib/report/specs.js';
 
 /** Renders a Vega-Lite spec to an SVG document string. */
 export async function renderSvg(spec: TopLevelSpec): Promise<string> {
