@@ -1,6 +1,6 @@
 // DenseIndex (faiss) against hnswlib-node and usearch on n x 768 vectors: build time, queries per second at
 // B = 1 (one query per call, the server case), recall@10 against exact search. Also faiss HNSW with its own
-// inner-product metric against DPR's L2 transform (SPEC §1.1), the measurement behind DenseIndex's default.
+// inner-product metric against DPR's L2 transform (docs/methods/kernels.md#mips-as-l2-search), the measurement behind DenseIndex's default.
 //
 // Data: synthetic but shaped like embeddings, since no pretrained encoder is reachable here: 256 cluster centres
 // in a 64-d latent space, lifted to 768-d by a fixed random map, plus isotropic noise, with log-normal norms

@@ -36,7 +36,7 @@ export interface CudaMemoryStats {
 type KernelNames = 'scoreTopK' | 'maxSim' | 'spladePool' | 'spladePoolBackward' | 'infoNce' | 'ensembleMI' | 'convert';
 
 /** quorum_cuda.node's exports: the core's kernel signatures, plus copies and the allocator. */
-export interface CudaAddon extends Pick<CoreAddon, KernelNames> {
+interface CudaAddon extends Pick<CoreAddon, KernelNames> {
   /** new CudaTensor(dtype, shape, zero): device memory for the shape (uninitialised unless zero). */
   CudaTensor: new (dtype: number, shape: readonly number[], zero: boolean) => NativeTensorHandle;
   available(): CudaDeviceInfo;
@@ -53,7 +53,7 @@ let loadError: QuorumError | undefined;
 let info: CudaDeviceInfo | undefined;  // the driver's answer does not change within a process
 
 /** The CUDA module if it was built (undefined otherwise; never throws). */
-export function cudaModule(): CudaAddon | undefined {
+function cudaModule(): CudaAddon | undefined {
   if (cuda === undefined) {
     try {
       cuda = loadAddon<CudaAddon>('quorum_cuda', 'QUORUM_CUDA_PATH');
@@ -115,7 +115,7 @@ export function cudaEmptyCache(): void {
 }
 
 /** A kernel's backend: the core for CPU operands, the CUDA module for CUDA ones; mixing them is ERR_ARG. */
-export type Backend = Pick<CoreAddon, KernelNames> & { readonly device: 'cpu' | 'cuda' };
+type Backend = Pick<CoreAddon, KernelNames> & { readonly device: 'cpu' | 'cuda' };
 
 let cpuCached: Backend | undefined;
 let cudaCached: Backend | undefined;

@@ -23,7 +23,6 @@ export type AnyTypedArray = TypedArrayOf[Dtype];
 /** Codes shared with native/common/dtype.h. */
 export const dtypeCode: Readonly<Record<Dtype, number>> = { f32: 0, bf16: 1, f16: 2, i32: 3, i64: 4, u8: 5 };
 export const dtypeNames: readonly Dtype[] = ['f32', 'bf16', 'f16', 'i32', 'i64', 'u8'];
-export const dtypeBytes: Readonly<Record<Dtype, number>> = { f32: 4, bf16: 2, f16: 2, i32: 4, i64: 8, u8: 1 };
 
 export function isDtype(x: unknown): x is Dtype {
   return typeof x === 'string' && (dtypeNames as readonly string[]).includes(x);

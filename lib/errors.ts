@@ -44,7 +44,7 @@ export class QuorumError extends Error {
 brandClass(QuorumError, 'QuorumError');
 
 /** Re-throws a native error as a QuorumError, keeping its code; anything else passes through unchanged. */
-export function asQuorumError(e: unknown): unknown {
+function asQuorumError(e: unknown): unknown {
   if (e instanceof QuorumError) return e;
   if (e instanceof Error) {
     const code: unknown = (e as Error & { code?: unknown }).code;

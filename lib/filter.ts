@@ -6,13 +6,13 @@
 import { QuorumError } from './errors.js';
 
 /** One metadata value: a keyword (string) or a number. */
-export type FieldValue = string | number;
+type FieldValue = string | number;
 
 /** A passage's metadata: each field one value or several (a multi-valued field matches when any value does). */
 export type PassageMetadata = Readonly<Record<string, FieldValue | readonly FieldValue[] | null | undefined>>;
 
 /** Bounds of a numeric range (any subset). */
-export interface RangeBounds {
+interface RangeBounds {
   /** Greater than. */
   gt?: number;
   /** Greater than or equal. */

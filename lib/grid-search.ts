@@ -14,7 +14,7 @@ export interface GridPoint<P> {
 }
 
 /** What is best: the highest value ('max') or the lowest ('min'); and which of equal values wins. */
-export interface GridGoal {
+interface GridGoal {
   /** 'max' for a metric, 'min' for an error such as ECE. */
   goal: 'max' | 'min';
   /** 'first': the earliest of equal values in grid order; 'last': the latest. */

@@ -113,11 +113,11 @@ export interface NativeTensorHandle {
   unpin(): void;
 }
 
-export interface NativeTensorCtor {
+interface NativeTensorCtor {
   new (dtype: number, shape: readonly number[], data?: ArrayBufferView): NativeTensorHandle;
 }
 
-export interface NativeCapabilities {
+interface NativeCapabilities {
   isa: string;
   availableIsas: string[];
   threads: number;
@@ -379,7 +379,7 @@ export interface NativeDenseIndex {
 }
 
 /** quorum_faiss.node's exports. */
-export interface FaissAddon {
+interface FaissAddon {
   DenseIndex: new (options?: object) => NativeDenseIndex;
   kmeans(vectors: Float32Array, dim: number, k: number, niter: number, seed: number, spherical: boolean, async: boolean): MaybeAsync<{ centroids: Float32Array }>;
   setThreads(n: number): void;
@@ -511,7 +511,7 @@ export interface NativeMlpEnsemble {
 }
 
 /** quorum_torch.node's exports. */
-export interface TorchAddon {
+interface TorchAddon {
   Retriever: new (config: object) => NativeRetriever;
   MlpEnsemble: new (config: { dim: number; hidden?: number; layers?: number; members?: number }) => NativeMlpEnsemble;
   /** CAME's model (native/napi/came_object.cc); typed by lib/methods/came/model.ts. */

@@ -122,7 +122,7 @@ export function idsOf(ids: BigInt64Array | ArrayLike<number | bigint>, n: number
 }
 
 /** A native call from one definition: `build(ops)` checks the arguments, makes the operands and returns the call. */
-export type NativeCall = (ops: Operands) => (async: boolean) => unknown;
+type NativeCall = (ops: Operands) => (async: boolean) => unknown;
 
 /** The Sync form of a {@link NativeCall}: operands borrowed, run on the calling thread; `wrap` makes the result. */
 export function runSync<R>(build: NativeCall, wrap: (raw: never) => R): R {

@@ -98,7 +98,7 @@ describe.each(isas)('ensembleMI, %s variant', (isa) => {
 });
 
 describe('ensembleMI API', () => {
-  it('exact and muf modes differ by at most ~1.2e-4 at temperature 1 (SPEC §1.5)', () => {
+  it('exact and muf modes differ by at most ~1.2e-4 at temperature 1 (docs/methods/kernels.md#ensemble-mutual-information-and-confidence)', () => {
     const z = memberScores(50, 20, 100, 3, 0.2);
     const a = ensembleMISync({ data: z, shape: [50, 20, 100] }, { temperature: 1 });
     const b = ensembleMISync({ data: z, shape: [50, 20, 100] }, { temperature: 1, mode: 'muf' });

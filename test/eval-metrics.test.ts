@@ -1,5 +1,5 @@
 // Ranking metrics, answer accuracy, KILT R-precision and the paired tests, against values worked out by hand
-// from the formulas of SPEC §4 (the arithmetic is in the comments).
+// from the formulas of docs/methods/evaluation.md (the arithmetic is in the comments).
 import { describe, expect, it } from 'vitest';
 
 import { answerMatcher, averageRank, dprTokens, evaluate, goldRank, groupMeans, kiltRPrecision, pairedTTest, provenanceId, randomizationTest, rankDocs, rankedRun, studentTwoTailed, topKAccuracy } from '../lib/entries/eval.js';

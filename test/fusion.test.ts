@@ -1,4 +1,4 @@
-// Every fusion method on one small fixture, against values worked out by hand from SPEC §2 (arithmetic in the
+// Every fusion method on one small fixture, against values worked out by hand from docs/methods/fusion.md (arithmetic in the
 // comments). Run A ranks a (0.9), b (0.5), c (0.1); run B ranks b (8), d (4). Union: a, b, c, d.
 import { describe, expect, it } from 'vitest';
 

@@ -36,7 +36,7 @@ export const probability = (v: string): number => {
 const DTYPE_HELP = 'weight storage: f32, bf16 or q8 (embedding tables as int8 rows with a scale each, the rest bf16)';
 
 /** Defaults and wording of the options every training command shares ({@link trainingOptions}). */
-export interface TrainingOptionSpec {
+interface TrainingOptionSpec {
   /** --data's help: the BEIR files the command reads. */
   data: string;
   /** --out's help: what it writes. */

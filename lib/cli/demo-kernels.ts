@@ -12,7 +12,7 @@ const REFERENCE_QUERIES = 64;
 const fmt = (x: number) => Math.round(x).toLocaleString('en-US');
 
 /** Seconds per call of `fn`: one untimed call, then as many as fit in `minMs`. */
-export function seconds(fn: () => void, minMs = 400): number {
+function seconds(fn: () => void, minMs = 400): number {
   fn();
   let n = 0;
   const t0 = performance.now();

@@ -28,7 +28,7 @@ import { kernelCheck, speedCheck } from './demo-kernels.js';
 import { TRAIN_DEFAULTS, trainCommand } from './train.js';
 import { table } from './table.js';
 
-export interface DemoOptions {
+interface DemoOptions {
   /** A BEIR-layout dataset (default: the embedded benchmark). */
   data?: string;
   /** A model directory, 'default' (the shipped model, the default) or 'tfidf'. */

@@ -15,7 +15,7 @@ const REASONS: Record<string, string> = {
 };
 
 /** A system error's reason in words ("no such file or directory"), or undefined for other errors. */
-export function systemReason(e: unknown): string | undefined {
+function systemReason(e: unknown): string | undefined {
   const code = (e as { code?: unknown } | null)?.code;
   return typeof code === 'string' && /^E[A-Z]+$/.test(code) ? (REASONS[code] ?? code.toLowerCase()) : undefined;
 }

@@ -31,7 +31,7 @@ import { replaceDirectorySync, writeFileAtomic } from '../data/files.js';
 
 export const EVAL_METHODS = ['bm25', 'dense', 'hybrid', 'rrf', 'glove'] as const;
 
-export interface EvalCommandOptions {
+interface EvalCommandOptions {
   data: string;
   split: string;
   methods: string[];

@@ -10,7 +10,7 @@ import { type Normalization } from '../fusion/normalize.js';
 import { CAME_FUSION_METHODS } from '../methods/came/fusion.js';
 import { table } from './table.js';
 
-export interface FuseCommandOptions {
+interface FuseCommandOptions {
   runs: string[];
   method: string;
   norm?: string;

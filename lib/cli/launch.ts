@@ -22,7 +22,7 @@ export async function freeLoopbackPort(): Promise<number> {
 }
 
 /** `argv` without its `--nproc N` / `--nproc=N`. */
-export function withoutNproc(argv: readonly string[]): string[] {
+function withoutNproc(argv: readonly string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--nproc') i++;
@@ -32,7 +32,7 @@ export function withoutNproc(argv: readonly string[]): string[] {
 }
 
 /** Whether this process is a rank of a group (started by {@link launchRanks}, or by hand with WORLD_SIZE on each machine). */
-export function inGroup(env: NodeJS.ProcessEnv = process.env): boolean {
+function inGroup(env: NodeJS.ProcessEnv = process.env): boolean {
   return env.WORLD_SIZE !== undefined && env.WORLD_SIZE !== '1';
 }
 
@@ -41,7 +41,7 @@ export function inGroup(env: NodeJS.ProcessEnv = process.env): boolean {
  * otherwise, the others are stopped (SIGTERM, then SIGKILL after 10 s) and the call rejects with ERR_DISTRIBUTED
  * naming that rank.
  */
-export async function launchRanks(n: number, args: readonly string[], log: (line: string) => void): Promise<void> {
+async function launchRanks(n: number, args: readonly string[], log: (line: string) => void): Promise<void> {
   const port = await freeLoopbackPort();
   log(`starting ${n} ranks on this machine (store at 127.0.0.1:${port})`);
   const children: ChildProcess[] = [];

@@ -5,13 +5,13 @@ import { QuorumError } from '../errors.js';
 import { mustBeArray, mustBeString } from '../validate.js';
 
 /** A change to a corpus: passages to add and ids to remove. */
-export interface CorpusChange<P extends { id: string; text: string }> {
+interface CorpusChange<P extends { id: string; text: string }> {
   add?: readonly P[];
   remove?: readonly string[];
 }
 
 /** A checked {@link CorpusChange}: the rows that stay (in order), how many went, and what is added. */
-export interface CorpusChangePlan<P> {
+interface CorpusChangePlan<P> {
   kept: number[];
   removed: number;
   add: readonly P[];

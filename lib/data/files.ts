@@ -37,7 +37,7 @@ function alive(pid: number): boolean {
  * Removes `<name>.tmp-<pid>-<n>` files beside `path` left by saves whose process is gone (killed mid-write, so
  * their cleanup never ran). The native indexes do the same (native/common/persist.cc). Best effort.
  */
-export function removeStaleTemporaries(path: string): void {
+function removeStaleTemporaries(path: string): void {
   const prefix = `${basename(path)}.tmp-`;
   let names: string[];
   try {
@@ -98,7 +98,7 @@ function recoverDirectory(dir: string): void {
 }
 
 /** Options of {@link replaceDirectory}. */
-export interface ReplaceDirectoryOptions {
+interface ReplaceDirectoryOptions {
   /**
    * Keep what the old directory holds and the new one does not write (default false: the new directory alone).
    * Kept files are hard links (copies where the file system refuses links), subdirectories merged entry by entry:

@@ -3,7 +3,7 @@
 import { writeFileSync } from 'node:fs';
 
 import { QuorumError } from '../errors.js';
-import { type BeirDataset, type Passage, type Qrels, type Query } from './beir.js';
+import { type BeirDataset, type Passage, type Query } from './beir.js';
 import { readJsonFile } from './files.js';
 import { readJsonArray } from './lines.js';
 

@@ -1,7 +1,7 @@
 // Ranked-list metrics (docs/methods/evaluation.md#ranked-list-metrics, ranx and trec_eval definitions), per query and averaged, with graded
 // judgments and trec_eval's tie order.
 import { QuorumError } from '../errors.js';
-import { checkHits, checkOptions, checkRun, mustBeArray, mustBeMap, mustBeObject, optionKeys } from '../validate.js';
+import { checkOptions, checkRun, mustBeArray, mustBeMap, mustBeObject, optionKeys } from '../validate.js';
 
 export { type Qrels, type Run, type ScoredDoc, type TieOrder, rankDocs, rankedRun } from '../data/runs.js';
 import type { Run, Qrels } from '../data/runs.js';

@@ -1,7 +1,7 @@
 // Comparing two systems on the same queries: the paired two-tailed t-test and the paired randomization
 // (sign-flip permutation) test, over per-query metric values.
 import { QuorumError } from '../errors.js';
-import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../validate.js';
+import { checkOptions, mustBeArray, optionKeys } from '../validate.js';
 
 /** What {@link pairedTTest} and {@link randomizationTest} return. */
 export interface PairedTest {

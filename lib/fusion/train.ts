@@ -5,7 +5,7 @@ import { type Qrels, type Run, evaluate } from '../eval/ranking.js';
 import { gridSearch } from '../grid-search.js';
 import { type FuseOptions, type FusionMethod, type FusionMethodDef, type TrainedFusion, fuse, fusionMethod, hitLists } from './fuse.js';
 import { type TrainingHits } from './method.js';
-import { checkOptions, checkRun, mustBeArray, mustBeMap, mustBeObject, optionKeys } from '../validate.js';
+import { checkOptions, checkRun, mustBeArray, mustBeMap, optionKeys } from '../validate.js';
 
 const trainFusionKeys = optionKeys<NonNullable<Parameters<typeof trainFusion>[3]>>()(['segments', 'relLevel']);
 

@@ -7,7 +7,7 @@ import { QuorumError } from '../errors.js';
  * A matrix as int8 codes and one scale per row. The codes are held in a Float32Array of integers in [-127, 127]
  * because that is what the safetensors writer and reader exchange (it stores them as I8 bytes).
  */
-export interface Int8Rows {
+interface Int8Rows {
   codes: Float32Array;
   scales: Float32Array;
 }

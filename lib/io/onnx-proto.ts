@@ -8,7 +8,7 @@ import { QuorumError } from '../errors.js';
 
 /** ONNX element types (TensorProto.DataType) Quorum's graphs use. */
 export const OnnxType = { FLOAT: 1, INT32: 6, INT64: 7, BOOL: 9 } as const;
-export type OnnxElementType = (typeof OnnxType)[keyof typeof OnnxType];
+type OnnxElementType = (typeof OnnxType)[keyof typeof OnnxType];
 
 /** A constant tensor (an initializer): float32 or int64 values. */
 export interface OnnxTensor {
@@ -42,7 +42,7 @@ export interface OnnxValueInfo {
   dims: ReadonlyArray<number | string>;
 }
 
-export interface OnnxModel {
+interface OnnxModel {
   graphName: string;
   nodes: readonly OnnxNode[];
   initializers: readonly OnnxTensor[];

@@ -7,7 +7,7 @@ import { QuorumError } from '../errors.js';
 import { elementCount } from '../shape.js';
 
 /** The dtypes {@link readSafetensors} decodes. Integers come back converted to float as well. */
-export type SafetensorsDtype = 'F32' | 'F16' | 'BF16' | 'F64' | 'I32' | 'I64' | 'I8';
+type SafetensorsDtype = 'F32' | 'F16' | 'BF16' | 'F64' | 'I32' | 'I64' | 'I8';
 
 /** One decoded tensor: the file's dtype and shape, the values as float32 (row-major). */
 export interface SafetensorsTensor {

@@ -22,7 +22,7 @@ export interface SavedFormat {
 }
 
 /** A card as read: every field still to be checked by its loader, and the card's path for messages. */
-export interface ReadCard<T> {
+interface ReadCard<T> {
   card: Partial<T> & Record<string, unknown>;
   path: string;
 }

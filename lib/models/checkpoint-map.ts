@@ -8,7 +8,7 @@ import { mustBeMap, mustBeObject } from '../validate.js';
 import { elementCount } from '../shape.js';
 
 /** A checkpoint tensor: its shape and row-major float32 values. */
-export interface CheckpointTensor {
+interface CheckpointTensor {
   shape: number[];
   data: Float32Array;
 }

@@ -129,7 +129,7 @@ export const defaultEncoderConfig: EncoderConfig = {
 };
 
 /** A saved {@link TaserConfig}, every field checked (model cards). */
-export const taserConfigSchema = z
+const taserConfigSchema = z
   .object({ every: positiveInt, experts: positiveInt, routing: z.enum(['det', 'seq', 'tok']), perLayerGate: z.boolean().optional(), entropyWeight: finite.optional() })
   .strict();
 

@@ -59,7 +59,7 @@ function readObject(path: string): Json {
  * config.json as an encoder. ERR_FORMAT naming the file for what Quorum's encoder does not compute: another
  * `model_type` (RoBERTa, DistilBERT, XLM-R, ...), an activation other than exact GELU, relative position embeddings.
  */
-export function hfEncoderConfig(dir: string): EncoderConfig {
+function hfEncoderConfig(dir: string): EncoderConfig {
   const path = join(dir, 'config.json');
   if (!existsSync(path)) throw new QuorumError('ERR_IO', `${dir} has no config.json: not a Hugging Face model directory`);
   const c = readObject(path);
@@ -108,7 +108,7 @@ export function hfEncoderConfig(dir: string): EncoderConfig {
  * ERR_FORMAT for pytorch_model.bin alone (a Python pickle, which Quorum does not execute: the error says how to
  * convert it), a shard the index names that is missing, or a malformed file.
  */
-export function readHfWeights(dir: string): Map<string, SafetensorsTensor> {
+function readHfWeights(dir: string): Map<string, SafetensorsTensor> {
   const single = join(dir, 'model.safetensors');
   const index = join(dir, 'model.safetensors.index.json');
   const read = (path: string) => {

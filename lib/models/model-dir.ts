@@ -17,7 +17,7 @@ import { retrieverConfigSchema, retrieverEncoderNames, type RetrieverConfig } fr
 import { parameterShapes, type ParameterAccess } from './parameters.js';
 
 /** Where the package's shipped model lives (trained by scripts/train-default-model.sh). */
-export const defaultModelDir: string = join(packageRoot, 'data', 'models', 'default');
+const defaultModelDir: string = join(packageRoot, 'data', 'models', 'default');
 
 /** A model directory path, or the shipped model for the name 'default'. */
 export function modelDir(nameOrPath: string): string {

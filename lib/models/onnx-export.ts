@@ -40,7 +40,7 @@ export interface EncoderOnnxOptions {
 }
 
 // Builds nodes with fresh output names; constants and weights become initializers.
-export class Graph {
+class Graph {
   readonly nodes: OnnxNode[] = [];
   readonly initializers: OnnxTensor[] = [];
   private count = 0;
@@ -147,7 +147,7 @@ function routedFfn(g: Graph, p: ParameterSource, c: EncoderConfig, layer: number
 }
 
 /** A graph's token inputs and the states an encoder computes from them. */
-export interface TokenStateNodes {
+interface TokenStateNodes {
   /** The attention mask as float [B, T]. */
   mask: string;
   /** The final token states [B, T, hidden]. */
@@ -164,7 +164,7 @@ const noWindows = (c: EncoderConfig) => {
  * attention_mask and token_type_ids. `x` (with its mask) continues from given states instead of the embeddings:
  * CAME's experts' own blocks run on the shared bottom's states.
  */
-export function tokenStateNodes(g: Graph, p: ParameterSource, c: EncoderConfig, prefix: string, side: 'query' | 'passage', x?: TokenStateNodes, layers: readonly [number, number] = [0, c.layers]): TokenStateNodes {
+function tokenStateNodes(g: Graph, p: ParameterSource, c: EncoderConfig, prefix: string, side: 'query' | 'passage', x?: TokenStateNodes, layers: readonly [number, number] = [0, c.layers]): TokenStateNodes {
   noWindows(c);
   const H = c.hiddenSize;
   let mask: string;
@@ -197,7 +197,7 @@ function unitRows(g: Graph, v: string): string {
 }
 
 /** Pooling over real tokens ([CLS] and [SEP] included, padding never), as BertEncoder::pool. */
-export function poolNodes(g: Graph, p: ParameterSource, c: EncoderConfig, prefix: string, t: TokenStateNodes): string {
+function poolNodes(g: Graph, p: ParameterSource, c: EncoderConfig, prefix: string, t: TokenStateNodes): string {
   if (c.pooling === 'cls') return g.op('Gather', [t.states, g.i64([0], [])], { axis: { int: 1 } });
   if (c.pooling === 'max') {
     const keep = g.op('Unsqueeze', [g.op('Cast', [t.mask], { to: { int: OnnxType.BOOL } }), g.i64([2])]);

@@ -6,7 +6,7 @@ import type { MaybeAsync } from '../native.js';
 import { NativeResource, type NativeDisposable } from '../native-resource.js';
 
 /** What every libtorch-backed native object answers (native/napi/torch_args.h, TorchObject). */
-export interface NativeParameters extends NativeDisposable {
+interface NativeParameters extends NativeDisposable {
   info(): { parameterCount: number };
   parameters(): { name: string; shape: number[] }[];
   getParameter(name: string): Float32Array;

@@ -18,7 +18,7 @@ import { isHfModelDir, loadPretrainedWeights, pretrainedText, readPretrained, ty
 import { TrainableTable, groupOf, type OptimizerOptions } from './parameter-table.js';
 import type { ProcessGroup } from './process-group.js';
 import { TokenTable } from './token-table.js';
-import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../validate.js';
+import { checkOptions, mustBeArray, mustBeString, optionKeys } from '../validate.js';
 import {
   checkEncoderOverrides,
   defaultEncoderConfig,

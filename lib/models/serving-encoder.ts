@@ -18,7 +18,7 @@ import { EmbeddingBagEncoder, isEmbeddingBag } from './embedding-bag.js';
 import { modelDir, parameterSource, queryTask, readModelCard, readModelParameters, type StoredHybrid, type TextSettings } from './model-dir.js';
 
 /** @internal What ServingEncoder needs of onnxruntime-node (declared here so that the package's types do not need it). */
-export interface OrtTensor {
+interface OrtTensor {
   data: unknown;
   dims: readonly number[];
 }
@@ -28,7 +28,7 @@ export interface OrtSession {
   release(): Promise<void>;
 }
 /** @internal The part of onnxruntime-node the serving path uses. */
-export interface Ort {
+interface Ort {
   InferenceSession: { create(model: Uint8Array, options?: Record<string, unknown>): Promise<OrtSession> };
   Tensor: new (type: 'int64' | 'float32', data: BigInt64Array | Float32Array, dims: readonly number[]) => OrtTensor;
 }

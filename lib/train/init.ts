@@ -15,7 +15,7 @@ import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../validate
 import { elementCount } from '../shape.js';
 
 /** A model with token embedding tables `<encoder>.embeddings.word_embeddings.weight` (Retriever, CAME). */
-export interface EmbeddingModel {
+interface EmbeddingModel {
   readonly config: { readonly encoder: EncoderConfig };
   encoderNames(): string[];
   setParameter(name: string, values: Float32Array): void;
@@ -93,20 +93,20 @@ export async function initFromBertCheckpoint(model: PretrainedTarget, path: stri
 
 // The log-weight of a muted token: exp(-10) = 4.5e-5 against IDFs of 0.7-10, yet Adam's steps (about lr each,
 // whatever the gradient's size) can still raise it.
-export const MUTED_LOG_WEIGHT = -10;
+const MUTED_LOG_WEIGHT = -10;
 
 /** Tokens that carry no content: bracketed specials ([CLS], [SEP], [UNK], [MASK], task markers) and punctuation. */
-export function isContentFree(token: string): boolean {
+function isContentFree(token: string): boolean {
   return /^\[[^\]]+\]$/.test(token) || /^(##)?[^\p{L}\p{N}]+$/u.test(token);
 }
 
 /** A continuation piece (`##vid` of "co ##vid"): GloVe's vector for it is that of the string it spells ("vid"). */
-export function isWordPiece(token: string): boolean {
+function isWordPiece(token: string): boolean {
   return token.startsWith('##') && token.length > 2;
 }
 
 /** ln(idf) per vocabulary entry, idf = ln(1 + N / df) over a table's rows (a token in no row counted as df 1). */
-export function corpusLogIdf(table: TokenTable, vocabSize: number): Float32Array {
+function corpusLogIdf(table: TokenTable, vocabSize: number): Float32Array {
   const df = new Float64Array(vocabSize);
   for (let r = 0; r < table.size; r++) for (const id of new Set(table.tokens(r))) df[id] = (df[id] as number) + 1;
   const n = table.size;

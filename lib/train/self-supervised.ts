@@ -7,7 +7,7 @@
 //              evidence is the passage without the phrase, with the same keep rate
 import { QuorumError } from '../errors.js';
 import { seededRandom } from '../random.js';
-import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../validate.js';
+import { checkOptions, mustBeArray, mustBeString, optionKeys } from '../validate.js';
 
 /** A pseudo-query and the evidence to retrieve for it; `passage` is the source's position in the stream. */
 export interface SelfSupervisedExample {

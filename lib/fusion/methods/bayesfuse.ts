@@ -3,7 +3,7 @@
 import { type FusionMethodDef, mean, rankSum, trainedFor } from '../method.js';
 
 /** BayesFuse's cut-offs: the segments [0, 5), [5, 10), ..., [500, 1000) share one log-odds each. */
-export const BAYESFUSE_CUTS: readonly number[] = [0, 5, 10, 15, 20, 30, 100, 200, 500, 1000];
+const BAYESFUSE_CUTS: readonly number[] = [0, 5, 10, 15, 20, 30, 100, 200, 500, 1000];
 const BAYES_MISSING = Math.log(0.001 / 0.999);
 
 /** BayesFuse (trainFusion first). */

@@ -3,7 +3,7 @@
 import { type FusionMethodDef, mean, rankSum, trainedFor } from '../method.js';
 
 /** SegFuse's segment edges: [0, 5), [5, 15), [15, 35), ... each twice as long as the one before. */
-export const SEGFUSE_EDGES: readonly number[] = [0, 5, 15, 35, 75, 155, 315, 635, 1275, 2555, 5115];
+const SEGFUSE_EDGES: readonly number[] = [0, 5, 15, 35, 75, 155, 315, 635, 1275, 2555, 5115];
 
 /** SegFuse (trainFusion first). */
 export const segfuse: FusionMethodDef = {

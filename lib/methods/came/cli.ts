@@ -18,7 +18,7 @@ import { check } from '../../validate.js';
 import { asRanks } from '../../cli/launch.js';
 import type { ProcessGroup } from '../../models/process-group.js';
 
-export interface CameTrainCommandOptions {
+interface CameTrainCommandOptions {
   data: string;
   out: string;
   mode: string;
@@ -49,7 +49,7 @@ export interface CameTrainCommandOptions {
  * Trains, fits the linear fusion on dev, and writes a CAME directory; as data-parallel ranks with `nproc` (or
  * WORLD_SIZE set), where rank 0 logs, fits and writes. Resolves to the retriever in the process that wrote it.
  */
-export async function cameTrainCommand(o: CameTrainCommandOptions, log: (line: string) => void = console.log): Promise<CameRetriever | undefined> {
+async function cameTrainCommand(o: CameTrainCommandOptions, log: (line: string) => void = console.log): Promise<CameRetriever | undefined> {
   return asRanks(o.nproc, log, (group, rankLog) => cameTrain(o, rankLog, group));
 }
 
@@ -113,14 +113,14 @@ async function cameTrain(o: CameTrainCommandOptions, log: (line: string) => void
 }
 
 /** Encodes a dataset's corpus with a CAME directory's experts and saves the indexes into it. */
-export async function cameIndexCommand(o: { came: string; data: string }, log: (line: string) => void = console.log): Promise<void> {
+async function cameIndexCommand(o: { came: string; data: string }, log: (line: string) => void = console.log): Promise<void> {
   const came = await CameRetriever.load(o.came);
   const corpus = loadBeirCorpus(o.data);
   const where = join(o.came, 'index');
   await indexCorpusCommand(corpus, () => came.index(corpus), () => came.saveIndex(where, corpus.map((p) => p.id)), where, log, ` with ${came.experts.join(', ')}`);
 }
 
-export async function cameSearchCommand(queries: string[], o: { came: string; k: number; fusion: string }): Promise<void> {
+async function cameSearchCommand(queries: string[], o: { came: string; k: number; fusion: string }): Promise<void> {
   check(CAME_FUSIONS.includes(o.fusion as CameFusion), 'ERR_ARG', `--fusion must be one of ${CAME_FUSIONS.join(', ')}, got '${o.fusion}'`);
   check(queries.length > 0, 'ERR_ARG', 'give at least one query');
   const came = await CameRetriever.load(o.came);
@@ -133,7 +133,7 @@ export async function cameSearchCommand(queries: string[], o: { came: string; k:
 }
 
 /** `quorum came passages`: adds and removes passages of a CAME index (the experts encode the new ones). */
-export async function camePassagesCommand(o: { came: string; add?: string; remove?: string[] }, log: (line: string) => void = console.log): Promise<void> {
+async function camePassagesCommand(o: { came: string; add?: string; remove?: string[] }, log: (line: string) => void = console.log): Promise<void> {
   const add = passagesToAdd(o.add);
   const r = await updateCamePassages(o.came, { add, remove: o.remove ?? [] });
   log(`${join(o.came, 'index')}: ${r.added} passages added, ${r.removed} removed; ${r.passages} passages`);

@@ -11,7 +11,7 @@ import { mustBeArray, mustBeObject } from '../../validate.js';
 import { CAME_EXPERTS, type CameExpertName } from './format.js';
 
 /** Packed token vectors `[sum of lengths, dim]` as a padded `[rows, Lmax, dim]` tensor and its token mask. */
-export function padTokens(local: NonNullable<CameEncoding['local']>): { tokens: Tensor<'f32'>; mask: Uint8Array; maxLength: number } {
+function padTokens(local: NonNullable<CameEncoding['local']>): { tokens: Tensor<'f32'>; mask: Uint8Array; maxLength: number } {
   const { vectors, lengths, dim } = local;
   const rows = lengths.length;
   const maxLength = Math.max(1, ...lengths);

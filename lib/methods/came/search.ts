@@ -52,7 +52,7 @@ export interface CameSearchResult {
 const searchKeys = optionKeys<CameSearchOptions>()(['k', 'expertK', 'fusion', 'experts', 'localCandidates', 'localProbe', 'rows']);
 
 /** How {@link cameSearch} encodes questions and fuses linearly: the retriever's models or the serving graphs. */
-export interface CameSearchBackend {
+interface CameSearchBackend {
   /** The questions' encodings by `experts`, SPLADE rows cut to `maxTerms` terms. */
   encode(questions: readonly string[], experts: readonly CameExpertName[], maxTerms: number): Promise<CameEncoding>;
   /** The fitted linear fusion over every expert, if any. */

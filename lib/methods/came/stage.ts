@@ -36,7 +36,7 @@ export interface LocalOptions {
 }
 
 /** What the stage searches: a corpus's indexes by expert. */
-export interface StageIndexes {
+interface StageIndexes {
   size: number;
   lexical?: SparseIndex;
   /** The local expert's index (a TokenIndex), by what the stage asks of it. */
@@ -45,7 +45,7 @@ export interface StageIndexes {
 }
 
 /** The stage's result: each question's fused list, each expert's lists, and each step's time in ms. */
-export interface StageResult {
+interface StageResult {
   fused: Hit[][];
   experts: Partial<Record<CameExpertName, Hit[][]>>;
   ms: Partial<Record<CameExpertName | 'fuse', number>>;

@@ -17,7 +17,7 @@ import { MufRetriever, type MufJudgedQuery } from './retriever.js';
 import { trainMufHeads } from './train.js';
 import { updateMufPassages } from './passages.js';
 
-export interface MufTrainOptions {
+interface MufTrainOptions {
   data: string;
   experts: string[];
   out: string;
@@ -36,7 +36,7 @@ export interface MufTrainOptions {
 }
 
 /** The judged queries of a split with their relevant passage ids (what calibration and evaluation read). */
-export function judgedQueries(data: string, split: string): MufJudgedQuery[] {
+function judgedQueries(data: string, split: string): MufJudgedQuery[] {
   const ds = loadBeir(data, split);
   return ds.queries
     .filter((q) => ds.qrels.has(q.id))
@@ -53,7 +53,7 @@ export function judgedQueries(data: string, split: string): MufJudgedQuery[] {
  * several tasks (e.g. `default:covid,default:selqa`: the shipped multi-task model as the expert of each task, which
  * then differ only by their heads and their questions' task marker).
  */
-export function expertSpec(item: string): { model: string; name?: string; task?: string } {
+function expertSpec(item: string): { model: string; name?: string; task?: string } {
   const at = item.lastIndexOf(':');
   if (at <= 0) return { model: item };
   const task = item.slice(at + 1);
@@ -115,7 +115,7 @@ function saveMuf(muf: MufRetriever, o: MufTrainOptions, log: (line: string) => v
 }
 
 /** Re-chooses every expert's temperature on a split (default dev) and rewrites the directory's card. */
-export async function mufCalibrateCommand(o: { muf: string; data: string; split: string }, log: (line: string) => void = console.log): Promise<void> {
+async function mufCalibrateCommand(o: { muf: string; data: string; split: string }, log: (line: string) => void = console.log): Promise<void> {
   const muf = await MufRetriever.load(o.muf, { onProgress: log });
   try {
     if (o.split === 'test') throw new QuorumError('ERR_ARG', 'calibrating on the test split would tune on the evaluation labels: use dev');
@@ -128,7 +128,7 @@ export async function mufCalibrateCommand(o: { muf: string; data: string; split:
   }
 }
 
-export async function mufSearchCommand(queries: string[], o: { muf: string; k: number; fusion: string; abstain?: number }): Promise<void> {
+async function mufSearchCommand(queries: string[], o: { muf: string; k: number; fusion: string; abstain?: number }): Promise<void> {
   if (!['muf', 'muf-mi', 'uniform'].includes(o.fusion)) throw new QuorumError('ERR_ARG', `--fusion must be muf, muf-mi or uniform, got '${o.fusion}'`);
   if (queries.length === 0) throw new QuorumError('ERR_ARG', 'give at least one query');
   const muf = await MufRetriever.load(o.muf);

@@ -16,7 +16,7 @@ import { plattProbability, type PlattScaling } from '../../uncertainty.js';
 /** Nearest training questions averaged per side (chosen on the full benchmark's dev split: 10 and 30 tie, 1 is worse). */
 export const FAMILIARITY_K = 30;
 /** Training questions kept per side: a seeded sample when a task has more. */
-export const FAMILIARITY_BANK = 4000;
+const FAMILIARITY_BANK = 4000;
 
 /** An expert's familiarity calibration, fitted on dev (muf.json, beside the temperature). */
 export interface FamiliarityCalibration {

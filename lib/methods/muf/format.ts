@@ -96,7 +96,7 @@ export interface ExpertTraining {
 }
 
 /** The MUF directory's card: muf.json, its format tag and version. */
-export const mufFormat = { card: 'muf.json', format: 'quorum-muf', version: 1, what: 'a MUF directory' } as const satisfies SavedFormat;
+const mufFormat = { card: 'muf.json', format: 'quorum-muf', version: 1, what: 'a MUF directory' } as const satisfies SavedFormat;
 
 /** One expert's calibration: the temperature ECE chose on the calibration split, and the ECE before and after. */
 export interface ExpertCalibration {

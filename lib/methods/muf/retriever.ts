@@ -115,14 +115,14 @@ const loadKeys = optionKeys<Pick<MufOptions, 'onProgress'>>()(['onProgress']);
 const calibrateKeys = optionKeys<{ grid?: unknown }>()(['grid']);
 
 /** An expert's top-L as a run keyed by query index, with corpus ids. */
-export function expertRun(top: { hits(b: number): Array<{ id: number; score: number }> }, queries: number, corpusIds: readonly string[]): Map<string, ScoredDoc[]> {
+function expertRun(top: { hits(b: number): Array<{ id: number; score: number }> }, queries: number, corpusIds: readonly string[]): Map<string, ScoredDoc[]> {
   const run = new Map<string, ScoredDoc[]>();
   for (let b = 0; b < queries; b++) run.set(String(b), top.hits(b).map((h) => ({ id: corpusIds[h.id]!, score: h.score })));
   return run;
 }
 
 /** Every expert's list and confidence for a batch of queries: what the fusions read. */
-export interface Collected {
+interface Collected {
   /** Queries in the batch (lists are keyed by the query's index as a string). */
   size: number;
   /** Per expert, each query's top-L. */
@@ -136,7 +136,7 @@ export interface Collected {
  * 'oracle' returns the query's own task's expert's list as it is (the fusion's fill rule would otherwise append the
  * other experts' passages at its minimum).
  */
-export function fuseCollected(c: Collected, expertTasks: readonly string[], fusion: MufFusion, k: number, tasks?: ReadonlyArray<string | undefined>): MufHits[] {
+function fuseCollected(c: Collected, expertTasks: readonly string[], fusion: MufFusion, k: number, tasks?: ReadonlyArray<string | undefined>): MufHits[] {
   const weights = new Map<string, number[]>();
   for (let b = 0; b < c.size; b++) {
     const w = expertTasks.map((task, i) => (fusion === 'oracle' ? (task === tasks![b] ? 1 : 0) : fusion === 'uniform' ? 1 : (c.conf[i]![b] as number)));

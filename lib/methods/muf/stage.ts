@@ -28,7 +28,7 @@ export interface MufStageExpert {
  * What the stage gives back, as plain typed arrays (nothing to dispose): `[E, B]` confidences and MI, the fused
  * `[B, k]` rows and scores, and its laps in ms.
  */
-export interface MufStageResult {
+interface MufStageResult {
   /** Each expert's mutual information per question, `[E * B]` (NaN unless the heads ran). */
   mi: Float32Array;
   /** Each expert's confidence per question, `[E * B]`: 1 (uniform), P(own task) (familiarity), or from the heads' MI. */

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 
 import type { Command } from 'commander';
 
-import { checkInitConflicts, count, indexCorpusCommand, int, num, trainingOptions } from '../../cli/args.js';
+import { checkInitConflicts, count, indexCorpusCommand, int, trainingOptions } from '../../cli/args.js';
 import { loadPretrainedWeights, pretrainedShape, readPretrained } from '../../models/hf.js';
 import { loadBeirCorpus } from '../../data/beir.js';
 import { initFromGlove } from '../../train/init.js';
@@ -20,7 +20,7 @@ import { check } from '../../validate.js';
 import { asRanks } from '../../cli/launch.js';
 import type { ProcessGroup } from '../../models/process-group.js';
 
-export interface RomTrainCommandOptions {
+interface RomTrainCommandOptions {
   data: string;
   out: string;
   tasks?: string;
@@ -50,7 +50,7 @@ export interface RomTrainCommandOptions {
  * Trains ROM on a dataset and writes its model directory; as data-parallel ranks with `nproc` (or WORLD_SIZE set),
  * where rank 0 logs and writes. Resolves to the model in the process that wrote it.
  */
-export async function romTrainCommand(o: RomTrainCommandOptions, log: (line: string) => void = console.log): Promise<RomModel | undefined> {
+async function romTrainCommand(o: RomTrainCommandOptions, log: (line: string) => void = console.log): Promise<RomModel | undefined> {
   return asRanks(o.nproc, log, (group, rankLog) => romTrain(o, rankLog, group));
 }
 
@@ -103,7 +103,7 @@ async function romTrain(o: RomTrainCommandOptions, log: (line: string) => void, 
 }
 
 /** Encodes a dataset's corpus and saves the index into the model directory. */
-export async function romIndexCommand(o: { model: string; data: string }, log: (line: string) => void = console.log): Promise<void> {
+async function romIndexCommand(o: { model: string; data: string }, log: (line: string) => void = console.log): Promise<void> {
   const rom = await RomModel.load(o.model);
   const corpus = loadBeirCorpus(o.data);
   const where = join(o.model, 'index');
@@ -111,7 +111,7 @@ export async function romIndexCommand(o: { model: string; data: string }, log: (
 }
 
 /** Answers questions from a dataset's corpus (the saved index when it matches the corpus, else encoded now). */
-export async function askCommand(questions: string[], o: { model: string; data: string; k: number }, log: (line: string) => void = console.log): Promise<void> {
+async function askCommand(questions: string[], o: { model: string; data: string; k: number }, log: (line: string) => void = console.log): Promise<void> {
   check(questions.length > 0, 'ERR_ARG', 'give at least one question');
   const rom = await RomModel.load(o.model);
   const corpus = loadBeirCorpus(o.data);

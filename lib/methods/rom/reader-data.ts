@@ -8,14 +8,14 @@ import type { ReaderBatchArg } from './network.js';
 import { findAnswer, readerRows, type PassagePieces } from './reader-inputs.js';
 
 /** A training question the reader learns from: its gold passage holding an answer, and where (passage pieces). */
-export interface ReaderExample {
+interface ReaderExample {
   example: number;
   positive: number;
   start: number;
   end: number;
 }
 
-export interface ReaderDataOptions {
+interface ReaderDataOptions {
   readerLength: number;
   maxQuestion: number;
   /** Passages per question in a batch: the positive and passages - 1 negatives. */

@@ -26,7 +26,7 @@ export interface RomAnswer {
 }
 
 /** What {@link readCandidates} reads with: the tokenizer and lengths, a passage's pieces, the reader's forward. */
-export interface RomReading {
+interface RomReading {
   tokenizer: WordPieceTokenizer;
   text: RomTextSettings;
   /** Reader rows mark passage tokens the question contains (type 2). */
