@@ -29,6 +29,7 @@ export {
   type TopKResult,
 } from './dense.js';
 export { MetadataTable, compileFilter, type Filter, type PassageMetadata } from './filter.js';
+export { abstains, checkAbstain, checkK, filterRows } from './search-request.js';
 export { capabilities, setThreads, setIsa, type Capabilities, type Isa } from './runtime.js';
 export { packageRoot } from './native.js';
 export { type Int32Input, type MaskInput, type TensorInput } from './operand.js';

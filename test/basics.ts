@@ -10,15 +10,25 @@ export function rng(seed: number): () => number {
   return () => u() * 2 - 1;
 }
 
-/** The `code` of the QuorumError fn throws (undefined when it does not throw; anything else fails the test). */
-export function code(fn: () => unknown): string | undefined {
+/** The QuorumError fn throws (undefined when it does not throw; anything else fails the test). */
+function thrown(fn: () => unknown): QuorumError | undefined {
   try {
     fn();
   } catch (e) {
     expect(e).toBeInstanceOf(QuorumError);
-    return (e as QuorumError).code;
+    return e as QuorumError;
   }
   return undefined;
+}
+
+/** The `code` of the QuorumError fn throws (undefined when it does not throw; anything else fails the test). */
+export function code(fn: () => unknown): string | undefined {
+  return thrown(fn)?.code;
+}
+
+/** The message of the QuorumError fn throws (undefined when it does not throw; anything else fails the test). */
+export function errorMessage(fn: () => unknown): string | undefined {
+  return thrown(fn)?.message;
 }
 
 /** {@link code} for a Promise. */

@@ -92,8 +92,13 @@ describe('MufServer', () => {
         expect(r.hits.every((h) => allowed.has(h.id))).toBe(true);
       }
       expect((await served.search(QUESTIONS, 5, { rows: [] })).every((r) => r.hits.length === 0)).toBe(true);
-      expect(await asyncCode(served.search(QUESTIONS, 5, { rows: [3, 1] }))).toBe('ERR_ARG');
+      // Rows follow the search-request contract (lib/search-request.ts): any order, repeats ignored, each a corpus row.
+      const shuffled = Array.from(rows).reverse();
+      expect(await served.search(QUESTIONS, 10, { rows: [...shuffled, ...shuffled.slice(0, 5)] })).toEqual(await served.search(QUESTIONS, 10, { rows }));
+      expect(await asyncCode(served.search(QUESTIONS, 5, { rows: [3, 1e9] }))).toBe('ERR_RANGE');
+      expect(await asyncCode(served.search(QUESTIONS, 5, { rows: [1.5] }))).toBe('ERR_RANGE');
       expect(await asyncCode(served.search(QUESTIONS, 5, { rows: 'x' as never }))).toBe('ERR_ARG');
+      expect(await asyncCode(served.search(QUESTIONS, 2 ** 31 - 1))).toBe('ERR_RANGE'); // k past MAX_K: no buffer sized by it
     } finally {
       torch.dispose();
       await served.dispose();

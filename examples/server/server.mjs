@@ -31,7 +31,7 @@ import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
-import { Bm25Index, DenseIndex, Live, MetadataTable, QuorumError, RequestBatcher, ServingEncoder, compileFilter, hybridFuse, packageRoot } from 'quorum-retrieval';
+import { Bm25Index, DenseIndex, Live, MetadataTable, QuorumError, RequestBatcher, ServingEncoder, abstains, checkAbstain, checkK, compileFilter, hybridFuse, packageRoot } from 'quorum-retrieval';
 import { MufServer } from 'quorum-retrieval/methods/muf';
 import { loadBeirCorpus } from 'quorum-retrieval/data';
 
@@ -57,6 +57,9 @@ export const STATUS = {
 };
 
 const MAX_K = 100;
+
+/** A query parameter as a number where it is one, else the text itself (so that an error quotes what was sent). */
+const numberParam = (text) => (text.trim() !== '' && Number.isFinite(Number(text)) ? Number(text) : text);
 const MAX_QUERY_CHARS = 2000;
 
 // bigint ids (faiss) as decimal strings: JSON has no 64-bit integers.
@@ -176,8 +179,8 @@ function stateOver({ options, corpus, bm25, model, dense, muf, batch, batchWaitM
     if (!q || !q.trim()) throw new QuorumError('ERR_ARG', 'give the query as ?q=...');
     if (q.length > MAX_QUERY_CHARS) throw new QuorumError('ERR_RANGE', `the query has ${q.length} characters, at most ${MAX_QUERY_CHARS}`);
     const mode = params.get('mode') ?? 'hybrid';
-    const k = params.has('k') ? Number(params.get('k')) : 10;
-    if (!Number.isInteger(k) || k < 1 || k > MAX_K) throw new QuorumError('ERR_RANGE', `k must be an integer in 1..${MAX_K}, got '${params.get('k')}'`);
+    // The search-request contract (k, abstain and its rule) is the library's: checkK, checkAbstain, abstains.
+    const k = params.has('k') ? checkK(numberParam(params.get('k')), 'k', MAX_K) : 10;
     // A task picks the question marker of a multi-task model; without one the question gets none.
     const task = params.get('task') ?? undefined;
     if (task !== undefined && !model.config.tasks.includes(task)) throw new QuorumError('ERR_ARG', `unknown task '${task}': the model knows ${model.config.tasks.join(', ')}`);
@@ -198,14 +201,13 @@ function stateOver({ options, corpus, bm25, model, dense, muf, batch, batchWaitM
       }
       case 'muf': {
         if (!muf) throw new QuorumError('ERR_BACKEND_UNAVAILABLE', "mode 'muf' needs a DPR-MUF directory: start the server with --muf DIR (quorum muf train)");
-        const abstain = params.has('abstain') ? Number(params.get('abstain')) : undefined;
-        if (abstain !== undefined && !(abstain >= 0 && abstain <= 1)) throw new QuorumError('ERR_RANGE', `abstain must be a number in [0, 1], got '${params.get('abstain')}'`);
+        const abstain = params.has('abstain') ? checkAbstain(numberParam(params.get('abstain'))) : undefined;
         const fallback = params.get('fallback') ?? 'bm25';
         if (fallback !== 'bm25' && fallback !== 'none') throw new QuorumError('ERR_ARG', `fallback must be bm25 or none, got '${fallback}'`);
         const r = await mufHits(q, k, rows);
         const confidence = Object.fromEntries(expertNames.map((name, i) => [name, r.confidence[i]]));
-        // The rule of MufServer.search's abstain, applied per request (a batch serves requests of different thresholds).
-        if (abstain !== undefined && Math.max(...r.confidence) < abstain)
+        // MufServer.search's abstention rule, applied per request (a batch serves requests of different thresholds).
+        if (abstain !== undefined && abstains(r.confidence, abstain))
           return { mode, k, abstained: true, fallback, hits: fallback === 'bm25' ? await bm25Hits(q, k, rows) : [], confidence };
         return { mode, k, hits: r.hits, confidence };
       }

@@ -10,6 +10,7 @@ import { scoreTopK } from '../dense.js';
 import { GloveAverageEncoder } from '../encoders/glove-average.js';
 import { HashedTfidfEncoder } from '../encoders/hashed-tfidf.js';
 import { QuorumError } from '../errors.js';
+import { checkK } from '../search-request.js';
 import { type Qrels, type Run, type ScoredDoc, evaluate, groupMeans, metricFn } from '../eval/ranking.js';
 import { fuse } from '../fusion/fuse.js';
 import { gridSearch } from '../grid-search.js';
@@ -419,7 +420,7 @@ export async function evalCommand(o: EvalCommandOptions): Promise<void> {
   for (const m of o.methods)
     if (!(EVAL_METHODS as readonly string[]).includes(m))
       throw new QuorumError('ERR_ARG', `unknown method '${m}': use ${EVAL_METHODS.join(', ')} (or --run FILE for a TREC run)`);
-  if (!Number.isInteger(o.k) || o.k < 1) throw new QuorumError('ERR_RANGE', `--k must be a positive integer, got ${o.k}`);
+  checkK(o.k, '--k');
   if (o.methods.length === 0 && o.runs.length === 0 && !o.muf && !o.came) throw new QuorumError('ERR_ARG', 'nothing to evaluate: give --methods, --run, --muf and/or --came');
 
   const ds = await readBeir(o.data, o.split);

@@ -15,6 +15,7 @@ import { CameRetriever } from './retriever.js';
 import { fitCameLinear, initCame, trainCame } from './train.js';
 import { weightStorageOption } from '../../models/model-dir.js';
 import { check } from '../../validate.js';
+import { checkFusion } from '../../search-request.js';
 import { asRanks } from '../../cli/launch.js';
 import type { ProcessGroup } from '../../models/process-group.js';
 
@@ -121,7 +122,7 @@ async function cameIndexCommand(o: { came: string; data: string }, log: (line: s
 }
 
 async function cameSearchCommand(queries: string[], o: { came: string; k: number; fusion: string }): Promise<void> {
-  check(CAME_FUSIONS.includes(o.fusion as CameFusion), 'ERR_ARG', `--fusion must be one of ${CAME_FUSIONS.join(', ')}, got '${o.fusion}'`);
+  checkFusion(o.fusion, CAME_FUSIONS, '--fusion');
   check(queries.length > 0, 'ERR_ARG', 'give at least one query');
   const came = await CameRetriever.load(o.came);
   const ids = await came.loadIndex(join(o.came, 'index'));

@@ -5,6 +5,7 @@
 import { QuorumError } from '../../errors.js';
 import { fuseQuery } from '../../fusion/fuse.js';
 import { type FusionMethodDef, rankSum, scoreBased, sumOf, weighted, weightsFor } from '../../fusion/method.js';
+import { checkFusion } from '../../search-request.js';
 import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../../validate.js';
 
 /** One of {@link CAME_FUSIONS}. */
@@ -67,7 +68,7 @@ const fitKeys = optionKeys<{ iterations?: number; lr?: number }>()(['iterations'
  */
 export function fuseExperts(lists: ReadonlyArray<ReadonlyArray<readonly Hit[]>>, method: CameFusion, k: number, K: number, linear?: LinearFusion): Hit[][] {
   if (!Array.isArray(lists) || lists.length === 0) throw new QuorumError('ERR_ARG', 'fusion needs at least one expert list');
-  if (!CAME_FUSIONS.includes(method)) throw new QuorumError('ERR_ARG', `fusion must be one of ${CAME_FUSIONS.join(', ')}, got '${String(method)}'`);
+  checkFusion(method, CAME_FUSIONS);
   if (method === 'linear' && (!linear || linear.weights.length !== lists.length))
     throw new QuorumError('ERR_ARG', `linear fusion needs ${lists.length} fitted weights (fitLinearFusion)`);
   const questions = lists[0]!.length;

@@ -8,12 +8,13 @@ import { DenseIndex } from '../../dense-index.js';
 import { QuorumError } from '../../errors.js';
 import type { TokenTable } from '../../models/token-table.js';
 import { SparseIndex } from '../../sparse-index.js';
+import { checkFusion, checkK, filterRows } from '../../search-request.js';
 import { checkOptions, mustBeArray, optionKeys } from '../../validate.js';
 import { encodeCame, type CameEncoderModel, type CameEncoding } from './encode.js';
 import { CAME_EXPERTS, readCameIndexCard, type CameExpertName } from './format.js';
 import { CAME_FUSIONS, type CameFusion, type Hit, type LinearFusion } from './fusion.js';
 import { searchStage } from './stage.js';
-import { TokenIndex, ascendingRows, type TokenSearchOptions } from './token-index.js';
+import { TokenIndex, type TokenSearchOptions } from './token-index.js';
 
 /** Options of {@link CameRetriever.search}. */
 export interface CameSearchOptions {
@@ -67,13 +68,12 @@ export async function cameSearch(ix: CameIndexes | undefined, all: readonly Came
   mustBeArray(questions, 'questions');
   checkOptions(options, searchKeys, 'CAME search options');
   if (!ix) throw new QuorumError('ERR_STATE', 'index a corpus first (CameRetriever.index)');
-  const k = options.k ?? 100;
-  const K = options.expertK ?? 100;
-  const fusion = options.fusion ?? 'sum';
-  if (!CAME_FUSIONS.includes(fusion)) throw new QuorumError('ERR_ARG', `fusion must be one of ${CAME_FUSIONS.join(', ')}, got '${String(fusion)}'`);
+  const k = checkK(options.k ?? 100);
+  const K = checkK(options.expertK ?? 100, 'expertK');
+  const fusion = checkFusion(options.fusion ?? 'sum', CAME_FUSIONS);
   const experts = options.experts ?? all;
   for (const e of experts) if (!all.includes(e)) throw new QuorumError('ERR_ARG', `this CAME retriever has no ${e} expert`);
-  const rows = options.rows === undefined ? undefined : ascendingRows(options.rows, ix.size);
+  const rows = options.rows === undefined ? undefined : filterRows(options.rows, ix.size);
   let linear: LinearFusion | undefined;
   if (fusion === 'linear') {
     // The layer is fitted over every expert: restricted to the ones searched.

@@ -12,6 +12,7 @@ import { kmeans } from '../../dense-index.js';
 import { readSafetensors, writeSafetensors, type TensorToWrite } from '../../io/safetensors.js';
 import { QuorumError, callNative } from '../../errors.js';
 import { coreAddon, type NativeTensorHandle } from '../../native.js';
+import { checkK, filterRows } from '../../search-request.js';
 import { Tensor } from '../../tensor.js';
 import { checkOptions, mustBeObject, optionKeys } from '../../validate.js';
 import type { CameEncoding } from './encode.js';
@@ -207,7 +208,7 @@ export class TokenIndex {
     checkOptions(options, searchKeys, 'TokenIndex.search options');
     mustBeObject(questions, 'question tokens');
     if (!questions.lengths?.length) return [];
-    const rows = options.rows === undefined ? undefined : ascendingRows(options.rows, this.size);
+    const rows = options.rows === undefined ? undefined : filterRows(options.rows, this.size);
     const r = await searchStage({ size: this.size, local: this }, ['local'], { rows: questions.lengths.length, local: questions }, questions.lengths.length, {
       k,
       expertK: k,
@@ -225,7 +226,7 @@ export class TokenIndex {
    */
   stagePart(questions: NonNullable<CameEncoding['local']>, k: number, options: LocalOptions): StagePart {
     if (questions.dim !== this.dim) throw new QuorumError('ERR_SHAPE', `question tokens are ${questions.dim}-d, the index ${this.dim}-d`);
-    if (!Number.isInteger(k) || k < 1) throw new QuorumError('ERR_RANGE', `k must be a positive integer, got ${k}`);
+    checkK(k);
     const per = options.candidates ?? DEFAULT_CANDIDATES;
     if (per !== 'all' && (!Number.isInteger(per) || per < 1)) throw new QuorumError('ERR_RANGE', `candidates must be a positive integer or 'all', got ${per}`);
     const nprobe = options.nprobe ?? DEFAULT_NPROBE;
@@ -246,19 +247,6 @@ export class TokenIndex {
   }
 }
 
-/**
- * A filter's corpus rows, checked (integers in [0, n)), sorted ascending and without repeats: what the search stage
- * takes.
- */
-export function ascendingRows(rows: ArrayLike<number>, n: number): Int32Array {
-  if (rows === null || typeof rows !== 'object' || typeof rows.length !== 'number') throw new QuorumError('ERR_ARG', 'rows must be an Int32Array or an array of corpus rows');
-  const out = Int32Array.from({ length: rows.length }, (_, i) => {
-    const r = rows[i];
-    if (typeof r !== 'number' || !Number.isInteger(r) || r < 0 || r >= n) throw new QuorumError('ERR_RANGE', `rows[${i}] = ${String(r)} is not a corpus row (0..${n - 1})`);
-    return r;
-  }).sort();
-  return out.filter((r, i) => i === 0 || r !== out[i - 1]);
-}
 
 /** The token vectors an encoding holds, checked: ERR_SHAPE unless whole rows of its dim whose count its lengths add up to. */
 function tokenCount(local: NonNullable<CameEncoding['local']>): number {

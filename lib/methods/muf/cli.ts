@@ -8,11 +8,12 @@ import type { Command } from 'commander';
 import { count, int, list, passagesToAdd, probability, trainingOptions } from '../../cli/args.js';
 import { loadBeir } from '../../data/beir.js';
 import { QuorumError } from '../../errors.js';
+import { checkFusion } from '../../search-request.js';
 import { asRanks } from '../../cli/launch.js';
 import type { ProcessGroup } from '../../models/process-group.js';
 import { addBm25Negatives, examplesFromQrels } from '../../train/examples.js';
 import { Retriever } from '../../models/retriever.js';
-import type { MufFusion } from './format.js';
+import { MUF_SERVER_FUSIONS, type MufFusion } from './format.js';
 import { MufRetriever, type MufJudgedQuery } from './retriever.js';
 import { trainMufHeads } from './train.js';
 import { updateMufPassages } from './passages.js';
@@ -129,7 +130,7 @@ async function mufCalibrateCommand(o: { muf: string; data: string; split: string
 }
 
 async function mufSearchCommand(queries: string[], o: { muf: string; k: number; fusion: string; abstain?: number }): Promise<void> {
-  if (!['muf', 'muf-mi', 'uniform'].includes(o.fusion)) throw new QuorumError('ERR_ARG', `--fusion must be muf, muf-mi or uniform, got '${o.fusion}'`);
+  checkFusion(o.fusion, MUF_SERVER_FUSIONS, '--fusion');
   if (queries.length === 0) throw new QuorumError('ERR_ARG', 'give at least one query');
   const muf = await MufRetriever.load(o.muf);
   try {

@@ -11,6 +11,7 @@ import { QuorumError } from '../../errors.js';
 import type { ScoredDoc } from '../../eval/ranking.js';
 import { readSafetensors, safetensorsMetadata, type SafetensorsTensor } from '../../io/safetensors.js';
 import { checkCard, readSavedCard, savedFile, writeSavedCard, type SavedFormat } from '../../io/saved-dir.js';
+import { abstains, checkAbstain, checkFusion, checkK } from '../../search-request.js';
 import { Tensor } from '../../tensor.js';
 import { count, finite, parse, positiveInt, z } from '../../validate.js';
 import { FamiliarityBank, type FamiliarityCalibration } from './familiarity.js';
@@ -191,17 +192,27 @@ export interface MufHits {
   abstained?: boolean;
 }
 
-/** ERR_RANGE / ERR_ARG unless `abstain` is a probability and `fusion` one that abstains ('muf' or 'muf-mi'). */
-export function checkAbstain(fusion: MufFusion, abstain: number): void {
-  if (typeof abstain !== 'number' || !(abstain >= 0 && abstain <= 1)) throw new QuorumError('ERR_RANGE', `abstain must be a number in [0, 1], got ${String(abstain)}`);
-  if (fusion !== 'muf' && fusion !== 'muf-mi') throw new QuorumError('ERR_ARG', `abstain needs the 'muf' or 'muf-mi' fusion, not '${fusion}'`);
+/** The fusions MufServer (and the CLI's `muf search`) offers: all of {@link MUF_FUSIONS} but 'oracle'. */
+export const MUF_SERVER_FUSIONS: readonly MufFusion[] = ['muf', 'muf-mi', 'uniform'];
+
+/**
+ * A MUF search's request checked (the contract of lib/search-request.ts): `k`, the fusion among `fusions`, and an
+ * abstention threshold, which needs a fusion with confidences ('muf' or 'muf-mi'; ERR_ARG otherwise).
+ */
+export function checkMufRequest(k: unknown, fusion: unknown, abstain: unknown, fusions: readonly MufFusion[] = MUF_FUSIONS): MufFusion {
+  checkK(k);
+  const f = checkFusion(fusion, fusions);
+  if (abstain !== undefined) {
+    checkAbstain(abstain);
+    if (f !== 'muf' && f !== 'muf-mi') throw new QuorumError('ERR_ARG', `abstain needs the 'muf' or 'muf-mi' fusion, not '${f}'`);
+  }
+  return f;
 }
 
-/** Applies an abstention threshold to fused results (ERR_RANGE outside [0, 1], ERR_ARG for a fusion without confidences). */
-export function applyAbstention(hits: MufHits[], fusion: MufFusion, abstain: number | undefined): MufHits[] {
+/** Applies a checked abstention threshold to fused results ({@link abstains}: no expert's confidence reaches it). */
+export function applyAbstention(hits: MufHits[], abstain: number | undefined): MufHits[] {
   if (abstain === undefined) return hits;
-  checkAbstain(fusion, abstain);
-  return hits.map((h) => (Math.max(...h.confidence) < abstain ? { hits: [], confidence: h.confidence, abstained: true } : h));
+  return hits.map((h) => (abstains(h.confidence, abstain) ? { hits: [], confidence: h.confidence, abstained: true } : h));
 }
 
 /**

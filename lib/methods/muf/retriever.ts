@@ -23,9 +23,8 @@ import { MlpEnsemble } from './ensemble.js';
 import { FAMILIARITY_K, FamiliarityBank, type FamiliarityCalibration } from './familiarity.js';
 import {
   ENSEMBLE_DEFAULTS,
-  MUF_FUSIONS,
   applyAbstention,
-  checkAbstain,
+  checkMufRequest,
   readExpertPassages,
   readFamiliarity,
   readMufDir,
@@ -439,10 +438,11 @@ export class MufRetriever {
     return fuseCollected(c, this.state.map((e) => e.task), fusion, k, tasks);
   }
 
-  private checkSearch(k: number, fusion: MufFusion, n: number, tasks?: ReadonlyArray<string | undefined>): void {
-    if (!Number.isInteger(k) || k < 1) throw new QuorumError('ERR_RANGE', `k must be a positive integer, got ${k}`);
-    if (!MUF_FUSIONS.includes(fusion)) throw new QuorumError('ERR_ARG', `fusion must be one of ${MUF_FUSIONS.join(', ')}, got '${String(fusion)}'`);
-    if (fusion === 'oracle' && (!tasks || tasks.length !== n)) throw new QuorumError('ERR_ARG', "'oracle' fusion needs each query's task (options.tasks, one per query)");
+  /** The request checked (checkMufRequest), and 'oracle' given each query's task. */
+  private checkSearch(k: number, fusion: unknown, abstain: unknown, n: number, tasks?: ReadonlyArray<string | undefined>): MufFusion {
+    const f = checkMufRequest(k, fusion, abstain);
+    if (f === 'oracle' && (!tasks || tasks.length !== n)) throw new QuorumError('ERR_ARG', "'oracle' fusion needs each query's task (options.tasks, one per query)");
+    return f;
   }
 
   /**
@@ -455,12 +455,11 @@ export class MufRetriever {
   async search(queries: readonly string[], k: number, options: MufSearchOptions = {}): Promise<MufHits[]> {
     checkOptions(options, searchKeys, 'MUF search options');
     const fusion = options.fusion ?? 'muf';
-    this.checkSearch(k, fusion, Array.isArray(queries) ? queries.length : 0, options.tasks);
+    this.checkSearch(k, fusion, options.abstain, Array.isArray(queries) ? queries.length : 0, options.tasks);
     const t: MufTimings = { encode: 0, retrieve: 0, heads: 0, mi: 0, fuse: 0 };
-    if (options.abstain !== undefined) checkAbstain(fusion, options.abstain);
     const c = await this.collect(queries, fusion === 'muf' || fusion === 'muf-mi' ? fusion : false, t);
     const t0 = performance.now();
-    const out = applyAbstention(this.fuseCollected(c, fusion, k, options.tasks), fusion, options.abstain);
+    const out = applyAbstention(this.fuseCollected(c, fusion, k, options.tasks), options.abstain);
     t.fuse += performance.now() - t0;
     this.lastTimings = t;
     return out;
@@ -472,8 +471,8 @@ export class MufRetriever {
    */
   async searchAll(queries: readonly string[], k: number, options: { tasks?: ReadonlyArray<string | undefined> } = {}): Promise<MufAllRuns> {
     checkOptions(options, searchAllKeys, 'MUF searchAll options');
-    if (options.tasks) this.checkSearch(k, 'oracle', Array.isArray(queries) ? queries.length : 0, options.tasks);
-    else this.checkSearch(k, 'muf', 0);
+    if (options.tasks) this.checkSearch(k, 'oracle', undefined, Array.isArray(queries) ? queries.length : 0, options.tasks);
+    else this.checkSearch(k, 'muf', undefined, 0);
     const t: MufTimings = { encode: 0, retrieve: 0, heads: 0, mi: 0, fuse: 0 };
     const c = await this.collect(queries, 'muf', t);
     const t0 = performance.now();

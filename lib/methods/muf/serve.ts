@@ -14,12 +14,13 @@ import type { ScoredDoc } from '../../eval/ranking.js';
 import { ServingEncoder } from '../../models/serving-encoder.js';
 import { coreAddon, type NativeTensorHandle } from '../../native.js';
 import type { Int32Input } from '../../operand.js';
+import { filterRows } from '../../search-request.js';
 import { Tensor } from '../../tensor.js';
 import { allFinite, checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
 import { compareIds } from '../../fusion/normalize.js';
 import { FamiliarityBank, type FamiliarityCalibration } from './familiarity.js';
 import { mufStage } from './stage.js';
-import { applyAbstention, checkAbstain, readEnsembleFile, readExpertPassages, readFamiliarity, readMufDir, type MufHits } from './format.js';
+import { MUF_SERVER_FUSIONS, applyAbstention, checkMufRequest, readEnsembleFile, readExpertPassages, readFamiliarity, readMufDir, type MufHits } from './format.js';
 
 /** One expert's part of {@link mufConfidence}. */
 export interface MufConfidenceExpert {
@@ -318,19 +319,21 @@ export class MufServer {
     mustBeArray(queries, 'queries');
     queries.forEach((q, i) => mustBeString(q, `queries[${i}]`));
     if (queries.length === 0) throw new QuorumError('ERR_ARG', 'give at least one query');
-    if (!Number.isInteger(k) || k < 1) throw new QuorumError('ERR_RANGE', `k must be a positive integer, got ${k}`);
-    const fusion = options.fusion ?? 'muf';
-    if (fusion !== 'muf' && fusion !== 'muf-mi' && fusion !== 'uniform') throw new QuorumError('ERR_ARG', `fusion must be 'muf', 'muf-mi' or 'uniform', got '${String(fusion)}'`);
-    if (options.abstain !== undefined) checkAbstain(fusion, options.abstain);
+    const fusion = checkMufRequest(k, options.fusion ?? 'muf', options.abstain, MUF_SERVER_FUSIONS);
     if (fusion !== 'uniform') {
       const uncalibrated = this.experts.find((e) => e.temperature === undefined);
       if (uncalibrated) throw new QuorumError('ERR_STATE', `expert '${uncalibrated.name}' is not calibrated`);
     }
     const B = queries.length;
     const given = options.rows;
-    if (given !== undefined && !(given instanceof Tensor) && !(given instanceof Int32Array) && !Array.isArray(given))
-      throw new QuorumError('ERR_ARG', 'rows must be an Int32Array, an array of corpus rows or an i32 Tensor');
-    const rows = given === undefined ? undefined : given instanceof Tensor ? given : Tensor.from(given as ArrayLike<number>, [given.length], 'i32');
+    // A list of rows follows the search-request contract (any order, repeats ignored); an i32 Tensor goes to the stage
+    // as the kernels take it (ascending).
+    let rows: Tensor<'i32'> | undefined;
+    if (given instanceof Tensor) rows = given as Tensor<'i32'>;
+    else if (given !== undefined) {
+      const list = filterRows(given, this.corpusIds.length);
+      rows = Tensor.from(list, [list.length]);
+    }
     // A filter: at most its rows reach the lists (the MUF rule needs at least one candidate per expert).
     const L = Math.min(this.topL, rows ? Math.max(1, rows.shape[0]!) : this.corpusIds.length);
     if (rows && rows.shape[0] === 0) return queries.map(() => ({ hits: [], confidence: this.experts.map(() => 0) }));
@@ -371,7 +374,7 @@ export class MufServer {
         // As MufRetriever: a question whom every expert gives confidence 0 is fused with equal weights, and says so.
         return { hits, confidence: w.some((v) => v > 0) ? w : w.map(() => 1) };
       });
-      return applyAbstention(out, fusion, options.abstain);
+      return applyAbstention(out, options.abstain);
     } finally {
       for (const t of owned) t.dispose();
     }

@@ -9,6 +9,7 @@ import { replaceDirectorySync } from '../../data/files.js';
 import { savedFile } from '../../io/saved-dir.js';
 import { scoreTopK } from '../../dense.js';
 import { QuorumError } from '../../errors.js';
+import { checkK } from '../../search-request.js';
 import { Tensor } from '../../tensor.js';
 import { WordPieceTokenizer } from '../../text/tokenizer.js';
 import { readTokenizerFiles, writeTokenizerFiles } from '../../text/tokenizer-files.js';
@@ -135,8 +136,7 @@ export class RomModel {
     checkOptions(options, kKeys, 'search options');
     const corpus = this.requireIndex();
     mustBeArray(questions, 'questions');
-    const k = options.k ?? 20;
-    if (!Number.isInteger(k) || k < 1) throw new QuorumError('ERR_RANGE', 'k must be an integer >= 1');
+    const k = checkK(options.k ?? 20);
     if (!questions.length) return [];
     const q = await encodeTable(this.retrievalEncoder(), await this.questionTable(questions), { side: 'query' });
     const top = await scoreTopK(q, corpus.vectors, Math.min(k, corpus.passages.length));

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { PassageText } from '../../data/examples.js';
 import { scoreTopK } from '../../dense.js';
 import { QuorumError } from '../../errors.js';
+import { checkK } from '../../search-request.js';
 import { savedFile } from '../../io/saved-dir.js';
 import { parameterSource, readWeightFile } from '../../models/model-dir.js';
 import { romOnnx } from '../../models/onnx-export.js';
@@ -103,8 +104,7 @@ export class RomServer {
     checkOptions(options, kKeys, 'search options');
     mustBeArray(questions, 'questions');
     questions.forEach((q, i) => mustBeString(q, `questions[${i}]`));
-    const k = options.k ?? 20;
-    if (!Number.isInteger(k) || k < 1) throw new QuorumError('ERR_RANGE', 'k must be an integer >= 1');
+    const k = checkK(options.k ?? 20);
     if (!questions.length) return [];
     const q = await this.encodeQuestions(questions);
     const top = await scoreTopK(Tensor.wrap(q, [questions.length, q.length / questions.length], 'f32'), this.vectors, Math.min(k, this.passages.length));
