@@ -17,6 +17,7 @@ import type { TrainingExample } from '../lib/train/examples.js';
 import { Retriever } from '../lib/models/retriever.js';
 import { ece, ensembleMISync } from '../lib/uncertainty.js';
 import { asyncCode, rng } from './basics.js';
+import { referenceMufSearch } from './reference/muf-search.js';
 
 const N = 192; // topics per task
 const DIM = 32;
@@ -138,6 +139,36 @@ describe('MufRetriever', () => {
     dev.forEach((x, b) => expect(r.oracle![b]!.hits.map((h) => h.id)).toEqual(r.experts[x.task === 'geo' ? 0 : 1]![b]!.map((h) => h.id)));
     // Uniform: every confidence is 1.
     expect(r.uniform.every((h) => h.confidence.every((c) => c === 1))).toBe(true);
+  });
+
+  it('searches through the native stage with the hits and confidences of the separate TypeScript steps, for every fusion', async () => {
+    const test = judged(testSet);
+    const texts = test.map((q) => q.text);
+    const tasks = test.map((q) => q.task);
+    for (const fusion of ['muf', 'muf-mi', 'uniform', 'oracle'] as const) {
+      const ours = await muf.search(texts, 6, { fusion, ...(fusion === 'oracle' ? { tasks } : {}) });
+      const ref = await referenceMufSearch(muf, texts, 6, fusion, tasks);
+      ours.forEach((r, b) => {
+        expect(r.hits.map((h) => h.id), `${fusion} ${texts[b]}`).toEqual(ref[b]!.hits.map((h) => h.id));
+        r.hits.forEach((h, j) => expect(h.score).toBeCloseTo(ref[b]!.hits[j]!.score, 4));
+        r.confidence.forEach((c, x) => expect(c).toBeCloseTo(ref[b]!.confidence[x]!, 4));
+      });
+    }
+    // The oracle where some questions' task has no expert (every expert, equal weights) and the rest are grouped.
+    const mixed = tasks.map((task, b) => (b % 3 === 0 ? 'nobody' : task));
+    const ours = await muf.search(texts, 6, { fusion: 'oracle', tasks: mixed });
+    const ref = await referenceMufSearch(muf, texts, 6, 'oracle', mixed);
+    ours.forEach((r, b) => {
+      expect(r.hits.map((h) => h.id)).toEqual(ref[b]!.hits.map((h) => h.id));
+      expect(r.confidence).toEqual(ref[b]!.confidence);
+    });
+    expect(ours[0]!.confidence).toEqual([1, 1]);
+    // searchAll's fusions are the same calls.
+    const all = await muf.searchAll(texts, 6, { tasks });
+    expect(all.muf).toEqual(await muf.search(texts, 6));
+    expect(all.mufMi).toEqual(await muf.search(texts, 6, { fusion: 'muf-mi' }));
+    expect(all.oracle).toEqual(await muf.search(texts, 6, { fusion: 'oracle', tasks }));
+    await expect(muf.search([], 6)).rejects.toMatchObject({ code: 'ERR_ARG' });
   });
 
   it('saves and loads as one directory with the same results; bad directories give typed errors', async () => {

@@ -10,8 +10,6 @@ import { makeDirs, replaceDirectorySync, writeFileAtomic } from '../../data/file
 import { scoreTopK } from '../../dense.js';
 import { QuorumError } from '../../errors.js';
 import type { ScoredDoc } from '../../eval/ranking.js';
-import { fuse } from '../../fusion/fuse.js';
-import { mufFusion } from './fusion.js';
 import { writeSafetensors } from '../../io/safetensors.js';
 import { Tensor } from '../../tensor.js';
 import type { PassageText, TrainingExample } from '../../data/examples.js';
@@ -20,6 +18,7 @@ import { Retriever } from '../../models/retriever.js';
 import { auroc, ece, ensembleMI, fitPlatt, plattProbability, searchTemperature, widenedTemperatureGrid } from '../../uncertainty.js';
 import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
 import { MlpEnsemble } from './ensemble.js';
+import { corpusTieRank, mufStage, stageHeads, stageHits, stageMode, type MufStageResult, type StageHeads } from './stage.js';
 import { FAMILIARITY_K, FamiliarityBank, type FamiliarityCalibration } from './familiarity.js';
 import {
   ENSEMBLE_DEFAULTS,
@@ -46,6 +45,8 @@ interface ExpertState {
   /** Its corpus encoding [N, dim], in the corpus order. */
   passages: Tensor<'f32'>;
   heads?: MlpEnsemble;
+  /** Its heads in the search stage's layout (stageHeads), made at the first search. */
+  stageHeads?: StageHeads;
   /** Its task's and the other tasks' training questions in its space (familiarity.ts). */
   familiarity?: FamiliarityBank;
   training?: ExpertTraining;
@@ -113,44 +114,6 @@ const searchAllKeys = optionKeys<{ tasks?: unknown }>()(['tasks']);
 const loadKeys = optionKeys<Pick<MufOptions, 'onProgress'>>()(['onProgress']);
 const calibrateKeys = optionKeys<{ grid?: unknown }>()(['grid']);
 
-/** An expert's top-L as a run keyed by query index, with corpus ids. */
-function expertRun(top: { hits(b: number): Array<{ id: number; score: number }> }, queries: number, corpusIds: readonly string[]): Map<string, ScoredDoc[]> {
-  const run = new Map<string, ScoredDoc[]>();
-  for (let b = 0; b < queries; b++) run.set(String(b), top.hits(b).map((h) => ({ id: corpusIds[h.id]!, score: h.score })));
-  return run;
-}
-
-/** Every expert's list and confidence for a batch of queries: what the fusions read. */
-interface Collected {
-  /** Queries in the batch (lists are keyed by the query's index as a string). */
-  size: number;
-  /** Per expert, each query's top-L. */
-  runs: Array<Map<string, ScoredDoc[]>>;
-  /** Per expert, each query's confidence (1s when not computed). */
-  conf: Float32Array[];
-}
-
-/**
- * DPR-MUF's dense fusion of collected lists with the weights of `fusion` (`expertTasks[i]`: expert i's task);
- * 'oracle' returns the query's own task's expert's list as it is (the fusion's fill rule would otherwise append the
- * other experts' passages at its minimum).
- */
-function fuseCollected(c: Collected, expertTasks: readonly string[], fusion: MufFusion, k: number, tasks?: ReadonlyArray<string | undefined>): MufHits[] {
-  const weights = new Map<string, number[]>();
-  for (let b = 0; b < c.size; b++) {
-    const w = expertTasks.map((task, i) => (fusion === 'oracle' ? (task === tasks![b] ? 1 : 0) : fusion === 'uniform' ? 1 : (c.conf[i]![b] as number)));
-    // A query whose task has no expert (oracle), or whom every expert gives confidence 0: weigh all equally.
-    weights.set(String(b), w.some((v) => v > 0) ? w : w.map(() => 1));
-  }
-  const fused = fuse(c.runs, mufFusion, { confidence: weights, depth: k });
-  return Array.from({ length: c.size }, (_, b) => {
-    const w = weights.get(String(b))!;
-    const own = fusion === 'oracle' && w.filter((v) => v > 0).length === 1 ? w.indexOf(1) : -1;
-    const hits = own >= 0 ? (c.runs[own]!.get(String(b)) ?? []).slice(0, k) : (fused.get(String(b)) ?? []);
-    return { hits, confidence: w };
-  });
-}
-
 /** {@link MufRetriever.searchAll}'s result: per query, each fusion's hits and each expert's own. */
 export interface MufAllRuns {
   /** Confidence-weighted fusion ('muf': P(own task) where calibrated, else MI), per query. */
@@ -212,6 +175,8 @@ export class MufRetriever {
   readonly log: (message: string) => void;
   /** Stage times of the last search call. */
   lastTimings?: MufTimings;
+  /** The corpus rows' ranks in corpus-id order (the stage's tie order), made at the first search. */
+  private tieRank?: Tensor<'i32'>;
 
   private constructor(state: ExpertState[], corpusIds: string[], o: MufOptions) {
     this.state = state;
@@ -236,10 +201,26 @@ export class MufRetriever {
    * Expert `i`'s model, corpus vectors and trained heads (undefined before trainMufHeads), for exports and training:
    * the objects themselves, still owned by this retriever (dispose it, not them).
    */
-  expertParts(i: number): { name: string; task: string; model: Retriever; passages: Tensor<'f32'>; heads?: MlpEnsemble; calibration?: ExpertCalibration } {
+  expertParts(i: number): {
+    name: string;
+    task: string;
+    model: Retriever;
+    passages: Tensor<'f32'>;
+    heads?: MlpEnsemble;
+    familiarity?: FamiliarityBank;
+    calibration?: ExpertCalibration;
+  } {
     const e = this.state[i];
     if (!Number.isInteger(i) || e === undefined) throw new QuorumError('ERR_RANGE', `expert ${i} is outside 0..${this.state.length - 1}`);
-    return { name: e.name, task: e.task, model: e.model, passages: e.passages, ...(e.heads ? { heads: e.heads } : {}), ...(e.calibration ? { calibration: e.calibration } : {}) };
+    return {
+      name: e.name,
+      task: e.task,
+      model: e.model,
+      passages: e.passages,
+      ...(e.heads ? { heads: e.heads } : {}),
+      ...(e.familiarity ? { familiarity: e.familiarity } : {}),
+      ...(e.calibration ? { calibration: e.calibration } : {}),
+    };
   }
 
   /**
@@ -294,6 +275,8 @@ export class MufRetriever {
     if (!(parts.heads instanceof MlpEnsemble) || parts.heads.config.dim !== this.dim) throw new QuorumError('ERR_ARG', `expert '${e.name}' needs MlpEnsemble heads of width ${this.dim}`);
     if (e.heads !== parts.heads) e.heads?.dispose();
     e.heads = parts.heads;
+    for (const w of e.stageHeads?.weights ?? []) w.dispose();
+    delete e.stageHeads;
     e.training = parts.training;
     if (parts.familiarity) {
       if (e.familiarity !== parts.familiarity) e.familiarity?.dispose();
@@ -398,44 +381,9 @@ export class MufRetriever {
     return { k: FAMILIARITY_K, platt, auroc: auroc(margin, label), ece: ece(p, label), own, other: keep.length - own };
   }
 
-  /** Every expert's top-L and (for 'muf' and 'muf-mi') confidence for a batch of queries. */
-  private async collect(queries: readonly string[], confidence: 'muf' | 'muf-mi' | false, t: MufTimings): Promise<Collected & { mi?: Float32Array[] }> {
-    const withConfidence = confidence !== false;
-    mustBeArray(queries, 'queries');
-    queries.forEach((q, i) => {
-      if (typeof q !== 'string') throw new QuorumError('ERR_ARG', `queries[${i}] must be a string`);
-    });
-    this.requireHeads();
-    if (withConfidence) {
-      const uncalibrated = this.state.find((e) => !e.calibration);
-      if (uncalibrated) throw new QuorumError('ERR_STATE', `expert '${uncalibrated.name}' is not calibrated (call calibrate on a dev split first)`);
-    }
-    const B = queries.length;
-    const runs: Array<Map<string, ScoredDoc[]>> = [];
-    const conf: Float32Array[] = this.state.map(() => new Float32Array(B).fill(1));
-    const mi: Float32Array[] = [];
-    // 'muf' weighs by P(own task) when every expert has a familiarity calibration (docs/methods/muf.md).
-    const familiar = confidence === 'muf' && this.familiarityCalibrated;
-    for (const [i, e] of this.state.entries()) {
-      const { top, z, vectors } = await this.expertPass(queries, e, t);
-      if (withConfidence) {
-        const t0 = performance.now();
-        mi.push(await this.confidence(e, z, e.calibration!.temperature));
-        conf[i] = familiar ? await e.familiarity!.probability(vectors, e.calibration!.familiarity!) : mi[i]!;
-        t.mi += performance.now() - t0;
-      }
-      runs.push(expertRun(top, B, this.corpusIds));
-    }
-    return { size: B, runs, conf, ...(withConfidence ? { mi } : {}) };
-  }
-
   /** Whether every expert has a familiarity bank and its calibration (then 'muf' weighs by P(own task)). */
   get familiarityCalibrated(): boolean {
     return this.state.every((e) => e.familiarity && e.calibration?.familiarity);
-  }
-
-  private fuseCollected(c: Collected, fusion: MufFusion, k: number, tasks?: ReadonlyArray<string | undefined>): MufHits[] {
-    return fuseCollected(c, this.state.map((e) => e.task), fusion, k, tasks);
   }
 
   /** The request checked (checkMufRequest), and 'oracle' given each query's task. */
@@ -445,50 +393,161 @@ export class MufRetriever {
     return f;
   }
 
-  /**
-   * Searches every expert and fuses their raw scores (docs/methods/fusion.md#muf-fusion: a passage missing from an expert's list takes that
-   * list's minimum), weighted by each expert's confidence per query ('muf': P(own task) from familiarity where
-   * calibrated, else MI; 'muf-mi': MI) or uniformly ('uniform'); or returns the list of the query's own task's expert
-   * ('oracle', the indicator baseline, needing `tasks`). With `abstain`, a question whom no expert's confidence
-   * reaches the threshold gets no hits and `abstained: true`. Stage times of the call are in {@link lastTimings}.
-   */
-  async search(queries: readonly string[], k: number, options: MufSearchOptions = {}): Promise<MufHits[]> {
-    checkOptions(options, searchKeys, 'MUF search options');
-    const fusion = options.fusion ?? 'muf';
-    this.checkSearch(k, fusion, options.abstain, Array.isArray(queries) ? queries.length : 0, options.tasks);
-    const t: MufTimings = { encode: 0, retrieve: 0, heads: 0, mi: 0, fuse: 0 };
-    const c = await this.collect(queries, fusion === 'muf' || fusion === 'muf-mi' ? fusion : false, t);
+  /** The queries checked, the heads (and for confidences, the calibration) required, each expert's encoding of them. */
+  private async encodeAll(queries: readonly string[], needsCalibration: boolean, t: MufTimings): Promise<Array<Tensor<'f32'>>> {
+    mustBeArray(queries, 'queries');
+    queries.forEach((q, i) => mustBeString(q, `queries[${i}]`));
+    if (queries.length === 0) throw new QuorumError('ERR_ARG', 'give at least one query');
+    this.requireHeads();
+    if (needsCalibration) {
+      const uncalibrated = this.state.find((e) => !e.calibration);
+      if (uncalibrated) throw new QuorumError('ERR_STATE', `expert '${uncalibrated.name}' is not calibrated (call calibrate on a dev split first)`);
+    }
     const t0 = performance.now();
-    const out = applyAbstention(this.fuseCollected(c, fusion, k, options.tasks), options.abstain);
-    t.fuse += performance.now() - t0;
-    this.lastTimings = t;
+    const out: Array<Tensor<'f32'>> = [];
+    try {
+      for (const e of this.state) out.push(await e.model.encodeQueries(queries, { task: e.task }));
+    } catch (err) {
+      for (const v of out) v.dispose();
+      throw err;
+    }
+    t.encode += performance.now() - t0;
     return out;
   }
 
   /**
-   * One pass over the experts giving every fusion and each single expert's list (for evaluation): `muf`, `uniform`,
-   * `oracle` (when `tasks` is given), `experts[i]` per expert, and each expert's confidence per query.
+   * One call of DPR-MUF's native search stage (lib/methods/muf/stage.ts, MufServer's engine too) over the experts
+   * `xs` (default all) with the questions' libtorch vectors: the experts' top-L, their confidences by `mode`, the
+   * fusion. `rows` picks questions (default all).
+   */
+  private async stageCall(
+    vectors: ReadonlyArray<Tensor<'f32'>>,
+    mode: 'uniform' | 'familiarity' | 'heads',
+    k: number,
+    t: MufTimings,
+    xs: readonly number[] = this.state.map((_, x) => x),
+    rows?: readonly number[],
+  ): Promise<{ hits: MufHits[]; raw: MufStageResult }> {
+    // Some of the questions: their rows of each expert's vectors, copied (the stage copies a Float32Array anyway).
+    const pick = (q: Tensor<'f32'>, picked: readonly number[]) => {
+      const D = q.shape[1]!;
+      const out = new Float32Array(picked.length * D);
+      picked.forEach((b, i) => out.set(q.data.subarray(b * D, (b + 1) * D), i * D));
+      return out;
+    };
+    const raw = await mufStage(
+      xs.map((x) => {
+        const e = this.state[x]!;
+        return {
+          queries: rows ? pick(vectors[x]!, rows) : vectors[x]!,
+          passages: e.passages,
+          ...(mode === 'familiarity' ? { familiarity: e.familiarity!.stagePart(e.calibration!.familiarity!) } : {}),
+          ...(mode === 'heads' ? { heads: { ...this.stageHeadsOf(e), temperature: e.calibration?.temperature ?? 1 } } : {}),
+        };
+      }),
+      { mode, topL: Math.min(this.topL, this.corpusIds.length), k, tieRank: this.tieRankTensor() },
+    );
+    t.retrieve += raw.ms.scan;
+    t.heads += raw.ms.confidence;
+    t.fuse += raw.ms.fuse;
+    return { hits: stageHits(raw, this.corpusIds, xs.length, k), raw };
+  }
+
+  /**
+   * DPR-MUF's oracle: each question's own task's experts alone, fused with equal weights (one expert: its own list),
+   * or every expert with equal weights where no expert has the question's task. Its confidences are those weights
+   * (1 for the task's experts, 0 for the others). One stage call per group of questions with the same experts.
+   */
+  private async oracle(vectors: ReadonlyArray<Tensor<'f32'>>, tasks: ReadonlyArray<string | undefined>, k: number, t: MufTimings): Promise<MufHits[]> {
+    const groups = new Map<string, number[]>();
+    tasks.forEach((task, b) => {
+      const own = this.state.flatMap((e, x) => (e.task === task ? [x] : []));
+      const key = own.join(',');
+      (groups.get(key) ?? groups.set(key, []).get(key)!).push(b);
+    });
+    const out: MufHits[] = new Array(tasks.length);
+    for (const [key, rows] of groups) {
+      const own = key === '' ? [] : key.split(',').map(Number);
+      const xs = own.length ? own : this.state.map((_, x) => x);
+      const { hits } = await this.stageCall(vectors, 'uniform', k, t, xs, rows.length === tasks.length ? undefined : rows);
+      const confidence = this.state.map((_, x) => (own.length === 0 || own.includes(x) ? 1 : 0));
+      rows.forEach((b, i) => (out[b] = { hits: hits[i]!.hits, confidence }));
+    }
+    return out;
+  }
+
+  /** Each expert's heads in the stage's layout, made once from its trained heads (stageHeads, as MufServer reads them). */
+  private stageHeadsOf(e: ExpertState): StageHeads {
+    e.stageHeads ??= stageHeads(e.heads!.toBytes(), `expert '${e.name}' heads`, this.dim, 'f32');
+    return e.stageHeads;
+  }
+
+  /** The corpus rows' tie ranks in corpus-id order, made once. */
+  private tieRankTensor(): Tensor<'i32'> {
+    this.tieRank ??= corpusTieRank(this.corpusIds);
+    return this.tieRank;
+  }
+
+  /**
+   * Searches every expert and fuses their raw scores (docs/methods/fusion.md#muf-fusion: a passage missing from an
+   * expert's list takes that list's minimum), weighted by each expert's confidence per query ('muf': P(own task) from
+   * familiarity where calibrated, else MI; 'muf-mi': MI) or uniformly ('uniform'), or by 1 for the experts of the
+   * query's own task and 0 for the others ('oracle', the indicator baseline, needing `tasks`). One native call does
+   * it all, MufServer's (lib/methods/muf/stage.ts), fed this retriever's libtorch vectors. With `abstain`, a question
+   * whom no expert's confidence reaches the threshold gets no hits and `abstained: true`. Stage times of the call are
+   * in {@link lastTimings}.
+   */
+  async search(queries: readonly string[], k: number, options: MufSearchOptions = {}): Promise<MufHits[]> {
+    checkOptions(options, searchKeys, 'MUF search options');
+    const fusion = this.checkSearch(k, options.fusion ?? 'muf', options.abstain, Array.isArray(queries) ? queries.length : 0, options.tasks);
+    const t: MufTimings = { encode: 0, retrieve: 0, heads: 0, mi: 0, fuse: 0 };
+    const vectors = await this.encodeAll(queries, fusion === 'muf' || fusion === 'muf-mi', t);
+    try {
+      const out = fusion === 'oracle' ? await this.oracle(vectors, options.tasks!, k, t) : (await this.stageCall(vectors, stageMode(fusion, this.familiarityCalibrated), k, t)).hits;
+      this.lastTimings = t;
+      return applyAbstention(out, options.abstain);
+    } finally {
+      for (const v of vectors) v.dispose();
+    }
+  }
+
+  /**
+   * One encoding of the queries giving every fusion and each single expert's list (for evaluation): `muf`, `mufMi`,
+   * `uniform`, `oracle` (when `tasks` is given), `experts[i]` per expert (its own scoreTopK), each expert's MI
+   * confidence per query and, where calibrated, its P(own task). Each fusion is one call of the native stage.
    */
   async searchAll(queries: readonly string[], k: number, options: { tasks?: ReadonlyArray<string | undefined> } = {}): Promise<MufAllRuns> {
     checkOptions(options, searchAllKeys, 'MUF searchAll options');
-    if (options.tasks) this.checkSearch(k, 'oracle', undefined, Array.isArray(queries) ? queries.length : 0, options.tasks);
-    else this.checkSearch(k, 'muf', undefined, 0);
+    this.checkSearch(k, options.tasks ? 'oracle' : 'muf', undefined, Array.isArray(queries) ? queries.length : 0, options.tasks);
     const t: MufTimings = { encode: 0, retrieve: 0, heads: 0, mi: 0, fuse: 0 };
-    const c = await this.collect(queries, 'muf', t);
-    const t0 = performance.now();
-    const muf = this.fuseCollected(c, 'muf', k);
-    const out: MufAllRuns = {
-      muf,
-      mufMi: this.fuseCollected({ ...c, conf: c.mi! }, 'muf-mi', k),
-      uniform: this.fuseCollected(c, 'uniform', k),
-      experts: c.runs.map((run) => Array.from({ length: c.size }, (_, b) => (run.get(String(b)) ?? []).slice(0, k))),
-      confidence: Array.from({ length: c.size }, (_, b) => c.mi!.map((v) => v[b]!)),
-      ...(this.familiarityCalibrated ? { familiarity: muf.map((h) => h.confidence) } : {}),
-    };
-    if (options.tasks) out.oracle = this.fuseCollected(c, 'oracle', k, options.tasks);
-    t.fuse += performance.now() - t0;
-    this.lastTimings = t;
-    return out;
+    const vectors = await this.encodeAll(queries, true, t);
+    try {
+      const mi = await this.stageCall(vectors, 'heads', k, t);
+      const mufMi = mi.hits;
+      const familiar = this.familiarityCalibrated;
+      const muf = familiar ? (await this.stageCall(vectors, 'familiarity', k, t)).hits : mufMi;
+      const experts: ScoredDoc[][][] = [];
+      const t0 = performance.now();
+      for (const [x, e] of this.state.entries()) {
+        const top = await scoreTopK(vectors[x]!, e.passages, Math.min(k, this.corpusIds.length));
+        experts.push(queries.map((_, b) => top.hits(b).map((h) => ({ id: this.corpusIds[h.id]!, score: h.score }))));
+      }
+      t.retrieve += performance.now() - t0;
+      const out: MufAllRuns = {
+        muf,
+        mufMi,
+        uniform: (await this.stageCall(vectors, 'uniform', k, t)).hits,
+        experts,
+        // The experts' own MI confidences (stageHits turns a question's all-zero weights into 1s; these stay as computed).
+        confidence: queries.map((_, b) => this.state.map((_e, x) => mi.raw.confidence[x * queries.length + b]!)),
+        ...(familiar ? { familiarity: muf.map((h) => h.confidence) } : {}),
+      };
+      if (options.tasks) out.oracle = await this.oracle(vectors, options.tasks, k, t);
+      this.lastTimings = t;
+      return out;
+    } finally {
+      for (const v of vectors) v.dispose();
+    }
   }
 
   /**
@@ -558,7 +617,9 @@ export class MufRetriever {
       e.model.dispose();
       e.heads?.dispose();
       e.familiarity?.dispose();
+      for (const w of e.stageHeads?.weights ?? []) w.dispose();
     }
+    this.tieRank?.dispose();
   }
 }
 

@@ -10,17 +10,15 @@ import { join } from 'node:path';
 
 import { readFileBytes } from '../../data/files.js';
 import { QuorumError, awaitNative, callNative } from '../../errors.js';
-import type { ScoredDoc } from '../../eval/ranking.js';
 import { ServingEncoder } from '../../models/serving-encoder.js';
 import { coreAddon, type NativeTensorHandle } from '../../native.js';
 import type { Int32Input } from '../../operand.js';
 import { filterRows } from '../../search-request.js';
 import { Tensor } from '../../tensor.js';
-import { allFinite, checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
-import { compareIds } from '../../fusion/normalize.js';
+import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
 import { FamiliarityBank, type FamiliarityCalibration } from './familiarity.js';
-import { mufStage } from './stage.js';
-import { MUF_SERVER_FUSIONS, applyAbstention, checkMufRequest, readEnsembleFile, readExpertPassages, readFamiliarity, readMufDir, type MufHits } from './format.js';
+import { corpusTieRank, mufStage, stageHeads, stageHits, stageMode } from './stage.js';
+import { MUF_SERVER_FUSIONS, applyAbstention, checkMufRequest, readExpertPassages, readFamiliarity, readMufDir, type MufFusion, type MufHits } from './format.js';
 
 /** One expert's part of {@link mufConfidence}. */
 export interface MufConfidenceExpert {
@@ -174,48 +172,6 @@ export interface MufServerOptions {
 const loadKeys = optionKeys<MufServerOptions>()(['threads', 'heads', 'passages', 'familiarity']);
 const searchKeys = optionKeys<MufServerSearchOptions>()(['fusion', 'abstain', 'rows']);
 
-/** [K, rows, cols] -> [K, cols, rows]. */
-function transposeMembers(w: Float32Array, K: number, rows: number, cols: number): Float32Array {
-  const t = new Float32Array(w.length);
-  for (let k = 0; k < K; k++) {
-    const o = k * rows * cols;
-    for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) t[o + c * rows + r] = w[o + r * cols + c]!;
-  }
-  return t;
-}
-
-/** The heads file's layers as tensors, checked: shapes that chain from dim to dim, finite values. */
-function readHeads(path: string, dim: number, dtype: 'f32' | 'bf16'): { weights: Array<Tensor<'f32' | 'bf16'>>; members: number } {
-  const { config: c, tensors } = readEnsembleFile(readFileBytes(path), path);
-  if (c.dim !== dim) throw new QuorumError('ERR_FORMAT', `${path}: heads of width ${c.dim} for a ${dim}-d expert`);
-  const K = c.members;
-  const weights: Array<Tensor<'f32' | 'bf16'>> = [];
-  try {
-    for (let i = 0; i <= c.layers; i++) {
-      const inW = i === 0 ? dim : c.hidden;
-      const out = i === c.layers ? dim : c.hidden;
-      for (const [name, shape] of [[`layer.${i}.weight`, [K, inW, out]], [`layer.${i}.bias`, [K, out]]] as const) {
-        const t = tensors.get(name);
-        const n = shape.reduce((a, b) => a * b, 1);
-        if (!t || t.data.length !== n) throw new QuorumError('ERR_FORMAT', `${path}: ${name} must hold ${shape.join(' x ')} values`);
-        if (!allFinite(t.data)) throw new QuorumError('ERR_FORMAT', `${path}: ${name} holds NaN or Infinity`);
-        if (shape.length === 2) weights.push(Tensor.from(t.data, [...shape]));
-        else {
-          const wt = Tensor.from(transposeMembers(t.data, K, inW, out), [K, out, inW]);
-          if (dtype === 'f32') weights.push(wt);
-          else {
-            weights.push(wt.to('bf16'));
-            wt.dispose();
-          }
-        }
-      }
-    }
-  } catch (e) {
-    for (const w of weights) w.dispose();
-    throw e;
-  }
-  return { weights, members: K };
-}
 
 /**
  * A saved MUF directory served without libtorch: the prebuilt core is all it needs, and onnxruntime-node (an optional
@@ -286,7 +242,7 @@ export class MufServer {
         }
         const headsPath = join(base, 'heads.safetensors');
         if (!existsSync(headsPath)) throw new QuorumError('ERR_STATE', `expert '${x.name}' has no trained heads (${headsPath})`);
-        const heads = readHeads(headsPath, part.encoder.dim, headsDtype);
+        const heads = stageHeads(readFileBytes(headsPath), headsPath, part.encoder.dim, headsDtype);
         let bank = readFamiliarity(base, part.encoder.dim);
         if (bank && bankDtype === 'bf16') {
           const f32 = bank;
@@ -304,10 +260,7 @@ export class MufServer {
         throw e;
       }
     }
-    const byId = Array.from(ids, (_, i) => i).sort((a, b) => compareIds(ids[a]!, ids[b]!));
-    const rank = new Int32Array(ids.length);
-    byId.forEach((row, r) => (rank[row] = r));
-    return new MufServer(experts, ids, card.topL, Tensor.from(rank, [ids.length], 'i32'));
+    return new MufServer(experts, ids, card.topL, corpusTieRank(ids));
   }
 
   /**
@@ -324,7 +277,6 @@ export class MufServer {
       const uncalibrated = this.experts.find((e) => e.temperature === undefined);
       if (uncalibrated) throw new QuorumError('ERR_STATE', `expert '${uncalibrated.name}' is not calibrated`);
     }
-    const B = queries.length;
     const given = options.rows;
     // A list of rows follows the search-request contract (any order, repeats ignored); an i32 Tensor goes to the stage
     // as the kernels take it (ascending).
@@ -340,7 +292,7 @@ export class MufServer {
     const owned: Tensor[] = [];
     if (rows && rows !== given) owned.push(rows);
     // 'muf' weighs by familiarity's P(own task) when every expert has it (then the heads need not run).
-    const mode = fusion === 'uniform' ? 'uniform' : fusion === 'muf' && this.familiarityCalibrated ? 'familiarity' : 'heads';
+    const mode = stageMode(fusion as Exclude<MufFusion, 'oracle'>, this.familiarityCalibrated);
     try {
       // The encodings are independent: in flight together, so that one's native call runs while another's questions
       // are tokenized. All of them end before anything is freed (allSettled): a failure in one cannot free what
@@ -363,17 +315,7 @@ export class MufServer {
         })),
         { mode, topL: L, k, tieRank: this.tieRank, ...(rows ? { rows } : {}) },
       );
-      const conf = r.confidence;
-      const ids = r.ids;
-      const fused = r.scores;
-      const E = this.experts.length;
-      const out = Array.from({ length: B }, (_, b) => {
-        const w = Array.from({ length: E }, (_, x) => conf[x * B + b]!);
-        const hits: ScoredDoc[] = [];
-        for (let j = 0; j < k && ids[b * k + j]! >= 0; j++) hits.push({ id: this.corpusIds[ids[b * k + j]!]!, score: fused[b * k + j]! });
-        // As MufRetriever: a question whom every expert gives confidence 0 is fused with equal weights, and says so.
-        return { hits, confidence: w.some((v) => v > 0) ? w : w.map(() => 1) };
-      });
+      const out = stageHits(r, this.corpusIds, this.experts.length, k);
       return applyAbstention(out, options.abstain);
     } finally {
       for (const t of owned) t.dispose();

@@ -1,13 +1,18 @@
-// DPR-MUF's search stage as one native call (native/kernels/muf_search.h, docs/methods/muf.md#serving): the encoded
-// questions' top-L from every expert, each expert's confidence (uniform, familiarity's P(own task) or the heads' mutual
-// information) and the fusion, in one task off the event loop. The experts' corpus scans and familiarity k-NN scans
+// DPR-MUF's search stage as one native call (native/kernels/muf_search.h, docs/methods/muf.md#serving), the one
+// engine of MufServer.search and MufRetriever.search (the TypeScript path it replaced is test/reference/muf-search.ts):
+// the encoded questions' top-L from every expert, each expert's confidence (uniform, familiarity's P(own task) or the
+// heads' mutual information) and the fusion, in one task off the event loop. The experts' corpus scans and familiarity k-NN scans
 // share one parallel region; before, MufServer made three native calls per expert and one for the fusion. 0-layer
 // encoders embed the questions in the same task (one hop a question, docs/results/serving.md#dpr-muf). The
 // references: scoreTopK for the lists, FamiliarityBank.probability for familiarity, mufConfidence for the heads and
 // the fusion (test/muf-stage.test.ts checks the stage's confidences, MI and fused lists against them).
 import { QuorumError, awaitNative, callNative } from '../../errors.js';
+import type { ScoredDoc } from '../../eval/ranking.js';
+import { compareIds } from '../../fusion/normalize.js';
 import { coreAddon, type NativeTensorHandle, type NativeTextsToEmbed } from '../../native.js';
 import { Tensor } from '../../tensor.js';
+import { allFinite } from '../../validate.js';
+import { readEnsembleFile, type MufFusion, type MufHits } from './format.js';
 
 /** One expert's part: its encoded questions, its corpus vectors, and what its confidence needs. */
 export interface MufStageExpert {
@@ -24,11 +29,97 @@ export interface MufStageExpert {
   heads?: { weights: ReadonlyArray<Tensor<'f32' | 'bf16'>>; members: number; temperature: number };
 }
 
+/** An expert's heads as the stage takes them: mufConfidence's transposed layers and K. */
+export interface StageHeads {
+  /** `[Wt_0, b_0, ..., Wt_n, b_n]`, each weight `[K, out, in]` (f32 or bf16), each bias `[K, out]` f32. */
+  weights: Array<Tensor<'f32' | 'bf16'>>;
+  /** K. */
+  members: number;
+}
+
+/** Which confidence a fusion takes: its own for 'uniform', P(own task) for 'muf' where calibrated, else the heads. */
+export function stageMode(fusion: Exclude<MufFusion, 'oracle'>, familiarityCalibrated: boolean): 'uniform' | 'familiarity' | 'heads' {
+  return fusion === 'uniform' ? 'uniform' : fusion === 'muf' && familiarityCalibrated ? 'familiarity' : 'heads';
+}
+
+/**
+ * Each corpus row's rank in corpus-id order, `[N]` i32: the stage's tie order, so that equal fused scores come in
+ * the order of the fusion registry (compareIds).
+ */
+export function corpusTieRank(ids: readonly string[]): Tensor<'i32'> {
+  const byId = Array.from(ids, (_, i) => i).sort((a, b) => compareIds(ids[a]!, ids[b]!));
+  const rank = new Int32Array(ids.length);
+  byId.forEach((row, r) => (rank[row] = r));
+  return Tensor.from(rank, [ids.length], 'i32');
+}
+
+/**
+ * The stage's result as each question's fused hits (corpus ids, best first, at most k) and its experts' confidences;
+ * a question whom every expert gives confidence 0 is fused with equal weights, and its confidences say so (1s).
+ */
+export function stageHits(r: MufStageResult, corpusIds: readonly string[], experts: number, k: number): MufHits[] {
+  const B = r.confidence.length / experts;
+  return Array.from({ length: B }, (_, b) => {
+    const w = Array.from({ length: experts }, (_, x) => r.confidence[x * B + b]!);
+    const hits: ScoredDoc[] = [];
+    for (let j = 0; j < k && r.ids[b * k + j]! >= 0; j++) hits.push({ id: corpusIds[r.ids[b * k + j]!]!, score: r.scores[b * k + j]! });
+    return { hits, confidence: w.some((v) => v > 0) ? w : w.map(() => 1) };
+  });
+}
+
+/** [K, rows, cols] -> [K, cols, rows]. */
+function transposeMembers(w: Float32Array, K: number, rows: number, cols: number): Float32Array {
+  const t = new Float32Array(w.length);
+  for (let k = 0; k < K; k++) {
+    const o = k * rows * cols;
+    for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) t[o + c * rows + r] = w[o + r * cols + c]!;
+  }
+  return t;
+}
+
+/**
+ * A heads file's layers (MlpEnsemble.toBytes' bytes, from a file or from heads in memory) in the stage's layout,
+ * checked: shapes that chain from `dim` to `dim`, finite values; each weight transposed (a row per output unit) and
+ * held as `dtype`. `where` names the file in errors. The caller disposes the tensors.
+ */
+export function stageHeads(bytes: Uint8Array, where: string, dim: number, dtype: 'f32' | 'bf16'): StageHeads {
+  const { config: c, tensors } = readEnsembleFile(bytes, where);
+  if (c.dim !== dim) throw new QuorumError('ERR_FORMAT', `${where}: heads of width ${c.dim} for a ${dim}-d expert`);
+  const K = c.members;
+  const weights: Array<Tensor<'f32' | 'bf16'>> = [];
+  try {
+    for (let i = 0; i <= c.layers; i++) {
+      const inW = i === 0 ? dim : c.hidden;
+      const out = i === c.layers ? dim : c.hidden;
+      for (const [name, shape] of [[`layer.${i}.weight`, [K, inW, out]], [`layer.${i}.bias`, [K, out]]] as const) {
+        const t = tensors.get(name);
+        const n = shape.reduce((a, b) => a * b, 1);
+        if (!t || t.data.length !== n) throw new QuorumError('ERR_FORMAT', `${where}: ${name} must hold ${shape.join(' x ')} values`);
+        if (!allFinite(t.data)) throw new QuorumError('ERR_FORMAT', `${where}: ${name} holds NaN or Infinity`);
+        if (shape.length === 2) weights.push(Tensor.from(t.data, [...shape]));
+        else {
+          const wt = Tensor.from(transposeMembers(t.data, K, inW, out), [K, out, inW]);
+          if (dtype === 'f32') weights.push(wt);
+          else {
+            weights.push(wt.to('bf16'));
+            wt.dispose();
+          }
+        }
+      }
+    }
+  } catch (e) {
+    for (const w of weights) w.dispose();
+    throw e;
+  }
+  return { weights, members: K };
+}
+
+
 /**
  * What the stage gives back, as plain typed arrays (nothing to dispose): `[E, B]` confidences and MI, the fused
  * `[B, k]` rows and scores, and its laps in ms.
  */
-interface MufStageResult {
+export interface MufStageResult {
   /** Each expert's mutual information per question, `[E * B]` (NaN unless the heads ran). */
   mi: Float32Array;
   /** Each expert's confidence per question, `[E * B]`: 1 (uniform), P(own task) (familiarity), or from the heads' MI. */
