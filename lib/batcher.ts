@@ -71,10 +71,16 @@ export class RequestBatcher<Req, Res> {
     checkOptions(options, batcherKeys, 'batcher options');
     this.o = { maxBatch: 64, maxWaitMs: 2, maxQueue: 1024, timeoutMs: 10_000, ...options };
     const { maxBatch, maxWaitMs, maxQueue, timeoutMs } = this.o;
-    if (!Number.isInteger(maxBatch) || maxBatch < 1) throw new QuorumError('ERR_RANGE', `maxBatch must be a positive integer, got ${maxBatch}`);
-    if (!Number.isInteger(maxQueue) || maxQueue < 1) throw new QuorumError('ERR_RANGE', `maxQueue must be a positive integer, got ${maxQueue}`);
-    for (const [k, v] of [['maxWaitMs', maxWaitMs], ['timeoutMs', timeoutMs]] as const)
-      if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw new QuorumError('ERR_RANGE', `${k} must be a finite number >= 0, got ${v}`);
+    if (!Number.isInteger(maxBatch) || maxBatch < 1)
+      throw new QuorumError('ERR_RANGE', `maxBatch must be a positive integer, got ${maxBatch}`);
+    if (!Number.isInteger(maxQueue) || maxQueue < 1)
+      throw new QuorumError('ERR_RANGE', `maxQueue must be a positive integer, got ${maxQueue}`);
+    for (const [k, v] of [
+      ['maxWaitMs', maxWaitMs],
+      ['timeoutMs', timeoutMs],
+    ] as const)
+      if (typeof v !== 'number' || !Number.isFinite(v) || v < 0)
+        throw new QuorumError('ERR_RANGE', `${k} must be a finite number >= 0, got ${v}`);
   }
 
   /** Requests waiting for a batch. */
@@ -95,7 +101,9 @@ export class RequestBatcher<Req, Res> {
     if (this.closed) return Promise.reject(new QuorumError('ERR_STATE', 'the batcher is closed'));
     if (this.queue.length >= this.o.maxQueue) {
       this.counts.refused++;
-      return Promise.reject(new QuorumError('ERR_BUSY', `${this.queue.length} requests are waiting already (maxQueue ${this.o.maxQueue}): try again later`));
+      return Promise.reject(
+        new QuorumError('ERR_BUSY', `${this.queue.length} requests are waiting already (maxQueue ${this.o.maxQueue}): try again later`),
+      );
     }
     return new Promise<Res>((resolve, reject) => {
       const p: Pending<Req, Res> = { request, resolve, reject, done: false };
@@ -117,7 +125,8 @@ export class RequestBatcher<Req, Res> {
   close(): void {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
-    for (const p of this.queue.splice(0)) this.settle(p, { error: new QuorumError('ERR_STATE', 'the batcher was closed before this request ran') });
+    for (const p of this.queue.splice(0))
+      this.settle(p, { error: new QuorumError('ERR_STATE', 'the batcher was closed before this request ran') });
   }
 
   private schedule(): void {
@@ -155,7 +164,10 @@ export class RequestBatcher<Req, Res> {
       try {
         results = await this.run(batch.map((p) => p.request));
         if (!Array.isArray(results) || results.length !== batch.length)
-          throw new QuorumError('ERR_SHAPE', `the batch function returned ${Array.isArray(results) ? results.length : typeof results} results for ${batch.length} requests`);
+          throw new QuorumError(
+            'ERR_SHAPE',
+            `the batch function returned ${Array.isArray(results) ? results.length : typeof results} results for ${batch.length} requests`,
+          );
       } catch (e) {
         for (const p of batch) this.settle(p, { error: e });
         return;

@@ -50,7 +50,7 @@ interface CudaAddon extends Pick<CoreAddon, KernelNames> {
 
 let cuda: CudaAddon | null | undefined;
 let loadError: QuorumError | undefined;
-let info: CudaDeviceInfo | undefined;  // the driver's answer does not change within a process
+let info: CudaDeviceInfo | undefined; // the driver's answer does not change within a process
 
 /** The CUDA module if it was built (undefined otherwise; never throws). */
 function cudaModule(): CudaAddon | undefined {
@@ -76,7 +76,9 @@ function cudaModule(): CudaAddon | undefined {
 export function cudaInfo(): CudaDeviceInfo {
   if (!info) {
     const m = cudaModule();
-    info = m ? callNative(() => m.available()) : { count: 0, reason: `quorum_cuda.node is not built here (${loadError?.message ?? 'not found'})` };
+    info = m
+      ? callNative(() => m.available())
+      : { count: 0, reason: `quorum_cuda.node is not built here (${loadError?.message ?? 'not found'})` };
   }
   return { ...info };
 }
@@ -131,7 +133,10 @@ export function backendOf(operands: ReadonlyArray<{ handle: NativeTensorHandle }
       device = d;
       first = what[i] ?? `operand ${i}`;
     } else if (d !== device) {
-      throw new QuorumError('ERR_ARG', `${what[i] ?? `operand ${i}`} is on ${d} but ${first} is on ${device}: move them to one device with .to()`);
+      throw new QuorumError(
+        'ERR_ARG',
+        `${what[i] ?? `operand ${i}`} is on ${d} but ${first} is on ${device}: move them to one device with .to()`,
+      );
     }
   });
   if (device === 'cuda') {
@@ -152,7 +157,11 @@ export function cpuOnly(operands: ReadonlyArray<{ handle: NativeTensorHandle }>,
  * A small index or mask operand for `backend`: its handle, or for the CUDA backend a CPU tensor's values (copied to
  * the GPU by the call). A CUDA tensor given to the CPU backend is ERR_ARG.
  */
-export function auxOperand(backend: Backend, t: { handle: NativeTensorHandle; data: ArrayBufferView } | undefined, what: string): NativeTensorHandle | null {
+export function auxOperand(
+  backend: Backend,
+  t: { handle: NativeTensorHandle; data: ArrayBufferView } | undefined,
+  what: string,
+): NativeTensorHandle | null {
   if (!t) return null;
   if (backend.device === 'cuda') return t.handle.device === 'cuda' ? t.handle : (t.data as unknown as NativeTensorHandle);
   if (t.handle.device !== 'cpu') throw new QuorumError('ERR_ARG', `${what} is on ${t.handle.device} but the kernel runs on the cpu`);

@@ -113,7 +113,8 @@ function floatsOf(ops: Operands, x: VectorsInput, dim: number, what: string): { 
   if (Array.isArray(x)) {
     const out = new Float32Array(x.length * dim);
     x.forEach((row: ArrayLike<number>, i: number) => {
-      if (row === null || typeof row !== 'object' || typeof row.length !== 'number') throw new QuorumError('ERR_ARG', `${what} row ${i} must be an array of numbers`);
+      if (row === null || typeof row !== 'object' || typeof row.length !== 'number')
+        throw new QuorumError('ERR_ARG', `${what} row ${i} must be an array of numbers`);
       if (row.length !== dim) throw new QuorumError('ERR_SHAPE', `${what} row ${i} has ${row.length} values, expected ${dim}`);
       out.set(row, i * dim);
     });
@@ -124,7 +125,8 @@ function floatsOf(ops: Operands, x: VectorsInput, dim: number, what: string): { 
 
 function idArray(ops: Operands, ids: VectorIdsInput | bigint | number): BigInt64Array {
   if (typeof ids === 'bigint' || typeof ids === 'number') return idsOf([ids], 1);
-  if (ids === null || typeof ids !== 'object') throw new QuorumError('ERR_ARG', 'ids must be a BigInt64Array, an array of integers or one id');
+  if (ids === null || typeof ids !== 'object')
+    throw new QuorumError('ERR_ARG', 'ids must be a BigInt64Array, an array of integers or one id');
   return ids instanceof BigInt64Array ? ops.plain(ids) : idsOf(ids, ids.length);
 }
 
@@ -227,8 +229,12 @@ export class DenseIndex extends NativeResource {
       checkOptions(options, searchKeys, 'DenseIndex.search options');
       const q = floatsOf(ops, queries, this.dim, 'queries');
       const allowed = options.allowedIds === undefined ? undefined : idArray(ops, options.allowedIds);
-      if (options.filterScanBelow !== undefined && !allowed) throw new QuorumError('ERR_ARG', 'filterScanBelow applies to a search with allowedIds');
-      return { pin: q.tensor, call: (async) => this.#native.search(q.data, k, options.efSearch, options.nprobe, async, allowed, options.filterScanBelow) };
+      if (options.filterScanBelow !== undefined && !allowed)
+        throw new QuorumError('ERR_ARG', 'filterScanBelow applies to a search with allowedIds');
+      return {
+        pin: q.tensor,
+        call: (async) => this.#native.search(q.data, k, options.efSearch, options.nprobe, async, allowed, options.filterScanBelow),
+      };
     };
   }
 
@@ -403,14 +409,19 @@ export async function kmeans(vectors: Tensor<'f32'>, k: number, options: KmeansO
   const dim = vectors.shape[1]!;
   const x = floatsOf(Operands.copied, vectors, dim, 'vectors');
   const int = (v: unknown, what: string, min: number) => {
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > 2 ** 24) throw new QuorumError('ERR_RANGE', `${what} must be an integer in [${min}, 2^24], got ${String(v)}`);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > 2 ** 24)
+      throw new QuorumError('ERR_RANGE', `${what} must be an integer in [${min}, 2^24], got ${String(v)}`);
     return v;
   };
   const centroids = int(k, 'k', 1);
   const niter = int(options.niter ?? 10, 'niter', 1);
   const seed = int(options.seed ?? 1234, 'seed', 0);
   const r = await whilePinned([x.tensor], () =>
-    awaitNative(callNative(() => faissAddon().kmeans(x.data, dim, centroids, niter, seed, options.spherical === true, true)) as Promise<{ centroids: Float32Array }>),
+    awaitNative(
+      callNative(() => faissAddon().kmeans(x.data, dim, centroids, niter, seed, options.spherical === true, true)) as Promise<{
+        centroids: Float32Array;
+      }>,
+    ),
   );
   return Tensor.wrap(r.centroids, [centroids, dim], 'f32');
 }

@@ -78,7 +78,10 @@ function operands(ops: Operands, queries: QueryInput, corpus: MatrixInput): [Ten
   if (queries instanceof Float32Array) {
     const dim = c.shape[1] ?? 0;
     if (c.shape.length !== 2 || dim === 0 || queries.length % dim !== 0) {
-      throw new QuorumError('ERR_SHAPE', `a flat query array of length ${queries.length} does not divide into rows of the corpus dimension ${dim}`);
+      throw new QuorumError(
+        'ERR_SHAPE',
+        `a flat query array of length ${queries.length} does not divide into rows of the corpus dimension ${dim}`,
+      );
     }
     return [ops.typed(queries, [queries.length / dim, dim], 'f32'), c];
   }
@@ -166,7 +169,11 @@ export async function scoreTopK(queries: QueryInput, corpus: MatrixInput, k: num
     if (needsUpload(q0, c, queries)) q = await q0.toAsync('cuda');
     const backend = backendOf([q, c], ['queries', 'corpus']);
     const rows = rowsOperand(Operands.copied, options.rows, q, c);
-    const raw = await awaitNative(callNative(() => backend.scoreTopK(q.handle, c.handle, k, options.checkFinite === true, true, rows?.handle ?? null)) as Promise<RawTopK>);
+    const raw = await awaitNative(
+      callNative(() =>
+        backend.scoreTopK(q.handle, c.handle, k, options.checkFinite === true, true, rows?.handle ?? null),
+      ) as Promise<RawTopK>,
+    );
     return topKResult(await hostPairAsync(raw));
   } finally {
     if (q !== q0) q.dispose();
@@ -189,7 +196,11 @@ export function scoreTopKSync(queries: QueryInput, corpus: MatrixInput, k: numbe
     if (needsUpload(q0, c, queries)) q = q0.to('cuda');
     const backend = backendOf([q, c], ['queries', 'corpus']);
     const rows = rowsOperand(Operands.borrowed, options.rows, q, c);
-    return topKResult(hostPair(callNative(() => backend.scoreTopK(q.handle, c.handle, k, options.checkFinite === true, false, rows?.handle ?? null)) as RawTopK));
+    return topKResult(
+      hostPair(
+        callNative(() => backend.scoreTopK(q.handle, c.handle, k, options.checkFinite === true, false, rows?.handle ?? null)) as RawTopK,
+      ),
+    );
   } finally {
     if (q !== q0) q.dispose();
     releaseWraps([q0, c], [queries, corpus]);
@@ -267,7 +278,12 @@ function gatherCall(ops: Operands, queries: QueryInput, corpus: MatrixInput, ids
  * @example
  * const s = await gatherScores(queries, corpus, new Int32Array([7, 2, 40]));   // one query row: its scores for rows 7, 2, 40
  */
-export async function gatherScores(queries: QueryInput, corpus: MatrixInput, ids: IdsInput, options: DenseOptions = {}): Promise<Tensor<'f32'>> {
+export async function gatherScores(
+  queries: QueryInput,
+  corpus: MatrixInput,
+  ids: IdsInput,
+  options: DenseOptions = {},
+): Promise<Tensor<'f32'>> {
   return runAsync((ops) => gatherCall(ops, queries, corpus, ids, options), f32Result);
 }
 

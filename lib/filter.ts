@@ -28,7 +28,8 @@ interface RangeBounds {
  * `not`); numbers and strings never equal each other.
  *
  * @example
- * const f: Filter = { and: [{ field: 'lang', eq: 'en' }, { field: 'year', range: { gte: 2019 } }, { not: { field: 'tag', in: ['draft', 'spam'] } }] };
+ * const f: Filter = { and: [{ field: 'lang', eq: 'en' }, { field: 'year', range: { gte: 2019 } }, { not: { field:
+ * 'tag', in: ['draft', 'spam'] } }] };
  */
 export type Filter =
   | { field: string; eq: FieldValue }
@@ -65,12 +66,14 @@ export class MetadataTable {
     const postings = new Map<string, Map<string, number[]>>();
     const numbers = new Map<string, Array<[number, number]>>();
     records.forEach((rec, row) => {
-      if (rec === null || typeof rec !== 'object' || Array.isArray(rec)) throw new QuorumError('ERR_ARG', `metadata[${row}] must be an object of fields`);
+      if (rec === null || typeof rec !== 'object' || Array.isArray(rec))
+        throw new QuorumError('ERR_ARG', `metadata[${row}] must be an object of fields`);
       for (const [field, raw] of Object.entries(rec)) {
         if (raw === null || raw === undefined) continue;
         const values = Array.isArray(raw) ? (raw as readonly unknown[]) : [raw];
         for (const v of values) {
-          if (!isValue(v)) throw new QuorumError('ERR_ARG', `metadata[${row}].${field} must be strings or finite numbers, got ${JSON.stringify(v)}`);
+          if (!isValue(v))
+            throw new QuorumError('ERR_ARG', `metadata[${row}].${field} must be strings or finite numbers, got ${JSON.stringify(v)}`);
           let byValue = postings.get(field);
           if (!byValue) postings.set(field, (byValue = new Map()));
           const key = valueKey(v);
@@ -120,7 +123,8 @@ const valueKey = (v: FieldValue) => (typeof v === 'number' ? `n:${v}` : `s:${v}`
 
 /** First index whose value is >= x (or > x when `strict`). */
 function lowerBound(values: Float64Array, x: number, strict: boolean): number {
-  let lo = 0, hi = values.length;
+  let lo = 0,
+    hi = values.length;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
     if (strict ? values[mid]! <= x : values[mid]! < x) lo = mid + 1;
@@ -140,7 +144,8 @@ function evaluate(f: Filter, t: MetadataTable, path: string): Uint8Array {
   if ('and' in f || 'or' in f) {
     const op = 'and' in f ? 'and' : 'or';
     const parts = (f as { and?: readonly Filter[]; or?: readonly Filter[] })[op];
-    if (keys.length !== 1 || !Array.isArray(parts) || parts.length === 0) throw new QuorumError('ERR_ARG', `${path}.${op} must be a non-empty array of filters, alone in its object`);
+    if (keys.length !== 1 || !Array.isArray(parts) || parts.length === 0)
+      throw new QuorumError('ERR_ARG', `${path}.${op} must be a non-empty array of filters, alone in its object`);
     if (op === 'and') out.fill(1);
     parts.forEach((p, i) => {
       const m = evaluate(p, t, `${path}.${op}[${i}]`);
@@ -155,18 +160,28 @@ function evaluate(f: Filter, t: MetadataTable, path: string): Uint8Array {
     return out;
   }
   if (!('field' in f) || typeof f.field !== 'string' || keys.length !== 2)
-    throw new QuorumError('ERR_ARG', `${path} must be { field, eq | in | range }, { and }, { or } or { not }, got keys ${keys.join(', ') || '(none)'}`);
+    throw new QuorumError(
+      'ERR_ARG',
+      `${path} must be { field, eq | in | range }, { and }, { or } or { not }, got keys ${keys.join(', ') || '(none)'}`,
+    );
   if ('eq' in f) {
     if (!isValue(f.eq)) throw new QuorumError('ERR_ARG', `${path}.eq must be a string or a finite number`);
     mark(t.valueRows(f.field, f.eq));
   } else if ('in' in f) {
-    if (!Array.isArray(f.in) || !f.in.every(isValue)) throw new QuorumError('ERR_ARG', `${path}.in must be an array of strings or finite numbers`);
+    if (!Array.isArray(f.in) || !f.in.every(isValue))
+      throw new QuorumError('ERR_ARG', `${path}.in must be an array of strings or finite numbers`);
     for (const v of f.in) mark(t.valueRows(f.field, v));
   } else if ('range' in f) {
     const b = f.range;
-    if (b === null || typeof b !== 'object' || Object.keys(b).length === 0 || !Object.entries(b).every(([k, v]) => ['gt', 'gte', 'lt', 'lte'].includes(k) && typeof v === 'number' && !Number.isNaN(v)))
+    if (
+      b === null ||
+      typeof b !== 'object' ||
+      Object.keys(b).length === 0 ||
+      !Object.entries(b).every(([k, v]) => ['gt', 'gte', 'lt', 'lte'].includes(k) && typeof v === 'number' && !Number.isNaN(v))
+    )
       throw new QuorumError('ERR_ARG', `${path}.range must hold numeric gt / gte / lt / lte bounds`);
-    if ((b.gt !== undefined && b.gte !== undefined) || (b.lt !== undefined && b.lte !== undefined)) throw new QuorumError('ERR_ARG', `${path}.range takes one lower and one upper bound`);
+    if ((b.gt !== undefined && b.gte !== undefined) || (b.lt !== undefined && b.lte !== undefined))
+      throw new QuorumError('ERR_ARG', `${path}.range takes one lower and one upper bound`);
     mark(t.rangeRows(f.field, b));
   } else {
     throw new QuorumError('ERR_ARG', `${path} needs eq, in or range beside its field`);

@@ -34,7 +34,11 @@ export function bestPoint<P>(tried: ReadonlyArray<GridPoint<P>>, goal: GridGoal)
 }
 
 /** Scores every point of `grid` in order and returns the best with every point tried. */
-export function gridSearch<P>(grid: readonly P[], score: (point: P) => number, goal: GridGoal): { best: GridPoint<P>; tried: Array<GridPoint<P>> } {
+export function gridSearch<P>(
+  grid: readonly P[],
+  score: (point: P) => number,
+  goal: GridGoal,
+): { best: GridPoint<P>; tried: Array<GridPoint<P>> } {
   const tried = grid.map((point) => ({ point, value: score(point) }));
   return { best: bestPoint(tried, goal), tried };
 }

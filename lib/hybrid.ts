@@ -5,7 +5,12 @@ import { gridSearch } from './grid-search.js';
 import { allFinite, checkHits, checkOptions, finite, mustBeArray, mustBeObject, optionKeys, parse, positiveInt, z } from './validate.js';
 
 const hybridOptionsSchema = z
-  .object({ alpha: finite.optional(), normalization: z.boolean().optional(), weightOnDense: z.boolean().optional(), k: positiveInt.optional() })
+  .object({
+    alpha: finite.optional(),
+    normalization: z.boolean().optional(),
+    weightOnDense: z.boolean().optional(),
+    k: positiveInt.optional(),
+  })
   .strict();
 
 /** One entry of a ranked list: an id and its score, higher is better. */
@@ -39,7 +44,11 @@ function range<Id>(list: ReadonlyArray<RankedHit<Id>>): [number, number] {
  * first, then the sparse side's new ones) and each side's score for every id, a missing one at its list's minimum,
  * centred-min-max normalised when asked. A grid over alpha prepares each query once (`quorum eval`'s tuning).
  */
-export function hybridPrepare<Id>(dense: ReadonlyArray<RankedHit<Id>>, sparse: ReadonlyArray<RankedHit<Id>>, normalization: boolean): { ids: Id[]; dense: Float64Array; sparse: Float64Array } {
+export function hybridPrepare<Id>(
+  dense: ReadonlyArray<RankedHit<Id>>,
+  sparse: ReadonlyArray<RankedHit<Id>>,
+  normalization: boolean,
+): { ids: Id[]; dense: Float64Array; sparse: Float64Array } {
   const [minD, maxD] = range(dense);
   const [minS, maxS] = range(sparse);
   const d = new Map(dense.map((h) => [h.id, h.score]));
@@ -72,7 +81,10 @@ export function hybridFuse<Id extends string | number | bigint>(
   checkHits(sparse, 'sparse');
   const alpha = options.alpha ?? 0.1;
   const p = hybridPrepare(dense, sparse, options.normalization === true);
-  const out: Array<RankedHit<Id>> = p.ids.map((id, i) => ({ id, score: options.weightOnDense ? p.sparse[i]! + alpha * p.dense[i]! : alpha * p.sparse[i]! + p.dense[i]! }));
+  const out: Array<RankedHit<Id>> = p.ids.map((id, i) => ({
+    id,
+    score: options.weightOnDense ? p.sparse[i]! + alpha * p.dense[i]! : alpha * p.sparse[i]! + p.dense[i]!,
+  }));
   out.sort((a, b) => b.score - a.score || compareIds(a.id, b.id));
   return options.k === undefined ? out : out.slice(0, options.k);
 }
@@ -84,7 +96,15 @@ export const HYBRID_ALPHA_GRID: readonly number[] = Object.freeze(Array.from({ l
  * A wider grid for `quorum eval`'s per-task alpha: ranx's stops at 2, where lexical-overlap questions still want
  * more BM25 weight; 0..10 by 0.1, then coarser steps up to 100 (the dense side only breaks BM25's ties there).
  */
-export const WIDE_ALPHA_GRID: readonly number[] = Object.freeze([...Array.from({ length: 101 }, (_, i) => i / 10), 12, 15, 20, 30, 50, 100]);
+export const WIDE_ALPHA_GRID: readonly number[] = Object.freeze([
+  ...Array.from({ length: 101 }, (_, i) => i / 10),
+  12,
+  15,
+  20,
+  30,
+  50,
+  100,
+]);
 
 /** What {@link searchAlpha} returns. */
 export interface AlphaSearch {
@@ -96,7 +116,13 @@ export interface AlphaSearch {
   tried: Array<{ alpha: number; value: number }>;
 }
 
-const searchAlphaKeys = optionKeys<NonNullable<Parameters<typeof searchAlpha>[1]>>()(['normalization', 'weightOnDense', 'k', 'grid', 'metric']);
+const searchAlphaKeys = optionKeys<NonNullable<Parameters<typeof searchAlpha>[1]>>()([
+  'normalization',
+  'weightOnDense',
+  'k',
+  'grid',
+  'metric',
+]);
 
 /**
  * Picks alpha on a dev split: the grid value with the best mean metric (the first on ties). The default metric
@@ -119,11 +145,17 @@ export function searchAlpha<Id extends string | number | bigint>(
   checkOptions(options, searchAlphaKeys, 'searchAlpha options');
   const { grid: given, metric: metricOption, ...fuseOptions } = options;
   const grid = parse(z.array(finite).nonempty().optional(), given, 'searchAlpha grid') ?? HYBRID_ALPHA_GRID;
-  if (metricOption !== undefined && typeof metricOption !== 'function') throw new QuorumError('ERR_ARG', 'searchAlpha metric must be a function');
-  const metric = metricOption ?? ((ranked, relevant) => (relevant.size ? ranked.slice(0, 20).filter((x) => relevant.has(x)).length / relevant.size : 0));
+  if (metricOption !== undefined && typeof metricOption !== 'function')
+    throw new QuorumError('ERR_ARG', 'searchAlpha metric must be a function');
+  const metric =
+    metricOption ?? ((ranked, relevant) => (relevant.size ? ranked.slice(0, 20).filter((x) => relevant.has(x)).length / relevant.size : 0));
   const meanAt = (alpha: number) => {
     let total = 0;
-    for (const q of dev) total += metric(hybridFuse(q.dense, q.sparse, { ...fuseOptions, alpha }).map((h) => h.id), q.relevant);
+    for (const q of dev)
+      total += metric(
+        hybridFuse(q.dense, q.sparse, { ...fuseOptions, alpha }).map((h) => h.id),
+        q.relevant,
+      );
     return dev.length ? total / dev.length : 0;
   };
   const { best, tried } = gridSearch(grid, meanAt, { goal: 'max', ties: 'first' });
@@ -151,12 +183,16 @@ export interface GainOverBaseline {
  * gainOverBaseline([1, 0.5, 1, 1], [0.5, 0.5, 0.5, 1]) // { gain: 0.25, se: 0.144, keep: true }
  */
 export function gainOverBaseline(fused: ArrayLike<number>, baseline: ArrayLike<number>): GainOverBaseline {
-  for (const [v, what] of [[fused, 'fused'], [baseline, 'baseline']] as const)
+  for (const [v, what] of [
+    [fused, 'fused'],
+    [baseline, 'baseline'],
+  ] as const)
     if (!Array.isArray(v) && !(v instanceof Float32Array || v instanceof Float64Array))
       throw new QuorumError('ERR_ARG', `${what} must be an array of numbers or a Float32Array / Float64Array`);
   if (!Array.from(fused).every((x) => typeof x === 'number') || !Array.from(baseline).every((x) => typeof x === 'number'))
     throw new QuorumError('ERR_ARG', 'per-query values must be numbers');
-  if (fused.length !== baseline.length) throw new QuorumError('ERR_SHAPE', `per-query values differ in length: ${fused.length} and ${baseline.length}`);
+  if (fused.length !== baseline.length)
+    throw new QuorumError('ERR_SHAPE', `per-query values differ in length: ${fused.length} and ${baseline.length}`);
   const d = Array.from(fused, (x, i) => x - baseline[i]!);
   if (!allFinite(d)) throw new QuorumError('ERR_NONFINITE', 'per-query values must be finite numbers');
   const n = d.length;

@@ -59,7 +59,8 @@ export class Live<T> {
 
   constructor(value: T, options: LiveOptions<T> = {}) {
     checkOptions(options, liveKeys, 'Live options');
-    if (options.dispose !== undefined && typeof options.dispose !== 'function') throw new QuorumError('ERR_ARG', 'dispose must be a function');
+    if (options.dispose !== undefined && typeof options.dispose !== 'function')
+      throw new QuorumError('ERR_ARG', 'dispose must be a function');
     this.disposeValue = options.dispose ?? defaultDispose;
     this.head = { value, version: 1, inFlight: 0, retired: false };
   }
@@ -154,9 +155,7 @@ export class Live<T> {
     g.retired = true;
     this.retiring.add(g);
     const drained = g.inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => (g.resolveDrained = resolve));
-    g.freed = drained
-      .then(() => this.disposeValue(g.value))
-      .finally(() => this.retiring.delete(g));
+    g.freed = drained.then(() => this.disposeValue(g.value)).finally(() => this.retiring.delete(g));
     return g.freed;
   }
 }

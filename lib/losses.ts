@@ -45,7 +45,16 @@ function call(ops: Operands, queries: TensorInput, passages: TensorInput, positi
   const w = o.weights === undefined ? undefined : ops.f32Vector(o.weights, 'weights');
   const be = backendOf([q, p], ['queries', 'passages']);
   return (async: boolean) =>
-    be.infoNce(q.handle, p.handle, auxOperand(be, pos, 'positives')!, auxOperand(be, w, 'weights'), o.temperature ?? 1, o.cosine === true, o.grad !== false, async);
+    be.infoNce(
+      q.handle,
+      p.handle,
+      auxOperand(be, pos, 'positives')!,
+      auxOperand(be, w, 'weights'),
+      o.temperature ?? 1,
+      o.cosine === true,
+      o.grad !== false,
+      async,
+    );
 }
 
 function wrap(r: Raw): InfoNceResult {
@@ -70,7 +79,12 @@ function wrap(r: Raw): InfoNceResult {
  * const r = await infoNce(q, p, Int32Array.from({ length: B }, (_, i) => 2 * i));
  * r.loss; r.dQ; r.dP;
  */
-export async function infoNce(queries: TensorInput, passages: TensorInput, positives: Int32Input, options: InfoNceOptions = {}): Promise<InfoNceResult> {
+export async function infoNce(
+  queries: TensorInput,
+  passages: TensorInput,
+  positives: Int32Input,
+  options: InfoNceOptions = {},
+): Promise<InfoNceResult> {
   return runAsync((ops) => call(ops, queries, passages, positives, options), wrap);
 }
 
@@ -80,6 +94,11 @@ export async function infoNce(queries: TensorInput, passages: TensorInput, posit
  * @example
  * const { loss, accuracy } = infoNceSync(q, p, Int32Array.from({ length: B }, (_, i) => 2 * i), { grad: false });
  */
-export function infoNceSync(queries: TensorInput, passages: TensorInput, positives: Int32Input, options: InfoNceOptions = {}): InfoNceResult {
+export function infoNceSync(
+  queries: TensorInput,
+  passages: TensorInput,
+  positives: Int32Input,
+  options: InfoNceOptions = {},
+): InfoNceResult {
   return runSync((ops) => call(ops, queries, passages, positives, options), wrap);
 }

@@ -62,7 +62,17 @@ function call(ops: Operands, queries: TensorInput, docs: TokenDocuments, o: MaxS
   const be = backendOf([q, d], ['queries', 'documents']);
   const aux = (t: Tensor | undefined, what: string) => auxOperand(be, t, what);
   return (async: boolean) =>
-    be.maxSim(q.handle, aux(qm, 'queryMask'), d.handle, aux(lengths, 'lengths')!, aux(tm, 'tokenMask'), o.clampZero === true, o.argmax === true, async, select?.handle ?? null);
+    be.maxSim(
+      q.handle,
+      aux(qm, 'queryMask'),
+      d.handle,
+      aux(lengths, 'lengths')!,
+      aux(tm, 'tokenMask'),
+      o.clampZero === true,
+      o.argmax === true,
+      async,
+      select?.handle ?? null,
+    );
 }
 
 function wrap(r: RawScores): MaxSimResult {
@@ -167,4 +177,3 @@ export function maxSimBackwardSync(
 ): MaxSimGradients {
   return runSync((ops) => backwardCall(ops, queries, docs, argmax, grad, options), wrapGrads);
 }
-

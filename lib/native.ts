@@ -59,11 +59,16 @@ const checkoutScripts: Record<string, string> = {
  * The exact commands that build a missing module where the package is: in a source checkout the native build that
  * makes it; in an installed package the Debian packages the module links against, then its build there.
  */
-export function buildCommand(name: string, where: { root: string; checkout: boolean } = { root: packageRoot, checkout: isCheckout() }): string {
+export function buildCommand(
+  name: string,
+  where: { root: string; checkout: boolean } = { root: packageRoot, checkout: isCheckout() },
+): string {
   if (where.checkout) return `cd ${where.root} && bash scripts/bootstrap.sh && npm run ${checkoutScripts[name] ?? 'build:native'}`;
   const apt = `sudo apt-get install -y --no-install-recommends ${(systemPackages[name] ?? systemPackages.quorum_torch!).join(' ')}`;
   if (name === 'quorum_core') return `${apt} && cd ${where.root} && npx --yes node-gyp rebuild`;
-  const configure = cmakeOptions[name] ? `npx --yes cmake-js@8 configure --out build${cmakeOptions[name]} && npx --yes cmake-js@8 build --out build` : 'npx --yes cmake-js@8 compile --out build';
+  const configure = cmakeOptions[name]
+    ? `npx --yes cmake-js@8 configure --out build${cmakeOptions[name]} && npx --yes cmake-js@8 build --out build`
+    : 'npx --yes cmake-js@8 compile --out build';
   return `${apt} && cd ${where.root} && ${configure}`;
 }
 
@@ -191,8 +196,18 @@ export interface CoreAddon {
     argmax: boolean,
     async: boolean,
   ): MaybeAsync<{ weights: NativeTensorHandle; argmax?: NativeTensorHandle }>;
-  spladePoolBackward(logits: NativeTensorHandle, argmax: NativeTensorHandle, grad: NativeTensorHandle, async: boolean): MaybeAsync<NativeTensorHandle>;
-  spladeRegularizer(w: NativeTensorHandle, kind: string, grad: boolean, async: boolean): MaybeAsync<{ value: number; grad?: NativeTensorHandle }>;
+  spladePoolBackward(
+    logits: NativeTensorHandle,
+    argmax: NativeTensorHandle,
+    grad: NativeTensorHandle,
+    async: boolean,
+  ): MaybeAsync<NativeTensorHandle>;
+  spladeRegularizer(
+    w: NativeTensorHandle,
+    kind: string,
+    grad: boolean,
+    async: boolean,
+  ): MaybeAsync<{ value: number; grad?: NativeTensorHandle }>;
   toSparse(
     w: NativeTensorHandle,
     threshold: number,
@@ -208,7 +223,13 @@ export interface CoreAddon {
     bv: NativeTensorHandle,
     async: boolean,
   ): MaybeAsync<NativeTensorHandle>;
-  sparseDenseScores(o: NativeTensorHandle, i: NativeTensorHandle, v: NativeTensorHandle, dense: NativeTensorHandle, async: boolean): MaybeAsync<NativeTensorHandle>;
+  sparseDenseScores(
+    o: NativeTensorHandle,
+    i: NativeTensorHandle,
+    v: NativeTensorHandle,
+    dense: NativeTensorHandle,
+    async: boolean,
+  ): MaybeAsync<NativeTensorHandle>;
   infoNce(
     q: NativeTensorHandle,
     p: NativeTensorHandle,
@@ -334,7 +355,10 @@ export function coreAddon(): CoreAddon {
 function warnAboutEnvironment(caps: NativeCapabilities): void {
   const isa = process.env.QUORUM_ISA;
   if (isa && isa !== caps.isa)
-    process.emitWarning(`QUORUM_ISA=${isa} is not a kernel variant this CPU runs (available: ${caps.availableIsas.join(', ')}); using ${caps.isa}`, { code: 'QUORUM_ENV' });
+    process.emitWarning(
+      `QUORUM_ISA=${isa} is not a kernel variant this CPU runs (available: ${caps.availableIsas.join(', ')}); using ${caps.isa}`,
+      { code: 'QUORUM_ENV' },
+    );
   const threads = process.env.QUORUM_THREADS;
   if (threads && !/^\s*[1-9]\d*\s*$/.test(threads))
     process.emitWarning(`QUORUM_THREADS=${threads} is not a positive integer; using ${caps.threads} threads`, { code: 'QUORUM_ENV' });
@@ -381,7 +405,15 @@ export interface NativeDenseIndex {
 /** quorum_faiss.node's exports. */
 interface FaissAddon {
   DenseIndex: new (options?: object) => NativeDenseIndex;
-  kmeans(vectors: Float32Array, dim: number, k: number, niter: number, seed: number, spherical: boolean, async: boolean): MaybeAsync<{ centroids: Float32Array }>;
+  kmeans(
+    vectors: Float32Array,
+    dim: number,
+    k: number,
+    niter: number,
+    seed: number,
+    spherical: boolean,
+    async: boolean,
+  ): MaybeAsync<{ centroids: Float32Array }>;
   setThreads(n: number): void;
   threads(): number;
 }

@@ -17,7 +17,12 @@ export function progress(label: string, total: number): { tick(n?: number): void
  * Runs `work(start, end)` over [0, total) in batches of `size`, one after another, with a progress bar (see
  * {@link progress}) that is stopped whatever happens.
  */
-export async function inBatches(label: string, total: number, size: number, work: (start: number, end: number) => Promise<void>): Promise<void> {
+export async function inBatches(
+  label: string,
+  total: number,
+  size: number,
+  work: (start: number, end: number) => Promise<void>,
+): Promise<void> {
   const bar = progress(label, total);
   try {
     for (let start = 0; start < total; start += size) {

@@ -18,7 +18,8 @@ function quoted(v: unknown): string {
  * A server passes its own smaller `max`; the bound also keeps a request from sizing its result buffers past memory.
  */
 export function checkK(k: unknown, what = 'k', max = MAX_K): number {
-  if (typeof k !== 'number' || !Number.isInteger(k) || k < 1 || k > max) throw new QuorumError('ERR_RANGE', `${what} must be an integer in [1, ${max}], got ${quoted(k)}`);
+  if (typeof k !== 'number' || !Number.isInteger(k) || k < 1 || k > max)
+    throw new QuorumError('ERR_RANGE', `${what} must be an integer in [1, ${max}], got ${quoted(k)}`);
   return k;
 }
 
@@ -32,7 +33,8 @@ export function checkFusion<F extends string>(fusion: unknown, allowed: readonly
 
 /** An abstention threshold checked: a probability in [0, 1], else ERR_RANGE. */
 export function checkAbstain(abstain: unknown, what = 'abstain'): number {
-  if (typeof abstain !== 'number' || !(abstain >= 0 && abstain <= 1)) throw new QuorumError('ERR_RANGE', `${what} must be a number in [0, 1], got ${quoted(abstain)}`);
+  if (typeof abstain !== 'number' || !(abstain >= 0 && abstain <= 1))
+    throw new QuorumError('ERR_RANGE', `${what} must be a number in [0, 1], got ${quoted(abstain)}`);
   return abstain;
 }
 
@@ -60,7 +62,8 @@ export function filterRows(rows: unknown, n: number, what = 'rows'): Int32Array 
   let ascending = true;
   for (let i = 0; i < list.length; i++) {
     const r = list[i];
-    if (typeof r !== 'number' || !Number.isInteger(r) || r < 0 || r >= n) throw new QuorumError('ERR_RANGE', `${what}[${i}] = ${quoted(r)} is not a corpus row (0..${n - 1})`);
+    if (typeof r !== 'number' || !Number.isInteger(r) || r < 0 || r >= n)
+      throw new QuorumError('ERR_RANGE', `${what}[${i}] = ${quoted(r)} is not a corpus row (0..${n - 1})`);
     out[i] = r;
     if (i && r <= out[i - 1]!) ascending = false;
   }

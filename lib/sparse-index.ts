@@ -61,7 +61,10 @@ function asVectors(rows: SparseRowsInput): SparseVectors {
     for (const entry of r) {
       const { index, value } = (entry ?? {}) as { index?: unknown; value?: unknown };
       if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index > MAX_TERM)
-        throw new QuorumError(typeof index === 'number' ? 'ERR_RANGE' : 'ERR_ARG', `sparse row ${i}: index must be an integer in [0, 2^31 - 1], got ${String(index)}`);
+        throw new QuorumError(
+          typeof index === 'number' ? 'ERR_RANGE' : 'ERR_ARG',
+          `sparse row ${i}: index must be an integer in [0, 2^31 - 1], got ${String(index)}`,
+        );
       if (typeof value !== 'number') throw new QuorumError('ERR_ARG', `sparse row ${i}: value must be a number, got ${typeof value}`);
       indices[e] = index;
       values[e++] = value;
@@ -74,7 +77,15 @@ interface NativeSparseIndex {
   add(ids: NativeTensorHandle, o: NativeTensorHandle, i: NativeTensorHandle, v: NativeTensorHandle, async: boolean): unknown;
   remove(ids: NativeTensorHandle, async: boolean): unknown;
   relabel(from: NativeTensorHandle, to: NativeTensorHandle): void;
-  search(o: NativeTensorHandle, i: NativeTensorHandle, v: NativeTensorHandle, k: number, async: boolean, algorithm: string, allowed: NativeTensorHandle | null): unknown;
+  search(
+    o: NativeTensorHandle,
+    i: NativeTensorHandle,
+    v: NativeTensorHandle,
+    k: number,
+    async: boolean,
+    algorithm: string,
+    allowed: NativeTensorHandle | null,
+  ): unknown;
   save(path: string, async: boolean): unknown;
   load(path: string, async: boolean): unknown;
   toBuffer(): Uint8Array;
@@ -152,12 +163,18 @@ export class SparseIndex extends NativeResource {
 
   /** Adds documents with the given ids. Term ids must be >= 0 and weights finite; a bad batch adds nothing. */
   async add(ids: BigInt64Array | ArrayLike<number | bigint>, docs: SparseRowsInput): Promise<void> {
-    return runAsync((ops) => this.#addCall(ops, ids, docs), () => undefined);
+    return runAsync(
+      (ops) => this.#addCall(ops, ids, docs),
+      () => undefined,
+    );
   }
 
   /** {@link add} on the calling thread. */
   addSync(ids: BigInt64Array | ArrayLike<number | bigint>, docs: SparseRowsInput): void {
-    runSync((ops) => this.#addCall(ops, ids, docs), () => undefined);
+    runSync(
+      (ops) => this.#addCall(ops, ids, docs),
+      () => undefined,
+    );
   }
 
   #removeCall(ops: Operands, ids: BigInt64Array | ArrayLike<number | bigint>) {
@@ -173,12 +190,18 @@ export class SparseIndex extends NativeResource {
    * quarter of the index its postings are rebuilt without them; a save writes the live documents only.
    */
   async remove(ids: BigInt64Array | ArrayLike<number | bigint>): Promise<number> {
-    return runAsync((ops) => this.#removeCall(ops, ids), (r) => (r as { removed: number }).removed);
+    return runAsync(
+      (ops) => this.#removeCall(ops, ids),
+      (r) => (r as { removed: number }).removed,
+    );
   }
 
   /** {@link remove} on the calling thread. */
   removeSync(ids: BigInt64Array | ArrayLike<number | bigint>): number {
-    return runSync((ops) => this.#removeCall(ops, ids), (r) => (r as { removed: number }).removed);
+    return runSync(
+      (ops) => this.#removeCall(ops, ids),
+      (r) => (r as { removed: number }).removed,
+    );
   }
 
   /**
@@ -203,7 +226,8 @@ export class SparseIndex extends NativeResource {
     const [o, i, w] = sparseTensors(ops, asVectors(queries));
     const algorithm = options.algorithm ?? 'auto';
     const a = options.allowedIds;
-    const allowed = a === undefined ? undefined : ops.typed(idsOf(a, (a as { length: number }).length ?? -1), [(a as { length: number }).length], 'i64');
+    const allowed =
+      a === undefined ? undefined : ops.typed(idsOf(a, (a as { length: number }).length ?? -1), [(a as { length: number }).length], 'i64');
     return (async: boolean) => this.#native.search(o.handle, i.handle, w.handle, k, async, algorithm, allowed?.handle ?? null);
   }
 
@@ -212,25 +236,37 @@ export class SparseIndex extends NativeResource {
    * old file or the new one. Versioned header and checksum. ERR_IO on failure.
    */
   async save(path: string): Promise<void> {
-    return runAsync(() => (async) => this.#native.save(path, async), () => undefined);
+    return runAsync(
+      () => (async) => this.#native.save(path, async),
+      () => undefined,
+    );
   }
 
   /** {@link save} on the calling thread. */
   saveSync(path: string): void {
-    runSync(() => (async) => this.#native.save(path, async), () => undefined);
+    runSync(
+      () => (async) => this.#native.save(path, async),
+      () => undefined,
+    );
   }
 
   /** Reads an index written by {@link save}. A corrupt, truncated or foreign file is ERR_FORMAT; a missing one ERR_IO. */
   static async load(path: string): Promise<SparseIndex> {
     const index = new SparseIndex();
-    await runAsync(() => (async) => index.#native.load(path, async), () => undefined);
+    await runAsync(
+      () => (async) => index.#native.load(path, async),
+      () => undefined,
+    );
     return index;
   }
 
   /** {@link SparseIndex.load} on the calling thread. */
   static loadSync(path: string): SparseIndex {
     const index = new SparseIndex();
-    runSync(() => (async) => index.#native.load(path, async), () => undefined);
+    runSync(
+      () => (async) => index.#native.load(path, async),
+      () => undefined,
+    );
     return index;
   }
 

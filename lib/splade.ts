@@ -1,4 +1,5 @@
-// SPLADE max pooling, its regularizers and sparse vectors, docs/methods/kernels.md#splade-pooling-and-regularizers. Contract: native/kernels/splade.h.
+// SPLADE max pooling, its regularizers and sparse vectors, docs/methods/kernels.md#splade-pooling-and-regularizers.
+// Contract: native/kernels/splade.h.
 import { auxOperand, backendOf } from './cuda.js';
 import { QuorumError } from './errors.js';
 import { coreAddon, type NativeTensorHandle } from './native.js';
@@ -80,7 +81,10 @@ function backwardCall(ops: Operands, logits: TensorInput, argmax: Tensor<'i32'>,
  * d.data;   // [0.5, 0, 0, 0.333...]: 1 / (1 + 1) and 1 / (1 + 2) at the winning tokens
  */
 export async function spladePoolBackward(logits: TensorInput, argmax: Tensor<'i32'>, grad: TensorInput): Promise<Tensor<'f32'>> {
-  return runAsync((ops) => backwardCall(ops, logits, argmax, grad), (h: NativeTensorHandle) => Tensor.fromHandle<'f32'>(h));
+  return runAsync(
+    (ops) => backwardCall(ops, logits, argmax, grad),
+    (h: NativeTensorHandle) => Tensor.fromHandle<'f32'>(h),
+  );
 }
 
 /**
@@ -90,7 +94,10 @@ export async function spladePoolBackward(logits: TensorInput, argmax: Tensor<'i3
  * const dLogits = spladePoolBackwardSync(logits, argmax, dWeights);   // Tensor f32 [B, L, V]
  */
 export function spladePoolBackwardSync(logits: TensorInput, argmax: Tensor<'i32'>, grad: TensorInput): Tensor<'f32'> {
-  return runSync((ops) => backwardCall(ops, logits, argmax, grad), (h: NativeTensorHandle) => Tensor.fromHandle<'f32'>(h));
+  return runSync(
+    (ops) => backwardCall(ops, logits, argmax, grad),
+    (h: NativeTensorHandle) => Tensor.fromHandle<'f32'>(h),
+  );
 }
 
 /** Which regularizer: FLOPS `sum_v (mean_b |w_bv|)^2` (over the batch) or L1 `mean_b sum_v |w_bv|`. */
@@ -127,7 +134,11 @@ function wrapReg(r: { value: number; grad?: NativeTensorHandle }): RegularizerRe
  * grad!.data;  // [0, 2, 1, 0, 2, 0]
  * (await regularizer(w, 'l1')).value;   // 3: (3 + 3) / 2
  */
-export async function regularizer(weights: TensorInput, kind: SparseRegularizer, options: { grad?: boolean } = {}): Promise<RegularizerResult> {
+export async function regularizer(
+  weights: TensorInput,
+  kind: SparseRegularizer,
+  options: { grad?: boolean } = {},
+): Promise<RegularizerResult> {
   checkOptions(options, regularizerKeys, 'regularizer options');
   return runAsync((ops) => regCall(ops, weights, kind, options.grad === true), wrapReg);
 }
@@ -190,8 +201,17 @@ export interface SparseVectors {
 /** ERR_ARG unless `s` holds the three typed arrays of sparse vectors. */
 function checkSparseVectors(s: unknown): void {
   const v = s as Partial<SparseVectors> | null;
-  if (v === null || typeof v !== 'object' || !(v.offsets instanceof BigInt64Array) || !(v.indices instanceof Int32Array) || !(v.values instanceof Float32Array))
-    throw new QuorumError('ERR_ARG', 'sparse vectors need offsets: BigInt64Array, indices: Int32Array, values: Float32Array (see sparseVectors)');
+  if (
+    v === null ||
+    typeof v !== 'object' ||
+    !(v.offsets instanceof BigInt64Array) ||
+    !(v.indices instanceof Int32Array) ||
+    !(v.values instanceof Float32Array)
+  )
+    throw new QuorumError(
+      'ERR_ARG',
+      'sparse vectors need offsets: BigInt64Array, indices: Int32Array, values: Float32Array (see sparseVectors)',
+    );
 }
 
 /**
@@ -212,7 +232,8 @@ export function sparseVectors(offsets: BigInt64Array, indices: Int32Array, value
     row(r: number) {
       if (!Number.isInteger(r) || r < 0 || r >= rows) throw new QuorumError('ERR_RANGE', `row ${r} is outside [0, ${rows})`);
       const out: Array<{ index: number; value: number }> = [];
-      for (let i = Number(offsets[r]); i < Number(offsets[r + 1]); i++) out.push({ index: indices[i] as number, value: values[i] as number });
+      for (let i = Number(offsets[r]); i < Number(offsets[r + 1]); i++)
+        out.push({ index: indices[i] as number, value: values[i] as number });
       return out;
     },
   };

@@ -96,7 +96,7 @@ export class Tensor<D extends Dtype = Dtype> {
   ): Tensor<D> {
     if (values === null || typeof values !== 'object' || typeof (values as { length?: unknown }).length !== 'number')
       throw new QuorumError('ERR_ARG', 'Tensor.from needs an array or a typed array of values');
-    const own = ArrayBuffer.isView(values) ? dtypeOfArray(values) : undefined;  // undefined for Float64Array
+    const own = ArrayBuffer.isView(values) ? dtypeOfArray(values) : undefined; // undefined for Float64Array
     const dtype = (dtypeArg ?? own ?? 'f32') as D;
     checkDtype(dtype);
     if (own !== dtype) values = checkedValues(values, dtype) as ArrayLike<number>;
@@ -127,7 +127,8 @@ export class Tensor<D extends Dtype = Dtype> {
    */
   static wrap<D extends Dtype>(data: TypedArrayOf[D], shape: readonly number[], dtype?: D): Tensor<D> {
     const dt = dtype ?? (dtypeOfArray(data) as D | undefined);
-    if (!dt) throw new QuorumError('ERR_DTYPE', 'unsupported typed array: use Float32Array, Uint16Array, Int32Array, BigInt64Array or Uint8Array');
+    if (!dt)
+      throw new QuorumError('ERR_DTYPE', 'unsupported typed array: use Float32Array, Uint16Array, Int32Array, BigInt64Array or Uint8Array');
     checkDtype(dt);
     const core = coreAddon();
     return new Tensor<D>(callNative(() => new core.NativeTensor(dtypeCode[dt], shape, data)));
@@ -250,10 +251,15 @@ export class Tensor<D extends Dtype = Dtype> {
       host.dispose();
       throw e;
     }
-    return done instanceof Promise ? awaitNative(done).then(() => host, (e: unknown) => {
-      host.dispose();
-      throw e;
-    }) : host;
+    return done instanceof Promise
+      ? awaitNative(done).then(
+          () => host,
+          (e: unknown) => {
+            host.dispose();
+            throw e;
+          },
+        )
+      : host;
   }
 
   /**
@@ -267,7 +273,7 @@ export class Tensor<D extends Dtype = Dtype> {
    */
   async save(path: string): Promise<void> {
     if (typeof path !== 'string' || path.length === 0) throw new QuorumError('ERR_ARG', 'save needs a file path');
-    if (this.device !== 'cpu') throw new QuorumError('ERR_UNSUPPORTED', 'save a cpu tensor: move it with .to(\'cpu\') first');
+    if (this.device !== 'cpu') throw new QuorumError('ERR_UNSUPPORTED', "save a cpu tensor: move it with .to('cpu') first");
     const core = coreAddon();
     await awaitNative(callNative(() => core.saveTensorFile(this.handle, path, true)) as Promise<object>);
   }
@@ -287,7 +293,8 @@ export class Tensor<D extends Dtype = Dtype> {
   static async map(path: string, options: { verify?: boolean } = {}): Promise<Tensor> {
     if (typeof path !== 'string' || path.length === 0) throw new QuorumError('ERR_ARG', 'map needs a file path');
     if (options === null || typeof options !== 'object') throw new QuorumError('ERR_ARG', 'map options must be an object');
-    for (const key of Object.keys(options)) if (key !== 'verify') throw new QuorumError('ERR_ARG', `unknown map option '${key}': use verify`);
+    for (const key of Object.keys(options))
+      if (key !== 'verify') throw new QuorumError('ERR_ARG', `unknown map option '${key}': use verify`);
     if (options.verify !== undefined && typeof options.verify !== 'boolean') throw new QuorumError('ERR_ARG', 'verify must be a boolean');
     const core = coreAddon();
     const { tensor, checksum } = callNative(() => core.mapTensorFile(path));
@@ -320,7 +327,8 @@ export class Tensor<D extends Dtype = Dtype> {
 }
 
 function checkDtype(d: unknown): asserts d is Dtype {
-  if (!isDtype(d)) throw new QuorumError('ERR_DTYPE', `unknown dtype ${String(d)}: expected one of ${dtypeNames.join(', ')} (or a device: cpu, cuda)`);
+  if (!isDtype(d))
+    throw new QuorumError('ERR_DTYPE', `unknown dtype ${String(d)}: expected one of ${dtypeNames.join(', ')} (or a device: cpu, cuda)`);
 }
 // `x instanceof Tensor` holds for the Tensors of the package's other copy too (ESM and CommonJS in one process).
 brandClass(Tensor, 'Tensor');

@@ -1,5 +1,6 @@
 // DPR-MUF's ensemble uncertainty: mutual information, confidence, ECE and the temperature search
-// (docs/methods/kernels.md#ensemble-mutual-information-and-confidence, docs/methods/kernels.md#ece-and-temperature-calibration). Contract of the kernel: native/kernels/ensemble.h.
+// (docs/methods/kernels.md#ensemble-mutual-information-and-confidence,
+// docs/methods/kernels.md#ece-and-temperature-calibration). Contract of the kernel: native/kernels/ensemble.h.
 import { auxOperand, backendOf } from './cuda.js';
 import { bestPoint, type GridPoint } from './grid-search.js';
 import { QuorumError } from './errors.js';
@@ -153,15 +154,16 @@ export function auroc(score: ArrayLike<number>, label: ArrayLike<number | boolea
   const order = Array.from({ length: n }, (_, i) => i);
   for (let i = 0; i < n; i++) {
     const s = score[i];
-    if (typeof s !== 'number' || !Number.isFinite(s)) throw new QuorumError('ERR_RANGE', `score ${i} must be a finite number, got ${String(s)}`);
+    if (typeof s !== 'number' || !Number.isFinite(s))
+      throw new QuorumError('ERR_RANGE', `score ${i} must be a finite number, got ${String(s)}`);
   }
   order.sort((a, b) => (score[a] as number) - (score[b] as number));
   let positives = 0;
   let rankSum = 0;
-  for (let i = 0; i < n; ) {
+  for (let i = 0; i < n;) {
     let j = i;
     while (j < n && score[order[j]!] === score[order[i]!]) j++;
-    const rank = (i + 1 + j) / 2;  // average of ranks i+1 .. j
+    const rank = (i + 1 + j) / 2; // average of ranks i+1 .. j
     for (let t = i; t < j; t++)
       if (label[order[t]!]) {
         positives++;
@@ -184,24 +186,30 @@ export function auroc(score: ArrayLike<number>, label: ArrayLike<number | boolea
  * c.points;          // [{ threshold: 0.9, coverage: 1/3, precision: 1 }, { 0.8, 2/3, 0.5 }, { 0.3, 1, 2/3 }]
  * c.coverageAt(0.6); // 1 (all three answered: 2/3 right)
  */
-export function precisionCoverage(confidence: ArrayLike<number>, right: ArrayLike<number | boolean>): {
+export function precisionCoverage(
+  confidence: ArrayLike<number>,
+  right: ArrayLike<number | boolean>,
+): {
   points: Array<{ threshold: number; coverage: number; precision: number }>;
   coverageAt(precision: number): number;
 } {
   mustBeArray(confidence, 'confidences', true);
   mustBeArray(right, 'outcomes', true);
-  if (confidence.length !== right.length) throw new QuorumError('ERR_SHAPE', `${confidence.length} confidences but ${right.length} outcomes`);
+  if (confidence.length !== right.length)
+    throw new QuorumError('ERR_SHAPE', `${confidence.length} confidences but ${right.length} outcomes`);
   const n = confidence.length;
   if (n === 0) throw new QuorumError('ERR_ARG', 'precisionCoverage needs at least one question');
   for (let i = 0; i < n; i++)
-    if (typeof confidence[i] !== 'number' || !Number.isFinite(confidence[i])) throw new QuorumError('ERR_RANGE', `confidence ${i} must be a finite number`);
+    if (typeof confidence[i] !== 'number' || !Number.isFinite(confidence[i]))
+      throw new QuorumError('ERR_RANGE', `confidence ${i} must be a finite number`);
   const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => (confidence[b] as number) - (confidence[a] as number));
   const points: Array<{ threshold: number; coverage: number; precision: number }> = [];
   let good = 0;
   for (let i = 0; i < n; i++) {
     if (right[order[i]!]) good++;
     // A threshold answers every question at or above it: emit after the last of a run of equal confidences.
-    if (i + 1 === n || confidence[order[i + 1]!] !== confidence[order[i]!]) points.push({ threshold: confidence[order[i]!] as number, coverage: (i + 1) / n, precision: good / (i + 1) });
+    if (i + 1 === n || confidence[order[i + 1]!] !== confidence[order[i]!])
+      points.push({ threshold: confidence[order[i]!] as number, coverage: (i + 1) / n, precision: good / (i + 1) });
   }
   return {
     points,
@@ -229,15 +237,21 @@ export interface PlattScaling {
  * const p = fitPlatt([[0.1], [0.4], [0.35], [0.8]], [0, 0, 1, 1]);
  * plattProbability(p, [0.7]);   // about 0.8
  */
-export function fitPlatt(features: ReadonlyArray<readonly number[]>, outcome: ArrayLike<number | boolean>, options: { l2?: number } = {}): PlattScaling {
+export function fitPlatt(
+  features: ReadonlyArray<readonly number[]>,
+  outcome: ArrayLike<number | boolean>,
+  options: { l2?: number } = {},
+): PlattScaling {
   mustBeArray(features, 'features');
   mustBeArray(outcome, 'outcomes', true);
-  if (features.length !== outcome.length) throw new QuorumError('ERR_SHAPE', `${features.length} feature rows but ${outcome.length} outcomes`);
+  if (features.length !== outcome.length)
+    throw new QuorumError('ERR_SHAPE', `${features.length} feature rows but ${outcome.length} outcomes`);
   if (features.length === 0) throw new QuorumError('ERR_ARG', 'fitPlatt needs at least one row');
   const d = features[0]!.length;
   features.forEach((f, i) => {
     if (!Array.isArray(f) || f.length !== d) throw new QuorumError('ERR_SHAPE', `feature row ${i} must hold ${d} numbers`);
-    if (!f.every((v) => typeof v === 'number' && Number.isFinite(v))) throw new QuorumError('ERR_RANGE', `feature row ${i} holds a value that is not finite`);
+    if (!f.every((v) => typeof v === 'number' && Number.isFinite(v)))
+      throw new QuorumError('ERR_RANGE', `feature row ${i} holds a value that is not finite`);
   });
   const n = features.length;
   const positives = Array.from({ length: n }, (_, i) => (outcome[i] ? 1 : 0) as number).reduce((a, b) => a + b, 0);
@@ -309,7 +323,8 @@ function solve(a: Float64Array, b: Float64Array, m: number): Float64Array {
 export function plattProbability(p: PlattScaling, features: readonly number[]): number {
   mustBeObject(p, 'Platt scaling');
   mustBeArray(features, 'features');
-  if (!Array.isArray(p.weights) || features.length !== p.weights.length) throw new QuorumError('ERR_SHAPE', `${features.length} features for ${p.weights?.length} weights`);
+  if (!Array.isArray(p.weights) || features.length !== p.weights.length)
+    throw new QuorumError('ERR_SHAPE', `${features.length} features for ${p.weights?.length} weights`);
   let z = p.bias;
   for (let j = 0; j < features.length; j++) z += p.weights[j]! * (features[j] as number);
   if (!Number.isFinite(z) && !Number.isNaN(z)) return z > 0 ? 1 : 0;
@@ -344,9 +359,22 @@ export const mufTemperatureGrid: readonly number[] = Object.freeze(Array.from({ 
  * DPR's dot-product scale (MufRetriever's heads): 1e-5 .. 5e-4 below, 0.02 .. 10 above.
  */
 export const widenedTemperatureGrid: readonly number[] = Object.freeze([
-  1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4,
+  1e-5,
+  2e-5,
+  5e-5,
+  1e-4,
+  2e-4,
+  5e-4,
   ...mufTemperatureGrid.map((t) => Math.round(t * 1000) / 1000),
-  0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10,
+  0.02,
+  0.05,
+  0.1,
+  0.2,
+  0.5,
+  1,
+  2,
+  5,
+  10,
 ]);
 
 /**

@@ -57,7 +57,8 @@ export function checkHits(list: unknown, what: string, ids: 'string' | 'any' = '
     if (ids === 'string' ? t !== 'string' : t !== 'string' && t !== 'number' && t !== 'bigint')
       throw new QuorumError('ERR_ARG', `${what}[${i}].id must be a ${ids === 'string' ? 'string' : 'string, number or bigint'}`);
     if (typeof h.score !== 'number') throw new QuorumError('ERR_ARG', `${what}[${i}].score must be a number, got ${typeof h.score}`);
-    if (finite ? !Number.isFinite(h.score) : Number.isNaN(h.score)) throw new QuorumError('ERR_RANGE', `${what}[${i}].score must be ${finite ? 'finite' : 'a number'}, got ${h.score}`);
+    if (finite ? !Number.isFinite(h.score) : Number.isNaN(h.score))
+      throw new QuorumError('ERR_RANGE', `${what}[${i}].score must be ${finite ? 'finite' : 'a number'}, got ${h.score}`);
   }
 }
 
@@ -82,7 +83,8 @@ export function mustBeString(v: unknown, what: string): asserts v is string {
 
 /** ERR_ARG unless `v` is an array (or, with `arrayLike`, a typed array too). */
 export function mustBeArray(v: unknown, what: string, arrayLike = false): void {
-  if (!Array.isArray(v) && !(arrayLike && ArrayBuffer.isView(v))) throw new QuorumError('ERR_ARG', `${what} must be an array, got ${v === null ? 'null' : typeof v}`);
+  if (!Array.isArray(v) && !(arrayLike && ArrayBuffer.isView(v)))
+    throw new QuorumError('ERR_ARG', `${what} must be an array, got ${v === null ? 'null' : typeof v}`);
 }
 
 /** ERR_ARG unless `v` is a Map. */
@@ -92,7 +94,8 @@ export function mustBeMap(v: unknown, what: string): void {
 
 /** ERR_ARG unless `v` is a non-null object. */
 export function mustBeObject(v: unknown, what: string): void {
-  if (v === null || typeof v !== 'object') throw new QuorumError('ERR_ARG', `${what} must be an object, got ${v === null ? 'null' : typeof v}`);
+  if (v === null || typeof v !== 'object')
+    throw new QuorumError('ERR_ARG', `${what} must be an object, got ${v === null ? 'null' : typeof v}`);
 }
 
 /**
@@ -104,7 +107,11 @@ export function mustBeModelLike(v: unknown, methods: readonly string[], what: st
   const o = v as Record<string, unknown>;
   for (const m of methods) if (typeof o[m] !== 'function') throw new QuorumError('ERR_ARG', `${what} must have a ${m}() method (a model)`);
   const config = o.config as Record<string, unknown> | undefined;
-  if (config === null || typeof config !== 'object' || (field !== undefined && (config[field] === null || typeof config[field] !== 'object')))
+  if (
+    config === null ||
+    typeof config !== 'object' ||
+    (field !== undefined && (config[field] === null || typeof config[field] !== 'object'))
+  )
     throw new QuorumError('ERR_ARG', `${what} must have a config${field ? ` with an ${field}` : ''} object`);
 }
 
@@ -160,4 +167,3 @@ export function allFinite(values: ArrayLike<number>): boolean {
   for (let i = 0; i < values.length; i++) if (!Number.isFinite(values[i])) return false;
   return true;
 }
-

@@ -6,8 +6,39 @@ import { checkOptions, optionKeys } from '../validate.js';
 
 /** Lucene's default English stopword set (EnglishAnalyzer.ENGLISH_STOP_WORDS_SET). */
 export const luceneEnglishStopwords: ReadonlySet<string> = new Set([
-  'a', 'an', 'and', 'are', 'as', 'at', 'be', 'but', 'by', 'for', 'if', 'in', 'into', 'is', 'it', 'no', 'not', 'of',
-  'on', 'or', 'such', 'that', 'the', 'their', 'then', 'there', 'these', 'they', 'this', 'to', 'was', 'will', 'with',
+  'a',
+  'an',
+  'and',
+  'are',
+  'as',
+  'at',
+  'be',
+  'but',
+  'by',
+  'for',
+  'if',
+  'in',
+  'into',
+  'is',
+  'it',
+  'no',
+  'not',
+  'of',
+  'on',
+  'or',
+  'such',
+  'that',
+  'the',
+  'their',
+  'then',
+  'there',
+  'these',
+  'they',
+  'this',
+  'to',
+  'was',
+  'will',
+  'with',
 ]);
 
 /** Options of {@link englishAnalyzer}. */
@@ -59,7 +90,10 @@ export function* wordSegments(text: string, chunk = SEGMENT_CHUNK): Generator<In
 // (ASCII punctuation and controls, the Latin-1 signs below, dashes, double quotes, the ellipsis) stands alone. Checked
 // against Intl.Segmenter on random strings of the alphabet and on the corpora (test/bm25.test.ts, bench/bm25.ts).
 const LETTER = 'A-Za-z\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u024F';
-const FAST_WORD = new RegExp(`(?:[${LETTER}0-9_]|(?<=[${LETTER}])[.'\u2018\u2019:\u00B7](?=[${LETTER}])|(?<=[0-9])[.,;'\u2018\u2019](?=[0-9]))+`, 'g');
+const FAST_WORD = new RegExp(
+  `(?:[${LETTER}0-9_]|(?<=[${LETTER}])[.'\u2018\u2019:\u00B7](?=[${LETTER}])|(?<=[0-9])[.,;'\u2018\u2019](?=[0-9]))+`,
+  'g',
+);
 // Outside the fast alphabet: U+00AA, U+00B5, U+00BA and U+00B8 are letters to ICU, U+00AD is a format character
 // (WB4: ignored inside a word), and everything beyond U+024F but a few punctuation marks is left to Intl.Segmenter.
 const SLOW = /[^\x00-\x7f\u00A0-\u00A9\u00AB\u00AC\u00AE-\u00B4\u00B6\u00B7\u00B9\u00BB-\u024F\u2013\u2014\u2018\u2019\u201C\u201D\u2026]/;
@@ -108,7 +142,12 @@ const TERM_CACHE = 200_000;
  */
 export function englishAnalyzer(options: AnalyzerOptions = {}): Analyzer {
   checkOptions(options, analyzerKeys, 'analyzer options');
-  const stop = options.stopwords === false ? undefined : options.stopwords === true || options.stopwords === undefined ? luceneEnglishStopwords : options.stopwords;
+  const stop =
+    options.stopwords === false
+      ? undefined
+      : options.stopwords === true || options.stopwords === undefined
+        ? luceneEnglishStopwords
+        : options.stopwords;
   const stem = options.stem !== false;
   const terms = new Map<string, string | null>();
   const termOf = (w: string): string | null => {

@@ -100,7 +100,11 @@ async function analyze(docs: ReadonlyArray<{ text: string }>, analyzer: Analyzer
  * Document-side weights tf / (tf + k1 * (1 - b + b * dl / avgdl)) as CSR rows (the idf goes on the query side;
  * an object per posting cost a pause of ~90 ms on 3,000 passages).
  */
-function documentWeights(perDoc: ReadonlyArray<Map<number, number>>, lengths: readonly number[], p: { k1: number; b: number; lengthNorm: 'lucene' | 'exact'; avgdl: number }) {
+function documentWeights(
+  perDoc: ReadonlyArray<Map<number, number>>,
+  lengths: readonly number[],
+  p: { k1: number; b: number; lengthNorm: 'lucene' | 'exact'; avgdl: number },
+) {
   let nnz = 0;
   for (const tf of perDoc) nnz += tf.size;
   const offsets = new BigInt64Array(perDoc.length + 1);
@@ -196,7 +200,10 @@ export class Bm25Index extends NativeResource {
     const df = new Int32Array(vocab.size);
     for (const tf of perDoc) for (const t of tf.keys()) df[t]! += 1;
     const index = new SparseIndex();
-    await index.add(BigInt64Array.from(perDoc, (_, i) => BigInt(i)), documentWeights(perDoc, lengths, { k1, b, lengthNorm, avgdl }));
+    await index.add(
+      BigInt64Array.from(perDoc, (_, i) => BigInt(i)),
+      documentWeights(perDoc, lengths, { k1, b, lengthNorm, avgdl }),
+    );
     return new Bm25Index({
       k1,
       b,
@@ -224,7 +231,10 @@ export class Bm25Index extends NativeResource {
     const vocab = new Map(this.vocab);
     const { perDoc, lengths } = await analyze(docs, this.analyzer, vocab);
     const first = this.ids.length;
-    await this.index.add(BigInt64Array.from(perDoc, (_, i) => BigInt(first + i)), documentWeights(perDoc, lengths, { k1: this.k1, b: this.b, lengthNorm: this.lengthNorm, avgdl: this.averageLength }));
+    await this.index.add(
+      BigInt64Array.from(perDoc, (_, i) => BigInt(first + i)),
+      documentWeights(perDoc, lengths, { k1: this.k1, b: this.b, lengthNorm: this.lengthNorm, avgdl: this.averageLength }),
+    );
     // Only once the postings are in: a failed add leaves the index as it was.
     for (const [t, id] of vocab) if (!this.vocab.has(t)) this.vocab.set(t, id);
     if (this.vocab.size > this.df.length) {
@@ -245,7 +255,8 @@ export class Bm25Index extends NativeResource {
    * rows keep their place in {@link documentIds} (so that row filters stay valid); statistics as in {@link add}.
    */
   async remove(ids: readonly string[]): Promise<number> {
-    if (!Array.isArray(ids) || ids.some((id) => typeof id !== 'string')) throw new QuorumError('ERR_ARG', 'remove needs an array of document ids');
+    if (!Array.isArray(ids) || ids.some((id) => typeof id !== 'string'))
+      throw new QuorumError('ERR_ARG', 'remove needs an array of document ids');
     const rows = [...new Set(ids)].map((id) => this.rowOf.get(id)).filter((r): r is number => r !== undefined);
     if (!rows.length) return 0;
     const removed = await this.index.remove(BigInt64Array.from(rows, (r) => BigInt(r)));
@@ -306,7 +317,17 @@ export class Bm25Index extends NativeResource {
     if (12 + jsonLen + 8 + 4 > bytes.length) throw bad('sizes are corrupt');
     const sparseLen = Number(view.getBigUint64(12 + jsonLen, true));
     if (20 + jsonLen + sparseLen + 4 !== bytes.length) throw bad('sizes are corrupt');
-    let meta: { k1: number; b: number; lengthNorm: 'lucene' | 'exact'; averageLength: number; analyzer: 'english' | 'custom'; vocab: string[]; df: number[]; ids: string[]; removed?: number[] };
+    let meta: {
+      k1: number;
+      b: number;
+      lengthNorm: 'lucene' | 'exact';
+      averageLength: number;
+      analyzer: 'english' | 'custom';
+      vocab: string[];
+      df: number[];
+      ids: string[];
+      removed?: number[];
+    };
     try {
       meta = JSON.parse(new TextDecoder().decode(bytes.subarray(12, 12 + jsonLen)));
     } catch {
@@ -316,7 +337,10 @@ export class Bm25Index extends NativeResource {
       throw new QuorumError('ERR_ARG', 'this BM25 index was built with a custom analyzer: pass the same one as options.analyzer');
     const index = SparseIndex.fromBuffer(bytes.subarray(20 + jsonLen, 20 + jsonLen + sparseLen));
     const removed = meta.removed ?? [];
-    if (!Array.isArray(removed) || removed.some((r, i) => !Number.isInteger(r) || r < 0 || r >= meta.ids.length || (i > 0 && r <= removed[i - 1]!)))
+    if (
+      !Array.isArray(removed) ||
+      removed.some((r, i) => !Number.isInteger(r) || r < 0 || r >= meta.ids.length || (i > 0 && r <= removed[i - 1]!))
+    )
       throw bad('removed rows are corrupt');
     if (index.size !== meta.ids.length - removed.length || meta.df.length !== meta.vocab.length) throw bad('header and postings disagree');
     return new Bm25Index({
@@ -361,7 +385,8 @@ export class Bm25Index extends NativeResource {
   private queryRows(queries: readonly string[]) {
     if (!Array.isArray(queries)) throw new QuorumError('ERR_ARG', 'BM25 queries must be an array of strings');
     return queries.map((q, i) => {
-      if (typeof q !== 'string') throw new QuorumError('ERR_ARG', `BM25 query ${i} must be a string, got ${q === null ? 'null' : typeof q}`);
+      if (typeof q !== 'string')
+        throw new QuorumError('ERR_ARG', `BM25 query ${i} must be a string, got ${q === null ? 'null' : typeof q}`);
       const counts = new Map<number, number>();
       for (const term of this.analyzer(q)) {
         const t = this.vocab.get(term);
@@ -391,7 +416,8 @@ export class Bm25Index extends NativeResource {
     checkOptions(options, bm25SearchKeys, 'Bm25Index.search options');
     const { rows, ...rest } = options;
     if (rows === undefined) return rest;
-    if (rows === null || typeof rows !== 'object' || typeof (rows as { length?: unknown }).length !== 'number') throw new QuorumError('ERR_ARG', 'rows must be an Int32Array or an array of document rows');
+    if (rows === null || typeof rows !== 'object' || typeof (rows as { length?: unknown }).length !== 'number')
+      throw new QuorumError('ERR_ARG', 'rows must be an Int32Array or an array of document rows');
     return { ...rest, allowedIds: Array.from(rows as ArrayLike<number>) };
   }
 

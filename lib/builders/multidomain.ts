@@ -1,4 +1,5 @@
-// The multi-domain benchmark (docs/data.md#source-files-of-the-multi-domain-benchmark), built deterministically from the released files: one
+// The multi-domain benchmark (docs/data.md#source-files-of-the-multi-domain-benchmark), built deterministically from
+// the released files: one
 // corpus shared by six tasks, split into train / dev / test by document (article, post, paper), never by
 // question, so that no test passage is seen in training.
 import { createHash } from 'node:crypto';
@@ -64,7 +65,13 @@ interface SourceDoc {
   queries: Array<{ id: string; text: string; answers?: string[]; gold: number[] }>;
 }
 
-type SquadArticle = { title?: string; paragraphs: Array<{ context: string; qas: Array<{ id: string | number; question: string; answers?: Array<{ text: string; answer_start: number }>; is_impossible?: boolean }> }> };
+type SquadArticle = {
+  title?: string;
+  paragraphs: Array<{
+    context: string;
+    qas: Array<{ id: string | number; question: string; answers?: Array<{ text: string; answer_start: number }>; is_impossible?: boolean }>;
+  }>;
+};
 
 function squadArticles(path: string): SquadArticle[] {
   const root = readJsonFile(path) as { data?: SquadArticle[] };
@@ -85,7 +92,8 @@ function squadDocs(path: string, task: string, perParagraph: boolean): SourceDoc
       queries: p.qas.filter((q) => !q.is_impossible).map((q) => ({ id: `${task}-${q.id}`, text: q.question, answers: answersOf(q) })),
     }));
     if (perParagraph) {
-      for (const p of paragraphs) docs.push({ key: p.key, title, passages: [p.text], queries: p.queries.map((q) => ({ ...q, gold: [0] })) });
+      for (const p of paragraphs)
+        docs.push({ key: p.key, title, passages: [p.text], queries: p.queries.map((q) => ({ ...q, gold: [0] })) });
     } else {
       docs.push({
         key: `${ai}`,
@@ -157,27 +165,29 @@ function selqaDocs(path: string): SourceDoc[] {
 function climateDocs(path: string): { docs: SourceDoc[]; dropped: number } {
   const articles = new Map<string, { ids: Map<string, number>; passages: string[]; queries: SourceDoc['queries'] }>();
   const claims: Array<{ id: string; text: string; gold: Array<[string, number]> }> = [];
-  readTextFile(path).split('\n').forEach((line, i) => {
-    if (!line.trim()) return;
-    const c = parseJsonObjectLine(line, path, i + 1) as unknown as {
-      claim_id: string;
-      claim: string;
-      evidences: Array<{ evidence_id: string; evidence_label: string; article: string; evidence: string }>;
-    };
-    const gold: Array<[string, number]> = [];
-    for (const e of c.evidences) {
-      let a = articles.get(e.article);
-      if (!a) articles.set(e.article, (a = { ids: new Map(), passages: [], queries: [] }));
-      let p = a.ids.get(e.evidence_id);
-      if (p === undefined) {
-        p = a.passages.length;
-        a.ids.set(e.evidence_id, p);
-        a.passages.push(e.evidence);
+  readTextFile(path)
+    .split('\n')
+    .forEach((line, i) => {
+      if (!line.trim()) return;
+      const c = parseJsonObjectLine(line, path, i + 1) as unknown as {
+        claim_id: string;
+        claim: string;
+        evidences: Array<{ evidence_id: string; evidence_label: string; article: string; evidence: string }>;
+      };
+      const gold: Array<[string, number]> = [];
+      for (const e of c.evidences) {
+        let a = articles.get(e.article);
+        if (!a) articles.set(e.article, (a = { ids: new Map(), passages: [], queries: [] }));
+        let p = a.ids.get(e.evidence_id);
+        if (p === undefined) {
+          p = a.passages.length;
+          a.ids.set(e.evidence_id, p);
+          a.passages.push(e.evidence);
+        }
+        if (e.evidence_label === 'SUPPORTS' || e.evidence_label === 'REFUTES') gold.push([e.article, p]);
       }
-      if (e.evidence_label === 'SUPPORTS' || e.evidence_label === 'REFUTES') gold.push([e.article, p]);
-    }
-    if (gold.length) claims.push({ id: `climate-${c.claim_id}`, text: c.claim, gold });
-  });
+      if (gold.length) claims.push({ id: `climate-${c.claim_id}`, text: c.claim, gold });
+    });
   let dropped = 0;
   for (const c of claims) {
     const homes = new Set(c.gold.map(([a]) => a));
@@ -187,7 +197,10 @@ function climateDocs(path: string): { docs: SourceDoc[]; dropped: number } {
     }
     articles.get(c.gold[0]![0])!.queries.push({ id: c.id, text: c.text, gold: c.gold.map(([, p]) => p) });
   }
-  return { docs: [...articles].map(([article, a]) => ({ key: article, title: article, passages: a.passages, queries: a.queries })), dropped };
+  return {
+    docs: [...articles].map(([article, a]) => ({ key: article, title: article, passages: a.passages, queries: a.queries })),
+    dropped,
+  };
 }
 
 /** A uniform number in [0, 1) from the seed, task and document key (stable across runs and machines). */
@@ -197,7 +210,8 @@ function unit(seed: number, task: string, key: string): number {
 }
 
 /**
- * Builds the benchmark from `dataDir` (laid out as docs/data.md#source-files-of-the-multi-domain-benchmark describes). Passage ids are `<task>-<doc>-<passage>` in
+ * Builds the benchmark from `dataDir` (laid out as docs/data.md#source-files-of-the-multi-domain-benchmark describes).
+ * Passage ids are `<task>-<doc>-<passage>` in
  * source order; query ids keep the source ids behind a task prefix; every query carries its `task`.
  *
  * @example
@@ -214,7 +228,8 @@ export function buildMultiDomain(dataDir: string, options: MultiDomainOptions = 
   const chunkWords = options.chunkWords ?? 100;
   if (!Number.isInteger(chunkWords) || chunkWords < 1) throw new QuorumError('ERR_RANGE', 'chunkWords must be a positive integer');
   const tasks = options.tasks ?? TASKS;
-  for (const t of tasks) if (!(TASKS as readonly string[]).includes(t)) throw new QuorumError('ERR_ARG', `unknown task '${t}': use ${TASKS.join(', ')}`);
+  for (const t of tasks)
+    if (!(TASKS as readonly string[]).includes(t)) throw new QuorumError('ERR_ARG', `unknown task '${t}': use ${TASKS.join(', ')}`);
 
   const corpus: Passage[] = [];
   const queries: Query[] = [];
@@ -273,7 +288,8 @@ export function buildMultiDomain(dataDir: string, options: MultiDomainOptions = 
       seed,
       fractions,
       chunkWords,
-      splitBy: 'document (article, post, paper), in seeded hash order, filling train then dev then test to the query fractions; XQuAD is test only',
+      splitBy:
+        'document (article, post, paper), in seeded hash order, filling train then dev then test to the query fractions; XQuAD is test only',
       tasks: Object.fromEntries(tasks.map((t) => [t, { ...counts[t], source: TASK_SOURCES[t].file, licence: TASK_SOURCES[t].licence }])),
       droppedClimateClaims: droppedClaims,
       ...(options.maxDocs ? { maxDocs: options.maxDocs } : {}),

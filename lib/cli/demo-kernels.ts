@@ -24,18 +24,35 @@ function seconds(fn: () => void, minMs = 400): number {
 }
 
 /** scoreTopK in f32 and bf16 over the dataset (metrics, queries/s), checked against plain JS on a sample. */
-export async function kernelCheck(queries: Tensor<'f32'>, corpus: Tensor<'f32'>, qids: readonly string[], docIds: readonly string[], qrels: Qrels, k = 20): Promise<void> {
+export async function kernelCheck(
+  queries: Tensor<'f32'>,
+  corpus: Tensor<'f32'>,
+  qids: readonly string[],
+  docIds: readonly string[],
+  qrels: Qrels,
+  k = 20,
+): Promise<void> {
   const dim = corpus.shape[1] as number;
   const B = qids.length;
   const bf16 = corpus.to('bf16');
   try {
     const runs = [
-      { name: 'quorum scoreTopK f32', ids: (await scoreTopK(queries, corpus, k)).ids, sec: seconds(() => scoreTopKSync(queries, corpus, k)) },
+      {
+        name: 'quorum scoreTopK f32',
+        ids: (await scoreTopK(queries, corpus, k)).ids,
+        sec: seconds(() => scoreTopKSync(queries, corpus, k)),
+      },
       { name: 'quorum scoreTopK bf16', ids: (await scoreTopK(queries, bf16, k)).ids, sec: seconds(() => scoreTopKSync(queries, bf16, k)) },
     ];
     const rows = runs.map((r) => {
-      const run = new Map(qids.map((q, b) => [q, Array.from(r.ids.subarray(b * k, (b + 1) * k), (i) => (i >= 0 ? (docIds[i] ?? '') : ''))]));
-      return { method: r.name, ...evaluate(rankedRun(run), qrels, ['recall@1', 'recall@5', 'recall@20', 'mrr@10']).mean, 'queries/s': B / r.sec };
+      const run = new Map(
+        qids.map((q, b) => [q, Array.from(r.ids.subarray(b * k, (b + 1) * k), (i) => (i >= 0 ? (docIds[i] ?? '') : ''))]),
+      );
+      return {
+        method: r.name,
+        ...evaluate(rankedRun(run), qrels, ['recall@1', 'recall@5', 'recall@20', 'mrr@10']).mean,
+        'queries/s': B / r.sec,
+      };
     });
     console.log(`native dense top-${k} of ${B} queries over ${docIds.length} passages:`);
     table(rows);
@@ -45,7 +62,9 @@ export async function kernelCheck(queries: Tensor<'f32'>, corpus: Tensor<'f32'>,
     const reference = plainJsTopK(sampleQueries, corpus.data, dim, k);
     const same = reference.ids.every((id, i) => id === runs[0]?.ids[i]);
     const jsRate = sample / seconds(() => plainJsTopK(sampleQueries, corpus.data, dim, k), 200);
-    console.log(`  f32 ids identical to the plain-JS reference (loop + heap) on the first ${sample} queries: ${same ? 'yes' : 'NO'}; plain JS ${fmt(jsRate)} queries/s, quorum f32 ${fmt(B / (runs[0]?.sec ?? 1))}\n`);
+    console.log(
+      `  f32 ids identical to the plain-JS reference (loop + heap) on the first ${sample} queries: ${same ? 'yes' : 'NO'}; plain JS ${fmt(jsRate)} queries/s, quorum f32 ${fmt(B / (runs[0]?.sec ?? 1))}\n`,
+    );
   } finally {
     bf16.dispose();
   }

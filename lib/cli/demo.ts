@@ -56,7 +56,11 @@ type Dataset = ReturnType<typeof loadBeir>;
 type Texts = Array<{ id: string; text: string; task?: string }>;
 
 /** The dense encoder: the shipped trained model (or another model directory), or hashed TF-IDF without torch. */
-async function denseEncoder(ds: Dataset, queries: Texts, o: DemoOptions): Promise<{ corpus: Tensor<'f32'>; queries: Tensor<'f32'>; name: string; model?: Retriever }> {
+async function denseEncoder(
+  ds: Dataset,
+  queries: Texts,
+  o: DemoOptions,
+): Promise<{ corpus: Tensor<'f32'>; queries: Tensor<'f32'>; name: string; model?: Retriever }> {
   if (o.model !== 'tfidf') {
     try {
       const model = await Retriever.load(o.model ?? 'default');
@@ -65,7 +69,10 @@ async function denseEncoder(ds: Dataset, queries: Texts, o: DemoOptions): Promis
       const q = Tensor.zeros([queries.length, model.dim]);
       for (const task of new Set(queries.map((x) => x.task))) {
         const rows = queries.flatMap((x, i) => (x.task === task ? [i] : []));
-        const emb = await model.encodeQueries(rows.map((i) => queries[i]!.text), { task });
+        const emb = await model.encodeQueries(
+          rows.map((i) => queries[i]!.text),
+          { task },
+        );
         rows.forEach((r, j) => q.data.set(emb.data.subarray(j * model.dim, (j + 1) * model.dim), r * model.dim));
         emb.dispose();
       }
@@ -91,7 +98,14 @@ async function demoMuf(dir: string, queries: Texts, o: DemoOptions): Promise<Muf
   }
   // The tasks with training questions, from the train qrels and the queries already loaded.
   const trainIds = new Set((await readQrels(join(dir, 'qrels', 'train.tsv'))).keys());
-  const tasks = [...new Set(queries.filter((q) => trainIds.has(q.id)).map((q) => q.task).filter((t): t is string => t !== undefined))].sort();
+  const tasks = [
+    ...new Set(
+      queries
+        .filter((q) => trainIds.has(q.id))
+        .map((q) => q.task)
+        .filter((t): t is string => t !== undefined),
+    ),
+  ].sort();
   if (tasks.length < 2) {
     console.log(`DPR-MUF: skipped (${tasks.length} task with training questions; it fuses one expert per task)\n`);
     return undefined;
@@ -100,8 +114,11 @@ async function demoMuf(dir: string, queries: Texts, o: DemoOptions): Promise<Muf
   let experts: string[];
   let scratch: string | undefined;
   if (o.experts === 'trained') {
-    // Experts that share nothing but GloVe: each sees only its own task's questions (docs/methods/muf.md#does-the-confidence-know-the-domain).
-    console.log(`DPR-MUF: one expert per task (${tasks.join(', ')}), each a 0-layer Siamese model trained here from GloVe on its task's questions alone, with an ensemble of 5 small heads; temperatures and familiarity calibrated on dev:`);
+    // Experts that share nothing but GloVe: each sees only its own task's questions
+    // (docs/methods/muf.md#does-the-confidence-know-the-domain).
+    console.log(
+      `DPR-MUF: one expert per task (${tasks.join(', ')}), each a 0-layer Siamese model trained here from GloVe on its task's questions alone, with an ensemble of 5 small heads; temperatures and familiarity calibrated on dev:`,
+    );
     scratch = mkdtempSync(join(tmpdir(), 'quorum-demo-experts-'));
     experts = [];
     for (const task of tasks) {
@@ -113,12 +130,27 @@ async function demoMuf(dir: string, queries: Texts, o: DemoOptions): Promise<Muf
     }
   } else {
     const model = o.model ?? 'default';
-    console.log(`DPR-MUF: the model as the expert of each task (${tasks.join(', ')}), each with an ensemble of 5 small heads trained on its task's questions, temperatures calibrated on dev:`);
+    console.log(
+      `DPR-MUF: the model as the expert of each task (${tasks.join(', ')}), each with an ensemble of 5 small heads trained on its task's questions, temperatures calibrated on dev:`,
+    );
     experts = tasks.map((t) => `${model}:${t}`);
   }
   try {
     const muf = await buildMuf(
-      { data: dir, experts, members: 5, hidden: 64, layers: 1, epochs: 10, batch: 128, lr: 1e-3, hardNegatives: 1, topL: DEPTH, hitTopK: 1, seed: 1 },
+      {
+        data: dir,
+        experts,
+        members: 5,
+        hidden: 64,
+        layers: 1,
+        epochs: 10,
+        batch: 128,
+        lr: 1e-3,
+        hardNegatives: 1,
+        topL: DEPTH,
+        hitTopK: 1,
+        seed: 1,
+      },
       (line) => {
         if (!/epoch \d+,/.test(line) || /epoch 10,/.test(line)) console.log(`  ${line}`);
       },
@@ -133,7 +165,8 @@ async function demoMuf(dir: string, queries: Texts, o: DemoOptions): Promise<Muf
 /** The demo's per-task experts: `quorum train --preset siamese --layers 0 --epochs 3`, the rest at the command's defaults. */
 const DEMO_EXPERT = { ...TRAIN_DEFAULTS, preset: 'siamese', layers: 0, epochs: 3 } as const;
 
-const judgedIds = (qrels: Qrels, id: string) => new Set([...(qrels.get(id) ?? new Map<string, number>())].filter(([, g]) => g > 0).map(([d]) => d));
+const judgedIds = (qrels: Qrels, id: string) =>
+  new Set([...(qrels.get(id) ?? new Map<string, number>())].filter(([, g]) => g > 0).map(([d]) => d));
 const mrr10 = (ranked: readonly string[], rel: ReadonlySet<string>) => {
   const i = ranked.slice(0, 10).findIndex((d) => rel.has(d));
   return i < 0 ? 0 : 1 / (i + 1);
@@ -144,7 +177,8 @@ function tunedHybrid(a: Run, bm25: Run, tune: readonly string[], qrels: Qrels): 
   const dev = tune.map((q) => ({ dense: a.get(q) ?? [], sparse: bm25.get(q) ?? [], relevant: judgedIds(qrels, q) }));
   const { alpha } = searchAlpha(dev, { metric: mrr10, normalization: true, grid: ALPHAS });
   const run = new Map<string, ScoredDoc[]>();
-  for (const q of new Set([...a.keys(), ...bm25.keys()])) run.set(q, hybridFuse(a.get(q) ?? [], bm25.get(q) ?? [], { alpha, normalization: true }).slice(0, DEPTH));
+  for (const q of new Set([...a.keys(), ...bm25.keys()]))
+    run.set(q, hybridFuse(a.get(q) ?? [], bm25.get(q) ?? [], { alpha, normalization: true }).slice(0, DEPTH));
   return { alpha, run };
 }
 
@@ -158,7 +192,9 @@ export async function demo(o: DemoOptions = {}): Promise<void> {
   // The judged queries of the test split (the embedded benchmark also holds train and dev queries).
   const queries: Texts = ds.queries.filter((q) => ds.qrels.has(q.id));
   const tasks = [...new Set(queries.map((q) => q.task).filter(Boolean))];
-  console.log(`dataset ${dir}: ${ds.corpus.length} passages, ${queries.length} test queries${tasks.length ? ` (tasks: ${tasks.join(', ')})` : ''}\n`);
+  console.log(
+    `dataset ${dir}: ${ds.corpus.length} passages, ${queries.length} test queries${tasks.length ? ` (tasks: ${tasks.join(', ')})` : ''}\n`,
+  );
   const docIds = ds.corpus.map((p) => p.id);
 
   // The experts' and baselines' runs on the test queries.
@@ -172,12 +208,22 @@ export async function demo(o: DemoOptions = {}): Promise<void> {
     const q = Tensor.from(enc.queries.data.subarray(start * dim, end * dim), [end - start, dim]);
     const top = await scoreTopK(q, enc.corpus, DEPTH);
     q.dispose();
-    for (let b = start; b < end; b++) dense.set(queries[b]!.id, top.hits(b - start).map((h) => ({ id: docIds[h.id]!, score: h.score })));
+    for (let b = start; b < end; b++)
+      dense.set(
+        queries[b]!.id,
+        top.hits(b - start).map((h) => ({ id: docIds[h.id]!, score: h.score })),
+      );
   });
-  const bm25Index = await Bm25Index.build(ds.corpus.map((p) => ({ id: p.id, text: `${p.title}. ${p.text}` })), { k1: 0.9, b: 0.4 });
+  const bm25Index = await Bm25Index.build(
+    ds.corpus.map((p) => ({ id: p.id, text: `${p.title}. ${p.text}` })),
+    { k1: 0.9, b: 0.4 },
+  );
   const bm25 = new Map<string, ScoredDoc[]>();
   await inBatches('bm25  ', queries.length, 256, async (start, end) => {
-    const hits = await bm25Index.search(queries.slice(start, end).map((q) => q.text), DEPTH);
+    const hits = await bm25Index.search(
+      queries.slice(start, end).map((q) => q.text),
+      DEPTH,
+    );
     hits.forEach((h, j) => bm25.set(queries[start + j]!.id, h));
   });
   runs.set('BM25', bm25);
@@ -195,7 +241,10 @@ export async function demo(o: DemoOptions = {}): Promise<void> {
     const alone = muf.experts.map(() => new Map<string, ScoredDoc[]>());
     await inBatches('muf   ', queries.length, 256, async (start, end) => {
       const batch = queries.slice(start, end);
-      const r = await muf.searchAll(batch.map((q) => q.text), DEPTH);
+      const r = await muf.searchAll(
+        batch.map((q) => q.text),
+        DEPTH,
+      );
       batch.forEach((q, b) => {
         fused.set(q.id, r.muf[b]!.hits);
         uniform.set(q.id, r.uniform[b]!.hits);
@@ -203,7 +252,11 @@ export async function demo(o: DemoOptions = {}): Promise<void> {
         confidences.set(q.id, r.confidence[b]!);
         if (r.familiarity) familiarity.set(q.id, r.familiarity[b]!);
       });
-      recorder.add(batch.map((q) => q.id), r, ds.qrels);
+      recorder.add(
+        batch.map((q) => q.id),
+        r,
+        ds.qrels,
+      );
     });
     calibration = recorder.series();
     runs.set('DPR-MUF', fused);
@@ -223,7 +276,14 @@ export async function demo(o: DemoOptions = {}): Promise<void> {
   }
   const oddQrels = new Map([...ds.qrels].filter(([q]) => odd.has(q)));
   const taskOf = new Map(queries.map((q) => [q.id, q.task ?? '(none)']));
-  const data: ReportData = { dataset: dir, split: `test, the ${odd.size} odd-numbered queries`, queries: odd.size, metrics: {}, byTask: {}, recall: {} };
+  const data: ReportData = {
+    dataset: dir,
+    split: `test, the ${odd.size} odd-numbered queries`,
+    queries: odd.size,
+    metrics: {},
+    byTask: {},
+    recall: {},
+  };
   const rows: Array<Record<string, string | number>> = [];
   for (const [name, run] of runs) {
     const { mean, perQuery } = evaluate(run, oddQrels, METRICS);
@@ -241,7 +301,9 @@ export async function demo(o: DemoOptions = {}): Promise<void> {
         ? "\nDPR-MUF's per-query confidences, a question of each task: P(own task) from each expert's familiarity (the fusion's weights) and the paper's MI confidence:"
         : "\nDPR-MUF's per-query confidences (each expert's; the fusion weighs the experts' lists by them), a question of each task:",
     );
-    const examples = [...new Set(taskOf.values())].map((t) => queries.find((q) => q.task === t && odd.has(q.id))).filter((q) => q !== undefined);
+    const examples = [...new Set(taskOf.values())]
+      .map((t) => queries.find((q) => q.task === t && odd.has(q.id)))
+      .filter((q) => q !== undefined);
     table(
       examples.map((q) => ({
         question: q.text.length > 60 ? `${q.text.slice(0, 57)}...` : q.text,
@@ -280,7 +342,13 @@ export async function demo(o: DemoOptions = {}): Promise<void> {
   }
   muf?.dispose();
 
-  await kernelCheck(enc.queries, enc.corpus, queries.map((q) => q.id), docIds, ds.qrels);
+  await kernelCheck(
+    enc.queries,
+    enc.corpus,
+    queries.map((q) => q.id),
+    docIds,
+    ds.qrels,
+  );
   enc.corpus.dispose();
   enc.queries.dispose();
   if (o.bench !== false) speedCheck();

@@ -14,11 +14,14 @@ import { asRanks } from './launch.js';
 import { rankPart, type ProcessGroup } from '../models/process-group.js';
 import { Tensor } from '../tensor.js';
 
-
 /** --pooling / --normalize as options for a Hugging Face directory (a Quorum directory refuses them). */
 export function hfModelOptions(o: { pooling?: string; normalize?: boolean }): PretrainedOptions {
-  if (o.pooling !== undefined && !POOLINGS.includes(o.pooling as Pooling)) throw new QuorumError('ERR_ARG', `--pooling must be cls, mean or max, got '${o.pooling}'`);
-  return { ...(o.pooling !== undefined ? { pooling: o.pooling as Pooling } : {}), ...(o.normalize !== undefined ? { normalize: o.normalize } : {}) };
+  if (o.pooling !== undefined && !POOLINGS.includes(o.pooling as Pooling))
+    throw new QuorumError('ERR_ARG', `--pooling must be cls, mean or max, got '${o.pooling}'`);
+  return {
+    ...(o.pooling !== undefined ? { pooling: o.pooling as Pooling } : {}),
+    ...(o.normalize !== undefined ? { normalize: o.normalize } : {}),
+  };
 }
 
 /**
@@ -32,10 +35,15 @@ export async function encodeCommand(
   await asRanks(o.nproc, log, (group, rankLog) => encode(o, rankLog, group));
 }
 
-async function encode(o: { model: string; data: string; out: string; pooling?: string; normalize?: boolean }, log: (line: string) => void, group: ProcessGroup | undefined): Promise<void> {
+async function encode(
+  o: { model: string; data: string; out: string; pooling?: string; normalize?: boolean },
+  log: (line: string) => void,
+  group: ProcessGroup | undefined,
+): Promise<void> {
   const model = await Retriever.load(o.model, hfModelOptions(o));
   const corpus = await readBeirCorpus(o.data);
-  if (group && corpus.length < group.size) throw new QuorumError('ERR_ARG', `${corpus.length} passages cannot be split across ${group.size} ranks`);
+  if (group && corpus.length < group.size)
+    throw new QuorumError('ERR_ARG', `${corpus.length} passages cannot be split across ${group.size} ranks`);
   const mine = group ? rankPart(corpus, group.rank, group.size) : corpus;
   const bar = group && group.rank !== 0 ? undefined : progress('encode', mine.length);
   let done = 0;
@@ -55,7 +63,10 @@ async function encode(o: { model: string; data: string; out: string; pooling?: s
   const ids = corpus.map((p) => p.id).join('\n') + '\n';
   // The index stores row numbers as its 64-bit ids; the string ids go beside it, as `quorum index dense` does.
   const index = DenseIndex.create({ dim: model.dim });
-  await index.add(vectors, Array.from({ length: corpus.length }, (_, i) => i));
+  await index.add(
+    vectors,
+    Array.from({ length: corpus.length }, (_, i) => i),
+  );
   // The four files go in together (a crash leaves the old output or the new one).
   await replaceDirectory(
     o.out,

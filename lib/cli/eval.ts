@@ -55,7 +55,8 @@ interface EvalCommandOptions {
   /** Also report each task's mean (queries carry a `task`, as in the multi-domain benchmark). */
   byTask?: boolean;
   /**
-   * A MUF directory (`quorum muf train`): adds its runs 'muf', 'muf-mi' (weighted by MI, as published), 'muf-uniform', 'muf-oracle' (the query's own task's
+   * A MUF directory (`quorum muf train`): adds its runs 'muf', 'muf-mi' (weighted by MI, as published), 'muf-uniform',
+   * 'muf-oracle' (the query's own task's
    * expert), 'expert:<name>' for each expert, and 'muf-hybrid' (MUF + BM25, alpha tuned on dev).
    */
   muf?: string;
@@ -111,7 +112,12 @@ class DenseMethod {
         const texts = batch.map((x) => x.text);
         const q = this.model ? await this.model.encodeQueries(texts, { task }) : this.tfidf!.encode(texts);
         const top = await scoreTopK(q, this.passages!, k);
-        batch.forEach((x, j) => run.set(x.id, top.hits(j).map((h) => ({ id: this.corpus[h.id]?.id ?? '', score: h.score }))));
+        batch.forEach((x, j) =>
+          run.set(
+            x.id,
+            top.hits(j).map((h) => ({ id: this.corpus[h.id]?.id ?? '', score: h.score })),
+          ),
+        );
         q.dispose();
       });
     return run;
@@ -132,7 +138,12 @@ async function gloveRun(corpus: Array<{ id: string; text: string }>, queries: Te
       const batch = queries.slice(start, end);
       const q = encoder.encode(batch.map((x) => x.text));
       const top = await scoreTopK(q, passages, k);
-      batch.forEach((x, j) => run.set(x.id, top.hits(j).map((h) => ({ id: corpus[h.id]?.id ?? '', score: h.score }))));
+      batch.forEach((x, j) =>
+        run.set(
+          x.id,
+          top.hits(j).map((h) => ({ id: corpus[h.id]?.id ?? '', score: h.score })),
+        ),
+      );
       q.dispose();
     });
   } finally {
@@ -157,7 +168,6 @@ function fromStored(h: StoredHybrid): HybridAlpha {
   const a = (x: number | null) => (x === null ? Infinity : x);
   return { all: a(h.alpha), byTask: new Map(Object.entries(h.byTask ?? {}).map(([t, x]) => [t, a(x)])) };
 }
-
 
 /** The entries of `run` whose query is in `qids`. */
 function pick<V>(run: ReadonlyMap<string, V>, qids: ReadonlySet<string>): Map<string, V> {
@@ -211,7 +221,8 @@ export function tune(runs: Run[], qrels: Qrels, qids: ReadonlySet<string>, k: nu
 export function tuneByFusing(runs: Run[], qrels: Qrels, qids: ReadonlySet<string>, k: number): { alpha: number; value: number } {
   const subset = runs.map((run) => pick(run, qids));
   const judged = pick(qrels, qids);
-  const mrr = (alpha: number) => evaluate(fuse(subset, 'hybrid', { alpha, normalization: true, depth: k }), judged, ['mrr@10']).mean['mrr@10'] as number;
+  const mrr = (alpha: number) =>
+    evaluate(fuse(subset, 'hybrid', { alpha, normalization: true, depth: k }), judged, ['mrr@10']).mean['mrr@10'] as number;
   const { best } = gridSearch(WIDE_ALPHA_GRID, mrr, { goal: 'max', ties: 'first' });
   return { alpha: best.point, value: best.value };
 }
@@ -221,20 +232,38 @@ export function tuneByFusing(runs: Run[], qrels: Qrels, qids: ReadonlySet<string
  * the questions split by id parity, each half fused with the alpha tuned on the other half), so that no question
  * scores a weight it helped choose; with the one-SE rule's verdict on that gain.
  */
-export function tuneHybridAlpha(runs: Run[], qrels: Qrels, qids: ReadonlySet<string>, k: number): { alpha: number; value: number } & GainOverBaseline {
+export function tuneHybridAlpha(
+  runs: Run[],
+  qrels: Qrels,
+  qids: ReadonlySet<string>,
+  k: number,
+): { alpha: number; value: number } & GainOverBaseline {
   const best = tune(runs, qrels, qids, k);
   const ids = [...qids].sort();
   const halves = [ids.filter((_, i) => i % 2 === 0), ids.filter((_, i) => i % 2 === 1)];
   const fused = new Map<string, number>();
   if (halves[1]!.length)
-    for (const [mine, other] of [[halves[0]!, halves[1]!], [halves[1]!, halves[0]!]]) {
+    for (const [mine, other] of [
+      [halves[0]!, halves[1]!],
+      [halves[1]!, halves[0]!],
+    ]) {
       const own = new Set(mine);
       const alpha = tune(runs, qrels, new Set(other), k).alpha;
-      const run = fuse(runs.map((r) => pick(r, own)), 'hybrid', { alpha, normalization: true, depth: k });
+      const run = fuse(
+        runs.map((r) => pick(r, own)),
+        'hybrid',
+        { alpha, normalization: true, depth: k },
+      );
       for (const [q, v] of mrrPerQuery(run, qrels, own)) fused.set(q, v);
     }
   const bm25 = mrrPerQuery(runs[1]!, qrels, qids);
-  return { ...best, ...gainOverBaseline(ids.map((q) => fused.get(q) ?? 0), ids.map((q) => bm25.get(q) ?? 0)) };
+  return {
+    ...best,
+    ...gainOverBaseline(
+      ids.map((q) => fused.get(q) ?? 0),
+      ids.map((q) => bm25.get(q) ?? 0),
+    ),
+  };
 }
 
 /** The tuned alpha, or Infinity (BM25 alone) where the one-standard-error rule turns the dense side off. */
@@ -259,11 +288,19 @@ function describe(t: { alpha: number; value: number; gain: number; se: number },
  * questions takes the all-task alpha. Without a dev split: 1. Each tuned alpha then goes through the one-SE rule
  * unless `hybridGuard` is false (Infinity: BM25 alone), on a gain measured out of sample (see tuneHybridAlpha).
  */
-async function tuneAlpha(o: EvalCommandOptions, bm25Index: Bm25Index, denseDev: (queries: Texts) => Promise<Run>, label = 'hybrid', stored?: StoredHybrid): Promise<HybridAlpha> {
+async function tuneAlpha(
+  o: EvalCommandOptions,
+  bm25Index: Bm25Index,
+  denseDev: (queries: Texts) => Promise<Run>,
+  label = 'hybrid',
+  stored?: StoredHybrid,
+): Promise<HybridAlpha> {
   if (o.alpha !== undefined) return { all: o.alpha, byTask: new Map() };
   if (o.split === 'dev' || !existsSync(join(o.data, 'qrels', 'dev.tsv'))) {
     if (stored) {
-      console.log(`${label}: alpha ${stored.alpha ?? 'BM25 alone'} from the model's card (tuned on ${stored.tunedOn.data}'s ${stored.tunedOn.questions} dev questions; no dev split here)`);
+      console.log(
+        `${label}: alpha ${stored.alpha ?? 'BM25 alone'} from the model's card (tuned on ${stored.tunedOn.data}'s ${stored.tunedOn.questions} dev questions; no dev split here)`,
+      );
       return fromStored(stored);
     }
     console.log(`${label}: alpha 1 (no dev split to tune it on, none stored with the model; --alpha sets it)`);
@@ -297,7 +334,8 @@ async function tuneAlpha(o: EvalCommandOptions, bm25Index: Bm25Index, denseDev: 
  * runs it on a model trained before.
  */
 export async function tuneModelHybrid(o: { model: string; data: string; k?: number }): Promise<StoredHybrid> {
-  if (!existsSync(join(o.data, 'qrels', 'dev.tsv'))) throw new QuorumError('ERR_IO', `${o.data} has no qrels/dev.tsv to tune the hybrid on`);
+  if (!existsSync(join(o.data, 'qrels', 'dev.tsv')))
+    throw new QuorumError('ERR_IO', `${o.data} has no qrels/dev.tsv to tune the hybrid on`);
   const dir = modelDir(o.model);
   const model = await Retriever.load(dir);
   const ds = await readBeir(o.data, 'dev');
@@ -306,7 +344,9 @@ export async function tuneModelHybrid(o: { model: string; data: string; k?: numb
   const dense = new DenseMethod(ds.corpus, 0, model);
   try {
     const k = o.k ?? 100;
-    const alpha = await tuneAlpha({ data: o.data, split: 'test', k } as EvalCommandOptions, bm25Index, (qs) => dense.run(qs, k, 'dense (dev) '));
+    const alpha = await tuneAlpha({ data: o.data, split: 'test', k } as EvalCommandOptions, bm25Index, (qs) =>
+      dense.run(qs, k, 'dense (dev) '),
+    );
     const stored = (a: number) => (Number.isFinite(a) ? a : null);
     const hybrid: StoredHybrid = {
       alpha: stored(alpha.all),
@@ -336,17 +376,27 @@ function hybridRun(dense: Run, bm25: Run, alpha: HybridAlpha, taskOf: ReadonlyMa
       for (const q of qids) out.set(q, [...(bm25.get(q) ?? [])]);
       continue;
     }
-    for (const [q, list] of fuse([pick(dense, qids), pick(bm25, qids)], 'hybrid', { alpha: a, normalization: true, depth: k })) out.set(q, list);
+    for (const [q, list] of fuse([pick(dense, qids), pick(bm25, qids)], 'hybrid', { alpha: a, normalization: true, depth: k }))
+      out.set(q, list);
   }
   return out;
 }
 
 /** The MUF directory's runs on `queries`: its fusions, each expert alone, and MUF + BM25. */
-async function mufRuns(o: EvalCommandOptions, bm25Index: Bm25Index, queries: Texts, bm25: Run, qrels: Qrels, extras: Extras): Promise<Map<string, Run>> {
+async function mufRuns(
+  o: EvalCommandOptions,
+  bm25Index: Bm25Index,
+  queries: Texts,
+  bm25: Run,
+  qrels: Qrels,
+  extras: Extras,
+): Promise<Map<string, Run>> {
   const muf = await MufRetriever.load(o.muf!);
   const calibration = new CalibrationRecorder(muf.experts.map((e) => e.name));
   try {
-    console.log(`muf: ${o.muf} (experts ${muf.experts.map((e) => `${e.name} at temperature ${e.calibration?.temperature ?? '-'}`).join(', ')})`);
+    console.log(
+      `muf: ${o.muf} (experts ${muf.experts.map((e) => `${e.name} at temperature ${e.calibration?.temperature ?? '-'}`).join(', ')})`,
+    );
     // `record`: the calibration is measured on the evaluated queries, not on the dev queries that tune the hybrid.
     const all = async (qs: Texts, label: string, record: boolean) => {
       const out = new Map<string, Map<string, ScoredDoc[]>>();
@@ -356,7 +406,11 @@ async function mufRuns(o: EvalCommandOptions, bm25Index: Bm25Index, queries: Tex
       };
       await inBatches(label, qs.length, BATCH, async (start, end) => {
         const batch = qs.slice(start, end);
-        const r = await muf.searchAll(batch.map((q) => q.text), o.k, { tasks: batch.map((q) => q.task) });
+        const r = await muf.searchAll(
+          batch.map((q) => q.text),
+          o.k,
+          { tasks: batch.map((q) => q.task) },
+        );
         batch.forEach((q, b) => {
           put('muf', q.id, r.muf[b]!.hits);
           put('muf-mi', q.id, r.mufMi[b]!.hits);
@@ -370,15 +424,22 @@ async function mufRuns(o: EvalCommandOptions, bm25Index: Bm25Index, queries: Tex
           put('muf-oracle', q.id, r.oracle![b]!.hits);
           muf.experts.forEach((e, i) => put(`expert:${e.name}`, q.id, r.experts[i]![b]!));
         });
-        if (record) calibration.add(batch.map((q) => q.id), r, qrels);
+        if (record)
+          calibration.add(
+            batch.map((q) => q.id),
+            r,
+            qrels,
+          );
       });
       return out;
     };
     const selective = { confidence: [] as number[], right: [] as boolean[] };
     const runs: Map<string, Run> = await all(queries, 'muf   ', true);
     const curve = precisionCoverage(selective.confidence, selective.right);
-    const what = muf.familiarityCalibrated ? "P(own task)" : 'MI confidence';
-    console.log(`muf abstention by the highest expert ${what}: coverage at precision@1 ${SELECTIVE_PRECISIONS.map((p) => `>= ${p}: ${(100 * curve.coverageAt(p)).toFixed(1)}%`).join(', ')} (all answered: ${(100 * curve.points.at(-1)!.precision).toFixed(1)}% right; the most confident half: ${(100 * curve.points.find((x) => x.coverage >= 0.5)!.precision).toFixed(1)}%)`);
+    const what = muf.familiarityCalibrated ? 'P(own task)' : 'MI confidence';
+    console.log(
+      `muf abstention by the highest expert ${what}: coverage at precision@1 ${SELECTIVE_PRECISIONS.map((p) => `>= ${p}: ${(100 * curve.coverageAt(p)).toFixed(1)}%`).join(', ')} (all answered: ${(100 * curve.points.at(-1)!.precision).toFixed(1)}% right; the most confident half: ${(100 * curve.points.find((x) => x.coverage >= 0.5)!.precision).toFixed(1)}%)`,
+    );
     extras.selective = { measure: what, points: curve.points };
     const alpha = await tuneAlpha(o, bm25Index, async (qs) => (await all(qs, 'muf (dev) ', false)).get('muf')!, 'muf-hybrid');
     runs.set('muf-hybrid', hybridRun(runs.get('muf')!, bm25, alpha, new Map(queries.map((q) => [q.id, q.task])), o.k));
@@ -391,19 +452,33 @@ async function mufRuns(o: EvalCommandOptions, bm25Index: Bm25Index, queries: Tex
 }
 
 /** The CAME directory's runs on `queries`: each fusion of its experts, and each expert alone. */
-async function cameRuns(o: EvalCommandOptions, corpus: readonly PassageText[], ids: readonly string[], queries: Texts, extras: Extras): Promise<Map<string, Run>> {
+async function cameRuns(
+  o: EvalCommandOptions,
+  corpus: readonly PassageText[],
+  ids: readonly string[],
+  queries: Texts,
+  extras: Extras,
+): Promise<Map<string, Run>> {
   const came = await CameRetriever.load(o.came!);
-  console.log(`came: ${o.came} (${came.experts.join(', ')}${came.independent ? ', independent' : ''}, ${came.parameterCount.toLocaleString()} parameters)`);
+  console.log(
+    `came: ${o.came} (${came.experts.join(', ')}${came.independent ? ', independent' : ''}, ${came.parameterCount.toLocaleString()} parameters)`,
+  );
   await came.index(corpus);
   const fusions = CAME_FUSIONS.filter((f) => f !== 'linear' || came.linear);
   const runs = new Map<string, Map<string, ScoredDoc[]>>();
   const put = (name: string, id: string, hits: readonly Hit[]) => {
     if (!runs.has(name)) runs.set(name, new Map());
-    runs.get(name)!.set(id, hits.map((h) => ({ id: ids[h.id]!, score: h.score })));
+    runs.get(name)!.set(
+      id,
+      hits.map((h) => ({ id: ids[h.id]!, score: h.score })),
+    );
   };
   await inBatches('came  ', queries.length, BATCH, async (start, end) => {
     const batch = queries.slice(start, end);
-    const r = await came.search(batch.map((q) => q.text), { k: o.k, expertK: o.k });
+    const r = await came.search(
+      batch.map((q) => q.text),
+      { k: o.k, expertK: o.k },
+    );
     const lists = came.experts.map((e) => r.experts[e]!);
     for (const f of fusions) {
       const fused = f === 'sum' ? r.fused : fuseExperts(lists, f, o.k, o.k, came.linear);
@@ -421,7 +496,8 @@ export async function evalCommand(o: EvalCommandOptions): Promise<void> {
     if (!(EVAL_METHODS as readonly string[]).includes(m))
       throw new QuorumError('ERR_ARG', `unknown method '${m}': use ${EVAL_METHODS.join(', ')} (or --run FILE for a TREC run)`);
   checkK(o.k, '--k');
-  if (o.methods.length === 0 && o.runs.length === 0 && !o.muf && !o.came) throw new QuorumError('ERR_ARG', 'nothing to evaluate: give --methods, --run, --muf and/or --came');
+  if (o.methods.length === 0 && o.runs.length === 0 && !o.muf && !o.came)
+    throw new QuorumError('ERR_ARG', 'nothing to evaluate: give --methods, --run, --muf and/or --came');
 
   const ds = await readBeir(o.data, o.split);
   const judged = new Set(ds.qrels.keys());
@@ -451,9 +527,25 @@ export async function evalCommand(o: EvalCommandOptions): Promise<void> {
     if (want.has('glove')) runs.set('glove', await gloveRun(corpus, queries, o.k));
     if (o.muf) {
       const index = bm25Index ?? (await Bm25Index.build(corpus, { k1: 0.9, b: 0.4 }));
-      for (const [name, run] of await mufRuns(o, index, queries, bm25 ?? (await bm25Search(index, queries, o.k, 'bm25  ')), ds.qrels, extras)) runs.set(name, run);
+      for (const [name, run] of await mufRuns(
+        o,
+        index,
+        queries,
+        bm25 ?? (await bm25Search(index, queries, o.k, 'bm25  ')),
+        ds.qrels,
+        extras,
+      ))
+        runs.set(name, run);
     }
-    if (o.came) for (const [name, run] of await cameRuns(o, ds.corpus, ds.corpus.map((p) => p.id), queries, extras)) runs.set(name, run);
+    if (o.came)
+      for (const [name, run] of await cameRuns(
+        o,
+        ds.corpus,
+        ds.corpus.map((p) => p.id),
+        queries,
+        extras,
+      ))
+        runs.set(name, run);
     if (o.latency) {
       if (want.has('bm25') && bm25Index) extras.latency.bm25 = await timeEach(queries, o.latency, (q) => bm25Index.search([q.text], o.k));
       if (want.has('dense') && denseMethod) extras.latency.dense = await timeEach(queries, o.latency, (q) => denseMethod.run([q], o.k, ''));
@@ -503,7 +595,9 @@ export async function evalCommand(o: EvalCommandOptions): Promise<void> {
   }
   if (o.out) {
     // Runs this command made (not the --run files it read), with ':' out of file names.
-    const made = [...runs.keys()].filter((n) => o.methods.includes(n) || (o.muf && (n.startsWith('muf') || n.startsWith('expert:'))) || (o.came && n.startsWith('came')));
+    const made = [...runs.keys()].filter(
+      (n) => o.methods.includes(n) || (o.muf && (n.startsWith('muf') || n.startsWith('expert:'))) || (o.came && n.startsWith('came')),
+    );
     const file = (n: string) => `${n.replace(/:/g, '-')}.trec`;
     // The runs and their metrics go in together (a crash leaves the old output or the new one).
     replaceDirectorySync(

@@ -35,8 +35,13 @@ export async function exportCommand(o: ExportCommandOptions, log: (line: string)
   const dir = modelDir(o.model);
   const method = METHOD_CARDS.find(([card]) => existsSync(join(dir, card)))?.[1];
   if (method) {
-    if (o.format === 'hf') throw new QuorumError('ERR_ARG', `a ${method} directory exports as ONNX graphs only (--format onnx): Hugging Face's BertModel holds one encoder without heads`);
-    if (o.pooling !== undefined || o.normalize !== undefined) throw new QuorumError('ERR_ARG', `--pooling and --normalize are for Hugging Face directories, not a ${method} directory`);
+    if (o.format === 'hf')
+      throw new QuorumError(
+        'ERR_ARG',
+        `a ${method} directory exports as ONNX graphs only (--format onnx): Hugging Face's BertModel holds one encoder without heads`,
+      );
+    if (o.pooling !== undefined || o.normalize !== undefined)
+      throw new QuorumError('ERR_ARG', `--pooling and --normalize are for Hugging Face directories, not a ${method} directory`);
     if (method === 'CAME') {
       const card = cameExportOnnx(await CameRetriever.load(dir), o.out);
       log(`wrote ${o.out}: ${card.graphs.map((g) => `${g.file} (${g.experts.join(', ')})`).join(', ')}, tokenizer files, quorum-onnx.json`);
@@ -48,7 +53,9 @@ export async function exportCommand(o: ExportCommandOptions, log: (line: string)
       const muf = await MufRetriever.load(dir);
       try {
         const card = mufExportOnnx(muf, o.out);
-        log(`wrote ${o.out}: ${card.experts.map((e) => `${e.dir}/ (encoder, heads.onnx with ${e.members} members)`).join(', ')}, quorum-onnx.json`);
+        log(
+          `wrote ${o.out}: ${card.experts.map((e) => `${e.dir}/ (encoder, heads.onnx with ${e.members} members)`).join(', ')}, quorum-onnx.json`,
+        );
       } finally {
         muf.dispose();
       }
@@ -59,7 +66,11 @@ export async function exportCommand(o: ExportCommandOptions, log: (line: string)
   const { tokenizer, card } = model.loaded!;
   if (o.format === 'hf') {
     const { files } = exportHf(model, tokenizer, card.text, o.out);
-    log(`wrote ${o.out}: ${Object.entries(files).map(([e, d]) => (d === '.' ? 'a sentence-transformers directory' : `${e} -> ${d}/`)).join(', ')} (${model.config.encoder.pooling} pooling${model.config.encoder.normalize ? ', normalized' : ''})`);
+    log(
+      `wrote ${o.out}: ${Object.entries(files)
+        .map(([e, d]) => (d === '.' ? 'a sentence-transformers directory' : `${e} -> ${d}/`))
+        .join(', ')} (${model.config.encoder.pooling} pooling${model.config.encoder.normalize ? ', normalized' : ''})`,
+    );
   } else {
     const exported = exportOnnx(model, tokenizer, card.text, o.out);
     const files = [...new Set([exported.graphs.query, exported.graphs.passage, ...Object.values(exported.graphs.tasks ?? {})])];

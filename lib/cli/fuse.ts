@@ -1,4 +1,5 @@
-// `quorum fuse`: fuses TREC run files with any named method of lib/fusion or CAME's (came-<fusion>), writes the fused run, and scores it when
+// `quorum fuse`: fuses TREC run files with any named method of lib/fusion or CAME's (came-<fusion>), writes the fused
+// run, and scores it when
 // qrels are given. The supervised methods learn their tables from training runs of the same systems on other
 // questions (--train-runs, --train-qrels), never from the runs being fused.
 import { readQrels, readRun, writeRun } from '../data/trec-files.js';
@@ -43,7 +44,10 @@ function methodNamed(name: string): FusionMethodDef {
 export async function fuseCommand(o: FuseCommandOptions): Promise<void> {
   if (o.runs.length < 1) throw new QuorumError('ERR_ARG', 'give at least one run file');
   if (o.method === 'muf' || o.method === 'muf-sparse')
-    throw new QuorumError('ERR_ARG', `${o.method} weighs each run by a per-question confidence that run files do not carry: use \`quorum muf search\` or \`quorum eval --muf\``);
+    throw new QuorumError(
+      'ERR_ARG',
+      `${o.method} weighs each run by a per-question confidence that run files do not carry: use \`quorum muf search\` or \`quorum eval --muf\``,
+    );
   const method = methodNamed(o.method);
   const supervised = SUPERVISED.includes(o.method);
   if (supervised !== (o.trainRuns !== undefined) || (o.trainRuns !== undefined) !== (o.trainQrels !== undefined))
@@ -54,7 +58,10 @@ export async function fuseCommand(o: FuseCommandOptions): Promise<void> {
         : `--train-runs and --train-qrels go together, with a supervised method (${SUPERVISED.join(', ')})`,
     );
   if (o.trainRuns && o.trainRuns.length !== o.runs.length)
-    throw new QuorumError('ERR_ARG', `--train-runs names ${o.trainRuns.length} files for ${o.runs.length} input runs: one per input run, in the same order`);
+    throw new QuorumError(
+      'ERR_ARG',
+      `--train-runs names ${o.trainRuns.length} files for ${o.runs.length} input runs: one per input run, in the same order`,
+    );
   // Every file is read first: a bad qrels or run file fails before anything is written.
   const qrels = o.qrels ? await readQrels(o.qrels) : undefined;
   const runs: Run[] = [];
@@ -84,7 +91,10 @@ export async function fuseCommand(o: FuseCommandOptions): Promise<void> {
   writeRun(o.out, fused, o.method.replace(/\W/g, '_'));
   console.log(`fused ${o.runs.length} runs with ${o.method} into ${o.out} (${fused.size} queries)`);
   if (qrels) {
-    const rows = [...o.runs.map((f, i) => ({ run: f, ...evaluate(runs[i]!, qrels, o.metrics).mean })), { run: `fused (${o.method})`, ...evaluate(fused, qrels, o.metrics).mean }];
+    const rows = [
+      ...o.runs.map((f, i) => ({ run: f, ...evaluate(runs[i]!, qrels, o.metrics).mean })),
+      { run: `fused (${o.method})`, ...evaluate(fused, qrels, o.metrics).mean },
+    ];
     table(rows);
   }
 }

@@ -16,7 +16,13 @@ import { inBatches } from '../progress.js';
 export const BATCH = 256;
 
 /** BM25 top-k of every query, searched in batches behind a progress bar. */
-export async function bm25Search(index: Bm25Index, queries: ReadonlyArray<{ id: string; text: string }>, k: number, label: string, rows?: Int32Array): Promise<Map<string, ScoredDoc[]>> {
+export async function bm25Search(
+  index: Bm25Index,
+  queries: ReadonlyArray<{ id: string; text: string }>,
+  k: number,
+  label: string,
+  rows?: Int32Array,
+): Promise<Map<string, ScoredDoc[]>> {
   const run = new Map<string, ScoredDoc[]>();
   await inBatches(label, queries.length, BATCH, async (start, end) => {
     const batch = queries.slice(start, end);
@@ -33,14 +39,16 @@ export async function bm25Search(index: Bm25Index, queries: ReadonlyArray<{ id: 
 /** A raw little-endian float32 file of rows x dim, with its ids (one per line). */
 function readVectors(path: string, idsPath: string, dim: number): { vectors: Float32Array; ids: string[] } {
   const bytes = readFileBytes(path);
-  if (bytes.length % (4 * dim) !== 0) throw new QuorumError('ERR_FORMAT', `${path}: ${bytes.length} bytes is not a whole number of ${dim}-float rows`);
+  if (bytes.length % (4 * dim) !== 0)
+    throw new QuorumError('ERR_FORMAT', `${path}: ${bytes.length} bytes is not a whole number of ${dim}-float rows`);
   const vectors = new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
   const ids = new TextDecoder()
     .decode(readFileBytes(idsPath))
     .split('\n')
     .map((l) => l.trim())
     .filter(Boolean);
-  if (ids.length !== vectors.length / dim) throw new QuorumError('ERR_FORMAT', `${idsPath}: ${ids.length} ids for ${vectors.length / dim} vectors`);
+  if (ids.length !== vectors.length / dim)
+    throw new QuorumError('ERR_FORMAT', `${idsPath}: ${ids.length} ids for ${vectors.length / dim} vectors`);
   return { vectors, ids };
 }
 
@@ -54,13 +62,24 @@ export async function indexBm25(o: { data: string; out: string; k1: number; b: n
   console.log(`indexed ${index.documents} passages with BM25 (k1 ${o.k1}, b ${o.b}) into ${o.out}`);
 }
 
-export async function indexDense(o: { vectors: string; ids: string; dim: number; factory: string; mips: string; out: string; train?: number }): Promise<void> {
+export async function indexDense(o: {
+  vectors: string;
+  ids: string;
+  dim: number;
+  factory: string;
+  mips: string;
+  out: string;
+  train?: number;
+}): Promise<void> {
   const { vectors, ids } = readVectors(o.vectors, o.ids, o.dim);
   const index = DenseIndex.create({ dim: o.dim, factory: o.factory, mips: o.mips as Mips });
   if (!index.info.trained) await index.train(o.train ? vectors.subarray(0, Math.min(o.train, ids.length) * o.dim) : vectors);
   // Dense ids are 64-bit integers: the row numbers; the string ids go into a sidecar `<out>.ids`.
   await inBatches('add   ', ids.length, 10_000, (start, end) =>
-    index.add(vectors.subarray(start * o.dim, end * o.dim), BigInt64Array.from({ length: end - start }, (_, j) => BigInt(start + j))),
+    index.add(
+      vectors.subarray(start * o.dim, end * o.dim),
+      BigInt64Array.from({ length: end - start }, (_, j) => BigInt(start + j)),
+    ),
   );
   await index.save(o.out);
   writeFileAtomic(`${o.out}.ids`, Buffer.from(ids.join('\n') + '\n'));
@@ -116,7 +135,8 @@ export async function searchCommand(o: {
     const index = Bm25Index.load(o.index);
     run = await bm25Search(index, await queriesFrom(o), o.k, 'search', await filterRows(o, index.documentIds));
   } else if (head === 'QDNIDX01') {
-    if (!o.queryVectors || !o.queryIds) throw new QuorumError('ERR_ARG', 'a dense index searches --query-vectors FILE.f32 with --query-ids FILE');
+    if (!o.queryVectors || !o.queryIds)
+      throw new QuorumError('ERR_ARG', 'a dense index searches --query-vectors FILE.f32 with --query-ids FILE');
     const index = await DenseIndex.load(o.index);
     const docIds = new TextDecoder()
       .decode(readFileBytes(`${o.index}.ids`))
@@ -126,9 +146,16 @@ export async function searchCommand(o: {
     const allowedIds = rows ? BigInt64Array.from(rows, (r) => BigInt(r)) : undefined;
     const { vectors, ids } = readVectors(o.queryVectors, o.queryIds, index.dim);
     await inBatches('search', ids.length, BATCH, async (start, end) => {
-      const top = await index.search(vectors.subarray(start * index.dim, end * index.dim), o.k, { efSearch: o.efSearch, nprobe: o.nprobe, ...(allowedIds ? { allowedIds } : {}) });
+      const top = await index.search(vectors.subarray(start * index.dim, end * index.dim), o.k, {
+        efSearch: o.efSearch,
+        nprobe: o.nprobe,
+        ...(allowedIds ? { allowedIds } : {}),
+      });
       for (let j = 0; j < end - start; j++)
-        run.set(ids[start + j] as string, top.hits(j).map((h) => ({ id: docIds[Number(h.id)] ?? String(h.id), score: h.score })));
+        run.set(
+          ids[start + j] as string,
+          top.hits(j).map((h) => ({ id: docIds[Number(h.id)] ?? String(h.id), score: h.score })),
+        );
     });
   } else {
     throw new QuorumError('ERR_FORMAT', `${o.index} is not a Quorum BM25 or dense index`);

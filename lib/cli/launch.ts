@@ -53,7 +53,15 @@ async function launchRanks(n: number, args: readonly string[], log: (line: strin
   const exits = Array.from({ length: n }, (_, rank) => {
     // The cores shared out (each rank's libtorch would otherwise take them all: n times oversubscribed).
     const threads = process.env.QUORUM_THREADS ?? String(Math.max(1, Math.floor(availableParallelism() / n)));
-    const env = { ...process.env, RANK: String(rank), LOCAL_RANK: String(rank), WORLD_SIZE: String(n), MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port), QUORUM_THREADS: threads };
+    const env = {
+      ...process.env,
+      RANK: String(rank),
+      LOCAL_RANK: String(rank),
+      WORLD_SIZE: String(n),
+      MASTER_ADDR: '127.0.0.1',
+      MASTER_PORT: String(port),
+      QUORUM_THREADS: threads,
+    };
     const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, ...args], { env, stdio: 'inherit' });
     children.push(child);
     return new Promise<void>((resolve) =>
@@ -87,7 +95,8 @@ export async function asRanks<T>(
   log: (line: string) => void,
   body: (group: ProcessGroup | undefined, log: (line: string) => void) => Promise<T>,
 ): Promise<T | undefined> {
-  if (nproc !== undefined && (!Number.isInteger(nproc) || nproc < 1)) throw new QuorumError('ERR_RANGE', `--nproc must be at least 1, got ${nproc}`);
+  if (nproc !== undefined && (!Number.isInteger(nproc) || nproc < 1))
+    throw new QuorumError('ERR_RANGE', `--nproc must be at least 1, got ${nproc}`);
   if (nproc !== undefined && nproc > 1 && !inGroup()) {
     await launchRanks(nproc, withoutNproc(process.argv.slice(2)), log);
     return undefined;

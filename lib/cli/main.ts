@@ -38,12 +38,22 @@ const program = new Command('quorum')
 
 program
   .command('demo')
-  .description('the multi-expert pipeline on the embedded benchmark (or a BEIR-layout --data DIR with tasks): BM25, the shipped dense model, DPR-MUF, hybrids, the HTML report; then the native kernels against plain JS')
+  .description(
+    'the multi-expert pipeline on the embedded benchmark (or a BEIR-layout --data DIR with tasks): BM25, the shipped dense model, DPR-MUF, hybrids, the HTML report; then the native kernels against plain JS',
+  )
   .option('--data <dir>', 'a BEIR-layout dataset instead of the embedded one')
-  .option('--model <dir>', "the dense encoder: a model directory, 'default' (the shipped trained model) or 'tfidf' (hashed TF-IDF)", 'default')
+  .option(
+    '--model <dir>',
+    "the dense encoder: a model directory, 'default' (the shipped trained model) or 'tfidf' (hashed TF-IDF)",
+    'default',
+  )
   .option('--dim <n>', 'hashed TF-IDF dimension', int, 768)
   .option('--no-muf', 'skip DPR-MUF')
-  .option('--experts <kind>', "DPR-MUF's experts: 'trained' (one 0-layer Siamese model per task, trained here from GloVe on its task's questions alone) or 'shared' (the dense model, with each task's marker)", 'trained')
+  .option(
+    '--experts <kind>',
+    "DPR-MUF's experts: 'trained' (one 0-layer Siamese model per task, trained here from GloVe on its task's questions alone) or 'shared' (the dense model, with each task's marker)",
+    'trained',
+  )
   .option('--report <file>', 'the HTML report', 'quorum-demo-report.html')
   .option('--no-report', 'write no report')
   .option('--no-bench', 'skip the speed check')
@@ -61,18 +71,52 @@ program
   .option('--metrics <list>', 'e.g. ndcg@10,recall@100,mrr@10,map', list, ['ndcg@10', 'recall@100', 'mrr@10'])
   .option('--k <n>', 'retrieval depth', int, 100)
   .option('--dim <n>', "the 'dense' method's hashed TF-IDF dimension", int, 768)
-  .option('--alpha <x>', "the 'hybrid' method's alpha (normalized scores, weight on BM25; default: tuned for MRR@10 on the dev split over 0..100, per task when queries carry tasks, else 1)", num)
-  .option('--no-alpha-per-task', "tune one alpha for all tasks")
-  .option('--no-hybrid-guard', "keep the tuned alpha even where its dev gain over BM25 is under one standard error (default: BM25 alone there)")
-  .option('--model <dir>', "a model directory from `quorum train`, or 'default' (the shipped model): the 'dense' method uses it (default: hashed TF-IDF)")
+  .option(
+    '--alpha <x>',
+    "the 'hybrid' method's alpha (normalized scores, weight on BM25; default: tuned for MRR@10 on the dev split over 0..100, per task when queries carry tasks, else 1)",
+    num,
+  )
+  .option('--no-alpha-per-task', 'tune one alpha for all tasks')
+  .option(
+    '--no-hybrid-guard',
+    'keep the tuned alpha even where its dev gain over BM25 is under one standard error (default: BM25 alone there)',
+  )
+  .option(
+    '--model <dir>',
+    "a model directory from `quorum train`, or 'default' (the shipped model): the 'dense' method uses it (default: hashed TF-IDF)",
+  )
   .option('--out <dir>', 'write <method>.trec run files and metrics.json here')
   .option('--by-task', "also each task's mean (the queries' `task` field)")
-  .option('--muf <dir>', "a MUF directory (`quorum muf train`): adds muf, muf-mi, muf-uniform, muf-oracle, expert:<name> and muf-hybrid, and prints abstention coverage")
-  .option('--came <dir>', 'a CAME directory (`quorum came train`): adds came (Sum), came:<fusion> for the other fusions and came-expert:<name>')
+  .option(
+    '--muf <dir>',
+    'a MUF directory (`quorum muf train`): adds muf, muf-mi, muf-uniform, muf-oracle, expert:<name> and muf-hybrid, and prints abstention coverage',
+  )
+  .option(
+    '--came <dir>',
+    'a CAME directory (`quorum came train`): adds came (Sum), came:<fusion> for the other fusions and came-expert:<name>',
+  )
   .option('--report <file>', 'also write the HTML report (metric bars, Recall@k curves, MUF calibration, latency) to this file')
   .option('--latency <n>', 'time n single-query searches per method for the report', count, 0)
-  .action(async (o: { data: string; split: string; methods: string[]; run: string[]; metrics: string[]; k: number; dim: number; alpha?: number; alphaPerTask: boolean; hybridGuard: boolean; model?: string; out?: string; byTask?: boolean; muf?: string; came?: string; report?: string; latency: number }) =>
-    evalCommand({ ...o, runs: o.run }),
+  .action(
+    async (o: {
+      data: string;
+      split: string;
+      methods: string[];
+      run: string[];
+      metrics: string[];
+      k: number;
+      dim: number;
+      alpha?: number;
+      alphaPerTask: boolean;
+      hybridGuard: boolean;
+      model?: string;
+      out?: string;
+      byTask?: boolean;
+      muf?: string;
+      came?: string;
+      report?: string;
+      latency: number;
+    }) => evalCommand({ ...o, runs: o.run }),
   );
 
 program
@@ -97,24 +141,45 @@ trainingOptions(program.command('train'), {
   .description('train a dense retriever on a BEIR-layout dataset (train split; dev split picks the best epoch) into a model directory')
   .requiredOption('--preset <name>', `${PRESETS.join(', ')}`)
   .option('--tasks <list>', "train on these tasks only (the queries' `task` field)", list)
-  .option('--pooling <name>', `${POOLINGS.join(', ')} (default: mean; with --init, the checkpoint's sentence-transformers pooling, else cls)`)
+  .option(
+    '--pooling <name>',
+    `${POOLINGS.join(', ')} (default: mean; with --init, the checkpoint's sentence-transformers pooling, else cls)`,
+  )
   .option('--layers <n>', 'Transformer layers (0: embeddings and pooling only)', count, TRAIN_DEFAULTS.layers)
   .option('--projection <n>', 'a linear head of this width after pooling (equal to --hidden: it starts as the identity); 0: none', count, 0)
   .option('--epochs <n>', 'passes over the training questions', int, TRAIN_DEFAULTS.epochs)
   .option('--temperature <x>', 'softmax temperature (default 0.05: the embeddings are unit vectors)', num)
   .option('--hard-negatives <n>', 'BM25 hard negatives per question', count, TRAIN_DEFAULTS.hardNegatives)
-  .option('--attention-window <n>', 'self-attention within windows of n tokens, linear in the passage length (0: the whole sequence)', int, 0)
+  .option(
+    '--attention-window <n>',
+    'self-attention within windows of n tokens, linear in the passage length (0: the whole sequence)',
+    int,
+    0,
+  )
   .option('--freeze <list>', 'parameters not trained: names containing any of these (e.g. word_embeddings keeps the GloVe vectors)', list)
   .option('--no-word-vocab', "WordPiece's vocabulary only (default: plus the corpus's whole words that GloVe has)")
   .option('--no-nfkc', "BERT's text normalization alone (default: compatibility characters such as PDF ligatures folded first, NFKC)")
   .option('--no-fit-pooling', 'plain mean pooling: no IDF token weights, no corpus centring')
   .option('--budget <seconds>', 'stop after the epoch that passes this much training time', num)
   .option('--resume', 'continue from <out>/checkpoints')
-  .option('--no-task-markers', "no task marker before the questions (default: markers when training on several tasks); a model for questions of unknown task")
-  .option('--nproc <n>', 'train as n data-parallel ranks on this machine (each batch split across them; on several machines set RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT instead)', count)
+  .option(
+    '--no-task-markers',
+    'no task marker before the questions (default: markers when training on several tasks); a model for questions of unknown task',
+  )
+  .option(
+    '--nproc <n>',
+    'train as n data-parallel ranks on this machine (each batch split across them; on several machines set RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT instead)',
+    count,
+  )
   .action(async (o: Omit<TrainCommandOptions, 'hardNegatives'> & { hardNegatives: number }, cmd: Command) => {
     checkInitConflicts(cmd, ['hidden', 'layers', 'wordVocab', 'nfkc', 'fitPooling']);
-    await trainCommand({ ...o, givenLengths: { query: cmd.getOptionValueSource('maxQueryLength') === 'cli', passage: cmd.getOptionValueSource('maxPassageLength') === 'cli' } });
+    await trainCommand({
+      ...o,
+      givenLengths: {
+        query: cmd.getOptionValueSource('maxQueryLength') === 'cli',
+        passage: cmd.getOptionValueSource('maxPassageLength') === 'cli',
+      },
+    });
   });
 
 registerMufCommands(program);
@@ -123,28 +188,40 @@ registerRomCommands(program);
 
 program
   .command('encode')
-  .description("encode a BEIR corpus with a trained model: vectors.f32, ids.txt and an exact DenseIndex (index.qdx)")
+  .description('encode a BEIR corpus with a trained model: vectors.f32, ids.txt and an exact DenseIndex (index.qdx)')
   .requiredOption('--model <dir>', 'a model directory from `quorum train`, or a Hugging Face BERT-family directory')
   .requiredOption('--data <dir>', 'BEIR layout: corpus.jsonl')
   .requiredOption('--out <dir>', 'where to write the vectors and the index')
   .option('--pooling <name>', HF_POOLING_HELP)
   .option('--normalize', HF_NORMALIZE_HELP)
-  .option('--nproc <n>', 'encode as n ranks on this machine, each a part of the corpus, into one index (on several machines set RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT instead)', count)
-  .action(async (o: { model: string; data: string; out: string; pooling?: string; normalize?: boolean; nproc?: number }) => encodeCommand(o));
+  .option(
+    '--nproc <n>',
+    'encode as n ranks on this machine, each a part of the corpus, into one index (on several machines set RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT instead)',
+    count,
+  )
+  .action(async (o: { model: string; data: string; out: string; pooling?: string; normalize?: boolean; nproc?: number }) =>
+    encodeCommand(o),
+  );
 
 program
   .command('hybrid-alpha')
-  .description("tune the dense + BM25 hybrid's alpha for a model on a dataset's dev split and store it in the model's card (quorum train does this itself)")
+  .description(
+    "tune the dense + BM25 hybrid's alpha for a model on a dataset's dev split and store it in the model's card (quorum train does this itself)",
+  )
   .requiredOption('--model <dir>', 'a model directory from `quorum train`')
   .requiredOption('--data <dir>', 'a BEIR-layout dataset with qrels/dev.tsv')
   .action(async (o: { model: string; data: string }) => {
     const h = await tuneModelHybrid(o);
-    console.log(`stored in ${join(modelDir(o.model), 'model.json')}: alpha ${h.alpha ?? 'BM25 alone'}${h.byTask ? `, per task ${JSON.stringify(h.byTask)}` : ''}`);
+    console.log(
+      `stored in ${join(modelDir(o.model), 'model.json')}: alpha ${h.alpha ?? 'BM25 alone'}${h.byTask ? `, per task ${JSON.stringify(h.byTask)}` : ''}`,
+    );
   });
 
 program
   .command('export')
-  .description('hand a model to other tools: a Hugging Face / sentence-transformers directory (hf) or ONNX graphs with the tokenizer (onnx)')
+  .description(
+    'hand a model to other tools: a Hugging Face / sentence-transformers directory (hf) or ONNX graphs with the tokenizer (onnx)',
+  )
   .requiredOption('--model <dir>', "a model directory from `quorum train`, 'default', or a Hugging Face BERT-family directory")
   .requiredOption('--format <name>', 'hf or onnx')
   .requiredOption('--out <dir>', 'the directory to write')
@@ -154,14 +231,14 @@ program
 
 program
   .command('fuse')
-  .description('fuse TREC run files into one run file, by any fusion method of docs/methods/fusion.md but MUF\'s (which needs confidences)')
+  .description("fuse TREC run files into one run file, by any fusion method of docs/methods/fusion.md but MUF's (which needs confidences)")
   .argument('<runs...>', 'TREC run files')
   .requiredOption('--method <name>', 'rrf, sum, wsum, mnz, bordafuse, condorcet, came-sum, hybrid, ...')
   .requiredOption('--out <file>', 'the fused TREC run file')
   .option('--norm <name>', 'none, min-max, min-max-inverted, max, sum, zmuv, rank, borda')
   .option('--missing <policy>', 'zero, min, kth, exclude, -inf, +inf')
   .option('--weights <list>', 'one weight per run', numbers)
-  .option('--k <n>', "list depth K of --missing kth", int)
+  .option('--k <n>', 'list depth K of --missing kth', int)
   .option('--depth <n>', 'keep the best n per query', int)
   .option('--rrf-k <n>', "rrf's k", num)
   .option('--phi <x>', "rbc's phi", num)
@@ -172,7 +249,10 @@ program
   .option('--segments <n>', "probfuse's segments", int)
   .option('--train-runs <list>', 'supervised methods: one run file per input run, same systems on training questions', list)
   .option('--train-qrels <file>', 'supervised methods: qrels of the training questions')
-  .option('--qrels <file>', 'qrels (TREC, or the BEIR qrels/<split>.tsv of quorum data build): print the metrics of the inputs and of the fused run')
+  .option(
+    '--qrels <file>',
+    'qrels (TREC, or the BEIR qrels/<split>.tsv of quorum data build): print the metrics of the inputs and of the fused run',
+  )
   .option('--metrics <list>', 'metrics with --qrels', list, ['ndcg@10', 'recall@100', 'mrr@10'])
   .action(async (runs: string[], o: Record<string, unknown>) =>
     fuseCommand({ ...(o as unknown as Parameters<typeof fuseCommand>[0]), runs, rrfK: o.rrfK as number | undefined }),
@@ -197,7 +277,9 @@ index
   .option('--factory <s>', 'faiss factory string', 'Flat')
   .option('--mips <m>', 'inner-product or l2', 'inner-product')
   .option('--train <n>', 'train IVF / PQ on the first n vectors (default: all)', int)
-  .action(async (o: { vectors: string; ids: string; dim: number; out: string; factory: string; mips: string; train?: number }) => indexDense(o));
+  .action(async (o: { vectors: string; ids: string; dim: number; out: string; factory: string; mips: string; train?: number }) =>
+    indexDense(o),
+  );
 
 program
   .command('search')
@@ -206,15 +288,30 @@ program
   .requiredOption('--out <file>', 'the TREC run file')
   .option('--data <dir>', 'BM25: the queries.jsonl of this BEIR-layout dataset')
   .option('--queries <file>', 'BM25: a queries.jsonl ({_id, text})')
-  .option('--split <name>', "BM25 with --data: only the queries of qrels/<name>.tsv (e.g. test)")
+  .option('--split <name>', 'BM25 with --data: only the queries of qrels/<name>.tsv (e.g. test)')
   .option('--query-vectors <file>', 'dense: raw float32 query vectors')
   .option('--query-ids <file>', 'dense: one query id per line')
   .option('--k <n>', 'results per query', int, 100)
   .option('--ef-search <n>', 'HNSW efSearch', int)
   .option('--nprobe <n>', 'IVF nprobe', int)
-  .option('--filter <json>', "only passages whose metadata match, inside the search (needs --data: its corpus's titles and metadata), e.g. '{\"field\":\"title\",\"eq\":\"Paris\"}'")
-  .action(async (o: { index: string; out: string; data?: string; queries?: string; split?: string; queryVectors?: string; queryIds?: string; k: number; efSearch?: number; nprobe?: number; filter?: string }) =>
-    searchCommand(o),
+  .option(
+    '--filter <json>',
+    'only passages whose metadata match, inside the search (needs --data: its corpus\'s titles and metadata), e.g. \'{"field":"title","eq":"Paris"}\'',
+  )
+  .action(
+    async (o: {
+      index: string;
+      out: string;
+      data?: string;
+      queries?: string;
+      split?: string;
+      queryVectors?: string;
+      queryIds?: string;
+      k: number;
+      efSearch?: number;
+      nprobe?: number;
+      filter?: string;
+    }) => searchCommand(o),
   );
 
 const data = program.command('data').description('datasets');
@@ -231,10 +328,16 @@ data
     const maxDocs: Partial<Record<TaskName, number>> = {};
     for (const kv of o.maxDocs) {
       const [task, n] = kv.split('=');
-      if (!task || !n || !Number.isInteger(Number(n)) || Number(n) < 1) throw new QuorumError('ERR_ARG', `--max-docs expects task=n, got '${kv}'`);
+      if (!task || !n || !Number.isInteger(Number(n)) || Number(n) < 1)
+        throw new QuorumError('ERR_ARG', `--max-docs expects task=n, got '${kv}'`);
       maxDocs[task as TaskName] = Number(n);
     }
-    const built = buildMultiDomain(o.data, { tasks: o.tasks as TaskName[], seed: o.seed, chunkWords: o.chunkWords, ...(o.maxDocs.length ? { maxDocs } : {}) });
+    const built = buildMultiDomain(o.data, {
+      tasks: o.tasks as TaskName[],
+      seed: o.seed,
+      chunkWords: o.chunkWords,
+      ...(o.maxDocs.length ? { maxDocs } : {}),
+    });
     writeMultiDomain(o.out, built);
     console.log(`wrote ${built.corpus.length} passages and ${built.queries.length} queries (${o.tasks.join(', ')}) to ${o.out}`);
   });

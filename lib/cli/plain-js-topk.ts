@@ -45,7 +45,9 @@ export function plainJsTopK(Q: Float32Array, C: Float32Array, D: number, k: numb
         hi[i] = n;
       }
     }
-    const order = Array.from({ length: size }, (_, j) => j).sort((x, y) => (hs[y] as number) - (hs[x] as number) || (hi[x] as number) - (hi[y] as number));
+    const order = Array.from({ length: size }, (_, j) => j).sort(
+      (x, y) => (hs[y] as number) - (hs[x] as number) || (hi[x] as number) - (hi[y] as number),
+    );
     order.forEach((j, r) => {
       ids[b * k + r] = hi[j] as number;
       scores[b * k + r] = hs[j] as number;

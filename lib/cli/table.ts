@@ -16,9 +16,11 @@ function columnFormat(values: Array<string | number | undefined>): (v: number) =
 export function table(rows: Array<Record<string, string | number>>): void {
   const headers = Object.keys(rows[0] ?? {});
   const formats = headers.map((h) => columnFormat(rows.map((r) => r[h])));
-  const cell = (v: string | number | undefined, c: number) => (typeof v === 'number' ? (formats[c] as (v: number) => string)(v) : (v ?? ''));
+  const cell = (v: string | number | undefined, c: number) =>
+    typeof v === 'number' ? (formats[c] as (v: number) => string)(v) : (v ?? '');
   const widths = headers.map((h, c) => Math.max(h.length, ...rows.map((r) => cell(r[h], c).length)));
-  const line = (cells: string[]) => '  ' + cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  ');
+  const line = (cells: string[]) =>
+    '  ' + cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  ');
   console.log(line(headers));
   for (const r of rows) console.log(line(headers.map((h, c) => cell(r[h], c))));
 }

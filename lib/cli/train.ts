@@ -88,7 +88,8 @@ export interface TrainCommandOptions {
 /** Validates every option before any work, so a typo costs no minutes of training. */
 function checkOptions(o: TrainCommandOptions): void {
   check(PRESETS.includes(o.preset as RetrieverPreset), 'ERR_ARG', `unknown preset '${o.preset}': use ${PRESETS.join(', ')}`);
-  if (o.pooling !== undefined) check(POOLINGS.includes(o.pooling as Pooling), 'ERR_ARG', `unknown pooling '${o.pooling}': use ${POOLINGS.join(', ')}`);
+  if (o.pooling !== undefined)
+    check(POOLINGS.includes(o.pooling as Pooling), 'ERR_ARG', `unknown pooling '${o.pooling}': use ${POOLINGS.join(', ')}`);
   for (const [name, v, min] of [
     ['--layers', o.layers, 0],
     ['--hidden', o.hidden, 1],
@@ -102,11 +103,13 @@ function checkOptions(o: TrainCommandOptions): void {
   ] as const)
     check(Number.isInteger(v) && v >= min, 'ERR_RANGE', `${name} must be an integer >= ${min}, got ${v}`);
   check(o.lr > 0 && Number.isFinite(o.lr), 'ERR_RANGE', `--lr must be > 0, got ${o.lr}`);
-  if (o.temperature !== undefined) check(o.temperature > 0 && Number.isFinite(o.temperature), 'ERR_RANGE', `--temperature must be > 0, got ${o.temperature}`);
+  if (o.temperature !== undefined)
+    check(o.temperature > 0 && Number.isFinite(o.temperature), 'ERR_RANGE', `--temperature must be > 0, got ${o.temperature}`);
   if (o.init !== undefined) return;
   check(o.layers === 0 || o.hidden % 4 === 0, 'ERR_ARG', `--hidden ${o.hidden} must be a multiple of the 4 attention heads`);
   check(o.layers > 0 || o.pooling !== 'cls', 'ERR_ARG', 'cls pooling needs --layers >= 1 (use mean or max for an embeddings-only model)');
-  if (o.freeze !== undefined) check(o.freeze.length > 0, 'ERR_ARG', '--freeze needs at least one parameter name part, e.g. word_embeddings');
+  if (o.freeze !== undefined)
+    check(o.freeze.length > 0, 'ERR_ARG', '--freeze needs at least one parameter name part, e.g. word_embeddings');
 }
 
 /**
@@ -116,7 +119,11 @@ function checkOptions(o: TrainCommandOptions): void {
 function encoderConfig(o: TrainCommandOptions, vocabSize: number, bert?: PretrainedBert): Partial<EncoderConfig> {
   if (bert) {
     const longest = Math.max(o.maxQueryLength, o.maxPassageLength);
-    check(longest <= bert.encoder.maxPositions, 'ERR_RANGE', `--max-passage-length / --max-query-length ${longest} exceed the checkpoint's ${bert.encoder.maxPositions} positions`);
+    check(
+      longest <= bert.encoder.maxPositions,
+      'ERR_RANGE',
+      `--max-passage-length / --max-query-length ${longest} exceed the checkpoint's ${bert.encoder.maxPositions} positions`,
+    );
     return { ...bert.encoder, attentionWindow: o.attentionWindow ?? 0, projectionDim: o.projection ?? 0 };
   }
   const pooling = (o.pooling ?? 'mean') as Pooling;
@@ -144,11 +151,27 @@ function encoderConfig(o: TrainCommandOptions, vocabSize: number, bert?: Pretrai
 async function quorumInit(o: TrainCommandOptions): Promise<Retriever | undefined> {
   const dir = modelDir(o.init!);
   if (isHfModelDir(dir)) return undefined;
-  if (!existsSync(join(dir, 'model.json'))) throw new QuorumError('ERR_IO', `--init ${o.init}: neither a Quorum model directory (model.json) nor a Hugging Face checkpoint (config.json)`);
+  if (!existsSync(join(dir, 'model.json')))
+    throw new QuorumError(
+      'ERR_IO',
+      `--init ${o.init}: neither a Quorum model directory (model.json) nor a Hugging Face checkpoint (config.json)`,
+    );
   const model = await Retriever.load(dir);
-  check(model.config.preset === o.preset, 'ERR_ARG', `--init ${o.init} is a ${model.config.preset} model: give --preset ${model.config.preset}`);
-  check(o.pooling === undefined || o.pooling === model.config.encoder.pooling, 'ERR_ARG', `--init ${o.init} pools by ${model.config.encoder.pooling}: --pooling cannot change a trained model`);
-  check(!o.projection && !o.attentionWindow, 'ERR_ARG', `--projection and --attention-window cannot change a trained model (--init ${o.init})`);
+  check(
+    model.config.preset === o.preset,
+    'ERR_ARG',
+    `--init ${o.init} is a ${model.config.preset} model: give --preset ${model.config.preset}`,
+  );
+  check(
+    o.pooling === undefined || o.pooling === model.config.encoder.pooling,
+    'ERR_ARG',
+    `--init ${o.init} pools by ${model.config.encoder.pooling}: --pooling cannot change a trained model`,
+  );
+  check(
+    !o.projection && !o.attentionWindow,
+    'ERR_ARG',
+    `--projection and --attention-window cannot change a trained model (--init ${o.init})`,
+  );
   return model;
 }
 
@@ -162,7 +185,11 @@ export async function trainCommand(o: TrainCommandOptions, logLine: (line: strin
   return asRanks(o.nproc, logLine, (group, log) => train(o, log, group));
 }
 
-async function train(asked: TrainCommandOptions, log: (line: string) => void, group: ProcessGroup | undefined): Promise<Retriever | undefined> {
+async function train(
+  asked: TrainCommandOptions,
+  log: (line: string) => void,
+  group: ProcessGroup | undefined,
+): Promise<Retriever | undefined> {
   // --init: a Quorum model directory is trained further as it is (its own shape, tokenizer, fitted pooling and, unless
   // the command line gives them, lengths); any other directory is read as a Hugging Face checkpoint.
   const from = asked.init !== undefined ? await quorumInit(asked) : undefined;
@@ -174,11 +201,23 @@ async function train(asked: TrainCommandOptions, log: (line: string) => void, gr
   };
   // --freeze names against the parameters of the model the options describe (names do not depend on the
   // vocabulary), before the data is read: a typo costs no preparation.
-  const bert = o.init !== undefined && !from ? readPretrained(o.init, o.pooling !== undefined ? { pooling: o.pooling as Pooling } : {}) : undefined;
-  if (o.freeze) (from ? Retriever.fromConfig(from.config) : Retriever.create({ preset: o.preset as RetrieverPreset, encoder: { ...encoderConfig(o, 8, bert), vocabSize: 8 } })).setOptimizer({ frozen: o.freeze });
+  const bert =
+    o.init !== undefined && !from ? readPretrained(o.init, o.pooling !== undefined ? { pooling: o.pooling as Pooling } : {}) : undefined;
+  if (o.freeze)
+    (from
+      ? Retriever.fromConfig(from.config)
+      : Retriever.create({ preset: o.preset as RetrieverPreset, encoder: { ...encoderConfig(o, 8, bert), vocabSize: 8 } })
+    ).setOptimizer({ frozen: o.freeze });
   const dtype = weightStorageOption(o.dtype);
   const given = from?.loaded?.tokenizer ?? bert?.tokenizer;
-  const { passages, train: trainEx, dev: devEx, tasks, tokenizer, glove } = await prepareTraining(o.data, {
+  const {
+    passages,
+    train: trainEx,
+    dev: devEx,
+    tasks,
+    tokenizer,
+    glove,
+  } = await prepareTraining(o.data, {
     ...(o.tasks ? { tasks: o.tasks } : {}),
     ...(given ? { tokenizer: given, glove: false, wordVocab: false } : { glove: o.glove, wordVocab: o.wordVocab, nfkc: o.nfkc }),
     log,
@@ -190,11 +229,15 @@ async function train(asked: TrainCommandOptions, log: (line: string) => void, gr
   const fit = !from && !!encoder.tokenWeights;
   Retriever.seed(o.seed);
   const model = from ?? Retriever.create({ preset: o.preset as RetrieverPreset, encoder, tasks });
-  log(`${o.preset}: ${model.parameterCount.toLocaleString()} parameters, ${encoder.layers} layers, ${encoder.pooling} pooling${group ? `; ${group.size} ranks, ${o.batch} questions a batch across them` : ''}`);
+  log(
+    `${o.preset}: ${model.parameterCount.toLocaleString()} parameters, ${encoder.layers} layers, ${encoder.pooling} pooling${group ? `; ${group.size} ranks, ${o.batch} questions a batch across them` : ''}`,
+  );
   if (from) log(`initialized from ${o.init} (a Quorum model directory: its configuration, tokenizer and weights)`);
   if (bert) {
     const { missing } = loadPretrainedWeights(model, bert, { strict: false });
-    log(`initialized from ${o.init}${missing.length ? ` (${missing.length} parameters not in the checkpoint keep their initialization: ${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ', ...' : ''})` : ''}`);
+    log(
+      `initialized from ${o.init}${missing.length ? ` (${missing.length} parameters not in the checkpoint keep their initialization: ${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ', ...' : ''})` : ''}`,
+    );
   }
   let mute: number[] = [];
   if (glove) {
@@ -234,7 +277,14 @@ async function train(asked: TrainCommandOptions, log: (line: string) => void, gr
     maxPassageLength: o.maxPassageLength,
     taskMarkers: options.taskMarkers,
     dtype,
-    training: { data: o.data, ...(o.init ? { init: o.init } : {}), options, epochs: result.epochs, best: result.best, seconds: result.seconds },
+    training: {
+      data: o.data,
+      ...(o.init ? { init: o.init } : {}),
+      options,
+      epochs: result.epochs,
+      best: result.best,
+      seconds: result.seconds,
+    },
   });
   log(
     `wrote ${o.out} (${result.best ? `best epoch ${result.best.epoch + 1} by dev MRR` : 'last epoch: no dev split'}; ` +
@@ -244,7 +294,15 @@ async function train(asked: TrainCommandOptions, log: (line: string) => void, gr
   // on data without a dev split use it instead of a fixed 1.
   if (devEx.length && o.hybrid !== false) {
     const h = await tuneModelHybrid({ model: o.out, data: o.data });
-    log(`hybrid alpha ${h.alpha ?? 'BM25 alone'}${h.byTask ? ` (${Object.entries(h.byTask).map(([t, a]) => `${t} ${a ?? 'BM25 alone'}`).join(', ')})` : ''} stored in ${join(o.out, 'model.json')}`);
+    log(
+      `hybrid alpha ${h.alpha ?? 'BM25 alone'}${
+        h.byTask
+          ? ` (${Object.entries(h.byTask)
+              .map(([t, a]) => `${t} ${a ?? 'BM25 alone'}`)
+              .join(', ')})`
+          : ''
+      } stored in ${join(o.out, 'model.json')}`,
+    );
   }
   return model;
 }

@@ -49,9 +49,11 @@ export interface BeirDataset {
 // A whole JSON-lines file, each non-empty line parsed by `parse` (given "file:line" for its messages).
 function readJsonl<T>(path: string, parse: (o: Record<string, unknown>, where: string) => T): T[] {
   const out: T[] = [];
-  readTextFile(path).split('\n').forEach((line, i) => {
-    if (line.trim()) out.push(parse(parseJsonObjectLine(line, path, i + 1), `${path}:${i + 1}`));
-  });
+  readTextFile(path)
+    .split('\n')
+    .forEach((line, i) => {
+      if (line.trim()) out.push(parse(parseJsonObjectLine(line, path, i + 1), `${path}:${i + 1}`));
+    });
   return out;
 }
 
@@ -191,10 +193,19 @@ function wrapLine<T>(f: () => T, path: string, line: number): T {
  */
 export function writeBeir(dir: string, data: BeirDataset, split = 'test'): void {
   makeDirs(join(dir, 'qrels'));
-  writeFileSync(join(dir, 'corpus.jsonl'), data.corpus.map((p) => JSON.stringify({ _id: p.id, title: p.title, text: p.text, ...(p.metadata ? { metadata: p.metadata } : {}) })).join('\n') + '\n');
+  writeFileSync(
+    join(dir, 'corpus.jsonl'),
+    data.corpus
+      .map((p) => JSON.stringify({ _id: p.id, title: p.title, text: p.text, ...(p.metadata ? { metadata: p.metadata } : {}) }))
+      .join('\n') + '\n',
+  );
   writeFileSync(
     join(dir, 'queries.jsonl'),
-    data.queries.map((q) => JSON.stringify({ _id: q.id, text: q.text, ...(q.answers ? { answers: q.answers } : {}), ...(q.task ? { task: q.task } : {}) })).join('\n') + '\n',
+    data.queries
+      .map((q) =>
+        JSON.stringify({ _id: q.id, text: q.text, ...(q.answers ? { answers: q.answers } : {}), ...(q.task ? { task: q.task } : {}) }),
+      )
+      .join('\n') + '\n',
   );
   writeQrelsTsv(join(dir, 'qrels', `${split}.tsv`), data.qrels);
 }

@@ -42,8 +42,10 @@ export function planCorpusChange<P extends { id: string; text: string }>(
   add.forEach((p, i) => {
     if (p === null || typeof p !== 'object' || typeof p.id !== 'string' || typeof p.text !== 'string')
       throw new QuorumError('ERR_ARG', `add[${i}] must be { id, title?, text }`);
-    if (!p.id || (options.oneLineIds && /[\r\n]/.test(p.id))) throw new QuorumError('ERR_ARG', `add[${i}]: a passage id must be non-empty${options.oneLineIds ? ' and fit one line' : ''}`);
-    if (keptIds.has(p.id) || seen.has(p.id)) throw new QuorumError('ERR_ARG', `add[${i}]: passage id '${p.id}' is already in the corpus or repeated`);
+    if (!p.id || (options.oneLineIds && /[\r\n]/.test(p.id)))
+      throw new QuorumError('ERR_ARG', `add[${i}]: a passage id must be non-empty${options.oneLineIds ? ' and fit one line' : ''}`);
+    if (keptIds.has(p.id) || seen.has(p.id))
+      throw new QuorumError('ERR_ARG', `add[${i}]: passage id '${p.id}' is already in the corpus or repeated`);
     seen.add(p.id);
   });
   if (kept.length + add.length === 0) throw new QuorumError('ERR_ARG', `${what} needs at least one passage: this would remove them all`);
@@ -66,7 +68,8 @@ export function checkKeptRows(keep: unknown, size: number): Int32Array {
   if (!(keep instanceof Int32Array)) throw new QuorumError('ERR_ARG', 'keep must be an Int32Array of corpus rows');
   for (let i = 0; i < keep.length; i++) {
     const r = keep[i]!;
-    if (r < 0 || r >= size || (i && r <= keep[i - 1]!)) throw new QuorumError('ERR_RANGE', `keep[${i}] = ${r}: rows must be ascending corpus rows below ${size}`);
+    if (r < 0 || r >= size || (i && r <= keep[i - 1]!))
+      throw new QuorumError('ERR_RANGE', `keep[${i}] = ${r}: rows must be ascending corpus rows below ${size}`);
   }
   return keep;
 }

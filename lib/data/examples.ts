@@ -38,4 +38,3 @@ export function passageTexts(passages: readonly PassageText[]): PassageText[] {
     return { title: p.title ?? '', text: p.text };
   });
 }
-

@@ -94,7 +94,8 @@ function recoverDirectory(dir: string): void {
       renameSync(existsSync(done) ? done : join(dirname(dir), name), dir);
       break;
     }
-  for (const name of readdirSync(dirname(dir))) if (dead(name, 'tmp') !== undefined || dead(name, 'old') !== undefined) removeQuietly(join(dirname(dir), name));
+  for (const name of readdirSync(dirname(dir)))
+    if (dead(name, 'tmp') !== undefined || dead(name, 'old') !== undefined) removeQuietly(join(dirname(dir), name));
 }
 
 /** Options of {@link replaceDirectory}. */
@@ -154,7 +155,7 @@ function realpathOrSelf(path: string): string {
   try {
     return realpathSync(path);
   } catch {
-    return path;  // a dangling link: replaced as it is
+    return path; // a dangling link: replaced as it is
   }
 }
 
@@ -187,7 +188,11 @@ function finishReplace(dir: string, { target, tmp, tag }: { target: string; tmp:
  * place first. With `keepOthers`, what the old directory holds and `write` does not replace stays
  * ({@link ReplaceDirectoryOptions}).
  */
-export async function replaceDirectory(dir: string, write: (tmp: string) => Promise<void>, options: ReplaceDirectoryOptions = {}): Promise<void> {
+export async function replaceDirectory(
+  dir: string,
+  write: (tmp: string) => Promise<void>,
+  options: ReplaceDirectoryOptions = {},
+): Promise<void> {
   const r = beginReplace(dir);
   try {
     await write(r.tmp);
@@ -300,7 +305,8 @@ export function makeDirs(path: string): void {
     try {
       st = statSync(p);
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new QuorumError('ERR_IO', `cannot create directory ${path}: ${(e as Error).message}`);
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT')
+        throw new QuorumError('ERR_IO', `cannot create directory ${path}: ${(e as Error).message}`);
     }
     if (st) {
       if (!st.isDirectory()) throw new QuorumError('ERR_IO', `cannot create directory ${path}: ${p} is not a directory`);

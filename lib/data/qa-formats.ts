@@ -48,7 +48,9 @@ export function readSquad(path: string, prefix = 'p'): BeirDataset {
         const qa = obj(q, path, `${where}.qas[${qi}]`);
         if (qa.is_impossible === true) return;
         const qid = text(qa.id, path, `${where}.qas[${qi}].id`);
-        const answers = [...new Set(arr(qa.answers ?? [], path, `${where}.qas[${qi}].answers`).map((x) => String((x as { text?: unknown }).text ?? '')))];
+        const answers = [
+          ...new Set(arr(qa.answers ?? [], path, `${where}.qas[${qi}].answers`).map((x) => String((x as { text?: unknown }).text ?? ''))),
+        ];
         queries.push({ id: qid, text: text(qa.question, path, `${where}.qas[${qi}].question`), answers });
         qrels.set(qid, new Map([[id, 1]]));
       });
@@ -144,7 +146,8 @@ export async function* streamDpr(path: string): AsyncGenerator<DprExample> {
  * Writes examples in DPR's JSON layout.
  *
  * @example
- * writeDpr('tiny-dpr.json', [{ question: 'Where is the Eiffel Tower?', answers: ['Paris'], positives: corpus, negatives: [], hardNegatives: [] }]);
+ * writeDpr('tiny-dpr.json', [{ question: 'Where is the Eiffel Tower?', answers: ['Paris'], positives: corpus,
+ * negatives: [], hardNegatives: [] }]);
  */
 export function writeDpr(path: string, examples: readonly DprExample[]): void {
   const c = (ps: Passage[]) => ps.map((p) => ({ passage_id: p.id, title: p.title, text: p.text }));

@@ -43,7 +43,8 @@ export type TieOrder = 'trec_eval' | 'id-asc' | 'as-given';
  * Document ids of one query's candidates in rank order.
  *
  * @example
- * rankDocs([{ id: 'a', score: 1 }, { id: 'b', score: 2 }, { id: 'c', score: 1 }]);            // ['b', 'c', 'a'] (trec_eval: ties by id descending)
+ * rankDocs([{ id: 'a', score: 1 }, { id: 'b', score: 2 }, { id: 'c', score: 1 }]);            // ['b', 'c', 'a']
+ * (trec_eval: ties by id descending)
  * rankDocs([{ id: 'a', score: 1 }, { id: 'b', score: 2 }, { id: 'c', score: 1 }], 'id-asc');  // ['b', 'a', 'c']
  */
 export function rankDocs(docs: readonly ScoredDoc[], tieOrder: TieOrder = 'trec_eval'): string[] {
@@ -54,4 +55,3 @@ export function rankDocs(docs: readonly ScoredDoc[], tieOrder: TieOrder = 'trec_
   const cmpId = (a: string, b: string) => (a < b ? -byId : a > b ? byId : 0);
   return [...docs].sort((a, b) => b.score - a.score || cmpId(a.id, b.id)).map((d) => d.id);
 }
-

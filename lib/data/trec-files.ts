@@ -57,7 +57,12 @@ function addQrelsLine(qrels: Map<string, Map<string, number>>, text: string, lin
     [qid, doc, grade] = tabs.map((t) => t.trim()) as [string, string, string];
   } else {
     const f = text.trim().split(/\s+/);
-    if (f.length !== 4) throw lineError(source, line, `expected TREC "qid iter docid grade" or BEIR "query-id<TAB>corpus-id<TAB>score", got ${f.length} fields`);
+    if (f.length !== 4)
+      throw lineError(
+        source,
+        line,
+        `expected TREC "qid iter docid grade" or BEIR "query-id<TAB>corpus-id<TAB>score", got ${f.length} fields`,
+      );
     [qid, , doc, grade] = f as [string, string, string, string];
   }
   // Number('') is 0: a line cut after its last tab would judge the passage irrelevant.
@@ -163,7 +168,12 @@ export function parseTrecTopics(text: string, source = 'topics'): TrecTopic[] {
       const body = m[1] as string;
       const field = (tag: string) => {
         const f = new RegExp(`<${tag}>([\\s\\S]*?)(?=<[a-z]+>|$)`, 'i').exec(body);
-        return f ? (f[1] as string).replace(/^\s*(Number|Description|Narrative|Topic)\s*:\s*/i, '').replace(/\s+/g, ' ').trim() : undefined;
+        return f
+          ? (f[1] as string)
+              .replace(/^\s*(Number|Description|Narrative|Topic)\s*:\s*/i, '')
+              .replace(/\s+/g, ' ')
+              .trim()
+          : undefined;
       };
       const id = field('num');
       if (!id) throw new QuorumError('ERR_FORMAT', `${source}: topic ${i + 1} has no <num>`);

@@ -3,7 +3,12 @@ import { Tensor } from '../tensor.js';
 
 /** Lowercased Unicode word tokens (letters and digits). */
 export function wordTokens(text: string): string[] {
-  return text.toLowerCase().normalize('NFKC').match(/[\p{L}\p{N}]+/gu) ?? [];
+  return (
+    text
+      .toLowerCase()
+      .normalize('NFKC')
+      .match(/[\p{L}\p{N}]+/gu) ?? []
+  );
 }
 
 function fnv1a(s: string): number {

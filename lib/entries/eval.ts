@@ -23,11 +23,5 @@ export {
 export { rankDocs, rankedRun, type TieOrder } from '../data/runs.js';
 export { answerMatcher, averageRank, dprTokens, goldRank, topKAccuracy, type AnswerMatcher } from '../eval/answers.js';
 export { kiltRPrecision, provenanceId } from '../eval/kilt.js';
-export {
-  incompleteBeta,
-  pairedTTest,
-  randomizationTest,
-  studentTwoTailed,
-  type PairedTest,
-} from '../eval/significance.js';
+export { incompleteBeta, pairedTTest, randomizationTest, studentTwoTailed, type PairedTest } from '../eval/significance.js';
 export { rbo } from '../eval/rbo.js';

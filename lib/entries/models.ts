@@ -31,13 +31,7 @@ export { encodeTable, indexTable, type EncodeTableOptions, type TableEncoder } f
 export { type PassageText } from '../data/examples.js';
 export { gloveForVocab, loadGloveVectors, type GloveVectors, type VocabEmbeddings } from '../models/glove.js';
 export { GloveAverageEncoder, type GloveAverageOptions } from '../encoders/glove-average.js';
-export {
-  loadSafetensors,
-  readSafetensors,
-  writeSafetensors,
-  type SafetensorsTensor,
-  type TensorToWrite,
-} from '../io/safetensors.js';
+export { loadSafetensors, readSafetensors, writeSafetensors, type SafetensorsTensor, type TensorToWrite } from '../io/safetensors.js';
 export {
   isHfModelDir,
   loadPretrainedWeights,
@@ -47,7 +41,16 @@ export {
   type PretrainedOptions,
   type PretrainedTarget,
 } from '../models/hf.js';
-export { exportHf, exportOnnx, writeHfTokenizerFiles, writeOnnxCard, type ExportResult, type OnnxCardHead, type ExportSource, type OnnxExportCard } from '../models/export.js';
+export {
+  exportHf,
+  exportOnnx,
+  writeHfTokenizerFiles,
+  writeOnnxCard,
+  type ExportResult,
+  type OnnxCardHead,
+  type ExportSource,
+  type OnnxExportCard,
+} from '../models/export.js';
 export {
   cameOnnx,
   encoderOnnx,

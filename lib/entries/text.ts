@@ -9,4 +9,11 @@ export { luceneQuantizedLength } from '../bm25/length-norm.js';
 export { defaultVocabPath, extendVocabulary, type TokenizerOptions } from '../text/tokenizer.js';
 export { readTokenizerFiles, writeTokenizerFiles, type TokenizerSettings } from '../text/tokenizer-files.js';
 export { normalizeBert, normalizeSettings, type NormalizeOptions } from '../text/normalize.js';
-export { hfTokenizerJson, hfTokenizerSpec, isHfTokenizerJson, readHfTokenizer, readHfTokenizerSpec, type TokenizerSpec } from '../text/hf-tokenizer.js';
+export {
+  hfTokenizerJson,
+  hfTokenizerSpec,
+  isHfTokenizerJson,
+  readHfTokenizer,
+  readHfTokenizerSpec,
+  type TokenizerSpec,
+} from '../text/hf-tokenizer.js';

@@ -1,4 +1,5 @@
-// DPR's top-k answer accuracy (docs/methods/evaluation.md#top-k-answer-accuracy): does a passage contain an answer, by DPR's tokenizer rules (string
+// DPR's top-k answer accuracy (docs/methods/evaluation.md#top-k-answer-accuracy): does a passage contain an answer, by
+// DPR's tokenizer rules (string
 // mode) or by regular expression (regex mode, CuratedTREC); then, per question, the first passage with a hit.
 // Also DPR's validation "average rank" (docs/methods/evaluation.md#average-rank).
 import { QuorumError } from '../errors.js';
@@ -103,7 +104,8 @@ export function topKAccuracy(hits: ReadonlyArray<readonly boolean[]>, ks: readon
  */
 export function goldRank(scores: ArrayLike<number>, gold: number, ties: 'pessimistic' | 'optimistic' = 'pessimistic'): number {
   mustBeArray(scores, 'scores', true);
-  if (!Number.isInteger(gold) || gold < 0 || gold >= scores.length) throw new QuorumError('ERR_RANGE', `gold index ${gold} is outside [0, ${scores.length})`);
+  if (!Number.isInteger(gold) || gold < 0 || gold >= scores.length)
+    throw new QuorumError('ERR_RANGE', `gold index ${gold} is outside [0, ${scores.length})`);
   const g = scores[gold] as number;
   let rank = 0;
   for (let i = 0; i < scores.length; i++) {
@@ -120,7 +122,10 @@ export function goldRank(scores: ArrayLike<number>, gold: number, ties: 'pessimi
  * @example
  * averageRank([{ scores: [0.2, 0.9], gold: 1 }, { scores: [0.2, 0.9, 0.5], gold: 2 }]);   // 0.5: ranks 0 and 1
  */
-export function averageRank(rows: ReadonlyArray<{ scores: ArrayLike<number>; gold: number }>, ties: 'pessimistic' | 'optimistic' = 'pessimistic'): number {
+export function averageRank(
+  rows: ReadonlyArray<{ scores: ArrayLike<number>; gold: number }>,
+  ties: 'pessimistic' | 'optimistic' = 'pessimistic',
+): number {
   mustBeArray(rows, 'rows');
   rows.forEach((r, i) => mustBeObject(r, `rows[${i}]`));
   if (rows.length === 0) return 0;

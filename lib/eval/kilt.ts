@@ -1,7 +1,6 @@
 // KILT's R-precision (docs/methods/evaluation.md#kilt-r-precision): page or passage level, the best over the gold evidence sets.
 import { mustBeArray, mustBeObject } from '../validate.js';
 
-
 /**
  * KILT's provenance id: the given keys' values joined by '+' (default: the Wikipedia page id, page level).
  *

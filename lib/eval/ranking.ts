@@ -94,7 +94,10 @@ export function ndcg(ranked: readonly string[], rel: Judged, k = 0, relLevel = 1
   const g = (grade: number) => (grade < relLevel ? 0 : gain === 'linear' ? grade : 2 ** grade - 1);
   let dcg = 0;
   for (let i = 0; i < cut(ranked, k); i++) dcg += g(rel.get(ranked[i] as string) ?? 0) / Math.log2(i + 2);
-  const ideal = [...rel.values()].map(g).filter((x) => x > 0).sort((a, b) => b - a);
+  const ideal = [...rel.values()]
+    .map(g)
+    .filter((x) => x > 0)
+    .sort((a, b) => b - a);
   let idcg = 0;
   for (let i = 0; i < (k === 0 ? ideal.length : Math.min(k, ideal.length)); i++) idcg += (ideal[i] as number) / Math.log2(i + 2);
   return idcg === 0 ? 0 : dcg / idcg;
@@ -112,8 +115,7 @@ export function averagePrecision(ranked: readonly string[], rel: Judged, k = 0, 
   if (total === 0) return 0;
   let hits = 0;
   let sum = 0;
-  for (let i = 0; i < cut(ranked, k); i++)
-    if (isRel(rel, ranked[i] as string, relLevel)) sum += ++hits / (i + 1);
+  for (let i = 0; i < cut(ranked, k); i++) if (isRel(rel, ranked[i] as string, relLevel)) sum += ++hits / (i + 1);
   return sum / total;
 }
 
@@ -245,9 +247,11 @@ export function groupMeans(
   mustBeMap(perQuery, 'perQuery');
   mustBeMap(groupOf, 'groupOf');
   mustBeArray(metrics, 'metrics');
-  for (const [q, g] of groupOf) if (typeof g !== 'string') throw new QuorumError('ERR_ARG', `groupOf: the group of query ${String(q)} must be a string`);
+  for (const [q, g] of groupOf)
+    if (typeof g !== 'string') throw new QuorumError('ERR_ARG', `groupOf: the group of query ${String(q)} must be a string`);
   const out: Record<string, { queries: number; mean: Record<string, number> }> = {};
-  for (const group of [...new Set(groupOf.values())].sort()) out[group] = { queries: 0, mean: Object.fromEntries(metrics.map((m) => [m, 0])) };
+  for (const group of [...new Set(groupOf.values())].sort())
+    out[group] = { queries: 0, mean: Object.fromEntries(metrics.map((m) => [m, 0])) };
   for (const [qid, values] of perQuery) {
     const g = groupOf.get(qid);
     if (g === undefined) continue;
@@ -260,6 +264,7 @@ export function groupMeans(
       entry.mean[m] = (entry.mean[m] as number) + v;
     }
   }
-  for (const entry of Object.values(out)) if (entry.queries) for (const m of metrics) entry.mean[m] = (entry.mean[m] as number) / entry.queries;
+  for (const entry of Object.values(out))
+    if (entry.queries) for (const m of metrics) entry.mean[m] = (entry.mean[m] as number) / entry.queries;
   return out;
 }

@@ -22,8 +22,8 @@ function differences(a: readonly number[], b: readonly number[]): number[] {
 /** ln Γ(x) for x > 0 (Lanczos, g = 7, n = 9; ~15 significant digits). */
 function logGamma(x: number): number {
   const c = [
-    0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059,
-    12.507343278686905, -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7,
+    0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059, 12.507343278686905,
+    -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7,
   ];
   if (x < 0.5) return Math.log(Math.PI / Math.sin(Math.PI * x)) - logGamma(1 - x);
   x -= 1;
@@ -117,7 +117,11 @@ const randomizationKeys = optionKeys<NonNullable<Parameters<typeof randomization
  * t.meanDifference;   // mean of b - a
  * t.p;
  */
-export function randomizationTest(a: readonly number[], b: readonly number[], options: { trials?: number; seed?: number } = {}): PairedTest {
+export function randomizationTest(
+  a: readonly number[],
+  b: readonly number[],
+  options: { trials?: number; seed?: number } = {},
+): PairedTest {
   mustBeArray(a, 'a', true);
   mustBeArray(b, 'b', true);
   checkOptions(options, randomizationKeys, 'randomizationTest options');

@@ -39,7 +39,8 @@ const fuseOptionsSchema = z
 
 /** The method a name or a definition stands for (ERR_ARG for an unknown name). */
 export function fusionMethod<O extends object = object>(method: FusionMethod | FusionMethodDef<O>): FusionMethodDef<O> {
-  if (method !== null && typeof method === 'object' && typeof (method as FusionMethodDef).scores === 'function') return method as FusionMethodDef<O>;
+  if (method !== null && typeof method === 'object' && typeof (method as FusionMethodDef).scores === 'function')
+    return method as FusionMethodDef<O>;
   if (typeof method !== 'string') throw new QuorumError('ERR_ARG', 'a fusion method is a method name or a FusionMethodDef');
   if (Object.hasOwn(FUSION_METHODS, method)) return FUSION_METHODS[method] as FusionMethodDef<O>;
   throw new QuorumError('ERR_ARG', `unknown fusion method '${method}'`);
@@ -132,7 +133,8 @@ export function fuseQuery<Id extends FusionId, O extends object = object>(
       throw new QuorumError('ERR_ARG', `lists[${i}] must be { ids, scores } of equal length`);
     if (!l.ids.every((id: unknown) => typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id))))
       throw new QuorumError('ERR_ARG', `lists[${i}].ids must be strings or finite numbers`);
-    if (!l.scores.every((x: unknown) => typeof x === 'number' && Number.isFinite(x))) throw new QuorumError('ERR_NONFINITE', `lists[${i}].scores must be finite numbers`);
+    if (!l.scores.every((x: unknown) => typeof x === 'number' && Number.isFinite(x)))
+      throw new QuorumError('ERR_NONFINITE', `lists[${i}].scores must be finite numbers`);
   });
   return fuseChecked(qid, lists, def, options);
 }

@@ -209,7 +209,8 @@ export const weighted = (w: readonly number[], values: readonly number[], runs: 
 export function trainedFor(q: FusionQuery<FusionId>, method: string, perRun = true): TrainedFusion {
   const t = q.options.trained;
   if (!t || t.method !== method) throw new QuorumError('ERR_ARG', `${method} needs 'trained' from trainFusion('${method}', ...)`);
-  if (perRun && t.tables.length !== q.lists.length) throw new QuorumError('ERR_SHAPE', `${method} was trained on ${t.tables.length} runs, fusing ${q.lists.length}`);
+  if (perRun && t.tables.length !== q.lists.length)
+    throw new QuorumError('ERR_SHAPE', `${method} was trained on ${t.tables.length} runs, fusing ${q.lists.length}`);
   return t;
 }
 

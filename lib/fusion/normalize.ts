@@ -32,7 +32,9 @@ const EPS = 1e-9;
 export function sortList<Id extends FusionId = string>(ids: readonly Id[], scores: readonly number[]): RankedList<Id> {
   mustBeArray(ids, 'ids');
   mustBeArray(scores, 'scores', true);
-  const order = ids.map((_, i) => i).sort((a, b) => (scores[b] as number) - (scores[a] as number) || ((ids[a] as Id) < (ids[b] as Id) ? -1 : 1));
+  const order = ids
+    .map((_, i) => i)
+    .sort((a, b) => (scores[b] as number) - (scores[a] as number) || ((ids[a] as Id) < (ids[b] as Id) ? -1 : 1));
   return { ids: order.map((i) => ids[i] as Id), scores: order.map((i) => scores[i] as number) };
 }
 
@@ -59,7 +61,10 @@ function maxOf(s: readonly number[]): number {
  * @example
  * normalizeLists([{ ids: ['a', 'b', 'c'], scores: [4, 2, 0] }], 'min-max');   // [{ ids: ['a', 'b', 'c'], scores: [1, 0.5, 0] }]
  */
-export function normalizeLists<Id extends FusionId = string>(lists: ReadonlyArray<RankedList<Id>>, norm: Normalization): Array<RankedList<Id>> {
+export function normalizeLists<Id extends FusionId = string>(
+  lists: ReadonlyArray<RankedList<Id>>,
+  norm: Normalization,
+): Array<RankedList<Id>> {
   mustBeArray(lists, 'lists');
   lists.forEach((l, i) => mustBeObject(l, `lists[${i}]`));
   switch (norm) {
@@ -83,7 +88,10 @@ function normalizeOne<Id extends FusionId>(l: RankedList<Id>, norm: Exclude<Norm
     case 'min-max':
       return { ids: l.ids, scores: s.map((x) => (x - lo) / Math.max(hi - lo, EPS)) };
     case 'min-max-inverted':
-      return sortList(l.ids, s.map((x) => (hi - x) / Math.max(hi - lo, EPS)));
+      return sortList(
+        l.ids,
+        s.map((x) => (hi - x) / Math.max(hi - lo, EPS)),
+      );
     case 'max':
       return { ids: l.ids, scores: s.map((x) => x / Math.max(hi, EPS)) };
     case 'sum': {
@@ -98,7 +106,10 @@ function normalizeOne<Id extends FusionId>(l: RankedList<Id>, norm: Exclude<Norm
     case 'rank':
       return { ids: l.ids, scores: s.map((_, i) => 1 - i / n) };
   }
-  throw new QuorumError('ERR_ARG', `unknown normalization '${String(norm)}': use none, min-max, min-max-inverted, max, sum, zmuv, rank or borda`);
+  throw new QuorumError(
+    'ERR_ARG',
+    `unknown normalization '${String(norm)}': use none, min-max, min-max-inverted, max, sum, zmuv, rank or borda`,
+  );
 }
 
 /** Borda's score for a document missing from a list of length n, with |C| candidates in the union. */

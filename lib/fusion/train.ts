@@ -1,4 +1,5 @@
-// Training the supervised fusion methods on qrels (docs/methods/fusion.md#supervised-methods) and searching fusion parameters on a dev split
+// Training the supervised fusion methods on qrels (docs/methods/fusion.md#supervised-methods) and searching fusion
+// parameters on a dev split
 // (ranx's grids, with the weight simplex compared with a tolerance instead of exact float equality).
 import { QuorumError } from '../errors.js';
 import { type Qrels, type Run, evaluate } from '../eval/ranking.js';
@@ -32,13 +33,20 @@ export function trainFusion(
   mustBeMap(qrels, 'qrels');
   checkOptions(options, trainFusionKeys, 'trainFusion options');
   const def = fusionMethod(method);
-  if (!def.train) throw new QuorumError('ERR_ARG', `${def.name} is not a supervised method (bayesfuse, mapfuse, posfuse, probfuse, segfuse, slidefuse)`);
+  if (!def.train)
+    throw new QuorumError('ERR_ARG', `${def.name} is not a supervised method (bayesfuse, mapfuse, posfuse, probfuse, segfuse, slidefuse)`);
   return { method: def.name, ...def.train(trainingData(runs, qrels, options)) };
 }
 
 function trainingData(runs: readonly Run[], qrels: Qrels, options: { segments?: number; relLevel?: number }): TrainingHits {
   const relLevel = options.relLevel ?? 1;
-  return { hits: hitLists(runs, qrels, relLevel), runs, qrels, relLevel, ...(options.segments !== undefined ? { segments: options.segments } : {}) };
+  return {
+    hits: hitLists(runs, qrels, relLevel),
+    runs,
+    qrels,
+    relLevel,
+    ...(options.segments !== undefined ? { segments: options.segments } : {}),
+  };
 }
 
 /**
@@ -89,7 +97,8 @@ export function optimizeFusion(
 ): FusionSearch {
   const { metric = 'ndcg', relLevel, ...fixed } = base;
   const def = fusionMethod(method);
-  const score = (o: FuseOptions) => evaluate(fuse(runs, def, o), qrels, [metric], { relLevel, tieOrder: 'as-given' }).mean[metric] as number;
+  const score = (o: FuseOptions) =>
+    evaluate(fuse(runs, def, o), qrels, [metric], { relLevel, tieOrder: 'as-given' }).mean[metric] as number;
   // ranx's grids: the weight simplex for a weighted method, the method's own grid (trained on the same split for a
   // supervised one), else the fixed options alone; a supervised method without a grid is trained once.
   let grid: FuseOptions[];

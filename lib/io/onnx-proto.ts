@@ -162,7 +162,8 @@ function valueInfo(w: Writer, v: OnnxValueInfo): void {
 export function encodeOnnxModel(m: OnnxModel): Uint8Array {
   for (const t of m.initializers) {
     const n = t.dims.reduce((a, b) => a * b, 1);
-    if (t.data.length !== n) throw new QuorumError('ERR_ARG', `ONNX initializer ${t.name}: ${t.data.length} values for dims [${t.dims.join(', ')}]`);
+    if (t.data.length !== n)
+      throw new QuorumError('ERR_ARG', `ONNX initializer ${t.name}: ${t.data.length} values for dims [${t.dims.join(', ')}]`);
   }
   const w = new Writer();
   w.int(1, 8);

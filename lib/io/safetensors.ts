@@ -117,7 +117,8 @@ export function writeSafetensors(
   tensors: Map<string, TensorToWrite> | Record<string, TensorToWrite>,
   metadata?: Record<string, string>,
 ): Uint8Array {
-  if (tensors === null || typeof tensors !== 'object') throw new QuorumError('ERR_ARG', 'writeSafetensors needs a Map or an object of tensors');
+  if (tensors === null || typeof tensors !== 'object')
+    throw new QuorumError('ERR_ARG', 'writeSafetensors needs a Map or an object of tensors');
   const list = tensors instanceof Map ? [...tensors] : Object.entries(tensors);
   const header: Record<string, unknown> = {};
   if (metadata !== undefined) {
@@ -138,7 +139,8 @@ export function writeSafetensors(
       throw new QuorumError('ERR_SHAPE', `${name}: shape [${t.shape.join(', ')}] needs ${count} values, got ${t.data.length}`);
     }
     const dtype = t.dtype ?? 'F32';
-    if (dtype !== 'F32' && dtype !== 'BF16' && dtype !== 'I8') throw new QuorumError('ERR_ARG', `${name}: can write F32, BF16 or I8, not ${String(dtype)}`);
+    if (dtype !== 'F32' && dtype !== 'BF16' && dtype !== 'I8')
+      throw new QuorumError('ERR_ARG', `${name}: can write F32, BF16 or I8, not ${String(dtype)}`);
     if (dtype === 'I8') {
       const i = t.data.findIndex((v) => !(Number.isInteger(v) && v >= -128 && v <= 127));
       if (i >= 0) throw new QuorumError('ERR_RANGE', `${name}: value ${i} (${t.data[i]}) is not an integer in [-128, 127] for I8`);

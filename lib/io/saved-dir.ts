@@ -39,7 +39,10 @@ export function readSavedCard<T>(dir: string, f: SavedFormat): ReadCard<T> {
   if (!card || typeof card !== 'object' || Array.isArray(card) || card.format !== f.format)
     throw new QuorumError('ERR_FORMAT', `${path} is not ${f.what} (format ${JSON.stringify(card?.format)})`);
   if (card.version !== f.version)
-    throw new QuorumError('ERR_FORMAT', `${path} has format version ${JSON.stringify(card.version)}; this Quorum reads version ${f.version}`);
+    throw new QuorumError(
+      'ERR_FORMAT',
+      `${path} has format version ${JSON.stringify(card.version)}; this Quorum reads version ${f.version}`,
+    );
   return { card, path };
 }
 

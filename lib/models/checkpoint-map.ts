@@ -80,7 +80,10 @@ function growTokenTypes(t: CheckpointTensor, want: number[]): CheckpointTensor {
 }
 
 function canonicalName(name: string): string {
-  return name.replace(/^bert\./, '').replace(/\.LayerNorm\.gamma$/, '.LayerNorm.weight').replace(/\.LayerNorm\.beta$/, '.LayerNorm.bias');
+  return name
+    .replace(/^bert\./, '')
+    .replace(/\.LayerNorm\.gamma$/, '.LayerNorm.weight')
+    .replace(/\.LayerNorm\.beta$/, '.LayerNorm.bias');
 }
 
 // encoder.layer.3.experts.1.output.dense.weight -> encoder.layer.3.output.dense.weight; other names map to themselves.
@@ -98,6 +101,9 @@ function checkShape(target: string, original: string, t: CheckpointTensor, want:
   }
   const count = elementCount(want);
   if (t.data.length !== count) {
-    throw new QuorumError('ERR_SHAPE', `${target}: checkpoint tensor ${original} has ${t.data.length} values for shape [${want.join(', ')}]`);
+    throw new QuorumError(
+      'ERR_SHAPE',
+      `${target}: checkpoint tensor ${original} has ${t.data.length} values for shape [${want.join(', ')}]`,
+    );
   }
 }

@@ -2,7 +2,6 @@
 // JSON) and the plain TypeScript reference forward (test/reference/bert.ts).
 import { checkOptions, count, finite, mustBeObject, optionKeys, positiveInt, z } from '../validate.js';
 
-
 /** How a TASER specialized block picks its expert (docs/methods/training.md#taser-specialized-blocks). */
 export type Routing = 'det' | 'seq' | 'tok';
 
@@ -130,7 +129,13 @@ export const defaultEncoderConfig: EncoderConfig = {
 
 /** A saved {@link TaserConfig}, every field checked (model cards). */
 const taserConfigSchema = z
-  .object({ every: positiveInt, experts: positiveInt, routing: z.enum(['det', 'seq', 'tok']), perLayerGate: z.boolean().optional(), entropyWeight: finite.optional() })
+  .object({
+    every: positiveInt,
+    experts: positiveInt,
+    routing: z.enum(['det', 'seq', 'tok']),
+    perLayerGate: z.boolean().optional(),
+    entropyWeight: finite.optional(),
+  })
   .strict();
 
 /** A saved {@link EncoderConfig}, every field checked (model cards, CAME's and ROM's); unknown keys are refused. */
@@ -168,8 +173,24 @@ export const retrieverConfigSchema = z
   .strict();
 
 const encoderKeys = optionKeys<EncoderConfig>()([
-  'vocabSize', 'hiddenSize', 'layers', 'heads', 'ffnSize', 'maxPositions', 'typeVocabSize', 'embeddingSize', 'dropout', 'layerNormEps',
-  'pooling', 'projectionDim', 'projectionHidden', 'normalize', 'tokenWeights', 'center', 'attentionWindow', 'taser',
+  'vocabSize',
+  'hiddenSize',
+  'layers',
+  'heads',
+  'ffnSize',
+  'maxPositions',
+  'typeVocabSize',
+  'embeddingSize',
+  'dropout',
+  'layerNormEps',
+  'pooling',
+  'projectionDim',
+  'projectionHidden',
+  'normalize',
+  'tokenWeights',
+  'center',
+  'attentionWindow',
+  'taser',
 ]);
 const taserKeys = optionKeys<TaserConfig>()(['every', 'experts', 'routing', 'perLayerGate', 'entropyWeight']);
 
@@ -255,4 +276,3 @@ export function retrieverEncoderNames(config: RetrieverConfig): string[] {
   if (config.preset !== 'bi-encoder') return ['encoder'];
   return [...(config.perTaskQueryEncoders ? config.tasks.map((t) => `query.${t}`) : ['query']), 'passage'];
 }
-

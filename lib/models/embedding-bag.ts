@@ -44,7 +44,8 @@ export class EmbeddingBagEncoder {
 
   constructor(c: EncoderConfig, param: (name: string) => Float32Array, prefix: string) {
     if (!isEmbeddingBag(c)) throw new QuorumError('ERR_ARG', `EmbeddingBagEncoder computes 0-layer encoders, not ${c.layers} layers`);
-    const H = c.hiddenSize, E = c.embeddingSize;
+    const H = c.hiddenSize,
+      E = c.embeddingSize;
     const tensor = (name: string, shape: number[]) => {
       const t = Tensor.wrap(param(`${prefix}.${name}`), shape, 'f32');
       this.#tensors.push(t);
@@ -95,16 +96,28 @@ export class EmbeddingBagEncoder {
    * as `encode(tokenizer.encode(texts, options))` with one trip off the event loop instead of two and no token tensors
    * (docs/results/serving.md#the-example-server-under-load).
    */
-  async encodeTexts(tokenizer: WordPieceTokenizer, texts: readonly string[], options: Pick<EncodeOptions, 'maxLength' | 'pairs' | 'marker'> = {}): Promise<Float32Array> {
+  async encodeTexts(
+    tokenizer: WordPieceTokenizer,
+    texts: readonly string[],
+    options: Pick<EncodeOptions, 'maxLength' | 'pairs' | 'marker'> = {},
+  ): Promise<Float32Array> {
     const a = tokenizer.nativeInputs(texts, options);
-    return awaitNative(callNative(() => coreAddon().embedTexts(this.#model, a.native, a.first, a.second, a.maxLength, a.marker, true)) as Promise<Float32Array>);
+    return awaitNative(
+      callNative(() =>
+        coreAddon().embedTexts(this.#model, a.native, a.first, a.second, a.maxLength, a.marker, true),
+      ) as Promise<Float32Array>,
+    );
   }
 
   /**
    * @internal The same texts as {@link encodeTexts}, checked and normalized, for a native call that embeds them in its
    * own task (mufSearch: a question's encodings and search in one hop).
    */
-  textsToEmbed(tokenizer: WordPieceTokenizer, texts: readonly string[], options: Pick<EncodeOptions, 'maxLength' | 'pairs' | 'marker'> = {}): NativeTextsToEmbed {
+  textsToEmbed(
+    tokenizer: WordPieceTokenizer,
+    texts: readonly string[],
+    options: Pick<EncodeOptions, 'maxLength' | 'pairs' | 'marker'> = {},
+  ): NativeTextsToEmbed {
     const a = tokenizer.nativeInputs(texts, options);
     return { model: this.#model, tokenizer: a.native, texts: a.first, pairs: a.second, maxLength: a.maxLength, marker: a.marker };
   }

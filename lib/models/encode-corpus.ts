@@ -23,9 +23,20 @@ export interface EncodeTableOptions {
 }
 
 const encodeTableKeys = optionKeys<EncodeTableOptions>()(['side', 'task', 'batchSize', 'rows', 'pooledState', 'onProgress']);
-const indexTableKeys = optionKeys<Partial<DenseIndexOptions> & Omit<EncodeTableOptions, 'side'>>()(
-  ['dim', 'factory', 'mips', 'phi', 'efConstruction', 'efSearch', 'nprobe', 'task', 'batchSize', 'rows', 'pooledState', 'onProgress'],
-);
+const indexTableKeys = optionKeys<Partial<DenseIndexOptions> & Omit<EncodeTableOptions, 'side'>>()([
+  'dim',
+  'factory',
+  'mips',
+  'phi',
+  'efConstruction',
+  'efSearch',
+  'nprobe',
+  'task',
+  'batchSize',
+  'rows',
+  'pooledState',
+  'onProgress',
+]);
 
 /** What encoding a table needs of a model: a Retriever, or one of ROM's heads (RomNetwork.head). */
 export interface TableEncoder {
@@ -34,7 +45,11 @@ export interface TableEncoder {
   /** Its encoder's hidden width (the pooled states' width). */
   readonly config: { readonly encoder: { readonly hiddenSize: number } };
   /** Embeds a tokenized batch off the main thread: `[rows, dim]` row-major. */
-  encode(batch: TokenBatchArg, side: 'query' | 'passage', options?: { task?: number; out?: Float32Array; pooledState?: boolean }): Promise<Float32Array>;
+  encode(
+    batch: TokenBatchArg,
+    side: 'query' | 'passage',
+    options?: { task?: number; out?: Float32Array; pooledState?: boolean },
+  ): Promise<Float32Array>;
 }
 
 /**
@@ -92,6 +107,9 @@ export async function indexTable(
   // An option left undefined takes its default, as if absent.
   const index = DenseIndex.create({ factory, mips, phi, efConstruction, efSearch, nprobe, dim: model.dim });
   if (!index.info.trained) await index.train(embeddings);
-  await index.add(embeddings, Array.from({ length: table.size }, (_, i) => i));
+  await index.add(
+    embeddings,
+    Array.from({ length: table.size }, (_, i) => i),
+  );
   return { embeddings, index };
 }

@@ -72,7 +72,13 @@ export function writeHfTokenizerFiles(dir: string, tokenizer: WordPieceTokenizer
     cls_token: '[CLS]',
     mask_token: '[MASK]',
   });
-  writeJson(join(dir, 'special_tokens_map.json'), { cls_token: '[CLS]', mask_token: '[MASK]', pad_token: '[PAD]', sep_token: '[SEP]', unk_token: '[UNK]' });
+  writeJson(join(dir, 'special_tokens_map.json'), {
+    cls_token: '[CLS]',
+    mask_token: '[MASK]',
+    pad_token: '[PAD]',
+    sep_token: '[SEP]',
+    unk_token: '[UNK]',
+  });
 }
 
 // Parts of Quorum's encoder that BertModel + sentence-transformers' Pooling / Dense / Normalize cannot express.
@@ -103,8 +109,10 @@ export function exportHf(model: ExportSource, tokenizer: WordPieceTokenizer, tex
   checkExport(model, tokenizer, text, out);
   const c = model.config.encoder;
   const blockers = hfBlockers(c);
-  if (blockers.length) throw new QuorumError('ERR_ARG', `a Hugging Face BertModel cannot hold ${blockers.join(', ')}: export this model with --format onnx`);
-  if (tokenizer.size > c.vocabSize) throw new QuorumError('ERR_SHAPE', `the tokenizer has ${tokenizer.size} tokens, the model ${c.vocabSize}`);
+  if (blockers.length)
+    throw new QuorumError('ERR_ARG', `a Hugging Face BertModel cannot hold ${blockers.join(', ')}: export this model with --format onnx`);
+  if (tokenizer.size > c.vocabSize)
+    throw new QuorumError('ERR_SHAPE', `the tokenizer has ${tokenizer.size} tokens, the model ${c.vocabSize}`);
   const names = model.encoderNames();
   const files: Record<string, string> = {};
   replaceDirectorySync(
@@ -114,7 +122,15 @@ export function exportHf(model: ExportSource, tokenizer: WordPieceTokenizer, tex
         const rel = names.length === 1 ? '.' : e;
         const dir = join(tmp, rel);
         makeDirs(dir);
-        writeEncoderHf(model, e, c, tokenizer, e.startsWith('query') ? text.maxQueryLength : text.maxPassageLength, dir, text.taskMarkers ? model.config.tasks.length : 0);
+        writeEncoderHf(
+          model,
+          e,
+          c,
+          tokenizer,
+          e.startsWith('query') ? text.maxQueryLength : text.maxPassageLength,
+          dir,
+          text.taskMarkers ? model.config.tasks.length : 0,
+        );
         files[e] = rel;
       }
     },
@@ -123,12 +139,23 @@ export function exportHf(model: ExportSource, tokenizer: WordPieceTokenizer, tex
   return { files };
 }
 
-function writeEncoderHf(model: ExportSource, prefix: string, c: EncoderConfig, tokenizer: WordPieceTokenizer, maxLength: number, dir: string, markers: number): void {
+function writeEncoderHf(
+  model: ExportSource,
+  prefix: string,
+  c: EncoderConfig,
+  tokenizer: WordPieceTokenizer,
+  maxLength: number,
+  dir: string,
+  markers: number,
+): void {
   const shapes = parameterShapes(c);
   const bert = parameterNames(c).filter((n) => !n.startsWith('projection.'));
   writeFileAtomic(
     join(dir, 'model.safetensors'),
-    writeSafetensors(new Map<string, TensorToWrite>(bert.map((n) => [n, { shape: shapes.get(n)!, data: model.getParameter(`${prefix}.${n}`) }])), { format: 'pt' }),
+    writeSafetensors(
+      new Map<string, TensorToWrite>(bert.map((n) => [n, { shape: shapes.get(n)!, data: model.getParameter(`${prefix}.${n}`) }])),
+      { format: 'pt' },
+    ),
   );
   writeJson(join(dir, 'config.json'), {
     architectures: ['BertModel'],
@@ -169,7 +196,12 @@ function writeEncoderHf(model: ExportSource, prefix: string, c: EncoderConfig, t
     const path = `${modules.length}_Dense`;
     modules.push({ idx: modules.length, name: String(modules.length), path, type: 'sentence_transformers.models.Dense' });
     makeDirs(join(dir, path));
-    writeJson(join(dir, path, 'config.json'), { in_features: c.hiddenSize, out_features: c.projectionDim, bias: true, activation_function: 'torch.nn.modules.linear.Identity' });
+    writeJson(join(dir, path, 'config.json'), {
+      in_features: c.hiddenSize,
+      out_features: c.projectionDim,
+      bias: true,
+      activation_function: 'torch.nn.modules.linear.Identity',
+    });
     writeFileAtomic(
       join(dir, path, 'model.safetensors'),
       writeSafetensors(
@@ -232,9 +264,24 @@ export function exportOnnx(model: ExportSource, tokenizer: WordPieceTokenizer, t
     out,
     (tmp) => {
       const graphs = retrieverGraphs(model, (file, bytes) => writeFileAtomic(join(tmp, file), bytes()));
-      writeHfTokenizerFiles(tmp, tokenizer, Math.max(text.maxQueryLength, text.maxPassageLength), text.taskMarkers ? model.config.tasks.length : 0);
+      writeHfTokenizerFiles(
+        tmp,
+        tokenizer,
+        Math.max(text.maxQueryLength, text.maxPassageLength),
+        text.taskMarkers ? model.config.tasks.length : 0,
+      );
       const dim = c.projectionDim > 0 ? c.projectionDim : c.hiddenSize;
-      const card: OnnxExportCard = { format: 'quorum-onnx', version: 1, method: 'retriever', graphs, dim, text, tasks: model.config.tasks, pooling: c.pooling, normalize: !!c.normalize };
+      const card: OnnxExportCard = {
+        format: 'quorum-onnx',
+        version: 1,
+        method: 'retriever',
+        graphs,
+        dim,
+        text,
+        tasks: model.config.tasks,
+        pooling: c.pooling,
+        normalize: !!c.normalize,
+      };
       writeOnnxCard(tmp, card);
       return card;
     },
@@ -273,6 +320,7 @@ export function retrieverGraphs(model: ExportSource, emit: (file: string, bytes:
 export function writeOnnxCard(out: string, card: OnnxCardHead<string>): void {
   mustBeString(out, 'output directory');
   mustBeObject(card, 'card');
-  if (card.format !== 'quorum-onnx' || card.version !== 1 || typeof card.method !== 'string') throw new QuorumError('ERR_ARG', "card must start with format 'quorum-onnx', version 1 and a method");
+  if (card.format !== 'quorum-onnx' || card.version !== 1 || typeof card.method !== 'string')
+    throw new QuorumError('ERR_ARG', "card must start with format 'quorum-onnx', version 1 and a method");
   writeJson(join(out, 'quorum-onnx.json'), card);
 }

@@ -293,4 +293,3 @@ function standardDeviation(v: Float32Array): number {
   for (let i = 0; i < v.length; i++) sum += ((v[i] as number) - mean) ** 2;
   return Math.sqrt(sum / v.length);
 }
-

@@ -66,14 +66,18 @@ function hfEncoderConfig(dir: string): EncoderConfig {
   const archs = Array.isArray(c.architectures) ? (c.architectures as unknown[]).map(String) : [];
   const type = c.model_type ?? (archs.some((a) => a.startsWith('Bert')) ? 'bert' : undefined);
   if (type !== 'bert')
-    throw bad(path, `model_type ${JSON.stringify(type ?? null)} is not supported: Quorum loads BERT-family checkpoints (model_type "bert": BERT, MiniLM, BGE, E5, GTE)`);
+    throw bad(
+      path,
+      `model_type ${JSON.stringify(type ?? null)} is not supported: Quorum loads BERT-family checkpoints (model_type "bert": BERT, MiniLM, BGE, E5, GTE)`,
+    );
   const act = c.hidden_act ?? 'gelu';
   if (act !== 'gelu') throw bad(path, `hidden_act ${JSON.stringify(act)} is not supported (only "gelu", the exact erf GELU BERT uses)`);
   const pos = c.position_embedding_type ?? 'absolute';
   if (pos !== 'absolute') throw bad(path, `position_embedding_type ${JSON.stringify(pos)} is not supported (only "absolute")`);
   const int = (key: string, fallback?: number): number => {
     const v = c[key] ?? fallback;
-    if (!Number.isInteger(v) || (v as number) < 1) throw bad(path, `${key} must be a positive integer, got ${JSON.stringify(c[key] ?? null)}`);
+    if (!Number.isInteger(v) || (v as number) < 1)
+      throw bad(path, `${key} must be a positive integer, got ${JSON.stringify(c[key] ?? null)}`);
     return v as number;
   };
   const real = (key: string, fallback: number): number => {
@@ -126,7 +130,8 @@ function readHfWeights(dir: string): Map<string, SafetensorsTensor> {
     const out = new Map<string, SafetensorsTensor>();
     const shards = [...new Set(Object.values(map as Json))];
     for (const shard of shards) {
-      if (typeof shard !== 'string' || shard.includes('/') || shard.includes('\\')) throw bad(index, `bad shard name ${JSON.stringify(shard)}`);
+      if (typeof shard !== 'string' || shard.includes('/') || shard.includes('\\'))
+        throw bad(index, `bad shard name ${JSON.stringify(shard)}`);
       for (const [name, t] of read(join(dir, shard))) {
         if ((map as Json)[name] !== shard) continue;
         out.set(name, t);
@@ -165,7 +170,10 @@ function denseModule(dir: string, hidden: number): NonNullable<StPipeline['dense
   if (!Number.isInteger(c.out_features) || (c.out_features as number) < 1) throw bad(path, 'out_features must be a positive integer');
   const weights = readHfWeights(dir);
   const tensors = new Map<string, SafetensorsTensor>();
-  for (const [from, to] of [['linear.weight', 'projection.weight'], ['linear.bias', 'projection.bias']] as const) {
+  for (const [from, to] of [
+    ['linear.weight', 'projection.weight'],
+    ['linear.bias', 'projection.bias'],
+  ] as const) {
     const t = weights.get(from);
     if (!t) throw bad(join(dir, 'model.safetensors'), `no tensor ${from}`);
     tensors.set(to, t);
@@ -186,16 +194,27 @@ function sentenceTransformers(dir: string, hidden: number): StPipeline {
       if (type.endsWith('.Transformer')) continue;
       if (type.endsWith('.Pooling')) poolingDir = join(dir, String(m.path ?? ''));
       else if (type.endsWith('.Normalize')) normalize = true;
-      else if (type.endsWith('.Dense') && !dense && poolingDir !== undefined && !normalize) dense = denseModule(join(dir, String(m.path ?? '')), hidden);
-      else throw bad(modulesPath, `module ${type || JSON.stringify(m)} is not supported (Transformer, Pooling, one Dense after it and Normalize are)`);
+      else if (type.endsWith('.Dense') && !dense && poolingDir !== undefined && !normalize)
+        dense = denseModule(join(dir, String(m.path ?? '')), hidden);
+      else
+        throw bad(
+          modulesPath,
+          `module ${type || JSON.stringify(m)} is not supported (Transformer, Pooling, one Dense after it and Normalize are)`,
+        );
     }
   } else if (existsSync(join(dir, '1_Pooling', 'config.json'))) poolingDir = join(dir, '1_Pooling');
   let pooling: Pooling | undefined;
   if (poolingDir !== undefined) {
     const path = join(poolingDir, 'config.json');
     const p = readObject(path);
-    const modes = Object.entries(p).filter(([k, v]) => k.startsWith('pooling_mode_') && v === true).map(([k]) => k);
-    const known: Record<string, Pooling> = { pooling_mode_cls_token: 'cls', pooling_mode_mean_tokens: 'mean', pooling_mode_max_tokens: 'max' };
+    const modes = Object.entries(p)
+      .filter(([k, v]) => k.startsWith('pooling_mode_') && v === true)
+      .map(([k]) => k);
+    const known: Record<string, Pooling> = {
+      pooling_mode_cls_token: 'cls',
+      pooling_mode_mean_tokens: 'mean',
+      pooling_mode_max_tokens: 'max',
+    };
     if (modes.length !== 1 || known[modes[0]!] === undefined)
       throw bad(path, `pooling ${modes.join(' + ') || 'none'} is not supported (exactly one of cls_token, mean_tokens, max_tokens)`);
     pooling = known[modes[0]!];
@@ -222,12 +241,16 @@ export function readPretrained(dir: string, options: PretrainedOptions = {}): Pr
   checkOptions(options, pretrainedKeys, 'pretrained options');
   if (options.pooling !== undefined && !POOLINGS.includes(options.pooling))
     throw new QuorumError('ERR_ARG', `pooling must be ${POOLINGS.join(', ')}, got ${JSON.stringify(options.pooling)}`);
-  if (options.normalize !== undefined && typeof options.normalize !== 'boolean') throw new QuorumError('ERR_ARG', 'normalize must be a boolean');
+  if (options.normalize !== undefined && typeof options.normalize !== 'boolean')
+    throw new QuorumError('ERR_ARG', 'normalize must be a boolean');
   const encoder = hfEncoderConfig(dir);
   const st = sentenceTransformers(dir, encoder.hiddenSize);
   const spec = readHfTokenizerSpec(dir);
   if (spec.vocabulary.length > encoder.vocabSize)
-    throw new QuorumError('ERR_FORMAT', `${dir}: the tokenizer has ${spec.vocabulary.length} tokens, config.json's vocab_size is ${encoder.vocabSize}`);
+    throw new QuorumError(
+      'ERR_FORMAT',
+      `${dir}: the tokenizer has ${spec.vocabulary.length} tokens, config.json's vocab_size is ${encoder.vocabSize}`,
+    );
   const tokenizer = new WordPieceTokenizer(spec.vocabulary, spec.options);
   const weights = readHfWeights(dir);
   encoder.pooling = options.pooling ?? st.pooling ?? 'cls';
@@ -262,7 +285,11 @@ export interface PretrainedTarget {
  * @example
  * const { missing } = loadPretrainedWeights(model, readPretrained('bert-base-uncased'), { strict: false });
  */
-export function loadPretrainedWeights(model: PretrainedTarget, bert: Pick<PretrainedBert, 'dir' | 'weights'>, o: { strict: boolean }): { missing: string[]; unused: string[] } {
+export function loadPretrainedWeights(
+  model: PretrainedTarget,
+  bert: Pick<PretrainedBert, 'dir' | 'weights'>,
+  o: { strict: boolean },
+): { missing: string[]; unused: string[] } {
   mustBeModelLike(model, ['encoderNames', 'setParameter'], 'model', 'encoder');
   const mapped = mapPretrained(bert, model.config.encoder, o);
   for (const e of model.encoderNames()) for (const [name, values] of mapped.tensors) model.setParameter(`${e}.${name}`, values);
@@ -274,7 +301,11 @@ export function loadPretrainedWeights(model: PretrainedTarget, bert: Pick<Pretra
  * shapes (ERR_FORMAT naming the directory and tensor), no integer tensor read as a weight, finite values, and with
  * `strict` no parameter missing. What {@link loadPretrainedWeights}, CAME's initialization and the serving path share.
  */
-export function mapPretrained(bert: Pick<PretrainedBert, 'dir' | 'weights'>, encoder: EncoderConfig, o: { strict: boolean }): MappedCheckpoint {
+export function mapPretrained(
+  bert: Pick<PretrainedBert, 'dir' | 'weights'>,
+  encoder: EncoderConfig,
+  o: { strict: boolean },
+): MappedCheckpoint {
   mustBeObject(bert, 'checkpoint');
   mustBeMap(bert.weights, 'checkpoint weights');
   mustBeObject(o, 'options');
@@ -283,17 +314,24 @@ export function mapPretrained(bert: Pick<PretrainedBert, 'dir' | 'weights'>, enc
   try {
     mapped = mapBertCheckpoint(bert.weights, encoder);
   } catch (e) {
-    if (e instanceof QuorumError) throw new QuorumError(e.code === 'ERR_SHAPE' ? 'ERR_FORMAT' : e.code, `${bert.dir}: ${e.message}`, { cause: e });
+    if (e instanceof QuorumError)
+      throw new QuorumError(e.code === 'ERR_SHAPE' ? 'ERR_FORMAT' : e.code, `${bert.dir}: ${e.message}`, { cause: e });
     throw e;
   }
   if (o.strict && mapped.missing.length)
-    throw new QuorumError('ERR_FORMAT', `${bert.dir}: the weights have no ${mapped.missing[0]}${mapped.missing.length > 1 ? ` (and ${mapped.missing.length - 1} more)` : ''}`);
+    throw new QuorumError(
+      'ERR_FORMAT',
+      `${bert.dir}: the weights have no ${mapped.missing[0]}${mapped.missing.length > 1 ? ` (and ${mapped.missing.length - 1} more)` : ''}`,
+    );
   const unused = new Set(mapped.unused);
   // Integer tensors are buffers (position ids) or quantized weights whose scales live elsewhere: read as weights,
   // their codes would train silently from garbage.
   for (const [name, t] of bert.weights)
     if (!unused.has(name) && (t.dtype === 'I8' || t.dtype === 'I32' || t.dtype === 'I64'))
-      throw new QuorumError('ERR_FORMAT', `${bert.dir}: ${name} is ${t.dtype}; only floating-point (unquantized) checkpoints load as weights`);
+      throw new QuorumError(
+        'ERR_FORMAT',
+        `${bert.dir}: ${name} is ${t.dtype}; only floating-point (unquantized) checkpoints load as weights`,
+      );
   for (const [name, values] of mapped.tensors)
     if (!allFinite(values)) throw new QuorumError('ERR_FORMAT', `${bert.dir}: ${name} holds non-finite values`);
   return mapped;
@@ -312,7 +350,9 @@ export function pretrainedText(bert: Pick<PretrainedBert, 'encoder' | 'maxSeqLen
  * The fields of a checkpoint's encoder that its weights fix (widths, heads, tables, LayerNorm epsilon, dropout), to
  * spread into a method's own encoder options (CAME, ROM), which keep their pooling, heads and depth split.
  */
-export function pretrainedShape(e: EncoderConfig): Pick<EncoderConfig, 'vocabSize' | 'hiddenSize' | 'embeddingSize' | 'heads' | 'ffnSize' | 'maxPositions' | 'dropout' | 'layerNormEps'> {
+export function pretrainedShape(
+  e: EncoderConfig,
+): Pick<EncoderConfig, 'vocabSize' | 'hiddenSize' | 'embeddingSize' | 'heads' | 'ffnSize' | 'maxPositions' | 'dropout' | 'layerNormEps'> {
   mustBeObject(e, 'encoder config');
   const { vocabSize, hiddenSize, embeddingSize, heads, ffnSize, maxPositions, dropout, layerNormEps } = e;
   return { vocabSize, hiddenSize, embeddingSize, heads, ffnSize, maxPositions, dropout, layerNormEps };

@@ -1,5 +1,6 @@
 // A trained retriever as one directory: model.json (format version, configuration, text settings, training record),
-// vocab.txt and tokenizer.json (the tokenizer's vocabulary and normalization) and weights.safetensors (every parameter, f32, bf16 or int8 rows). Checkpoints with
+// vocab.txt and tokenizer.json (the tokenizer's vocabulary and normalization) and weights.safetensors (every parameter,
+// f32, bf16 or int8 rows). Checkpoints with
 // optimizer state stay in the trainer's own files; this is what a user ships, loads and serves.
 
 import { join } from 'node:path';
@@ -24,7 +25,12 @@ export function modelDir(nameOrPath: string): string {
   return nameOrPath === 'default' ? defaultModelDir : nameOrPath;
 }
 
-const modelFormat = { card: 'model.json', format: 'quorum-retriever', version: 1, what: 'a model directory' } as const satisfies SavedFormat;
+const modelFormat = {
+  card: 'model.json',
+  format: 'quorum-retriever',
+  version: 1,
+  what: 'a model directory',
+} as const satisfies SavedFormat;
 
 /** How texts become token ids for this model. */
 export interface TextSettings {
@@ -95,7 +101,12 @@ export type WeightStorage = 'F32' | 'BF16' | 'Q8';
  * A question's task as the model reads it: the task's index among `tasks` (-1 for none or an unknown one) and, when
  * the text settings use task markers, the marker's token id (`[unused<index + 1>]`).
  */
-export function queryTask(tasks: readonly string[], text: TextSettings, tokenizer: WordPieceTokenizer, task: string | undefined): { index: number; marker?: number } {
+export function queryTask(
+  tasks: readonly string[],
+  text: TextSettings,
+  tokenizer: WordPieceTokenizer,
+  task: string | undefined,
+): { index: number; marker?: number } {
   const index = task === undefined ? -1 : tasks.indexOf(task);
   return text.taskMarkers && index >= 0 ? { index, marker: tokenizer.markerId(index + 1) } : { index };
 }
@@ -103,7 +114,8 @@ export function queryTask(tasks: readonly string[], text: TextSettings, tokenize
 /** A command line's `--dtype` (f32, bf16 or q8, any case) as a {@link WeightStorage}; ERR_ARG otherwise. */
 export function weightStorageOption(value: string): WeightStorage {
   const upper = typeof value === 'string' ? value.toUpperCase() : '';
-  if (upper !== 'F32' && upper !== 'BF16' && upper !== 'Q8') throw new QuorumError('ERR_ARG', `--dtype must be f32, bf16 or q8, got '${String(value)}'`);
+  if (upper !== 'F32' && upper !== 'BF16' && upper !== 'Q8')
+    throw new QuorumError('ERR_ARG', `--dtype must be f32, bf16 or q8, got '${String(value)}'`);
   return upper;
 }
 
@@ -136,7 +148,12 @@ export function saveModelDir(model: ParameterAccess & { readonly config: Retriev
   return replaceDirectorySync(dir, (tmp) => writeModelFiles(model, tmp, o, dtype), { keepOthers: true });
 }
 
-function writeModelFiles(model: ParameterAccess & { readonly config: RetrieverConfig }, dir: string, o: SaveModelOptions, dtype: WeightStorage): ModelCard {
+function writeModelFiles(
+  model: ParameterAccess & { readonly config: RetrieverConfig },
+  dir: string,
+  o: SaveModelOptions,
+  dtype: WeightStorage,
+): ModelCard {
   writeWeights(model, join(dir, 'weights.safetensors'), dtype, modelFormat.format);
   writeTokenizerFiles(dir, o.tokenizer);
   return writeSavedCard(dir, modelFormat, {
@@ -197,7 +214,8 @@ const EMBEDDING_TABLE = /(^|\.)embeddings\.[a-z_]+_embeddings\.weight$/;
 
 /** Every parameter of `model` to one safetensors file (written atomically), as `dtype` says ({@link WeightStorage}). */
 export function writeWeights(model: ParameterAccess, path: string, dtype: WeightStorage, format: string): void {
-  if (dtype !== 'F32' && dtype !== 'BF16' && dtype !== 'Q8') throw new QuorumError('ERR_ARG', `weight storage must be F32, BF16 or Q8, got ${String(dtype)}`);
+  if (dtype !== 'F32' && dtype !== 'BF16' && dtype !== 'Q8')
+    throw new QuorumError('ERR_ARG', `weight storage must be F32, BF16 or Q8, got ${String(dtype)}`);
   const tensors: Array<[string, TensorToWrite]> = [];
   for (const { name, shape } of model.parameters()) {
     const data = model.getParameter(name);
@@ -208,7 +226,10 @@ export function writeWeights(model: ParameterAccess, path: string, dtype: Weight
       } catch (e) {
         throw new QuorumError((e as QuorumError).code ?? 'ERR_ARG', `${name}: ${(e as Error).message}`, { cause: e });
       }
-      tensors.push([name, { shape, data: q.codes, dtype: 'I8' }], [name + SCALE_SUFFIX, { shape: [shape[0]!], data: q.scales, dtype: 'F32' }]);
+      tensors.push(
+        [name, { shape, data: q.codes, dtype: 'I8' }],
+        [name + SCALE_SUFFIX, { shape: [shape[0]!], data: q.scales, dtype: 'F32' }],
+      );
     } else tensors.push([name, { shape, data, dtype: dtype === 'Q8' ? 'BF16' : dtype }]);
   }
   // Wider elements first (f32, then bf16, then int8; stable within each), so that every tensor starts aligned to
@@ -270,7 +291,12 @@ function safetensorsAt(path: string): Map<string, SafetensorsTensor> {
 
 // The dtypes a weights file of each storage holds (writeWeights): an integer tensor anywhere else is a relabelled float
 // (issue 48: F32 weights marked I32 loaded as garbage floats).
-const STORED_DTYPES: Readonly<Record<WeightStorage | 'any', readonly string[]>> = { F32: ['F32'], BF16: ['BF16'], Q8: ['I8', 'BF16'], any: ['F32', 'BF16', 'I8'] };
+const STORED_DTYPES: Readonly<Record<WeightStorage | 'any', readonly string[]>> = {
+  F32: ['F32'],
+  BF16: ['BF16'],
+  Q8: ['I8', 'BF16'],
+  any: ['F32', 'BF16', 'I8'],
+};
 
 /**
  * {@link writeWeights}'s file, checked to hold exactly `expected` (shapes, finite values, the dtypes of `storage`, the
@@ -289,7 +315,10 @@ function readWeightTensors(
     const t = tensors.get(name);
     if (!t) throw new QuorumError('ERR_FORMAT', `${path} has no tensor ${name}`);
     if (!STORED_DTYPES[storage].includes(t.dtype))
-      throw new QuorumError('ERR_FORMAT', `${path}: ${name} is ${t.dtype}, which ${storage === 'any' ? 'no weights file holds' : `a ${storage} weights file (the card's dtype) does not hold`}`);
+      throw new QuorumError(
+        'ERR_FORMAT',
+        `${path}: ${name} is ${t.dtype}, which ${storage === 'any' ? 'no weights file holds' : `a ${storage} weights file (the card's dtype) does not hold`}`,
+      );
     if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i]))
       throw new QuorumError('ERR_FORMAT', `${path}: ${name} is [${t.shape.join(', ')}], the model needs [${shape.join(', ')}]`);
     let data = t.data;
@@ -308,6 +337,9 @@ function readWeightTensors(
     values.set(name, data);
   }
   if (tensors.size !== params.length + scaleTensors)
-    throw new QuorumError('ERR_FORMAT', `${path} holds ${tensors.size} tensors, the model ${params.length}${scaleTensors ? ` (+ ${scaleTensors} row scales)` : ''}`);
+    throw new QuorumError(
+      'ERR_FORMAT',
+      `${path} holds ${tensors.size} tensors, the model ${params.length}${scaleTensors ? ` (+ ${scaleTensors} row scales)` : ''}`,
+    );
   return values;
 }

@@ -11,13 +11,15 @@ import { mustBeObject } from '../validate.js';
 // What every graph builder reads, checked before any weight is: parameters by name, and a configuration object.
 function checkGraphArgs(params: unknown, config: unknown, field?: string): void {
   mustBeObject(params, 'parameters');
-  if (typeof (params as ParameterSource).getParameter !== 'function') throw new QuorumError('ERR_ARG', 'parameters must have a getParameter(name) method (a model)');
+  if (typeof (params as ParameterSource).getParameter !== 'function')
+    throw new QuorumError('ERR_ARG', 'parameters must have a getParameter(name) method (a model)');
   mustBeObject(config, 'config');
   if (field !== undefined) mustBeObject((config as Record<string, unknown>)[field], `config.${field}`);
 }
 
 function checkSide(side: unknown): void {
-  if (side !== 'query' && side !== 'passage') throw new QuorumError('ERR_ARG', `side must be 'query' or 'passage', got ${JSON.stringify(side)}`);
+  if (side !== 'query' && side !== 'passage')
+    throw new QuorumError('ERR_ARG', `side must be 'query' or 'passage', got ${JSON.stringify(side)}`);
 }
 
 /** Where an exported encoder reads its weights: a parameter by its full name. */
@@ -78,7 +80,12 @@ class Graph {
     return this.constant(`f:${dims}:${values}`, () => ({ name: '', dims, type: OnnxType.FLOAT, data: Float32Array.from(values) }));
   }
   i64(values: number[], dims: number[] = [values.length]): string {
-    return this.constant(`i:${dims}:${values}`, () => ({ name: '', dims, type: OnnxType.INT64, data: BigInt64Array.from(values.map(BigInt)) }));
+    return this.constant(`i:${dims}:${values}`, () => ({
+      name: '',
+      dims,
+      type: OnnxType.INT64,
+      data: BigInt64Array.from(values.map(BigInt)),
+    }));
   }
 }
 
@@ -109,13 +116,23 @@ function gelu(g: Graph, x: string): string {
 
 function ffn(g: Graph, p: ParameterSource, c: EncoderConfig, name: string, a: string): string {
   const h = gelu(g, linear(g, p, `${name}.intermediate.dense`, a, c.ffnSize, c.hiddenSize));
-  return layerNorm(g, p, `${name}.output.LayerNorm`, g.op('Add', [a, linear(g, p, `${name}.output.dense`, h, c.hiddenSize, c.ffnSize)]), c.hiddenSize, c.layerNormEps);
+  return layerNorm(
+    g,
+    p,
+    `${name}.output.LayerNorm`,
+    g.op('Add', [a, linear(g, p, `${name}.output.dense`, h, c.hiddenSize, c.ffnSize)]),
+    c.hiddenSize,
+    c.layerNormEps,
+  );
 }
 
 function attention(g: Graph, p: ParameterSource, c: EncoderConfig, name: string, x: string, keyBias: string): string {
-  const H = c.hiddenSize, nh = c.heads, d = H / nh;
+  const H = c.hiddenSize,
+    nh = c.heads,
+    d = H / nh;
   const split = g.i64([0, 0, nh, d]);
-  const heads = (m: string, perm: number[]) => g.op('Transpose', [g.op('Reshape', [linear(g, p, `${name}.attention.self.${m}`, x, H, H), split])], { perm: { ints: perm } });
+  const heads = (m: string, perm: number[]) =>
+    g.op('Transpose', [g.op('Reshape', [linear(g, p, `${name}.attention.self.${m}`, x, H, H), split])], { perm: { ints: perm } });
   const q = heads('query', [0, 2, 1, 3]); // [B, nh, T, d]
   const k = heads('key', [0, 2, 3, 1]); // [B, nh, d, T]
   const v = heads('value', [0, 2, 1, 3]);
@@ -129,7 +146,16 @@ function attention(g: Graph, p: ParameterSource, c: EncoderConfig, name: string,
 // A specialized (TASER) block's FFN. Det-R: the side's expert. Seq-R / Tok-R: every expert runs on every row and
 // the router's argmax selects one per sequence ([CLS] state at the block's input) or per token: E times the FFN's
 // arithmetic of the libtorch path (which gathers each expert's rows), in exchange for a graph of standard operators.
-function routedFfn(g: Graph, p: ParameterSource, c: EncoderConfig, layer: number, prefix: string, a: string, blockInput: string, side: 'query' | 'passage'): string {
+function routedFfn(
+  g: Graph,
+  p: ParameterSource,
+  c: EncoderConfig,
+  layer: number,
+  prefix: string,
+  a: string,
+  blockInput: string,
+  side: 'query' | 'passage',
+): string {
   const t = c.taser!;
   const experts = `${prefix}encoder.layer.${layer}.experts.`;
   if (t.routing === 'det') return ffn(g, p, c, `${experts}${side === 'query' ? 0 : Math.floor(t.experts / 2)}`, a);
@@ -155,7 +181,8 @@ interface TokenStateNodes {
 }
 
 const noWindows = (c: EncoderConfig) => {
-  if ((c.attentionWindow ?? 0) > 0) throw new QuorumError('ERR_ARG', 'an encoder with windowed attention (attentionWindow) has no ONNX export yet');
+  if ((c.attentionWindow ?? 0) > 0)
+    throw new QuorumError('ERR_ARG', 'an encoder with windowed attention (attentionWindow) has no ONNX export yet');
 };
 
 /**
@@ -164,7 +191,15 @@ const noWindows = (c: EncoderConfig) => {
  * attention_mask and token_type_ids. `x` (with its mask) continues from given states instead of the embeddings:
  * CAME's experts' own blocks run on the shared bottom's states.
  */
-function tokenStateNodes(g: Graph, p: ParameterSource, c: EncoderConfig, prefix: string, side: 'query' | 'passage', x?: TokenStateNodes, layers: readonly [number, number] = [0, c.layers]): TokenStateNodes {
+function tokenStateNodes(
+  g: Graph,
+  p: ParameterSource,
+  c: EncoderConfig,
+  prefix: string,
+  side: 'query' | 'passage',
+  x?: TokenStateNodes,
+  layers: readonly [number, number] = [0, c.layers],
+): TokenStateNodes {
   noWindows(c);
   const H = c.hiddenSize;
   let mask: string;
@@ -173,12 +208,27 @@ function tokenStateNodes(g: Graph, p: ParameterSource, c: EncoderConfig, prefix:
     mask = x.mask;
     h = x.states;
   } else {
-    let word = g.op('Gather', [g.weight(`${prefix}embeddings.word_embeddings.weight`, [c.vocabSize, c.embeddingSize], () => p.getParameter(`${prefix}embeddings.word_embeddings.weight`)), 'input_ids']);
+    let word = g.op('Gather', [
+      g.weight(`${prefix}embeddings.word_embeddings.weight`, [c.vocabSize, c.embeddingSize], () =>
+        p.getParameter(`${prefix}embeddings.word_embeddings.weight`),
+      ),
+      'input_ids',
+    ]);
     if (c.embeddingSize !== H) word = linear(g, p, `${prefix}embeddings.projection`, word, H, c.embeddingSize);
     const seqLen = g.op('Gather', [g.op('Shape', ['input_ids']), g.i64([1], [])]);
     const positions = g.op('Range', [g.i64([0], []), seqLen, g.i64([1], [])]);
-    const pos = g.op('Gather', [g.weight(`${prefix}embeddings.position_embeddings.weight`, [c.maxPositions, H], () => p.getParameter(`${prefix}embeddings.position_embeddings.weight`)), positions]);
-    const type = g.op('Gather', [g.weight(`${prefix}embeddings.token_type_embeddings.weight`, [c.typeVocabSize, H], () => p.getParameter(`${prefix}embeddings.token_type_embeddings.weight`)), 'token_type_ids']);
+    const pos = g.op('Gather', [
+      g.weight(`${prefix}embeddings.position_embeddings.weight`, [c.maxPositions, H], () =>
+        p.getParameter(`${prefix}embeddings.position_embeddings.weight`),
+      ),
+      positions,
+    ]);
+    const type = g.op('Gather', [
+      g.weight(`${prefix}embeddings.token_type_embeddings.weight`, [c.typeVocabSize, H], () =>
+        p.getParameter(`${prefix}embeddings.token_type_embeddings.weight`),
+      ),
+      'token_type_ids',
+    ]);
     h = layerNorm(g, p, `${prefix}embeddings.LayerNorm`, g.op('Add', [g.op('Add', [word, pos]), type]), H, c.layerNormEps);
     mask = g.op('Cast', ['attention_mask'], { to: { int: OnnxType.FLOAT } }); // [B, T]
   }
@@ -205,7 +255,9 @@ function poolNodes(g: Graph, p: ParameterSource, c: EncoderConfig, prefix: strin
   }
   let w = t.mask;
   if (c.tokenWeights) {
-    const u = g.weight(`${prefix}embeddings.token_weights.weight`, [c.vocabSize], () => p.getParameter(`${prefix}embeddings.token_weights.weight`));
+    const u = g.weight(`${prefix}embeddings.token_weights.weight`, [c.vocabSize], () =>
+      p.getParameter(`${prefix}embeddings.token_weights.weight`),
+    );
     w = g.op('Mul', [w, g.op('Exp', [g.op('Gather', [u, 'input_ids'])])]);
   }
   const w3 = g.op('Unsqueeze', [w, g.i64([2])]);
@@ -220,7 +272,14 @@ function outputNodes(g: Graph, p: ParameterSource, c: EncoderConfig, prefix: str
   if (c.center) y = g.op('Sub', [unitRows(g, y), g.weight(`${prefix}pooler.center`, [H], () => p.getParameter(`${prefix}pooler.center`))]);
   let dim = H;
   if ((c.projectionHidden ?? 0) > 0) {
-    y = linear(g, p, `${prefix}projection`, gelu(g, linear(g, p, `${prefix}projection.hidden`, y, c.projectionHidden!, H)), c.projectionDim, c.projectionHidden!);
+    y = linear(
+      g,
+      p,
+      `${prefix}projection`,
+      gelu(g, linear(g, p, `${prefix}projection.hidden`, y, c.projectionHidden!, H)),
+      c.projectionDim,
+      c.projectionHidden!,
+    );
     dim = c.projectionDim;
   } else if (c.projectionDim > 0) {
     y = linear(g, p, `${prefix}projection`, y, c.projectionDim, H);
@@ -236,9 +295,19 @@ function output(g: Graph, value: string, name: string): string {
   return g.nameLast(name);
 }
 
-const TOKEN_INPUTS: OnnxValueInfo[] = ['input_ids', 'attention_mask', 'token_type_ids'].map((name) => ({ name, type: OnnxType.INT64, dims: ['batch', 'sequence'] }));
+const TOKEN_INPUTS: OnnxValueInfo[] = ['input_ids', 'attention_mask', 'token_type_ids'].map((name) => ({
+  name,
+  type: OnnxType.INT64,
+  dims: ['batch', 'sequence'],
+}));
 
-function serialize(g: Graph, name: string, outputs: Array<{ name: string; dims: Array<number | string> }>, metadata: Record<string, string> = {}, inputs = TOKEN_INPUTS): Uint8Array {
+function serialize(
+  g: Graph,
+  name: string,
+  outputs: Array<{ name: string; dims: Array<number | string> }>,
+  metadata: Record<string, string> = {},
+  inputs = TOKEN_INPUTS,
+): Uint8Array {
   return encodeOnnxModel({
     graphName: name,
     producer: 'quorum',
@@ -269,10 +338,15 @@ export function encoderOnnx(params: ParameterSource, c: EncoderConfig, o: Encode
   const hidden = output(g, t.states, 'last_hidden_state');
   const [y, dim] = outputNodes(g, params, c, prefix, poolNodes(g, params, c, prefix, { mask: t.mask, states: hidden }));
   output(g, y, 'sentence_embedding');
-  return serialize(g, 'quorum_encoder', [
-    { name: 'sentence_embedding', dims: ['batch', dim] },
-    { name: 'last_hidden_state', dims: ['batch', 'sequence', c.hiddenSize] },
-  ], o.metadata);
+  return serialize(
+    g,
+    'quorum_encoder',
+    [
+      { name: 'sentence_embedding', dims: ['batch', dim] },
+      { name: 'last_hidden_state', dims: ['batch', 'sequence', c.hiddenSize] },
+    ],
+    o.metadata,
+  );
 }
 
 /** CAME's configuration as {@link cameOnnx} reads it (lib/methods/came/model.ts's CameConfig). */
@@ -301,9 +375,13 @@ export function cameOnnx(params: ParameterSource, c: CameGraphConfig, side: 'que
   const g = new Graph();
   const bottom = tokenStateNodes(g, params, c.encoder, 'bottom.', side);
   const tower = (e: string): TokenStateNodes =>
-    c.expertLayers > 0 ? tokenStateNodes(g, params, { ...c.encoder, layers: c.expertLayers }, `${e}.`, side, bottom, [0, c.expertLayers]) : bottom;
+    c.expertLayers > 0
+      ? tokenStateNodes(g, params, { ...c.encoder, layers: c.expertLayers }, `${e}.`, side, bottom, [0, c.expertLayers])
+      : bottom;
   const outputs: Array<{ name: string; dims: Array<number | string> }> = [];
-  const E = c.encoder.embeddingSize, H = c.encoder.hiddenSize, V = c.encoder.vocabSize;
+  const E = c.encoder.embeddingSize,
+    H = c.encoder.hiddenSize,
+    V = c.encoder.vocabSize;
   if (c.experts.includes('lexical')) {
     const top = tower('lexical');
     let h = gelu(g, linear(g, params, 'lexical.head.transform.dense', top.states, E, H));
@@ -322,13 +400,18 @@ export function cameOnnx(params: ParameterSource, c: CameGraphConfig, side: 'que
     });
     const logits = g.op('MatMul', [g.op('Concat', [h, maskColumn], { axis: { int: -1 } }), embMasked]);
     const best = g.op('ReduceMax', [logits], { axes: { ints: [1] }, keepdims: { int: 0 } });
-    const pooled = g.op('Relu', [g.op('Add', [best, g.weight('lexical.head.decoder.bias', [V], () => params.getParameter('lexical.head.decoder.bias'))])]);
+    const pooled = g.op('Relu', [
+      g.op('Add', [best, g.weight('lexical.head.decoder.bias', [V], () => params.getParameter('lexical.head.decoder.bias'))]),
+    ]);
     outputs.push({ name: output(g, g.op('Log', [g.op('Add', [pooled, g.f32([1])])]), 'lexical'), dims: ['batch', V] });
   }
   if (c.experts.includes('local')) {
     const top = tower('local');
     const t = unitRows(g, linear(g, params, 'local.head', top.states, c.localDim, H));
-    outputs.push({ name: output(g, g.op('Mul', [t, g.op('Unsqueeze', [top.mask, g.i64([2])])]), 'local'), dims: ['batch', 'sequence', c.localDim] });
+    outputs.push({
+      name: output(g, g.op('Mul', [t, g.op('Unsqueeze', [top.mask, g.i64([2])])]), 'local'),
+      dims: ['batch', 'sequence', c.localDim],
+    });
   }
   if (c.experts.includes('global')) {
     const top = tower('global');
@@ -355,7 +438,8 @@ export interface RomGraphConfig {
  */
 export function romOnnx(params: ParameterSource, c: RomGraphConfig, graph: 'retrieval' | 'reader'): Uint8Array {
   checkGraphArgs(params, c, 'encoder');
-  if (graph !== 'retrieval' && graph !== 'reader') throw new QuorumError('ERR_ARG', `graph must be 'retrieval' or 'reader', got ${JSON.stringify(graph)}`);
+  if (graph !== 'retrieval' && graph !== 'reader')
+    throw new QuorumError('ERR_ARG', `graph must be 'retrieval' or 'reader', got ${JSON.stringify(graph)}`);
   const g = new Graph();
   const H = c.encoder.hiddenSize;
   const t = tokenStateNodes(g, params, c.encoder, 'encoder.', 'passage');
@@ -367,20 +451,39 @@ export function romOnnx(params: ParameterSource, c: RomGraphConfig, graph: 'retr
   }
   const span = linear(g, params, 'reader.span', t.states, 2, H); // [B, T, 2]
   // Answer positions: passage tokens (type >= 1), real, before the final [SEP] (as RomModel::answer_positions).
-  const length = g.op('ReduceSum', [g.op('Cast', ['attention_mask'], { to: { int: OnnxType.INT64 } }), g.i64([1])], { keepdims: { int: 1 } }); // [B, 1]
+  const length = g.op('ReduceSum', [g.op('Cast', ['attention_mask'], { to: { int: OnnxType.INT64 } }), g.i64([1])], {
+    keepdims: { int: 1 },
+  }); // [B, 1]
   const seqLen = g.op('Gather', [g.op('Shape', ['input_ids']), g.i64([1], [])]);
   const positions = g.op('Unsqueeze', [g.op('Range', [g.i64([0], []), seqLen, g.i64([1], [])]), g.i64([0])]); // [1, T]
-  const allowed = g.op('And', [g.op('GreaterOrEqual', ['token_type_ids', g.i64([1], [])]), g.op('Less', [positions, g.op('Sub', [length, g.i64([1], [])])])]);
-  const logit = (i: number, name: string) => output(g, g.op('Where', [allowed, g.op('Squeeze', [g.op('Gather', [span, g.i64([i], [1])], { axis: { int: 2 } }), g.i64([2])]), g.f32([-Infinity])]), name);
+  const allowed = g.op('And', [
+    g.op('GreaterOrEqual', ['token_type_ids', g.i64([1], [])]),
+    g.op('Less', [positions, g.op('Sub', [length, g.i64([1], [])])]),
+  ]);
+  const logit = (i: number, name: string) =>
+    output(
+      g,
+      g.op('Where', [
+        allowed,
+        g.op('Squeeze', [g.op('Gather', [span, g.i64([i], [1])], { axis: { int: 2 } }), g.i64([2])]),
+        g.f32([-Infinity]),
+      ]),
+      name,
+    );
   logit(0, 'start_logits');
   logit(1, 'end_logits');
   const cls = g.op('Gather', [t.states, g.i64([0], [])], { axis: { int: 1 } });
   output(g, g.op('Squeeze', [linear(g, params, 'reader.relevance', cls, 1, H), g.i64([1])]), 'relevance');
-  return serialize(g, 'quorum_rom_reader', [
-    { name: 'start_logits', dims: ['batch', 'sequence'] },
-    { name: 'end_logits', dims: ['batch', 'sequence'] },
-    { name: 'relevance', dims: ['batch'] },
-  ], { producer: 'quorum', method: 'rom', graph });
+  return serialize(
+    g,
+    'quorum_rom_reader',
+    [
+      { name: 'start_logits', dims: ['batch', 'sequence'] },
+      { name: 'end_logits', dims: ['batch', 'sequence'] },
+      { name: 'relevance', dims: ['batch'] },
+    ],
+    { producer: 'quorum', method: 'rom', graph },
+  );
 }
 
 /** The heads' configuration as {@link mufHeadsOnnx} reads it (lib/methods/muf/ensemble.ts's EnsembleConfig). */
@@ -414,7 +517,8 @@ export function mufHeadsOnnx(params: ParameterSource, c: MufHeadsGraphConfig): U
   const w0 = g.weight('layer.0.weight_cat', [c.dim, K * out0], () => {
     const w = params.getParameter('layer.0.weight'); // [K, dim, out0]
     const t = new Float32Array(w.length);
-    for (let k = 0; k < K; k++) for (let d = 0; d < c.dim; d++) for (let o = 0; o < out0; o++) t[d * K * out0 + k * out0 + o] = w[(k * c.dim + d) * out0 + o]!;
+    for (let k = 0; k < K; k++)
+      for (let d = 0; d < c.dim; d++) for (let o = 0; o < out0; o++) t[d * K * out0 + k * out0 + o] = w[(k * c.dim + d) * out0 + o]!;
     return t;
   });
   const b0 = g.weight('layer.0.bias', [K * out0], () => params.getParameter('layer.0.bias'));
@@ -431,7 +535,11 @@ export function mufHeadsOnnx(params: ParameterSource, c: MufHeadsGraphConfig): U
     x = g.op('Transpose', [x], { perm: { ints: [1, 0, 2] } });
   }
   output(g, x, 'member_embeddings');
-  return serialize(g, 'quorum_muf_heads', [{ name: 'member_embeddings', dims: ['batch', K, c.dim] }], { producer: 'quorum', method: 'muf' }, [
-    { name: 'query_embedding', type: OnnxType.FLOAT, dims: ['batch', c.dim] },
-  ]);
+  return serialize(
+    g,
+    'quorum_muf_heads',
+    [{ name: 'member_embeddings', dims: ['batch', K, c.dim] }],
+    { producer: 'quorum', method: 'muf' },
+    [{ name: 'query_embedding', type: OnnxType.FLOAT, dims: ['batch', c.dim] }],
+  );
 }

@@ -40,7 +40,10 @@ const groupKeys = optionKeys<GroupOptions>()(['rank', 'size', 'host', 'port', 't
 function integerIn(v: unknown, lo: number, hi: number, what: string): number {
   const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
   if (typeof n !== 'number' || !Number.isInteger(n) || n < lo || n > hi)
-    throw new QuorumError(typeof n === 'number' && Number.isFinite(n) ? 'ERR_RANGE' : 'ERR_ARG', `${what} must be an integer in [${lo}, ${hi}], got ${JSON.stringify(v)}`);
+    throw new QuorumError(
+      typeof n === 'number' && Number.isFinite(n) ? 'ERR_RANGE' : 'ERR_ARG',
+      `${what} must be an integer in [${lo}, ${hi}], got ${JSON.stringify(v)}`,
+    );
   return n;
 }
 
@@ -48,8 +51,10 @@ function integerIn(v: unknown, lo: number, hi: number, what: string): number {
 export function rankPart<T>(items: readonly T[], rank: number, size: number): T[] {
   mustBeArray(items, 'items');
   if (!Number.isInteger(size) || size < 1) throw new QuorumError('ERR_RANGE', `size must be a positive integer, got ${String(size)}`);
-  if (!Number.isInteger(rank) || rank < 0 || rank >= size) throw new QuorumError('ERR_RANGE', `rank must be an integer in [0, ${size}), got ${String(rank)}`);
-  const base = Math.floor(items.length / size), extra = items.length % size;
+  if (!Number.isInteger(rank) || rank < 0 || rank >= size)
+    throw new QuorumError('ERR_RANGE', `rank must be an integer in [0, ${size}), got ${String(rank)}`);
+  const base = Math.floor(items.length / size),
+    extra = items.length % size;
   const start = rank * base + Math.min(rank, extra);
   return items.slice(start, start + base + (rank < extra ? 1 : 0));
 }
@@ -64,7 +69,8 @@ export function groupOptions(options: GroupOptions = {}, env: NodeJS.ProcessEnv 
   const size = integerIn(options.size ?? env.WORLD_SIZE, 1, 4096, 'size (WORLD_SIZE)');
   const rank = integerIn(options.rank ?? env.RANK, 0, size - 1, 'rank (RANK)');
   const host = options.host ?? env.MASTER_ADDR ?? '127.0.0.1';
-  if (typeof host !== 'string' || !host || /\s/.test(host)) throw new QuorumError('ERR_ARG', `host (MASTER_ADDR) must be a host name or address, got ${JSON.stringify(host)}`);
+  if (typeof host !== 'string' || !host || /\s/.test(host))
+    throw new QuorumError('ERR_ARG', `host (MASTER_ADDR) must be a host name or address, got ${JSON.stringify(host)}`);
   const port = integerIn(options.port ?? env.MASTER_PORT ?? 29500, 1, 65535, 'port (MASTER_PORT)');
   const timeoutMs = integerIn(options.timeoutMs ?? 60_000, 1, 86_400_000, 'timeoutMs');
   return { rank, size, host, port, timeoutMs };

@@ -1,13 +1,7 @@
 // The typed front of the native libtorch Retriever: construction from a preset, encoding, the two halves of a
 // training step (accumulate gradients, apply the update), parameters and checkpoints.
 import { QuorumError, awaitNative, callNative } from '../errors.js';
-import {
-  torchAddon,
-  type NativeRetriever,
-  type StepStats,
-  type TokenBatchArg,
-  type TrainBatchArg,
-} from '../native.js';
+import { torchAddon, type NativeRetriever, type StepStats, type TokenBatchArg, type TrainBatchArg } from '../native.js';
 import type { WordPieceTokenizer } from '../text/tokenizer.js';
 import type { Tensor } from '../tensor.js';
 import { readTokenizerFiles } from '../text/tokenizer-files.js';
@@ -77,8 +71,10 @@ const passageKeys = optionKeys<{ onProgress?: unknown }>()(['onProgress']);
  * c.encoder.pooling;   // 'mean'
  */
 export function retrieverConfig(o: RetrieverOptions): RetrieverConfig {
-  if (o === null || typeof o !== 'object') throw new QuorumError('ERR_ARG', 'Retriever options must be an object ({ preset, encoder, ... })');
-  if (o.encoder !== undefined && (o.encoder === null || typeof o.encoder !== 'object')) throw new QuorumError('ERR_ARG', 'encoder options must be an object');
+  if (o === null || typeof o !== 'object')
+    throw new QuorumError('ERR_ARG', 'Retriever options must be an object ({ preset, encoder, ... })');
+  if (o.encoder !== undefined && (o.encoder === null || typeof o.encoder !== 'object'))
+    throw new QuorumError('ERR_ARG', 'encoder options must be an object');
   checkOptions(o, retrieverKeys, 'Retriever options');
   checkEncoderOverrides(o.encoder, o.taser, 'Retriever options');
   const encoder: EncoderConfig = { ...defaultEncoderConfig, ...o.encoder };
@@ -160,7 +156,11 @@ export class Retriever extends TrainableTable {
     mustBeString(nameOrDir, 'model directory');
     const dir = modelDir(nameOrDir);
     if (isHfModelDir(dir)) return Retriever.fromPretrained(dir, options);
-    if (Object.keys(options ?? {}).length) throw new QuorumError('ERR_ARG', `${dir} is a Quorum model directory: its pooling and normalization are its own (options are for Hugging Face directories)`);
+    if (Object.keys(options ?? {}).length)
+      throw new QuorumError(
+        'ERR_ARG',
+        `${dir} is a Quorum model directory: its pooling and normalization are its own (options are for Hugging Face directories)`,
+      );
     const card = readModelCard(dir);
     let model: Retriever;
     try {
@@ -172,7 +172,10 @@ export class Retriever extends TrainableTable {
     }
     const tokenizer = await readTokenizerFiles(dir);
     if (tokenizer.vocabulary.length > card.config.encoder.vocabSize)
-      throw new QuorumError('ERR_FORMAT', `${dir}: the tokenizer has ${tokenizer.vocabulary.length} tokens, the model ${card.config.encoder.vocabSize}`);
+      throw new QuorumError(
+        'ERR_FORMAT',
+        `${dir}: the tokenizer has ${tokenizer.vocabulary.length} tokens, the model ${card.config.encoder.vocabSize}`,
+      );
     loadWeights(model, dir, card);
     model.loaded = { card, tokenizer };
     return model;
@@ -242,7 +245,10 @@ export class Retriever extends TrainableTable {
   }
 
   /** Embeds passages (title and text as a pair), off the main thread. */
-  async encodePassages(passages: readonly PassageText[], options: { onProgress?: (done: number, total: number) => void } = {}): Promise<Tensor<'f32'>> {
+  async encodePassages(
+    passages: readonly PassageText[],
+    options: { onProgress?: (done: number, total: number) => void } = {},
+  ): Promise<Tensor<'f32'>> {
     checkOptions(options, passageKeys, 'encodePassages options');
     const texts = passageTexts(passages);
     const { card, tokenizer } = this.requireLoaded();
@@ -270,7 +276,9 @@ export class Retriever extends TrainableTable {
     if (out !== undefined && !(out instanceof Float32Array)) throw new QuorumError('ERR_ARG', 'out must be a Float32Array');
     // The rows are written off the main thread: into the addon's own array, then copied into `out` here, so that a
     // transfer of `out` meanwhile cannot have the worker write into freed memory.
-    const rows = await awaitNative(callNative(() => this.native.encode(batch, side, options.task ?? 0, null, true, options.pooledState)) as Promise<Float32Array>);
+    const rows = await awaitNative(
+      callNative(() => this.native.encode(batch, side, options.task ?? 0, null, true, options.pooledState)) as Promise<Float32Array>,
+    );
     if (out === undefined) return rows;
     if (out.length !== rows.length) {
       throw out.length === 0 && rows.length > 0
@@ -284,7 +292,9 @@ export class Retriever extends TrainableTable {
   /** {@link encode} on the calling thread. */
   encodeSync(batch: TokenBatchArg, side: 'query' | 'passage', options: EncodeOptions = {}): Float32Array {
     checkOptions(options, encodeKeys, 'encode options');
-    return callNative(() => this.native.encode(batch, side, options.task ?? 0, options.out ?? null, false, options.pooledState) as Float32Array);
+    return callNative(
+      () => this.native.encode(batch, side, options.task ?? 0, options.out ?? null, false, options.pooledState) as Float32Array,
+    );
   }
 
   /**
@@ -307,7 +317,9 @@ export class Retriever extends TrainableTable {
    * @internal Runs the given steps in one native loop (benchmark baseline for the TypeScript trainer's overhead).
    */
   async trainLoopNative(batches: TrainBatchArg[], lrs: Float64Array, clip: number, accumulation = 1) {
-    return awaitNative(callNative(() => this.native.trainLoop(batches, lrs, clip, accumulation, true)) as Promise<StepStats & { ms: number }>);
+    return awaitNative(
+      callNative(() => this.native.trainLoop(batches, lrs, clip, accumulation, true)) as Promise<StepStats & { ms: number }>,
+    );
   }
 }
 

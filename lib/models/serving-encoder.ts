@@ -15,7 +15,15 @@ import { retrieverEncoderNames, type RetrieverConfig } from './config.js';
 import { retrieverGraphs } from './export.js';
 import { isHfModelDir, mapPretrained, pretrainedText, readPretrained, type PretrainedOptions } from './hf.js';
 import { EmbeddingBagEncoder, isEmbeddingBag } from './embedding-bag.js';
-import { modelDir, parameterSource, queryTask, readModelCard, readModelParameters, type StoredHybrid, type TextSettings } from './model-dir.js';
+import {
+  modelDir,
+  parameterSource,
+  queryTask,
+  readModelCard,
+  readModelParameters,
+  type StoredHybrid,
+  type TextSettings,
+} from './model-dir.js';
 
 /** @internal What ServingEncoder needs of onnxruntime-node (declared here so that the package's types do not need it). */
 interface OrtTensor {
@@ -81,7 +89,11 @@ interface Runner {
  * Runs a graph with Hugging Face's token inputs (input_ids, attention_mask, token_type_ids, int64 [rows, seqLen]) on
  * a token batch and returns the asked-for float outputs: the encoders', CAME's and ROM's graphs (onnx-export.ts).
  */
-export async function runTokenGraph(session: OrtSession, b: Pick<EncodedBatch, 'ids' | 'typeIds' | 'lengths' | 'rows' | 'seqLen'>, fetches: readonly string[]): Promise<Record<string, Float32Array>> {
+export async function runTokenGraph(
+  session: OrtSession,
+  b: Pick<EncodedBatch, 'ids' | 'typeIds' | 'lengths' | 'rows' | 'seqLen'>,
+  fetches: readonly string[],
+): Promise<Record<string, Float32Array>> {
   const ort = onnxRuntime();
   const dims = [b.rows, b.seqLen];
   const mask = new BigInt64Array(b.rows * b.seqLen);
@@ -162,7 +174,8 @@ export class ServingEncoder {
     mustBeObject(options, 'ServingEncoder options');
     checkOptions(options, loadKeys, 'ServingEncoder options');
     const { threads, ...pretrained } = options;
-    if (threads !== undefined && (!Number.isInteger(threads) || threads < 1)) throw new QuorumError('ERR_RANGE', `threads must be a positive integer, got ${threads}`);
+    if (threads !== undefined && (!Number.isInteger(threads) || threads < 1))
+      throw new QuorumError('ERR_RANGE', `threads must be a positive integer, got ${threads}`);
     const dir = modelDir(nameOrDir);
     let config: RetrieverConfig;
     let text: TextSettings;
@@ -177,7 +190,8 @@ export class ServingEncoder {
       text = pretrainedText(bert);
       tokenizer = bert.tokenizer;
     } else {
-      if (Object.keys(pretrained).length) throw new QuorumError('ERR_ARG', `${dir} is a Quorum model directory: its pooling and normalization are its own`);
+      if (Object.keys(pretrained).length)
+        throw new QuorumError('ERR_ARG', `${dir} is a Quorum model directory: its pooling and normalization are its own`);
       const card = readModelCard(dir);
       hybrid = card.hybrid;
       config = card.config;
@@ -194,7 +208,15 @@ export class ServingEncoder {
       const names = retrieverEncoderNames(config);
       const tasks = new Map(names.filter((n) => n.startsWith('query.')).map((n) => [n.slice('query.'.length), runner(n)]));
       const query = names.includes('query') ? runner('query') : names.includes('encoder') ? runner('encoder') : [...tasks.values()][0]!;
-      return new ServingEncoder(config, text, tokenizer, dim, 'core', { query, passage: names.includes('passage') ? runner('passage') : query, tasks }, hybrid);
+      return new ServingEncoder(
+        config,
+        text,
+        tokenizer,
+        dim,
+        'core',
+        { query, passage: names.includes('passage') ? runner('passage') : query, tasks },
+        hybrid,
+      );
     }
     const ort = onnxRuntime();
     const bytes = new Map<string, Uint8Array>();
@@ -207,7 +229,15 @@ export class ServingEncoder {
     };
     const tasks = new Map<string, Runner>();
     for (const [t, f] of Object.entries(graphs.tasks ?? {})) tasks.set(t, await session(f));
-    return new ServingEncoder(config, text, tokenizer, dim, 'onnx-runtime', { query: await session(graphs.query), passage: await session(graphs.passage), tasks }, hybrid);
+    return new ServingEncoder(
+      config,
+      text,
+      tokenizer,
+      dim,
+      'onnx-runtime',
+      { query: await session(graphs.query), passage: await session(graphs.passage), tasks },
+      hybrid,
+    );
   }
 
   /**
@@ -235,7 +265,9 @@ export class ServingEncoder {
     mustBeArray(texts, 'questions');
     texts.forEach((t, i) => mustBeString(t, `questions[${i}]`));
     const { marker } = queryTask(this.config.tasks, this.text, this.tokenizer, options.task);
-    const session = (options.task !== undefined ? this.sessions.tasks.get(options.task) : undefined) ?? (this.sessions.tasks.size ? [...this.sessions.tasks.values()][0]! : this.sessions.query);
+    const session =
+      (options.task !== undefined ? this.sessions.tasks.get(options.task) : undefined) ??
+      (this.sessions.tasks.size ? [...this.sessions.tasks.values()][0]! : this.sessions.query);
     return { session, o: { maxLength: this.text.maxQueryLength, ...(marker !== undefined ? { marker } : {}) } };
   }
 
@@ -249,8 +281,15 @@ export class ServingEncoder {
   }
 
   /** One tokenized batch through a side's graph: [rows, dim]. */
-  async encodeBatch(batch: Pick<EncodedBatch, 'ids' | 'typeIds' | 'lengths' | 'rows' | 'seqLen'>, side: 'query' | 'passage', task?: string): Promise<Float32Array> {
-    const session = side === 'passage' ? this.sessions.passage : (task !== undefined ? this.sessions.tasks.get(task) : undefined) ?? this.sessions.query;
+  async encodeBatch(
+    batch: Pick<EncodedBatch, 'ids' | 'typeIds' | 'lengths' | 'rows' | 'seqLen'>,
+    side: 'query' | 'passage',
+    task?: string,
+  ): Promise<Float32Array> {
+    const session =
+      side === 'passage'
+        ? this.sessions.passage
+        : ((task !== undefined ? this.sessions.tasks.get(task) : undefined) ?? this.sessions.query);
     return this.run(session, batch);
   }
 
@@ -264,11 +303,17 @@ export class ServingEncoder {
    * The texts in chunks of CHUNK rows (`part` gives rows s..e and their options): each tokenized and encoded in one
    * native call where the runner can, else tokenized and then run.
    */
-  private async encodeChunks(n: number, session: Runner, part: (s: number, e: number) => { texts: readonly string[]; options: TextOptions }): Promise<Float32Array> {
+  private async encodeChunks(
+    n: number,
+    session: Runner,
+    part: (s: number, e: number) => { texts: readonly string[]; options: TextOptions },
+  ): Promise<Float32Array> {
     if (n === 0) throw new QuorumError('ERR_ARG', 'nothing to encode: give at least one text');
     const chunk = async (s: number, e: number) => {
       const { texts, options } = part(s, e);
-      return session.texts ? session.texts(this.tokenizer, texts, options) : this.run(session, await this.tokenizer.encodeAsync(texts, options));
+      return session.texts
+        ? session.texts(this.tokenizer, texts, options)
+        : this.run(session, await this.tokenizer.encodeAsync(texts, options));
     };
     // embedTexts' array is the caller's own: one chunk needs no copy (a run's result may view native memory).
     if (n <= CHUNK && session.texts) return chunk(0, n);

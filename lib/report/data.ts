@@ -69,7 +69,11 @@ export function recallCutoffs(k: number): number[] {
 
 /** Mean Recall@k of a run at each of `cutoffs`. */
 export function recallCurve(run: Run, qrels: Qrels, cutoffs: readonly number[]): Record<string, number> {
-  const { mean } = evaluate(run, qrels, cutoffs.map((k) => `recall@${k}`));
+  const { mean } = evaluate(
+    run,
+    qrels,
+    cutoffs.map((k) => `recall@${k}`),
+  );
   return Object.fromEntries(cutoffs.map((k) => [String(k), mean[`recall@${k}`] as number]));
 }
 
@@ -109,7 +113,11 @@ export class CalibrationRecorder {
   }
 
   /** One batch: `result.confidence[b][i]` and `result.experts[i][b]` of query `queryIds[b]`. */
-  add(queryIds: readonly string[], result: { confidence: readonly (readonly number[])[]; experts: readonly (readonly (readonly ScoredDoc[])[])[] }, qrels: Qrels): void {
+  add(
+    queryIds: readonly string[],
+    result: { confidence: readonly (readonly number[])[]; experts: readonly (readonly (readonly ScoredDoc[])[])[] },
+    qrels: Qrels,
+  ): void {
     queryIds.forEach((qid, b) => {
       this.names.forEach((_, i) => {
         const top = result.experts[i]?.[b]?.[0];

@@ -73,13 +73,21 @@ export function reportHtml(data: ReportData, options: { title?: string } = {}): 
   const checked = parse(reportDataSchema, data, 'report data');
   const charts: Array<{ id: string; heading: string; spec: TopLevelSpec; note?: string }> = [];
   charts.push({ id: 'metrics', heading: 'Metrics per method', spec: metricBarsSpec(checked) });
-  if (checked.recall && Object.keys(checked.recall).length) charts.push({ id: 'recall', heading: 'Recall@k', spec: recallSpec(checked.recall) });
+  if (checked.recall && Object.keys(checked.recall).length)
+    charts.push({ id: 'recall', heading: 'Recall@k', spec: recallSpec(checked.recall) });
   if (checked.calibration?.length) {
-    charts.push({ id: 'reliability', heading: "DPR-MUF: the experts' calibration", spec: reliabilitySpec(checked.calibration, 'Reliability of each expert (hit: its own top-1 is relevant)'), note: calibrationTable(checked.calibration) });
+    charts.push({
+      id: 'reliability',
+      heading: "DPR-MUF: the experts' calibration",
+      spec: reliabilitySpec(checked.calibration, 'Reliability of each expert (hit: its own top-1 is relevant)'),
+      note: calibrationTable(checked.calibration),
+    });
     charts.push({ id: 'confidence', heading: 'DPR-MUF: confidence histograms', spec: confidenceSpec(checked.calibration) });
   }
-  if (checked.selective?.points.length) charts.push({ id: 'selective', heading: 'DPR-MUF: abstention (precision against coverage)', spec: selectiveSpec(checked.selective) });
-  if (checked.latency && Object.keys(checked.latency).length) charts.push({ id: 'latency', heading: 'Latency', spec: latencySpec(checked.latency), note: latencyTable(checked.latency) });
+  if (checked.selective?.points.length)
+    charts.push({ id: 'selective', heading: 'DPR-MUF: abstention (precision against coverage)', spec: selectiveSpec(checked.selective) });
+  if (checked.latency && Object.keys(checked.latency).length)
+    charts.push({ id: 'latency', heading: 'Latency', spec: latencySpec(checked.latency), note: latencyTable(checked.latency) });
 
   const title = options.title ?? `Quorum evaluation: ${checked.dataset} (${checked.split})`;
   const sections = charts

@@ -17,7 +17,11 @@ export interface CalibrationSeries {
  * Mean confidence, accuracy and count per non-empty bin, with {@link ece}'s binning (DPR-MUF's 10 bins; a value on
  * an edge goes to the lower bin); confidences outside [0, 1] are clamped into the end bins first.
  */
-export function reliabilityBins(confidence: ArrayLike<number>, hit: ArrayLike<number | boolean>, bins = 10): Array<{ bin: number; confidence: number; accuracy: number; count: number }> {
+export function reliabilityBins(
+  confidence: ArrayLike<number>,
+  hit: ArrayLike<number | boolean>,
+  bins = 10,
+): Array<{ bin: number; confidence: number; accuracy: number; count: number }> {
   if (confidence.length !== hit.length) throw new QuorumError('ERR_SHAPE', `${confidence.length} confidences for ${hit.length} outcomes`);
   if (!Number.isInteger(bins) || bins < 1) throw new QuorumError('ERR_RANGE', `bins must be a positive integer, got ${bins}`);
   const clamped = Array.from(confidence, (c) => Math.min(1, Math.max(0, c)));
@@ -35,7 +39,10 @@ export function reliabilityBins(confidence: ArrayLike<number>, hit: ArrayLike<nu
  * DPR-MUF's precision-coverage curve: answering only the questions whose highest expert confidence reaches a
  * threshold, the share answered against the share of those whose fused top-1 is right.
  */
-export function selectiveSpec(s: { measure: string; points: ReadonlyArray<{ threshold: number; coverage: number; precision: number }> }): TopLevelSpec {
+export function selectiveSpec(s: {
+  measure: string;
+  points: ReadonlyArray<{ threshold: number; coverage: number; precision: number }>;
+}): TopLevelSpec {
   mustBeObject(s, 'selective answering');
   mustBeArray(s.points, 'points');
   return {
@@ -63,7 +70,11 @@ export function reliabilitySpec(series: readonly CalibrationSeries[], title = 'R
     width: 360,
     height: 300,
     layer: [
-      { data: { values: diagonal }, mark: { type: 'line', color: '#999', strokeDash: [4, 4] }, encoding: { x: { field: 'x', type: 'quantitative' }, y: { field: 'y', type: 'quantitative' } } },
+      {
+        data: { values: diagonal },
+        mark: { type: 'line', color: '#999', strokeDash: [4, 4] },
+        encoding: { x: { field: 'x', type: 'quantitative' }, y: { field: 'y', type: 'quantitative' } },
+      },
       {
         data: { values },
         mark: { type: 'line' },
@@ -110,8 +121,12 @@ export function confidenceSpec(series: readonly CalibrationSeries[], title = 'Co
 export function metricBarsSpec(data: ReportData): TopLevelSpec {
   const byTask = data.byTask && Object.keys(data.byTask).length > 0;
   const values = byTask
-    ? Object.entries(data.byTask!).flatMap(([method, tasks]) => Object.entries(tasks).flatMap(([task, m]) => Object.entries(m).map(([metric, value]) => ({ method, task, metric, value }))))
-    : Object.entries(data.metrics).flatMap(([method, m]) => Object.entries(m).map(([metric, value]) => ({ method, task: 'all', metric, value })));
+    ? Object.entries(data.byTask!).flatMap(([method, tasks]) =>
+        Object.entries(tasks).flatMap(([task, m]) => Object.entries(m).map(([metric, value]) => ({ method, task, metric, value }))),
+      )
+    : Object.entries(data.metrics).flatMap(([method, m]) =>
+        Object.entries(m).map(([metric, value]) => ({ method, task: 'all', metric, value })),
+      );
   return {
     title: byTask ? 'Each metric per task and method' : 'Each metric per method',
     data: { values },
@@ -130,7 +145,9 @@ export function metricBarsSpec(data: ReportData): TopLevelSpec {
 
 /** Recall@k against k (log scale), one line per method. */
 export function recallSpec(recall: NonNullable<ReportData['recall']>): TopLevelSpec {
-  const values = Object.entries(recall).flatMap(([method, curve]) => Object.entries(curve).map(([k, value]) => ({ method, k: Number(k), recall: value })));
+  const values = Object.entries(recall).flatMap(([method, curve]) =>
+    Object.entries(curve).map(([k, value]) => ({ method, k: Number(k), recall: value })),
+  );
   return {
     title: 'Recall@k',
     data: { values },

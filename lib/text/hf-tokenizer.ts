@@ -41,11 +41,13 @@ function normalizerOptions(n: unknown, path: string): NormalizeOptions {
     const parts = n.normalizers as unknown[];
     const types = parts.map((p) => (isObject(p) ? p.type : undefined));
     // NFKC then BERT's normalizer is what Quorum's own models write (`nfkc: true`).
-    if (types.length === 2 && types[0] === 'NFKC' && types[1] === 'BertNormalizer') return { ...normalizerOptions(parts[1], path), nfkc: true };
+    if (types.length === 2 && types[0] === 'NFKC' && types[1] === 'BertNormalizer')
+      return { ...normalizerOptions(parts[1], path), nfkc: true };
     if (types.length === 1) return normalizerOptions(parts[0], path);
     throw bad(path, `normalizer Sequence [${types.join(', ')}] is not supported (BertNormalizer, optionally after NFKC)`);
   }
-  if (n.type !== 'BertNormalizer') throw bad(path, `normalizer ${String(n.type)} is not supported: Quorum reads BERT-family tokenizers (BertNormalizer)`);
+  if (n.type !== 'BertNormalizer')
+    throw bad(path, `normalizer ${String(n.type)} is not supported: Quorum reads BERT-family tokenizers (BertNormalizer)`);
   const flag = (key: string, fallback: boolean | undefined) => {
     const v = n[key];
     if (v === undefined || v === null) return fallback;
@@ -74,11 +76,16 @@ export function hfTokenizerSpec(json: unknown, path: string): TokenizerSpec {
   const j = json as Json;
   const model = j.model as Json;
   if (model.type !== 'WordPiece')
-    throw bad(path, `a ${String(model.type)} tokenizer: Quorum reads WordPiece (BERT-family) tokenizers only; BPE and Unigram models (RoBERTa, GPT, T5, XLM-R) are not supported`);
-  if ((model.continuing_subword_prefix ?? '##') !== '##') throw bad(path, `continuing_subword_prefix '${String(model.continuing_subword_prefix)}' is not supported (only ##)`);
+    throw bad(
+      path,
+      `a ${String(model.type)} tokenizer: Quorum reads WordPiece (BERT-family) tokenizers only; BPE and Unigram models (RoBERTa, GPT, T5, XLM-R) are not supported`,
+    );
+  if ((model.continuing_subword_prefix ?? '##') !== '##')
+    throw bad(path, `continuing_subword_prefix '${String(model.continuing_subword_prefix)}' is not supported (only ##)`);
   if ((model.unk_token ?? '[UNK]') !== '[UNK]') throw bad(path, `unk_token '${String(model.unk_token)}' is not supported (only [UNK])`);
   const maxWordChars = model.max_input_chars_per_word ?? 100;
-  if (!Number.isInteger(maxWordChars) || (maxWordChars as number) < 1) throw bad(path, 'max_input_chars_per_word must be a positive integer');
+  if (!Number.isInteger(maxWordChars) || (maxWordChars as number) < 1)
+    throw bad(path, 'max_input_chars_per_word must be a positive integer');
   const pre = j.pre_tokenizer;
   if (pre !== null && pre !== undefined && !(isObject(pre) && pre.type === 'BertPreTokenizer'))
     throw bad(path, `pre_tokenizer ${isObject(pre) ? String(pre.type) : typeof pre} is not supported (only BertPreTokenizer)`);
@@ -92,7 +99,10 @@ function vocabularyById(vocab: Json, path: string): string[] {
   const out: string[] = new Array(entries.length);
   for (const [token, id] of entries) {
     if (!Number.isInteger(id) || (id as number) < 0 || (id as number) >= entries.length || out[id as number] !== undefined)
-      throw bad(path, `model.vocab: ids must be 0..${entries.length - 1}, each once (token ${JSON.stringify(token)} has ${JSON.stringify(id)})`);
+      throw bad(
+        path,
+        `model.vocab: ids must be 0..${entries.length - 1}, each once (token ${JSON.stringify(token)} has ${JSON.stringify(id)})`,
+      );
     out[id as number] = token;
   }
   for (const s of SPECIALS.slice(0, 4)) if (!(s in vocab)) throw bad(path, `the vocabulary has no ${s}`);
@@ -151,21 +161,37 @@ export function readHfTokenizer(dir: string): WordPieceTokenizer {
 export function hfTokenizerJson(tokenizer: WordPieceTokenizer, options: { markers?: number } = {}): Json {
   if (!(tokenizer instanceof WordPieceTokenizer)) throw new QuorumError('ERR_ARG', 'tokenizer must be a WordPieceTokenizer');
   if (options === null || typeof options !== 'object') throw new QuorumError('ERR_ARG', 'options must be an object');
-  if (options.markers !== undefined && (!Number.isInteger(options.markers) || options.markers < 0)) throw new QuorumError('ERR_RANGE', 'markers must be an integer >= 0');
+  if (options.markers !== undefined && (!Number.isInteger(options.markers) || options.markers < 0))
+    throw new QuorumError('ERR_RANGE', 'markers must be an integer >= 0');
   const n = tokenizer.normalization;
   const vocab: Record<string, number> = {};
   tokenizer.vocabulary.forEach((t, i) => (vocab[t] = i));
-  const bert = { type: 'BertNormalizer', clean_text: n.cleanText, handle_chinese_chars: n.chineseChars, strip_accents: n.stripAccents, lowercase: n.lowercase };
+  const bert = {
+    type: 'BertNormalizer',
+    clean_text: n.cleanText,
+    handle_chinese_chars: n.chineseChars,
+    strip_accents: n.stripAccents,
+    lowercase: n.lowercase,
+  };
   const special = (t: string, typeId: number) => ({ SpecialToken: { id: t, type_id: typeId } });
   const seq = (id: string, typeId: number) => ({ Sequence: { id, type_id: typeId } });
   const markers = Array.from({ length: options.markers ?? 0 }, (_, i) => `[unused${i + 1}]`);
-  for (const m of markers) if (tokenizer.idOf(m) < 0) throw new QuorumError('ERR_RANGE', `the vocabulary has no ${m} token for a task marker`);
+  for (const m of markers)
+    if (tokenizer.idOf(m) < 0) throw new QuorumError('ERR_RANGE', `the vocabulary has no ${m} token for a task marker`);
   const specials = [...SPECIALS.filter((t) => tokenizer.idOf(t) >= 0), ...markers];
   return {
     version: '1.0',
     truncation: null,
     padding: null,
-    added_tokens: specials.map((t) => ({ id: tokenizer.idOf(t), content: t, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true })),
+    added_tokens: specials.map((t) => ({
+      id: tokenizer.idOf(t),
+      content: t,
+      single_word: false,
+      lstrip: false,
+      rstrip: false,
+      normalized: false,
+      special: true,
+    })),
     normalizer: n.nfkc ? { type: 'Sequence', normalizers: [{ type: 'NFKC' }, bert] } : bert,
     pre_tokenizer: { type: 'BertPreTokenizer' },
     post_processor: {
@@ -175,6 +201,12 @@ export function hfTokenizerJson(tokenizer: WordPieceTokenizer, options: { marker
       special_tokens: Object.fromEntries(['[CLS]', '[SEP]'].map((t) => [t, { id: t, ids: [tokenizer.idOf(t)], tokens: [t] }])),
     },
     decoder: { type: 'WordPiece', prefix: '##', cleanup: true },
-    model: { type: 'WordPiece', unk_token: '[UNK]', continuing_subword_prefix: '##', max_input_chars_per_word: tokenizer.maxWordChars, vocab },
+    model: {
+      type: 'WordPiece',
+      unk_token: '[UNK]',
+      continuing_subword_prefix: '##',
+      max_input_chars_per_word: tokenizer.maxWordChars,
+      vocab,
+    },
   };
 }

@@ -13,7 +13,6 @@
 import { QuorumError } from '../errors.js';
 import { checkOptions, mustBeString, optionKeys } from '../validate.js';
 
-
 const CONTROL = /[\0\uFFFD]|(?![\t\n\r])\p{C}/gu;
 const WHITESPACE = /\s+/gu;
 // The CJK Unified Ideographs blocks BERT lists (`_is_chinese_char`).

@@ -75,7 +75,8 @@ export async function readTokenizerFiles(dir: string): Promise<WordPieceTokenize
       options[k] = s[k];
     }
     if (s.maxWordChars !== undefined) {
-      if (!Number.isInteger(s.maxWordChars) || s.maxWordChars < 1) throw new QuorumError('ERR_FORMAT', `${path}: maxWordChars must be a positive integer`);
+      if (!Number.isInteger(s.maxWordChars) || s.maxWordChars < 1)
+        throw new QuorumError('ERR_FORMAT', `${path}: maxWordChars must be a positive integer`);
       options.maxWordChars = s.maxWordChars;
     }
   }

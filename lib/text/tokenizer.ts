@@ -99,7 +99,10 @@ export class WordPieceTokenizer {
     const text = readTextFile(path);
     const tokens = text.split('\n');
     if (tokens.at(-1) === '') tokens.pop();
-    return new WordPieceTokenizer(tokens.map((t) => t.replace(/\r$/, '')), options);
+    return new WordPieceTokenizer(
+      tokens.map((t) => t.replace(/\r$/, '')),
+      options,
+    );
   }
 
   /** This tokenizer's normalization of a text: the words the segmenter reads. */
@@ -168,7 +171,10 @@ export class WordPieceTokenizer {
    * @internal The native segmenter and the checked, normalized arguments of an encode call, for a native call that
    * segments and embeds in one (embedTexts, lib/models/embedding-bag.ts).
    */
-  nativeInputs(texts: readonly string[], options: EncodeOptions = {}): { native: NativeWordPiece; first: string[]; second: string[] | null; maxLength: number; marker: number } {
+  nativeInputs(
+    texts: readonly string[],
+    options: EncodeOptions = {},
+  ): { native: NativeWordPiece; first: string[]; second: string[] | null; maxLength: number; marker: number } {
     const [first, second, maxLength, marker] = this.args(texts, options);
     return { native: this.native, first, second, maxLength, marker };
   }
@@ -192,7 +198,13 @@ export class WordPieceTokenizer {
 // `instanceof WordPieceTokenizer` holds for the other copy's tokenizers too (ESM and CommonJS in one process).
 brandClass(WordPieceTokenizer, 'WordPieceTokenizer');
 
-const extendKeys = optionKeys<NonNullable<Parameters<typeof extendVocabulary>[2]>>()(['keep', 'minCount', 'maxWords', 'maxWordChars', 'nfkc']);
+const extendKeys = optionKeys<NonNullable<Parameters<typeof extendVocabulary>[2]>>()([
+  'keep',
+  'minCount',
+  'maxWords',
+  'maxWordChars',
+  'nfkc',
+]);
 
 /**
  * A WordPiece vocabulary extended with whole words: every word of `texts` (BERT-normalised, so lower-cased and split

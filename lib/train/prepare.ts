@@ -52,7 +52,14 @@ const prepareKeys = optionKeys<Parameters<typeof prepareTraining>[1]>()(['tasks'
  */
 export async function prepareTraining(
   dir: string,
-  o: { tasks?: readonly string[]; glove: boolean; wordVocab: boolean; nfkc?: boolean; tokenizer?: WordPieceTokenizer; log?: (line: string) => void },
+  o: {
+    tasks?: readonly string[];
+    glove: boolean;
+    wordVocab: boolean;
+    nfkc?: boolean;
+    tokenizer?: WordPieceTokenizer;
+    log?: (line: string) => void;
+  },
 ): Promise<PreparedData> {
   mustBeString(dir, 'dataset directory');
   mustBeObject(o, 'prepareTraining options');
@@ -66,13 +73,15 @@ export async function prepareTraining(
   const devEx = dev ? examplesFromQrels(dev, dev.qrels).filter(taskOf) : [];
   const known = [...new Set(all.map((e) => e.task))].sort();
   for (const t of o.tasks ?? [])
-    if (!known.includes(t)) throw new QuorumError('ERR_ARG', `task '${t}' has no training questions in ${dir} (tasks: ${known.join(', ')})`);
+    if (!known.includes(t))
+      throw new QuorumError('ERR_ARG', `task '${t}' has no training questions in ${dir} (tasks: ${known.join(', ')})`);
   if (!trainEx.length) throw new QuorumError('ERR_ARG', `${dir} has no training questions${o.tasks ? ` for ${o.tasks.join(', ')}` : ''}`);
   const tasks = [...new Set(trainEx.map((e) => e.task))].sort();
   const passages = train.corpus;
   log(`${dir}: ${passages.length} passages, ${trainEx.length} train and ${devEx.length} dev questions, tasks ${tasks.join(', ')}`);
 
-  if (o.tokenizer !== undefined && !(o.tokenizer instanceof WordPieceTokenizer)) throw new QuorumError('ERR_ARG', 'tokenizer must be a WordPieceTokenizer');
+  if (o.tokenizer !== undefined && !(o.tokenizer instanceof WordPieceTokenizer))
+    throw new QuorumError('ERR_ARG', 'tokenizer must be a WordPieceTokenizer');
   if (o.tokenizer && o.glove) throw new QuorumError('ERR_ARG', "a pretrained checkpoint's tokenizer and GloVe vectors do not go together");
   // Quorum's models fold compatibility characters (PDF ligatures: COVID-QA's "inﬂuenza") unless told otherwise.
   const base = o.tokenizer ?? (await WordPieceTokenizer.load(undefined, { nfkc: o.nfkc ?? true }));

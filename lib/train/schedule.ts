@@ -19,7 +19,6 @@ export function linearSchedule(warmup: number, total: number, floor = 1e-7): (st
   };
 }
 
-
 /** One homogeneous batch: indices into its task's example list. */
 export interface TaskBatch {
   /** Index of the task whose examples fill the batch. */
@@ -48,7 +47,8 @@ function groupedOrder(keys: readonly string[], random: () => number): number[] {
 const batchKeys = optionKeys<NonNullable<Parameters<typeof homogeneousBatches>[2]>>()(['rates', 'seed', 'epoch', 'groups']);
 
 /**
- * DPR's multi-set iterator (Maillard et al.'s multi-task training, docs/methods/training.md#multi-task-batches-maillard-et-al): every batch comes from one task;
+ * DPR's multi-set iterator (Maillard et al.'s multi-task training,
+ * docs/methods/training.md#multi-task-batches-maillard-et-al): every batch comes from one task;
  * task i contributes floor(ceil(n_i / batchSize) * rate_i) batches per epoch (a rate above 1 cycles through its
  * data again); each task's data and then the sequence of batches are shuffled with seed + epoch. With `groups` (per
  * task, a key per example) a task's batches are cut from an order that keeps each group's examples together.
@@ -72,7 +72,12 @@ export function homogeneousBatches(
     const keys = options.groups?.[task];
     if (keys !== undefined && !Array.isArray(keys)) throw new QuorumError('ERR_ARG', `groups[${task}] must be an array of keys`);
     if (keys && keys.length !== n) throw new QuorumError('ERR_SHAPE', `groups[${task}] has ${keys.length} keys for ${n} examples`);
-    const order = keys ? groupedOrder(keys, random) : shuffle(Array.from({ length: n }, (_, i) => i), random);
+    const order = keys
+      ? groupedOrder(keys, random)
+      : shuffle(
+          Array.from({ length: n }, (_, i) => i),
+          random,
+        );
     for (let b = 0; b < count; b++) {
       const examples: number[] = [];
       for (let i = 0; i < batchSize && (rate > 1 || b * batchSize + i < n); i++) examples.push(order[(b * batchSize + i) % n] as number);

@@ -1,4 +1,5 @@
-// ROM's self-supervised examples (docs/methods/rom.md#tasks-schedules-and-index-refresh, docs/methods/rom.md#references), streamed from any corpus and reproducible from a seed:
+// ROM's self-supervised examples (docs/methods/rom.md#tasks-schedules-and-index-refresh,
+// docs/methods/rom.md#references), streamed from any corpus and reproducible from a seed:
 //   ICT        (Lee et al.) one sentence of a passage is the pseudo-query; the evidence is the passage with that
 //              sentence removed, except in a `keepRate` share of the examples (Lee et al. keep it 10% of the time,
 //              so that the encoder still learns word matching)
@@ -114,7 +115,8 @@ export function* ictExamples(passages: Iterable<string | { text: string }>, opti
 export function words(text: string): { start: number; end: number; term: string }[] {
   mustBeString(text, 'text');
   const out: { start: number; end: number; term: string }[] = [];
-  for (const m of text.matchAll(/\S+/g)) out.push({ start: m.index!, end: m.index! + m[0].length, term: m[0].toLowerCase().replace(/[^\p{L}\p{N}]/gu, '') });
+  for (const m of text.matchAll(/\S+/g))
+    out.push({ start: m.index!, end: m.index! + m[0].length, term: m[0].toLowerCase().replace(/[^\p{L}\p{N}]/gu, '') });
   return out;
 }
 
@@ -137,7 +139,11 @@ export class TermIdf {
     const df = new Map<string, number>();
     let n = 0;
     for (const p of passages) {
-      const seen = new Set(words(textOf(p, n)).map((w) => w.term).filter(Boolean));
+      const seen = new Set(
+        words(textOf(p, n))
+          .map((w) => w.term)
+          .filter(Boolean),
+      );
       for (const t of seen) df.set(t, (df.get(t) ?? 0) + 1);
       n++;
     }

@@ -177,7 +177,14 @@ async function questionTables(
     const idx = examples.map((e, i) => (e.task === task ? i : -1)).filter((i) => i >= 0);
     if (!idx.length) continue;
     const marker = markers ? tokenizer.markerId(t + 1) : undefined;
-    tables.set(task, await TokenTable.build(tokenizer, idx.map((i) => examples[i]!.query), { maxLength, marker }));
+    tables.set(
+      task,
+      await TokenTable.build(
+        tokenizer,
+        idx.map((i) => examples[i]!.query),
+        { maxLength, marker },
+      ),
+    );
     idx.forEach((i, r) => (rows[i] = r));
   }
   return { tables, rows };
@@ -215,11 +222,36 @@ export function composeBatch(
 }
 
 const trainKeys = optionKeys<TrainOptions>()([
-  'epochs', 'batchSize', 'hardNegatives', 'lr', 'warmupSteps', 'clip', 'accumulation', 'weightDecay', 'layerDecay', 'frozen', 'seed',
-  'samplingRates', 'lossScales', 'taskMarkers', 'maxQueryLength', 'maxPassageLength', 'groupBatches', 'validation', 'validationPool',
-  'checkpointDir', 'resume', 'timeBudgetSeconds', 'progress', 'log', 'temperature', 'validator', 'onBatch', 'onEpoch', 'group',
+  'epochs',
+  'batchSize',
+  'hardNegatives',
+  'lr',
+  'warmupSteps',
+  'clip',
+  'accumulation',
+  'weightDecay',
+  'layerDecay',
+  'frozen',
+  'seed',
+  'samplingRates',
+  'lossScales',
+  'taskMarkers',
+  'maxQueryLength',
+  'maxPassageLength',
+  'groupBatches',
+  'validation',
+  'validationPool',
+  'checkpointDir',
+  'resume',
+  'timeBudgetSeconds',
+  'progress',
+  'log',
+  'temperature',
+  'validator',
+  'onBatch',
+  'onEpoch',
+  'group',
 ]);
-
 
 /**
  * Trains a retriever contrastively: in-batch and hard negatives, homogeneous per-task batches with sampling rates
@@ -253,17 +285,26 @@ export async function trainRetriever(
     ...options,
   };
   if (!data.train.length) throw new QuorumError('ERR_ARG', 'no training examples');
-  for (const [k, v] of Object.entries({ epochs: o.epochs, batchSize: o.batchSize, accumulation: o.accumulation, validationPool: o.validationPool }))
+  for (const [k, v] of Object.entries({
+    epochs: o.epochs,
+    batchSize: o.batchSize,
+    accumulation: o.accumulation,
+    validationPool: o.validationPool,
+  }))
     if (!Number.isInteger(v) || v < 1) throw new QuorumError('ERR_RANGE', `${k} must be a positive integer, got ${v}`);
   const tasks = model.config.tasks?.length ? [...model.config.tasks] : [...new Set(data.train.map((e) => e.task))].sort();
   const taskIndex = new Map(tasks.map((t, i) => [t, i]));
   for (const e of [...data.train, ...(data.dev ?? [])])
-    if (!taskIndex.has(e.task)) throw new QuorumError('ERR_ARG', `example task '${e.task}' is not one of the model's tasks (${tasks.join(', ')})`);
+    if (!taskIndex.has(e.task))
+      throw new QuorumError('ERR_ARG', `example task '${e.task}' is not one of the model's tasks (${tasks.join(', ')})`);
   const markers = o.taskMarkers ?? tasks.length > 1;
   const group = optionalGroup(o.group);
   if (group !== undefined) {
     if (!model.dataParallel || !model.broadcastParameters)
-      throw new QuorumError('ERR_UNSUPPORTED', 'data-parallel training covers the Retriever presets (bi-encoder, Siamese, TASER); train this model in one process');
+      throw new QuorumError(
+        'ERR_UNSUPPORTED',
+        'data-parallel training covers the Retriever presets (bi-encoder, Siamese, TASER); train this model in one process',
+      );
   }
   const rank = group?.rank ?? 0;
   const size = group?.size ?? 1;
@@ -283,14 +324,21 @@ export async function trainRetriever(
   const rates = tasks.map((t) => o.samplingRates?.[t] ?? 1);
   if (o.groupBatches)
     data.train.forEach((e, i) => {
-      if (e.group !== undefined && typeof e.group !== 'string') throw new QuorumError('ERR_ARG', `training example ${i}: group must be a string`);
+      if (e.group !== undefined && typeof e.group !== 'string')
+        throw new QuorumError('ERR_ARG', `training example ${i}: group must be a string`);
     });
   // An example without a group is a group of its own (the NUL prefix keeps it apart from any real key).
   const groups = o.groupBatches ? byTask.map((x) => x.map((i) => data.train[i]!.group ?? `\u0000${i}`)) : undefined;
   // With several ranks a batch too small to give each rank a question is left out (every rank plans alike).
-  const plan = (epoch: number) => homogeneousBatches(byTask.map((x) => x.length), o.batchSize, { rates, seed: o.seed, epoch, groups }).filter((b) => b.examples.length >= size);
+  const plan = (epoch: number) =>
+    homogeneousBatches(
+      byTask.map((x) => x.length),
+      o.batchSize,
+      { rates, seed: o.seed, epoch, groups },
+    ).filter((b) => b.examples.length >= size);
   const batchesPerEpoch = plan(0).length;
-  if (batchesPerEpoch === 0) throw new QuorumError('ERR_ARG', `no batch holds a question for each of the ${size} ranks: use a larger batch size or fewer ranks`);
+  if (batchesPerEpoch === 0)
+    throw new QuorumError('ERR_ARG', `no batch holds a question for each of the ${size} ranks: use a larger batch size or fewer ranks`);
   const totalSteps = Math.ceil((o.epochs * batchesPerEpoch) / o.accumulation);
   const schedule = linearSchedule(o.warmupSteps ?? Math.round(totalSteps * 0.1), totalSteps);
 
@@ -306,7 +354,10 @@ export async function trainRetriever(
     // Every rank must resume from the same checkpoint (a directory they all read), then start from rank 0's weights.
     const at = await group.broadcast(Float32Array.of(state.epoch, state.step));
     if (at[0] !== state.epoch || at[1] !== state.step)
-      throw new QuorumError('ERR_STATE', `rank ${rank} resumed after epoch ${state.epoch + 1}, rank 0 after epoch ${at[0]! + 1}: every rank must read the same checkpoint directory`);
+      throw new QuorumError(
+        'ERR_STATE',
+        `rank ${rank} resumed after epoch ${state.epoch + 1}, rank 0 after epoch ${at[0]! + 1}: every rank must read the same checkpoint directory`,
+      );
     await model.broadcastParameters!(group);
   }
 
@@ -354,7 +405,15 @@ export async function trainRetriever(
     const seconds = (performance.now() - e0) / 1000;
     // With a group: loss, correct and questions are already the global batches'; tokens are each rank's, summed.
     if (group) tokens = (await group.allReduce(Float32Array.of(tokens)))[0]!;
-    const stats: EpochStats = { epoch, loss: loss / questions, accuracy: correct / questions, steps, tokens, seconds, tokensPerSecond: tokens / seconds };
+    const stats: EpochStats = {
+      epoch,
+      loss: loss / questions,
+      accuracy: correct / questions,
+      steps,
+      tokens,
+      seconds,
+      tokensPerSecond: tokens / seconds,
+    };
     trainedSeconds += seconds;
     let improved = false;
     if (dev && devQ && lead) {
@@ -409,7 +468,12 @@ export async function trainRetriever(
   return { epochs: state.history, best: best ?? undefined, tokens, seconds, tokensPerSecond: tokens / Math.max(seconds, 1e-9) };
 }
 
-const mineKeys = optionKeys<NonNullable<Parameters<typeof mineHardNegatives>[4]>>()(['k', 'maxQueryLength', 'maxPassageLength', 'taskMarkers']);
+const mineKeys = optionKeys<NonNullable<Parameters<typeof mineHardNegatives>[4]>>()([
+  'k',
+  'maxQueryLength',
+  'maxPassageLength',
+  'taskMarkers',
+]);
 
 /**
  * Maillard et al.'s adversarial confounders: replaces each example's hard negatives with the top passages the
@@ -446,9 +510,12 @@ export async function mineHardNegatives(
     const hits = await index.search(emb, k + 10);
     idx.forEach((ei, r) => {
       const gold = new Set(examples[ei]!.positives);
-      out[ei]!.hardNegatives = hits.hits(r).map((h) => Number(h.id)).filter((p) => !gold.has(p)).slice(0, k);
+      out[ei]!.hardNegatives = hits
+        .hits(r)
+        .map((h) => Number(h.id))
+        .filter((p) => !gold.has(p))
+        .slice(0, k);
     });
   }
   return out;
 }
-

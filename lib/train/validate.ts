@@ -26,13 +26,18 @@ export function validationPool(examples: readonly TrainingExample[], corpusSize:
   mustBeArray(examples, 'examples');
   examples.forEach((e, i) => mustBeObject(e, `examples[${i}]`));
   // A NaN size would compare false everywhere and leave only the gold passages: a pool that ranks nothing.
-  if (!Number.isInteger(size) || size < 1) throw new QuorumError('ERR_RANGE', `the validation pool size must be a positive integer, got ${size}`);
-  if (!Number.isInteger(corpusSize) || corpusSize < 0) throw new QuorumError('ERR_RANGE', `corpusSize must be a non-negative integer, got ${corpusSize}`);
+  if (!Number.isInteger(size) || size < 1)
+    throw new QuorumError('ERR_RANGE', `the validation pool size must be a positive integer, got ${size}`);
+  if (!Number.isInteger(corpusSize) || corpusSize < 0)
+    throw new QuorumError('ERR_RANGE', `corpusSize must be a non-negative integer, got ${corpusSize}`);
   const pool = new Set<number>();
   for (const e of examples) e.positives.forEach((r) => pool.add(r));
   for (const e of examples) e.hardNegatives.slice(0, 30).forEach((r) => pool.size < size && pool.add(r));
   if (pool.size < size) {
-    const rest = shuffle(Array.from({ length: corpusSize }, (_, i) => i).filter((r) => !pool.has(r)), seededRandom(seed));
+    const rest = shuffle(
+      Array.from({ length: corpusSize }, (_, i) => i).filter((r) => !pool.has(r)),
+      seededRandom(seed),
+    );
     for (const r of rest.slice(0, size - pool.size)) pool.add(r);
   }
   return [...pool];
@@ -86,7 +91,11 @@ export async function rankAgainstPool(input: ValidationInput, scores: PoolScores
   for (const [task, table] of input.queries) {
     const idx = examples.map((e, i) => (e.task === task ? i : -1)).filter((i) => i >= 0);
     if (!idx.length) continue;
-    const S = await scores(task, table, idx.map((i) => input.rows[i]!));
+    const S = await scores(
+      task,
+      table,
+      idx.map((i) => input.rows[i]!),
+    );
     idx.forEach((ei, qi) => {
       const row = S.subarray(qi * pool.length, (qi + 1) * pool.length);
       let gold = -Infinity;

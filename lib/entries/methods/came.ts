@@ -6,18 +6,8 @@
  */
 export { CAME_EXPERTS, type CameConfig, type CameEncoded, type CameExpertName, type CameTextSettings } from '../../methods/came/format.js';
 export { type CameSearchOptions, type CameSearchResult } from '../../methods/came/search.js';
-export {
-  CameModel,
-  cameConfig,
-  type CameModelOptions,
-  type CameStepStats,
-  type CameTraining,
-} from '../../methods/came/model.js';
-export {
-  CameRetriever,
-  type CameIndexOptions,
-  type CameRetrieverOptions,
-} from '../../methods/came/retriever.js';
+export { CameModel, cameConfig, type CameModelOptions, type CameStepStats, type CameTraining } from '../../methods/came/model.js';
+export { CameRetriever, type CameIndexOptions, type CameRetrieverOptions } from '../../methods/came/retriever.js';
 export {
   fitCameLinear,
   initCame,

@@ -26,6 +26,14 @@ export {
 } from '../../methods/muf/retriever.js';
 export { mufFusion, mufSparseFusion, type MufFuseOptions } from '../../methods/muf/fusion.js';
 export { mufExportOnnx, type MufOnnxCard } from '../../methods/muf/export.js';
-export { MufServer, mufConfidence, type MufConfidenceExpert, type MufConfidenceResult, type MufConfidenceFuse, type MufServerOptions, type MufServerSearchOptions } from '../../methods/muf/serve.js';
+export {
+  MufServer,
+  mufConfidence,
+  type MufConfidenceExpert,
+  type MufConfidenceResult,
+  type MufConfidenceFuse,
+  type MufServerOptions,
+  type MufServerSearchOptions,
+} from '../../methods/muf/serve.js';
 export { FAMILIARITY_K, FamiliarityBank, type FamiliarityCalibration } from '../../methods/muf/familiarity.js';
 export { updateMufPassages, type MufPassageChanges, type MufPassageUpdate } from '../../methods/muf/passages.js';

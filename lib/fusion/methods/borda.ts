@@ -14,7 +14,16 @@ function borda<Id extends FusionId>(q: FusionQuery<Id>, w: readonly number[]): M
 }
 
 /** BordaFuse. */
-export const bordafuse: FusionMethodDef = { name: 'bordafuse', norm: 'min-max', missing: 'exclude', scores: (q) => borda(q, q.lists.map(() => 1)) };
+export const bordafuse: FusionMethodDef = {
+  name: 'bordafuse',
+  norm: 'min-max',
+  missing: 'exclude',
+  scores: (q) =>
+    borda(
+      q,
+      q.lists.map(() => 1),
+    ),
+};
 
 /** Weighted BordaFuse: each run's points times its weight. */
 export const w_bordafuse: FusionMethodDef = {

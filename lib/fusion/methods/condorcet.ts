@@ -26,7 +26,16 @@ function condorcet<Id extends FusionId>(q: FusionQuery<Id>, w: readonly number[]
 }
 
 /** Condorcet fusion. */
-export const condorcetFuse: FusionMethodDef = { name: 'condorcet', norm: 'min-max', missing: 'exclude', scores: (q) => condorcet(q, q.lists.map(() => 1)) };
+export const condorcetFuse: FusionMethodDef = {
+  name: 'condorcet',
+  norm: 'min-max',
+  missing: 'exclude',
+  scores: (q) =>
+    condorcet(
+      q,
+      q.lists.map(() => 1),
+    ),
+};
 
 /** Weighted Condorcet fusion: each run's vote counts its weight. */
 export const w_condorcet: FusionMethodDef = {

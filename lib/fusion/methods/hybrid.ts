@@ -12,7 +12,11 @@ export const hybrid: FusionMethodDef = {
   scores: (q) => {
     if (q.lists.length !== 2) throw new QuorumError('ERR_ARG', `hybrid fuses exactly 2 runs (dense, sparse), got ${q.lists.length}`);
     const [dense, sparse] = q.lists.map((l) => l.ids.map((id, i) => ({ id, score: l.scores[i] as number })));
-    const fused = hybridFuse(dense!, sparse!, { alpha: q.options.alpha, normalization: q.options.normalization, weightOnDense: q.options.weightOnDense });
+    const fused = hybridFuse(dense!, sparse!, {
+      alpha: q.options.alpha,
+      normalization: q.options.normalization,
+      weightOnDense: q.options.weightOnDense,
+    });
     return new Map(fused.map((h) => [h.id, h.score]));
   },
 };

@@ -13,7 +13,12 @@ function isrScores<Id extends FusionId>(q: FusionQuery<Id>, factor: (count: numb
 export const isr: FusionMethodDef = { name: 'isr', norm: 'min-max', missing: 'exclude', scores: (q) => isrScores(q, (c) => c) };
 
 /** log_ISR: the sum of 1 / rank^2 times log(how many lists hold the document). */
-export const log_isr: FusionMethodDef = { name: 'log_isr', norm: 'min-max', missing: 'exclude', scores: (q) => isrScores(q, (c) => Math.log(c)) };
+export const log_isr: FusionMethodDef = {
+  name: 'log_isr',
+  norm: 'min-max',
+  missing: 'exclude',
+  scores: (q) => isrScores(q, (c) => Math.log(c)),
+};
 
 /** logn_ISR: the sum of 1 / rank^2 times log(count + sigma), sigma = 0.01 unless `sigma` says otherwise. */
 export const logn_isr: FusionMethodDef = {

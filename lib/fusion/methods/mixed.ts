@@ -1,4 +1,5 @@
-// Mixed: the weighted sum of the scores times the square root of how many lists hold the document (docs/methods/fusion.md#score-based-methods).
+// Mixed: the weighted sum of the scores times the square root of how many lists hold the document
+// (docs/methods/fusion.md#score-based-methods).
 import { scoreBased, type FusionMethodDef, weighted, weightsFor } from '../method.js';
 
 /** Mixed: the weighted sum of the scores times the square root of how many lists hold the document. */

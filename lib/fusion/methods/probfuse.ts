@@ -25,7 +25,11 @@ export const probfuse: FusionMethodDef = {
     };
   },
   grid: (fixed, data) =>
-    range(1, 100, 1).map((segments) => ({ ...fixed, segments, trained: { method: 'probfuse', ...probfuse.train!({ ...data, segments }) } })),
+    range(1, 100, 1).map((segments) => ({
+      ...fixed,
+      segments,
+      trained: { method: 'probfuse', ...probfuse.train!({ ...data, segments }) },
+    })),
   scores: (q) => {
     const t = trainedFor(q, 'probfuse');
     return rankSum(q, (i, r) => {

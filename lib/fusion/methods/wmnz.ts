@@ -1,4 +1,5 @@
-// Weighted CombMNZ: the sum of the scores times the summed weights of the runs that hold the document (docs/methods/fusion.md#score-based-methods).
+// Weighted CombMNZ: the sum of the scores times the summed weights of the runs that hold the document
+// (docs/methods/fusion.md#score-based-methods).
 import { scoreBased, sumOf, type FusionMethodDef, weightsFor } from '../method.js';
 
 /** Weighted CombMNZ: the sum of the scores times the summed weights of the runs that hold the document. */

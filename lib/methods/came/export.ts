@@ -40,7 +40,14 @@ export function cameExportOnnx(came: CameRetriever, out: string): CameOnnxCard {
         return { file, experts: [...m.experts] };
       });
       writeHfTokenizerFiles(tmp, came.tokenizer, Math.max(came.text.maxQueryLength, came.text.maxPassageLength));
-      const card: CameOnnxCard = { format: 'quorum-onnx', version: 1, method: 'came', graphs, text: came.text, ...(came.linear ? { linear: came.linear } : {}) };
+      const card: CameOnnxCard = {
+        format: 'quorum-onnx',
+        version: 1,
+        method: 'came',
+        graphs,
+        text: came.text,
+        ...(came.linear ? { linear: came.linear } : {}),
+      };
       writeOnnxCard(tmp, card);
       return card;
     },

@@ -49,7 +49,12 @@ export const CAME_QUERY_TERMS = 64;
 /** came.json's format (its tag also marks the weights files). */
 export const cameFormat = { card: 'came.json', format: 'quorum-came', version: 1, what: 'a CAME directory' } as const satisfies SavedFormat;
 /** A corpus index's card, index.json. */
-const cameIndexFormat = { card: 'index.json', format: 'quorum-came-index', version: 1, what: 'a CAME index' } as const satisfies SavedFormat;
+const cameIndexFormat = {
+  card: 'index.json',
+  format: 'quorum-came-index',
+  version: 1,
+  what: 'a CAME index',
+} as const satisfies SavedFormat;
 
 const expertList = z
   .array(z.enum(CAME_EXPERTS as [CameExpertName, ...CameExpertName[]]))
@@ -66,15 +71,29 @@ const cameCardSchema = z
       .array(
         z
           .object({
-            config: z.object({ encoder: encoderConfigSchema, expertLayers: count, experts: expertList, localDim: positiveInt, referenceOps: z.boolean().optional() }).strict(),
+            config: z
+              .object({
+                encoder: encoderConfigSchema,
+                expertLayers: count,
+                experts: expertList,
+                localDim: positiveInt,
+                referenceOps: z.boolean().optional(),
+              })
+              .strict(),
             weights: z.string(),
           })
           .strict(),
       )
       .min(1)
-      .refine((m) => new Set(m.flatMap((x) => x.config.experts)).size === m.reduce((a, x) => a + x.config.experts.length, 0), 'two models hold one expert'),
+      .refine(
+        (m) => new Set(m.flatMap((x) => x.config.experts)).size === m.reduce((a, x) => a + x.config.experts.length, 0),
+        'two models hold one expert',
+      ),
     text: z.object({ maxQueryLength: positiveInt, maxPassageLength: positiveInt }).strict(),
-    linear: z.object({ weights: z.array(finite), bias: finite }).strict().optional(),
+    linear: z
+      .object({ weights: z.array(finite), bias: finite })
+      .strict()
+      .optional(),
     training: z.record(z.unknown()).optional(),
   })
   .strict()
@@ -93,7 +112,6 @@ const cameIndexSchema = z
     experts: expertList,
   })
   .strict();
-
 
 /** How texts are cut before encoding (came.json stores them). */
 export interface CameTextSettings {
@@ -120,16 +138,16 @@ export function readCameCard(dir: string): { card: CameCard; path: string } {
   return { card: checkCard(cameCardSchema, raw, path) as CameCard, path };
 }
 
-
-
-
 /** Writes came.json into `dir` (CameRetriever.save; the format tag and version are added). */
 export function writeCameCard(dir: string, card: Omit<CameCard, 'format' | 'version'>): void {
   writeSavedCard(dir, cameFormat, card);
 }
 
 /** Writes index.json into `dir` (CameRetriever.saveIndex). */
-export function writeCameIndexCard(dir: string, card: { size: number; queryTerms: number; passageTerms: number; experts: readonly CameExpertName[] }): void {
+export function writeCameIndexCard(
+  dir: string,
+  card: { size: number; queryTerms: number; passageTerms: number; experts: readonly CameExpertName[] },
+): void {
   writeSavedCard(dir, cameIndexFormat, card, 0);
 }
 
@@ -137,16 +155,21 @@ export function writeCameIndexCard(dir: string, card: { size: number; queryTerms
  * A corpus index's card (index.json, checked) and its corpus ids (ids.txt: one per row, CRLF accepted), for a
  * retriever with `experts`. ERR_IO when missing, ERR_FORMAT when damaged or made for other experts.
  */
-export function readCameIndexCard(dir: string, experts: readonly CameExpertName[]): { size: number; queryTerms: number; passageTerms: number; ids: string[] } {
+export function readCameIndexCard(
+  dir: string,
+  experts: readonly CameExpertName[],
+): { size: number; queryTerms: number; passageTerms: number; ids: string[] } {
   const { card: raw, path } = readSavedCard(dir, cameIndexFormat);
   const card = checkCard(cameIndexSchema, raw, path);
   // Indexes saved before passageTerms was recorded used the default.
   const passageTerms = card.passageTerms ?? CAME_PASSAGE_TERMS;
-  if (JSON.stringify(card.experts) !== JSON.stringify(experts)) throw new QuorumError('ERR_FORMAT', `${path} indexes experts ${String(card.experts)}, this retriever has ${experts.join(',')}`);
+  if (JSON.stringify(card.experts) !== JSON.stringify(experts))
+    throw new QuorumError('ERR_FORMAT', `${path} indexes experts ${String(card.experts)}, this retriever has ${experts.join(',')}`);
   // One id per corpus row (CRLF accepted): a short or long file would name the wrong passages (issue 48).
   const lines = readTextFile(join(dir, 'ids.txt')).split(/\r?\n/);
   if (lines.at(-1) === '') lines.pop();
-  if (lines.length !== card.size) throw new QuorumError('ERR_FORMAT', `${join(dir, 'ids.txt')}: ${lines.length} ids for the ${card.size} indexed passages`);
+  if (lines.length !== card.size)
+    throw new QuorumError('ERR_FORMAT', `${join(dir, 'ids.txt')}: ${lines.length} ids for the ${card.size} indexed passages`);
   const empty = lines.findIndex((id) => id === '');
   if (empty >= 0) throw new QuorumError('ERR_FORMAT', `${join(dir, 'ids.txt')}: line ${empty + 1} is an empty id`);
   return { size: card.size, queryTerms: card.queryTerms, passageTerms, ids: lines };

@@ -66,7 +66,13 @@ const fitKeys = optionKeys<{ iterations?: number; lr?: number }>()(['iterations'
  * fuseExperts([lexical, local, global], 'sum', 100, 100);
  * fuseExperts(lists, 'linear', 10, 100, { weights: [0.2, 1.1, 0.7], bias: 0 });
  */
-export function fuseExperts(lists: ReadonlyArray<ReadonlyArray<readonly Hit[]>>, method: CameFusion, k: number, K: number, linear?: LinearFusion): Hit[][] {
+export function fuseExperts(
+  lists: ReadonlyArray<ReadonlyArray<readonly Hit[]>>,
+  method: CameFusion,
+  k: number,
+  K: number,
+  linear?: LinearFusion,
+): Hit[][] {
   if (!Array.isArray(lists) || lists.length === 0) throw new QuorumError('ERR_ARG', 'fusion needs at least one expert list');
   checkFusion(method, CAME_FUSIONS);
   if (method === 'linear' && (!linear || linear.weights.length !== lists.length))

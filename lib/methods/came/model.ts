@@ -80,7 +80,8 @@ const trainingKeys = optionKeys<CameTraining>()(['competitive', 'tau', 'flopsQue
 
 /**
  * CAME's defaults in small: GloVe-sized embeddings (100), one shared block and one block per expert of hidden 100,
- * mean pooling with unit vectors for the global expert ([CLS] pooling over fresh layers starts collapsed: docs/methods/training.md#why-training-did-not-learn-issue-20-and-the-glove-average-baseline).
+ * mean pooling with unit vectors for the global expert ([CLS] pooling over fresh layers starts collapsed:
+ * docs/methods/training.md#why-training-did-not-learn-issue-20-and-the-glove-average-baseline).
  *
  * @example
  * const c = cameConfig({ experts: ['lexical', 'global'], encoder: { vocabSize: tokenizer.size } });

@@ -49,7 +49,10 @@ export async function updateCamePassages(dir: string, changes: CamePassageChange
   try {
     const ids = await came.loadIndex(indexDir);
     const { kept, removed, add } = planCorpusChange(ids, changes, 'a CAME index', { oneLineIds: true });
-    await came.changeIndex(Int32Array.from(kept), add.map((p) => ({ title: p.title ?? '', text: p.text })));
+    await came.changeIndex(
+      Int32Array.from(kept),
+      add.map((p) => ({ title: p.title ?? '', text: p.text })),
+    );
     const next = [...kept.map((row) => ids[row]!), ...add.map((p) => p.id)];
     await came.saveIndex(indexDir, next);
     return { added: add.length, removed, passages: next.length };

@@ -1,4 +1,5 @@
-// CAME end to end (Cai et al.; docs/methods/fusion.md#came-fusion, docs/methods/came.md#competitive-learning): the model (one joint three-expert model, or one model per expert
+// CAME end to end (Cai et al.; docs/methods/fusion.md#came-fusion, docs/methods/came.md#competitive-learning): the
+// model (one joint three-expert model, or one model per expert
 // for independently trained experts), its tokenizer and text settings, an index per expert over the corpus (lexical:
 // SparseIndex of SPLADE weights; local: token vectors in faiss, then exact MaxSim; global: DenseIndex), and fused
 // search. One directory holds it: came.json, vocab.txt, tokenizer.json and one weights file per model.
@@ -117,13 +118,17 @@ export class CameRetriever {
     if (!(options.tokenizer instanceof WordPieceTokenizer)) throw new QuorumError('ERR_ARG', 'CAME needs a WordPieceTokenizer');
     const base = cameConfig({ ...options.model, encoder: { vocabSize: options.tokenizer.size, ...options.model?.encoder } });
     if (base.encoder.vocabSize !== options.tokenizer.size)
-      throw new QuorumError('ERR_SHAPE', `vocabSize ${base.encoder.vocabSize} differs from the tokenizer's ${options.tokenizer.size} tokens`);
+      throw new QuorumError(
+        'ERR_SHAPE',
+        `vocabSize ${base.encoder.vocabSize} differs from the tokenizer's ${options.tokenizer.size} tokens`,
+      );
     const models = options.independent
       ? base.experts.map((e) => CameModel.fromConfig({ ...base, experts: [e] }))
       : [CameModel.fromConfig(base)];
     const text = { maxQueryLength: 32, maxPassageLength: 192, ...options.text };
     for (const [k, v] of Object.entries(text))
-      if (!Number.isInteger(v) || v < 2 || v > base.encoder.maxPositions) throw new QuorumError('ERR_RANGE', `${k} must be an integer in [2, maxPositions], got ${v}`);
+      if (!Number.isInteger(v) || v < 2 || v > base.encoder.maxPositions)
+        throw new QuorumError('ERR_RANGE', `${k} must be an integer in [2, maxPositions], got ${v}`);
     return new CameRetriever(options.tokenizer, models, options.independent === true, text);
   }
 
@@ -155,7 +160,16 @@ export class CameRetriever {
   }
 
   /** Every expert's encoding of rows of a table, each from its own model (one pass per model). */
-  async encode(table: TokenTable, side: 'query' | 'passage', options: { rows?: readonly number[]; maxTerms?: number; experts?: readonly CameExpertName[]; onProgress?: (d: number, t: number) => void } = {}): Promise<CameEncoding> {
+  async encode(
+    table: TokenTable,
+    side: 'query' | 'passage',
+    options: {
+      rows?: readonly number[];
+      maxTerms?: number;
+      experts?: readonly CameExpertName[];
+      onProgress?: (d: number, t: number) => void;
+    } = {},
+  ): Promise<CameEncoding> {
     checkOptions(options, encodeKeys, 'CAME encode options');
     return encodeCameModels(this.models, table, side, options);
   }
@@ -166,7 +180,10 @@ export class CameRetriever {
     checkOptions(options, indexKeys, 'CAME index options');
     if (!passages.length) throw new QuorumError('ERR_ARG', 'the corpus is empty');
     const table = await this.passageTable(passages);
-    const enc = await this.encode(table, 'passage', { maxTerms: options.passageTerms ?? CAME_PASSAGE_TERMS, onProgress: options.onProgress });
+    const enc = await this.encode(table, 'passage', {
+      maxTerms: options.passageTerms ?? CAME_PASSAGE_TERMS,
+      onProgress: options.onProgress,
+    });
     const ids = Array.from({ length: passages.length }, (_, i) => i);
     const passageTerms = options.passageTerms ?? CAME_PASSAGE_TERMS;
     const indexes: CameIndexes = { size: passages.length, queryTerms: options.queryTerms ?? CAME_QUERY_TERMS, passageTerms };
@@ -195,14 +212,19 @@ export class CameRetriever {
     if (ids.length !== ix.size) throw new QuorumError('ERR_SHAPE', `${ids.length} ids for ${ix.size} indexed passages`);
     // ids.txt holds one id per line: an id it cannot carry would shift every later row (issue 48).
     const bad = ids.findIndex((id) => typeof id !== 'string' || id === '' || /[\r\n]/.test(id));
-    if (bad >= 0) throw new QuorumError('ERR_ARG', `ids[${bad}] must be a non-empty string without line breaks, got ${JSON.stringify(ids[bad])}`);
-    await replaceDirectory(dir, async (tmp) => {
-      if (ix.lexical) await ix.lexical.save(join(tmp, 'lexical.sparse'));
-      if (ix.global) await ix.global.save(join(tmp, 'global.faiss'));
-      if (ix.local) await ix.local.save(join(tmp, 'local'));
-      writeCameIndexCard(tmp, { size: ix.size, queryTerms: ix.queryTerms, passageTerms: ix.passageTerms, experts: this.experts });
-      writeFileAtomic(join(tmp, 'ids.txt'), Buffer.from(ids.join('\n') + '\n'));
-    }, { keepOthers: true });
+    if (bad >= 0)
+      throw new QuorumError('ERR_ARG', `ids[${bad}] must be a non-empty string without line breaks, got ${JSON.stringify(ids[bad])}`);
+    await replaceDirectory(
+      dir,
+      async (tmp) => {
+        if (ix.lexical) await ix.lexical.save(join(tmp, 'lexical.sparse'));
+        if (ix.global) await ix.global.save(join(tmp, 'global.faiss'));
+        if (ix.local) await ix.local.save(join(tmp, 'local'));
+        writeCameIndexCard(tmp, { size: ix.size, queryTerms: ix.queryTerms, passageTerms: ix.passageTerms, experts: this.experts });
+        writeFileAtomic(join(tmp, 'ids.txt'), Buffer.from(ids.join('\n') + '\n'));
+      },
+      { keepOthers: true },
+    );
   }
 
   /** Loads {@link saveIndex}'s directory; returns the corpus ids. ERR_IO when missing, ERR_FORMAT when damaged. */
@@ -237,7 +259,10 @@ export class CameRetriever {
         next.lexical = SparseIndex.fromBuffer(ix.lexical.toBuffer());
         const kept = new Set(keep);
         await next.lexical.remove(Array.from({ length: ix.size }, (_, r) => r).filter((r) => !kept.has(r)));
-        next.lexical.relabel(keep, Array.from(keep, (_, i) => i));
+        next.lexical.relabel(
+          keep,
+          Array.from(keep, (_, i) => i),
+        );
         if (enc) await next.lexical.add(added, enc.lexical!);
       }
       if (ix.local) next.local = await ix.local.changed({ keep, ...(enc ? { add: enc.local! } : {}) });
@@ -250,7 +275,10 @@ export class CameRetriever {
         next.global = DenseIndex.create({ dim: G, factory: info.factory, mips: info.mips });
         const all = Tensor.wrap(vectors, [size, G], 'f32');
         if (!next.global.info.trained) await next.global.train(all);
-        await next.global.add(all, Array.from({ length: size }, (_, i) => i));
+        await next.global.add(
+          all,
+          Array.from({ length: size }, (_, i) => i),
+        );
       }
     } catch (e) {
       disposeCameIndexes(next);
@@ -329,10 +357,12 @@ export class CameRetriever {
       try {
         model = CameModel.fromConfig(m.config);
       } catch (e) {
-        if (e instanceof QuorumError && e.code !== 'ERR_BACKEND_UNAVAILABLE') throw new QuorumError('ERR_FORMAT', `${path}: bad configuration: ${e.message}`, { cause: e });
+        if (e instanceof QuorumError && e.code !== 'ERR_BACKEND_UNAVAILABLE')
+          throw new QuorumError('ERR_FORMAT', `${path}: bad configuration: ${e.message}`, { cause: e });
         throw e;
       }
-      if (m.config.encoder.vocabSize !== tokenizer.size) throw new QuorumError('ERR_FORMAT', `${dir}: vocab.txt has ${tokenizer.size} tokens, the model ${m.config.encoder.vocabSize}`);
+      if (m.config.encoder.vocabSize !== tokenizer.size)
+        throw new QuorumError('ERR_FORMAT', `${dir}: vocab.txt has ${tokenizer.size} tokens, the model ${m.config.encoder.vocabSize}`);
       readWeights(model, weights);
       return model;
     });
@@ -342,4 +372,3 @@ export class CameRetriever {
     return r;
   }
 }
-

@@ -34,7 +34,11 @@ function padTokens(local: NonNullable<CameEncoding['local']>): { tokens: Tensor<
  * const s = await expertScores(qEnc, pEnc, ['lexical', 'local', 'global']);
  * s.local![i * pEnc.rows + j]; // MaxSim of question i and passage j
  */
-export async function expertScores(q: CameEncoding, p: CameEncoding, experts: readonly CameExpertName[]): Promise<Partial<Record<CameExpertName, Float32Array>>> {
+export async function expertScores(
+  q: CameEncoding,
+  p: CameEncoding,
+  experts: readonly CameExpertName[],
+): Promise<Partial<Record<CameExpertName, Float32Array>>> {
   mustBeObject(q, 'question encoding');
   mustBeObject(p, 'passage encoding');
   mustBeArray(experts, 'experts');

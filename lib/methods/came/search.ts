@@ -64,7 +64,13 @@ interface CameSearchBackend {
  * CAME's search over a corpus's indexes (CameRetriever.search and CameServer.search): each expert's top-expertK,
  * fused per question.
  */
-export async function cameSearch(ix: CameIndexes | undefined, all: readonly CameExpertName[], questions: readonly string[], options: CameSearchOptions, backend: CameSearchBackend): Promise<CameSearchResult> {
+export async function cameSearch(
+  ix: CameIndexes | undefined,
+  all: readonly CameExpertName[],
+  questions: readonly string[],
+  options: CameSearchOptions,
+  backend: CameSearchBackend,
+): Promise<CameSearchResult> {
   mustBeArray(questions, 'questions');
   checkOptions(options, searchKeys, 'CAME search options');
   if (!ix) throw new QuorumError('ERR_STATE', 'index a corpus first (CameRetriever.index)');
@@ -84,8 +90,18 @@ export async function cameSearch(ix: CameIndexes | undefined, all: readonly Came
   const t0 = performance.now();
   const enc = await backend.encode(questions, experts, ix.queryTerms);
   const encode = performance.now() - t0;
-  const local = { ...(options.localCandidates !== undefined ? { candidates: options.localCandidates } : {}), ...(options.localProbe !== undefined ? { nprobe: options.localProbe } : {}) };
-  const r = await searchStage(ix, experts, enc, questions.length, { k, expertK: K, fusion, local, ...(linear ? { linear } : {}), ...(rows ? { rows } : {}) });
+  const local = {
+    ...(options.localCandidates !== undefined ? { candidates: options.localCandidates } : {}),
+    ...(options.localProbe !== undefined ? { nprobe: options.localProbe } : {}),
+  };
+  const r = await searchStage(ix, experts, enc, questions.length, {
+    k,
+    expertK: K,
+    fusion,
+    local,
+    ...(linear ? { linear } : {}),
+    ...(rows ? { rows } : {}),
+  });
   // The stage's own clock splits its time among the experts and the fusion.
   return { fused: r.fused, experts: r.experts, timings: { encode, ...r.ms } };
 }
@@ -104,14 +120,25 @@ export async function encodeCameModels(
   models: readonly CameEncoderModel[],
   table: TokenTable,
   side: 'query' | 'passage',
-  options: { rows?: readonly number[]; maxTerms?: number; experts?: readonly CameExpertName[]; onProgress?: (d: number, t: number) => void } = {},
+  options: {
+    rows?: readonly number[];
+    maxTerms?: number;
+    experts?: readonly CameExpertName[];
+    onProgress?: (d: number, t: number) => void;
+  } = {},
 ): Promise<CameEncoding> {
   const want = options.experts ?? cameExperts(models);
   let out: CameEncoding = { rows: options.rows?.length ?? table.size };
   for (const m of models) {
     const experts = m.config.experts.filter((e) => want.includes(e));
     if (!experts.length) continue;
-    const enc = await encodeCame(m, table, { side, experts, ...(options.rows ? { rows: options.rows } : {}), ...(options.maxTerms ? { maxTerms: options.maxTerms } : {}), ...(options.onProgress ? { onProgress: options.onProgress } : {}) });
+    const enc = await encodeCame(m, table, {
+      side,
+      experts,
+      ...(options.rows ? { rows: options.rows } : {}),
+      ...(options.maxTerms ? { maxTerms: options.maxTerms } : {}),
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    });
     out = { ...out, ...enc };
   }
   return out;
@@ -140,8 +167,13 @@ export async function readCameIndex(dir: string, experts: readonly CameExpertNam
     if (experts.includes('lexical')) ix.lexical = await SparseIndex.load(join(dir, 'lexical.sparse'));
     if (experts.includes('global')) ix.global = await DenseIndex.load(join(dir, 'global.faiss'));
     if (experts.includes('local')) ix.local = await TokenIndex.load(join(dir, 'local'));
-    for (const [name, n] of [['lexical', ix.lexical?.size], ['global', ix.global?.size], ['local', ix.local?.size]] as const)
-      if (n !== undefined && n !== ix.size) throw new QuorumError('ERR_FORMAT', `${dir}: the ${name} index holds ${n} passages, index.json ${ix.size}`);
+    for (const [name, n] of [
+      ['lexical', ix.lexical?.size],
+      ['global', ix.global?.size],
+      ['local', ix.local?.size],
+    ] as const)
+      if (n !== undefined && n !== ix.size)
+        throw new QuorumError('ERR_FORMAT', `${dir}: the ${name} index holds ${n} passages, index.json ${ix.size}`);
   } catch (e) {
     disposeCameIndexes(ix);
     throw e;

@@ -17,7 +17,16 @@ import { readTokenizerFiles } from '../../text/tokenizer-files.js';
 import { checkOptions, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
 import type { CameEncoderModel } from './encode.js';
 import { readCameCard, type CameConfig, type CameEncoded, type CameExpertName, type CameTextSettings } from './format.js';
-import { cameExperts, cameSearch, disposeCameIndexes, encodeCameModels, readCameIndex, type CameIndexes, type CameSearchOptions, type CameSearchResult } from './search.js';
+import {
+  cameExperts,
+  cameSearch,
+  disposeCameIndexes,
+  encodeCameModels,
+  readCameIndex,
+  type CameIndexes,
+  type CameSearchOptions,
+  type CameSearchResult,
+} from './search.js';
 import type { LinearFusion } from './fusion.js';
 
 /** One model's query-side graph in ONNX Runtime, read as encodeCame reads a CameModel. */
@@ -89,7 +98,8 @@ export class CameServer {
     const models: OnnxCameModel[] = [];
     try {
       for (const m of card.models) {
-        if (m.config.encoder?.vocabSize !== tokenizer.size) throw new QuorumError('ERR_FORMAT', `${dir}: vocab.txt has ${tokenizer.size} tokens, the model ${m.config.encoder?.vocabSize}`);
+        if (m.config.encoder?.vocabSize !== tokenizer.size)
+          throw new QuorumError('ERR_FORMAT', `${dir}: vocab.txt has ${tokenizer.size} tokens, the model ${m.config.encoder?.vocabSize}`);
         const weightsPath = savedFile(dir, m.weights, path, 'model weights');
         const graph = cameOnnx(parameterSource(readWeightFile(weightsPath), weightsPath), m.config, 'query');
         models.push(new OnnxCameModel(m.config, await ort.InferenceSession.create(graph, servingSessionOptions(options.threads))));
@@ -111,7 +121,10 @@ export class CameServer {
   async search(questions: readonly string[], options: CameSearchOptions = {}): Promise<CameSearchResult> {
     return cameSearch(this.indexes, this.experts, questions, options, {
       encode: async (qs, experts, maxTerms) =>
-        encodeCameModels(this.models, await TokenTable.build(this.tokenizer, qs, { maxLength: this.text.maxQueryLength }), 'query', { experts, maxTerms }),
+        encodeCameModels(this.models, await TokenTable.build(this.tokenizer, qs, { maxLength: this.text.maxQueryLength }), 'query', {
+          experts,
+          maxTerms,
+        }),
       ...(this.linear ? { linear: this.linear } : {}),
     });
   }

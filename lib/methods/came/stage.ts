@@ -76,7 +76,14 @@ async function globalVectors(index: DenseIndex): Promise<Tensor<'f32'>> {
 }
 
 /** The plan's part for one expert over the encoded questions. */
-async function partFor(ix: StageIndexes, expert: CameExpertName, enc: CameEncoding, batch: number, local: LocalOptions, K: number): Promise<StagePart> {
+async function partFor(
+  ix: StageIndexes,
+  expert: CameExpertName,
+  enc: CameEncoding,
+  batch: number,
+  local: LocalOptions,
+  K: number,
+): Promise<StagePart> {
   if (expert === 'lexical') {
     if (!ix.lexical || !enc.lexical) throw new QuorumError('ERR_STATE', 'no lexical index or encoding');
     const [o, i, v] = sparseTensors(Operands.borrowed, enc.lexical);
@@ -89,7 +96,8 @@ async function partFor(ix: StageIndexes, expert: CameExpertName, enc: CameEncodi
   if (!ix.global || !enc.global) throw new QuorumError('ERR_STATE', 'no global index or encoding');
   const corpus = await globalVectors(ix.global);
   const G = corpus.shape[1]!;
-  if (enc.global.length !== batch * G) throw new QuorumError('ERR_SHAPE', `the global encoding holds ${enc.global.length} values for ${batch} questions of ${G}`);
+  if (enc.global.length !== batch * G)
+    throw new QuorumError('ERR_SHAPE', `the global encoding holds ${enc.global.length} values for ${batch} questions of ${G}`);
   return { kind: 'global', corpus: corpus.handle, queries: Tensor.wrap(enc.global, [batch, G], 'f32').handle };
 }
 
@@ -134,6 +142,8 @@ export async function searchStage(
   ms.fuse = r.ms[experts.length]!;
   const fids = Tensor.fromHandle<'i32'>(r.ids).data;
   const fcounts = Tensor.fromHandle<'i32'>(r.counts).data;
-  const fused = Array.from({ length: batch }, (_, b) => Array.from({ length: fcounts[b]! }, (_, j) => ({ id: fids[b * o.k + j]!, score: r.scores[b * o.k + j]! })));
+  const fused = Array.from({ length: batch }, (_, b) =>
+    Array.from({ length: fcounts[b]! }, (_, j) => ({ id: fids[b * o.k + j]!, score: r.scores[b * o.k + j]! })),
+  );
   return { fused, experts: lists, ms };
 }

@@ -81,9 +81,16 @@ export class TokenIndex {
     /** Each token's centroid. */
     private readonly codes: Int32Array,
   ) {
-    const core = coreAddon() as unknown as { CentroidIndex: new (c: NativeTensorHandle, codes: NativeTensorHandle, lengths: NativeTensorHandle) => NativeCentroidIndex };
+    const core = coreAddon() as unknown as {
+      CentroidIndex: new (c: NativeTensorHandle, codes: NativeTensorHandle, lengths: NativeTensorHandle) => NativeCentroidIndex;
+    };
     this.#native = callNative(
-      () => new core.CentroidIndex(Tensor.wrap(centroids, [centroids.length / dim, dim], 'f32').handle, Tensor.wrap(codes, [codes.length], 'i32').handle, Tensor.wrap(lengths, [lengths.length], 'i32').handle),
+      () =>
+        new core.CentroidIndex(
+          Tensor.wrap(centroids, [centroids.length / dim, dim], 'f32').handle,
+          Tensor.wrap(codes, [codes.length], 'i32').handle,
+          Tensor.wrap(lengths, [lengths.length], 'i32').handle,
+        ),
     );
     this.#tokens = Tensor.wrap(vectors, [codes.length, dim], 'f32');
   }
@@ -103,9 +110,13 @@ export class TokenIndex {
     const total = tokenCount(local);
     if (!total) throw new QuorumError('ERR_ARG', 'no token vectors to index');
     const want = options.centroids ?? 2 ** Math.round(Math.log2(4 * Math.sqrt(total)));
-    if (!Number.isInteger(want) || want < 1) throw new QuorumError('ERR_RANGE', `centroids must be a positive integer, got ${String(want)}`);
+    if (!Number.isInteger(want) || want < 1)
+      throw new QuorumError('ERR_RANGE', `centroids must be a positive integer, got ${String(want)}`);
     const all = Tensor.wrap(vectors, [total, dim], 'f32');
-    const centroids = await kmeans(all, Math.min(want, total), { spherical: true, ...(options.niter !== undefined ? { niter: options.niter } : {}) });
+    const centroids = await kmeans(all, Math.min(want, total), {
+      spherical: true,
+      ...(options.niter !== undefined ? { niter: options.niter } : {}),
+    });
     return new TokenIndex(dim, centroids.data, vectors, lengths, await assign(all, centroids));
   }
 
@@ -137,7 +148,14 @@ export class TokenIndex {
       at += this.lengths[r]!;
     }
     vectors.set(add.vectors, at * this.dim);
-    if (n) codes.set(await assign(Tensor.wrap(add.vectors, [n, this.dim], 'f32'), Tensor.wrap(this.centroids, [this.centroids.length / this.dim, this.dim], 'f32')), at);
+    if (n)
+      codes.set(
+        await assign(
+          Tensor.wrap(add.vectors, [n, this.dim], 'f32'),
+          Tensor.wrap(this.centroids, [this.centroids.length / this.dim, this.dim], 'f32'),
+        ),
+        at,
+      );
     const lengths = new Int32Array(keep.length + add.lengths.length);
     keep.forEach((r, i) => (lengths[i] = this.lengths[r]!));
     lengths.set(add.lengths, keep.length);
@@ -168,22 +186,30 @@ export class TokenIndex {
     try {
       tensors = readSafetensors(readFileSync(path));
     } catch (e) {
-      throw new QuorumError((e as NodeJS.ErrnoException).code === 'ENOENT' ? 'ERR_IO' : 'ERR_FORMAT', `${path}: ${(e as Error).message}`, { cause: e });
+      throw new QuorumError((e as NodeJS.ErrnoException).code === 'ENOENT' ? 'ERR_IO' : 'ERR_FORMAT', `${path}: ${(e as Error).message}`, {
+        cause: e,
+      });
     }
     const v = tensors.get('vectors');
     const l = tensors.get('lengths');
     const c = tensors.get('centroids');
     const k = tensors.get('codes');
     if (!v || !l || v.shape.length !== 2 || l.shape.length !== 1) throw new QuorumError('ERR_FORMAT', `${path} is not a CAME token index`);
-    if (!c || !k) throw new QuorumError('ERR_FORMAT', `${path} is a token index from before centroid coding (it had tokens.faiss): rebuild it with quorum came index`);
+    if (!c || !k)
+      throw new QuorumError(
+        'ERR_FORMAT',
+        `${path} is a token index from before centroid coding (it had tokens.faiss): rebuild it with quorum came index`,
+      );
     const dim = v.shape[1]!;
     const total = v.shape[0]!;
-    if (c.shape.length !== 2 || c.shape[1] !== dim || k.shape.length !== 1 || k.shape[0] !== total) throw new QuorumError('ERR_FORMAT', `${path}: the centroids or codes do not match the ${total} token vectors of ${dim}`);
+    if (c.shape.length !== 2 || c.shape[1] !== dim || k.shape.length !== 1 || k.shape[0] !== total)
+      throw new QuorumError('ERR_FORMAT', `${path}: the centroids or codes do not match the ${total} token vectors of ${dim}`);
     const lengths = Int32Array.from(l.data);
     if (lengths.some((n, i) => n !== l.data[i] || n < 0) || lengths.reduce((a, b) => a + b, 0) !== total)
       throw new QuorumError('ERR_FORMAT', `${path}: the lengths do not add up to the ${total} token vectors`);
     const codes = Int32Array.from(k.data);
-    if (codes.some((n, i) => n !== k.data[i] || n < 0 || n >= c.shape[0]!)) throw new QuorumError('ERR_FORMAT', `${path}: a code is not one of the ${c.shape[0]} centroids`);
+    if (codes.some((n, i) => n !== k.data[i] || n < 0 || n >= c.shape[0]!))
+      throw new QuorumError('ERR_FORMAT', `${path}: a code is not one of the ${c.shape[0]} centroids`);
     return new TokenIndex(dim, c.data, v.data, lengths, codes);
   }
 
@@ -209,13 +235,19 @@ export class TokenIndex {
     mustBeObject(questions, 'question tokens');
     if (!questions.lengths?.length) return [];
     const rows = options.rows === undefined ? undefined : filterRows(options.rows, this.size);
-    const r = await searchStage({ size: this.size, local: this }, ['local'], { rows: questions.lengths.length, local: questions }, questions.lengths.length, {
-      k,
-      expertK: k,
-      fusion: 'sum',
-      local: options,
-      ...(rows ? { rows } : {}),
-    });
+    const r = await searchStage(
+      { size: this.size, local: this },
+      ['local'],
+      { rows: questions.lengths.length, local: questions },
+      questions.lengths.length,
+      {
+        k,
+        expertK: k,
+        fusion: 'sum',
+        local: options,
+        ...(rows ? { rows } : {}),
+      },
+    );
     return r.experts.local!;
   }
 
@@ -228,7 +260,8 @@ export class TokenIndex {
     if (questions.dim !== this.dim) throw new QuorumError('ERR_SHAPE', `question tokens are ${questions.dim}-d, the index ${this.dim}-d`);
     checkK(k);
     const per = options.candidates ?? DEFAULT_CANDIDATES;
-    if (per !== 'all' && (!Number.isInteger(per) || per < 1)) throw new QuorumError('ERR_RANGE', `candidates must be a positive integer or 'all', got ${per}`);
+    if (per !== 'all' && (!Number.isInteger(per) || per < 1))
+      throw new QuorumError('ERR_RANGE', `candidates must be a positive integer or 'all', got ${per}`);
     const nprobe = options.nprobe ?? DEFAULT_NPROBE;
     if (!Number.isInteger(nprobe) || nprobe < 0) throw new QuorumError('ERR_RANGE', `nprobe must be a non-negative integer, got ${nprobe}`);
     const total = tokenCount(questions);
@@ -247,11 +280,11 @@ export class TokenIndex {
   }
 }
 
-
 /** The token vectors an encoding holds, checked: ERR_SHAPE unless whole rows of its dim whose count its lengths add up to. */
 function tokenCount(local: NonNullable<CameEncoding['local']>): number {
   const total = local.vectors.length / local.dim;
-  if (!Number.isInteger(total) || local.lengths.reduce((a, b) => a + b, 0) !== total) throw new QuorumError('ERR_SHAPE', `the lengths do not add up to the ${total} token vectors`);
+  if (!Number.isInteger(total) || local.lengths.reduce((a, b) => a + b, 0) !== total)
+    throw new QuorumError('ERR_SHAPE', `the lengths do not add up to the ${total} token vectors`);
   return total;
 }
 

@@ -1,4 +1,5 @@
-// CAME's training schedule (Cai et al.; docs/methods/came.md#references, docs/methods/came.md#competitive-learning), on the shared contrastive loop (lib/train/trainer.ts):
+// CAME's training schedule (Cai et al.; docs/methods/came.md#references, docs/methods/came.md#competitive-learning), on
+// the shared contrastive loop (lib/train/trainer.ts):
 //   1. BM25 negatives: the standardized stage (sum of the experts' losses) for the first `standardizedShare` of the
 //      steps, then the specialized stage (competitive weights) for the rest;
 //   2. hard negatives mined from the union of the three experts' top results (minus the gold), then more
@@ -74,11 +75,33 @@ export interface CameTrainOptions {
 }
 
 const trainKeys = optionKeys<CameTrainOptions>()([
-  'mode', 'epochs', 'standardizedShare', 'hardNegativeEpochs', 'mineDepth', 'negatives', 'batchSize', 'lr', 'tau', 'flops', 'flopsRamp',
-  'temperatures', 'clip', 'seed', 'checkpointDir', 'timeBudgetSeconds', 'progress', 'log', 'group',
+  'mode',
+  'epochs',
+  'standardizedShare',
+  'hardNegativeEpochs',
+  'mineDepth',
+  'negatives',
+  'batchSize',
+  'lr',
+  'tau',
+  'flops',
+  'flopsRamp',
+  'temperatures',
+  'clip',
+  'seed',
+  'checkpointDir',
+  'timeBudgetSeconds',
+  'progress',
+  'log',
+  'group',
 ]);
 const fitKeys = optionKeys<{ expertK?: number }>()(['expertK']);
-const initKeys = optionKeys<{ glove?: unknown; pretrained?: unknown; seed?: number; lexicalTerms?: number }>()(['glove', 'pretrained', 'seed', 'lexicalTerms']);
+const initKeys = optionKeys<{ glove?: unknown; pretrained?: unknown; seed?: number; lexicalTerms?: number }>()([
+  'glove',
+  'pretrained',
+  'seed',
+  'lexicalTerms',
+]);
 
 /** Per stage and model: the loop's epochs plus each expert's mean loss and weight per epoch. */
 export interface CameStageRecord {
@@ -183,10 +206,31 @@ export async function trainCame(
   mustBeArray(data.train, 'training examples');
   if (data.dev !== undefined) mustBeArray(data.dev, 'dev examples');
   checkOptions(options, trainKeys, 'CAME training options');
-  const o = { mode: 'competitive' as const, epochs: 3, standardizedShare: 0.2, hardNegativeEpochs: 1, mineDepth: 30, negatives: 7, batchSize: 16, lr: 1e-3, tau: 0.5, flops: 0.01, clip: 2, seed: 12345, ...options };
-  if (o.mode !== 'competitive' && o.mode !== 'standardized') throw new QuorumError('ERR_ARG', `mode must be 'competitive' or 'standardized', got '${String(o.mode)}'`);
-  if (!(o.standardizedShare >= 0 && o.standardizedShare <= 1)) throw new QuorumError('ERR_RANGE', `standardizedShare must be in [0, 1], got ${o.standardizedShare}`);
-  for (const [k, v] of Object.entries({ epochs: o.epochs, hardNegativeEpochs: o.hardNegativeEpochs, mineDepth: o.mineDepth, negatives: o.negatives }))
+  const o = {
+    mode: 'competitive' as const,
+    epochs: 3,
+    standardizedShare: 0.2,
+    hardNegativeEpochs: 1,
+    mineDepth: 30,
+    negatives: 7,
+    batchSize: 16,
+    lr: 1e-3,
+    tau: 0.5,
+    flops: 0.01,
+    clip: 2,
+    seed: 12345,
+    ...options,
+  };
+  if (o.mode !== 'competitive' && o.mode !== 'standardized')
+    throw new QuorumError('ERR_ARG', `mode must be 'competitive' or 'standardized', got '${String(o.mode)}'`);
+  if (!(o.standardizedShare >= 0 && o.standardizedShare <= 1))
+    throw new QuorumError('ERR_RANGE', `standardizedShare must be in [0, 1], got ${o.standardizedShare}`);
+  for (const [k, v] of Object.entries({
+    epochs: o.epochs,
+    hardNegativeEpochs: o.hardNegativeEpochs,
+    mineDepth: o.mineDepth,
+    negatives: o.negatives,
+  }))
     if (!Number.isInteger(v) || v < 0) throw new QuorumError('ERR_RANGE', `${k} must be a non-negative integer, got ${v}`);
   if (!data.train.length) throw new QuorumError('ERR_ARG', 'no training examples');
   if (o.group !== undefined && o.checkpointDir === undefined)
@@ -199,7 +243,12 @@ export async function trainCame(
   const competitive = o.mode === 'competitive' && !came.independent;
 
   // The loop's options for one stage of one model, and where its per-epoch records land.
-  const loop = (model: CameModel, epochs: number, dir: string, switchAt: number): { options: TrainOptions; records: CameStageRecord['epochs'] } => {
+  const loop = (
+    model: CameModel,
+    epochs: number,
+    dir: string,
+    switchAt: number,
+  ): { options: TrainOptions; records: CameStageRecord['epochs'] } => {
     let batches = 0;
     const tally = new ExpertTally();
     const records: CameStageRecord['epochs'] = [];
@@ -234,46 +283,85 @@ export async function trainCame(
   for (const [i, model] of came.models.entries()) {
     const temps = { ...model.training.temperatures, ...o.temperatures };
     const stage1Steps = o.epochs * batchesPerEpoch;
-    model.setTraining({ competitive: false, tau: o.tau, flopsQuery: o.flops, flopsPassage: o.flops, flopsRamp: o.flopsRamp ?? Math.max(1, Math.round(stage1Steps / 3)), temperatures: temps });
+    model.setTraining({
+      competitive: false,
+      tau: o.tau,
+      flopsQuery: o.flops,
+      flopsPassage: o.flops,
+      flopsRamp: o.flopsRamp ?? Math.max(1, Math.round(stage1Steps / 3)),
+      temperatures: temps,
+    });
     if (o.epochs > 0) {
       const switchAt = competitive ? Math.max(1, Math.round(o.standardizedShare * stage1Steps)) : -1;
       const dir = join(base, `model-${i}`, 'bm25');
       const { options: opts, records } = loop(model, o.epochs, dir, switchAt);
       log(`model ${i + 1}/${came.models.length} (${model.config.experts.join(', ')}): ${o.epochs} epochs on BM25 negatives`);
-      const r = await trainRetriever(model, came.tokenizer, { passages: data.passages, train: data.train, ...(data.dev ? { dev: data.dev } : {}) }, opts);
+      const r = await trainRetriever(
+        model,
+        came.tokenizer,
+        { passages: data.passages, train: data.train, ...(data.dev ? { dev: data.dev } : {}) },
+        opts,
+      );
       if (r.best) await model.load(join(dir, 'best.pt'));
-      stages.push({ stage: 'bm25', experts: [...model.config.experts], epochs: records, ...(r.best ? { best: r.best } : {}), seconds: r.seconds, tokensPerSecond: r.tokensPerSecond });
+      stages.push({
+        stage: 'bm25',
+        experts: [...model.config.experts],
+        epochs: records,
+        ...(r.best ? { best: r.best } : {}),
+        seconds: r.seconds,
+        tokensPerSecond: r.tokensPerSecond,
+      });
     }
   }
 
   if (o.hardNegativeEpochs > 0) {
     log(`mining hard negatives: top ${o.mineDepth} of each expert over ${data.passages.length} passages`);
     await came.index(data.passages);
-    const lists = await came.search(data.train.map((e) => e.query), { k: 1, expertK: o.mineDepth });
+    const lists = await came.search(
+      data.train.map((e) => e.query),
+      { k: 1, expertK: o.mineDepth },
+    );
     for (const [i, model] of came.models.entries()) {
       // Independent experts mine from their own results; a joint model from the union of its three experts'.
       const experts = model.config.experts;
       const mined = data.train.map((e, q) => {
         const gold = new Set(e.positives);
         const union = new Set<number>();
-        for (let r = 0; r < o.mineDepth; r++) for (const x of experts) {
-          const h = lists.experts[x]![q]![r];
-          if (h && !gold.has(h.id)) union.add(h.id);
-        }
+        for (let r = 0; r < o.mineDepth; r++)
+          for (const x of experts) {
+            const h = lists.experts[x]![q]![r];
+            if (h && !gold.has(h.id)) union.add(h.id);
+          }
         return { ...e, hardNegatives: [...union] };
       });
       if (competitive) model.setTraining({ competitive: true });
       const dir = join(base, `model-${i}`, 'hard-negatives');
       const { options: opts, records } = loop(model, o.hardNegativeEpochs, dir, -1);
       log(`model ${i + 1}/${came.models.length}: ${o.hardNegativeEpochs} epochs on mined negatives`);
-      const r = await trainRetriever(model, came.tokenizer, { passages: data.passages, train: mined, ...(data.dev ? { dev: data.dev } : {}) }, opts);
+      const r = await trainRetriever(
+        model,
+        came.tokenizer,
+        { passages: data.passages, train: mined, ...(data.dev ? { dev: data.dev } : {}) },
+        opts,
+      );
       // Keep the better of the two stages by dev MRR (values are -MRR): mined negatives can overfit a small set.
       const before = stages.find((s) => s.stage === 'bm25' && s.experts.join() === experts.join())?.best;
       const kept = r.best && before && before.value <= r.best.value ? 'bm25' : 'hard-negatives';
       if (kept === 'bm25') await model.load(join(base, `model-${i}`, 'bm25', 'best.pt'));
       else if (r.best) await model.load(join(dir, 'best.pt'));
-      if (kept === 'bm25') log(`  [${experts.join('+')}] kept the BM25 stage's checkpoint (dev MRR ${(-before!.value).toFixed(4)} against ${(-r.best!.value).toFixed(4)})`);
-      stages.push({ stage: 'hard-negatives', experts: [...experts], epochs: records, ...(r.best ? { best: r.best } : {}), kept, seconds: r.seconds, tokensPerSecond: r.tokensPerSecond });
+      if (kept === 'bm25')
+        log(
+          `  [${experts.join('+')}] kept the BM25 stage's checkpoint (dev MRR ${(-before!.value).toFixed(4)} against ${(-r.best!.value).toFixed(4)})`,
+        );
+      stages.push({
+        stage: 'hard-negatives',
+        experts: [...experts],
+        epochs: records,
+        ...(r.best ? { best: r.best } : {}),
+        kept,
+        seconds: r.seconds,
+        tokensPerSecond: r.tokensPerSecond,
+      });
     }
   }
   // An index built before or during training (the mining one) holds old encodings: search must re-index.
@@ -297,12 +385,19 @@ export async function trainCame(
  * await came.index(passages);
  * came.linear = await fitCameLinear(came, dev);
  */
-export async function fitCameLinear(came: CameRetriever, dev: readonly TrainingExample[], options: { expertK?: number } = {}): Promise<LinearFusion> {
+export async function fitCameLinear(
+  came: CameRetriever,
+  dev: readonly TrainingExample[],
+  options: { expertK?: number } = {},
+): Promise<LinearFusion> {
   if (!(came instanceof CameRetriever)) throw new QuorumError('ERR_ARG', 'fitCameLinear needs a CameRetriever');
   mustBeArray(dev, 'dev examples');
   checkOptions(options, fitKeys, 'fitCameLinear options');
   if (!dev.length) throw new QuorumError('ERR_ARG', 'fitting the linear fusion needs dev questions');
-  const r = await came.search(dev.map((e) => e.query), { k: 1, expertK: options.expertK ?? 100 });
+  const r = await came.search(
+    dev.map((e) => e.query),
+    { k: 1, expertK: options.expertK ?? 100 },
+  );
   const experts = came.experts;
   return fitLinearFusion(dev.map((e, q) => ({ lists: experts.map((x) => r.experts[x]![q]!), relevant: new Set(e.positives) })));
 }
@@ -339,7 +434,8 @@ export function initCameFromPretrained(came: CameRetriever, bert: Pick<Pretraine
     };
     for (const [name, values] of mapped.tensors) {
       const block = /^encoder\.layer\.(\d+)\.(.*)$/.exec(name);
-      if (block && Number(block[1]) >= shared) for (const e of m.experts) set(`${e}.encoder.layer.${Number(block[1]) - shared}.${block[2]}`, values);
+      if (block && Number(block[1]) >= shared)
+        for (const e of m.experts) set(`${e}.encoder.layer.${Number(block[1]) - shared}.${block[2]}`, values);
       else set(`bottom.${name}`, values);
     }
     const shapes = new Map(m.parameters().map((p) => [p.name, p.shape.reduce((a, b) => a * b, 1)]));
@@ -360,13 +456,20 @@ export function initCameFromPretrained(came: CameRetriever, bert: Pick<Pretraine
  * @example
  * await initCame(came, passages, { glove });
  */
-export async function initCame(came: CameRetriever, passages: readonly PassageText[], options: { glove?: GloveVectors; pretrained?: PretrainedBert; seed?: number; lexicalTerms?: number } = {}): Promise<{ coverage: number; lexicalBias?: number }> {
+export async function initCame(
+  came: CameRetriever,
+  passages: readonly PassageText[],
+  options: { glove?: GloveVectors; pretrained?: PretrainedBert; seed?: number; lexicalTerms?: number } = {},
+): Promise<{ coverage: number; lexicalBias?: number }> {
   if (!(came instanceof CameRetriever)) throw new QuorumError('ERR_ARG', 'initCame needs a CameRetriever');
   mustBeArray(passages, 'passages');
   checkOptions(options, initKeys, 'initCame options');
-  if (options.glove && options.pretrained) throw new QuorumError('ERR_ARG', 'initCame takes GloVe vectors or a pretrained checkpoint, not both');
+  if (options.glove && options.pretrained)
+    throw new QuorumError('ERR_ARG', 'initCame takes GloVe vectors or a pretrained checkpoint, not both');
   let coverage = 0;
-  if (options.glove) for (const m of came.models) coverage = (await initFromGlove(m, came.tokenizer.vocabulary, { glove: options.glove, seed: options.seed ?? 12345 })).coverage;
+  if (options.glove)
+    for (const m of came.models)
+      coverage = (await initFromGlove(m, came.tokenizer.vocabulary, { glove: options.glove, seed: options.seed ?? 12345 })).coverage;
   if (options.pretrained) initCameFromPretrained(came, options.pretrained);
   const lexical = came.models.find((m) => m.experts.includes('lexical'));
   if (!lexical) return { coverage };
@@ -385,7 +488,11 @@ const biasKeys = optionKeys<{ terms?: number; sample?: number }>()(['terms', 'sa
  * @example
  * await fitLexicalBias(model, await TokenTable.passages(tokenizer, corpus, 192), { terms: 128 });
  */
-export async function fitLexicalBias(model: CameModel, table: TokenTable, options: { terms?: number; sample?: number } = {}): Promise<number> {
+export async function fitLexicalBias(
+  model: CameModel,
+  table: TokenTable,
+  options: { terms?: number; sample?: number } = {},
+): Promise<number> {
   if (!(model instanceof CameModel)) throw new QuorumError('ERR_ARG', 'fitLexicalBias needs a CameModel');
   if (!(table instanceof TokenTable)) throw new QuorumError('ERR_ARG', 'fitLexicalBias needs a TokenTable of passages');
   checkOptions(options, biasKeys, 'fitLexicalBias options');

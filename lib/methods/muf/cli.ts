@@ -63,23 +63,36 @@ function expertSpec(item: string): { model: string; name?: string; task?: string
 }
 
 /** Builds, trains (train split) and calibrates (dev split) a MUF in memory; `out` is not written. */
-export async function buildMuf(o: Omit<MufTrainOptions, 'out'>, log: (line: string) => void = console.log, group?: ProcessGroup): Promise<MufRetriever> {
+export async function buildMuf(
+  o: Omit<MufTrainOptions, 'out'>,
+  log: (line: string) => void = console.log,
+  group?: ProcessGroup,
+): Promise<MufRetriever> {
   if (o.experts.length === 0) throw new QuorumError('ERR_ARG', '--experts needs at least one model directory');
   const train = loadBeir(o.data, 'train');
   if (!train.queries.some((q) => q.task !== undefined))
     throw new QuorumError('ERR_ARG', `${o.data}: its queries carry no 'task' field, and MUF's experts are per task`);
-  if (!existsSync(join(o.data, 'qrels', 'dev.tsv'))) throw new QuorumError('ERR_IO', `${o.data}: no qrels/dev.tsv, which MUF calibrates its temperatures on`);
+  if (!existsSync(join(o.data, 'qrels', 'dev.tsv')))
+    throw new QuorumError('ERR_IO', `${o.data}: no qrels/dev.tsv, which MUF calibrates its temperatures on`);
   const examples = examplesFromQrels(train, train.qrels);
   await addBm25Negatives(examples, train.corpus, { k: 30 });
   log(`${o.data}: ${train.corpus.length} passages, ${examples.length} training questions`);
   Retriever.seed(o.seed);
-  const muf = await MufRetriever.build(
-    o.experts.map(expertSpec),
-    train.corpus,
-    { heads: { members: o.members, hidden: o.hidden, layers: o.layers }, topL: o.topL, hitTopK: o.hitTopK, onProgress: log },
-  );
+  const muf = await MufRetriever.build(o.experts.map(expertSpec), train.corpus, {
+    heads: { members: o.members, hidden: o.hidden, layers: o.layers },
+    topL: o.topL,
+    hitTopK: o.hitTopK,
+    onProgress: log,
+  });
   try {
-    await trainMufHeads(muf, examples, { epochs: o.epochs, batchSize: o.batch, lr: o.lr, hardNegatives: o.hardNegatives, seed: o.seed, ...(group ? { group } : {}) });
+    await trainMufHeads(muf, examples, {
+      epochs: o.epochs,
+      batchSize: o.batch,
+      lr: o.lr,
+      hardNegatives: o.hardNegatives,
+      seed: o.seed,
+      ...(group ? { group } : {}),
+    });
     // Every rank holds the same heads now; rank 0 alone calibrates and writes.
     if (group && group.rank !== 0) return muf;
     const dev = judgedQueries(o.data, 'dev');
@@ -116,7 +129,10 @@ function saveMuf(muf: MufRetriever, o: MufTrainOptions, log: (line: string) => v
 }
 
 /** Re-chooses every expert's temperature on a split (default dev) and rewrites the directory's card. */
-async function mufCalibrateCommand(o: { muf: string; data: string; split: string }, log: (line: string) => void = console.log): Promise<void> {
+async function mufCalibrateCommand(
+  o: { muf: string; data: string; split: string },
+  log: (line: string) => void = console.log,
+): Promise<void> {
   const muf = await MufRetriever.load(o.muf, { onProgress: log });
   try {
     if (o.split === 'test') throw new QuorumError('ERR_ARG', 'calibrating on the test split would tune on the evaluation labels: use dev');
@@ -134,7 +150,10 @@ async function mufSearchCommand(queries: string[], o: { muf: string; k: number; 
   if (queries.length === 0) throw new QuorumError('ERR_ARG', 'give at least one query');
   const muf = await MufRetriever.load(o.muf);
   try {
-    const results = await muf.search(queries, o.k, { fusion: o.fusion as MufFusion, ...(o.abstain !== undefined ? { abstain: o.abstain } : {}) });
+    const results = await muf.search(queries, o.k, {
+      fusion: o.fusion as MufFusion,
+      ...(o.abstain !== undefined ? { abstain: o.abstain } : {}),
+    });
     const what = o.fusion === 'muf' && muf.familiarityCalibrated ? 'P(own task)' : o.fusion === 'uniform' ? 'weight' : 'confidence (MI)';
     results.forEach((r, i) => {
       console.log(`${queries[i]}`);
@@ -148,7 +167,10 @@ async function mufSearchCommand(queries: string[], o: { muf: string; k: number; 
 }
 
 /** `quorum muf passages`: adds and removes passages of a MUF directory (each expert encodes the new ones). */
-export async function mufPassagesCommand(o: { muf: string; add?: string; remove?: string[] }, log: (line: string) => void = console.log): Promise<void> {
+export async function mufPassagesCommand(
+  o: { muf: string; add?: string; remove?: string[] },
+  log: (line: string) => void = console.log,
+): Promise<void> {
   const add = passagesToAdd(o.add);
   const r = await updateMufPassages(o.muf, { add, remove: o.remove ?? [] });
   log(`${o.muf}: ${r.added} passages added, ${r.removed} removed; ${r.passages} passages`);
@@ -164,15 +186,19 @@ export function registerMufCommands(program: Command): void {
     lr: [1e-3, "Adam's learning rate"],
     seed: 'seed of the heads and their batches',
   })
-    .description('train each expert\'s ensemble heads (train split) and calibrate its temperature (dev split) into a MUF directory')
-    .requiredOption('--experts <list>', 'comma-separated model directories, one per task (`quorum train --tasks <task>`); DIR:task names the task of a multi-task model', list)
+    .description("train each expert's ensemble heads (train split) and calibrate its temperature (dev split) into a MUF directory")
+    .requiredOption(
+      '--experts <list>',
+      'comma-separated model directories, one per task (`quorum train --tasks <task>`); DIR:task names the task of a multi-task model',
+      list,
+    )
     .option('--members <n>', 'K, heads per expert', int, 20)
     .option('--hidden <n>', 'hidden units per head layer', int, 512)
     .option('--layers <n>', 'hidden layers per head', count, 2)
-    .option('--epochs <n>', 'passes over each expert\'s training questions', int, 100)
+    .option('--epochs <n>', "passes over each expert's training questions", int, 100)
     .option('--hard-negatives <n>', 'BM25 hard negatives per question', count, 1)
     .option('--top-l <n>', 'passages each expert retrieves and its heads score', int, 100)
-    .option('--hit-top-k <n>', 'calibration target: a relevant passage in the expert\'s top k', int, 1)
+    .option('--hit-top-k <n>', "calibration target: a relevant passage in the expert's top k", int, 1)
     .option('--nproc <n>', "train the heads as n data-parallel ranks on this machine (each member's sub-batch split across them)", count)
     .action(async (o: MufTrainOptions) => {
       (await mufTrainCommand(o))?.dispose();
@@ -186,18 +212,24 @@ export function registerMufCommands(program: Command): void {
     .action(async (o: { muf: string; data: string; split: string }) => mufCalibrateCommand(o));
   muf
     .command('passages')
-    .description('add or remove passages of a MUF directory without retraining: each expert encodes the new ones (a server reloads it to serve them)')
+    .description(
+      'add or remove passages of a MUF directory without retraining: each expert encodes the new ones (a server reloads it to serve them)',
+    )
     .requiredOption('--muf <dir>', 'a directory from `quorum muf train` (rewritten)')
     .option('--add <file>', 'passages to add: a corpus.jsonl file ({ _id, title, text } per line) or a BEIR directory')
     .option('--remove <ids>', 'comma-separated passage ids to remove (removed first: an id can be removed and added again)', list)
     .action(async (o: { muf: string; add?: string; remove?: string[] }) => mufPassagesCommand(o));
   muf
     .command('search')
-    .description('search a MUF directory: fused hits and each expert\'s confidence')
+    .description("search a MUF directory: fused hits and each expert's confidence")
     .argument('<queries...>', 'question texts')
     .requiredOption('--muf <dir>', 'a directory from `quorum muf train`')
     .option('--k <n>', 'hits per query', int, 10)
-    .option('--fusion <name>', "muf (each expert's calibrated confidence: P(own task) where the directory has familiarity, else MI), muf-mi (MI, as published) or uniform", 'muf')
-    .option('--abstain <p>', 'no hits for a question whom no expert\'s confidence reaches p (in [0, 1])', probability)
+    .option(
+      '--fusion <name>',
+      "muf (each expert's calibrated confidence: P(own task) where the directory has familiarity, else MI), muf-mi (MI, as published) or uniform",
+      'muf',
+    )
+    .option('--abstain <p>', "no hits for a question whom no expert's confidence reaches p (in [0, 1])", probability)
     .action(async (queries: string[], o: { muf: string; k: number; fusion: string; abstain?: number }) => mufSearchCommand(queries, o));
 }

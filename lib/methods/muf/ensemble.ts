@@ -1,4 +1,5 @@
-// DPR-MUF's ensemble heads (docs/methods/kernels.md#ensemble-mutual-information-and-confidence, docs/methods/muf.md#ensemble-training): the typed front of the native MlpEnsemble. K small MLPs over one
+// DPR-MUF's ensemble heads (docs/methods/kernels.md#ensemble-mutual-information-and-confidence,
+// docs/methods/muf.md#ensemble-training): the typed front of the native MlpEnsemble. K small MLPs over one
 // expert's frozen question vectors, trained each on its own sub-batches with the DPR NLL against the expert's frozen
 // passage vectors; at query time they score the expert's top-L passages, and their disagreement (ensembleMI) is
 // the expert's confidence.
@@ -110,14 +111,16 @@ export class MlpEnsemble extends ParameterTable {
     parse(trainOptionsSchema, options, 'ensemble training options');
     const { dim, members: K } = this.config;
     const { questions, passages, positives } = data;
-    if (!(questions instanceof Float32Array) || !(passages instanceof Float32Array)) throw new QuorumError('ERR_DTYPE', 'questions and passages must be Float32Arrays');
+    if (!(questions instanceof Float32Array) || !(passages instanceof Float32Array))
+      throw new QuorumError('ERR_DTYPE', 'questions and passages must be Float32Arrays');
     if (!(positives instanceof Int32Array)) throw new QuorumError('ERR_DTYPE', 'positives must be an Int32Array');
     const n = questions.length / dim;
     const nPassages = passages.length / dim;
     if (!Number.isInteger(n) || n < 1 || !Number.isInteger(nPassages) || nPassages < 1)
       throw new QuorumError('ERR_SHAPE', `questions and passages must be [rows, ${dim}] with rows >= 1`);
     if (positives.length !== n) throw new QuorumError('ERR_SHAPE', `${positives.length} positives for ${n} questions`);
-    if (data.hardNegatives !== undefined && data.hardNegatives.length !== n) throw new QuorumError('ERR_SHAPE', `hardNegatives needs one list per question (${n})`);
+    if (data.hardNegatives !== undefined && data.hardNegatives.length !== n)
+      throw new QuorumError('ERR_SHAPE', `hardNegatives needs one list per question (${n})`);
     // Every step reads the vectors off the main thread: copies, which no transfer of the caller's buffers can free.
     const questionRows = questions.slice();
     const passageRows = passages.slice();
@@ -128,10 +131,17 @@ export class MlpEnsemble extends ParameterTable {
     const ranks = options.group;
     const size = ranks?.size ?? 1;
     if (perMember < size)
-      throw new QuorumError('ERR_RANGE', `${perMember} questions per member and step cannot be split across ${size} ranks: raise batchSize to at least ${K * size}`);
+      throw new QuorumError(
+        'ERR_RANGE',
+        `${perMember} questions per member and step cannot be split across ${size} ranks: raise batchSize to at least ${K * size}`,
+      );
     if (ranks) await awaitNative(callNative(() => this.native.broadcastParameters(ranks.native, 0, true)) as Promise<object>);
     // Each rank's part of every member's sub-batch (every rank builds the whole step alike, then takes its rows).
-    const part = rankPart(Array.from({ length: perMember }, (_, i) => i), ranks?.rank ?? 0, size);
+    const part = rankPart(
+      Array.from({ length: perMember }, (_, i) => i),
+      ranks?.rank ?? 0,
+      size,
+    );
     const h = options.hardNegatives ?? 1;
     const group = 1 + h;
     const myQ = new Int32Array(K * part.length);
@@ -160,10 +170,12 @@ export class MlpEnsemble extends ParameterTable {
         }
         const s = await awaitNative(
           callNative(() => {
-            if (!ranks) return this.native.step(questionRows, passageRows, qRows, pRows, group, options.lr ?? 1e-3, options.clip ?? 2, true);
+            if (!ranks)
+              return this.native.step(questionRows, passageRows, qRows, pRows, group, options.lr ?? 1e-3, options.clip ?? 2, true);
             for (let k = 0; k < K; k++)
               part.forEach((i, j) => {
-                const r = k * perMember + i, m = k * part.length + j;
+                const r = k * perMember + i,
+                  m = k * part.length + j;
                 myQ[m] = qRows[r]!;
                 myP.set(pRows.subarray(r * group, (r + 1) * group), m * group);
               });
@@ -193,9 +205,16 @@ export class MlpEnsemble extends ParameterTable {
     return { epochs, seconds: (performance.now() - t0) / 1000 };
   }
 
-  private scoreCall(ops: Operands, queries: Float32Array | Tensor<'f32'>, corpus: Float32Array | Tensor<'f32'>, idArray: Int32Array, L: number) {
+  private scoreCall(
+    ops: Operands,
+    queries: Float32Array | Tensor<'f32'>,
+    corpus: Float32Array | Tensor<'f32'>,
+    idArray: Int32Array,
+    L: number,
+  ) {
     const { dim, members: K } = this.config;
-    const floats = (x: Float32Array | Tensor<'f32'>) => (x instanceof Tensor && x.dtype === 'f32' ? (x.data as Float32Array) : x instanceof Float32Array ? ops.plain(x) : undefined);
+    const floats = (x: Float32Array | Tensor<'f32'>) =>
+      x instanceof Tensor && x.dtype === 'f32' ? (x.data as Float32Array) : x instanceof Float32Array ? ops.plain(x) : undefined;
     const q = floats(queries);
     const passages = floats(corpus);
     if (!q || !passages) throw new QuorumError('ERR_DTYPE', 'queries and passages must be Float32Arrays or f32 Tensors');
@@ -257,7 +276,8 @@ export class MlpEnsemble extends ParameterTable {
     }
     for (const { name, shape } of heads.parameters()) {
       const t = tensors.get(name);
-      if (!t || t.dtype !== 'F32' || t.shape.join(',') !== shape.join(',')) throw new QuorumError('ERR_FORMAT', `${where}: tensor ${name} is missing or has another shape`);
+      if (!t || t.dtype !== 'F32' || t.shape.join(',') !== shape.join(','))
+        throw new QuorumError('ERR_FORMAT', `${where}: tensor ${name} is missing or has another shape`);
       heads.setParameter(name, t.data);
     }
     return heads;
@@ -275,4 +295,3 @@ export class MlpEnsemble extends ParameterTable {
     return MlpEnsemble.fromBytes(bytes, path);
   }
 }
-

@@ -38,9 +38,21 @@ export function mufExportOnnx(muf: MufRetriever, out: string): MufOnnxCard {
         if (!e.heads) throw new QuorumError('ERR_STATE', `expert ${e.name} has no trained heads: train the MUF first`);
         const dir = join('experts', e.name);
         const card = e.model.loaded?.card;
-        exportOnnx(e.model, e.model.loaded!.tokenizer, card?.text ?? { maxQueryLength: 32, maxPassageLength: 128, taskMarkers: false }, join(tmp, dir));
+        exportOnnx(
+          e.model,
+          e.model.loaded!.tokenizer,
+          card?.text ?? { maxQueryLength: 32, maxPassageLength: 128, taskMarkers: false },
+          join(tmp, dir),
+        );
         writeFileAtomic(join(tmp, dir, 'heads.onnx'), mufHeadsOnnx(e.heads, e.heads.config));
-        return { name: e.name, task: e.task, dir, heads: join(dir, 'heads.onnx'), members: e.heads.config.members, ...(e.calibration ? { temperature: e.calibration.temperature } : {}) };
+        return {
+          name: e.name,
+          task: e.task,
+          dir,
+          heads: join(dir, 'heads.onnx'),
+          members: e.heads.config.members,
+          ...(e.calibration ? { temperature: e.calibration.temperature } : {}),
+        };
       });
       const card: MufOnnxCard = { format: 'quorum-onnx', version: 1, method: 'muf', experts, topL: muf.topL };
       writeOnnxCard(tmp, card);

@@ -70,11 +70,19 @@ export class FamiliarityBank {
   /** From row-major question vectors of the expert's task and of the others (normalized here). ERR_ARG when a side is empty. */
   static fromVectors(own: Float32Array, other: Float32Array, dim: number): FamiliarityBank {
     if (!Number.isInteger(dim) || dim < 1) throw new QuorumError('ERR_RANGE', `dim must be a positive integer, got ${dim}`);
-    for (const [name, v] of [['own', own], ['other', other]] as const) {
+    for (const [name, v] of [
+      ['own', own],
+      ['other', other],
+    ] as const) {
       if (!(v instanceof Float32Array)) throw new QuorumError('ERR_ARG', `${name} vectors must be a Float32Array`);
-      if (v.length === 0 || v.length % dim !== 0) throw new QuorumError('ERR_SHAPE', `${name} vectors must be a non-empty [n, ${dim}] array, got ${v.length} values`);
+      if (v.length === 0 || v.length % dim !== 0)
+        throw new QuorumError('ERR_SHAPE', `${name} vectors must be a non-empty [n, ${dim}] array, got ${v.length} values`);
     }
-    return new FamiliarityBank(Tensor.from(unitRows(own, dim), [own.length / dim, dim]), Tensor.from(unitRows(other, dim), [other.length / dim, dim]), dim);
+    return new FamiliarityBank(
+      Tensor.from(unitRows(own, dim), [own.length / dim, dim]),
+      Tensor.from(unitRows(other, dim), [other.length / dim, dim]),
+      dim,
+    );
   }
 
   /**
@@ -133,14 +141,24 @@ export class FamiliarityBank {
    * computes {@link probability} from it). One feature: the margin.
    */
   stagePart(c: FamiliarityCalibration): { own: NativeTensorHandle; other: NativeTensorHandle; k: number; bias: number; weight: number } {
-    if (c.platt.weights.length !== 1) throw new QuorumError('ERR_SHAPE', `familiarity's Platt scaling takes one feature, got ${c.platt.weights.length}`);
+    if (c.platt.weights.length !== 1)
+      throw new QuorumError('ERR_SHAPE', `familiarity's Platt scaling takes one feature, got ${c.platt.weights.length}`);
     return { own: this.own.handle, other: this.other.handle, k: c.k, bias: c.platt.bias, weight: c.platt.weights[0]! };
   }
 
   /** Writes the two tables to `path` (safetensors). */
   save(path: string): void {
     if (this.dtype !== 'f32') throw new QuorumError('ERR_UNSUPPORTED', 'save a familiarity bank held as f32 (the file holds f32 tables)');
-    writeFileAtomic(path, writeSafetensors({ own: { shape: [...this.own.shape], data: this.own.data as Float32Array }, other: { shape: [...this.other.shape], data: this.other.data as Float32Array } }, { format: 'quorum-muf-familiarity' }));
+    writeFileAtomic(
+      path,
+      writeSafetensors(
+        {
+          own: { shape: [...this.own.shape], data: this.own.data as Float32Array },
+          other: { shape: [...this.other.shape], data: this.other.data as Float32Array },
+        },
+        { format: 'quorum-muf-familiarity' },
+      ),
+    );
   }
 
   /** {@link save}'s file for a `dim`-wide expert; ERR_IO when missing, ERR_FORMAT when damaged or of another width. */
@@ -148,8 +166,12 @@ export class FamiliarityBank {
     const t = readSafetensors(readFileBytes(path));
     const own = t.get('own');
     const other = t.get('other');
-    for (const [name, v] of [['own', own], ['other', other]] as const)
-      if (!v || v.shape.length !== 2 || v.shape[1] !== dim || v.shape[0]! < 1) throw new QuorumError('ERR_FORMAT', `${path}: '${name}' must be [n >= 1, ${dim}] question vectors`);
+    for (const [name, v] of [
+      ['own', own],
+      ['other', other],
+    ] as const)
+      if (!v || v.shape.length !== 2 || v.shape[1] !== dim || v.shape[0]! < 1)
+        throw new QuorumError('ERR_FORMAT', `${path}: '${name}' must be [n >= 1, ${dim}] question vectors`);
     return new FamiliarityBank(Tensor.from(own!.data, [own!.shape[0]!, dim]), Tensor.from(other!.data, [other!.shape[0]!, dim]), dim);
   }
 

@@ -29,7 +29,12 @@ export interface EnsembleConfig {
 }
 
 const ensembleConfigSchema = z
-  .object({ dim: positiveInt, hidden: positiveInt.optional(), layers: z.number().int().min(0).max(16).optional(), members: positiveInt.optional() })
+  .object({
+    dim: positiveInt,
+    hidden: positiveInt.optional(),
+    layers: z.number().int().min(0).max(16).optional(),
+    members: positiveInt.optional(),
+  })
   .strict();
 
 /** The heads' defaults: DPR-MUF's K = 20 members of 2 hidden ReLU layers of 512. */
@@ -61,7 +66,10 @@ export const ENSEMBLE_FORMAT = 'quorum-muf-ensemble';
  * serving path hands them to mufConfidence), the configuration checked and its defaults filled in. ERR_FORMAT for
  * another format or a configuration that is not JSON or not valid.
  */
-export function readEnsembleFile(bytes: Uint8Array, where = 'ensemble'): { config: Required<EnsembleConfig>; tensors: Map<string, SafetensorsTensor> } {
+export function readEnsembleFile(
+  bytes: Uint8Array,
+  where = 'ensemble',
+): { config: Required<EnsembleConfig>; tensors: Map<string, SafetensorsTensor> } {
   if (!(bytes instanceof Uint8Array)) throw new QuorumError('ERR_ARG', 'fromBytes needs a Uint8Array');
   let tensors: Map<string, SafetensorsTensor>;
   let header: Record<string, string>;
@@ -72,7 +80,8 @@ export function readEnsembleFile(bytes: Uint8Array, where = 'ensemble'): { confi
     if (e instanceof QuorumError) throw new QuorumError(e.code, `${where}: ${e.message}`, { cause: e });
     throw e;
   }
-  if (header.format !== ENSEMBLE_FORMAT) throw new QuorumError('ERR_FORMAT', `${where}: not a MUF ensemble file (format '${header.format ?? ''}')`);
+  if (header.format !== ENSEMBLE_FORMAT)
+    throw new QuorumError('ERR_FORMAT', `${where}: not a MUF ensemble file (format '${header.format ?? ''}')`);
   let config: EnsembleConfig;
   try {
     config = JSON.parse(header.config ?? '') as EnsembleConfig;
@@ -158,7 +167,14 @@ const mufCardSchema = z
                 hitRate: reported,
                 tried: z.array(z.object({ temperature: z.number().positive().finite(), ece: reported }).strict()),
                 familiarity: z
-                  .object({ k: positiveInt, platt: z.object({ weights: z.array(finite).min(1), bias: finite }).strict(), auroc: reported, ece: reported, own: count, other: count })
+                  .object({
+                    k: positiveInt,
+                    platt: z.object({ weights: z.array(finite).min(1), bias: finite }).strict(),
+                    auroc: reported,
+                    ece: reported,
+                    own: count,
+                    other: count,
+                  })
                   .strict()
                   .optional(),
               })
@@ -219,7 +235,12 @@ export function applyAbstention(hits: MufHits[], abstain: number | undefined): M
  * A MUF directory's card (checked to name experts), corpus ids and each expert's folder, as {@link MufRetriever.load}
  * and the libtorch-free MufServer read them.
  */
-export function readMufDir(dir: string): { card: MufCard; cardPath: string; ids: string[]; experts: Array<{ expert: MufCard['experts'][number]; base: string }> } {
+export function readMufDir(dir: string): {
+  card: MufCard;
+  cardPath: string;
+  ids: string[];
+  experts: Array<{ expert: MufCard['experts'][number]; base: string }>;
+} {
   const { card: raw, path: cardPath } = readSavedCard<MufCard>(dir, mufFormat);
   const card = checkCard(mufCardSchema, raw, cardPath) as MufCard;
   const ids = readTextFile(join(dir, 'corpus-ids.txt')).split('\n');

@@ -12,7 +12,9 @@ export interface MufFuseOptions {
   confidence?: readonly number[] | ReadonlyMap<string, readonly number[]>;
 }
 
-const confidenceSchema = { confidence: z.union([z.array(finite.nonnegative()), z.map(z.string(), z.array(finite.nonnegative()))]).optional() };
+const confidenceSchema = {
+  confidence: z.union([z.array(finite.nonnegative()), z.map(z.string(), z.array(finite.nonnegative()))]).optional(),
+};
 
 function confidenceFor(q: FusionQuery<FusionId, MufFuseOptions>): number[] {
   const n = q.lists.length;

@@ -54,13 +54,15 @@ export async function updateMufPassages(dir: string, changes: MufPassageChanges)
   for (const { base } of experts) {
     const path = join(base, 'passages.safetensors');
     const old = readSafetensors(readFileBytes(path)).get('passages');
-    if (!old || old.shape.length !== 2 || old.shape[0] !== ids.length) throw new QuorumError('ERR_FORMAT', `${path}: expected [${ids.length}, dim] passage vectors`);
+    if (!old || old.shape.length !== 2 || old.shape[0] !== ids.length)
+      throw new QuorumError('ERR_FORMAT', `${path}: expected [${ids.length}, dim] passage vectors`);
     const dim = old.shape[1]!;
     let added: Float32Array = new Float32Array(0);
     if (add.length) {
       const encoder = await ServingEncoder.load(join(base, 'model'));
       try {
-        if (encoder.dim !== dim) throw new QuorumError('ERR_FORMAT', `${base}: the model's dimension ${encoder.dim} differs from its passage vectors' ${dim}`);
+        if (encoder.dim !== dim)
+          throw new QuorumError('ERR_FORMAT', `${base}: the model's dimension ${encoder.dim} differs from its passage vectors' ${dim}`);
         added = await encoder.encodePassages(add.map((p) => ({ title: p.title ?? '', text: p.text })));
       } finally {
         await encoder.dispose();

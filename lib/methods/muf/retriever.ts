@@ -1,4 +1,6 @@
-// DPR-MUF end to end (docs/methods/kernels.md#ensemble-mutual-information-and-confidence, docs/methods/kernels.md#ece-and-temperature-calibration, docs/methods/fusion.md#muf-fusion, docs/methods/muf.md#ensemble-training): one trained retriever per task (the experts), each with its own
+// DPR-MUF end to end (docs/methods/kernels.md#ensemble-mutual-information-and-confidence,
+// docs/methods/kernels.md#ece-and-temperature-calibration, docs/methods/fusion.md#muf-fusion,
+// docs/methods/muf.md#ensemble-training): one trained retriever per task (the experts), each with its own
 // corpus encoding and an ensemble of K MLP heads; at query time every expert retrieves its top-L, its heads score
 // those L passages, their mutual information gives the expert's confidence, and the experts' raw scores are fused
 // with confidence weights. One directory holds it all: muf.json, corpus-ids.txt and, per expert, its model
@@ -187,7 +189,8 @@ export class MufRetriever {
     this.headsConfig = { ...ENSEMBLE_DEFAULTS, ...o.heads };
     this.log = o.onProgress ?? (() => {});
     if (!Number.isInteger(this.topL) || this.topL < 2) throw new QuorumError('ERR_RANGE', `topL must be an integer >= 2, got ${this.topL}`);
-    if (!Number.isInteger(this.hitTopK) || this.hitTopK < 1) throw new QuorumError('ERR_RANGE', `hitTopK must be a positive integer, got ${this.hitTopK}`);
+    if (!Number.isInteger(this.hitTopK) || this.hitTopK < 1)
+      throw new QuorumError('ERR_RANGE', `hitTopK must be a positive integer, got ${this.hitTopK}`);
     // The calibration target looks at an expert's first hitTopK of its topL: more would read past the list.
     if (this.hitTopK > this.topL) throw new QuorumError('ERR_RANGE', `hitTopK (${this.hitTopK}) must be at most topL (${this.topL})`);
   }
@@ -238,7 +241,11 @@ export class MufRetriever {
     const state: ExpertState[] = [];
     try {
       for (const spec of experts) await MufRetriever.addExpert(state, spec, corpus, log);
-      return new MufRetriever(state, corpus.map((p) => p.id), options);
+      return new MufRetriever(
+        state,
+        corpus.map((p) => p.id),
+        options,
+      );
     } catch (e) {
       // The experts encoded so far hold native memory: free it now rather than at garbage collection.
       for (const x of state) x.passages.dispose();
@@ -247,18 +254,28 @@ export class MufRetriever {
   }
 
   /** Loads one expert, checks it against those before, and encodes the corpus with it. */
-  private static async addExpert(state: ExpertState[], spec: MufExpertSpec, corpus: readonly MufPassage[], log: (message: string) => void): Promise<void> {
+  private static async addExpert(
+    state: ExpertState[],
+    spec: MufExpertSpec,
+    corpus: readonly MufPassage[],
+    log: (message: string) => void,
+  ): Promise<void> {
     mustBeObject(spec, 'expert');
     const model = typeof spec.model === 'string' ? await Retriever.load(spec.model) : spec.model;
-    if (!(model instanceof Retriever) || !model.loaded) throw new QuorumError('ERR_ARG', 'an expert model must be a model directory or a Retriever from Retriever.load');
+    if (!(model instanceof Retriever) || !model.loaded)
+      throw new QuorumError('ERR_ARG', 'an expert model must be a model directory or a Retriever from Retriever.load');
     const path = typeof spec.model === 'string' ? modelDir(spec.model) : '';
     const tasks = model.config.tasks;
-    const name = spec.name ?? (tasks.length === 1 ? tasks[0]! : path.split('/').filter(Boolean).pop() ?? `expert${state.length}`);
+    const name = spec.name ?? (tasks.length === 1 ? tasks[0]! : (path.split('/').filter(Boolean).pop() ?? `expert${state.length}`));
     // The name becomes a directory of the saved MUF directory.
-    if (!/^[\w.-]+$/.test(name) || name === '.' || name === '..') throw new QuorumError('ERR_ARG', `expert name '${name}' must be letters, digits, '.', '_' or '-'`);
+    if (!/^[\w.-]+$/.test(name) || name === '.' || name === '..')
+      throw new QuorumError('ERR_ARG', `expert name '${name}' must be letters, digits, '.', '_' or '-'`);
     if (state.some((e) => e.name === name)) throw new QuorumError('ERR_ARG', `two experts are named '${name}' (give each a name)`);
     if (state.length && model.dim !== state[0]!.model.dim)
-      throw new QuorumError('ERR_SHAPE', `expert '${name}' embeds in ${model.dim} dimensions, '${state[0]!.name}' in ${state[0]!.model.dim}: MUF fuses raw scores of one width`);
+      throw new QuorumError(
+        'ERR_SHAPE',
+        `expert '${name}' embeds in ${model.dim} dimensions, '${state[0]!.name}' in ${state[0]!.model.dim}: MUF fuses raw scores of one width`,
+      );
     log(`${name}: encoding ${corpus.length.toLocaleString()} passages`);
     const passages = await model.encodePassages(corpus);
     state.push({ name, task: spec.task ?? (tasks.length === 1 ? tasks[0]! : name), model, modelPath: path, passages });
@@ -272,7 +289,8 @@ export class MufRetriever {
   setTrainedHeads(i: number, parts: { heads: MlpEnsemble; training: ExpertTraining; familiarity?: FamiliarityBank }): void {
     const e = this.state[i];
     if (!Number.isInteger(i) || e === undefined) throw new QuorumError('ERR_RANGE', `expert ${i} is outside 0..${this.state.length - 1}`);
-    if (!(parts.heads instanceof MlpEnsemble) || parts.heads.config.dim !== this.dim) throw new QuorumError('ERR_ARG', `expert '${e.name}' needs MlpEnsemble heads of width ${this.dim}`);
+    if (!(parts.heads instanceof MlpEnsemble) || parts.heads.config.dim !== this.dim)
+      throw new QuorumError('ERR_ARG', `expert '${e.name}' needs MlpEnsemble heads of width ${this.dim}`);
     if (e.heads !== parts.heads) e.heads?.dispose();
     e.heads = parts.heads;
     for (const w of e.stageHeads?.weights ?? []) w.dispose();
@@ -334,7 +352,11 @@ export class MufRetriever {
     const t: MufTimings = { encode: 0, retrieve: 0, heads: 0, mi: 0, fuse: 0 };
     const out: ExpertCalibration[] = [];
     for (const e of this.state) {
-      const { top, z, vectors } = await this.expertPass(dev.map((q) => q.text), e, t);
+      const { top, z, vectors } = await this.expertPass(
+        dev.map((q) => q.text),
+        e,
+        t,
+      );
       const hit = dev.map((q, b) => {
         // A corpus smaller than hitTopK gives shorter lists: never read into the next question's row.
         for (let j = 0; j < Math.min(this.hitTopK, top.k); j++) if (q.relevant.has(this.corpusIds[top.ids[b * top.k + j]!] ?? '')) return 1;
@@ -354,7 +376,9 @@ export class MufRetriever {
       const familiarity = await this.calibrateFamiliarity(e, dev, vectors);
       if (familiarity) {
         e.calibration.familiarity = familiarity;
-        this.log(`${e.name}: familiarity AUROC ${familiarity.auroc.toFixed(3)} on ${familiarity.own} own / ${familiarity.other} other questions, ECE of P(own) ${familiarity.ece.toFixed(3)}`);
+        this.log(
+          `${e.name}: familiarity AUROC ${familiarity.auroc.toFixed(3)} on ${familiarity.own} own / ${familiarity.other} other questions, ECE of P(own) ${familiarity.ece.toFixed(3)}`,
+        );
       }
       out.push(e.calibration);
     }
@@ -365,7 +389,11 @@ export class MufRetriever {
    * The Platt scaling of P(own task) from the familiarity margin on the calibration split: undefined without a bank,
    * or when the split lacks questions of the expert's task or of others.
    */
-  private async calibrateFamiliarity(e: ExpertState, dev: readonly MufJudgedQuery[], vectors: Float32Array): Promise<FamiliarityCalibration | undefined> {
+  private async calibrateFamiliarity(
+    e: ExpertState,
+    dev: readonly MufJudgedQuery[],
+    vectors: Float32Array,
+  ): Promise<FamiliarityCalibration | undefined> {
     if (!e.familiarity) return undefined;
     const keep = dev.map((q, b) => (q.task === undefined ? -1 : b)).filter((b) => b >= 0);
     const label = keep.map((b) => (dev[b]!.task === e.task ? 1 : 0));
@@ -376,7 +404,10 @@ export class MufRetriever {
     }
     const all = await e.familiarity.margin(vectors, FAMILIARITY_K);
     const margin = keep.map((b) => all[b]!);
-    const platt = fitPlatt(margin.map((v) => [v]), label);
+    const platt = fitPlatt(
+      margin.map((v) => [v]),
+      label,
+    );
     const p = margin.map((v) => plattProbability(platt, [v]));
     return { k: FAMILIARITY_K, platt, auroc: auroc(margin, label), ece: ece(p, label), own, other: keep.length - own };
   }
@@ -389,7 +420,8 @@ export class MufRetriever {
   /** The request checked (checkMufRequest), and 'oracle' given each query's task. */
   private checkSearch(k: number, fusion: unknown, abstain: unknown, n: number, tasks?: ReadonlyArray<string | undefined>): MufFusion {
     const f = checkMufRequest(k, fusion, abstain);
-    if (f === 'oracle' && (!tasks || tasks.length !== n)) throw new QuorumError('ERR_ARG', "'oracle' fusion needs each query's task (options.tasks, one per query)");
+    if (f === 'oracle' && (!tasks || tasks.length !== n))
+      throw new QuorumError('ERR_ARG', "'oracle' fusion needs each query's task (options.tasks, one per query)");
     return f;
   }
 
@@ -401,7 +433,8 @@ export class MufRetriever {
     this.requireHeads();
     if (needsCalibration) {
       const uncalibrated = this.state.find((e) => !e.calibration);
-      if (uncalibrated) throw new QuorumError('ERR_STATE', `expert '${uncalibrated.name}' is not calibrated (call calibrate on a dev split first)`);
+      if (uncalibrated)
+        throw new QuorumError('ERR_STATE', `expert '${uncalibrated.name}' is not calibrated (call calibrate on a dev split first)`);
     }
     const t0 = performance.now();
     const out: Array<Tensor<'f32'>> = [];
@@ -458,7 +491,12 @@ export class MufRetriever {
    * or every expert with equal weights where no expert has the question's task. Its confidences are those weights
    * (1 for the task's experts, 0 for the others). One stage call per group of questions with the same experts.
    */
-  private async oracle(vectors: ReadonlyArray<Tensor<'f32'>>, tasks: ReadonlyArray<string | undefined>, k: number, t: MufTimings): Promise<MufHits[]> {
+  private async oracle(
+    vectors: ReadonlyArray<Tensor<'f32'>>,
+    tasks: ReadonlyArray<string | undefined>,
+    k: number,
+    t: MufTimings,
+  ): Promise<MufHits[]> {
     const groups = new Map<string, number[]>();
     tasks.forEach((task, b) => {
       const own = this.state.flatMap((e, x) => (e.task === task ? [x] : []));
@@ -499,11 +537,20 @@ export class MufRetriever {
    */
   async search(queries: readonly string[], k: number, options: MufSearchOptions = {}): Promise<MufHits[]> {
     checkOptions(options, searchKeys, 'MUF search options');
-    const fusion = this.checkSearch(k, options.fusion ?? 'muf', options.abstain, Array.isArray(queries) ? queries.length : 0, options.tasks);
+    const fusion = this.checkSearch(
+      k,
+      options.fusion ?? 'muf',
+      options.abstain,
+      Array.isArray(queries) ? queries.length : 0,
+      options.tasks,
+    );
     const t: MufTimings = { encode: 0, retrieve: 0, heads: 0, mi: 0, fuse: 0 };
     const vectors = await this.encodeAll(queries, fusion === 'muf' || fusion === 'muf-mi', t);
     try {
-      const out = fusion === 'oracle' ? await this.oracle(vectors, options.tasks!, k, t) : (await this.stageCall(vectors, stageMode(fusion, this.familiarityCalibrated), k, t)).hits;
+      const out =
+        fusion === 'oracle'
+          ? await this.oracle(vectors, options.tasks!, k, t)
+          : (await this.stageCall(vectors, stageMode(fusion, this.familiarityCalibrated), k, t)).hits;
       this.lastTimings = t;
       return applyAbstention(out, options.abstain);
     } finally {
@@ -565,8 +612,16 @@ export class MufRetriever {
     for (const e of this.state) {
       const base = join(dir, 'experts', e.name);
       const { card, tokenizer } = e.model.loaded!;
-      e.model.saveModel(join(base, 'model'), { tokenizer, dtype: card.weights.dtype, ...card.text, ...(card.training ? { training: card.training } : {}) });
-      writeFileAtomic(join(base, 'passages.safetensors'), writeSafetensors({ passages: { shape: [...e.passages.shape], data: e.passages.data } }));
+      e.model.saveModel(join(base, 'model'), {
+        tokenizer,
+        dtype: card.weights.dtype,
+        ...card.text,
+        ...(card.training ? { training: card.training } : {}),
+      });
+      writeFileAtomic(
+        join(base, 'passages.safetensors'),
+        writeSafetensors({ passages: { shape: [...e.passages.shape], data: e.passages.data } }),
+      );
       if (e.heads) e.heads.save(join(base, 'heads.safetensors'));
       if (e.familiarity) e.familiarity.save(join(base, 'familiarity.safetensors'));
     }
@@ -575,7 +630,12 @@ export class MufRetriever {
       topL: this.topL,
       hitTopK: this.hitTopK,
       heads: this.headsConfig,
-      experts: this.state.map((e) => ({ name: e.name, task: e.task, ...(e.training ? { training: e.training } : {}), ...(e.calibration ? { calibration: e.calibration } : {}) })),
+      experts: this.state.map((e) => ({
+        name: e.name,
+        task: e.task,
+        ...(e.training ? { training: e.training } : {}),
+        ...(e.calibration ? { calibration: e.calibration } : {}),
+      })),
     };
     writeMufCard(dir, card);
   }
@@ -591,7 +651,8 @@ export class MufRetriever {
       const p = readExpertPassages(base, ids.length, model.dim);
       const headsPath = join(base, 'heads.safetensors');
       const heads = existsSync(headsPath) ? MlpEnsemble.load(headsPath) : undefined;
-      if (heads && heads.config.dim !== model.dim) throw new QuorumError('ERR_FORMAT', `${headsPath}: heads of width ${heads.config.dim} for a ${model.dim}-d expert`);
+      if (heads && heads.config.dim !== model.dim)
+        throw new QuorumError('ERR_FORMAT', `${headsPath}: heads of width ${heads.config.dim} for a ${model.dim}-d expert`);
       const familiarity = readFamiliarity(base, model.dim);
       state.push({
         name: x.name,
@@ -622,4 +683,3 @@ export class MufRetriever {
     this.tieRank?.dispose();
   }
 }
-

@@ -18,7 +18,16 @@ import { Tensor } from '../../tensor.js';
 import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
 import { FamiliarityBank, type FamiliarityCalibration } from './familiarity.js';
 import { corpusTieRank, mufStage, stageHeads, stageHits, stageMode } from './stage.js';
-import { MUF_SERVER_FUSIONS, applyAbstention, checkMufRequest, readExpertPassages, readFamiliarity, readMufDir, type MufFusion, type MufHits } from './format.js';
+import {
+  MUF_SERVER_FUSIONS,
+  applyAbstention,
+  checkMufRequest,
+  readExpertPassages,
+  readFamiliarity,
+  readMufDir,
+  type MufFusion,
+  type MufHits,
+} from './format.js';
 
 /** One expert's part of {@link mufConfidence}. */
 export interface MufConfidenceExpert {
@@ -86,7 +95,10 @@ const fuseKeys = optionKeys<MufConfidenceFuse>()(['k', 'tieRank', 'uniform', 'we
  * const { confidence } = await mufConfidence([{ queries, passages, candidates, weights, members: 20, temperature: 0.05 }]);
  * const r = await mufConfidence(experts, { fuse: { k: 10 } });   // r.ids [B, 10] corpus rows, r.scores
  */
-export async function mufConfidence(experts: readonly MufConfidenceExpert[], options: { fuse?: MufConfidenceFuse } = {}): Promise<MufConfidenceResult> {
+export async function mufConfidence(
+  experts: readonly MufConfidenceExpert[],
+  options: { fuse?: MufConfidenceFuse } = {},
+): Promise<MufConfidenceResult> {
   mustBeArray(experts, 'experts');
   if (experts.length === 0) throw new QuorumError('ERR_ARG', 'give at least one expert');
   mustBeObject(options, 'mufConfidence options');
@@ -95,21 +107,37 @@ export async function mufConfidence(experts: readonly MufConfidenceExpert[], opt
   if (fuse !== undefined) {
     mustBeObject(fuse, 'fuse');
     checkOptions(fuse, fuseKeys, 'fuse');
-    if (fuse.tieRank !== undefined && !(fuse.tieRank instanceof Tensor)) throw new QuorumError('ERR_ARG', 'fuse.tieRank must be an i32 Tensor');
-    if (fuse.weights !== undefined && !(fuse.weights instanceof Tensor)) throw new QuorumError('ERR_ARG', 'fuse.weights must be an f32 Tensor');
+    if (fuse.tieRank !== undefined && !(fuse.tieRank instanceof Tensor))
+      throw new QuorumError('ERR_ARG', 'fuse.tieRank must be an i32 Tensor');
+    if (fuse.weights !== undefined && !(fuse.weights instanceof Tensor))
+      throw new QuorumError('ERR_ARG', 'fuse.weights must be an f32 Tensor');
   }
   const args = experts.map((e, x) => {
     mustBeObject(e, `experts[${x}]`);
     for (const k of ['queries', 'passages', 'candidates'] as const)
       if (!(e[k] instanceof Tensor)) throw new QuorumError('ERR_ARG', `experts[${x}].${k} must be a Tensor`);
-    if (fuse !== undefined && !(e.scores instanceof Tensor)) throw new QuorumError('ERR_ARG', `experts[${x}].scores must be a Tensor to fuse`);
+    if (fuse !== undefined && !(e.scores instanceof Tensor))
+      throw new QuorumError('ERR_ARG', `experts[${x}].scores must be a Tensor to fuse`);
     mustBeArray(e.weights, `experts[${x}].weights`);
     e.weights.forEach((w, i) => {
       if (!(w instanceof Tensor)) throw new QuorumError('ERR_ARG', `experts[${x}].weights[${i}] must be a Tensor`);
     });
-    return { queries: e.queries.handle, passages: e.passages.handle, ids: e.candidates.handle, weights: e.weights.map((w) => w.handle), members: e.members, temperature: e.temperature, ...(e.scores ? { scores: e.scores.handle } : {}) };
+    return {
+      queries: e.queries.handle,
+      passages: e.passages.handle,
+      ids: e.candidates.handle,
+      weights: e.weights.map((w) => w.handle),
+      members: e.members,
+      temperature: e.temperature,
+      ...(e.scores ? { scores: e.scores.handle } : {}),
+    };
   });
-  const f = fuse && { k: fuse.k, uniform: fuse.uniform === true, ...(fuse.tieRank ? { tieRank: fuse.tieRank.handle } : {}), ...(fuse.weights ? { weights: fuse.weights.handle } : {}) };
+  const f = fuse && {
+    k: fuse.k,
+    uniform: fuse.uniform === true,
+    ...(fuse.tieRank ? { tieRank: fuse.tieRank.handle } : {}),
+    ...(fuse.weights ? { weights: fuse.weights.handle } : {}),
+  };
   type Raw = { mi: NativeTensorHandle; confidence: NativeTensorHandle; ids?: NativeTensorHandle; scores?: NativeTensorHandle };
   const r = await awaitNative(callNative(() => coreAddon().mufConfidence(args, false, true, f) as Promise<Raw>));
   const out: MufConfidenceResult = { mi: new Tensor<'f32'>(r.mi), confidence: new Tensor<'f32'>(r.confidence) };
@@ -172,7 +200,6 @@ export interface MufServerOptions {
 const loadKeys = optionKeys<MufServerOptions>()(['threads', 'heads', 'passages', 'familiarity']);
 const searchKeys = optionKeys<MufServerSearchOptions>()(['fusion', 'abstain', 'rows']);
 
-
 /**
  * A saved MUF directory served without libtorch: the prebuilt core is all it needs, and onnxruntime-node (an optional
  * peer dependency) for experts with Transformer layers.
@@ -219,7 +246,11 @@ export class MufServer {
     mustBeString(dir, 'MUF directory');
     checkOptions(options, loadKeys, 'MufServer options');
     const { heads: headsDtype = 'f32', passages: passagesDtype = 'f32', familiarity: bankDtype = 'f32', ...encoderOptions } = options;
-    for (const [name, v] of [['heads', headsDtype], ['passages', passagesDtype], ['familiarity', bankDtype]] as const)
+    for (const [name, v] of [
+      ['heads', headsDtype],
+      ['passages', passagesDtype],
+      ['familiarity', bankDtype],
+    ] as const)
       if (v !== 'f32' && v !== 'bf16') throw new QuorumError('ERR_ARG', `${name} must be 'f32' or 'bf16', got '${String(v)}'`);
     const { card, cardPath, ids, experts: folders } = readMufDir(dir);
     if (!Number.isInteger(card.topL) || card.topL < 2) throw new QuorumError('ERR_FORMAT', `${cardPath}: topL must be an integer >= 2`);
@@ -253,7 +284,15 @@ export class MufServer {
           if (x.calibration?.familiarity) part.familiarity = { bank, calibration: x.calibration.familiarity };
           else bank.dispose();
         }
-        experts.push({ name: x.name, task: x.task, encoder: part.encoder, passages: part.passages, ...heads, ...(x.calibration ? { temperature: x.calibration.temperature } : {}), ...(part.familiarity ? { familiarity: part.familiarity } : {}) });
+        experts.push({
+          name: x.name,
+          task: x.task,
+          encoder: part.encoder,
+          passages: part.passages,
+          ...heads,
+          ...(x.calibration ? { temperature: x.calibration.temperature } : {}),
+          ...(part.familiarity ? { familiarity: part.familiarity } : {}),
+        });
       } catch (e) {
         await release(part);
         for (const done of experts) await release(done);
@@ -299,7 +338,9 @@ export class MufServer {
       // another still uses.
       // 0-layer encoders embed the questions inside the stage's own native call (one hop for the whole question).
       const toEmbed = this.experts.map((e) => e.encoder.queriesToEmbed(queries, { task: e.task }));
-      const settled = await Promise.allSettled(this.experts.map((e, x) => toEmbed[x] ?? e.encoder.encodeQueries(queries, { task: e.task })));
+      const settled = await Promise.allSettled(
+        this.experts.map((e, x) => toEmbed[x] ?? e.encoder.encodeQueries(queries, { task: e.task })),
+      );
       const vectors = settled.map((r) => {
         if (r.status === 'rejected') throw r.reason;
         return r.value;

@@ -91,7 +91,10 @@ export function stageHeads(bytes: Uint8Array, where: string, dim: number, dtype:
     for (let i = 0; i <= c.layers; i++) {
       const inW = i === 0 ? dim : c.hidden;
       const out = i === c.layers ? dim : c.hidden;
-      for (const [name, shape] of [[`layer.${i}.weight`, [K, inW, out]], [`layer.${i}.bias`, [K, out]]] as const) {
+      for (const [name, shape] of [
+        [`layer.${i}.weight`, [K, inW, out]],
+        [`layer.${i}.bias`, [K, out]],
+      ] as const) {
         const t = tensors.get(name);
         const n = shape.reduce((a, b) => a * b, 1);
         if (!t || t.data.length !== n) throw new QuorumError('ERR_FORMAT', `${where}: ${name} must hold ${shape.join(' x ')} values`);
@@ -113,7 +116,6 @@ export function stageHeads(bytes: Uint8Array, where: string, dim: number, dtype:
   }
   return { weights, members: K };
 }
-
 
 /**
  * What the stage gives back, as plain typed arrays (nothing to dispose): `[E, B]` confidences and MI, the fused
@@ -147,10 +149,19 @@ export async function mufStage(
       queries: e.queries instanceof Tensor ? e.queries.handle : e.queries,
       passages: e.passages.handle,
       ...(options.mode === 'familiarity' ? { familiarity: e.familiarity! } : {}),
-      ...(options.mode === 'heads' ? { weights: e.heads!.weights.map((w) => w.handle), members: e.heads!.members, temperature: e.heads!.temperature } : {}),
+      ...(options.mode === 'heads'
+        ? { weights: e.heads!.weights.map((w) => w.handle), members: e.heads!.members, temperature: e.heads!.temperature }
+        : {}),
     };
   });
-  const plan = { mode: options.mode, topL: options.topL, k: options.k, experts: parts, ...(options.tieRank ? { tieRank: options.tieRank.handle } : {}), ...(options.rows ? { rows: options.rows.handle } : {}) };
+  const plan = {
+    mode: options.mode,
+    topL: options.topL,
+    k: options.k,
+    experts: parts,
+    ...(options.tieRank ? { tieRank: options.tieRank.handle } : {}),
+    ...(options.rows ? { rows: options.rows.handle } : {}),
+  };
   type Raw = { mi: Float32Array; confidence: Float32Array; ids: Int32Array; scores: Float32Array; ms: number[] };
   const r = await awaitNative(callNative(() => coreAddon().mufSearch(plan, true) as Promise<Raw>));
   return { mi: r.mi, confidence: r.confidence, ids: r.ids, scores: r.scores, ms: { scan: r.ms[0]!, confidence: r.ms[1]!, fuse: r.ms[2]! } };

@@ -30,18 +30,27 @@ export async function trainMufHeads(muf: MufRetriever, examples: MufTrainData, o
     const e = muf.expertParts(i);
     const mine = examples.filter((x) => x.task === e.task && x.positives.length > 0);
     if (mine.length === 0) throw new QuorumError('ERR_ARG', `no training question of task '${e.task}' for expert '${e.name}'`);
-    const q = await e.model.encodeQueries(mine.map((x) => x.query), { task: e.task });
+    const q = await e.model.encodeQueries(
+      mine.map((x) => x.query),
+      { task: e.task },
+    );
     const heads = MlpEnsemble.create({ dim: muf.dim, ...muf.headsConfig });
     let r: Awaited<ReturnType<MlpEnsemble['train']>>;
     try {
       log(`${e.name}: training ${heads.members} heads on ${mine.length.toLocaleString()} questions`);
       r = await heads.train(
-        { questions: q.data, passages: e.passages.data, positives: Int32Array.from(mine, (x) => x.positives[0]!), hardNegatives: mine.map((x) => x.hardNegatives) },
+        {
+          questions: q.data,
+          passages: e.passages.data,
+          positives: Int32Array.from(mine, (x) => x.positives[0]!),
+          hardNegatives: mine.map((x) => x.hardNegatives),
+        },
         {
           ...options,
           onEpoch: (ep) => {
             options.onEpoch?.(ep);
-            if (ep.epoch === 0 || (ep.epoch + 1) % 10 === 0) log(`${e.name}: epoch ${ep.epoch + 1}, loss ${ep.loss.toFixed(4)}, accuracy ${(ep.accuracy * 100).toFixed(1)}%`);
+            if (ep.epoch === 0 || (ep.epoch + 1) % 10 === 0)
+              log(`${e.name}: epoch ${ep.epoch + 1}, loss ${ep.loss.toFixed(4)}, accuracy ${(ep.accuracy * 100).toFixed(1)}%`);
           },
         },
       );
@@ -61,7 +70,11 @@ export async function trainMufHeads(muf: MufRetriever, examples: MufTrainData, o
         v.dispose();
         return d;
       };
-      familiarity = FamiliarityBank.fromVectors(await encode(sampleTexts(mine.map((x) => x.query))), await encode(sampleTexts(others)), muf.dim);
+      familiarity = FamiliarityBank.fromVectors(
+        await encode(sampleTexts(mine.map((x) => x.query))),
+        await encode(sampleTexts(others)),
+        muf.dim,
+      );
       const [a, b] = familiarity.sizes;
       log(`${e.name}: familiarity bank of ${a.toLocaleString()} own and ${b.toLocaleString()} other questions`);
     }

@@ -54,8 +54,16 @@ async function romTrainCommand(o: RomTrainCommandOptions, log: (line: string) =>
   return asRanks(o.nproc, log, (group, rankLog) => romTrain(o, rankLog, group));
 }
 
-async function romTrain(o: RomTrainCommandOptions, log: (line: string) => void, group: ProcessGroup | undefined): Promise<RomModel | undefined> {
-  check(ROM_SCHEDULES.includes(o.schedule as RomSchedule), 'ERR_ARG', `--schedule must be one of ${ROM_SCHEDULES.join(', ')}, got '${o.schedule}'`);
+async function romTrain(
+  o: RomTrainCommandOptions,
+  log: (line: string) => void,
+  group: ProcessGroup | undefined,
+): Promise<RomModel | undefined> {
+  check(
+    ROM_SCHEDULES.includes(o.schedule as RomSchedule),
+    'ERR_ARG',
+    `--schedule must be one of ${ROM_SCHEDULES.join(', ')}, got '${o.schedule}'`,
+  );
   const dtype = weightStorageOption(o.dtype);
   check(o.hidden % 4 === 0, 'ERR_ARG', `--hidden ${o.hidden} must be a multiple of the 4 attention heads`);
   check(o.lr > 0, 'ERR_RANGE', '--lr must be > 0');
@@ -63,15 +71,30 @@ async function romTrain(o: RomTrainCommandOptions, log: (line: string) => void, 
   for (const t of pretrain) check(t === 'ict' || t === 'phrase_ict', 'ERR_ARG', `--pretrain takes ict and phrase_ict, got '${t}'`);
   const tasks = o.tasks?.split(',').filter(Boolean);
   const bert = o.init !== undefined ? readPretrained(o.init) : undefined;
-  if (bert) check(o.readerLength <= bert.encoder.maxPositions, 'ERR_RANGE', `--reader-length ${o.readerLength} exceeds the checkpoint's ${bert.encoder.maxPositions} positions`);
-  const d = await prepareTraining(o.data, { ...(bert ? { tokenizer: bert.tokenizer, glove: false, wordVocab: false } : { glove: o.glove, wordVocab: o.glove }), log, ...(tasks ? { tasks } : {}) });
+  if (bert)
+    check(
+      o.readerLength <= bert.encoder.maxPositions,
+      'ERR_RANGE',
+      `--reader-length ${o.readerLength} exceeds the checkpoint's ${bert.encoder.maxPositions} positions`,
+    );
+  const d = await prepareTraining(o.data, {
+    ...(bert ? { tokenizer: bert.tokenizer, glove: false, wordVocab: false } : { glove: o.glove, wordVocab: o.glove }),
+    log,
+    ...(tasks ? { tasks } : {}),
+  });
   Retriever.seed(o.seed);
   const rom = RomModel.create({
     tokenizer: d.tokenizer,
     network: {
       encoder: bert
         ? { ...pretrainedShape(bert.encoder), layers: bert.encoder.layers }
-        : { hiddenSize: o.hidden, embeddingSize: o.glove ? 100 : o.hidden, layers: o.layers, ffnSize: 4 * o.hidden, maxPositions: Math.max(o.readerLength, 128) },
+        : {
+            hiddenSize: o.hidden,
+            embeddingSize: o.glove ? 100 : o.hidden,
+            layers: o.layers,
+            ffnSize: 4 * o.hidden,
+            maxPositions: Math.max(o.readerLength, 128),
+          },
     },
     text: { readerLength: o.readerLength },
   });
@@ -79,26 +102,34 @@ async function romTrain(o: RomTrainCommandOptions, log: (line: string) => void, 
   // The reader's third token type (question words in the passage) starts as a copy of type 0 (checkpoint-map.ts).
   if (bert) loadPretrainedWeights(rom.network, bert, { strict: false });
   const { layers, hiddenSize } = rom.network.config.encoder;
-  log(`ROM: ${rom.parameterCount.toLocaleString()} parameters, ${layers} blocks of ${hiddenSize}${bert ? ` from ${o.init}` : ''}; schedule ${o.schedule}`);
-  const record = await trainRom(rom, { passages: d.passages, train: d.train, ...(d.dev.length ? { dev: d.dev } : {}) }, {
-    schedule: o.schedule as RomSchedule,
-    ...(pretrain.length ? { pretrain: { tasks: pretrain as Array<'ict' | 'phrase_ict'>, epochs: o.pretrainEpochs } } : {}),
-    retrievalEpochs: o.retrievalEpochs,
-    jointEpochs: o.jointEpochs,
-    batchSize: o.batch,
-    readerQuestions: o.readerQuestions,
-    readerPassages: o.readerPassages,
-    lr: o.lr,
-    refresh: o.refresh,
-    seed: o.seed,
-    progress: true,
-    log,
-    ...(group ? { group } : {}),
-  });
+  log(
+    `ROM: ${rom.parameterCount.toLocaleString()} parameters, ${layers} blocks of ${hiddenSize}${bert ? ` from ${o.init}` : ''}; schedule ${o.schedule}`,
+  );
+  const record = await trainRom(
+    rom,
+    { passages: d.passages, train: d.train, ...(d.dev.length ? { dev: d.dev } : {}) },
+    {
+      schedule: o.schedule as RomSchedule,
+      ...(pretrain.length ? { pretrain: { tasks: pretrain as Array<'ict' | 'phrase_ict'>, epochs: o.pretrainEpochs } } : {}),
+      retrievalEpochs: o.retrievalEpochs,
+      jointEpochs: o.jointEpochs,
+      batchSize: o.batch,
+      readerQuestions: o.readerQuestions,
+      readerPassages: o.readerPassages,
+      lr: o.lr,
+      refresh: o.refresh,
+      seed: o.seed,
+      progress: true,
+      log,
+      ...(group ? { group } : {}),
+    },
+  );
   if (group && group.rank !== 0) return undefined;
   rom.training = { data: o.data, ...(rom.training ?? {}) };
   rom.save(o.out, { dtype });
-  log(`wrote ${o.out} (${Math.round(record.seconds)} s of training, ${record.refreshes.length} index refreshes, ${record.readerExamples} reader questions)`);
+  log(
+    `wrote ${o.out} (${Math.round(record.seconds)} s of training, ${record.refreshes.length} index refreshes, ${record.readerExamples} reader questions)`,
+  );
   return rom;
 }
 
@@ -107,11 +138,25 @@ async function romIndexCommand(o: { model: string; data: string }, log: (line: s
   const rom = await RomModel.load(o.model);
   const corpus = loadBeirCorpus(o.data);
   const where = join(o.model, 'index');
-  await indexCorpusCommand(corpus, () => rom.index(corpus), () => rom.saveIndex(where, corpus.map((p) => p.id)), where, log);
+  await indexCorpusCommand(
+    corpus,
+    () => rom.index(corpus),
+    () =>
+      rom.saveIndex(
+        where,
+        corpus.map((p) => p.id),
+      ),
+    where,
+    log,
+  );
 }
 
 /** Answers questions from a dataset's corpus (the saved index when it matches the corpus, else encoded now). */
-async function askCommand(questions: string[], o: { model: string; data: string; k: number }, log: (line: string) => void = console.log): Promise<void> {
+async function askCommand(
+  questions: string[],
+  o: { model: string; data: string; k: number },
+  log: (line: string) => void = console.log,
+): Promise<void> {
   check(questions.length > 0, 'ERR_ARG', 'give at least one question');
   const rom = await RomModel.load(o.model);
   const corpus = loadBeirCorpus(o.data);
@@ -122,13 +167,19 @@ async function askCommand(questions: string[], o: { model: string; data: string;
     const a = answers[i]!;
     const p = corpus[a.passage];
     log(q);
-    log(a.passage < 0 ? '  (no answer)' : `  ${a.answer}\n  from ${p!.id} "${p!.title}" (reader ${a.passageScore.toFixed(2)}, span ${a.spanScore.toFixed(2)}, retrieval ${a.retrievalScore.toFixed(3)})`);
+    log(
+      a.passage < 0
+        ? '  (no answer)'
+        : `  ${a.answer}\n  from ${p!.id} "${p!.title}" (reader ${a.passageScore.toFixed(2)}, span ${a.spanScore.toFixed(2)}, retrieval ${a.retrievalScore.toFixed(3)})`,
+    );
   });
 }
 
 /** Adds `rom train`, `rom index` and `ask` to the program. */
 export function registerRomCommands(program: Command): void {
-  const rom = program.command('rom').description('ROM: one encoder for retrieval and reading, ICT / PhraseICT, learning schedules, index refresh');
+  const rom = program
+    .command('rom')
+    .description('ROM: one encoder for retrieval and reading, ICT / PhraseICT, learning schedules, index refresh');
   trainingOptions(rom.command('train'), {
     data: 'BEIR layout: corpus.jsonl, queries.jsonl (with answers), qrels/train.tsv (qrels/dev.tsv)',
     out: 'the model directory to write',

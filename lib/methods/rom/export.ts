@@ -45,7 +45,13 @@ export function romExportOnnx(rom: RomModel, out: string): RomOnnxCard {
       }
       writeFileAtomic(join(tmp, 'reader.onnx'), romOnnx(rom.network, rom.network.config, 'reader'));
       writeHfTokenizerFiles(tmp, rom.tokenizer, Math.max(rom.text.readerLength, rom.text.maxPassageLength));
-      const card: RomOnnxCard = { format: 'quorum-onnx', version: 1, method: 'rom', graphs: { retrieval, reader: 'reader.onnx' }, text: rom.text };
+      const card: RomOnnxCard = {
+        format: 'quorum-onnx',
+        version: 1,
+        method: 'rom',
+        graphs: { retrieval, reader: 'reader.onnx' },
+        text: rom.text,
+      };
       writeOnnxCard(tmp, card);
       return card;
     },

@@ -33,7 +33,9 @@ const romCardSchema = z
     format: z.literal(romFormat.format),
     version: z.literal(romFormat.version),
     config: romConfigSchema,
-    text: z.object({ maxQueryLength: positiveInt, maxPassageLength: positiveInt, readerLength: positiveInt, maxAnswerLength: positiveInt }).strict(),
+    text: z
+      .object({ maxQueryLength: positiveInt, maxPassageLength: positiveInt, readerLength: positiveInt, maxAnswerLength: positiveInt })
+      .strict(),
     weights: z.string(),
     retrieval: z
       .discriminatedUnion('kind', [
@@ -90,12 +92,17 @@ export function readRomIndex(dir: string, passages: readonly (PassageText & { id
   const { card: raw, path } = readSavedCard(dir, romIndexFormat);
   const card = checkCard(romIndexSchema, raw, path);
   if (card.ids.length !== passages.length || card.ids.some((id, i) => id !== passages[i]!.id))
-    throw new QuorumError('ERR_FORMAT', `${dir} indexes another corpus (${card.ids.length} passages; rebuild it with \`quorum rom index\`)`);
+    throw new QuorumError(
+      'ERR_FORMAT',
+      `${dir} indexes another corpus (${card.ids.length} passages; rebuild it with \`quorum rom index\`)`,
+    );
   let tensors;
   try {
     tensors = readSafetensors(readFileSync(join(dir, 'vectors.safetensors')));
   } catch (e) {
-    throw new QuorumError(e instanceof QuorumError ? 'ERR_FORMAT' : 'ERR_IO', `${dir}/vectors.safetensors: ${(e as Error).message}`, { cause: e });
+    throw new QuorumError(e instanceof QuorumError ? 'ERR_FORMAT' : 'ERR_IO', `${dir}/vectors.safetensors: ${(e as Error).message}`, {
+      cause: e,
+    });
   }
   const v = tensors.get('vectors');
   if (!v || v.shape.length !== 2 || v.shape[0] !== passages.length || v.shape[1] !== dim)
@@ -112,7 +119,10 @@ export function writeRomIndex(dir: string, ids: readonly string[], vectors: Floa
   replaceDirectorySync(
     dir,
     (tmp) => {
-      writeFileAtomic(join(tmp, 'vectors.safetensors'), writeSafetensors({ vectors: { shape: [ids.length, dim], data: vectors } }, { format: romFormat.format }));
+      writeFileAtomic(
+        join(tmp, 'vectors.safetensors'),
+        writeSafetensors({ vectors: { shape: [ids.length, dim], data: vectors } }, { format: romFormat.format }),
+      );
       writeSavedCard(tmp, romIndexFormat, { ids }, 0);
     },
     { keepOthers: true },

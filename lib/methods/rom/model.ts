@@ -20,12 +20,20 @@ import { Retriever } from '../../models/retriever.js';
 import { TokenTable } from '../../models/token-table.js';
 import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../../validate.js';
 import { RomNetwork, type RomNetworkOptions } from './network.js';
-import { defaultRomText, readRomCard, readRomIndex, romFormat, writeRomCard, writeRomIndex, type RomCard, type RomConfig, type RomTextSettings } from './format.js';
+import {
+  defaultRomText,
+  readRomCard,
+  readRomIndex,
+  romFormat,
+  writeRomCard,
+  writeRomIndex,
+  type RomCard,
+  type RomConfig,
+  type RomTextSettings,
+} from './format.js';
 import { readCandidates, type RomAnswer } from './reading.js';
 import { passagePieces, type PassagePieces } from './reader-inputs.js';
 import { brandClass } from '../../brand.js';
-
- 
 
 const createKeys = optionKeys<Parameters<typeof RomModel.create>[0]>()(['tokenizer', 'network', 'text']);
 const textKeys = optionKeys<RomTextSettings>()(['maxQueryLength', 'maxPassageLength', 'readerLength', 'maxAnswerLength']);
@@ -168,7 +176,13 @@ export class RomModel {
     options: { batchQuestions?: number } = {},
   ): Promise<RomAnswer[]> {
     return readCandidates(
-      { tokenizer: this.tokenizer, text: this.text, marksMatches: this.network.marksMatches, pieces: (row) => this.passagePieces(row, passages), read: (inputs) => this.network.read(inputs) },
+      {
+        tokenizer: this.tokenizer,
+        text: this.text,
+        marksMatches: this.network.marksMatches,
+        pieces: (row) => this.passagePieces(row, passages),
+        read: (inputs) => this.network.read(inputs),
+      },
       questions,
       candidates,
       options,
@@ -195,7 +209,8 @@ export class RomModel {
   saveIndex(dir: string, ids: readonly string[]): void {
     const corpus = this.requireIndex();
     mustBeArray(ids, 'ids');
-    if (ids.length !== corpus.passages.length) throw new QuorumError('ERR_SHAPE', `${ids.length} ids for an index of ${corpus.passages.length} passages`);
+    if (ids.length !== corpus.passages.length)
+      throw new QuorumError('ERR_SHAPE', `${ids.length} ids for an index of ${corpus.passages.length} passages`);
     writeRomIndex(dir, ids, corpus.vectors.data, corpus.vectors.shape[1]!);
   }
 
@@ -232,7 +247,13 @@ export class RomModel {
       writeWeights(r.network, join(dir, 'retrieval.safetensors'), dtype, romFormat.format);
       retrieval = { kind: 'rom', config: r.network.config, weights: 'retrieval.safetensors' };
     } else if (r?.kind === 'retriever') {
-      r.model.saveModel(join(dir, 'retriever'), { tokenizer: this.tokenizer, dtype, maxQueryLength: this.text.maxQueryLength, maxPassageLength: this.text.maxPassageLength, taskMarkers: false });
+      r.model.saveModel(join(dir, 'retriever'), {
+        tokenizer: this.tokenizer,
+        dtype,
+        maxQueryLength: this.text.maxQueryLength,
+        maxPassageLength: this.text.maxPassageLength,
+        taskMarkers: false,
+      });
       retrieval = { kind: 'retriever', dir: 'retriever' };
     }
     const card: Omit<RomCard, 'format' | 'version'> = {
@@ -276,10 +297,12 @@ function networkOf(config: RomConfig, tokenizer: WordPieceTokenizer, path: strin
   try {
     network = RomNetwork.fromConfig(config);
   } catch (e) {
-    if (e instanceof QuorumError && e.code !== 'ERR_BACKEND_UNAVAILABLE') throw new QuorumError('ERR_FORMAT', `${path}: bad configuration: ${e.message}`, { cause: e });
+    if (e instanceof QuorumError && e.code !== 'ERR_BACKEND_UNAVAILABLE')
+      throw new QuorumError('ERR_FORMAT', `${path}: bad configuration: ${e.message}`, { cause: e });
     throw e;
   }
-  if (config.encoder.vocabSize !== tokenizer.size) throw new QuorumError('ERR_FORMAT', `${path}: vocab.txt has ${tokenizer.size} tokens, the network ${config.encoder.vocabSize}`);
+  if (config.encoder.vocabSize !== tokenizer.size)
+    throw new QuorumError('ERR_FORMAT', `${path}: vocab.txt has ${tokenizer.size} tokens, the network ${config.encoder.vocabSize}`);
   return network;
 }
 

@@ -204,10 +204,16 @@ export class RomNetwork extends TrainableTable {
    * Forward and backward of a contrastive batch through one head; gradients add up until {@link step}. With a
    * `group`, `batch` is this rank's part of the global batch, scored whole (docs/guides/distributed.md).
    */
-  async accumulate(batch: TrainBatchArg, head: RomHead = 'retrieval', options: { normalize?: boolean; group?: ProcessGroup } = {}): Promise<RomStepStats> {
+  async accumulate(
+    batch: TrainBatchArg,
+    head: RomHead = 'retrieval',
+    options: { normalize?: boolean; group?: ProcessGroup } = {},
+  ): Promise<RomStepStats> {
     checkOptions(options, accumulateKeys, 'accumulate options');
     const group = groupOf(options);
-    return awaitNative(callNative(() => this.native.accumulate(batch, head, options.normalize ?? true, true, group)) as Promise<RomStepStats>);
+    return awaitNative(
+      callNative(() => this.native.accumulate(batch, head, options.normalize ?? true, true, group)) as Promise<RomStepStats>,
+    );
   }
 
   /** {@link accumulate} on the calling thread. */

@@ -41,7 +41,11 @@ export async function updateRomIndex(dir: string, changes: RomIndexChanges): Pro
   checkOptions(changes, changeKeys, 'index changes');
   const { passages } = changes;
   mustBeArray(passages, 'passages');
-  const { kept, add } = planCorpusChange(passages.map((p) => p.id), changes, 'a ROM index');
+  const { kept, add } = planCorpusChange(
+    passages.map((p) => p.id),
+    changes,
+    'a ROM index',
+  );
   const indexDir = changes.index ?? join(dir, 'index');
   // Loading checks that the index holds `passages`; its retrieval side encodes the new ones.
   const server = await RomServer.load(dir, { passages, index: indexDir });
@@ -49,7 +53,12 @@ export async function updateRomIndex(dir: string, changes: RomIndexChanges): Pro
     const { data: old, dim } = server.indexVectors();
     const vectors = keptRowsThen(old, dim, kept, add.length ? await server.encodePassages(add) : new Float32Array(0));
     const corpus = [...kept.map((row) => passages[row]!), ...add];
-    writeRomIndex(indexDir, corpus.map((p) => p.id), vectors, dim);
+    writeRomIndex(
+      indexDir,
+      corpus.map((p) => p.id),
+      vectors,
+      dim,
+    );
     return corpus;
   } finally {
     await server.dispose();

@@ -92,11 +92,17 @@ export class ReaderData {
         questionOf.push(q);
       }
     });
-    const rows = readerRows(this.tokenizer, chosen.map((x) => this.question(x.example)), questionOf, rowsPassages, {
-      maxLength: this.o.readerLength,
-      maxQuestion: this.o.maxQuestion,
-      markMatches: this.o.markMatches,
-    });
+    const rows = readerRows(
+      this.tokenizer,
+      chosen.map((x) => this.question(x.example)),
+      questionOf,
+      rowsPassages,
+      {
+        maxLength: this.o.readerLength,
+        maxQuestion: this.o.maxQuestion,
+        markMatches: this.o.markMatches,
+      },
+    );
     return {
       inputs: rows.inputs,
       passages: P,

@@ -7,7 +7,11 @@ import type { TokenBatchArg } from '../../native.js';
 import { WordPieceTokenizer } from '../../text/tokenizer.js';
 import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../../validate.js';
 
-const rowKeys = optionKeys<{ maxLength?: number; maxQuestion?: number; markMatches?: boolean }>()(['maxLength', 'maxQuestion', 'markMatches']);
+const rowKeys = optionKeys<{ maxLength?: number; maxQuestion?: number; markMatches?: boolean }>()([
+  'maxLength',
+  'maxQuestion',
+  'markMatches',
+]);
 
 /** A passage's pieces and, for each, the character range of the whitespace word it belongs to. */
 export interface PassagePieces {
@@ -28,7 +32,12 @@ function checkTokenizer(t: unknown): void {
 function checkPieces(p: unknown): void {
   mustBeObject(p, 'passage pieces');
   const x = p as PassagePieces;
-  if (typeof x.text !== 'string' || !(x.ids instanceof Int32Array) || !(x.wordStart instanceof Int32Array) || !(x.wordEnd instanceof Int32Array))
+  if (
+    typeof x.text !== 'string' ||
+    !(x.ids instanceof Int32Array) ||
+    !(x.wordStart instanceof Int32Array) ||
+    !(x.wordEnd instanceof Int32Array)
+  )
     throw new QuorumError('ERR_ARG', 'passage pieces must come from passagePieces()');
 }
 
@@ -93,7 +102,8 @@ export function findAnswer(
 /** The original text of pieces start..end (inclusive): from the first piece's word to the last piece's word. */
 export function spanText(passage: PassagePieces, start: number, end: number): string {
   checkPieces(passage);
-  if (!(start >= 0 && end >= start && end < passage.ids.length)) throw new QuorumError('ERR_RANGE', `span ${start}..${end} outside the passage's ${passage.ids.length} pieces`);
+  if (!(start >= 0 && end >= start && end < passage.ids.length))
+    throw new QuorumError('ERR_RANGE', `span ${start}..${end} outside the passage's ${passage.ids.length} pieces`);
   return passage.text.slice(passage.wordStart[start]!, passage.wordEnd[end]!);
 }
 
@@ -129,7 +139,8 @@ export function readerRows(
   const maxLength = options.maxLength ?? 256;
   const maxQuestion = options.maxQuestion ?? 32;
   if (!Number.isInteger(maxLength) || maxLength < 8) throw new QuorumError('ERR_RANGE', 'maxLength must be an integer >= 8');
-  if (questionOf.length !== passages.length) throw new QuorumError('ERR_SHAPE', `${questionOf.length} question indices for ${passages.length} passages`);
+  if (questionOf.length !== passages.length)
+    throw new QuorumError('ERR_SHAPE', `${questionOf.length} question indices for ${passages.length} passages`);
   const rows = passages.length;
   const lengths = new Int32Array(rows);
   const offset = new Int32Array(rows);

@@ -50,7 +50,8 @@ export async function readCandidates(
   mustBeArray(questions, 'questions');
   mustBeArray(candidates, 'candidates');
   checkOptions(options, readKeys, 'read options');
-  if (candidates.length !== questions.length) throw new QuorumError('ERR_SHAPE', `${candidates.length} candidate lists for ${questions.length} questions`);
+  if (candidates.length !== questions.length)
+    throw new QuorumError('ERR_SHAPE', `${candidates.length} candidate lists for ${questions.length} questions`);
   const per = options.batchQuestions ?? 8;
   if (!Number.isInteger(per) || per < 1) throw new QuorumError('ERR_RANGE', 'batchQuestions must be an integer >= 1');
   const out: RomAnswer[] = [];
@@ -68,11 +69,17 @@ export async function readCandidates(
       }
     });
     const rows = pieces.length
-      ? readerRows(ctx.tokenizer, qs.map((q) => ctx.tokenizer.ids(questions[q]!)), questionOf, pieces, {
-          maxLength: ctx.text.readerLength,
-          maxQuestion: ctx.text.maxQueryLength,
-          markMatches: ctx.marksMatches,
-        })
+      ? readerRows(
+          ctx.tokenizer,
+          qs.map((q) => ctx.tokenizer.ids(questions[q]!)),
+          questionOf,
+          pieces,
+          {
+            maxLength: ctx.text.readerLength,
+            maxQuestion: ctx.text.maxQueryLength,
+            markMatches: ctx.marksMatches,
+          },
+        )
       : undefined;
     const logits = rows ? await ctx.read(rows.inputs) : undefined;
     qs.forEach((q, i) => {
@@ -84,7 +91,11 @@ export async function readCandidates(
       const T = rows.inputs.seqLen;
       let best = first[i]!;
       for (let r = first[i]! + 1; r < first[i]! + list.length; r++) if (logits.relevance[r]! > logits.relevance[best]!) best = r;
-      const span = bestSpans(logits.start, logits.end, { offset: best * T + rows.offset[best]!, length: rows.count[best]!, maxLength: ctx.text.maxAnswerLength })[0];
+      const span = bestSpans(logits.start, logits.end, {
+        offset: best * T + rows.offset[best]!,
+        length: rows.count[best]!,
+        maxLength: ctx.text.maxAnswerLength,
+      })[0];
       const hit = list[best - first[i]!]!;
       out.push({
         answer: span ? spanText(pieces[best]!, span.start, span.end) : '',

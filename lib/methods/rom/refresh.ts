@@ -1,5 +1,6 @@
 // ROM's joint optimization (the paper's Algorithm 1): after each round of joint training the retrieval validation
-// (DPR's average rank, docs/methods/evaluation.md#average-rank: lower is better) is read; only a strict improvement re-encodes the corpus and
+// (DPR's average rank, docs/methods/evaluation.md#average-rank: lower is better) is read; only a strict improvement
+// re-encodes the corpus and
 // rebuilds the index, and the reader's training passages are replaced only when the new retrieval is better too.
 import { QuorumError } from '../../errors.js';
 import { checkOptions, optionKeys } from '../../validate.js';

@@ -35,9 +35,11 @@ const scheduleKeys = optionKeys<ScheduleOptions>()(['seed', 'floor']);
  */
 export function retrievalWeight(schedule: RomSchedule, epoch: number, epochs: number, options: ScheduleOptions = {}): number {
   checkOptions(options, scheduleKeys, 'retrievalWeight options');
-  if (!ROM_SCHEDULES.includes(schedule)) throw new QuorumError('ERR_ARG', `schedule must be one of ${ROM_SCHEDULES.join(', ')}, got ${String(schedule)}`);
+  if (!ROM_SCHEDULES.includes(schedule))
+    throw new QuorumError('ERR_ARG', `schedule must be one of ${ROM_SCHEDULES.join(', ')}, got ${String(schedule)}`);
   if (!Number.isInteger(epochs) || epochs < 1) throw new QuorumError('ERR_RANGE', 'epochs must be an integer >= 1');
-  if (!Number.isInteger(epoch) || epoch < 0 || epoch >= epochs) throw new QuorumError('ERR_RANGE', `epoch must be an integer in [0, ${epochs})`);
+  if (!Number.isInteger(epoch) || epoch < 0 || epoch >= epochs)
+    throw new QuorumError('ERR_RANGE', `epoch must be an integer in [0, ${epochs})`);
   const floor = options.floor ?? 0.01;
   if (!(floor > 0 && floor < 0.5)) throw new QuorumError('ERR_RANGE', 'floor must be in (0, 0.5)');
   switch (schedule) {

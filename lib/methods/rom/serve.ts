@@ -58,7 +58,10 @@ export class RomServer {
    * DIR/index) for `passages`, and opens the ONNX Runtime sessions. ERR_IO / ERR_FORMAT for missing or damaged files
    * or an index of another corpus, ERR_BACKEND_UNAVAILABLE without onnxruntime-node.
    */
-  static async load(dir: string, options: { passages: readonly (PassageText & { id: string })[]; index?: string; threads?: number }): Promise<RomServer> {
+  static async load(
+    dir: string,
+    options: { passages: readonly (PassageText & { id: string })[]; index?: string; threads?: number },
+  ): Promise<RomServer> {
     mustBeString(dir, 'ROM directory');
     mustBeObject(options, 'RomServer options');
     checkOptions(options, loadKeys, 'RomServer options');
@@ -68,7 +71,8 @@ export class RomServer {
     const { card, path } = readRomCard(dir);
     const ort = onnxRuntime();
     const tokenizer = await readTokenizerFiles(dir);
-    if (card.config.encoder?.vocabSize !== tokenizer.size) throw new QuorumError('ERR_FORMAT', `${path}: vocab.txt has ${tokenizer.size} tokens, the network ${card.config.encoder?.vocabSize}`);
+    if (card.config.encoder?.vocabSize !== tokenizer.size)
+      throw new QuorumError('ERR_FORMAT', `${path}: vocab.txt has ${tokenizer.size} tokens, the network ${card.config.encoder?.vocabSize}`);
     const opts = servingSessionOptions(options.threads);
     const open: OrtSession[] = [];
     let encoder: ServingEncoder | undefined;
@@ -84,7 +88,10 @@ export class RomServer {
         retrieval = { kind: 'encoder', encoder };
         dim = encoder.dim;
       } else {
-        const side = r?.kind === 'rom' ? { params: parametersOf(savedFile(dir, r.weights, path, 'retrieval')), config: r.config } : { params: network, config: card.config };
+        const side =
+          r?.kind === 'rom'
+            ? { params: parametersOf(savedFile(dir, r.weights, path, 'retrieval')), config: r.config }
+            : { params: network, config: card.config };
         const session = await ort.InferenceSession.create(romOnnx(side.params, side.config, 'retrieval'), opts);
         open.push(session);
         retrieval = { kind: 'graph', session };
@@ -107,7 +114,11 @@ export class RomServer {
     const k = checkK(options.k ?? 20);
     if (!questions.length) return [];
     const q = await this.encodeQuestions(questions);
-    const top = await scoreTopK(Tensor.wrap(q, [questions.length, q.length / questions.length], 'f32'), this.vectors, Math.min(k, this.passages.length));
+    const top = await scoreTopK(
+      Tensor.wrap(q, [questions.length, q.length / questions.length], 'f32'),
+      this.vectors,
+      Math.min(k, this.passages.length),
+    );
     return questions.map((_, i) => top.hits(i));
   }
 

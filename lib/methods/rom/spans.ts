@@ -4,7 +4,12 @@
 import { QuorumError } from '../../errors.js';
 import { checkOptions, mustBeArray, optionKeys } from '../../validate.js';
 
-const spanKeys = optionKeys<{ maxLength?: number; top?: number; offset?: number; length?: number }>()(['maxLength', 'top', 'offset', 'length']);
+const spanKeys = optionKeys<{ maxLength?: number; top?: number; offset?: number; length?: number }>()([
+  'maxLength',
+  'top',
+  'offset',
+  'length',
+]);
 
 /** One decoded answer span of a reader row, in token positions. */
 export interface Span {

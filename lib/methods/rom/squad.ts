@@ -84,7 +84,10 @@ export function squadScores(prediction: string, golds: readonly string[]): { em:
  * @example
  * squadEvaluate(['Denver Broncos'], [['Denver Broncos', 'The Broncos']]) // { em: 1, f1: 1, questions: 1 }
  */
-export function squadEvaluate(predictions: readonly string[], golds: readonly (readonly string[])[]): { em: number; f1: number; questions: number } {
+export function squadEvaluate(
+  predictions: readonly string[],
+  golds: readonly (readonly string[])[],
+): { em: number; f1: number; questions: number } {
   mustBeArray(predictions, 'predictions');
   mustBeArray(golds, 'gold answers');
   if (predictions.length !== golds.length)

@@ -131,13 +131,32 @@ export interface RomTrainingData {
 }
 
 const trainKeys = optionKeys<RomTrainOptions>()([
-  'pretrain', 'retrievalEpochs', 'jointEpochs', 'schedule', 'scheduleFloor', 'batchSize', 'hardNegatives', 'readerQuestions', 'readerPassages',
-  'readerDepth', 'lr', 'clip', 'temperature', 'normalizeLosses', 'refresh', 'validationPool', 'seed', 'log', 'progress', 'group',
+  'pretrain',
+  'retrievalEpochs',
+  'jointEpochs',
+  'schedule',
+  'scheduleFloor',
+  'batchSize',
+  'hardNegatives',
+  'readerQuestions',
+  'readerPassages',
+  'readerDepth',
+  'lr',
+  'clip',
+  'temperature',
+  'normalizeLosses',
+  'refresh',
+  'validationPool',
+  'seed',
+  'log',
+  'progress',
+  'group',
 ]);
 const pretrainKeys = optionKeys<NonNullable<RomTrainOptions['pretrain']>>()(['tasks', 'epochs', 'examplesPerEpoch', 'keepRate']);
 
 const positiveInt = (v: number, name: string, zero = false) => {
-  if (!Number.isInteger(v) || v < (zero ? 0 : 1)) throw new QuorumError('ERR_RANGE', `${name} must be an integer >= ${zero ? 0 : 1}, got ${v}`);
+  if (!Number.isInteger(v) || v < (zero ? 0 : 1))
+    throw new QuorumError('ERR_RANGE', `${name} must be an integer >= ${zero ? 0 : 1}, got ${v}`);
 };
 
 /**
@@ -179,17 +198,27 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
   positiveInt(o.retrievalEpochs, 'retrievalEpochs', true);
   positiveInt(o.jointEpochs, 'jointEpochs', true);
   positiveInt(pre.epochs, 'pretrain.epochs', true);
-  for (const [k, v] of Object.entries({ batchSize: o.batchSize, readerQuestions: o.readerQuestions, readerPassages: o.readerPassages, readerDepth: o.readerDepth }))
+  for (const [k, v] of Object.entries({
+    batchSize: o.batchSize,
+    readerQuestions: o.readerQuestions,
+    readerPassages: o.readerPassages,
+    readerDepth: o.readerDepth,
+  }))
     positiveInt(v, k);
   positiveInt(o.hardNegatives, 'hardNegatives', true);
   if (!(o.lr > 0)) throw new QuorumError('ERR_RANGE', 'lr must be > 0');
-  for (const t of pre.tasks) if (t !== 'ict' && t !== 'phrase_ict') throw new QuorumError('ERR_ARG', `a pre-training task is 'ict' or 'phrase_ict', got ${String(t)}`);
+  for (const t of pre.tasks)
+    if (t !== 'ict' && t !== 'phrase_ict')
+      throw new QuorumError('ERR_ARG', `a pre-training task is 'ict' or 'phrase_ict', got ${String(t)}`);
   if (!data.train.length && (o.retrievalEpochs > 0 || o.jointEpochs > 0)) throw new QuorumError('ERR_ARG', 'no training questions');
   const group = optionalGroup(o.group);
   const rank = group?.rank ?? 0;
   const size = group?.size ?? 1;
   if (o.batchSize < size || o.readerQuestions < size)
-    throw new QuorumError('ERR_RANGE', `batchSize (${o.batchSize}) and readerQuestions (${o.readerQuestions}) must be at least the ${size} ranks`);
+    throw new QuorumError(
+      'ERR_RANGE',
+      `batchSize (${o.batchSize}) and readerQuestions (${o.readerQuestions}) must be at least the ${size} ranks`,
+    );
   // This rank's share of a batch's questions; its collectives and what they are called with.
   const mine = <T>(items: readonly T[]): T[] => (group ? rankPart(items, rank, size) : [...items]);
   const ranked = group ? { group } : {};
@@ -246,14 +275,17 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
       }
       bar?.stop();
       const losses: RomEpochRecord['losses'] = {};
-      for (const [k, a] of Object.entries(sums)) losses[k as RomHead] = { loss: a.loss / a.n, chance: a.chance / a.n, accuracy: a.correct / a.n };
+      for (const [k, a] of Object.entries(sums))
+        losses[k as RomHead] = { loss: a.loss / a.n, chance: a.chance / a.n, accuracy: a.correct / a.n };
       const rec: RomEpochRecord = { phase, epoch, lambdas, losses, seconds: (performance.now() - e0) / 1000, tokens };
       record.epochs.push(rec);
       return rec;
     };
     const describe = (r: RomEpochRecord) =>
       `${r.phase} epoch ${r.epoch + 1}: ` +
-      Object.entries(r.losses).map(([k, v]) => `${k} loss ${v.loss.toFixed(3)} (chance ${v.chance.toFixed(2)}, acc ${(v.accuracy * 100).toFixed(1)}%)`).join(', ') +
+      Object.entries(r.losses)
+        .map(([k, v]) => `${k} loss ${v.loss.toFixed(3)} (chance ${v.chance.toFixed(2)}, acc ${(v.accuracy * 100).toFixed(1)}%)`)
+        .join(', ') +
       (r.averageRank !== undefined ? `, dev average rank ${r.averageRank.toFixed(2)}` : '') +
       `, ${Math.round(r.tokens / Math.max(r.seconds, 1e-9))} tokens/s`;
 
@@ -268,19 +300,29 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
         const streams = new Map<RomHead, SelfSupervisedExample[]>();
         for (const t of pre.tasks) {
           const seed = o.seed * 31 + epoch * 2 + (t === 'ict' ? 0 : 1);
-          const made = t === 'ict' ? ictExamples(data.passages, { seed, keepRate: pre.keepRate }) : phraseIctExamples(data.passages, idf!, { seed, keepRate: pre.keepRate });
+          const made =
+            t === 'ict'
+              ? ictExamples(data.passages, { seed, keepRate: pre.keepRate })
+              : phraseIctExamples(data.passages, idf!, { seed, keepRate: pre.keepRate });
           streams.set(t, shuffle([...made], seededRandom(seed)).slice(0, perTask));
         }
-        const rec = await epochLoop('pretrain', epoch, stepsPer, (s) => lrSchedule(epoch * stepsPer + s), Object.fromEntries(pre.tasks.map((t) => [t, lambda])), async (s) => {
-          const out: Array<{ task: RomHead; stats: RomStepStats }> = [];
-          for (const [task, list] of streams) {
-            const part = list.slice(s * o.batchSize, (s + 1) * o.batchSize);
-            if (part.length < Math.max(2, size)) continue;
-            const batch = await selfSupervisedBatch(model, data.passages, mine(part), temperature, lambda);
-            out.push({ task, stats: await network.accumulate(batch, task, { normalize: o.normalizeLosses, ...ranked }) });
-          }
-          return out;
-        });
+        const rec = await epochLoop(
+          'pretrain',
+          epoch,
+          stepsPer,
+          (s) => lrSchedule(epoch * stepsPer + s),
+          Object.fromEntries(pre.tasks.map((t) => [t, lambda])),
+          async (s) => {
+            const out: Array<{ task: RomHead; stats: RomStepStats }> = [];
+            for (const [task, list] of streams) {
+              const part = list.slice(s * o.batchSize, (s + 1) * o.batchSize);
+              if (part.length < Math.max(2, size)) continue;
+              const batch = await selfSupervisedBatch(model, data.passages, mine(part), temperature, lambda);
+              out.push({ task, stats: await network.accumulate(batch, task, { normalize: o.normalizeLosses, ...ranked }) });
+            }
+            return out;
+          },
+        );
         const v = await averageRank();
         if (v !== undefined) rec.averageRank = v;
         log(describe(rec));
@@ -294,20 +336,36 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
       if (all.length < size) return undefined;
       const members = mine(all);
       const c = composeBatch(data.train, members, o.hardNegatives, random);
-      return { queries: trainQ.batch(members), passages: passages.batch(c.passageRows), positives: c.positives, ignore: c.ignore, lossScale: lambda, temperature };
+      return {
+        queries: trainQ.batch(members),
+        passages: passages.batch(c.passageRows),
+        positives: c.positives,
+        ignore: c.ignore,
+        lossScale: lambda,
+        temperature,
+      };
     };
     const retrievalPart = async (all: number[], lambda: number): Promise<Array<{ task: RomHead; stats: RomStepStats }>> => {
       const b = retrievalBatch(all, lambda);
       return b ? [{ task: 'retrieval', stats: await network.accumulate(b, 'retrieval', { normalize: o.normalizeLosses, ...ranked }) }] : [];
     };
-    const order = (epoch: number) => shuffle(Array.from({ length: data.train.length }, (_, i) => i), seededRandom(o.seed * 7919 + epoch));
+    const order = (epoch: number) =>
+      shuffle(
+        Array.from({ length: data.train.length }, (_, i) => i),
+        seededRandom(o.seed * 7919 + epoch),
+      );
     if (o.retrievalEpochs > 0 && !separate) {
       const lrSchedule = linearSchedule(Math.round(o.retrievalEpochs * retrievalStepsPer * 0.1), o.retrievalEpochs * retrievalStepsPer);
       let best = Infinity;
       for (let epoch = 0; epoch < o.retrievalEpochs; epoch++) {
         const ord = order(epoch);
-        const rec = await epochLoop('retrieval', epoch, retrievalStepsPer, (s) => lrSchedule(epoch * retrievalStepsPer + s), { retrieval: 1 }, (s) =>
-          retrievalPart(ord.slice(s * o.batchSize, (s + 1) * o.batchSize), 1),
+        const rec = await epochLoop(
+          'retrieval',
+          epoch,
+          retrievalStepsPer,
+          (s) => lrSchedule(epoch * retrievalStepsPer + s),
+          { retrieval: 1 },
+          (s) => retrievalPart(ord.slice(s * o.batchSize, (s + 1) * o.batchSize), 1),
         );
         const v = await averageRank();
         if (v !== undefined) rec.averageRank = v;
@@ -321,32 +379,56 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
     }
 
     // Phase 3: joint training with the schedule and the index refresh.
-    const reader = new ReaderData(tok, data.passages, (row) => model.passagePieces(row, data.passages), data.train, { readerLength: text.readerLength, maxQuestion: text.maxQueryLength, passages: o.readerPassages, depth: o.readerDepth, markMatches: network.marksMatches });
+    const reader = new ReaderData(tok, data.passages, (row) => model.passagePieces(row, data.passages), data.train, {
+      readerLength: text.readerLength,
+      maxQuestion: text.maxQueryLength,
+      passages: o.readerPassages,
+      depth: o.readerDepth,
+      markMatches: network.marksMatches,
+    });
     record.readerExamples = reader.examples.length;
-    if (o.jointEpochs > 0 && reader.examples.length === 0) log('no training question has an answer string in a gold passage: the reader is not trained');
+    if (o.jointEpochs > 0 && reader.examples.length === 0)
+      log('no training question has an answer string in a gold passage: the reader is not trained');
     if (o.jointEpochs > 0) {
       let pending: number[][] = [];
-      const refresher = new IndexRefresh(
-        {
-          refresh: async () => {
-            const vectors = await encodeTable(model.retrievalEncoder(), passages, { side: 'passage' });
-            const search = async (table: TokenTable) =>
-              scoreTopK(await encodeTable(model.retrievalEncoder(), table, { side: 'query' }), vectors, Math.min(o.readerDepth + 10, data.passages.length));
-            const top = await search(trainQ);
-            pending = data.train.map((_, i) => top.hits(i).map((h) => h.id));
-            if (!validation) return 0;
-            // Dev recall at the reader's width: how often the reader would see a gold passage.
-            const devTop = await search(validation.allQuestions);
-            return dev!.reduce((a, e, i) => a + (devTop.hits(i).slice(0, o.readerPassages).some((h) => e.positives.includes(h.id)) ? 1 : 0), 0) / dev!.length;
-          },
-          updateReader: async () => reader.setRetrieved(pending),
-          log,
+      const refresher = new IndexRefresh({
+        refresh: async () => {
+          const vectors = await encodeTable(model.retrievalEncoder(), passages, { side: 'passage' });
+          const search = async (table: TokenTable) =>
+            scoreTopK(
+              await encodeTable(model.retrievalEncoder(), table, { side: 'query' }),
+              vectors,
+              Math.min(o.readerDepth + 10, data.passages.length),
+            );
+          const top = await search(trainQ);
+          pending = data.train.map((_, i) => top.hits(i).map((h) => h.id));
+          if (!validation) return 0;
+          // Dev recall at the reader's width: how often the reader would see a gold passage.
+          const devTop = await search(validation.allQuestions);
+          return (
+            dev!.reduce(
+              (a, e, i) =>
+                a +
+                (devTop
+                  .hits(i)
+                  .slice(0, o.readerPassages)
+                  .some((h) => e.positives.includes(h.id))
+                  ? 1
+                  : 0),
+              0,
+            ) / dev!.length
+          );
         },
-      );
+        updateReader: async () => reader.setRetrieved(pending),
+        log,
+      });
       const E = o.jointEpochs;
       const stepsPer = retrievalStepsPer;
       const lrSchedule = linearSchedule(Math.round(E * stepsPer * 0.1), E * stepsPer);
-      const readerOrder = shuffle(Array.from({ length: reader.examples.length }, (_, i) => i), seededRandom(o.seed + 17));
+      const readerOrder = shuffle(
+        Array.from({ length: reader.examples.length }, (_, i) => i),
+        seededRandom(o.seed + 17),
+      );
       let readerAt = 0;
       const readerBatch = (lambda: number): ReaderBatchArg => {
         const chosen = Array.from({ length: o.readerQuestions }, () => reader.examples[readerOrder[readerAt++ % readerOrder.length]!]!);
@@ -366,15 +448,24 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
           model.retrieval = { kind: 'rom', network: side };
           await refresher.force(epoch, (await averageRank()) ?? Infinity);
         }
-        const wr = separate ? 0 : retrievalWeight(o.schedule, epoch, E, { seed: o.seed, ...(o.scheduleFloor !== undefined ? { floor: o.scheduleFloor } : {}) });
+        const wr = separate
+          ? 0
+          : retrievalWeight(o.schedule, epoch, E, { seed: o.seed, ...(o.scheduleFloor !== undefined ? { floor: o.scheduleFloor } : {}) });
         const wd = reader.examples.length ? 1 - wr : 0;
         const ord = order(o.retrievalEpochs + epoch);
-        const rec = await epochLoop('joint', epoch, stepsPer, (s) => lrSchedule(epoch * stepsPer + s), { retrieval: wr, reader: wd }, async (s) => {
-          const out: Array<{ task: RomHead | 'reader'; stats: RomStepStats }> = [];
-          if (wr > 0) out.push(...(await retrievalPart(ord.slice(s * o.batchSize, (s + 1) * o.batchSize), wr)));
-          if (wd > 0) out.push({ task: 'reader', stats: await network.accumulateReader(readerBatch(wd), ranked) });
-          return out;
-        });
+        const rec = await epochLoop(
+          'joint',
+          epoch,
+          stepsPer,
+          (s) => lrSchedule(epoch * stepsPer + s),
+          { retrieval: wr, reader: wd },
+          async (s) => {
+            const out: Array<{ task: RomHead | 'reader'; stats: RomStepStats }> = [];
+            if (wr > 0) out.push(...(await retrievalPart(ord.slice(s * o.batchSize, (s + 1) * o.batchSize), wr)));
+            if (wd > 0) out.push({ task: 'reader', stats: await network.accumulateReader(readerBatch(wd), ranked) });
+            return out;
+          },
+        );
         const retrievalTrains = !separate && !(o.schedule === 'pipeline' && epoch >= switchAt);
         const v = retrievalTrains ? await averageRank() : undefined;
         if (v !== undefined) rec.averageRank = v;
@@ -397,7 +488,8 @@ export async function trainRom(model: RomModel, data: RomTrainingData, options: 
 }
 
 /**
- * The dev pool (docs/methods/evaluation.md#average-rank) and the dev questions, tokenized once: validate() reads each task's questions from a table
+ * The dev pool (docs/methods/evaluation.md#average-rank) and the dev questions, tokenized once: validate() reads each
+ * task's questions from a table
  * per task, and here every task points at the one table of all dev questions (row i = question i).
  */
 async function validationInput(
@@ -430,13 +522,26 @@ async function selfSupervisedBatch(
   lossScale: number,
 ): Promise<TrainBatchArg> {
   const tok = model.tokenizer;
-  const queries: TokenBatchArg = await tok.encodeAsync(part.map((e) => e.query), { maxLength: model.text.maxQueryLength });
-  const evidence: TokenBatchArg = await tok.encodeAsync(part.map((e) => passages[e.passage]!.title), {
-    pairs: part.map((e) => e.context),
-    maxLength: model.text.maxPassageLength,
-  });
+  const queries: TokenBatchArg = await tok.encodeAsync(
+    part.map((e) => e.query),
+    { maxLength: model.text.maxQueryLength },
+  );
+  const evidence: TokenBatchArg = await tok.encodeAsync(
+    part.map((e) => passages[e.passage]!.title),
+    {
+      pairs: part.map((e) => e.context),
+      maxLength: model.text.maxPassageLength,
+    },
+  );
   // Two examples from one passage (when a stream repeats passages) are not each other's negatives.
   const ignore: number[] = [];
   part.forEach((a, i) => part.forEach((b, j) => i !== j && a.passage === b.passage && ignore.push(i, j)));
-  return { queries, passages: evidence, positives: Int32Array.from(part.map((_, i) => i)), ignore: Int32Array.from(ignore), lossScale, temperature };
+  return {
+    queries,
+    passages: evidence,
+    positives: Int32Array.from(part.map((_, i) => i)),
+    ignore: Int32Array.from(ignore),
+    lossScale,
+    temperature,
+  };
 }
