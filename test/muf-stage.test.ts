@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Tensor, capabilities, scoreTopK, setIsa, setThreads, type Isa } from '../lib/index.js';
 import { FamiliarityBank, type FamiliarityCalibration } from '../lib/methods/muf/familiarity.js';
 import { mufConfidence } from '../lib/methods/muf/serve.js';
-import { mufStage, type MufStageExpert } from '../lib/methods/muf/stage.js';
+import { mufSearch, type MufStageExpert } from '../lib/methods/muf/stage.js';
 import { defaultEncoderConfig, type EncoderConfig } from '../lib/models/config.js';
 import { EmbeddingBagEncoder } from '../lib/models/embedding-bag.js';
 import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
@@ -90,7 +90,7 @@ const specs: Spec[] = [
   { B: 64, dim: 12, N: 3000, L: 40, k: 10, mixedWidths: true, threads: 1 },
 ];
 
-describe.each(caps.availableIsas as Isa[])('mufStage, %s variant', (isa) => {
+describe.each(caps.availableIsas as Isa[])('mufSearch, %s variant', (isa) => {
   it.each(specs.map((s, i) => [i, s] as const))('spec %i equals the separate calls in every mode', async (i, s) => {
     setIsa(isa);
     const xs = build(s, 1000 * (i + 1));
@@ -119,7 +119,7 @@ describe.each(caps.availableIsas as Isa[])('mufStage, %s variant', (isa) => {
       const stageExperts: MufStageExpert[] = xs.map((x, e) => ({ queries: e === 1 ? Float32Array.from(x.queries.data as Float32Array) : x.queries, passages: x.passages, familiarity: x.bank.stagePart(x.calibration), heads: x.heads }));
       for (const mode of ['uniform', 'familiarity', 'heads'] as const) {
         if (s.threads) setThreads(s.threads);
-        const got = await mufStage(stageExperts, { mode, topL: s.L, k: s.k, tieRank, ...(rows ? { rows } : {}) }).finally(() => setThreads(caps.threads));
+        const got = await mufSearch(stageExperts, { mode, topL: s.L, k: s.k, tieRank, ...(rows ? { rows } : {}) }).finally(() => setThreads(caps.threads));
         const ref = refs[mode];
         const what = `${isa} spec ${i} ${mode}`;
         expect(Array.from(got.confidence), what).toEqual(Array.from(ref.confidence.data));
@@ -138,7 +138,7 @@ describe.each(caps.availableIsas as Isa[])('mufStage, %s variant', (isa) => {
   });
 });
 
-describe('mufStage, bad input', () => {
+describe('mufSearch, bad input', () => {
   it('gives typed errors before searching', async () => {
     const s: Spec = { B: 2, dim: 8, N: 30, L: 5, k: 3 };
     const xs = build(s, 77);
@@ -146,32 +146,32 @@ describe('mufStage, bad input', () => {
     const opts = { mode: 'familiarity' as const, topL: 5, k: 3 };
     const t = (v: number[]) => Tensor.from(Int32Array.from(v), [v.length], 'i32');
     try {
-      expect(await asyncCode(mufStage(ex, { ...opts, rows: t([3, 1]) }))).toBe('ERR_ARG');
-      expect(await asyncCode(mufStage(ex, { ...opts, rows: t([1, 30]) }))).toBe('ERR_RANGE');
-      expect(await asyncCode(mufStage(ex, { ...opts, rows: t([]) }))).toBe('ERR_ARG');
-      expect(await asyncCode(mufStage(ex, { ...opts, rows: t([1, 2]) }))).toBe('ERR_RANGE'); // topL 5 > 2 rows
-      expect(await asyncCode(mufStage(ex, { ...opts, topL: 31 }))).toBe('ERR_RANGE');
-      expect(await asyncCode(mufStage(ex, { ...opts, topL: 0 }))).toBe('ERR_RANGE');
-      expect(await asyncCode(mufStage(ex, { ...opts, k: 0 }))).toBe('ERR_RANGE');
-      expect(await asyncCode(mufStage(ex, { ...opts, mode: 'bogus' as never }))).toBe('ERR_ARG');
-      expect(await asyncCode(mufStage([], opts))).toBe('ERR_ARG');
-      expect(await asyncCode(mufStage([{ queries: xs[0]!.queries, passages: xs[0]!.passages }], opts))).toBe('ERR_STATE');
-      expect(await asyncCode(mufStage([{ queries: xs[0]!.queries, passages: xs[0]!.passages }], { ...opts, mode: 'heads' }))).toBe('ERR_STATE');
+      expect(await asyncCode(mufSearch(ex, { ...opts, rows: t([3, 1]) }))).toBe('ERR_ARG');
+      expect(await asyncCode(mufSearch(ex, { ...opts, rows: t([1, 30]) }))).toBe('ERR_RANGE');
+      expect(await asyncCode(mufSearch(ex, { ...opts, rows: t([]) }))).toBe('ERR_ARG');
+      expect(await asyncCode(mufSearch(ex, { ...opts, rows: t([1, 2]) }))).toBe('ERR_RANGE'); // topL 5 > 2 rows
+      expect(await asyncCode(mufSearch(ex, { ...opts, topL: 31 }))).toBe('ERR_RANGE');
+      expect(await asyncCode(mufSearch(ex, { ...opts, topL: 0 }))).toBe('ERR_RANGE');
+      expect(await asyncCode(mufSearch(ex, { ...opts, k: 0 }))).toBe('ERR_RANGE');
+      expect(await asyncCode(mufSearch(ex, { ...opts, mode: 'bogus' as never }))).toBe('ERR_ARG');
+      expect(await asyncCode(mufSearch([], opts))).toBe('ERR_ARG');
+      expect(await asyncCode(mufSearch([{ queries: xs[0]!.queries, passages: xs[0]!.passages }], opts))).toBe('ERR_STATE');
+      expect(await asyncCode(mufSearch([{ queries: xs[0]!.queries, passages: xs[0]!.passages }], { ...opts, mode: 'heads' }))).toBe('ERR_STATE');
       const short = Tensor.from(randomF32(20 * 8, 5), [20, 8]);
       const wide = Tensor.from(randomF32(2 * 9, 5), [2, 9]);
       const zero = Tensor.from(new Float32Array(0), [0, 8]);
       try {
-        expect(await asyncCode(mufStage([ex[0]!, { ...ex[1]!, passages: short }], opts))).toBe('ERR_SHAPE'); // corpora of different sizes
-        expect(await asyncCode(mufStage([{ ...ex[0]!, queries: wide }], opts))).toBe('ERR_SHAPE');
-        expect(await asyncCode(mufStage([{ ...ex[0]!, queries: zero }], opts))).toBe('ERR_SHAPE');
-        expect(await asyncCode(mufStage([{ ...ex[0]!, queries: new Float32Array(12) }], opts))).toBe('ERR_SHAPE'); // not whole rows of 8
-        expect(await asyncCode(mufStage([{ ...ex[0]!, queries: new Float32Array(0) }], opts))).toBe('ERR_SHAPE');
-        expect(await asyncCode(mufStage([ex[0]!, { ...ex[1]!, queries: new Float32Array(8 * 3) }], opts))).toBe('ERR_SHAPE'); // 3 rows, the others 2
-        expect(await asyncCode(mufStage([{ ...ex[0]!, familiarity: { ...ex[0]!.familiarity!, own: wide.handle } }], opts))).toBe('ERR_SHAPE');
-        expect(await asyncCode(mufStage([{ ...ex[0]!, familiarity: { ...ex[0]!.familiarity!, k: 0 } }], opts))).toBe('ERR_RANGE');
-        expect(await asyncCode(mufStage([{ ...ex[0]!, familiarity: { ...ex[0]!.familiarity!, bias: Number.NaN } }], opts))).toBe('ERR_ARG');
-        expect(await asyncCode(mufStage([{ ...ex[0]!, familiarity: { ...ex[0]!.familiarity!, weight: Number.POSITIVE_INFINITY } }], opts))).toMatch(/^ERR_(ARG|RANGE)$/);
-        expect(await asyncCode(mufStage([{ ...ex[0]!, heads: { ...ex[0]!.heads!, temperature: 0 } }], { ...opts, mode: 'heads' }))).toBe('ERR_RANGE');
+        expect(await asyncCode(mufSearch([ex[0]!, { ...ex[1]!, passages: short }], opts))).toBe('ERR_SHAPE'); // corpora of different sizes
+        expect(await asyncCode(mufSearch([{ ...ex[0]!, queries: wide }], opts))).toBe('ERR_SHAPE');
+        expect(await asyncCode(mufSearch([{ ...ex[0]!, queries: zero }], opts))).toBe('ERR_SHAPE');
+        expect(await asyncCode(mufSearch([{ ...ex[0]!, queries: new Float32Array(12) }], opts))).toBe('ERR_SHAPE'); // not whole rows of 8
+        expect(await asyncCode(mufSearch([{ ...ex[0]!, queries: new Float32Array(0) }], opts))).toBe('ERR_SHAPE');
+        expect(await asyncCode(mufSearch([ex[0]!, { ...ex[1]!, queries: new Float32Array(8 * 3) }], opts))).toBe('ERR_SHAPE'); // 3 rows, the others 2
+        expect(await asyncCode(mufSearch([{ ...ex[0]!, familiarity: { ...ex[0]!.familiarity!, own: wide.handle } }], opts))).toBe('ERR_SHAPE');
+        expect(await asyncCode(mufSearch([{ ...ex[0]!, familiarity: { ...ex[0]!.familiarity!, k: 0 } }], opts))).toBe('ERR_RANGE');
+        expect(await asyncCode(mufSearch([{ ...ex[0]!, familiarity: { ...ex[0]!.familiarity!, bias: Number.NaN } }], opts))).toBe('ERR_ARG');
+        expect(await asyncCode(mufSearch([{ ...ex[0]!, familiarity: { ...ex[0]!.familiarity!, weight: Number.POSITIVE_INFINITY } }], opts))).toMatch(/^ERR_(ARG|RANGE)$/);
+        expect(await asyncCode(mufSearch([{ ...ex[0]!, heads: { ...ex[0]!.heads!, temperature: 0 } }], { ...opts, mode: 'heads' }))).toBe('ERR_RANGE');
       } finally {
         [short, wide, zero].forEach((x) => x.dispose());
       }
@@ -188,7 +188,7 @@ describe('mufStage, bad input', () => {
 
 // 0-layer encoders embed the questions inside the stage's call (MufServer's path): the same fused lists, scores and
 // confidences as the stage given the vectors that encodeTexts makes, and typed errors for texts that do not fit.
-describe('mufStage, questions as texts', () => {
+describe('mufSearch, questions as texts', () => {
   const words = ['the', 'cat', 'sat', 'on', 'mat', 'dog', 'ran', 'far', 'away', 'quick', '##ly', 'fox'];
   const vocab = ['[PAD]', '[unused0]', '[unused1]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', ...words];
   const tok = new WordPieceTokenizer(vocab);
@@ -205,8 +205,8 @@ describe('mufStage, questions as texts', () => {
       const part = (x: number) => ({ passages: passages[x]!, familiarity: banks[x]!.stagePart(calibration(0.1 * x, 3, 5)) });
       const opts = { mode, topL: 20, k: 10 };
       const options = [{ maxLength: 12 }, { maxLength: 12, marker: 1 }];
-      const given = await mufStage(await Promise.all([0, 1].map(async (x) => ({ ...part(x), queries: await encoders[x]!.encodeTexts(tok, texts, options[x]) }))), opts);
-      const inCall = await mufStage([0, 1].map((x) => ({ ...part(x), queries: encoders[x]!.textsToEmbed(tok, texts, options[x]) })), opts);
+      const given = await mufSearch(await Promise.all([0, 1].map(async (x) => ({ ...part(x), queries: await encoders[x]!.encodeTexts(tok, texts, options[x]) }))), opts);
+      const inCall = await mufSearch([0, 1].map((x) => ({ ...part(x), queries: encoders[x]!.textsToEmbed(tok, texts, options[x]) })), opts);
       expect(Array.from(inCall.ids)).toEqual(Array.from(given.ids));
       expect(Array.from(inCall.scores)).toEqual(Array.from(given.scores));
       expect(Array.from(inCall.confidence)).toEqual(Array.from(given.confidence));
@@ -216,19 +216,19 @@ describe('mufStage, questions as texts', () => {
 
       const ok = (x: number) => ({ ...part(x), queries: encoders[x]!.textsToEmbed(tok, texts) });
       const wide = new EmbeddingBagEncoder(config(D + 1), randomBagParameters(config(D + 1), 80), 'enc');
-      expect(await asyncCode(mufStage([ok(0), { ...part(1), queries: encoders[1]!.textsToEmbed(tok, texts.slice(1)) }], opts))).toBe('ERR_SHAPE'); // 5 questions, the other 6
-      expect(await asyncCode(mufStage([ok(0), { ...part(1), queries: wide.textsToEmbed(tok, texts) }], opts))).toBe('ERR_SHAPE'); // 7-d vectors, 6-d passages
-      expect(await asyncCode(mufStage([{ ...part(0), queries: { ...encoders[0]!.textsToEmbed(tok, texts), texts: [] } }], opts))).toBe('ERR_ARG');
-      expect(await asyncCode(mufStage([{ ...part(0), queries: { ...encoders[0]!.textsToEmbed(tok, texts), pairs: ['x'] } }], opts))).toBe('ERR_SHAPE');
-      expect(await asyncCode(mufStage([{ ...part(0), queries: { ...encoders[0]!.textsToEmbed(tok, texts), tokenizer: {} as never } }], opts))).toBe('ERR_ARG');
+      expect(await asyncCode(mufSearch([ok(0), { ...part(1), queries: encoders[1]!.textsToEmbed(tok, texts.slice(1)) }], opts))).toBe('ERR_SHAPE'); // 5 questions, the other 6
+      expect(await asyncCode(mufSearch([ok(0), { ...part(1), queries: wide.textsToEmbed(tok, texts) }], opts))).toBe('ERR_SHAPE'); // 7-d vectors, 6-d passages
+      expect(await asyncCode(mufSearch([{ ...part(0), queries: { ...encoders[0]!.textsToEmbed(tok, texts), texts: [] } }], opts))).toBe('ERR_ARG');
+      expect(await asyncCode(mufSearch([{ ...part(0), queries: { ...encoders[0]!.textsToEmbed(tok, texts), pairs: ['x'] } }], opts))).toBe('ERR_SHAPE');
+      expect(await asyncCode(mufSearch([{ ...part(0), queries: { ...encoders[0]!.textsToEmbed(tok, texts), tokenizer: {} as never } }], opts))).toBe('ERR_ARG');
       const long = ['the dog ran far far away the dog ran far far away'];
-      const past = (await mufStage([{ ...part(0), queries: encoders[0]!.textsToEmbed(tok, long, { maxLength: 40 }) }], opts).catch((e: unknown) => e)) as QuorumError;
+      const past = (await mufSearch([{ ...part(0), queries: encoders[0]!.textsToEmbed(tok, long, { maxLength: 40 }) }], opts).catch((e: unknown) => e)) as QuorumError;
       expect(past.code).toBe('ERR_RANGE'); // past 12 positions: found by the embedding, in the call's task
       expect(past.message).toMatch(/^experts\[0\]: /);
       // Which row of which expert: the first failure in (expert, row) order, whichever task found it first.
       const at = (row: number) => texts.map((t, i) => (i === row ? long[0]! : t));
       const expertRow = async (rows: [number, number]) =>
-        ((await mufStage([0, 1].map((x) => ({ ...part(x), queries: encoders[x]!.textsToEmbed(tok, rows[x]! >= 0 ? at(rows[x]!) : texts, { maxLength: 40 }) })), opts).catch((e: unknown) => e)) as QuorumError).message;
+        ((await mufSearch([0, 1].map((x) => ({ ...part(x), queries: encoders[x]!.textsToEmbed(tok, rows[x]! >= 0 ? at(rows[x]!) : texts, { maxLength: 40 }) })), opts).catch((e: unknown) => e)) as QuorumError).message;
       expect(await expertRow([-1, 13])).toMatch(/^experts\[1\]: row 13 has 14 tokens/);
       expect(await expertRow([10, 3])).toMatch(/^experts\[0\]: row 10 has/);
       expect(await expertRow([17, 17])).toMatch(/^experts\[0\]: row 17 has/);

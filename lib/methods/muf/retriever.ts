@@ -20,7 +20,7 @@ import { Retriever } from '../../models/retriever.js';
 import { auroc, ece, ensembleMI, fitPlatt, plattProbability, searchTemperature, widenedTemperatureGrid } from '../../uncertainty.js';
 import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
 import { MlpEnsemble } from './ensemble.js';
-import { corpusTieRank, mufStage, stageHeads, stageHits, stageMode, type MufStageResult, type StageHeads } from './stage.js';
+import { corpusTieRank, mufSearch, stageHeads, stageHits, stageMode, type MufStageResult, type StageHeads } from './stage.js';
 import { FAMILIARITY_K, FamiliarityBank, type FamiliarityCalibration } from './familiarity.js';
 import {
   ENSEMBLE_DEFAULTS,
@@ -468,7 +468,7 @@ export class MufRetriever {
       picked.forEach((b, i) => out.set(q.data.subarray(b * D, (b + 1) * D), i * D));
       return out;
     };
-    const raw = await mufStage(
+    const raw = await mufSearch(
       xs.map((x) => {
         const e = this.state[x]!;
         return {

@@ -1,6 +1,6 @@
 // DPR-MUF search without libtorch (docs/methods/muf.md#serving, docs/guides/bring-your-own-model.md#serving-without-libtorch):
 // a saved MUF directory's experts encode questions through ServingEncoder (0-layer experts in the process, others in
-// ONNX Runtime), then one native call (mufStage, native/kernels/muf_search.h) scans every expert's corpus for its
+// ONNX Runtime), then one native call (mufSearch, native/kernels/muf_search.h) scans every expert's corpus for its
 // top-L and, with familiarity, its training questions for the k nearest (all in one parallel region), computes each
 // expert's confidence (P(own task), or its K heads' mutual information, native/kernels/muf_heads.h) and fuses the
 // experts' lists (muf_fuse.h). The same hits and confidences as MufRetriever.search. mufConfidence, the heads and
@@ -17,7 +17,7 @@ import { filterRows } from '../../search-request.js';
 import { Tensor } from '../../tensor.js';
 import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
 import { FamiliarityBank, type FamiliarityCalibration } from './familiarity.js';
-import { corpusTieRank, mufStage, stageHeads, stageHits, stageMode } from './stage.js';
+import { corpusTieRank, mufSearch, stageHeads, stageHits, stageMode } from './stage.js';
 import {
   MUF_SERVER_FUSIONS,
   applyAbstention,
@@ -347,7 +347,7 @@ export class MufServer {
       });
       // The scans, the confidences and the fusion in one native call; ties in corpus-id order, as MufRetriever's
       // fusion orders them.
-      const r = await mufStage(
+      const r = await mufSearch(
         this.experts.map((e, x) => ({
           queries: vectors[x]!,
           passages: e.passages,

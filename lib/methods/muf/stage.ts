@@ -138,7 +138,7 @@ export interface MufStageResult {
  * Runs the stage. `mode` picks the confidence; every expert must carry what it needs. `rows` (strictly ascending,
  * non-empty) filters the corpus scans.
  */
-export async function mufStage(
+export async function mufSearch(
   experts: readonly MufStageExpert[],
   options: { mode: 'uniform' | 'familiarity' | 'heads'; topL: number; k: number; tieRank?: Tensor<'i32'>; rows?: Tensor<'i32'> },
 ): Promise<MufStageResult> {
