@@ -5,7 +5,8 @@
 import { writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 
-import { cudaAddon, cudaInfo } from '../lib/cuda.js';
+import { cudaBindings } from '../lib/bindings/cuda_addon.js';
+import { cudaInfo } from '../lib/cuda.js';
 import { dtypeCode } from '../lib/dtype.js';
 import { ensembleMISync, infoNceSync, maxSimSync, spladePoolSync } from '../lib/entries/kernels.js';
 import { scoreTopKSync, Tensor } from '../lib/index.js';
@@ -17,7 +18,7 @@ const scale = quick ? 0.01 : 1;
 
 let seed = 1;
 function deviceUniform<D extends Dtype>(shape: number[], dtype: D, lo = -1, hi = 1): Tensor<D> {
-  const m = cudaAddon();
+  const m = cudaBindings();
   const t = Tensor.fromHandle<D>(new m.CudaTensor(dtypeCode[dtype], shape, false));
   m.fillUniform(t.handle, seed++, lo, hi);
   return t;

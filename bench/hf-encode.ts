@@ -13,7 +13,7 @@ import { capabilities } from '../lib/runtime.js';
 import { exportOnnx } from '../lib/models/export.js';
 import { Retriever } from '../lib/models/retriever.js';
 import { ServingEncoder } from '../lib/models/serving-encoder.js';
-import type { TokenBatchArg } from '../lib/native.js';
+import type { TokenBatchArg } from '../lib/bindings/torch_addon.js';
 import { arg, writeResults } from './harness.js';
 
 const shape = { layers: arg('layers', '12'), hidden: arg('hidden', '768'), heads: arg('heads', '12'), ffn: arg('ffn', '3072') };

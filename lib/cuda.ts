@@ -3,67 +3,18 @@
 // without the module, a driver or a GPU keeps working on the CPU: moving a tensor to 'cuda' there is
 // ERR_BACKEND_UNAVAILABLE with the reason.
 import { QuorumError, callNative } from './errors.js';
-import { type CoreAddon, type MaybeAsync, type NativeTensorHandle, coreAddon, loadAddon } from './native.js';
+import {
+  coreKernels,
+  cudaBindings,
+  cudaDevice,
+  cudaModule,
+  type CudaDeviceInfo,
+  type CudaMemoryStats,
+  type KernelBindings,
+} from './bindings/cuda_addon.js';
+import type { NativeTensorHandle } from './native.js';
 
-/** What the CUDA module reports about the machine's GPU. */
-export interface CudaDeviceInfo {
-  /** Usable devices (0 without a driver or a GPU). */
-  count: number;
-  /** Why no device is usable ('' when one is). */
-  reason: string;
-  /** Device 0's name, e.g. 'NVIDIA H100 80GB HBM3'. */
-  name?: string;
-  /** Device 0's memory in bytes. */
-  totalBytes?: number;
-  /** Device 0's streaming multiprocessors. */
-  multiprocessors?: number;
-  /** Device 0's compute capability, e.g. '9.0'. */
-  computeCapability?: string;
-}
-
-/** The caching allocator's counters, in bytes (mallocs: cudaMalloc calls; a cache hit makes none). */
-export interface CudaMemoryStats {
-  /** Bytes held by live tensors. */
-  allocated: number;
-  /** Bytes the allocator keeps for reuse (given back by {@link cudaEmptyCache}). */
-  cached: number;
-  /** The most bytes ever held by live tensors at once. */
-  peak: number;
-  /** cudaMalloc calls so far. */
-  mallocs: number;
-}
-
-type KernelNames = 'scoreTopK' | 'maxSim' | 'spladePool' | 'spladePoolBackward' | 'infoNce' | 'ensembleMI' | 'convert';
-
-/** quorum_cuda.node's exports: the core's kernel signatures, plus copies and the allocator. */
-interface CudaAddon extends Pick<CoreAddon, KernelNames> {
-  /** new CudaTensor(dtype, shape, zero): device memory for the shape (uninitialised unless zero). */
-  CudaTensor: new (dtype: number, shape: readonly number[], zero: boolean) => NativeTensorHandle;
-  available(): CudaDeviceInfo;
-  upload(dtype: number, shape: readonly number[], data: ArrayBufferView, async: boolean): MaybeAsync<NativeTensorHandle>;
-  download(t: NativeTensorHandle, into: ArrayBufferView, async: boolean): MaybeAsync<object>;
-  emptyCache(): void;
-  memoryStats(): CudaMemoryStats;
-  /** @internal Benchmark data made on the device: uniform in [lo, hi). */
-  fillUniform(t: NativeTensorHandle, seed: number, lo: number, hi: number): void;
-}
-
-let cuda: CudaAddon | null | undefined;
-let loadError: QuorumError | undefined;
-let info: CudaDeviceInfo | undefined; // the driver's answer does not change within a process
-
-/** The CUDA module if it was built (undefined otherwise; never throws). */
-function cudaModule(): CudaAddon | undefined {
-  if (cuda === undefined) {
-    try {
-      cuda = loadAddon<CudaAddon>('quorum_cuda', 'QUORUM_CUDA_PATH');
-    } catch (e) {
-      cuda = null;
-      loadError = e instanceof QuorumError ? e : new QuorumError('ERR_BACKEND_UNAVAILABLE', String(e));
-    }
-  }
-  return cuda ?? undefined;
-}
+export type { CudaDeviceInfo, CudaMemoryStats } from './bindings/cuda_addon.js';
 
 /**
  * The GPU this process can use, or why there is none.
@@ -74,21 +25,7 @@ function cudaModule(): CudaAddon | undefined {
  * else console.log('CPU only:', gpu.reason);
  */
 export function cudaInfo(): CudaDeviceInfo {
-  if (!info) {
-    const m = cudaModule();
-    info = m
-      ? callNative(() => m.available())
-      : { count: 0, reason: `quorum_cuda.node is not built here (${loadError?.message ?? 'not found'})` };
-  }
-  return { ...info };
-}
-
-/** The CUDA module with a usable device; ERR_BACKEND_UNAVAILABLE (with the reason) otherwise. */
-export function cudaAddon(): CudaAddon {
-  const m = cudaModule();
-  const gpu = cudaInfo();
-  if (!m || gpu.count === 0) throw new QuorumError('ERR_BACKEND_UNAVAILABLE', `CUDA is not available: ${gpu.reason}`);
-  return m;
+  return { ...cudaDevice() };
 }
 
 /**
@@ -117,7 +54,7 @@ export function cudaEmptyCache(): void {
 }
 
 /** A kernel's backend: the core for CPU operands, the CUDA module for CUDA ones; mixing them is ERR_ARG. */
-type Backend = Pick<CoreAddon, KernelNames> & { readonly device: 'cpu' | 'cuda' };
+type Backend = KernelBindings & { readonly device: 'cpu' | 'cuda' };
 
 let cpuCached: Backend | undefined;
 let cudaCached: Backend | undefined;
@@ -140,10 +77,10 @@ export function backendOf(operands: ReadonlyArray<{ handle: NativeTensorHandle }
     }
   });
   if (device === 'cuda') {
-    cudaCached ??= Object.assign(Object.create(cudaAddon()) as CudaAddon, { device: 'cuda' as const });
+    cudaCached ??= Object.assign(Object.create(cudaBindings()) as KernelBindings, { device: 'cuda' as const });
     return cudaCached;
   }
-  cpuCached ??= Object.assign(Object.create(coreAddon()) as CoreAddon, { device: 'cpu' as const });
+  cpuCached ??= Object.assign(Object.create(coreKernels()) as KernelBindings, { device: 'cpu' as const });
   return cpuCached;
 }
 

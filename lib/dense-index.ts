@@ -1,7 +1,7 @@
 // A dense vector index over faiss (quorum_faiss.node), ranked by inner product, with 64-bit ids. Contract:
 // native/index/dense_index.h.
 import { QuorumError, awaitNative, callNative } from './errors.js';
-import { type NativeDenseIndex, faissAddon } from './native.js';
+import { faissBindings, type NativeDenseIndex } from './bindings/faiss_addon.js';
 import { idsOf, whilePinned, Operands } from './operand.js';
 import { type SearchResult, searchResult } from './search-result.js';
 import { Tensor } from './tensor.js';
@@ -165,7 +165,7 @@ export class DenseIndex extends NativeResource {
     checkOptions(options, createKeys, 'DenseIndex.create options');
     const factory = options.factory ?? 'Flat';
     const mips = options.mips ?? 'inner-product';
-    const { DenseIndex: Native } = faissAddon();
+    const { DenseIndex: Native } = faissBindings();
     return new DenseIndex(callNative(() => new Native({ ...options, factory, mips })));
   }
 
@@ -337,7 +337,7 @@ export class DenseIndex extends NativeResource {
 
   /** Reads an index written by {@link save}: ERR_FORMAT for a corrupt, truncated or foreign file, ERR_IO for a missing one. */
   static async load(path: string): Promise<DenseIndex> {
-    const native = new (faissAddon().DenseIndex)();
+    const native = new (faissBindings().DenseIndex)();
     await DenseIndex.#runAsync(() => ({ call: (async) => native.load(path, async) }));
     return new DenseIndex(native);
   }
@@ -358,14 +358,14 @@ export class DenseIndex extends NativeResource {
   static async map(path: string, options: { verify?: boolean } = {}): Promise<DenseIndex> {
     mustBeObject(options, 'DenseIndex.map options');
     checkOptions(options, mapKeys, 'DenseIndex.map options');
-    const native = new (faissAddon().DenseIndex)();
+    const native = new (faissBindings().DenseIndex)();
     await DenseIndex.#runAsync(() => ({ call: (async) => native.map(path, options.verify === true, async) }));
     return new DenseIndex(native);
   }
 
   /** {@link DenseIndex.load} on the calling thread. */
   static loadSync(path: string): DenseIndex {
-    const native = new (faissAddon().DenseIndex)();
+    const native = new (faissBindings().DenseIndex)();
     DenseIndex.#runSync(() => ({ call: (async) => native.load(path, async) }));
     return new DenseIndex(native);
   }
@@ -377,7 +377,7 @@ export class DenseIndex extends NativeResource {
 
   /** An index from {@link toBuffer}'s bytes; ERR_FORMAT if they are not a complete, intact index. */
   static fromBuffer(bytes: Uint8Array): DenseIndex {
-    const native = new (faissAddon().DenseIndex)();
+    const native = new (faissBindings().DenseIndex)();
     callNative(() => native.fromBuffer(bytes));
     return new DenseIndex(native);
   }
@@ -418,7 +418,7 @@ export async function kmeans(vectors: Tensor<'f32'>, k: number, options: KmeansO
   const seed = int(options.seed ?? 1234, 'seed', 0);
   const r = await whilePinned([x.tensor], () =>
     awaitNative(
-      callNative(() => faissAddon().kmeans(x.data, dim, centroids, niter, seed, options.spherical === true, true)) as Promise<{
+      callNative(() => faissBindings().kmeans(x.data, dim, centroids, niter, seed, options.spherical === true, true)) as Promise<{
         centroids: Float32Array;
       }>,
     ),

@@ -1,6 +1,7 @@
 import { backendOf, cpuOnly } from './cuda.js';
 import { QuorumError, awaitNative, callNative } from './errors.js';
-import { type NativeTensorHandle, coreAddon } from './native.js';
+import { type NativeTensorHandle } from './native.js';
+import { denseBindings } from './bindings/dense_bindings.js';
 import { type Int32Input, Operands, rowHits, runAsync, runSync } from './operand.js';
 import { Tensor } from './tensor.js';
 import { checkOptions, optionKeys } from './validate.js';
@@ -219,7 +220,7 @@ const f32Result = (h: NativeTensorHandle) => Tensor.fromHandle<'f32'>(h);
 // score's one definition: the operands, then the call (runSync / runAsync run it in either form).
 function scoreCall(ops: Operands, queries: QueryInput, corpus: MatrixInput, options: DenseOptions) {
   checkOptions(options, denseKeys, 'score options');
-  const core = coreAddon();
+  const core = denseBindings();
   const [q, c] = operands(ops, queries, corpus);
   cpuOnly([q, c], 'score');
   return (async: boolean) => core.scoreMatrix(q.handle, c.handle, options.checkFinite === true, async);
@@ -264,7 +265,7 @@ function idsTensor(ops: Operands, ids: IdsInput, rows: number): Tensor {
 // gatherScores' one definition.
 function gatherCall(ops: Operands, queries: QueryInput, corpus: MatrixInput, ids: IdsInput, options: DenseOptions) {
   checkOptions(options, denseKeys, 'gatherScores options');
-  const core = coreAddon();
+  const core = denseBindings();
   const [q, c] = operands(ops, queries, corpus);
   const i = idsTensor(ops, ids, q.shape[0] ?? 0);
   cpuOnly([q, c], 'gatherScores');

@@ -1,6 +1,6 @@
 // InfoNCE with in-batch and hard negatives (DPR form), docs/methods/kernels.md#infonce. Contract: native/kernels/infonce.h.
 import { auxOperand, backendOf } from './cuda.js';
-import { type CoreAddon } from './native.js';
+import type { LossBindings } from './bindings/loss_bindings.js';
 import { type Int32Input, type TensorInput, runAsync, runSync, Operands } from './operand.js';
 import { Tensor } from './tensor.js';
 import { checkOptions, optionKeys } from './validate.js';
@@ -33,7 +33,7 @@ export interface InfoNceResult {
   dP?: Tensor<'f32'>;
 }
 
-type Raw = Awaited<ReturnType<CoreAddon['infoNce']>>;
+type Raw = Awaited<ReturnType<LossBindings['infoNce']>>;
 
 const infoNceKeys = optionKeys<InfoNceOptions>()(['temperature', 'cosine', 'weights', 'grad']);
 

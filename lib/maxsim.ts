@@ -1,7 +1,8 @@
 // MaxSim late interaction (ColBERT), docs/methods/kernels.md#maxsim. See native/kernels/maxsim.h for the contract.
 import { auxOperand, backendOf, cpuOnly } from './cuda.js';
 import { QuorumError } from './errors.js';
-import { coreAddon, type NativeTensorHandle } from './native.js';
+import { type NativeTensorHandle } from './native.js';
+import { maxsimBindings } from './bindings/maxsim_bindings.js';
 import { type Int32Input, type MaskInput, type TensorInput, handleOf, runAsync, runSync, Operands } from './operand.js';
 import { Tensor } from './tensor.js';
 import { checkOptions, optionKeys } from './validate.js';
@@ -123,7 +124,7 @@ function backwardCall(
   o: Pick<MaxSimOptions, 'queryMask'>,
 ) {
   checkOptions(o, backwardKeys, 'maxSimBackward options');
-  const core = coreAddon();
+  const core = maxsimBindings();
   const q = ops.tensor(queries, 'queries');
   if (docs === null || typeof docs !== 'object') throw new QuorumError('ERR_ARG', 'documents must be { tokens, lengths, tokenMask? }');
   checkOptions(docs, documentKeys, 'maxSimBackward documents');

@@ -1,6 +1,8 @@
 import { QuorumError, callNative } from './errors.js';
 import { cudaInfo } from './cuda.js';
-import { coreAddon, loadedFaissAddon, loadedTorchAddon } from './native.js';
+import { loadedFaissBindings } from './bindings/faiss_addon.js';
+import { runtimeBindings } from './bindings/runtime_bindings.js';
+import { loadedTorchBindings } from './bindings/torch_addon.js';
 
 /** Kernel variants, best first. */
 export type Isa = 'avx512' | 'avx2' | 'scalar';
@@ -26,7 +28,7 @@ export interface Capabilities {
  * console.log(capabilities()); // { isa: 'avx512', threads: 2, ... }
  */
 export function capabilities(): Capabilities {
-  const caps = callNative(() => coreAddon().capabilities()) as Capabilities;
+  const caps = callNative(() => runtimeBindings().capabilities()) as Capabilities;
   if (cudaInfo().count > 0) caps.devices = [...caps.devices, 'cuda'];
   return caps;
 }
@@ -41,9 +43,9 @@ export function capabilities(): Capabilities {
  */
 export function setThreads(n: number): void {
   if (!Number.isInteger(n) || n < 1 || n > 256) throw new QuorumError('ERR_RANGE', `threads must be an integer in [1, 256], got ${n}`);
-  callNative(() => coreAddon().setThreads(n));
-  callNative(() => loadedFaissAddon()?.setThreads(n));
-  callNative(() => loadedTorchAddon()?.setThreads(n));
+  callNative(() => runtimeBindings().setThreads(n));
+  callNative(() => loadedFaissBindings()?.setThreads(n));
+  callNative(() => loadedTorchBindings()?.setThreads(n));
 }
 
 /**
@@ -54,5 +56,5 @@ export function setThreads(n: number): void {
  * setIsa('avx2');                 // benchmark the AVX2 variant on an AVX-512 machine
  */
 export function setIsa(isa: Isa): void {
-  callNative(() => coreAddon().setIsa(isa));
+  callNative(() => runtimeBindings().setIsa(isa));
 }

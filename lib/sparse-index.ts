@@ -1,7 +1,8 @@
 // An inverted index over sparse vectors (SPLADE term weights, BM25 weights). Contract:
 // native/kernels/sparse_index.h.
 import { QuorumError, callNative } from './errors.js';
-import { type NativeTensorHandle, coreAddon } from './native.js';
+import { type NativeTensorHandle } from './native.js';
+import { sparseIndexObject, type NativeSparseIndex } from './bindings/sparse_index_object.js';
 import { idsOf, runAsync, runSync, Operands } from './operand.js';
 import { type SearchResult, searchResult } from './search-result.js';
 import { type SparseVectors, sparseTensors, sparseVectors } from './splade.js';
@@ -73,30 +74,6 @@ function asVectors(rows: SparseRowsInput): SparseVectors {
   return sparseVectors(offsets, indices, values);
 }
 
-interface NativeSparseIndex {
-  add(ids: NativeTensorHandle, o: NativeTensorHandle, i: NativeTensorHandle, v: NativeTensorHandle, async: boolean): unknown;
-  remove(ids: NativeTensorHandle, async: boolean): unknown;
-  relabel(from: NativeTensorHandle, to: NativeTensorHandle): void;
-  search(
-    o: NativeTensorHandle,
-    i: NativeTensorHandle,
-    v: NativeTensorHandle,
-    k: number,
-    async: boolean,
-    algorithm: string,
-    allowed: NativeTensorHandle | null,
-  ): unknown;
-  save(path: string, async: boolean): unknown;
-  load(path: string, async: boolean): unknown;
-  toBuffer(): Uint8Array;
-  fromBuffer(bytes: Uint8Array): void;
-  readonly size: number;
-  readonly postings: number;
-  readonly vocab: number;
-  dispose(): void;
-  isDisposed(): boolean;
-}
-
 function wrapResult(r: { ids: NativeTensorHandle; scores: NativeTensorHandle }): SparseSearchResult {
   const ids = Tensor.fromHandle<'i64'>(r.ids);
   const [rows = 0, k = 0] = ids.shape;
@@ -132,7 +109,7 @@ export class SparseIndex extends NativeResource {
 
   constructor() {
     super();
-    const core = coreAddon() as unknown as { SparseIndex: new () => NativeSparseIndex };
+    const core = sparseIndexObject();
     this.#native = new core.SparseIndex();
   }
 

@@ -2,7 +2,8 @@
 // Contract: native/kernels/splade.h.
 import { auxOperand, backendOf } from './cuda.js';
 import { QuorumError } from './errors.js';
-import { coreAddon, type NativeTensorHandle } from './native.js';
+import { type NativeTensorHandle } from './native.js';
+import { spladeBindings } from './bindings/splade_bindings.js';
 import { type MaskInput, type TensorInput, runAsync, runSync, Operands } from './operand.js';
 import { Tensor } from './tensor.js';
 import { checkOptions, optionKeys } from './validate.js';
@@ -114,7 +115,7 @@ export interface RegularizerResult {
 const regularizerKeys = optionKeys<{ grad?: boolean }>()(['grad']);
 
 function regCall(ops: Operands, weights: TensorInput, kind: SparseRegularizer, grad: boolean) {
-  const core = coreAddon();
+  const core = spladeBindings();
   const w = ops.tensor(weights, 'weights');
   return (async: boolean) => core.spladeRegularizer(w.handle, kind, grad, async);
 }
@@ -253,7 +254,7 @@ type RawSparse = { offsets: NativeTensorHandle; indices: NativeTensorHandle; val
 
 function sparseCall(ops: Operands, weights: TensorInput, o: ToSparseOptions) {
   checkOptions(o, toSparseKeys, 'toSparse options');
-  const core = coreAddon();
+  const core = spladeBindings();
   const w = ops.tensor(weights, 'weights');
   return (async: boolean) => core.toSparse(w.handle, o.threshold ?? 0, o.topK ?? 0, async);
 }
@@ -298,7 +299,7 @@ export function sparseTensors(ops: Operands, s: SparseVectors): [Tensor, Tensor,
 }
 
 function sparseScoresCall(ops: Operands, a: SparseVectors, b: SparseVectors) {
-  const core = coreAddon();
+  const core = spladeBindings();
   const [ao, ai, av] = sparseTensors(ops, a);
   const [bo, bi, bv] = sparseTensors(ops, b);
   return (async: boolean) => core.sparseScores(ao.handle, ai.handle, av.handle, bo.handle, bi.handle, bv.handle, async);
@@ -329,7 +330,7 @@ export function sparseScoresSync(a: SparseVectors, b: SparseVectors): Tensor<'f3
 }
 
 function sparseDenseCall(ops: Operands, a: SparseVectors, dense: TensorInput) {
-  const core = coreAddon();
+  const core = spladeBindings();
   const [ao, ai, av] = sparseTensors(ops, a);
   const d = ops.tensor(dense, 'dense');
   return (async: boolean) => core.sparseDenseScores(ao.handle, ai.handle, av.handle, d.handle, async);

@@ -1,7 +1,10 @@
 import { type AnyTypedArray, type Dtype, type TypedArrayOf, dtypeCode, dtypeNames, dtypeOfArray, isDtype, viewOf } from './dtype.js';
 import { QuorumError, awaitNative, callNative } from './errors.js';
-import { cudaAddon } from './cuda.js';
-import { type NativeTensorHandle, coreAddon } from './native.js';
+import { cudaBindings } from './bindings/cuda_addon.js';
+import { type NativeTensorHandle } from './native.js';
+import { tensorFileBindings } from './bindings/tensor_file_bindings.js';
+import { tensorObject } from './bindings/tensor_object.js';
+import { denseBindings } from './bindings/dense_bindings.js';
 import { int64 } from './validate.js';
 import { elementCount } from './shape.js';
 import { brandClass } from './brand.js';
@@ -65,7 +68,7 @@ export class Tensor<D extends Dtype = Dtype> {
   /** A zero-filled tensor in native memory. */
   static zeros<D extends Dtype = 'f32'>(shape: readonly number[], dtype: D = 'f32' as D): Tensor<D> {
     checkDtype(dtype);
-    const core = coreAddon();
+    const core = tensorObject();
     return new Tensor<D>(callNative(() => new core.NativeTensor(dtypeCode[dtype], shape)));
   }
 
@@ -130,7 +133,7 @@ export class Tensor<D extends Dtype = Dtype> {
     if (!dt)
       throw new QuorumError('ERR_DTYPE', 'unsupported typed array: use Float32Array, Uint16Array, Int32Array, BigInt64Array or Uint8Array');
     checkDtype(dt);
-    const core = coreAddon();
+    const core = tensorObject();
     return new Tensor<D>(callNative(() => new core.NativeTensor(dtypeCode[dt], shape, data)));
   }
 
@@ -214,7 +217,7 @@ export class Tensor<D extends Dtype = Dtype> {
   #to(target: Dtype | Device, async: boolean): Tensor | Promise<Tensor> {
     if (isDevice(target)) return this.#move(target, async);
     checkDtype(target);
-    const m = this.device === 'cuda' ? cudaAddon() : coreAddon();
+    const m = this.device === 'cuda' ? cudaBindings() : denseBindings();
     const h = callNative(() => m.convert(this.handle, dtypeCode[target], async));
     return h instanceof Promise ? awaitNative(h).then((x) => new Tensor(x)) : new Tensor(h);
   }
@@ -222,7 +225,7 @@ export class Tensor<D extends Dtype = Dtype> {
   #move(device: Device, async: boolean): Tensor | Promise<Tensor> {
     if (this.handle.disposed) throw new QuorumError('ERR_DISPOSED', 'tensor was disposed');
     if (device === 'cuda') {
-      const m = cudaAddon();
+      const m = cudaBindings();
       if (this.device === 'cuda') return this.#to(this.dtype, async);
       if (!async) return new Tensor(callNative(() => m.upload(dtypeCode[this.dtype], this.shape, this.data, false)) as NativeTensorHandle);
       // The copy reads this tensor's memory off the main thread: pinned, a dispose() meanwhile defers the free.
@@ -243,7 +246,7 @@ export class Tensor<D extends Dtype = Dtype> {
       (host.data as unknown as { set(a: ArrayLike<number | bigint>): void }).set(this.data as ArrayLike<number | bigint>);
       return host;
     }
-    const m = cudaAddon();
+    const m = cudaBindings();
     let done: unknown;
     try {
       done = callNative(() => m.download(this.handle, host.data, async));
@@ -274,7 +277,7 @@ export class Tensor<D extends Dtype = Dtype> {
   async save(path: string): Promise<void> {
     if (typeof path !== 'string' || path.length === 0) throw new QuorumError('ERR_ARG', 'save needs a file path');
     if (this.device !== 'cpu') throw new QuorumError('ERR_UNSUPPORTED', "save a cpu tensor: move it with .to('cpu') first");
-    const core = coreAddon();
+    const core = tensorFileBindings();
     await awaitNative(callNative(() => core.saveTensorFile(this.handle, path, true)) as Promise<object>);
   }
 
@@ -296,7 +299,7 @@ export class Tensor<D extends Dtype = Dtype> {
     for (const key of Object.keys(options))
       if (key !== 'verify') throw new QuorumError('ERR_ARG', `unknown map option '${key}': use verify`);
     if (options.verify !== undefined && typeof options.verify !== 'boolean') throw new QuorumError('ERR_ARG', 'verify must be a boolean');
-    const core = coreAddon();
+    const core = tensorFileBindings();
     const { tensor, checksum } = callNative(() => core.mapTensorFile(path));
     const t = new Tensor(tensor);
     if (options.verify) {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { DenseIndex, type Mips, QuorumError, Tensor, capabilities, setThreads } from '../lib/index.js';
-import { faissAddon } from '../lib/native.js';
+import { faissBindings } from '../lib/bindings/faiss_addon.js';
 import { twoProcessesMapping } from './fixtures/shared-pages.js';
 import { asyncCode, code, randomF32 } from './helpers.js';
 
@@ -422,11 +422,11 @@ describe('DenseIndex', () => {
 
   it('follows the library-wide thread setting', () => {
     const before = capabilities().threads;
-    faissAddon(); // loaded with the core's setting
+    faissBindings(); // loaded with the core's setting
     setThreads(1);
-    expect(faissAddon().threads()).toBe(1);
+    expect(faissBindings().threads()).toBe(1);
     setThreads(before);
-    expect(faissAddon().threads()).toBe(before);
+    expect(faissBindings().threads()).toBe(before);
   });
 });
 

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 import { Tensor, capabilities, setIsa, type Isa } from '../lib/index.js';
 import { callNative } from '../lib/errors.js';
-import { coreAddon } from '../lib/native.js';
+import { denseBindings } from '../lib/bindings/dense_bindings.js';
 import { code, randomF32 } from './helpers.js';
 
 const caps = capabilities();
@@ -33,7 +33,7 @@ describe('pairDistance', () => {
         const ta = Tensor.wrap(a, [n], 'f32');
         const tb = Tensor.wrap(b, [n], 'f32');
         for (const kind of ['dot', 'l2sq'] as const) {
-          const got = coreAddon().pairDistance(ta.handle, tb.handle, kind);
+          const got = denseBindings().pairDistance(ta.handle, tb.handle, kind);
           const { value, scale } = reference(a, b, kind);
           // f32 accumulation: error bounded by a few ulps of the sum of magnitudes.
           expect(Math.abs(got - value), `${isa} ${kind} n=${n}`).toBeLessThanOrEqual(4e-7 * (n + 4) * scale + 1e-30);
@@ -45,14 +45,14 @@ describe('pairDistance', () => {
   it('a vector with itself: squared L2 is exactly 0, dot is its squared norm', () => {
     const a = randomF32(777, 5);
     const t = Tensor.wrap(a, [777], 'f32');
-    expect(coreAddon().pairDistance(t.handle, t.handle, 'l2sq')).toBe(0);
-    expect(coreAddon().pairDistance(t.handle, t.handle, 'dot')).toBeCloseTo(reference(a, a, 'dot').value, 3);
+    expect(denseBindings().pairDistance(t.handle, t.handle, 'l2sq')).toBe(0);
+    expect(denseBindings().pairDistance(t.handle, t.handle, 'dot')).toBeCloseTo(reference(a, a, 'dot').value, 3);
   });
 
   it('rejects mismatched lengths and unknown kinds', () => {
     const a = Tensor.zeros([3]);
     const b = Tensor.zeros([4]);
-    expect(code(() => callNative(() => coreAddon().pairDistance(a.handle, b.handle, 'dot')))).toBe('ERR_SHAPE');
-    expect(code(() => callNative(() => coreAddon().pairDistance(a.handle, a.handle, 'cos' as never)))).toBe('ERR_ARG');
+    expect(code(() => callNative(() => denseBindings().pairDistance(a.handle, b.handle, 'dot')))).toBe('ERR_SHAPE');
+    expect(code(() => callNative(() => denseBindings().pairDistance(a.handle, a.handle, 'cos' as never)))).toBe('ERR_ARG');
   });
 });

@@ -5,7 +5,8 @@
 // more than the arithmetic. Checked against a plain reference (test/embedding-bag.test.ts) and the libtorch
 // Retriever (test/serving-encoder.test.ts).
 import { QuorumError, awaitNative, callNative } from '../errors.js';
-import { coreAddon, type NativeTensorHandle, type NativeTextsToEmbed } from '../native.js';
+import { type NativeTensorHandle } from '../native.js';
+import { embeddingBagBindings, type NativeTextsToEmbed } from '../bindings/embedding_bag_bindings.js';
 import { runAsync, type Operands } from '../operand.js';
 import { Tensor } from '../tensor.js';
 import type { EncodeOptions, WordPieceTokenizer } from '../text/tokenizer.js';
@@ -86,7 +87,7 @@ export class EmbeddingBagEncoder {
       const ids = ops.typed(b.ids, [b.rows, b.seqLen], 'i32');
       const types = ops.typed(b.typeIds, [b.rows, b.seqLen], 'i32');
       const lengths = ops.typed(b.lengths, [b.rows], 'i32');
-      return (async: boolean) => coreAddon().embeddingBag(this.#model, ids.handle, types.handle, lengths.handle, async);
+      return (async: boolean) => embeddingBagBindings().embeddingBag(this.#model, ids.handle, types.handle, lengths.handle, async);
     };
     return runAsync(call, (h: NativeTensorHandle) => Tensor.fromHandle<'f32'>(h).data);
   }
@@ -104,7 +105,7 @@ export class EmbeddingBagEncoder {
     const a = tokenizer.nativeInputs(texts, options);
     return awaitNative(
       callNative(() =>
-        coreAddon().embedTexts(this.#model, a.native, a.first, a.second, a.maxLength, a.marker, true),
+        embeddingBagBindings().embedTexts(this.#model, a.native, a.first, a.second, a.maxLength, a.marker, true),
       ) as Promise<Float32Array>,
     );
   }

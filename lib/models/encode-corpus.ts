@@ -2,7 +2,7 @@
 // encoded off the main thread straight into its rows of one f32 Tensor, optionally added to a DenseIndex.
 import { DenseIndex, type DenseIndexOptions } from '../dense-index.js';
 import { Tensor } from '../tensor.js';
-import type { TokenBatchArg } from '../native.js';
+import { type TokenBatchArg } from '../bindings/torch_addon.js';
 import type { TokenTable } from './token-table.js';
 import { checkOptions, mustBeObject, optionKeys } from '../validate.js';
 

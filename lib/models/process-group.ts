@@ -2,7 +2,7 @@
 // rendezvous and Gloo's collectives, from Debian's libtorch. The training steps take it (Retriever.accumulate and
 // step with `{ group }`); its own collectives serve the numbers TypeScript sums across ranks.
 import { QuorumError, awaitNative, callNative } from '../errors.js';
-import { torchAddon } from '../native.js';
+import { torchBindings } from '../bindings/torch_addon.js';
 import type { MaybeAsync } from '../native.js';
 import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../validate.js';
 
@@ -95,7 +95,7 @@ export class ProcessGroup {
 
   /** Whether this build of quorum_torch has Gloo (libgloo-dev at build time). */
   static get available(): boolean {
-    return (torchAddon() as unknown as { ProcessGroup: { available(): boolean } }).ProcessGroup.available();
+    return torchBindings().ProcessGroup.available();
   }
 
   /**
@@ -104,7 +104,7 @@ export class ProcessGroup {
    */
   static async join(options: GroupOptions = {}): Promise<ProcessGroup> {
     const o = groupOptions(options);
-    const Ctor = (torchAddon() as unknown as { ProcessGroup: new () => NativeProcessGroup }).ProcessGroup;
+    const Ctor = torchBindings().ProcessGroup as new () => NativeProcessGroup;
     const native = new Ctor();
     await awaitNative(callNative(() => native.join(o, true)) as Promise<void>);
     return new ProcessGroup(native, o.rank, o.size);

@@ -1,7 +1,7 @@
 // The typed front of the native libtorch Retriever: construction from a preset, encoding, the two halves of a
 // training step (accumulate gradients, apply the update), parameters and checkpoints.
 import { QuorumError, awaitNative, callNative } from '../errors.js';
-import { torchAddon, type NativeRetriever, type StepStats, type TokenBatchArg, type TrainBatchArg } from '../native.js';
+import { torchBindings, type NativeRetriever, type StepStats, type TokenBatchArg, type TrainBatchArg } from '../bindings/torch_addon.js';
 import type { WordPieceTokenizer } from '../text/tokenizer.js';
 import type { Tensor } from '../tensor.js';
 import { readTokenizerFiles } from '../text/tokenizer-files.js';
@@ -111,7 +111,7 @@ export class Retriever extends TrainableTable {
   private constructor(config: RetrieverConfig) {
     super();
     this.config = config;
-    const addon = torchAddon();
+    const addon = torchBindings();
     this.native = callNative(() => new addon.Retriever(config));
     this.dim = this.native.info().outDim;
   }
@@ -258,7 +258,7 @@ export class Retriever extends TrainableTable {
 
   /** Seeds libtorch's generator (initialization, dropout, Gumbel noise, Det-R draws) for reproducible runs. */
   static seed(seed: number): void {
-    callNative(() => torchAddon().manualSeed(seed));
+    callNative(() => torchBindings().manualSeed(seed));
   }
 
   /** The encoder names of this preset ("query", "passage", "query.<task>", "encoder"). */

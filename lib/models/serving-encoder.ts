@@ -6,7 +6,7 @@
 import { createRequire } from 'node:module';
 
 import { QuorumError } from '../errors.js';
-import type { NativeTextsToEmbed } from '../native.js';
+import type { NativeTextsToEmbed } from '../bindings/embedding_bag_bindings.js';
 import { readTokenizerFiles } from '../text/tokenizer-files.js';
 import type { EncodedBatch, EncodeOptions, WordPieceTokenizer } from '../text/tokenizer.js';
 import { passageTexts, type PassageText } from '../data/examples.js';

@@ -1,7 +1,7 @@
 // Pre-tokenized texts, so that assembling a training batch is a few typed-array copies: every passage and question
 // is tokenized once, stored unpadded, and padded per batch to that batch's longest row.
 import { QuorumError } from '../errors.js';
-import type { TokenBatchArg } from '../native.js';
+import { type TokenBatchArg } from '../bindings/torch_addon.js';
 import type { EncodeOptions, WordPieceTokenizer } from '../text/tokenizer.js';
 import type { PassageText } from '../data/examples.js';
 

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 
 import { QuorumError, awaitNative, callNative } from '../errors.js';
 import { readTextFile } from '../data/files.js';
-import { coreAddon, packageRoot, type NativeWordPiece } from '../native.js';
+import { packageRoot } from '../native.js';
+import { tokenizerObject, type NativeWordPiece } from '../bindings/tokenizer_object.js';
 import { normalizeBert, normalizeSettings, normalizeWith, type NormalizeOptions } from './normalize.js';
 import { checkOptions, mustBeString, optionKeys } from '../validate.js';
 import { brandClass } from '../brand.js';
@@ -79,7 +80,7 @@ export class WordPieceTokenizer {
 
   /** From a token list: token i has id i. Needs [PAD], [UNK], [CLS] and [SEP]; tokens must be unique. */
   constructor(vocabulary: readonly string[], options: TokenizerOptions = {}) {
-    const Ctor = coreAddon().WordPiece;
+    const Ctor = tokenizerObject().WordPiece;
     if (options === null || typeof options !== 'object') throw new QuorumError('ERR_ARG', 'tokenizer options must be an object');
     checkOptions(options, tokenizerKeys, 'tokenizer options');
     const { maxWordChars = 100, ...normalization } = options;

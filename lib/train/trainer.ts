@@ -6,7 +6,7 @@ import { join } from 'node:path';
 
 import { makeDirs, replaceDirectory, readJsonFile, writeFileAtomic } from '../data/files.js';
 import { QuorumError } from '../errors.js';
-import type { StepStats, TrainBatchArg } from '../native.js';
+import { type StepStats, type TrainBatchArg } from '../bindings/torch_addon.js';
 import type { OptimizerOptions } from '../models/parameter-table.js';
 import { optionalGroup, rankPart, type ProcessGroup } from '../models/process-group.js';
 import type { WordPieceTokenizer } from '../text/tokenizer.js';

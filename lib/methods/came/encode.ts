@@ -6,7 +6,7 @@ import { sparseVectors, toSparse, type SparseVectors } from '../../splade.js';
 import { Tensor } from '../../tensor.js';
 import { TokenTable } from '../../models/token-table.js';
 import { checkOptions, mustBeObject, optionKeys } from '../../validate.js';
-import type { TokenBatchArg } from '../../native.js';
+import { type TokenBatchArg } from '../../bindings/torch_addon.js';
 import type { CameEncoded, CameExpertName } from './format.js';
 
 /** One side's encoding of a set of texts, row i = text i. */

@@ -2,7 +2,8 @@
 // shared by questions and passages, a shared bottom, and per expert its own upper blocks and head: lexical (SPLADE
 // over an MLM head tied to the embeddings), local (ColBERT token vectors, MaxSim) and global (one pooled vector).
 import { QuorumError, awaitNative, callNative } from '../../errors.js';
-import { torchAddon, type MaybeAsync, type StepStats, type TokenBatchArg, type TrainBatchArg } from '../../native.js';
+import { type MaybeAsync } from '../../native.js';
+import { torchBindings, type StepStats, type TokenBatchArg, type TrainBatchArg } from '../../bindings/torch_addon.js';
 import { checkEncoderOverrides, defaultEncoderConfig, type EncoderConfig } from '../../models/config.js';
 import { TrainableTable, groupOf, type OptimizerOptions } from '../../models/parameter-table.js';
 import type { ProcessGroup } from '../../models/process-group.js';
@@ -137,7 +138,7 @@ export class CameModel extends TrainableTable {
   private constructor(config: CameConfig) {
     super();
     this.config = config;
-    const addon = torchAddon();
+    const addon = torchBindings();
     this.native = callNative(() => new addon.CameModel(config) as NativeCameModel);
   }
 

@@ -10,7 +10,7 @@ import { parameterSource, readWeightFile } from '../../models/model-dir.js';
 import { cameOnnx } from '../../models/onnx-export.js';
 import { onnxRuntime, runTokenGraph, servingSessionOptions, type OrtSession } from '../../models/serving-encoder.js';
 import { TokenTable } from '../../models/token-table.js';
-import type { TokenBatchArg } from '../../native.js';
+import { type TokenBatchArg } from '../../bindings/torch_addon.js';
 import { savedFile } from '../../io/saved-dir.js';
 import { WordPieceTokenizer } from '../../text/tokenizer.js';
 import { readTokenizerFiles } from '../../text/tokenizer-files.js';

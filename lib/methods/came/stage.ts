@@ -5,7 +5,8 @@
 // fusion's reference.
 import { QuorumError, awaitNative, callNative } from '../../errors.js';
 import type { DenseIndex } from '../../dense-index.js';
-import { coreAddon, type NativeTensorHandle } from '../../native.js';
+import { type NativeTensorHandle } from '../../native.js';
+import { cameSearchBindings, type CameSearchResultArg } from '../../bindings/came_search_bindings.js';
 import { nativeSparseIndex, type SparseIndex } from '../../sparse-index.js';
 import { sparseTensors } from '../../splade.js';
 import { Operands } from '../../operand.js';
@@ -49,16 +50,6 @@ interface StageResult {
   fused: Hit[][];
   experts: Partial<Record<CameExpertName, Hit[][]>>;
   ms: Partial<Record<CameExpertName | 'fuse', number>>;
-}
-
-interface RawStage {
-  expertIds: NativeTensorHandle;
-  expertScores: NativeTensorHandle;
-  expertCounts: NativeTensorHandle;
-  ids: NativeTensorHandle;
-  counts: NativeTensorHandle;
-  scores: Float64Array;
-  ms: number[];
 }
 
 /** The global expert's passage vectors as a core tensor, read once per DenseIndex (its rows are corpus rows 0..n-1). */
@@ -124,8 +115,7 @@ export async function searchStage(
     rows: o.rows ? Tensor.wrap(o.rows, [o.rows.length], 'i32').handle : null,
     experts: parts,
   };
-  const core = coreAddon() as unknown as { cameSearch(plan: unknown, async: true): Promise<RawStage> };
-  const r = await awaitNative(callNative(() => core.cameSearch(plan, true)));
+  const r = await awaitNative(callNative(() => cameSearchBindings().cameSearch(plan, true)) as Promise<CameSearchResultArg>);
   const K = o.expertK;
   const ids = Tensor.fromHandle<'i32'>(r.expertIds).data;
   const scores = Tensor.fromHandle<'f32'>(r.expertScores).data;

@@ -11,7 +11,8 @@ import { scoreTopK } from '../../dense.js';
 import { kmeans } from '../../dense-index.js';
 import { readSafetensors, writeSafetensors, type TensorToWrite } from '../../io/safetensors.js';
 import { QuorumError, callNative } from '../../errors.js';
-import { coreAddon, type NativeTensorHandle } from '../../native.js';
+import { type NativeTensorHandle } from '../../native.js';
+import { centroidIndexObject, type NativeCentroidIndex } from '../../bindings/centroid_index_object.js';
 import { checkK, filterRows } from '../../search-request.js';
 import { Tensor } from '../../tensor.js';
 import { checkOptions, mustBeObject, optionKeys } from '../../validate.js';
@@ -52,10 +53,6 @@ const DEFAULT_CANDIDATES = 256;
 const DEFAULT_NPROBE = 4;
 
 /** kernels::CentroidIndex (native/kernels/centroid_index.h) as the core addon exposes it. */
-interface NativeCentroidIndex {
-  dispose(): void;
-}
-
 /**
  * CAME's local (ColBERT) expert index: passages approximated from their tokens' centroids, the best re-scored by
  * exact MaxSim over their token vectors. Saved as one safetensors file (token vectors, lengths, centroids, codes);
@@ -81,9 +78,7 @@ export class TokenIndex {
     /** Each token's centroid. */
     private readonly codes: Int32Array,
   ) {
-    const core = coreAddon() as unknown as {
-      CentroidIndex: new (c: NativeTensorHandle, codes: NativeTensorHandle, lengths: NativeTensorHandle) => NativeCentroidIndex;
-    };
+    const core = centroidIndexObject();
     this.#native = callNative(
       () =>
         new core.CentroidIndex(

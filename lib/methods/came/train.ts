@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 
 import { QuorumError } from '../../errors.js';
 import type { ProcessGroup } from '../../models/process-group.js';
-import type { StepStats } from '../../native.js';
+import { type StepStats } from '../../bindings/torch_addon.js';
 import type { TrainingExample, PassageText } from '../../train/examples.js';
 import { trainRetriever, type EpochStats, type TrainOptions } from '../../train/trainer.js';
 import { rankAgainstPool, type ValidationInput } from '../../train/validate.js';

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { writeFileAtomic } from '../../data/files.js';
 import { QuorumError, awaitNative, callNative } from '../../errors.js';
 import { writeSafetensors, type TensorToWrite } from '../../io/safetensors.js';
-import { torchAddon, type NativeMlpEnsemble } from '../../native.js';
+import { torchBindings, type NativeMlpEnsemble } from '../../bindings/torch_addon.js';
 import { seededRandom, shuffle } from '../../random.js';
 import { Tensor } from '../../tensor.js';
 import { whilePinned, Operands } from '../../operand.js';
@@ -86,7 +86,7 @@ export class MlpEnsemble extends ParameterTable {
   private constructor(config: Required<EnsembleConfig>) {
     super();
     this.config = config;
-    const addon = torchAddon();
+    const addon = torchBindings();
     this.native = callNative(() => new addon.MlpEnsemble(config));
   }
 

@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { readFileBytes } from '../../data/files.js';
 import { QuorumError, awaitNative, callNative } from '../../errors.js';
 import { ServingEncoder } from '../../models/serving-encoder.js';
-import { coreAddon, type NativeTensorHandle } from '../../native.js';
+import { type NativeTensorHandle } from '../../native.js';
+import { mufBindings } from '../../bindings/muf_bindings.js';
 import type { Int32Input } from '../../operand.js';
 import { filterRows } from '../../search-request.js';
 import { Tensor } from '../../tensor.js';
@@ -139,7 +140,7 @@ export async function mufConfidence(
     ...(fuse.weights ? { weights: fuse.weights.handle } : {}),
   };
   type Raw = { mi: NativeTensorHandle; confidence: NativeTensorHandle; ids?: NativeTensorHandle; scores?: NativeTensorHandle };
-  const r = await awaitNative(callNative(() => coreAddon().mufConfidence(args, false, true, f) as Promise<Raw>));
+  const r = await awaitNative(callNative(() => mufBindings().mufConfidence(args, false, true, f) as Promise<Raw>));
   const out: MufConfidenceResult = { mi: new Tensor<'f32'>(r.mi), confidence: new Tensor<'f32'>(r.confidence) };
   if (r.ids) out.ids = new Tensor<'i32'>(r.ids);
   if (r.scores) out.scores = new Tensor<'f32'>(r.scores);

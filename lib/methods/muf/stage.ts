@@ -9,7 +9,9 @@
 import { QuorumError, awaitNative, callNative } from '../../errors.js';
 import type { ScoredDoc } from '../../eval/ranking.js';
 import { compareIds } from '../../fusion/normalize.js';
-import { coreAddon, type NativeTensorHandle, type NativeTextsToEmbed } from '../../native.js';
+import { type NativeTensorHandle } from '../../native.js';
+import type { NativeTextsToEmbed } from '../../bindings/embedding_bag_bindings.js';
+import { mufBindings } from '../../bindings/muf_bindings.js';
 import { Tensor } from '../../tensor.js';
 import { allFinite } from '../../validate.js';
 import { readEnsembleFile, type MufFusion, type MufHits } from './format.js';
@@ -163,6 +165,6 @@ export async function mufSearch(
     ...(options.rows ? { rows: options.rows.handle } : {}),
   };
   type Raw = { mi: Float32Array; confidence: Float32Array; ids: Int32Array; scores: Float32Array; ms: number[] };
-  const r = await awaitNative(callNative(() => coreAddon().mufSearch(plan, true) as Promise<Raw>));
+  const r = await awaitNative(callNative(() => mufBindings().mufSearch(plan, true) as Promise<Raw>));
   return { mi: r.mi, confidence: r.confidence, ids: r.ids, scores: r.scores, ms: { scan: r.ms[0]!, confidence: r.ms[1]!, fuse: r.ms[2]! } };
 }

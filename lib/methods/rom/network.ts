@@ -2,7 +2,8 @@
 // for questions, passages and the extractive reader, with a linear head per retrieval task (retrieval, ICT,
 // PhraseICT) and the reader's span and relevance logits.
 import { QuorumError, awaitNative, callNative } from '../../errors.js';
-import { torchAddon, type MaybeAsync, type StepStats, type TokenBatchArg, type TrainBatchArg } from '../../native.js';
+import { type MaybeAsync } from '../../native.js';
+import { torchBindings, type StepStats, type TokenBatchArg, type TrainBatchArg } from '../../bindings/torch_addon.js';
 import { checkEncoderOverrides, defaultEncoderConfig, type EncoderConfig } from '../../models/config.js';
 import type { TableEncoder } from '../../models/encode-corpus.js';
 import { TrainableTable, groupOf, type OptimizerOptions } from '../../models/parameter-table.js';
@@ -127,7 +128,7 @@ export class RomNetwork extends TrainableTable {
   private constructor(config: RomConfig) {
     super();
     this.config = config;
-    const addon = torchAddon();
+    const addon = torchBindings();
     this.native = callNative(() => new addon.RomModel(config) as NativeRomModel);
   }
 

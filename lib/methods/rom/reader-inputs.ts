@@ -3,7 +3,7 @@
 // the whitespace word it came from: a predicted span of pieces maps back to a substring of the original passage,
 // and a gold answer string maps to pieces by matching its own pieces.
 import { QuorumError } from '../../errors.js';
-import type { TokenBatchArg } from '../../native.js';
+import { type TokenBatchArg } from '../../bindings/torch_addon.js';
 import { WordPieceTokenizer } from '../../text/tokenizer.js';
 import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../../validate.js';
 

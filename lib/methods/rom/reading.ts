@@ -2,7 +2,7 @@
 // Runtime): each question's candidate passages become reader rows, the reader's forward comes in through RomReading,
 // and the best span of the most relevant passage is the answer. Nothing here loads libtorch.
 import { QuorumError } from '../../errors.js';
-import type { TokenBatchArg } from '../../native.js';
+import { type TokenBatchArg } from '../../bindings/torch_addon.js';
 import type { WordPieceTokenizer } from '../../text/tokenizer.js';
 import { checkOptions, mustBeArray, optionKeys } from '../../validate.js';
 import type { ReaderLogits, RomTextSettings } from './format.js';

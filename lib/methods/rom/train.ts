@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { scoreTopK } from '../../dense.js';
 import { QuorumError } from '../../errors.js';
 import { optionalGroup, rankPart, type ProcessGroup } from '../../models/process-group.js';
-import type { TokenBatchArg, TrainBatchArg } from '../../native.js';
+import { type TokenBatchArg, type TrainBatchArg } from '../../bindings/torch_addon.js';
 import { progress } from '../../progress.js';
 import { seededRandom, shuffle } from '../../random.js';
 import { encodeTable } from '../../models/encode-corpus.js';

@@ -1,0 +1,31 @@
+// The TypeScript side of native/napi/dense_bindings.cc: dense scoring and top-k, score matrices, scores of given ids,
+// dtype conversion, and HNSW's distance kernel (lib/dense.ts, lib/tensor.ts).
+import { coreAddon, type MaybeAsync, type NativeTensorHandle } from '../native.js';
+
+/** dense_bindings.cc's functions (the first four have CUDA forms with the same signatures: cuda_addon.ts). */
+export interface DenseBindings {
+  scoreTopK(
+    q: NativeTensorHandle,
+    c: NativeTensorHandle,
+    k: number,
+    checkFinite: boolean,
+    async: boolean,
+    rows?: NativeTensorHandle | null,
+  ): MaybeAsync<{ ids: NativeTensorHandle; scores: NativeTensorHandle }>;
+  scoreMatrix(q: NativeTensorHandle, c: NativeTensorHandle, checkFinite: boolean, async: boolean): MaybeAsync<NativeTensorHandle>;
+  gatherScores(
+    q: NativeTensorHandle,
+    c: NativeTensorHandle,
+    ids: NativeTensorHandle,
+    checkFinite: boolean,
+    async: boolean,
+  ): MaybeAsync<NativeTensorHandle>;
+  convert(t: NativeTensorHandle, dtype: number, async: boolean): MaybeAsync<NativeTensorHandle>;
+  /** @internal The HNSW distance kernel (tests only). */
+  pairDistance(a: NativeTensorHandle, b: NativeTensorHandle, kind: 'dot' | 'l2sq'): number;
+}
+
+/** dense_bindings.cc's functions in quorum_core.node. */
+export function denseBindings(): DenseBindings {
+  return coreAddon() as DenseBindings;
+}
