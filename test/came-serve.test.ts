@@ -1,5 +1,5 @@
 // CameServer (lib/methods/came/serve.ts): a saved CAME directory and index searched without libtorch (the experts'
-// graphs in ONNX Runtime, the saved indexes, cameSearch) give CameRetriever.search's hits, joint and independent
+// graphs in ONNX Runtime, the saved indexes, searchCame) give CameRetriever.search's hits, joint and independent
 // models, every fusion; a process that serves this way maps no libtorch.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

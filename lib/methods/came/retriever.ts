@@ -35,7 +35,7 @@ import {
 } from './format.js';
 import {
   cameExperts,
-  cameSearch,
+  searchCame,
   disposeCameIndexes,
   encodeCameModels,
   readCameIndex,
@@ -306,7 +306,7 @@ export class CameRetriever {
    * r.experts.local![0];   // the local expert's own list
    */
   async search(questions: readonly string[], options: CameSearchOptions = {}): Promise<CameSearchResult> {
-    return cameSearch(this.indexes, this.experts, questions, options, {
+    return searchCame(this.indexes, this.experts, questions, options, {
       encode: async (qs, experts, maxTerms) => this.encode(await this.questionTable(qs), 'query', { experts, maxTerms }),
       linear: this.linear,
     });

@@ -13,7 +13,7 @@ import { checkOptions, mustBeArray, optionKeys } from '../../validate.js';
 import { encodeCame, type CameEncoderModel, type CameEncoding } from './encode.js';
 import { CAME_EXPERTS, readCameIndexCard, type CameExpertName } from './format.js';
 import { CAME_FUSIONS, type CameFusion, type Hit, type LinearFusion } from './fusion.js';
-import { searchStage } from './stage.js';
+import { cameSearch } from './stage.js';
 import { TokenIndex, type TokenSearchOptions } from './token-index.js';
 
 /** Options of {@link CameRetriever.search}. */
@@ -52,7 +52,7 @@ export interface CameSearchResult {
 
 const searchKeys = optionKeys<CameSearchOptions>()(['k', 'expertK', 'fusion', 'experts', 'localCandidates', 'localProbe', 'rows']);
 
-/** How {@link cameSearch} encodes questions and fuses linearly: the retriever's models or the serving graphs. */
+/** How {@link searchCame} encodes questions and fuses linearly: the retriever's models or the serving graphs. */
 interface CameSearchBackend {
   /** The questions' encodings by `experts`, SPLADE rows cut to `maxTerms` terms. */
   encode(questions: readonly string[], experts: readonly CameExpertName[], maxTerms: number): Promise<CameEncoding>;
@@ -64,7 +64,7 @@ interface CameSearchBackend {
  * CAME's search over a corpus's indexes (CameRetriever.search and CameServer.search): each expert's top-expertK,
  * fused per question.
  */
-export async function cameSearch(
+export async function searchCame(
   ix: CameIndexes | undefined,
   all: readonly CameExpertName[],
   questions: readonly string[],
@@ -94,7 +94,7 @@ export async function cameSearch(
     ...(options.localCandidates !== undefined ? { candidates: options.localCandidates } : {}),
     ...(options.localProbe !== undefined ? { nprobe: options.localProbe } : {}),
   };
-  const r = await searchStage(ix, experts, enc, questions.length, {
+  const r = await cameSearch(ix, experts, enc, questions.length, {
     k,
     expertK: K,
     fusion,

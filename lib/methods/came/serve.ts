@@ -1,7 +1,7 @@
 // CAME search without libtorch (docs/methods/came.md#serving, docs/guides/bring-your-own-model.md#serving-without-libtorch):
 // each model's three experts as one ONNX graph (cameOnnx, built in memory from the saved weights) in onnxruntime-node,
 // the encodings cut and packed as CameRetriever's (encodeCame), then the saved indexes (SparseIndex, the token index's
-// faiss + MaxSim, DenseIndex: the prebuilt core and faiss modules) and the fusion (cameSearch). The same hits as
+// faiss + MaxSim, DenseIndex: the prebuilt core and faiss modules) and the fusion (searchCame). The same hits as
 // CameRetriever.search with the same index.
 import { join } from 'node:path';
 
@@ -19,7 +19,7 @@ import type { CameEncoderModel } from './encode.js';
 import { readCameCard, type CameConfig, type CameEncoded, type CameExpertName, type CameTextSettings } from './format.js';
 import {
   cameExperts,
-  cameSearch,
+  searchCame,
   disposeCameIndexes,
   encodeCameModels,
   readCameIndex,
@@ -119,7 +119,7 @@ export class CameServer {
 
   /** Each expert's top-expertK over the indexed corpus, fused per question: as CameRetriever.search. */
   async search(questions: readonly string[], options: CameSearchOptions = {}): Promise<CameSearchResult> {
-    return cameSearch(this.indexes, this.experts, questions, options, {
+    return searchCame(this.indexes, this.experts, questions, options, {
       encode: async (qs, experts, maxTerms) =>
         encodeCameModels(this.models, await TokenTable.build(this.tokenizer, qs, { maxLength: this.text.maxQueryLength }), 'query', {
           experts,

@@ -96,7 +96,7 @@ async function partFor(
  * Each asked-for expert's top `expertK` for `batch` encoded questions and their fusion's top `k`, in one native call.
  * `rows`: the only corpus rows that may be returned (distinct, ascending).
  */
-export async function searchStage(
+export async function cameSearch(
   ix: StageIndexes,
   experts: readonly CameExpertName[],
   enc: CameEncoding,

@@ -18,7 +18,7 @@ import { Tensor } from '../../tensor.js';
 import { checkOptions, mustBeObject, optionKeys } from '../../validate.js';
 import type { CameEncoding } from './encode.js';
 import type { Hit } from './fusion.js';
-import { searchStage, type LocalOptions, type StagePart } from './stage.js';
+import { cameSearch, type LocalOptions, type StagePart } from './stage.js';
 
 /** Options of {@link TokenIndex.build}. */
 export interface TokenIndexOptions {
@@ -230,7 +230,7 @@ export class TokenIndex {
     mustBeObject(questions, 'question tokens');
     if (!questions.lengths?.length) return [];
     const rows = options.rows === undefined ? undefined : filterRows(options.rows, this.size);
-    const r = await searchStage(
+    const r = await cameSearch(
       { size: this.size, local: this },
       ['local'],
       { rows: questions.lengths.length, local: questions },
