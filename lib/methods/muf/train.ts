@@ -34,11 +34,13 @@ export async function trainMufHeads(muf: MufRetriever, examples: MufTrainData, o
       mine.map((x) => x.query),
       { task: e.task },
     );
-    const heads = MlpEnsemble.create({ dim: muf.dim, ...muf.headsConfig });
-    let r: Awaited<ReturnType<MlpEnsemble['train']>>;
+    // Until the retriever owns them, the new heads and bank are this loop's to free on a failure.
+    let heads: MlpEnsemble | undefined;
+    let familiarity: FamiliarityBank | undefined;
     try {
+      heads = MlpEnsemble.create({ dim: muf.dim, ...muf.headsConfig });
       log(`${e.name}: training ${heads.members} heads on ${mine.length.toLocaleString()} questions`);
-      r = await heads.train(
+      const r = await heads.train(
         {
           questions: q.data,
           passages: e.passages.data,
@@ -54,30 +56,30 @@ export async function trainMufHeads(muf: MufRetriever, examples: MufTrainData, o
           },
         },
       );
+      // The familiarity bank: this task's and the other tasks' training questions, as this expert encodes them.
+      const others = examples.filter((x) => x.task !== e.task).map((x) => x.query);
+      if (others.length) {
+        const encode = async (texts: string[]) => {
+          const v = await e.model.encodeQueries(texts, { task: e.task });
+          const d = v.data.slice();
+          v.dispose();
+          return d;
+        };
+        familiarity = FamiliarityBank.fromVectors(
+          await encode(sampleTexts(mine.map((x) => x.query))),
+          await encode(sampleTexts(others)),
+          muf.dim,
+        );
+        const [a, b] = familiarity.sizes;
+        log(`${e.name}: familiarity bank of ${a.toLocaleString()} own and ${b.toLocaleString()} other questions`);
+      }
+      muf.setTrainedHeads(i, { heads, training: { ...r, questions: mine.length }, ...(familiarity ? { familiarity } : {}) });
     } catch (err) {
-      heads.dispose();
+      heads?.dispose();
+      familiarity?.dispose();
       throw err;
     } finally {
       q.dispose();
     }
-    // The familiarity bank: this task's and the other tasks' training questions, as this expert encodes them.
-    const others = examples.filter((x) => x.task !== e.task).map((x) => x.query);
-    let familiarity: FamiliarityBank | undefined;
-    if (others.length) {
-      const encode = async (texts: string[]) => {
-        const v = await e.model.encodeQueries(texts, { task: e.task });
-        const d = v.data.slice();
-        v.dispose();
-        return d;
-      };
-      familiarity = FamiliarityBank.fromVectors(
-        await encode(sampleTexts(mine.map((x) => x.query))),
-        await encode(sampleTexts(others)),
-        muf.dim,
-      );
-      const [a, b] = familiarity.sizes;
-      log(`${e.name}: familiarity bank of ${a.toLocaleString()} own and ${b.toLocaleString()} other questions`);
-    }
-    muf.setTrainedHeads(i, { heads, training: { ...r, questions: mine.length }, ...(familiarity ? { familiarity } : {}) });
   }
 }
