@@ -98,25 +98,8 @@ program
   .option('--report <file>', 'also write the HTML report (metric bars, Recall@k curves, MUF calibration, latency) to this file')
   .option('--latency <n>', 'time n single-query searches per method for the report', count, 0)
   .action(
-    async (o: {
-      data: string;
-      split: string;
-      methods: string[];
-      run: string[];
-      metrics: string[];
-      k: number;
-      dim: number;
-      alpha?: number;
-      alphaPerTask: boolean;
-      hybridGuard: boolean;
-      model?: string;
-      out?: string;
-      byTask?: boolean;
-      muf?: string;
-      came?: string;
-      report?: string;
-      latency: number;
-    }) => evalCommand({ ...o, runs: o.run }),
+    // --run FILE is repeatable, so commander names the list after the option: runs of evalCommand's options.
+    async ({ run, ...o }: Omit<Parameters<typeof evalCommand>[0], 'runs'> & { run: string[] }) => evalCommand({ ...o, runs: run }),
   );
 
 program
@@ -298,21 +281,7 @@ program
     '--filter <json>',
     'only passages whose metadata match, inside the search (needs --data: its corpus\'s titles and metadata), e.g. \'{"field":"title","eq":"Paris"}\'',
   )
-  .action(
-    async (o: {
-      index: string;
-      out: string;
-      data?: string;
-      queries?: string;
-      split?: string;
-      queryVectors?: string;
-      queryIds?: string;
-      k: number;
-      efSearch?: number;
-      nprobe?: number;
-      filter?: string;
-    }) => searchCommand(o),
-  );
+  .action(async (o: Parameters<typeof searchCommand>[0]) => searchCommand(o));
 
 const data = program.command('data').description('datasets');
 data

@@ -40,6 +40,7 @@ import {
   encodeCameModels,
   readCameIndex,
   type CameIndexes,
+  type CameModelsEncodeOptions,
   type CameSearchOptions,
   type CameSearchResult,
 } from './search.js';
@@ -71,7 +72,7 @@ export interface CameIndexOptions {
 
 const createKeys = optionKeys<CameRetrieverOptions>()(['tokenizer', 'model', 'independent', 'text']);
 const textKeys = optionKeys<CameTextSettings>()(['maxQueryLength', 'maxPassageLength']);
-const encodeKeys = optionKeys<NonNullable<Parameters<CameRetriever['encode']>[2]>>()(['rows', 'maxTerms', 'experts', 'onProgress']);
+const encodeKeys = optionKeys<CameModelsEncodeOptions>()(['rows', 'maxTerms', 'experts', 'onProgress']);
 const indexKeys = optionKeys<CameIndexOptions>()(['passageTerms', 'queryTerms', 'tokens', 'onProgress']);
 const saveKeys = optionKeys<{ dtype?: WeightStorage }>()(['dtype']);
 
@@ -160,16 +161,7 @@ export class CameRetriever {
   }
 
   /** Every expert's encoding of rows of a table, each from its own model (one pass per model). */
-  async encode(
-    table: TokenTable,
-    side: 'query' | 'passage',
-    options: {
-      rows?: readonly number[];
-      maxTerms?: number;
-      experts?: readonly CameExpertName[];
-      onProgress?: (d: number, t: number) => void;
-    } = {},
-  ): Promise<CameEncoding> {
+  async encode(table: TokenTable, side: 'query' | 'passage', options: CameModelsEncodeOptions = {}): Promise<CameEncoding> {
     checkOptions(options, encodeKeys, 'CAME encode options');
     return encodeCameModels(this.models, table, side, options);
   }

@@ -112,6 +112,18 @@ export function cameExperts(models: ReadonlyArray<{ readonly config: { readonly 
   return CAME_EXPERTS.filter((e) => have.has(e));
 }
 
+/** Options of {@link encodeCameModels} (and CameRetriever.encode). */
+export interface CameModelsEncodeOptions {
+  /** Rows of the table to encode (default all). */
+  rows?: readonly number[];
+  /** SPLADE weights kept per row (the largest). */
+  maxTerms?: number;
+  /** The experts to encode (default every expert the models hold). */
+  experts?: readonly CameExpertName[];
+  /** Called after each encoded batch with the rows done so far. */
+  onProgress?: (d: number, t: number) => void;
+}
+
 /**
  * Every model's part of the asked-for experts (default all) over rows of a table, merged into one encoding: one pass
  * per model (CameRetriever.encode and CameServer).
@@ -120,12 +132,7 @@ export async function encodeCameModels(
   models: readonly CameEncoderModel[],
   table: TokenTable,
   side: 'query' | 'passage',
-  options: {
-    rows?: readonly number[];
-    maxTerms?: number;
-    experts?: readonly CameExpertName[];
-    onProgress?: (d: number, t: number) => void;
-  } = {},
+  options: CameModelsEncodeOptions = {},
 ): Promise<CameEncoding> {
   const want = options.experts ?? cameExperts(models);
   let out: CameEncoding = { rows: options.rows?.length ?? table.size };
