@@ -210,3 +210,20 @@ export function torchAddon(): NativeModule {
 export function loadedTorchAddon(): NativeModule | undefined {
   return torchModule;
 }
+
+let cuda: { module?: NativeModule; error?: QuorumError } | undefined;
+
+/**
+ * The CUDA module (built only where nvcc was found) if it loaded, else why not; never throws, and tries once: a
+ * machine without it keeps working on the CPU.
+ */
+export function optionalCudaAddon(): { module?: NativeModule; error?: QuorumError } {
+  if (!cuda) {
+    try {
+      cuda = { module: loadAddon<NativeModule>('quorum_cuda', 'QUORUM_CUDA_PATH') };
+    } catch (e) {
+      cuda = { error: e instanceof QuorumError ? e : new QuorumError('ERR_BACKEND_UNAVAILABLE', String(e)) };
+    }
+  }
+  return cuda;
+}

@@ -40,7 +40,7 @@ describe('native bindings', () => {
   it('only lib/bindings/ calls the module loaders', () => {
     const callers = libFiles('lib')
       .filter((f) => !f.startsWith(join('lib', 'bindings')) && f !== join('lib', 'native.ts'))
-      .filter((f) => /\b(coreAddon|torchAddon|faissAddon|loadedFaissAddon|loadedTorchAddon|loadAddon)\(/.test(read(packageRoot, f)));
+      .filter((f) => /\b(coreAddon|torchAddon|faissAddon|loadedFaissAddon|loadedTorchAddon|optionalCudaAddon|loadAddon)\(/.test(read(packageRoot, f)));
     expect(callers).toEqual([]);
   });
 

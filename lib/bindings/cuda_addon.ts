@@ -2,7 +2,7 @@
 // CUDA forms of the kernels, which share the core's call signatures (lib/cuda.ts picks the module by the operands'
 // device). The module is optional: without it, a driver or a GPU, nothing here throws until a device is asked for.
 import { QuorumError, callNative } from '../errors.js';
-import { coreAddon, loadAddon, type MaybeAsync, type NativeTensorHandle } from '../native.js';
+import { coreAddon, optionalCudaAddon, type MaybeAsync, type NativeTensorHandle } from '../native.js';
 import type { DenseBindings } from './dense_bindings.js';
 import type { LossBindings } from './loss_bindings.js';
 import type { MaxsimBindings } from './maxsim_bindings.js';
@@ -55,9 +55,6 @@ export interface CudaAddonBindings extends KernelBindings {
   fillUniform(t: NativeTensorHandle, seed: number, lo: number, hi: number): void;
 }
 
-let cuda: CudaAddonBindings | null | undefined;
-let loadError: QuorumError | undefined;
-
 let info: CudaDeviceInfo | undefined; // the driver's answer does not change within a process
 
 /** The GPU this process can use, or why there is none (cached; lib/cuda.ts's cudaInfo gives a copy). */
@@ -66,22 +63,14 @@ export function cudaDevice(): CudaDeviceInfo {
     const m = cudaModule();
     info = m
       ? callNative(() => m.available())
-      : { count: 0, reason: `quorum_cuda.node is not built here (${loadError?.message ?? 'not found'})` };
+      : { count: 0, reason: `quorum_cuda.node is not built here (${optionalCudaAddon().error?.message ?? 'not found'})` };
   }
   return info;
 }
 
 /** The CUDA module if it was built (undefined otherwise; never throws). */
 export function cudaModule(): CudaAddonBindings | undefined {
-  if (cuda === undefined) {
-    try {
-      cuda = loadAddon<CudaAddonBindings>('quorum_cuda', 'QUORUM_CUDA_PATH');
-    } catch (e) {
-      cuda = null;
-      loadError = e instanceof QuorumError ? e : new QuorumError('ERR_BACKEND_UNAVAILABLE', String(e));
-    }
-  }
-  return cuda ?? undefined;
+  return optionalCudaAddon().module as CudaAddonBindings | undefined;
 }
 
 /** The CUDA module with a usable device; ERR_BACKEND_UNAVAILABLE (with the reason) otherwise. */
