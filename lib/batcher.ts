@@ -79,8 +79,9 @@ export class RequestBatcher<Req, Res> {
       ['maxWaitMs', maxWaitMs],
       ['timeoutMs', timeoutMs],
     ] as const)
-      if (typeof v !== 'number' || !Number.isFinite(v) || v < 0)
-        throw new QuorumError('ERR_RANGE', `${k} must be a finite number >= 0, got ${v}`);
+      // setTimeout takes at most 2^31 - 1 ms: a longer delay fires at once (every request would time out).
+      if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > 0x7fffffff)
+        throw new QuorumError('ERR_RANGE', `${k} must be a number of milliseconds from 0 to 2147483647, got ${v}`);
   }
 
   /** Requests waiting for a batch. */

@@ -358,6 +358,7 @@ export class DenseIndex extends NativeResource {
   static async map(path: string, options: { verify?: boolean } = {}): Promise<DenseIndex> {
     mustBeObject(options, 'DenseIndex.map options');
     checkOptions(options, mapKeys, 'DenseIndex.map options');
+    if (options.verify !== undefined && typeof options.verify !== 'boolean') throw new QuorumError('ERR_ARG', 'verify must be a boolean');
     const native = new (faissBindings().DenseIndex)();
     await DenseIndex.#runAsync(() => ({ call: (async) => native.map(path, options.verify === true, async) }));
     return new DenseIndex(native);

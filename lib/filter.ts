@@ -134,7 +134,12 @@ function lowerBound(values: Float64Array, x: number, strict: boolean): number {
 }
 
 /** One byte per row: 1 where the filter matches. */
-function evaluate(f: Filter, t: MetadataTable, path: string): Uint8Array {
+/** How deep and / or / not may nest: far beyond any real filter, far below the stack's limit (issue 65). */
+const MAX_FILTER_DEPTH = 64;
+
+function evaluate(f: Filter, t: MetadataTable, path: string, depth = 0): Uint8Array {
+  if (depth > MAX_FILTER_DEPTH)
+    throw new QuorumError('ERR_RANGE', `filters nest at most ${MAX_FILTER_DEPTH} levels deep (at ${path.slice(0, 60)}...)`);
   if (f === null || typeof f !== 'object' || Array.isArray(f)) throw new QuorumError('ERR_ARG', `${path} must be a filter object`);
   const keys = Object.keys(f);
   const out = new Uint8Array(t.size);
@@ -148,14 +153,14 @@ function evaluate(f: Filter, t: MetadataTable, path: string): Uint8Array {
       throw new QuorumError('ERR_ARG', `${path}.${op} must be a non-empty array of filters, alone in its object`);
     if (op === 'and') out.fill(1);
     parts.forEach((p, i) => {
-      const m = evaluate(p, t, `${path}.${op}[${i}]`);
+      const m = evaluate(p, t, `${path}.${op}[${i}]`, depth + 1);
       for (let r = 0; r < t.size; r++) out[r] = op === 'and' ? out[r]! & m[r]! : out[r]! | m[r]!;
     });
     return out;
   }
   if ('not' in f) {
     if (keys.length !== 1) throw new QuorumError('ERR_ARG', `${path}.not must be alone in its object`);
-    const m = evaluate(f.not, t, `${path}.not`);
+    const m = evaluate(f.not, t, `${path}.not`, depth + 1);
     for (let r = 0; r < t.size; r++) out[r] = 1 - m[r]!;
     return out;
   }

@@ -102,6 +102,8 @@ export class Live<T> {
    */
   async swap(next: T): Promise<void> {
     if (this.closed) throw new QuorumError('ERR_DISPOSED', 'this Live value is closed');
+    // Swapping the served value for itself would retire, and so dispose, what keeps serving (issue 65).
+    if (next === this.head.value) throw new QuorumError('ERR_ARG', 'swap needs a new value: this one is already served');
     const old = this.head;
     this.head = { value: next, version: old.version + 1, inFlight: 0, retired: false };
     return this.retire(old);

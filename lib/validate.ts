@@ -87,6 +87,36 @@ export function mustBeArray(v: unknown, what: string, arrayLike = false): void {
     throw new QuorumError('ERR_ARG', `${what} must be an array, got ${v === null ? 'null' : typeof v}`);
 }
 
+/**
+ * ERR_ARG unless `rows` is an array (or Int32Array) of integer row numbers, ERR_RANGE for one outside [0, n): a
+ * fraction or a string ('3') would be read as another row, or as row 0 (issue 65).
+ */
+export function checkRowNumbers(rows: unknown, n: number, what: string): void {
+  if (!(rows instanceof Int32Array) && !Array.isArray(rows)) throw new QuorumError('ERR_ARG', `${what} must be an array of row numbers`);
+  for (let i = 0; i < rows.length; i++) {
+    const r: unknown = rows[i];
+    if (typeof r !== 'number' || !Number.isInteger(r))
+      throw new QuorumError('ERR_ARG', `${what}[${i}] must be an integer row number, got ${JSON.stringify(r) ?? String(r)}`);
+    if (r < 0 || r >= n) throw new QuorumError('ERR_RANGE', `${what}[${i}] = ${r} is not a row of the ${n} passages`);
+  }
+}
+
+/**
+ * Training examples `{ query, task, positives, hardNegatives }` over a corpus of `n` passages, each field checked:
+ * the query and task strings, the rows as {@link checkRowNumbers}. The first bad field is the error, named.
+ */
+export function checkTrainingExamples(examples: unknown, n: number, what = 'examples'): void {
+  mustBeArray(examples, what);
+  (examples as unknown[]).forEach((x, i) => {
+    mustBeObject(x, `${what}[${i}]`);
+    const e = x as Record<string, unknown>;
+    if (typeof e.query !== 'string') throw new QuorumError('ERR_ARG', `${what}[${i}].query must be a string`);
+    if (typeof e.task !== 'string') throw new QuorumError('ERR_ARG', `${what}[${i}].task must be a string`);
+    checkRowNumbers(e.positives, n, `${what}[${i}].positives`);
+    checkRowNumbers(e.hardNegatives, n, `${what}[${i}].hardNegatives`);
+  });
+}
+
 /** ERR_ARG unless `v` is a Map. */
 export function mustBeMap(v: unknown, what: string): void {
   if (!(v instanceof Map)) throw new QuorumError('ERR_ARG', `${what} must be a Map, got ${v === null ? 'null' : typeof v}`);
@@ -138,8 +168,14 @@ export function optionKeys<T>() {
 export function checkOptions(v: unknown, known: ReadonlySet<string>, what: string): void {
   if (v === undefined) return;
   mustBeObject(v, what);
-  for (const k of Object.keys(v as object))
+  for (const k of Object.keys(v as object)) {
     if (!known.has(k)) throw new QuorumError('ERR_ARG', `${what}: unknown option '${k}' (known: ${[...known].join(', ') || 'none'})`);
+    // Callbacks (onProgress, onEpoch, ...) are called deep inside long work: a value that is not a function would be
+    // a TypeError there, after minutes, rather than a typed error now (issue 65).
+    const value = (v as Record<string, unknown>)[k];
+    if (/^on[A-Z]/.test(k) && value !== undefined && typeof value !== 'function')
+      throw new QuorumError('ERR_ARG', `${what}: ${k} must be a function, got ${value === null ? 'null' : typeof value}`);
+  }
 }
 
 const MIN_I64 = -(2n ** 63n);

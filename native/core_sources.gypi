@@ -3,6 +3,7 @@
     "common/cpu_features.cc",
     "common/thread_pool.cc",
     "common/persist.cc",
+    "common/mapping_guard.cc",
     "common/tensor_file.cc",
     "kernels/dense_dot_scalar.cc",
     "kernels/dense_dot_avx2.cc",

@@ -1,7 +1,6 @@
 // CAME end to end (lib/methods/came, native/torch/came_model.h) on a tiny synthetic corpus: the model's structure and
 // typed errors, one training step against its parts (standardized sum, competitive weights, kernels against
 // libtorch's own ops), each expert's index against brute force, the fusions, training, save / load, and the CLI.
-import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,13 +17,13 @@ import { fitLexicalBias } from '../lib/methods/came/train.js';
 import { updateCamePassages } from '../lib/methods/came/passages.js';
 import { CameRetriever } from '../lib/methods/came/retriever.js';
 import { trainCame } from '../lib/methods/came/train.js';
-import { packageRoot } from '../lib/native.js';
 import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
 import type { TrainingExample } from '../lib/train/examples.js';
 import { TokenTable } from '../lib/models/token-table.js';
 import { Retriever, type TokenBatchArg } from '../lib/models/retriever.js';
 import { asyncCode, code } from './basics.js';
 import { adamGradient, expectGradientsMatch, randomize } from './gradcheck.js';
+import { quorumCli as quorum } from './helpers.js';
 
 const N = 48;
 const SPECIALS = ['[PAD]', '[unused0]', '[unused1]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'];
@@ -547,11 +546,6 @@ describe('CAME passage updates', () => {
     for (const x of [came, loaded, fresh]) x.dispose();
   });
 });
-
-function quorum(...args: string[]) {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', join(packageRoot, 'lib', 'cli', 'main.ts'), ...args], { cwd: packageRoot, encoding: 'utf8', timeout: 240_000 });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-}
 
 describe('quorum came', () => {
   it('came train, came index, came search and eval --came on a tiny dataset; typed one-line errors', () => {

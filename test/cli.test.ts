@@ -1,6 +1,5 @@
 // The `quorum` CLI end to end (through tsx, from the sources): eval on the embedded dataset, fuse, and the
 // non-zero exits with one-line messages on bad input.
-import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,18 +9,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { readSafetensors } from '../lib/io/safetensors.js';
 import { packageRoot } from '../lib/native.js';
 import { maxAbsDiff } from './basics.js';
+import { quorumCli as quorum } from './helpers.js';
 
 const out = mkdtempSync(join(tmpdir(), 'quorum-cli-'));
 afterAll(() => rmSync(out, { recursive: true, force: true }));
-
-function quorum(...args: string[]) {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', join(packageRoot, 'lib', 'cli', 'main.ts'), ...args], {
-    cwd: packageRoot,
-    encoding: 'utf8',
-    timeout: 120_000,
-  });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-}
 
 const data = join(packageRoot, 'data', 'xquad-en');
 

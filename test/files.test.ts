@@ -41,23 +41,34 @@ describe('makeDirs', () => {
   });
 });
 
+// An output kind whose card is card.json: a directory holding it is an earlier output, replaced whole (a directory
+// without it is the user's, written into file by file: test/outputs.test.ts).
+const kind = { card: 'card.json', format: 'quorum-test' };
+const card = (dir: string) => writeFileSync(join(dir, 'card.json'), JSON.stringify({ format: 'quorum-test' }));
+
 describe('replaceDirectory', () => {
   it('swaps in the new directory whole, or leaves the old one as it was when writing fails', async () => {
     const dir = join(root, 'swap', 'index');
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'a.txt'), 'old');
-    await replaceDirectory(dir, async (tmp) => {
-      writeFileSync(join(tmp, 'b.txt'), 'new');
-      expect(readFileSync(join(dir, 'a.txt'), 'utf8')).toBe('old');  // nothing visible until the swap
-    });
-    expect(readdirSync(dir)).toEqual(['b.txt']);
+    card(dir);
+    await replaceDirectory(
+      dir,
+      async (tmp) => {
+        writeFileSync(join(tmp, 'b.txt'), 'new');
+        card(tmp);
+        expect(readFileSync(join(dir, 'a.txt'), 'utf8')).toBe('old'); // nothing visible until the swap
+      },
+      { kind },
+    );
+    expect(readdirSync(dir).sort()).toEqual(['b.txt', 'card.json']);
     await expect(
       replaceDirectory(dir, async (tmp) => {
           writeFileSync(join(tmp, 'c.txt'), 'half');
         throw new Error('disk full');
       }),
     ).rejects.toThrow('disk full');
-    expect(readdirSync(dir)).toEqual(['b.txt']);
+    expect(readdirSync(dir).sort()).toEqual(['b.txt', 'card.json']);
     expect(readdirSync(join(root, 'swap'))).toEqual(['index']);  // no temporary left
     // Nothing to replace: created. A parent that is a file: ERR_IO, nothing left.
     await replaceDirectory(join(root, 'swap', 'fresh'), async () => {});
@@ -75,11 +86,17 @@ describe('replaceDirectory', () => {
     for (const [name, text] of [[`index.old-${dead}-a`, 'old'], [`index.tmp-${dead}-a`, 'new']] as const) {
       mkdirSync(join(parent, name));
       writeFileSync(join(parent, name, 'v.txt'), text);
+      card(join(parent, name));
     }
-    await replaceDirectory(dir, async (tmp) => {
-      expect(readFileSync(join(dir, 'v.txt'), 'utf8')).toBe('new');  // recovered before this write began
-      writeFileSync(join(tmp, 'v.txt'), 'newer');
-    });
+    await replaceDirectory(
+      dir,
+      async (tmp) => {
+        expect(readFileSync(join(dir, 'v.txt'), 'utf8')).toBe('new'); // recovered before this write began
+        writeFileSync(join(tmp, 'v.txt'), 'newer');
+        card(tmp);
+      },
+      { kind },
+    );
     expect(readdirSync(parent)).toEqual(['index']);
     expect(readFileSync(join(dir, 'v.txt'), 'utf8')).toBe('newer');
     // Killed before its write finished (only .old and no .tmp of that tag cannot happen; a lone .tmp is unfinished).
@@ -99,27 +116,29 @@ describe('replaceDirectory keeping what the save does not write', () => {
     writeFileSync(join(dir, 'extra.onnx'), 'export');
     writeFileSync(join(dir, 'index', 'ids.txt'), 'old ids');
     writeFileSync(join(dir, 'index', 'local', 'tokens.bin'), 'tokens');
+    card(dir);
     const before = statSync(join(dir, 'extra.onnx')).ino;
-    const card = replaceDirectorySync(
+    const result = replaceDirectorySync(
       dir,
       (tmp) => {
         expect(readdirSync(tmp)).toEqual([]);  // created empty for the write
         writeFileSync(join(tmp, 'weights.bin'), 'new weights');
         mkdirSync(join(tmp, 'index'));
         writeFileSync(join(tmp, 'index', 'ids.txt'), 'new ids');
+        card(tmp);
         return 'card';
       },
-      { keepOthers: true },
+      { keepOthers: true, kind },
     );
-    expect(card).toBe('card');
+    expect(result).toBe('card');
     expect(readFileSync(join(dir, 'weights.bin'), 'utf8')).toBe('new weights');
     expect(readFileSync(join(dir, 'index', 'ids.txt'), 'utf8')).toBe('new ids');
     expect(readFileSync(join(dir, 'index', 'local', 'tokens.bin'), 'utf8')).toBe('tokens');
     expect(statSync(join(dir, 'extra.onnx')).ino).toBe(before);  // a link, not a copy
     expect(readdirSync(join(root, 'keep'))).toEqual(['model']);
     // Without keepOthers the new directory alone.
-    replaceDirectorySync(dir, (tmp) => writeFileSync(join(tmp, 'only.txt'), 'x'));
-    expect(readdirSync(dir)).toEqual(['only.txt']);
+    replaceDirectorySync(dir, (tmp) => [writeFileSync(join(tmp, 'only.txt'), 'x'), card(tmp)], { kind });
+    expect(readdirSync(dir).sort()).toEqual(['card.json', 'only.txt']);
   });
 
   it('replaces the directory a symbolic link names (the link stays), and a file-system error while writing is ERR_IO', async () => {

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
 
 import { expect } from 'vitest';
 
@@ -8,6 +9,16 @@ import { bf16ToF32, f16ToF32 } from './reference/dense.js';
 import { rng } from './basics.js';
 
 export { asyncCode, code, rejection, rng } from './basics.js';
+
+/** The `quorum` CLI through tsx, from the sources: its exit status and output. */
+export function quorumCli(...args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', join(packageRoot, 'lib', 'cli', 'main.ts'), ...args], {
+    cwd: packageRoot,
+    encoding: 'utf8',
+    timeout: 240_000,
+  });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
 
 
 export function randomF32(n: number, seed: number): Float32Array {

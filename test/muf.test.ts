@@ -1,7 +1,6 @@
 // DPR-MUF end to end (lib/methods/muf) on a separable fixture: two experts over one corpus whose tasks live in
 // different halves of the embedding space. Each expert's heads see only its own task's questions while training, so
 // they agree on them and disagree elsewhere: a question of task t must get its highest confidence from expert t.
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,13 +10,13 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { readMufDir } from '../lib/methods/muf/format.js';
 import { MufRetriever, type MufJudgedQuery, type MufPassage } from '../lib/methods/muf/retriever.js';
 import { trainMufHeads } from '../lib/methods/muf/train.js';
-import { packageRoot } from '../lib/native.js';
 import { WordPieceTokenizer } from '../lib/text/tokenizer.js';
 import type { TrainingExample } from '../lib/train/examples.js';
 import { Retriever } from '../lib/models/retriever.js';
 import { ece, ensembleMISync } from '../lib/uncertainty.js';
 import { asyncCode, rng } from './basics.js';
 import { referenceMufSearch } from './reference/muf-search.js';
+import { quorumCli as quorum } from './helpers.js';
 
 const N = 192; // topics per task
 const DIM = 32;
@@ -217,11 +216,6 @@ describe('MufRetriever', () => {
     muf.dispose();
   });
 });
-
-function quorum(...args: string[]) {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', join(packageRoot, 'lib', 'cli', 'main.ts'), ...args], { cwd: packageRoot, encoding: 'utf8', timeout: 120_000 });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-}
 
 /** The fixture as a BEIR directory (queries with a `task`), optionally without the tasks. */
 function writeDataset(dir: string, withTasks = true): void {

@@ -1,5 +1,6 @@
 // `quorum encode`: a trained model's vectors of a BEIR corpus, as a raw float32 file with its ids (what `quorum index
 // dense` reads) and an exact DenseIndex (what `quorum search` reads).
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { readBeirCorpus } from '../data/beir.js';
@@ -9,7 +10,7 @@ import { POOLINGS, type Pooling } from '../models/config.js';
 import type { PretrainedOptions } from '../models/hf.js';
 import { Retriever } from '../models/retriever.js';
 import { progress } from '../progress.js';
-import { replaceDirectory, writeFileAtomic } from '../data/files.js';
+import { type OutputKind, replaceDirectory, writeFileAtomic } from '../data/files.js';
 import { asRanks } from './launch.js';
 import { rankPart, type ProcessGroup } from '../models/process-group.js';
 import { Tensor } from '../tensor.js';
@@ -28,6 +29,12 @@ export function hfModelOptions(o: { pooling?: string; normalize?: boolean }): Pr
  * `quorum encode`: with `nproc` (or as a rank of a group started on several machines) each rank encodes its
  * contiguous part of the corpus and rank 0 writes the vectors and the index of the whole corpus, in corpus order.
  */
+/** An earlier `quorum encode --out` directory: its four files, which a new run replaces together. */
+const encodeOutput: OutputKind = {
+  card: 'index.qdx.ids',
+  owns: (dir) => ['vectors.f32', 'ids.txt', 'index.qdx'].every((f) => statSync(join(dir, f), { throwIfNoEntry: false })?.isFile()),
+};
+
 export async function encodeCommand(
   o: { model: string; data: string; out: string; pooling?: string; normalize?: boolean; nproc?: number },
   log: (line: string) => void = console.log,
@@ -76,7 +83,7 @@ async function encode(
       await index.save(join(tmp, 'index.qdx'));
       writeFileAtomic(join(tmp, 'index.qdx.ids'), Buffer.from(ids));
     },
-    { keepOthers: true },
+    { keepOthers: true, kind: encodeOutput },
   );
   log(`encoded ${corpus.length} passages (${model.dim}-d) in ${seconds.toFixed(1)} s into ${o.out}: vectors.f32, ids.txt, index.qdx`);
 }

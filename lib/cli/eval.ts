@@ -28,7 +28,7 @@ import { precisionCoverage } from '../uncertainty.js';
 import { CalibrationRecorder, type ReportData, recallCurve, recallCutoffs, timeEach } from '../report/data.js';
 import { writeReport } from '../report/html.js';
 import { table } from './table.js';
-import { replaceDirectorySync, writeFileAtomic } from '../data/files.js';
+import { type OutputKind, jsonCardIn, replaceDirectorySync, writeFileAtomic } from '../data/files.js';
 
 export const EVAL_METHODS = ['bm25', 'dense', 'hybrid', 'rrf', 'glove'] as const;
 
@@ -490,6 +490,15 @@ async function cameRuns(
   return runs;
 }
 
+/** An earlier `quorum eval --out` directory: its metrics.json says so (a new run replaces the runs and metrics together). */
+const evalOutput: OutputKind = {
+  card: 'metrics.json',
+  owns: (dir) => {
+    const card = jsonCardIn(dir, 'metrics.json');
+    return typeof card?.dataset === 'string' && !!card.metrics && typeof card.metrics === 'object';
+  },
+};
+
 export async function evalCommand(o: EvalCommandOptions): Promise<void> {
   for (const m of o.metrics) metricFn(m); // ERR_ARG for an unknown metric, before any work
   for (const m of o.methods)
@@ -606,7 +615,7 @@ export async function evalCommand(o: EvalCommandOptions): Promise<void> {
         for (const name of made) writeRun(join(tmp, file(name)), runs.get(name)!, name);
         writeFileAtomic(join(tmp, 'metrics.json'), Buffer.from(JSON.stringify(data, null, 2) + '\n'));
       },
-      { keepOthers: true },
+      { keepOthers: true, kind: evalOutput },
     );
     console.log(`\nwrote ${made.map(file).join(', ')}${made.length ? ' and ' : ''}metrics.json to ${o.out}`);
   }

@@ -9,6 +9,7 @@ import { type FusionMethod, type FusionMethodDef, type MissingPolicy, fuse, fusi
 import { trainFusion } from '../fusion/train.js';
 import { type Normalization } from '../fusion/normalize.js';
 import { CAME_FUSION_METHODS } from '../methods/came/fusion.js';
+import { checkCommandOutput } from './outputs.js';
 import { table } from './table.js';
 
 interface FuseCommandOptions {
@@ -43,6 +44,7 @@ function methodNamed(name: string): FusionMethodDef {
 
 export async function fuseCommand(o: FuseCommandOptions): Promise<void> {
   if (o.runs.length < 1) throw new QuorumError('ERR_ARG', 'give at least one run file');
+  checkCommandOutput(o.out, 'run');
   if (o.method === 'muf' || o.method === 'muf-sparse')
     throw new QuorumError(
       'ERR_ARG',

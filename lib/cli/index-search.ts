@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { Bm25Index } from '../bm25/bm25.js';
 import { readBeirCorpus, readBeirQueries } from '../data/beir.js';
 import { readFileBytes, writeFileAtomic } from '../data/files.js';
+import { checkCommandOutput } from './outputs.js';
 import { readQrels, writeRun } from '../data/trec-files.js';
 import { DenseIndex, type Mips } from '../dense-index.js';
 import { QuorumError } from '../errors.js';
@@ -53,6 +54,7 @@ function readVectors(path: string, idsPath: string, dim: number): { vectors: Flo
 }
 
 export async function indexBm25(o: { data: string; out: string; k1: number; b: number }): Promise<void> {
+  checkCommandOutput(o.out, 'bm25');
   const corpus = await readBeirCorpus(o.data);
   const index = await Bm25Index.build(
     corpus.map((p) => ({ id: p.id, text: p.title ? `${p.title}. ${p.text}` : p.text })),
@@ -71,6 +73,7 @@ export async function indexDense(o: {
   out: string;
   train?: number;
 }): Promise<void> {
+  checkCommandOutput(o.out, 'dense');
   const { vectors, ids } = readVectors(o.vectors, o.ids, o.dim);
   const index = DenseIndex.create({ dim: o.dim, factory: o.factory, mips: o.mips as Mips });
   if (!index.info.trained) await index.train(o.train ? vectors.subarray(0, Math.min(o.train, ids.length) * o.dim) : vectors);
@@ -129,6 +132,7 @@ export async function searchCommand(o: {
   nprobe?: number;
   filter?: string;
 }): Promise<void> {
+  checkCommandOutput(o.out, 'run');
   const head = new TextDecoder().decode(readFileBytes(o.index).subarray(0, 8));
   let run = new Map<string, ScoredDoc[]>();
   if (head === 'QBM25V01') {

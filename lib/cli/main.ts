@@ -5,6 +5,7 @@ import { join } from 'node:path';
 
 import { Command, CommanderError } from 'commander';
 
+import { checkOutputDirectory } from '../data/files.js';
 import { QuorumError } from '../errors.js';
 import { checkInitConflicts, count, int, list, num, numbers, trainingOptions } from './args.js';
 import { describeError } from './errors.js';
@@ -35,6 +36,13 @@ const program = new Command('quorum')
   .version(version, '-V, --version', 'print the version')
   .exitOverride()
   .configureOutput({ outputError: () => {} });
+
+// An output directory that names a file (`--out notes.txt`) is refused before the command's work, not after it
+// (issue 65); the save checks again, since the path may change meanwhile.
+program.hook('preAction', (_program, action) => {
+  const out: unknown = action.opts().out;
+  if (action.options.find((opt) => opt.long === '--out')?.flags.includes('<dir>') && out !== undefined) checkOutputDirectory(out as string);
+});
 
 program
   .command('demo')

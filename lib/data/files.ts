@@ -1,15 +1,18 @@
 // Small file helpers shared by the TypeScript-side formats.
+import { constants as bufferConstants } from 'node:buffer';
 import {
   closeSync,
+  constants,
   copyFileSync,
   existsSync,
+  fstatSync,
   fsyncSync,
   linkSync,
   lstatSync,
   mkdirSync,
   openSync,
-  readFileSync,
   readdirSync,
+  readSync,
   readlinkSync,
   realpathSync,
   renameSync,
@@ -98,6 +101,20 @@ function recoverDirectory(dir: string): void {
     if (dead(name, 'tmp') !== undefined || dead(name, 'old') !== undefined) removeQuietly(join(dirname(dir), name));
 }
 
+/**
+ * What kind of output a directory is, so that an earlier output of the same kind may be replaced whole (issue 65):
+ * Quorum's own directories carry a card, a JSON file whose `format` names their kind. A directory without it (the
+ * user's `src/`, their home) is never swapped: the output's files go into it one by one, and nothing else is touched.
+ */
+export interface OutputKind {
+  /** The file that says what the directory is (moved in last when writing into someone else's directory). */
+  card: string;
+  /** The card's `format` field for this kind (a JSON card). */
+  format?: string;
+  /** Instead of `format`: whether `dir` is an earlier output of this kind, for outputs whose card is not JSON. */
+  owns?: (dir: string) => boolean;
+}
+
 /** Options of {@link replaceDirectory}. */
 interface ReplaceDirectoryOptions {
   /**
@@ -106,6 +123,24 @@ interface ReplaceDirectoryOptions {
    * a method's directory saved again keeps its `index/`, `checkpoints/` and exports.
    */
   keepOthers?: boolean;
+  /** The output's kind: an existing directory of this kind is replaced whole; any other one is written into. */
+  kind?: OutputKind;
+}
+
+/** `dir/name` parsed as a JSON object, or undefined when it is missing, unreadable or not one (never throws). */
+export function jsonCardIn(dir: string, name: string): Record<string, unknown> | undefined {
+  try {
+    const value = JSON.parse(readTextFile(join(dir, name))) as unknown;
+    return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether the existing directory `dir` is an output of `kind` (its card says so). */
+function isOwnOutput(dir: string, kind: OutputKind | undefined): boolean {
+  if (!kind || !statSync(join(dir, kind.card), { throwIfNoEntry: false })?.isFile()) return false;
+  return kind.owns ? kind.owns(dir) : jsonCardIn(dir, kind.card)?.format === kind.format;
 }
 
 /** The entries of `from` that `to` lacks, into `to` (hard links, else copies; directories merged). */
@@ -135,32 +170,126 @@ function asIoError(e: unknown, dir: string): unknown {
   return new QuorumError('ERR_IO', `cannot write ${dir}: ${(e as Error).message}`, { cause: e });
 }
 
-/** Where a replacement of `dir` writes: beside the directory `dir` names (through a symbolic link), created. */
-function beginReplace(dir: string): { target: string; tmp: string; tag: string } {
-  let target = resolve(dir);
+/**
+ * A path a caller names for a file or directory: a non-empty string without NUL bytes (which the system would cut
+ * the path at), else ERR_ARG naming `what`. `--out ''` would otherwise name the current directory.
+ */
+export function checkPath(path: unknown, what = 'path'): asserts path is string {
+  if (typeof path !== 'string') throw new QuorumError('ERR_ARG', `${what} must be a string, got ${typeof path}`);
+  if (path === '') throw new QuorumError('ERR_ARG', `${what} must not be empty`);
+  if (path.includes('\0')) throw new QuorumError('ERR_ARG', `${what} must not contain a NUL byte`);
+}
+
+/**
+ * Checks that a directory output may go to `dir`: nothing there, or a directory (through links). A regular file, a
+ * FIFO, a device or a link to nothing is the user's: ERR_IO naming it. Commands call it before their work; every
+ * {@link replaceDirectory} calls it again. Returns the real path of the directory to write.
+ */
+export function checkOutputDirectory(dir: string): string {
+  checkPath(dir, 'the output directory');
   try {
-    if (lstatSync(target, { throwIfNoEntry: false })?.isSymbolicLink()) target = realpathOrSelf(target);
+    return outputDirectory(dir);
+  } catch (e) {
+    throw asIoError(e, dir); // ENOTDIR: a parent is a file
+  }
+}
+
+function outputDirectory(dir: string): string {
+  let target = resolve(dir);
+  if (lstatSync(target, { throwIfNoEntry: false })?.isSymbolicLink()) {
+    try {
+      target = realpathSync(target);
+    } catch {
+      throw new QuorumError('ERR_IO', `${dir} is a symbolic link to nothing: Quorum does not replace it`);
+    }
+  }
+  const st = statSync(target, { throwIfNoEntry: false });
+  if (st && !st.isDirectory())
+    throw new QuorumError('ERR_IO', `${dir} exists and is not a directory: Quorum does not replace it (choose another output path)`);
+  return target;
+}
+
+/** How a replacement of `dir` goes: `swap` writes beside it and renames; `merge` writes inside it and moves each file in. */
+interface ReplacePlan {
+  mode: 'swap' | 'merge';
+  target: string;
+  tmp: string;
+  tag: string;
+}
+
+/** Where a replacement of `dir` writes: beside the directory `dir` names (through a symbolic link), or inside it. */
+function beginReplace(dir: string, kind: OutputKind | undefined): ReplacePlan {
+  let target = checkOutputDirectory(dir);
+  let mode: ReplacePlan['mode'] = 'swap';
+  try {
     makeDirs(dirname(target));
     recoverDirectory(target);
+    target = checkOutputDirectory(target); // recovery may have put a directory back
+    if (existsSync(target) && !isOwnOutput(target, kind)) {
+      mode = 'merge';
+      removeDeadEntries(target, '.quorum-tmp-');
+    }
   } catch (e) {
     throw asIoError(e, dir);
   }
   const tag = `${process.pid}-${Math.random().toString(36).slice(2)}`;
-  const tmp = `${target}.tmp-${tag}`;
+  const tmp = mode === 'swap' ? `${target}.tmp-${tag}` : join(target, `.quorum-tmp-${tag}`);
   makeDirs(tmp);
-  return { target, tmp, tag };
+  return { mode, target, tmp, tag };
 }
 
-function realpathOrSelf(path: string): string {
-  try {
-    return realpathSync(path);
-  } catch {
-    return path; // a dangling link: replaced as it is
+/** Removes the entries `<prefix><pid>-...` of `dir` whose process is gone (an earlier merge killed mid-way). */
+function removeDeadEntries(dir: string, prefix: string): void {
+  for (const name of readdirSync(dir)) {
+    if (!name.startsWith(prefix)) continue;
+    const pid = Number(/^(\d+)-/.exec(name.slice(prefix.length))?.[1]);
+    if (Number.isSafeInteger(pid) && pid > 0 && pid !== process.pid && !alive(pid)) removeQuietly(join(dir, name));
   }
 }
 
-/** The written copy `tmp` swapped in for `target` (after {@link carryOver} when keeping). */
-function finishReplace(dir: string, { target, tmp, tag }: { target: string; tmp: string; tag: string }, keepOthers: boolean): void {
+/**
+ * The entries of `from` that cannot go into `to` without replacing something of another kind: a directory where a
+ * file goes, a file (or a FIFO, a device) where a directory goes. Checked before anything moves.
+ */
+function checkMerge(from: string, to: string): void {
+  for (const entry of readdirSync(from, { withFileTypes: true })) {
+    const dst = join(to, entry.name);
+    const there = lstatSync(dst, { throwIfNoEntry: false });
+    if (!there) continue;
+    if (entry.isDirectory()) {
+      if (!there.isDirectory()) throw new QuorumError('ERR_IO', `cannot write ${dst}: it exists and is not a directory`);
+      checkMerge(join(from, entry.name), dst);
+    } else if (!there.isFile() && !there.isSymbolicLink())
+      throw new QuorumError('ERR_IO', `cannot write ${dst}: it exists and is not a regular file`);
+  }
+}
+
+/** Moves the entries of `from` into `to`, each by one rename (a new subdirectory whole), `last` after the others. */
+function moveInto(from: string, to: string, last?: string): void {
+  const names = readdirSync(from).sort((a, b) => Number(a === last) - Number(b === last));
+  for (const name of names) {
+    const src = join(from, name);
+    const dst = join(to, name);
+    if (statSync(src).isDirectory() && existsSync(dst)) moveInto(src, dst);
+    else renameSync(src, dst);
+  }
+  syncDirectory(join(to, '.'));
+}
+
+/** The written copy swapped in for the target (after {@link carryOver} when keeping), or its files moved into it. */
+function finishReplace(dir: string, plan: ReplacePlan, keepOthers: boolean, kind: OutputKind | undefined): void {
+  const { target, tmp, tag } = plan;
+  if (plan.mode === 'merge') {
+    try {
+      checkMerge(tmp, target);
+      moveInto(tmp, target, kind?.card);
+    } catch (e) {
+      throw asIoError(e, dir);
+    } finally {
+      removeQuietly(tmp);
+    }
+    return;
+  }
   const old = `${target}.old-${tag}`;
   let moved = false;
   try {
@@ -180,32 +309,36 @@ function finishReplace(dir: string, { target, tmp, tag }: { target: string; tmp:
 }
 
 /**
- * Replaces the directory `dir` (or creates it, and its parents) with the one `write` fills: it is written beside
- * `dir` (`<dir>.tmp-<pid>-<r>`, created before `write` is called), then swapped in by two renames (the old directory
- * moves aside and is removed). A failure while writing leaves `dir` as it was and removes the new copy (ERR_IO for a
- * file-system error); a process killed at any point leaves `dir` old or new, whole: one killed between the two
- * renames leaves both copies beside a missing `dir`, and the next replaceDirectory of `dir` puts the new one in
- * place first. With `keepOthers`, what the old directory holds and `write` does not replace stays
- * ({@link ReplaceDirectoryOptions}).
+ * Writes the directory `dir` (created, with its parents, when missing) with the files `write` puts in the temporary
+ * directory it is given. What happens to an existing `dir` depends on what it is (issue 65):
+ * - nothing, or an earlier output of the same `kind` (its card says so): the new copy is written beside it
+ *   (`<dir>.tmp-<pid>-<r>`) and swapped in by two renames (the old one moves aside and is removed). A process killed at
+ *   any point leaves `dir` old or new, whole: one killed between the two renames leaves both copies beside a missing
+ *   `dir`, and the next replacement puts the new one in place first. With `keepOthers`, what the old directory holds
+ *   and `write` does not replace stays ({@link ReplaceDirectoryOptions}).
+ * - any other directory (the user's): the files are written inside it (`.quorum-tmp-<pid>-<r>/`), then each moved in
+ *   by one rename, the kind's card last; nothing else in it is touched, the directory itself stays.
+ * - a regular file, a FIFO, a device, a link to nothing: ERR_IO naming it, nothing written.
+ * A failure while writing leaves `dir` as it was and removes the new copy (ERR_IO for a file-system error).
  */
 export async function replaceDirectory(
   dir: string,
   write: (tmp: string) => Promise<void>,
   options: ReplaceDirectoryOptions = {},
 ): Promise<void> {
-  const r = beginReplace(dir);
+  const r = beginReplace(dir, options.kind);
   try {
     await write(r.tmp);
   } catch (e) {
     removeQuietly(r.tmp);
     throw asIoError(e, dir);
   }
-  finishReplace(dir, r, !!options.keepOthers);
+  finishReplace(dir, r, !!options.keepOthers, options.kind);
 }
 
 /** {@link replaceDirectory} for a synchronous `write`; returns what `write` returns. */
 export function replaceDirectorySync<T>(dir: string, write: (tmp: string) => T, options: ReplaceDirectoryOptions = {}): T {
-  const r = beginReplace(dir);
+  const r = beginReplace(dir, options.kind);
   let out: T;
   try {
     out = write(r.tmp);
@@ -213,7 +346,7 @@ export function replaceDirectorySync<T>(dir: string, write: (tmp: string) => T, 
     removeQuietly(r.tmp);
     throw asIoError(e, dir);
   }
-  finishReplace(dir, r, !!options.keepOthers);
+  finishReplace(dir, r, !!options.keepOthers, options.kind);
   return out;
 }
 
@@ -235,6 +368,15 @@ function syncDirectory(path: string): void {
  * directory fsync. Temporary files of earlier, killed saves to the same path are removed first.
  */
 export function writeFileAtomic(path: string, bytes: Uint8Array): void {
+  checkPath(path, 'the output file');
+  if (lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink())
+    try {
+      path = realpathSync(path); // the file the link names is written, the link stays
+    } catch {
+      throw new QuorumError('ERR_IO', `cannot write ${path}: a symbolic link to nothing`);
+    }
+  const there = statSync(path, { throwIfNoEntry: false });
+  if (there && !there.isFile()) throw new QuorumError('ERR_IO', `cannot write ${path}: it exists and is not a regular file`);
   removeStaleTemporaries(path);
   const tmp = `${path}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
   let fd: number | undefined;
@@ -265,22 +407,75 @@ export function fnv1a32(bytes: Uint8Array): number {
   return h >>> 0;
 }
 
-/** The file's bytes; ERR_IO when it cannot be read. */
-export function readFileBytes(path: string): Uint8Array {
+/**
+ * Checks that `path` names a regular file (through links), else ERR_IO: opening a FIFO blocks until a writer comes
+ * (a server's event loop would stop), and a device such as /dev/zero never ends. Readers that stream call this first.
+ */
+export function checkRegularFile(path: string): void {
+  checkPath(path, 'the file path');
+  let st;
   try {
-    return readFileSync(path);
+    st = statSync(path);
   } catch (e) {
     throw new QuorumError('ERR_IO', `cannot read ${path}: ${(e as Error).message}`);
+  }
+  if (!st.isFile()) throw new QuorumError('ERR_IO', `cannot read ${path}: not a regular file`);
+}
+
+/**
+ * The bytes of the regular file `path`, read through one descriptor opened without blocking (so a FIFO swapped in
+ * after a check cannot stall the open) and checked to be a regular file; ERR_IO otherwise, or when it holds more
+ * than `limit` bytes.
+ */
+function readRegularFile(path: string, limit: number, head = Number.MAX_SAFE_INTEGER): Buffer {
+  checkPath(path, 'the file path');
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new QuorumError('ERR_IO', `cannot read ${path}: not a regular file`);
+    if (st.size > limit && head >= st.size)
+      throw new QuorumError('ERR_IO', `cannot read ${path}: ${st.size} bytes, more than the ${limit} this reader holds`);
+    const out = Buffer.allocUnsafe(Math.min(st.size, head));
+    let off = 0;
+    while (off < out.length) {
+      const n = readSync(fd, out, off, out.length - off, off);
+      if (n === 0) break; // shrank meanwhile: the format's own checks will tell
+      off += n;
+    }
+    return off === out.length ? out : out.subarray(0, off);
+  } catch (e) {
+    if (e instanceof QuorumError) throw e;
+    throw new QuorumError('ERR_IO', `cannot read ${path}: ${(e as Error).message}`);
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }
 
-/** The file as UTF-8 text; ERR_IO when it cannot be read. */
+/**
+ * Checks that a command may write its file output at `path`: nothing is there, or a regular file that is empty or
+ * already of this kind (`looksLike` its first 4 KiB: an earlier index, run or report). Anything else is the user's
+ * (notes.txt, a directory, a FIFO, /dev/null): ERR_IO naming it, before any work is written (issue 65).
+ */
+export function checkOutputFile(path: string, what: string, looksLike: (head: Buffer) => boolean): void {
+  checkPath(path, 'the output file');
+  const st = statSync(path, { throwIfNoEntry: false });
+  if (!st) return;
+  if (!st.isFile()) throw new QuorumError('ERR_IO', `${path} exists and is not a regular file: Quorum does not replace it`);
+  if (st.size === 0) return;
+  const bytes = readRegularFile(path, Number.MAX_SAFE_INTEGER, 4096);
+  if (!looksLike(bytes))
+    throw new QuorumError('ERR_IO', `${path} exists and is not ${what}: Quorum does not replace it (choose another output path)`);
+}
+
+/** The file's bytes; ERR_IO when it cannot be read or is not a regular file. */
+export function readFileBytes(path: string): Uint8Array {
+  return readRegularFile(path, bufferConstants.MAX_LENGTH);
+}
+
+/** The file as UTF-8 text; ERR_IO when it cannot be read, is not a regular file or is longer than a string holds. */
 export function readTextFile(path: string): string {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch (e) {
-    throw new QuorumError('ERR_IO', `cannot read ${path}: ${(e as Error).message}`);
-  }
+  return readRegularFile(path, bufferConstants.MAX_STRING_LENGTH).toString('utf8');
 }
 
 /** The file parsed as one JSON document: ERR_IO when it cannot be read, ERR_FORMAT when it is not JSON. */

@@ -4,6 +4,7 @@ import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 
 import { QuorumError } from '../errors.js';
+import { checkRegularFile } from './files.js';
 
 /** A parse failure at `file:line`. */
 export function lineError(path: string, line: number, message: string): QuorumError {
@@ -17,6 +18,7 @@ export function lineError(path: string, line: number, message: string): QuorumEr
  * for await (const { text, line } of readLines('run.trec')) { ... }
  */
 export async function* readLines(path: string): AsyncGenerator<{ text: string; line: number }> {
+  checkRegularFile(path);
   const stream = createReadStream(path, { encoding: 'utf8' });
   const opened = new Promise<void>((resolve, reject) => {
     stream.once('open', () => resolve());
@@ -60,6 +62,7 @@ export function parseJsonObjectLine(text: string, path: string, line: number): R
  * training files run to gigabytes, beyond what one string can hold). Errors name file:line of the element.
  */
 export async function* readJsonArray(path: string): AsyncGenerator<{ value: unknown; line: number; index: number }> {
+  checkRegularFile(path);
   const stream = createReadStream(path, { encoding: 'utf8', highWaterMark: 1 << 20 });
   const opened = new Promise<void>((resolve, reject) => {
     stream.once('open', () => resolve());

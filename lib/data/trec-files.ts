@@ -1,9 +1,8 @@
 // TREC run and qrels files, read by streaming and written atomically enough for tools (one write).
 //   run:   qid Q0 docid rank score tag
 //   qrels: qid 0 docid grade (or BEIR's query-id<TAB>corpus-id<TAB>score)
-import { writeFileSync } from 'node:fs';
-
 import { QuorumError } from '../errors.js';
+import { writeFileAtomic } from './files.js';
 import { type Qrels, type Run, type ScoredDoc, rankDocs } from './runs.js';
 import { lineError, readLines } from './lines.js';
 import { checkRun, mustBeArray, mustBeObject, mustBeString } from '../validate.js';
@@ -68,7 +67,9 @@ function addQrelsLine(qrels: Map<string, Map<string, number>>, text: string, lin
   // Number('') is 0: a line cut after its last tab would judge the passage irrelevant.
   if (!qid || !doc || grade === '') throw lineError(source, line, `expected a query id, a passage id and a grade, got "${text.trim()}"`);
   const g = Number(grade);
-  if (!Number.isInteger(g)) throw lineError(source, line, `grade "${grade}" is not an integer`);
+  // trec_eval reads grades as 32-bit integers; 1e20 is an integer to JavaScript, but no judgment.
+  if (!Number.isInteger(g) || Math.abs(g) > 0x7fffffff)
+    throw lineError(source, line, `grade "${grade}" is not an integer between -2147483647 and 2147483647`);
   if (!qrels.has(qid)) qrels.set(qid, new Map());
   qrels.get(qid)!.set(doc, g);
 }
@@ -111,6 +112,8 @@ export function formatRun(run: Run, tag = 'quorum', depth?: number): string {
   if (/\s/.test(tag) || !tag) throw new QuorumError('ERR_ARG', 'the run tag must be one non-empty word');
   const out: string[] = [];
   for (const [qid, docs] of run) {
+    checkTrecId(qid, 'a query id');
+    for (const d of docs) checkTrecId(d.id, `a passage id of query ${qid}`);
     const byId = new Map(docs.map((d) => [d.id, d.score]));
     const ranked = rankDocs(docs, 'trec_eval');
     ranked.slice(0, depth ?? ranked.length).forEach((id, i) => out.push(`${qid} Q0 ${id} ${i + 1} ${byId.get(id)} ${tag}`));
@@ -125,7 +128,13 @@ export function formatRun(run: Run, tag = 'quorum', depth?: number): string {
  * writeRun('runs/hybrid.trec', run, 'hybrid', 100);
  */
 export function writeRun(path: string, run: Run, tag = 'quorum', depth?: number): void {
-  writeFileSync(path, formatRun(run, tag, depth));
+  writeFileAtomic(path, Buffer.from(formatRun(run, tag, depth)));
+}
+
+/** An id a TREC line can carry: a non-empty string without whitespace (a space would shift every later column). */
+function checkTrecId(id: string, what: string): void {
+  if (!id || /\s/.test(id))
+    throw new QuorumError('ERR_ARG', `${what} must be non-empty and without whitespace to be written as TREC, got ${JSON.stringify(id)}`);
 }
 
 /**
@@ -136,8 +145,13 @@ export function writeRun(path: string, run: Run, tag = 'quorum', depth?: number)
  */
 export function writeQrels(path: string, qrels: Qrels): void {
   const out: string[] = [];
-  for (const [qid, rel] of qrels) for (const [doc, g] of rel) out.push(`${qid} 0 ${doc} ${g}`);
-  writeFileSync(path, out.length ? out.join('\n') + '\n' : '');
+  for (const [qid, rel] of qrels)
+    for (const [doc, g] of rel) {
+      checkTrecId(qid, 'a query id');
+      checkTrecId(doc, `a passage id of query ${qid}`);
+      out.push(`${qid} 0 ${doc} ${g}`);
+    }
+  writeFileAtomic(path, Buffer.from(out.length ? out.join('\n') + '\n' : ''));
 }
 
 /** A TREC topic: its number and fields (title, desc, narr; CACM-style files give only `title`). */

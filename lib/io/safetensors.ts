@@ -55,6 +55,17 @@ interface Parsed {
 const bad = (message: string) => new QuorumError('ERR_FORMAT', `safetensors: ${message}`);
 
 /**
+ * `t` (a tensor read from `path`) when it is stored as floats: F32, BF16 or F16. Quorum writes its vectors and tables
+ * so; an F32 tensor relabelled I32 in the header decodes to other numbers and would change every score (issue 65), so
+ * any other dtype is ERR_FORMAT naming the file and the tensor. Undefined stays undefined (the caller's "missing").
+ */
+export function floatTensor(t: SafetensorsTensor | undefined, path: string, name: string): SafetensorsTensor | undefined {
+  if (t && t.dtype !== 'F32' && t.dtype !== 'BF16' && t.dtype !== 'F16')
+    throw new QuorumError('ERR_FORMAT', `${path}: '${name}' is stored as ${t.dtype}; Quorum writes it as floats (F32, BF16 or F16)`);
+  return t;
+}
+
+/**
  * Decodes every tensor of a safetensors file. ERR_FORMAT for anything malformed: a header length past the end, a
  * header that is not a JSON object, an unknown dtype, a byte range outside the data, out of order, overlapping or
  * leaving a gap, or a size that disagrees with the shape. F32 data whose offset is 4-byte aligned is returned as a

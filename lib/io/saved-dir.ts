@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { makeDirs, readJsonFile, writeFileAtomic } from '../data/files.js';
+import { makeDirs, readJsonFile, readTextFile, writeFileAtomic } from '../data/files.js';
 import { QuorumError } from '../errors.js';
 import type { z } from '../validate.js';
 
@@ -60,6 +60,28 @@ export function writeSavedCard<F extends SavedFormat, B extends object>(
   const card = { format: f.format as F['format'], version: f.version as F['version'], ...body };
   writeFileAtomic(join(dir, f.card), Buffer.from(JSON.stringify(card, null, indent) + '\n'));
   return card;
+}
+
+/**
+ * A saved directory's id file (one id per row: MUF's corpus-ids.txt, a CAME index's ids.txt), checked the same way
+ * for every reader (issue 65): LF or CRLF line ends, one final line end optional; no empty id, none twice, and exactly
+ * `rows` of them when given. ERR_FORMAT naming the file and line otherwise: a shifted or ambiguous id names the wrong
+ * passage in every answer.
+ */
+export function readIdFile(path: string, rows?: number, what = 'indexed passages'): string[] {
+  const ids = readTextFile(path).split(/\r?\n/);
+  if (ids.at(-1) === '') ids.pop();
+  if (rows !== undefined && ids.length !== rows) throw new QuorumError('ERR_FORMAT', `${path}: ${ids.length} ids for the ${rows} ${what}`);
+  const seen = new Map<string, number>();
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i]!;
+    if (id === '') throw new QuorumError('ERR_FORMAT', `${path}: line ${i + 1} is an empty id`);
+    const first = seen.get(id);
+    if (first !== undefined)
+      throw new QuorumError('ERR_FORMAT', `${path}: line ${i + 1} repeats the id ${JSON.stringify(id)} of line ${first + 1}`);
+    seen.set(id, i);
+  }
+  return ids;
 }
 
 /** A file a card names: a plain file name (no directory part), returned as its path in `dir`; else ERR_FORMAT. */

@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 
 import { QuorumError } from '../errors.js';
-import { makeDirs, replaceDirectorySync, writeFileAtomic } from '../data/files.js';
+import { makeDirs, replaceDirectorySync, writeFileAtomic, type OutputKind } from '../data/files.js';
 import { writeSafetensors, type TensorToWrite } from '../io/safetensors.js';
 import { hfTokenizerJson } from '../text/hf-tokenizer.js';
 
@@ -285,7 +285,7 @@ export function exportOnnx(model: ExportSource, tokenizer: WordPieceTokenizer, t
       writeOnnxCard(tmp, card);
       return card;
     },
-    { keepOthers: true },
+    { keepOthers: true, kind: onnxExportKind },
   );
 }
 
@@ -315,6 +315,9 @@ export function retrieverGraphs(model: ExportSource, emit: (file: string, bytes:
     ...(Object.keys(tasks).length ? { tasks } : {}),
   };
 }
+
+/** An ONNX export's directory: its card, quorum-onnx.json, says so (re-exporting replaces it whole). */
+export const onnxExportKind: OutputKind = { card: 'quorum-onnx.json', format: 'quorum-onnx' };
 
 /** Writes an ONNX export's quorum-onnx.json (format and version first). */
 export function writeOnnxCard(out: string, card: OnnxCardHead<string>): void {

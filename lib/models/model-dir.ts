@@ -9,7 +9,14 @@ import { replaceDirectorySync, readFileBytes, writeFileAtomic } from '../data/fi
 import { QuorumError } from '../errors.js';
 import { packageRoot } from '../native.js';
 import { dequantizeRowsInt8, quantizeRowsInt8 } from '../io/int8-rows.js';
-import { elementBytes, readSafetensors, writeSafetensors, type SafetensorsTensor, type TensorToWrite } from '../io/safetensors.js';
+import {
+  elementBytes,
+  readSafetensors,
+  safetensorsMetadata,
+  writeSafetensors,
+  type SafetensorsTensor,
+  type TensorToWrite,
+} from '../io/safetensors.js';
 import { checkCard, readSavedCard, savedFile, writeSavedCard, type SavedFormat } from '../io/saved-dir.js';
 import { WordPieceTokenizer } from '../text/tokenizer.js';
 import { writeTokenizerFiles } from '../text/tokenizer-files.js';
@@ -25,7 +32,7 @@ export function modelDir(nameOrPath: string): string {
   return nameOrPath === 'default' ? defaultModelDir : nameOrPath;
 }
 
-const modelFormat = {
+export const modelFormat = {
   card: 'model.json',
   format: 'quorum-retriever',
   version: 1,
@@ -145,7 +152,7 @@ export function saveModelDir(model: ParameterAccess & { readonly config: Retriev
   mustBeObject(o, 'saveModel options');
   checkOptions(o, saveKeys, 'saveModel options');
   const dtype = o.dtype ?? 'F32';
-  return replaceDirectorySync(dir, (tmp) => writeModelFiles(model, tmp, o, dtype), { keepOthers: true });
+  return replaceDirectorySync(dir, (tmp) => writeModelFiles(model, tmp, o, dtype), { keepOthers: true, kind: modelFormat });
 }
 
 function writeModelFiles(
@@ -201,7 +208,7 @@ export function readModelCard(dir: string): ModelCard {
  * every parameter with its shape; a bad file changes nothing (ERR_FORMAT).
  */
 export function loadWeights(model: ParameterAccess, dir: string, card: ModelCard): void {
-  readWeights(model, savedFile(dir, card.weights.file, join(dir, 'model.json'), 'weights'), card.weights.dtype);
+  readWeights(model, savedFile(dir, card.weights.file, join(dir, 'model.json'), 'weights'), card.weights.dtype, modelFormat.format);
 }
 
 // A Q8 matrix's row scales are stored beside it under this suffix ('#' occurs in no parameter name).
@@ -243,9 +250,9 @@ export function writeWeights(model: ParameterAccess, path: string, dtype: Weight
  * Reads {@link writeWeights}'s file into `model`, checking first that it holds every parameter with its shape and
  * finite values: a bad file changes nothing (ERR_FORMAT; ERR_IO when unreadable).
  */
-export function readWeights(model: ParameterAccess, path: string, storage: WeightStorage | 'any' = 'any'): void {
+export function readWeights(model: ParameterAccess, path: string, storage: WeightStorage | 'any' = 'any', format?: string): void {
   const params = model.parameters();
-  const values = readWeightTensors(path, params, undefined, storage);
+  const values = readWeightTensors(path, params, safetensorsAt(path, format), storage);
   for (const { name } of params) model.setParameter(name, values.get(name)!);
 }
 
@@ -256,7 +263,8 @@ export function readWeights(model: ParameterAccess, path: string, storage: Weigh
 export function readModelParameters(dir: string, card: ModelCard): Map<string, Float32Array> {
   const shapes = parameterShapes(card.config.encoder);
   const expected = retrieverEncoderNames(card.config).flatMap((e) => [...shapes].map(([name, shape]) => ({ name: `${e}.${name}`, shape })));
-  return readWeightTensors(savedFile(dir, card.weights.file, join(dir, 'model.json'), 'weights'), expected, undefined, card.weights.dtype);
+  const path = savedFile(dir, card.weights.file, join(dir, 'model.json'), 'weights');
+  return readWeightTensors(path, expected, safetensorsAt(path, modelFormat.format), card.weights.dtype);
 }
 
 /**
@@ -264,8 +272,8 @@ export function readModelParameters(dir: string, card: ModelCard): Map<string, F
  * the model names them, without the model: serving builds its graphs from them (CameServer). The graph builder
  * checks the shapes it needs.
  */
-export function readWeightFile(path: string): Map<string, Float32Array> {
-  const tensors = safetensorsAt(path);
+export function readWeightFile(path: string, format?: string): Map<string, Float32Array> {
+  const tensors = safetensorsAt(path, format);
   const params = [...tensors].filter(([name]) => !name.endsWith(SCALE_SUFFIX)).map(([name, t]) => ({ name, shape: t.shape }));
   return readWeightTensors(path, params, tensors);
 }
@@ -281,12 +289,25 @@ export function parameterSource(params: ReadonlyMap<string, Float32Array>, where
   };
 }
 
-function safetensorsAt(path: string): Map<string, SafetensorsTensor> {
+/**
+ * A weights file's tensors. With `format`, the file must not be another kind of Quorum weights: writeWeights records
+ * its kind ('quorum-came', 'quorum-rom', ...), and a CAME file with a retriever's names would load as one (issue 65).
+ * Files without the tag (older saves, other writers) are read on their tensors alone.
+ */
+function safetensorsAt(path: string, format?: string): Map<string, SafetensorsTensor> {
+  const bytes = readFileBytes(path);
+  let tensors: Map<string, SafetensorsTensor>;
+  let meta: Record<string, string>;
   try {
-    return readSafetensors(readFileBytes(path));
+    tensors = readSafetensors(bytes);
+    meta = safetensorsMetadata(bytes);
   } catch (e) {
     throw new QuorumError('ERR_FORMAT', `${path}: ${(e as Error).message}`, { cause: e });
   }
+  const tag = meta.format;
+  if (format && tag?.startsWith('quorum-') && tag !== format)
+    throw new QuorumError('ERR_FORMAT', `${path} holds ${tag} weights, not ${format}`);
+  return tensors;
 }
 
 // The dtypes a weights file of each storage holds (writeWeights): an integer tensor anywhere else is a relabelled float

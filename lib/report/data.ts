@@ -1,16 +1,16 @@
 // What an evaluation hands to the HTML report: the metrics.json that `quorum eval --out DIR` writes, checked by
 // one schema when it is read back, and the measurements that only the report uses (Recall@k curves, single-query
 // latencies, per-expert calibration).
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { z } from 'zod';
 
+import { readTextFile } from '../data/files.js';
 import { QuorumError } from '../errors.js';
 import { type Qrels, type Run, type ScoredDoc, evaluate } from '../eval/ranking.js';
 import { parse } from '../validate.js';
 
-const metricTable = z.record(z.string(), z.number());
+const metricTable = z.record(z.string(), z.number().finite());
 
 /** The results of one evaluation (metrics.json). */
 export const reportDataSchema = z.object({
@@ -24,14 +24,18 @@ export const reportDataSchema = z.object({
   /** method -> k -> mean Recall@k */
   recall: z.record(z.string(), metricTable).optional(),
   /** method -> milliseconds of each single-query search */
-  latency: z.record(z.string(), z.array(z.number().nonnegative())).optional(),
+  latency: z.record(z.string(), z.array(z.number().finite().nonnegative())).optional(),
   /** per expert: each query's confidence and whether the expert's own top-1 is relevant (DPR-MUF) */
-  calibration: z.array(z.object({ name: z.string(), confidence: z.array(z.number()), hit: z.array(z.number()) })).optional(),
+  calibration: z
+    .array(z.object({ name: z.string(), confidence: z.array(z.number().min(0).max(1)), hit: z.array(z.number().min(0).max(1)) }))
+    .optional(),
   /** DPR-MUF's abstention: per threshold of the highest expert confidence, the share answered and the share right */
   selective: z
     .object({
       measure: z.string(),
-      points: z.array(z.object({ threshold: z.number(), coverage: z.number().min(0).max(1), precision: z.number().min(0).max(1) })),
+      points: z.array(
+        z.object({ threshold: z.number().finite(), coverage: z.number().min(0).max(1), precision: z.number().min(0).max(1) }),
+      ),
     })
     .optional(),
 });
@@ -42,9 +46,9 @@ export function readReportData(path: string): ReportData {
   const file = path.endsWith('.json') ? path : join(path, 'metrics.json');
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readTextFile(file);
   } catch (e) {
-    throw new QuorumError('ERR_IO', `cannot read ${file}: ${(e as Error).message} (write it with quorum eval --out DIR)`);
+    throw new QuorumError('ERR_IO', `${(e as Error).message} (write it with quorum eval --out DIR)`);
   }
   let value: unknown;
   try {

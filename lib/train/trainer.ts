@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { makeDirs, replaceDirectory, readJsonFile, writeFileAtomic } from '../data/files.js';
+import { type OutputKind, jsonCardIn, makeDirs, replaceDirectory, readJsonFile, writeFileAtomic } from '../data/files.js';
 import { QuorumError } from '../errors.js';
 import { type StepStats, type TrainBatchArg } from '../bindings/torch_addon.js';
 import type { OptimizerOptions } from '../models/parameter-table.js';
@@ -17,7 +17,7 @@ import { seededRandom } from '../random.js';
 import { homogeneousBatches, linearSchedule, type TaskBatch } from './schedule.js';
 import { TokenTable } from '../models/token-table.js';
 import { type ValidationInput, type ValidationResult, validate, validationPool } from './validate.js';
-import { checkOptions, mustBeArray, mustBeObject, optionKeys } from '../validate.js';
+import { checkOptions, checkTrainingExamples, mustBeArray, mustBeObject, optionKeys } from '../validate.js';
 
 /** Options of {@link trainRetriever}: schedule, batches, negatives, loss, validation and checkpoints. */
 export interface TrainOptions {
@@ -253,6 +253,15 @@ const trainKeys = optionKeys<TrainOptions>()([
   'group',
 ]);
 
+/** A checkpoint directory: trainer.json (the epoch and its history) says so, and a checkpoint replaces the three files whole. */
+const checkpointsKind: OutputKind = {
+  card: 'trainer.json',
+  owns: (dir) => {
+    const card = jsonCardIn(dir, 'trainer.json');
+    return typeof card?.epoch === 'number' && Array.isArray(card.history);
+  },
+};
+
 /**
  * Trains a retriever contrastively: in-batch and hard negatives, homogeneous per-task batches with sampling rates
  * and loss scales, task markers, AdamW with linear warmup and decay, gradient clipping and accumulation,
@@ -285,6 +294,8 @@ export async function trainRetriever(
     ...options,
   };
   if (!data.train.length) throw new QuorumError('ERR_ARG', 'no training examples');
+  checkTrainingExamples(data.train, data.passages.length, 'train');
+  if (data.dev) checkTrainingExamples(data.dev, data.passages.length, 'dev');
   for (const [k, v] of Object.entries({
     epochs: o.epochs,
     batchSize: o.batchSize,
@@ -439,7 +450,7 @@ export async function trainRetriever(
           if (improved) await model.save(join(tmp, 'best.pt'));
           writeFileAtomic(join(tmp, 'trainer.json'), Buffer.from(JSON.stringify(state, null, 1)));
         },
-        { keepOthers: true },
+        { keepOthers: true, kind: checkpointsKind },
       );
     const v = stats.validation;
     log(

@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "mapping_guard.h"
+
 namespace quorum {
 
 constexpr size_t kAlignment = 64;
@@ -74,22 +76,28 @@ class AlignedBuffer {
   AlignedBuffer(const AlignedBuffer&) = delete;
   AlignedBuffer& operator=(const AlignedBuffer&) = delete;
   AlignedBuffer(AlignedBuffer&& o) noexcept
-      : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)), mapped_(std::exchange(o.mapped_, false)) {}
+      : ptr_(std::exchange(o.ptr_, nullptr)),
+        bytes_(std::exchange(o.bytes_, 0)),
+        mapped_(std::exchange(o.mapped_, false)),
+        guard_(std::exchange(o.guard_, -1)) {}
   AlignedBuffer& operator=(AlignedBuffer&& o) noexcept {
     if (this != &o) {
       release();
       ptr_ = std::exchange(o.ptr_, nullptr);
       bytes_ = std::exchange(o.bytes_, 0);
       mapped_ = std::exchange(o.mapped_, false);
+      guard_ = std::exchange(o.guard_, -1);
     }
     return *this;
   }
-  // Takes over a file mapping of `bytes` at `p` (page-aligned, from mmap): release() unmaps it (tensor_file.h).
-  static AlignedBuffer adopt_mapping(void* p, size_t bytes) {
+  // Takes over a file mapping of `bytes` at `p` (page-aligned, from mmap) and its mapping_guard slot: release()
+  // unregisters and unmaps it (tensor_file.h).
+  static AlignedBuffer adopt_mapping(void* p, size_t bytes, int guard = -1) {
     AlignedBuffer b;
     b.ptr_ = p;
     b.bytes_ = bytes;
     b.mapped_ = true;
+    b.guard_ = guard;
     return b;
   }
   ~AlignedBuffer() { release(); }
@@ -106,6 +114,7 @@ class AlignedBuffer {
   }
   void release() {
     if (ptr_ && mapped_) {
+      mapping_guard::remove(guard_);
       ::munmap(ptr_, bytes_);
     } else if (ptr_) {
       const size_t rounded = round(bytes_);
@@ -115,6 +124,11 @@ class AlignedBuffer {
     ptr_ = nullptr;
     bytes_ = 0;
     mapped_ = false;
+    guard_ = -1;
+  }
+  // ERR_IO when this is a file mapping whose file was truncated (mapping_guard.h); nothing for memory.
+  void check_mapping() const {
+    if (mapped_) mapping_guard::check(guard_);
   }
   void* data() const { return ptr_; }
   size_t bytes() const { return bytes_; }
@@ -125,6 +139,7 @@ class AlignedBuffer {
   void* ptr_ = nullptr;
   size_t bytes_ = 0;
   bool mapped_ = false;
+  int guard_ = -1;
 };
 
 // Scratch for one kernel call, kept by the calling thread for its next call: a step of a training loop or a

@@ -1,5 +1,7 @@
 #include "persist.h"
 
+#include "mapping_guard.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -95,6 +97,11 @@ uint64_t word_hash(const uint8_t* p, size_t n) {
 }
 
 AtomicFile::AtomicFile(const std::string& path) : path_(path) {
+  // The rename below would replace whatever `path` names: a directory, a FIFO or a device node is the user's, not a
+  // save of ours (issue 65).
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw Error("ERR_IO", "cannot write " + path + ": it exists and is not a regular file");
   remove_stale_temporaries(path);
   std::random_device rd;
   tmp_ = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(rd());
@@ -150,7 +157,9 @@ namespace {
 
 // An open descriptor of a regular file and its size (ERR_IO otherwise): what read_file and map_file start from.
 int open_regular(const std::string& path, size_t* size) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would wait for a writer (forever, in a worker the caller awaits); a
+  // regular file ignores the flag.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw Error("ERR_IO", "cannot open " + path + ": " + errno_text());
   struct stat st;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -162,6 +171,11 @@ int open_regular(const std::string& path, size_t* size) {
 }
 
 }  // namespace
+
+void check_regular_file(const std::string& path) {
+  size_t size = 0;
+  ::close(open_regular(path, &size));
+}
 
 std::vector<uint8_t> read_file(const std::string& path) {
   size_t size = 0;
@@ -191,8 +205,11 @@ std::vector<uint8_t> read_file(const std::string& path) {
 }
 
 MappedFile::~MappedFile() {
+  mapping_guard::remove(guard);
   if (data) ::munmap(const_cast<uint8_t*>(data), size);
 }
+
+void MappedFile::check() const { mapping_guard::check(guard); }
 
 std::shared_ptr<const MappedFile> map_file(const std::string& path) {
   auto m = std::make_shared<MappedFile>();
@@ -205,6 +222,7 @@ std::shared_ptr<const MappedFile> map_file(const std::string& path) {
       throw Error("ERR_IO", "cannot map " + path + ": " + why);
     }
     m->data = static_cast<const uint8_t*>(p);
+    m->guard = mapping_guard::add(p, m->size, path, m->size, false);
   }
   ::close(fd);
   return m;

@@ -81,6 +81,10 @@ class AtomicFile {
   bool done_ = false;
 };
 
+// ERR_IO unless `path` names a regular file (through links): for readers outside this file (libtorch's archive), so
+// that a FIFO cannot block their open and a device cannot feed them forever.
+void check_regular_file(const std::string& path);
+
 // The whole file; ERR_IO when it cannot be opened or read.
 std::vector<uint8_t> read_file(const std::string& path);
 
@@ -89,6 +93,9 @@ std::vector<uint8_t> read_file(const std::string& path);
 struct MappedFile {
   const uint8_t* data = nullptr;
   size_t size = 0;
+  int guard = -1;  // its mapping_guard slot
+  // ERR_IO when the file was truncated under the mapping (mapping_guard.h).
+  void check() const;
   MappedFile() = default;
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;

@@ -51,7 +51,7 @@ void write(const std::string& path, Dtype dtype, const std::vector<int64_t>& sha
 }
 
 Mapped map(const std::string& path) {
-  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};  // a FIFO must not block the open (persist.cc)
   if (f.fd < 0) throw Error("ERR_IO", "cannot open " + path + ": " + std::strerror(errno));
   struct stat st;
   if (::fstat(f.fd, &st) != 0) throw Error("ERR_IO", "cannot stat " + path + ": " + std::strerror(errno));
@@ -100,7 +100,7 @@ Mapped map(const std::string& path) {
   if (bytes == 0) return m;
   void* p = ::mmap(nullptr, size_t(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE, f.fd, off_t(offset));
   if (p == MAP_FAILED) throw Error("ERR_IO", "cannot map " + path + ": " + std::strerror(errno));
-  m.buffer = AlignedBuffer::adopt_mapping(p, size_t(bytes));
+  m.buffer = AlignedBuffer::adopt_mapping(p, size_t(bytes), mapping_guard::add(p, size_t(bytes), path, offset + bytes, true));
   return m;
 }
 

@@ -515,7 +515,12 @@ void DenseIndex::search(const float* q, size_t n, size_t k, const SearchOptions&
   {
     std::shared_lock<std::shared_mutex> lock(mutex_);
     const int want = hnsw_ ? std::max<int>(opt.ef_search > 0 ? opt.ef_search : hnsw_->hnsw.efSearch, int(k)) : 0;
-    if (!hnsw_ || want == hnsw_->hnsw.efSearch) return search_locked(q, n, k, opt, ids, scores);
+    if (!hnsw_ || want == hnsw_->hnsw.efSearch) {
+      if (mapping_) mapping_->check();
+      search_locked(q, n, k, opt, ids, scores);
+      if (mapping_) mapping_->check();  // truncated during the search: its pages read as zeros, the result is refused
+      return;
+    }
   }
   std::unique_lock<std::shared_mutex> lock(mutex_);
   const int saved = hnsw_->hnsw.efSearch;
@@ -844,6 +849,7 @@ std::unique_ptr<DenseIndex> DenseIndex::map(const std::string& path, bool verify
     throw Error("ERR_FORMAT", path + ": dense index payload is corrupt (id count)");
   out->top_ = id_map_over(SimdFlat::over(vectors, ntotal, faiss::Index::idx_t(d), m), true, faiss::METRIC_INNER_PRODUCT,
                           p + r.at, path + ": ");
+  out->mapping_ = m;
   out->bind();
   return out;
 }

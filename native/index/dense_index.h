@@ -24,6 +24,10 @@
 #include <string>
 #include <vector>
 
+namespace quorum::persist {
+struct MappedFile;
+}
+
 namespace faiss {
 struct Index;
 template <typename IndexT>
@@ -148,6 +152,9 @@ class DenseIndex {
   faiss::Index* core_ = nullptr;              // what searches: below IDMap2 and the pre-transform
   faiss::IndexIVF* ivf_ = nullptr;
   faiss::IndexHNSW* hnsw_ = nullptr;
+  // A mapped index's file (map()): checked before and after each search, so a file truncated under it is ERR_IO
+  // rather than SIGBUS (common/mapping_guard.h).
+  std::shared_ptr<const persist::MappedFile> mapping_;
   std::vector<uint8_t> dead_;  // HNSW: tombstones, a bitmap over the graph's positions
   size_t n_dead_ = 0;
   double phi_ = 0;         // kL2Transform: the largest squared norm the stored vectors assume

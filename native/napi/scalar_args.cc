@@ -113,7 +113,10 @@ std::vector<std::string> strings_arg(const Napi::Value& v, const char* what) {
 
 std::string path_arg(const Napi::Value& v) {
   if (!v.IsString() || v.As<Napi::String>().Utf8Value().empty()) throw Error("ERR_ARG", "path must be a non-empty string");
-  return v.As<Napi::String>().Utf8Value();
+  std::string path = v.As<Napi::String>().Utf8Value();
+  // c_str() would end the path at the first NUL: another file than the one named.
+  if (path.find('\0') != std::string::npos) throw Error("ERR_ARG", "path must not contain a NUL byte");
+  return path;
 }
 
 Bytes bytes_arg(const Napi::Value& v) {

@@ -90,6 +90,7 @@ TensorObject* TensorObject::From(Napi::Env env, const Napi::Value& v, const char
   TensorObject* t = Napi::ObjectWrap<TensorObject>::Unwrap(v.As<Napi::Object>());
   if (t->disposed_) throw Error("ERR_DISPOSED", std::string(what) + " was disposed");
   if (!t->borrowed_.IsEmpty()) t->RefreshBorrowed(what);
+  if (t->owned_) t->owned_->check_mapping();  // a mapped file truncated since: ERR_IO, not SIGBUS
   return t;
 }
 

@@ -156,6 +156,7 @@ void Trainable::save(const std::string& path) const {
 }
 
 void Trainable::load(const std::string& path) {
+  persist::check_regular_file(path);
   torch::serialize::InputArchive archive;
   try {
     archive.load_from(path);

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { QuorumError } from '../../errors.js';
 import { replaceDirectorySync, writeFileAtomic } from '../../data/files.js';
 import { mustBeString } from '../../validate.js';
-import { writeHfTokenizerFiles, writeOnnxCard, type OnnxCardHead } from '../../models/export.js';
+import { onnxExportKind, writeHfTokenizerFiles, writeOnnxCard, type OnnxCardHead } from '../../models/export.js';
 import { cameOnnx } from '../../models/onnx-export.js';
 import type { CameTextSettings } from './format.js';
 import { CameRetriever } from './retriever.js';
@@ -51,6 +51,6 @@ export function cameExportOnnx(came: CameRetriever, out: string): CameOnnxCard {
       writeOnnxCard(tmp, card);
       return card;
     },
-    { keepOthers: true },
+    { keepOthers: true, kind: onnxExportKind },
   );
 }

@@ -3,9 +3,8 @@
 // the corpus index's card with their schemas, and the index reader. Nothing here loads libtorch.
 import { join } from 'node:path';
 
-import { readTextFile } from '../../data/files.js';
 import { QuorumError } from '../../errors.js';
-import { checkCard, readSavedCard, writeSavedCard, type SavedFormat } from '../../io/saved-dir.js';
+import { checkCard, readIdFile, readSavedCard, writeSavedCard, type SavedFormat } from '../../io/saved-dir.js';
 import { encoderConfigSchema, type EncoderConfig } from '../../models/config.js';
 import { count, finite, positiveInt, z } from '../../validate.js';
 import type { LinearFusion } from './fusion.js';
@@ -49,7 +48,7 @@ export const CAME_QUERY_TERMS = 64;
 /** came.json's format (its tag also marks the weights files). */
 export const cameFormat = { card: 'came.json', format: 'quorum-came', version: 1, what: 'a CAME directory' } as const satisfies SavedFormat;
 /** A corpus index's card, index.json. */
-const cameIndexFormat = {
+export const cameIndexFormat = {
   card: 'index.json',
   format: 'quorum-came-index',
   version: 1,
@@ -165,12 +164,7 @@ export function readCameIndexCard(
   const passageTerms = card.passageTerms ?? CAME_PASSAGE_TERMS;
   if (JSON.stringify(card.experts) !== JSON.stringify(experts))
     throw new QuorumError('ERR_FORMAT', `${path} indexes experts ${String(card.experts)}, this retriever has ${experts.join(',')}`);
-  // One id per corpus row (CRLF accepted): a short or long file would name the wrong passages (issue 48).
-  const lines = readTextFile(join(dir, 'ids.txt')).split(/\r?\n/);
-  if (lines.at(-1) === '') lines.pop();
-  if (lines.length !== card.size)
-    throw new QuorumError('ERR_FORMAT', `${join(dir, 'ids.txt')}: ${lines.length} ids for the ${card.size} indexed passages`);
-  const empty = lines.findIndex((id) => id === '');
-  if (empty >= 0) throw new QuorumError('ERR_FORMAT', `${join(dir, 'ids.txt')}: line ${empty + 1} is an empty id`);
+  // One id per corpus row: a short or long file would name the wrong passages (issue 48).
+  const lines = readIdFile(join(dir, 'ids.txt'), card.size);
   return { size: card.size, queryTerms: card.queryTerms, passageTerms, ids: lines };
 }

@@ -26,6 +26,7 @@ import {
   CAME_PASSAGE_TERMS,
   CAME_QUERY_TERMS,
   cameFormat,
+  cameIndexFormat,
   readCameCard,
   writeCameCard,
   writeCameIndexCard,
@@ -35,6 +36,7 @@ import {
 } from './format.js';
 import {
   cameExperts,
+  cameIndexDims,
   searchCame,
   disposeCameIndexes,
   encodeCameModels,
@@ -215,13 +217,13 @@ export class CameRetriever {
         writeCameIndexCard(tmp, { size: ix.size, queryTerms: ix.queryTerms, passageTerms: ix.passageTerms, experts: this.experts });
         writeFileAtomic(join(tmp, 'ids.txt'), Buffer.from(ids.join('\n') + '\n'));
       },
-      { keepOthers: true },
+      { keepOthers: true, kind: cameIndexFormat },
     );
   }
 
   /** Loads {@link saveIndex}'s directory; returns the corpus ids. ERR_IO when missing, ERR_FORMAT when damaged. */
   async loadIndex(dir: string): Promise<string[]> {
-    const { ids, indexes } = await readCameIndex(dir, this.experts);
+    const { ids, indexes } = await readCameIndex(dir, this.experts, cameIndexDims(this.models));
     this.indexes = indexes;
     return ids;
   }
@@ -319,7 +321,7 @@ export class CameRetriever {
    */
   save(dir: string, options: { dtype?: WeightStorage } = {}): void {
     checkOptions(options, saveKeys, 'CAME save options');
-    replaceDirectorySync(dir, (tmp) => this.writeFiles(tmp, options.dtype ?? 'F32'), { keepOthers: true });
+    replaceDirectorySync(dir, (tmp) => this.writeFiles(tmp, options.dtype ?? 'F32'), { keepOthers: true, kind: cameFormat });
   }
 
   private writeFiles(dir: string, dtype: WeightStorage): void {
@@ -355,7 +357,7 @@ export class CameRetriever {
       }
       if (m.config.encoder.vocabSize !== tokenizer.size)
         throw new QuorumError('ERR_FORMAT', `${dir}: vocab.txt has ${tokenizer.size} tokens, the model ${m.config.encoder.vocabSize}`);
-      readWeights(model, weights);
+      readWeights(model, weights, 'any', cameFormat.format);
       return model;
     });
     const r = new CameRetriever(tokenizer, models, card.independent === true, card.text);

@@ -167,7 +167,26 @@ export interface CameIndexes {
  * CameServer): each expert's index and the corpus ids. ERR_IO when missing, ERR_FORMAT when damaged or made for
  * other experts.
  */
-export async function readCameIndex(dir: string, experts: readonly CameExpertName[]): Promise<{ ids: string[]; indexes: CameIndexes }> {
+/** The widths of the local (token) and global vectors the models make: what their corpus index must hold. */
+export function cameIndexDims(
+  models: ReadonlyArray<{
+    readonly config: {
+      readonly experts: readonly CameExpertName[];
+      readonly localDim: number;
+      readonly encoder: { readonly hiddenSize: number };
+    };
+  }>,
+): { local?: number; global?: number } {
+  const local = models.find((m) => m.config.experts.includes('local'))?.config.localDim;
+  const global = models.find((m) => m.config.experts.includes('global'))?.config.encoder.hiddenSize;
+  return { ...(local !== undefined ? { local } : {}), ...(global !== undefined ? { global } : {}) };
+}
+
+export async function readCameIndex(
+  dir: string,
+  experts: readonly CameExpertName[],
+  dims: { local?: number; global?: number } = {},
+): Promise<{ ids: string[]; indexes: CameIndexes }> {
   const { size, queryTerms, passageTerms, ids } = readCameIndexCard(dir, experts);
   const ix: CameIndexes = { size, queryTerms, passageTerms };
   try {
@@ -181,6 +200,13 @@ export async function readCameIndex(dir: string, experts: readonly CameExpertNam
     ] as const)
       if (n !== undefined && n !== ix.size)
         throw new QuorumError('ERR_FORMAT', `${dir}: the ${name} index holds ${n} passages, index.json ${ix.size}`);
+    // An index of another model's width would search (the kernels see only their own shapes) and answer nonsense.
+    for (const [name, have, want] of [
+      ['local', ix.local?.dim, dims.local],
+      ['global', ix.global?.dim, dims.global],
+    ] as const)
+      if (have !== undefined && want !== undefined && have !== want)
+        throw new QuorumError('ERR_FORMAT', `${dir}: the ${name} index holds ${have}-wide vectors, the model makes ${want}`);
   } catch (e) {
     disposeCameIndexes(ix);
     throw e;

@@ -16,9 +16,10 @@ import { WordPieceTokenizer } from '../../text/tokenizer.js';
 import { readTokenizerFiles } from '../../text/tokenizer-files.js';
 import { checkOptions, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
 import type { CameEncoderModel } from './encode.js';
-import { readCameCard, type CameConfig, type CameEncoded, type CameExpertName, type CameTextSettings } from './format.js';
+import { cameFormat, readCameCard, type CameConfig, type CameEncoded, type CameExpertName, type CameTextSettings } from './format.js';
 import {
   cameExperts,
+  cameIndexDims,
   searchCame,
   disposeCameIndexes,
   encodeCameModels,
@@ -101,10 +102,10 @@ export class CameServer {
         if (m.config.encoder?.vocabSize !== tokenizer.size)
           throw new QuorumError('ERR_FORMAT', `${dir}: vocab.txt has ${tokenizer.size} tokens, the model ${m.config.encoder?.vocabSize}`);
         const weightsPath = savedFile(dir, m.weights, path, 'model weights');
-        const graph = cameOnnx(parameterSource(readWeightFile(weightsPath), weightsPath), m.config, 'query');
+        const graph = cameOnnx(parameterSource(readWeightFile(weightsPath, cameFormat.format), weightsPath), m.config, 'query');
         models.push(new OnnxCameModel(m.config, await ort.InferenceSession.create(graph, servingSessionOptions(options.threads))));
       }
-      const { ids, indexes } = await readCameIndex(indexDir, cameExperts(models));
+      const { ids, indexes } = await readCameIndex(indexDir, cameExperts(models), cameIndexDims(models));
       return new CameServer(models, tokenizer, card.text, indexes, ids, card.linear);
     } catch (e) {
       for (const m of models) await m.release();

@@ -2,14 +2,13 @@
 // 2022). Every passage token is coded by its nearest centroid (k-means over the tokens); a question scores passages
 // approximately from the centroids alone (MaxSim with each token moved to its centroid, native: CentroidIndex), and
 // only the best few are re-scored exactly by MaxSim over their real token vectors, where they lie.
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { checkKeptRows } from '../../data/corpus-change.js';
-import { makeDirs, writeFileAtomic } from '../../data/files.js';
+import { makeDirs, readFileBytes, writeFileAtomic } from '../../data/files.js';
 import { scoreTopK } from '../../dense.js';
 import { kmeans } from '../../dense-index.js';
-import { readSafetensors, writeSafetensors, type TensorToWrite } from '../../io/safetensors.js';
+import { floatTensor, readSafetensors, writeSafetensors, type TensorToWrite } from '../../io/safetensors.js';
 import { QuorumError, callNative } from '../../errors.js';
 import { type NativeTensorHandle } from '../../native.js';
 import { centroidIndexObject, type NativeCentroidIndex } from '../../bindings/centroid_index_object.js';
@@ -177,17 +176,18 @@ export class TokenIndex {
   /** {@link save}'s file; ERR_FORMAT when it is damaged, inconsistent or from before centroids (rebuild it). */
   static async load(dir: string): Promise<TokenIndex> {
     const path = join(dir, 'tokens.safetensors');
+    const bytes = readFileBytes(path);
     let tensors;
     try {
-      tensors = readSafetensors(readFileSync(path));
+      tensors = readSafetensors(bytes);
     } catch (e) {
-      throw new QuorumError((e as NodeJS.ErrnoException).code === 'ENOENT' ? 'ERR_IO' : 'ERR_FORMAT', `${path}: ${(e as Error).message}`, {
+      throw new QuorumError('ERR_FORMAT', `${path}: ${(e as Error).message}`, {
         cause: e,
       });
     }
-    const v = tensors.get('vectors');
+    const v = floatTensor(tensors.get('vectors'), path, 'vectors');
     const l = tensors.get('lengths');
-    const c = tensors.get('centroids');
+    const c = floatTensor(tensors.get('centroids'), path, 'centroids');
     const k = tensors.get('codes');
     if (!v || !l || v.shape.length !== 2 || l.shape.length !== 1) throw new QuorumError('ERR_FORMAT', `${path} is not a CAME token index`);
     if (!c || !k)

@@ -3,9 +3,8 @@
 // expert's frozen question vectors, trained each on its own sub-batches with the DPR NLL against the expert's frozen
 // passage vectors; at query time they score the expert's top-L passages, and their disagreement (ensembleMI) is
 // the expert's confidence.
-import { readFileSync } from 'node:fs';
 
-import { writeFileAtomic } from '../../data/files.js';
+import { readFileBytes, writeFileAtomic } from '../../data/files.js';
 import { QuorumError, awaitNative, callNative } from '../../errors.js';
 import { writeSafetensors, type TensorToWrite } from '../../io/safetensors.js';
 import { torchBindings, type NativeMlpEnsemble } from '../../bindings/torch_addon.js';
@@ -14,7 +13,7 @@ import { Tensor } from '../../tensor.js';
 import { whilePinned, Operands } from '../../operand.js';
 import { ParameterTable } from '../../models/parameter-table.js';
 import { ProcessGroup, rankPart } from '../../models/process-group.js';
-import { mustBeObject, mustBeString, parse, positiveInt, z } from '../../validate.js';
+import { checkRowNumbers, mustBeObject, mustBeString, parse, positiveInt, z } from '../../validate.js';
 import { ENSEMBLE_FORMAT, ensembleConfig, readEnsembleFile, type EnsembleConfig, type EnsembleEpoch } from './format.js';
 
 export { ENSEMBLE_DEFAULTS, type EnsembleConfig, type EnsembleEpoch } from './format.js';
@@ -68,6 +67,12 @@ const trainOptionsSchema = z
   })
   .strict();
 
+/** ERR_RANGE naming the first element of `x` that is NaN or infinite. */
+function checkFinite(x: Float32Array, what: string): void {
+  for (let i = 0; i < x.length; i++)
+    if (!Number.isFinite(x[i]!)) throw new QuorumError('ERR_RANGE', `${what}[${i}] is ${x[i]}: vectors must be finite`);
+}
+
 /**
  * K independent MLP heads over one expert's question vectors (DPR-MUF). Train with {@link train}, then
  * {@link score} the expert's top-L passages: `z [B, K, L]`, the input of `ensembleMI`.
@@ -119,8 +124,14 @@ export class MlpEnsemble extends ParameterTable {
     if (!Number.isInteger(n) || n < 1 || !Number.isInteger(nPassages) || nPassages < 1)
       throw new QuorumError('ERR_SHAPE', `questions and passages must be [rows, ${dim}] with rows >= 1`);
     if (positives.length !== n) throw new QuorumError('ERR_SHAPE', `${positives.length} positives for ${n} questions`);
-    if (data.hardNegatives !== undefined && data.hardNegatives.length !== n)
+    if (data.hardNegatives !== undefined && (!Array.isArray(data.hardNegatives) || data.hardNegatives.length !== n))
       throw new QuorumError('ERR_SHAPE', `hardNegatives needs one list per question (${n})`);
+    // A NaN or infinite vector makes every loss NaN without an error; a row number that is a fraction, a string or
+    // out of range would be read as another row (issue 65). Checked here, once, before any step.
+    checkFinite(questions, 'questions');
+    checkFinite(passages, 'passages');
+    checkRowNumbers(positives, nPassages, 'positives');
+    data.hardNegatives?.forEach((list, i) => checkRowNumbers(list, nPassages, `hardNegatives[${i}]`));
     // Every step reads the vectors off the main thread: copies, which no transfer of the caller's buffers can free.
     const questionRows = questions.slice();
     const passageRows = passages.slice();
@@ -225,6 +236,8 @@ export class MlpEnsemble extends ParameterTable {
     const B = q.length / dim;
     if (!Number.isInteger(B)) throw new QuorumError('ERR_SHAPE', `queries must be [rows, ${dim}]`);
     if (!Number.isInteger(L) || L < 1) throw new QuorumError('ERR_RANGE', `L must be a positive integer, got ${L}`);
+    if (ids.length !== B * L) throw new QuorumError('ERR_SHAPE', `ids must be [${B}, ${L}] (${B * L} rows), got ${ids.length}`);
+    checkFinite(q, 'queries');
     const out = new Float32Array(B * K * L);
     return { out, shape: [B, K, L], pinned, call: (async: boolean) => this.native.score(q, passages, ids, L, out, async) };
   }
@@ -286,12 +299,6 @@ export class MlpEnsemble extends ParameterTable {
   /** Reads heads written by {@link MlpEnsemble.save}. ERR_IO if unreadable, ERR_FORMAT if not a valid file. */
   static load(path: string): MlpEnsemble {
     mustBeString(path, 'path');
-    let bytes: Uint8Array;
-    try {
-      bytes = readFileSync(path);
-    } catch (e) {
-      throw new QuorumError('ERR_IO', `cannot read ${path}`, { cause: e });
-    }
-    return MlpEnsemble.fromBytes(bytes, path);
+    return MlpEnsemble.fromBytes(readFileBytes(path), path);
   }
 }

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { QuorumError } from '../../errors.js';
 import { replaceDirectorySync, writeFileAtomic } from '../../data/files.js';
 import { mustBeString } from '../../validate.js';
-import { exportOnnx, writeOnnxCard, type OnnxCardHead } from '../../models/export.js';
+import { exportOnnx, onnxExportKind, writeOnnxCard, type OnnxCardHead } from '../../models/export.js';
 import { mufHeadsOnnx } from '../../models/onnx-export.js';
 import { MufRetriever } from './retriever.js';
 
@@ -58,6 +58,6 @@ export function mufExportOnnx(muf: MufRetriever, out: string): MufOnnxCard {
       writeOnnxCard(tmp, card);
       return card;
     },
-    { keepOthers: true },
+    { keepOthers: true, kind: onnxExportKind },
   );
 }

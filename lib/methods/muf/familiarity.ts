@@ -7,7 +7,7 @@
 import { readFileBytes, writeFileAtomic } from '../../data/files.js';
 import { scoreTopK } from '../../dense.js';
 import { QuorumError } from '../../errors.js';
-import { readSafetensors, writeSafetensors } from '../../io/safetensors.js';
+import { floatTensor, readSafetensors, writeSafetensors } from '../../io/safetensors.js';
 import { seededRandom, shuffle } from '../../random.js';
 import type { NativeTensorHandle } from '../../native.js';
 import { Tensor } from '../../tensor.js';
@@ -164,8 +164,8 @@ export class FamiliarityBank {
   /** {@link save}'s file for a `dim`-wide expert; ERR_IO when missing, ERR_FORMAT when damaged or of another width. */
   static load(path: string, dim: number): FamiliarityBank {
     const t = readSafetensors(readFileBytes(path));
-    const own = t.get('own');
-    const other = t.get('other');
+    const own = floatTensor(t.get('own'), path, 'own');
+    const other = floatTensor(t.get('other'), path, 'other');
     for (const [name, v] of [
       ['own', own],
       ['other', other],

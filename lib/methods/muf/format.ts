@@ -6,11 +6,11 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { readFileBytes, readTextFile } from '../../data/files.js';
+import { readFileBytes } from '../../data/files.js';
 import { QuorumError } from '../../errors.js';
 import type { ScoredDoc } from '../../eval/ranking.js';
-import { readSafetensors, safetensorsMetadata, type SafetensorsTensor } from '../../io/safetensors.js';
-import { checkCard, readSavedCard, savedFile, writeSavedCard, type SavedFormat } from '../../io/saved-dir.js';
+import { floatTensor, readSafetensors, safetensorsMetadata, type SafetensorsTensor } from '../../io/safetensors.js';
+import { checkCard, readIdFile, readSavedCard, savedFile, writeSavedCard, type SavedFormat } from '../../io/saved-dir.js';
 import { abstains, checkAbstain, checkFusion, checkK } from '../../search-request.js';
 import { Tensor } from '../../tensor.js';
 import { count, finite, parse, positiveInt, z } from '../../validate.js';
@@ -106,7 +106,7 @@ export interface ExpertTraining {
 }
 
 /** The MUF directory's card: muf.json, its format tag and version. */
-const mufFormat = { card: 'muf.json', format: 'quorum-muf', version: 1, what: 'a MUF directory' } as const satisfies SavedFormat;
+export const mufFormat = { card: 'muf.json', format: 'quorum-muf', version: 1, what: 'a MUF directory' } as const satisfies SavedFormat;
 
 /** One expert's calibration: the temperature ECE chose on the calibration split, and the ECE before and after. */
 export interface ExpertCalibration {
@@ -243,8 +243,7 @@ export function readMufDir(dir: string): {
 } {
   const { card: raw, path: cardPath } = readSavedCard<MufCard>(dir, mufFormat);
   const card = checkCard(mufCardSchema, raw, cardPath) as MufCard;
-  const ids = readTextFile(join(dir, 'corpus-ids.txt')).split('\n');
-  if (ids.at(-1) === '') ids.pop();
+  const ids = readIdFile(join(dir, 'corpus-ids.txt'));
   const experts = card.experts.map((expert) => ({ expert, base: savedFile(join(dir, 'experts'), expert.name, cardPath, 'expert name') }));
   return { card, cardPath, ids, experts };
 }
@@ -257,7 +256,8 @@ export function readFamiliarity(base: string, dim: number): FamiliarityBank | un
 
 /** An expert folder's corpus vectors, checked to be [n, dim]. */
 export function readExpertPassages(base: string, n: number, dim: number): Tensor<'f32'> {
-  const p = readSafetensors(readFileBytes(join(base, 'passages.safetensors'))).get('passages');
+  const path = join(base, 'passages.safetensors');
+  const p = floatTensor(readSafetensors(readFileBytes(path)).get('passages'), path, 'passages');
   if (!p || p.shape.length !== 2 || p.shape[0] !== n || p.shape[1] !== dim)
     throw new QuorumError('ERR_FORMAT', `${base}/passages.safetensors: expected [${n}, ${dim}] passage vectors`);
   return Tensor.from(p.data, [n, dim]);

@@ -7,10 +7,10 @@ import { dirname, join, relative } from 'node:path';
 import { keptRowsThen, planCorpusChange } from '../../data/corpus-change.js';
 import { makeDirs, readFileBytes, replaceDirectorySync, writeFileAtomic } from '../../data/files.js';
 import { QuorumError } from '../../errors.js';
-import { readSafetensors, writeSafetensors } from '../../io/safetensors.js';
+import { floatTensor, readSafetensors, writeSafetensors } from '../../io/safetensors.js';
 import { ServingEncoder } from '../../models/serving-encoder.js';
 import { checkOptions, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
-import { readMufDir } from './format.js';
+import { mufFormat, readMufDir } from './format.js';
 
 /** What {@link updateMufPassages} changes: passages to add (new ids, or ids removed in the same call) and ids to remove. */
 export interface MufPassageChanges {
@@ -53,7 +53,7 @@ export async function updateMufPassages(dir: string, changes: MufPassageChanges)
   const updated: Array<{ path: string; bytes: Uint8Array }> = [];
   for (const { base } of experts) {
     const path = join(base, 'passages.safetensors');
-    const old = readSafetensors(readFileBytes(path)).get('passages');
+    const old = floatTensor(readSafetensors(readFileBytes(path)).get('passages'), path, 'passages');
     if (!old || old.shape.length !== 2 || old.shape[0] !== ids.length)
       throw new QuorumError('ERR_FORMAT', `${path}: expected [${ids.length}, dim] passage vectors`);
     const dim = old.shape[1]!;
@@ -82,7 +82,7 @@ export async function updateMufPassages(dir: string, changes: MufPassageChanges)
       }
       writeFileAtomic(join(tmp, 'corpus-ids.txt'), Buffer.from(newIds.join('\n') + '\n'));
     },
-    { keepOthers: true },
+    { keepOthers: true, kind: mufFormat },
   );
   return { added: add.length, removed, passages: total };
 }

@@ -28,6 +28,7 @@ import {
   checkMufRequest,
   readExpertPassages,
   readFamiliarity,
+  mufFormat,
   readMufDir,
   writeMufCard,
   type EnsembleConfig,
@@ -347,6 +348,15 @@ export class MufRetriever {
     mustBeArray(dev, 'calibration queries');
     checkOptions(options, calibrateKeys, 'calibrate options');
     if (dev.length === 0) throw new QuorumError('ERR_ARG', 'the calibration split is empty');
+    dev.forEach((q, i) => {
+      mustBeObject(q, `calibration queries[${i}]`);
+      if (typeof q.text !== 'string') throw new QuorumError('ERR_ARG', `calibration queries[${i}].text must be a string`);
+      if (!(q.relevant instanceof Set))
+        throw new QuorumError(
+          'ERR_ARG',
+          `calibration queries[${i}].relevant must be a Set of passage ids, got ${Array.isArray(q.relevant) ? 'an array' : typeof q.relevant}`,
+        );
+    });
     this.requireHeads();
     const grid = options.grid ?? widenedTemperatureGrid;
     const t: MufTimings = { encode: 0, retrieve: 0, heads: 0, mi: 0, fuse: 0 };
@@ -603,7 +613,7 @@ export class MufRetriever {
    */
   save(dir: string): void {
     mustBeString(dir, 'MUF directory');
-    replaceDirectorySync(dir, (tmp) => this.writeFiles(tmp), { keepOthers: true });
+    replaceDirectorySync(dir, (tmp) => this.writeFiles(tmp), { keepOthers: true, kind: mufFormat });
   }
 
   private writeFiles(dir: string): void {

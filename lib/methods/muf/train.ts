@@ -3,10 +3,10 @@
 // own and the other tasks' questions. The retriever (lib/methods/muf/retriever.ts) searches and calibrates; this
 // module only trains, so a server's imports never reach it.
 import { QuorumError } from '../../errors.js';
-import { mustBeArray, mustBeObject } from '../../validate.js';
+import { checkTrainingExamples } from '../../validate.js';
 import { MlpEnsemble, type EnsembleTrainOptions } from './ensemble.js';
 import { FamiliarityBank, sampleTexts } from './familiarity.js';
-import type { MufRetriever, MufTrainData } from './retriever.js';
+import { MufRetriever, type MufTrainData } from './retriever.js';
 
 /**
  * Trains each expert's heads on the training questions of its task, with the expert's frozen question and passage
@@ -19,12 +19,8 @@ import type { MufRetriever, MufTrainData } from './retriever.js';
  * await muf.calibrate(devQueries);
  */
 export async function trainMufHeads(muf: MufRetriever, examples: MufTrainData, options: EnsembleTrainOptions = {}): Promise<void> {
-  mustBeArray(examples, 'training examples');
-  examples.forEach((x, i) => {
-    mustBeObject(x, `examples[${i}]`);
-    if (typeof x.query !== 'string' || !Array.isArray(x.positives) || !Array.isArray(x.hardNegatives))
-      throw new QuorumError('ERR_ARG', `examples[${i}] must be { query, task, positives: number[], hardNegatives: number[] }`);
-  });
+  if (!(muf instanceof MufRetriever)) throw new QuorumError('ERR_ARG', 'trainMufHeads needs a MufRetriever');
+  checkTrainingExamples(examples, muf.corpusIds.length, 'training examples');
   const log = muf.log;
   for (let i = 0; i < muf.experts.length; i++) {
     const e = muf.expertParts(i);

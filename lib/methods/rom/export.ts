@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { QuorumError } from '../../errors.js';
 import { replaceDirectorySync, writeFileAtomic } from '../../data/files.js';
 import { mustBeString } from '../../validate.js';
-import { exportOnnx, writeHfTokenizerFiles, writeOnnxCard, type OnnxCardHead } from '../../models/export.js';
+import { exportOnnx, onnxExportKind, writeHfTokenizerFiles, writeOnnxCard, type OnnxCardHead } from '../../models/export.js';
 import { romOnnx } from '../../models/onnx-export.js';
 import type { RomTextSettings } from './format.js';
 import { RomModel } from './model.js';
@@ -55,6 +55,6 @@ export function romExportOnnx(rom: RomModel, out: string): RomOnnxCard {
       writeOnnxCard(tmp, card);
       return card;
     },
-    { keepOthers: true },
+    { keepOthers: true, kind: onnxExportKind },
   );
 }

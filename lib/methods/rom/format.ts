@@ -1,13 +1,12 @@
 // ROM's saved formats (docs/methods/rom.md#the-directory), written once for the lab class (RomModel) and the server
 // (RomServer): a network's configuration as rom.json stores it, the text settings, the directory's card and the
 // corpus index (its card and vectors) with their schemas, and the reader's output. Nothing here loads libtorch.
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import type { PassageText } from '../../data/examples.js';
-import { replaceDirectorySync, writeFileAtomic } from '../../data/files.js';
+import { readFileBytes, replaceDirectorySync, writeFileAtomic } from '../../data/files.js';
 import { QuorumError } from '../../errors.js';
-import { readSafetensors, writeSafetensors } from '../../io/safetensors.js';
+import { floatTensor, readSafetensors, writeSafetensors } from '../../io/safetensors.js';
 import { checkCard, readSavedCard, writeSavedCard, type SavedFormat } from '../../io/saved-dir.js';
 import { encoderConfigSchema, type EncoderConfig } from '../../models/config.js';
 import { Tensor } from '../../tensor.js';
@@ -24,7 +23,12 @@ export interface RomConfig {
 /** rom.json's format (its tag also marks the weights and vectors files). */
 export const romFormat = { card: 'rom.json', format: 'quorum-rom', version: 1, what: 'a ROM directory' } as const satisfies SavedFormat;
 /** A corpus index's card, index.json. */
-const romIndexFormat = { card: 'index.json', format: 'quorum-rom-index', version: 1, what: 'a ROM index' } as const satisfies SavedFormat;
+export const romIndexFormat = {
+  card: 'index.json',
+  format: 'quorum-rom-index',
+  version: 1,
+  what: 'a ROM index',
+} as const satisfies SavedFormat;
 
 // rom.json and the index's card, every field (issue 48).
 const romConfigSchema = z.object({ encoder: encoderConfigSchema, headDim: count }).strict();
@@ -96,15 +100,16 @@ export function readRomIndex(dir: string, passages: readonly (PassageText & { id
       'ERR_FORMAT',
       `${dir} indexes another corpus (${card.ids.length} passages; rebuild it with \`quorum rom index\`)`,
     );
+  const bytes = readFileBytes(join(dir, 'vectors.safetensors'));
   let tensors;
   try {
-    tensors = readSafetensors(readFileSync(join(dir, 'vectors.safetensors')));
+    tensors = readSafetensors(bytes);
   } catch (e) {
     throw new QuorumError(e instanceof QuorumError ? 'ERR_FORMAT' : 'ERR_IO', `${dir}/vectors.safetensors: ${(e as Error).message}`, {
       cause: e,
     });
   }
-  const v = tensors.get('vectors');
+  const v = floatTensor(tensors.get('vectors'), `${dir}/vectors.safetensors`, 'vectors');
   if (!v || v.shape.length !== 2 || v.shape[0] !== passages.length || v.shape[1] !== dim)
     throw new QuorumError('ERR_FORMAT', `${dir}/vectors.safetensors does not hold [${passages.length}, ${dim}] vectors`);
   return Tensor.from(v.data, [passages.length, dim], 'f32');
@@ -125,7 +130,7 @@ export function writeRomIndex(dir: string, ids: readonly string[], vectors: Floa
       );
       writeSavedCard(tmp, romIndexFormat, { ids }, 0);
     },
-    { keepOthers: true },
+    { keepOthers: true, kind: romIndexFormat },
   );
 }
 

@@ -235,7 +235,7 @@ export class RomModel {
   save(dir: string, options: { dtype?: WeightStorage } = {}): void {
     if (typeof dir !== 'string' || !dir) throw new QuorumError('ERR_ARG', 'dir must be a non-empty string');
     checkOptions(options, saveKeys, 'save options');
-    replaceDirectorySync(dir, (tmp) => this.writeFiles(tmp, options.dtype ?? 'F32'), { keepOthers: true });
+    replaceDirectorySync(dir, (tmp) => this.writeFiles(tmp, options.dtype ?? 'F32'), { keepOthers: true, kind: romFormat });
   }
 
   private writeFiles(dir: string, dtype: WeightStorage): void {
@@ -273,13 +273,13 @@ export class RomModel {
     const weights = savedFile(dir, card.weights, path, 'weights');
     const tokenizer = await readTokenizerFiles(dir);
     const network = networkOf(card.config, tokenizer, path);
-    readWeights(network, weights);
+    readWeights(network, weights, 'any', romFormat.format);
     const model = new RomModel(tokenizer, network, t as RomTextSettings);
     const r = card.retrieval;
     if (r?.kind === 'rom') {
       const sideWeights = savedFile(dir, r.weights, path, 'retrieval');
       const side = networkOf(r.config, tokenizer, path);
-      readWeights(side, sideWeights);
+      readWeights(side, sideWeights, 'any', romFormat.format);
       model.retrieval = { kind: 'rom', network: side };
     } else if (r?.kind === 'retriever') {
       if (r.dir !== 'retriever') throw new QuorumError('ERR_FORMAT', `${path}: malformed retrieval entry`);

@@ -4,7 +4,7 @@
 import { QuorumError } from '../../errors.js';
 import { type TokenBatchArg } from '../../bindings/torch_addon.js';
 import type { WordPieceTokenizer } from '../../text/tokenizer.js';
-import { checkOptions, mustBeArray, optionKeys } from '../../validate.js';
+import { checkHits, checkOptions, mustBeArray, optionKeys } from '../../validate.js';
 import type { ReaderLogits, RomTextSettings } from './format.js';
 import { readerRows, spanText, type PassagePieces } from './reader-inputs.js';
 import { bestSpans } from './spans.js';
@@ -52,6 +52,14 @@ export async function readCandidates(
   checkOptions(options, readKeys, 'read options');
   if (candidates.length !== questions.length)
     throw new QuorumError('ERR_SHAPE', `${candidates.length} candidate lists for ${questions.length} questions`);
+  // Each candidate is a corpus row: '3' or 2.5 would read another passage, or none (issue 65).
+  candidates.forEach((list, q) => {
+    checkHits(list, `candidates[${q}]`);
+    list.forEach((h, i) => {
+      if (typeof h.id !== 'number' || !Number.isInteger(h.id) || h.id < 0)
+        throw new QuorumError('ERR_ARG', `candidates[${q}][${i}].id must be a corpus row number, got ${JSON.stringify(h.id)}`);
+    });
+  });
   const per = options.batchQuestions ?? 8;
   if (!Number.isInteger(per) || per < 1) throw new QuorumError('ERR_RANGE', 'batchQuestions must be an integer >= 1');
   const out: RomAnswer[] = [];

@@ -17,7 +17,7 @@ import { Tensor } from '../../tensor.js';
 import { WordPieceTokenizer } from '../../text/tokenizer.js';
 import { readTokenizerFiles } from '../../text/tokenizer-files.js';
 import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
-import { readRomCard, readRomIndex, romMarksMatches, type RomConfig, type RomTextSettings } from './format.js';
+import { readRomCard, romFormat, readRomIndex, romMarksMatches, type RomConfig, type RomTextSettings } from './format.js';
 import { readCandidates, type RomAnswer } from './reading.js';
 import { passagePieces, type PassagePieces } from './reader-inputs.js';
 
@@ -28,7 +28,7 @@ const CHUNK = 64;
 
 /** A network's parameters from its weights file, for the graph builder. */
 function parametersOf(path: string): { getParameter(name: string): Float32Array } {
-  return parameterSource(readWeightFile(path), path);
+  return parameterSource(readWeightFile(path, romFormat.format), path);
 }
 
 /**
