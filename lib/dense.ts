@@ -74,7 +74,31 @@ function matrix(ops: Operands, m: MatrixInput, what: string): Tensor {
   throw new QuorumError('ERR_ARG', `${what} must be a Tensor or { data, shape }`);
 }
 
+/**
+ * ERR_NONFINITE for a query value that is NaN or infinite (a NaN question scores NaN against every passage, and its top-k
+ * is arbitrary). The queries are B x D values, read once; the corpus is checked only with `checkFinite`, which costs
+ * a pass over all of it. A query tensor on the GPU is left to checkFinite.
+ */
+function checkFiniteQueries(q: Tensor): void {
+  if (q.device !== 'cpu') return;
+  const d = q.data as ArrayLike<number>;
+  // bf16 and f16 hold their bits: all-ones exponent is NaN or infinity.
+  const bad =
+    q.dtype === 'bf16'
+      ? (x: number) => (x & 0x7f80) === 0x7f80
+      : q.dtype === 'f16'
+        ? (x: number) => (x & 0x7c00) === 0x7c00
+        : (x: number) => !Number.isFinite(x);
+  for (let i = 0; i < d.length; i++) if (bad(d[i]!)) throw new QuorumError('ERR_NONFINITE', `queries hold a non-finite value at ${i}`);
+}
+
 function operands(ops: Operands, queries: QueryInput, corpus: MatrixInput): [Tensor, Tensor] {
+  const [q, c] = queryAndCorpus(ops, queries, corpus);
+  checkFiniteQueries(q);
+  return [q, c];
+}
+
+function queryAndCorpus(ops: Operands, queries: QueryInput, corpus: MatrixInput): [Tensor, Tensor] {
   const c = matrix(ops, corpus, 'corpus');
   if (queries instanceof Float32Array) {
     const dim = c.shape[1] ?? 0;

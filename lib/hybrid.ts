@@ -6,7 +6,7 @@ import { allFinite, checkHits, checkOptions, finite, mustBeArray, mustBeObject, 
 
 const hybridOptionsSchema = z
   .object({
-    alpha: finite.optional(),
+    alpha: finite.nonnegative().optional(), // a weight: a negative one ranks BM25's matches last
     normalization: z.boolean().optional(),
     weightOnDense: z.boolean().optional(),
     k: positiveInt.optional(),

@@ -92,11 +92,17 @@ const shippedPrebuilt = new Set(['quorum_core', 'quorum_faiss']);
  * Loads `<name>.node`: from `envVar`'s path, the local build, or the shipped prebuild; throws
  * ERR_BACKEND_UNAVAILABLE with the paths tried and the command that builds it when it is missing.
  */
-export function loadAddon<T>(name: string, envVar: string): T {
+export function loadAddon<T>(name: string, envVar: string, marker?: string): T {
   const tried = candidates(name, envVar);
   if (shippedPrebuilt.has(name)) tried.push(prebuilt(name));
   for (const path of tried) {
-    if (existsSync(path)) return require(path) as T;
+    if (!existsSync(path)) continue;
+    const m = require(path) as Record<string, unknown>;
+    // An environment variable naming another of Quorum's modules (QUORUM_CUDA_PATH = quorum_core.node) loads: its
+    // functions would then be missing, a TypeError at the first call (issue 65).
+    if (marker && typeof m[marker] !== 'function')
+      throw new QuorumError('ERR_BACKEND_UNAVAILABLE', `${path} is not ${name}.node (it has no ${marker}): check ${envVar}`);
+    return m as T;
   }
   throw new QuorumError(
     'ERR_BACKEND_UNAVAILABLE',
@@ -145,7 +151,7 @@ let core: NativeModule | undefined;
 /** The core addon, loaded on first use (its capabilities checked against the environment once). */
 export function coreAddon(): NativeModule {
   if (!core) {
-    const m = loadAddon<NativeModule & { capabilities(): NativeCapabilities }>('quorum_core', 'QUORUM_CORE_PATH');
+    const m = loadAddon<NativeModule & { capabilities(): NativeCapabilities }>('quorum_core', 'QUORUM_CORE_PATH', 'capabilities');
     warnAboutEnvironment(m.capabilities());
     core = m;
   }
@@ -182,7 +188,7 @@ let faiss: NativeModule | undefined;
  */
 export function faissAddon(): NativeModule {
   if (!faiss) {
-    const m = loadAddon<NativeModule & Threaded>('quorum_faiss', 'QUORUM_FAISS_PATH');
+    const m = loadAddon<NativeModule & Threaded>('quorum_faiss', 'QUORUM_FAISS_PATH', 'DenseIndex');
     m.setThreads(coreThreads());
     faiss = m;
   }
@@ -199,7 +205,7 @@ let torchModule: NativeModule | undefined;
 /** The libtorch module, loaded on first use (it costs ~160 MB and up to a second), with the runtime's threads. */
 export function torchAddon(): NativeModule {
   if (!torchModule) {
-    const m = loadAddon<NativeModule & Threaded>('quorum_torch', 'QUORUM_TORCH_PATH');
+    const m = loadAddon<NativeModule & Threaded>('quorum_torch', 'QUORUM_TORCH_PATH', 'manualSeed');
     m.setThreads(coreThreads());
     torchModule = m;
   }
@@ -220,7 +226,7 @@ let cuda: { module?: NativeModule; error?: QuorumError } | undefined;
 export function optionalCudaAddon(): { module?: NativeModule; error?: QuorumError } {
   if (!cuda) {
     try {
-      cuda = { module: loadAddon<NativeModule>('quorum_cuda', 'QUORUM_CUDA_PATH') };
+      cuda = { module: loadAddon<NativeModule>('quorum_cuda', 'QUORUM_CUDA_PATH', 'upload') };
     } catch (e) {
       cuda = { error: e instanceof QuorumError ? e : new QuorumError('ERR_BACKEND_UNAVAILABLE', String(e)) };
     }

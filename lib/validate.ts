@@ -117,6 +117,26 @@ export function checkTrainingExamples(examples: unknown, n: number, what = 'exam
   });
 }
 
+/**
+ * The ids of a corpus a method saves one per line (MUF's corpus-ids.txt, CAME's ids.txt, run files): each a
+ * non-empty string without line breaks, none twice. ERR_ARG naming the first bad one: a missing id was written as
+ * "undefined", an empty or repeated one names no passage, or two (issue 65).
+ */
+export function checkPassageIds(passages: readonly unknown[], what = 'corpus'): void {
+  const seen = new Set<string>();
+  passages.forEach((p, i) => {
+    mustBeObject(p, `${what}[${i}]`);
+    const id = (p as { id?: unknown }).id;
+    if (typeof id !== 'string' || id === '' || /[\r\n]/.test(id))
+      throw new QuorumError(
+        'ERR_ARG',
+        `${what}[${i}].id must be a non-empty string without line breaks, got ${JSON.stringify(id) ?? 'undefined'}`,
+      );
+    if (seen.has(id)) throw new QuorumError('ERR_ARG', `${what}[${i}].id ${JSON.stringify(id)} appears twice`);
+    seen.add(id);
+  });
+}
+
 /** ERR_ARG unless `v` is a Map. */
 export function mustBeMap(v: unknown, what: string): void {
   if (!(v instanceof Map)) throw new QuorumError('ERR_ARG', `${what} must be a Map, got ${v === null ? 'null' : typeof v}`);
@@ -124,8 +144,8 @@ export function mustBeMap(v: unknown, what: string): void {
 
 /** ERR_ARG unless `v` is a non-null object. */
 export function mustBeObject(v: unknown, what: string): void {
-  if (v === null || typeof v !== 'object')
-    throw new QuorumError('ERR_ARG', `${what} must be an object, got ${v === null ? 'null' : typeof v}`);
+  if (v === null || typeof v !== 'object' || Array.isArray(v))
+    throw new QuorumError('ERR_ARG', `${what} must be an object, got ${v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v}`);
 }
 
 /**
@@ -173,6 +193,8 @@ export function checkOptions(v: unknown, known: ReadonlySet<string>, what: strin
     // Callbacks (onProgress, onEpoch, ...) are called deep inside long work: a value that is not a function would be
     // a TypeError there, after minutes, rather than a typed error now (issue 65).
     const value = (v as Record<string, unknown>)[k];
+    // No option takes null: `?? default` would read it as left out, so { factory: null } built a Flat index silently.
+    if (value === null) throw new QuorumError('ERR_ARG', `${what}: ${k} is null (leave it out for the default)`);
     if (/^on[A-Z]/.test(k) && value !== undefined && typeof value !== 'function')
       throw new QuorumError('ERR_ARG', `${what}: ${k} must be a function, got ${value === null ? 'null' : typeof value}`);
   }

@@ -364,7 +364,7 @@ describe('quorum CLI', () => {
       [['train', '--data', tiny, '--preset', 'taser', '--projection', '-1', '--out', join(out, 'm')], /^quorum: ERR_ARG: .*'-1' is invalid/],
       // Checked before the data is read: a missing dataset does not get the first word.
       [['train', '--data', join(out, 'none'), '--preset', 'taser', '--freeze', 'word_embedings', '--out', join(out, 'm')], /^quorum: ERR_NOT_FOUND: no parameter name contains 'word_embedings'/],
-      [['train', '--data', tiny, '--preset', 'taser', '--freeze', ',', '--out', join(out, 'm')], /^quorum: ERR_ARG: --freeze needs at least one/],
+      [['train', '--data', tiny, '--preset', 'taser', '--freeze', ',', '--out', join(out, 'm')], /^quorum: ERR_ARG: option '--freeze <list>' argument ',' is invalid\. expected a comma-separated list, got nothing/],
       [['eval', '--data', tiny, '--model', version, '--methods', 'dense'], /^quorum: ERR_FORMAT: .*format version 2/],
       [['eval', '--data', tiny, '--model', truncated, '--methods', 'dense'], /^quorum: ERR_FORMAT: .*weights\.safetensors/],
       [['encode', '--model', join(out, 'none'), '--data', tiny, '--out', join(out, 'e')], /^quorum: ERR_IO: .*not a model directory/],

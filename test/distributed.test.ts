@@ -64,6 +64,13 @@ const available = (() => {
   }
 })();
 
+describe.skipIf(!available)('collectives over buffers of different sizes', () => {
+  it('allReduce with a size per rank is ERR_SHAPE on every rank, and the group goes on (it aborted the process)', async () => {
+    const { lines } = await runRanks('mismatch', 2, join(root, 'unused.json'));
+    for (const l of lines) expect(l.split('\n')).toEqual(['ERR_SHAPE', 'then 2']);
+  }, 60_000);
+});
+
 describe.skipIf(!available)('data-parallel training over Gloo', () => {
   for (const size of [2, 3])
     it.each([...Object.keys(CASES), ...CAME_CASES, ...ROM_CASES])(`%s: ${size} ranks end with the weights of one process on the whole batch`, async (name) => {

@@ -64,6 +64,7 @@ function checkDocs(docs: ReadonlyArray<{ id: string; text: string }>, held: { ha
   docs.forEach((d, i) => {
     if (d === null || typeof d !== 'object' || typeof d.id !== 'string' || typeof d.text !== 'string')
       throw new QuorumError('ERR_ARG', `document ${i} must be { id: string, text: string }`);
+    if (d.id === '') throw new QuorumError('ERR_ARG', `document ${i} has an empty id`);
     if (seen.has(d.id) || held.has(d.id)) throw new QuorumError('ERR_ARG', `duplicate document id ${d.id}`);
     seen.add(d.id);
   });

@@ -5,34 +5,47 @@ import { type Command, InvalidArgumentError } from 'commander';
 import { loadBeirCorpus, type Passage } from '../data/beir.js';
 import { QuorumError } from '../errors.js';
 
-export const list = (v: string): string[] =>
-  v
+// Number('') and Number(' ') are 0: a blank value would pass as a zero (issue 65).
+const numeric = (v: string): number => (v.trim() === '' ? Number.NaN : Number(v));
+
+export const list = (v: string): string[] => {
+  const items = v
     .split(',')
     .map((x) => x.trim())
     .filter(Boolean);
+  if (!items.length) throw new InvalidArgumentError('expected a comma-separated list, got nothing');
+  return items;
+};
 
 export const int = (v: string): number => {
-  const n = Number(v);
+  const n = numeric(v);
   if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a positive integer');
   return n;
 };
 
 export const count = (v: string): number => {
-  const n = Number(v);
+  const n = numeric(v);
   if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('expected a non-negative integer');
   return n;
 };
 
 export const num = (v: string): number => {
-  const n = Number(v);
+  const n = numeric(v);
   if (!Number.isFinite(n)) throw new InvalidArgumentError('expected a number');
+  return n;
+};
+
+/** A weight: a finite number >= 0. */
+export const weight = (v: string): number => {
+  const n = numeric(v);
+  if (!Number.isFinite(n) || n < 0) throw new InvalidArgumentError('expected a number >= 0');
   return n;
 };
 
 export const numbers = (v: string): number[] => list(v).map(num);
 
 export const probability = (v: string): number => {
-  const n = Number(v);
+  const n = numeric(v);
   if (!(n >= 0 && n <= 1)) throw new InvalidArgumentError('expected a number in [0, 1]');
   return n;
 };

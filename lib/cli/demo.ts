@@ -22,6 +22,7 @@ import { writeReport } from '../report/html.js';
 import { capabilities } from '../runtime.js';
 import { scoreTopK } from '../dense.js';
 import { Tensor } from '../tensor.js';
+import { taskIfKnown } from '../models/model-dir.js';
 import { Retriever } from '../models/retriever.js';
 import { check } from '../validate.js';
 import { kernelCheck, speedCheck } from './demo-kernels.js';
@@ -71,7 +72,7 @@ async function denseEncoder(
         const rows = queries.flatMap((x, i) => (x.task === task ? [i] : []));
         const emb = await model.encodeQueries(
           rows.map((i) => queries[i]!.text),
-          { task },
+          { task: taskIfKnown(model.config.tasks, task) },
         );
         rows.forEach((r, j) => q.data.set(emb.data.subarray(j * model.dim, (j + 1) * model.dim), r * model.dim));
         emb.dispose();
@@ -328,7 +329,7 @@ export async function demo(o: DemoOptions = {}): Promise<void> {
       ...(enc.model
         ? {
             dense: await timeEach(sample, 50, async (q) => {
-              const v = await enc.model!.encodeQueries([q.text], { task: q.task });
+              const v = await enc.model!.encodeQueries([q.text], { task: taskIfKnown(enc.model!.config.tasks, q.task) });
               await scoreTopK(v, enc.corpus, 10);
               v.dispose();
             }),

@@ -21,7 +21,7 @@ import { CameRetriever } from '../methods/came/retriever.js';
 import { MufRetriever } from '../methods/muf/retriever.js';
 import type { PassageText } from '../train/examples.js';
 import { Retriever } from '../models/retriever.js';
-import { modelDir, storeHybrid, type StoredHybrid } from '../models/model-dir.js';
+import { modelDir, storeHybrid, taskIfKnown, type StoredHybrid } from '../models/model-dir.js';
 import { BATCH, bm25Search } from './index-search.js';
 import { inBatches } from '../progress.js';
 import { precisionCoverage } from '../uncertainty.js';
@@ -110,7 +110,9 @@ class DenseMethod {
       await inBatches(label, group.length, BATCH, async (start, end) => {
         const batch = group.slice(start, end);
         const texts = batch.map((x) => x.text);
-        const q = this.model ? await this.model.encodeQueries(texts, { task }) : this.tfidf!.encode(texts);
+        const q = this.model
+          ? await this.model.encodeQueries(texts, { task: taskIfKnown(this.model.config.tasks, task) })
+          : this.tfidf!.encode(texts);
         const top = await scoreTopK(q, this.passages!, k);
         batch.forEach((x, j) =>
           run.set(

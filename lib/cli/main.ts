@@ -7,7 +7,7 @@ import { Command, CommanderError } from 'commander';
 
 import { checkOutputDirectory } from '../data/files.js';
 import { QuorumError } from '../errors.js';
-import { checkInitConflicts, count, int, list, num, numbers, trainingOptions } from './args.js';
+import { checkInitConflicts, count, int, list, num, numbers, trainingOptions, weight } from './args.js';
 import { describeError } from './errors.js';
 import { demo } from './demo.js';
 import { EVAL_METHODS, evalCommand, tuneModelHybrid } from './eval.js';
@@ -82,7 +82,7 @@ program
   .option(
     '--alpha <x>',
     "the 'hybrid' method's alpha (normalized scores, weight on BM25; default: tuned for MRR@10 on the dev split over 0..100, per task when queries carry tasks, else 1)",
-    num,
+    weight,
   )
   .option('--no-alpha-per-task', 'tune one alpha for all tasks')
   .option(
@@ -234,7 +234,7 @@ program
   .option('--rrf-k <n>', "rrf's k", num)
   .option('--phi <x>', "rbc's phi", num)
   .option('--gamma <x>', "gmnz's gamma", num)
-  .option('--alpha <x>', "hybrid's alpha", num)
+  .option('--alpha <x>', "hybrid's alpha", weight)
   .option('--sigma <x>', "logn_isr's sigma", num)
   .option('--window <n>', "slidefuse's half window", int)
   .option('--segments <n>', "probfuse's segments", int)

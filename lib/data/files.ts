@@ -12,6 +12,7 @@ import {
   mkdirSync,
   openSync,
   readdirSync,
+  readFileSync,
   readSync,
   readlinkSync,
   realpathSync,
@@ -519,5 +520,54 @@ export function makeDirs(path: string): void {
       if ((e as NodeJS.ErrnoException).code === 'EEXIST' && statSync(dir, { throwIfNoEntry: false })?.isDirectory()) continue;
       throw new QuorumError('ERR_IO', `cannot create directory ${path}: ${(e as Error).message}`);
     }
+  }
+}
+
+const directoryLocks = new Map<string, Promise<unknown>>();
+
+/**
+ * Runs `update` (a read-change-write of the directory `dir`) alone: updates of one directory in this process wait for
+ * each other, and one in another process is ERR_BUSY naming its pid (a lock file `<dir>.lock` beside it, removed
+ * after; a dead holder's is taken over). Two concurrent passage updates both resolved and one was lost (issue 65).
+ */
+export async function withDirectoryLock<T>(dir: string, update: () => Promise<T>): Promise<T> {
+  checkPath(dir, 'the directory');
+  const key = resolve(dir);
+  const before = directoryLocks.get(key) ?? Promise.resolve();
+  const run = before.then(() => lockedAcrossProcesses(key, dir, update));
+  const settled = run.then(
+    () => undefined,
+    () => undefined,
+  );
+  directoryLocks.set(key, settled);
+  try {
+    return await run;
+  } finally {
+    if (directoryLocks.get(key) === settled) directoryLocks.delete(key);
+  }
+}
+
+async function lockedAcrossProcesses<T>(key: string, dir: string, update: () => Promise<T>): Promise<T> {
+  const lock = `${key}.lock`;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const fd = openSync(lock, 'wx', 0o644);
+      writeSync(fd, Buffer.from(String(process.pid)));
+      closeSync(fd);
+      break;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw asIoError(e, lock);
+      const pid = Number(readFileSync(lock, 'utf8').trim());
+      if (attempt === 0 && !(Number.isSafeInteger(pid) && pid > 0 && pid !== process.pid && alive(pid))) {
+        removeQuietly(lock); // its holder died mid-update
+        continue;
+      }
+      throw new QuorumError('ERR_BUSY', `${dir} is being updated by another process (pid ${pid}): try again when it is done`);
+    }
+  }
+  try {
+    return await update();
+  } finally {
+    removeQuietly(lock);
   }
 }

@@ -31,7 +31,7 @@ const fuseOptionsSchema = z
     window: count.optional(),
     segments: positiveInt.optional(),
     trained: z.object({ method: z.string(), tables: z.array(z.array(z.number())), maps: z.array(z.number()).optional() }).optional(),
-    alpha: finite.optional(),
+    alpha: finite.nonnegative().optional(), // a weight: a negative one ranks BM25's matches last
     normalization: z.boolean().optional(),
     weightOnDense: z.boolean().optional(),
   })

@@ -3,7 +3,7 @@
 // vocab.txt) and, for a sentence-transformers directory, its pooling and normalization (modules.json,
 // 1_Pooling/config.json). docs/guides/bring-your-own-model.md lists what loads and what does not.
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 
 import { QuorumError } from '../errors.js';
 import { readFileBytes, readJsonFile } from '../data/files.js';
@@ -85,6 +85,12 @@ function hfEncoderConfig(dir: string): EncoderConfig {
     if (typeof v !== 'number' || !Number.isFinite(v)) throw bad(path, `${key} must be a number`);
     return v;
   };
+  // A layer norm's epsilon at or below 0 divides by zero on a constant row: all-NaN vectors (issue 65).
+  const positive = (key: string, fallback: number): number => {
+    const v = real(key, fallback);
+    if (!(v > 0)) throw bad(path, `${key} must be a positive number, got ${v}`);
+    return v;
+  };
   const hiddenSize = int('hidden_size');
   const heads = int('num_attention_heads');
   if (hiddenSize % heads !== 0) throw bad(path, `hidden_size ${hiddenSize} is not a multiple of num_attention_heads ${heads}`);
@@ -100,7 +106,7 @@ function hfEncoderConfig(dir: string): EncoderConfig {
     typeVocabSize: int('type_vocab_size', 2),
     embeddingSize: hiddenSize,
     dropout: real('hidden_dropout_prob', 0.1),
-    layerNormEps: real('layer_norm_eps', 1e-12),
+    layerNormEps: positive('layer_norm_eps', 1e-12),
     pooling: 'cls',
     projectionDim: 0,
     normalize: false,
@@ -191,6 +197,10 @@ function sentenceTransformers(dir: string, hidden: number): StPipeline {
     if (!Array.isArray(modules)) throw bad(modulesPath, 'expected a list of modules');
     for (const m of modules as Json[]) {
       const type = String(m?.type ?? '');
+      // A module's folder is inside the model directory: '../x' or '/etc' would read what the user never gave.
+      const rel = String(m?.path ?? '');
+      if (isAbsolute(rel) || rel.split(/[\\/]/).includes('..'))
+        throw bad(modulesPath, `module path ${JSON.stringify(rel)} leaves the model directory`);
       if (type.endsWith('.Transformer')) continue;
       if (type.endsWith('.Pooling')) poolingDir = join(dir, String(m.path ?? ''));
       else if (type.endsWith('.Normalize')) normalize = true;
@@ -253,6 +263,19 @@ export function readPretrained(dir: string, options: PretrainedOptions = {}): Pr
     );
   const tokenizer = new WordPieceTokenizer(spec.vocabulary, spec.options);
   const weights = readHfWeights(dir);
+  // config.json's layer count against the weights' before anything is built for it: num_hidden_layers 1e6 over a
+  // 1-layer checkpoint made ServingEncoder build a million layers (issue 65).
+  let stored = 0;
+  for (const name of weights.keys()) {
+    const m = /(?:^|\.)encoder\.layer\.(\d+)\./.exec(name);
+    if (m) stored = Math.max(stored, Number(m[1]) + 1);
+  }
+  // (More layers stored than configured are left unread, as Hugging Face leaves them.)
+  if (stored < encoder.layers)
+    throw new QuorumError(
+      'ERR_FORMAT',
+      `${join(dir, 'config.json')}: num_hidden_layers is ${encoder.layers}, but the weights have no encoder.layer.${stored}.attention.self.query.weight (they hold ${stored} layers)`,
+    );
   encoder.pooling = options.pooling ?? st.pooling ?? 'cls';
   encoder.normalize = options.normalize ?? st.normalize;
   if (st.dense) {

@@ -20,7 +20,7 @@ import {
 import { checkCard, readSavedCard, savedFile, writeSavedCard, type SavedFormat } from '../io/saved-dir.js';
 import { WordPieceTokenizer } from '../text/tokenizer.js';
 import { writeTokenizerFiles } from '../text/tokenizer-files.js';
-import { allFinite, checkOptions, count, finite, mustBeObject, optionKeys, positiveInt, z } from '../validate.js';
+import { allFinite, checkOptions, count, finite, mustBeObject, optionKeys, parse, positiveInt, z } from '../validate.js';
 import { retrieverConfigSchema, retrieverEncoderNames, type RetrieverConfig } from './config.js';
 import { parameterShapes, type ParameterAccess } from './parameters.js';
 
@@ -108,12 +108,27 @@ export type WeightStorage = 'F32' | 'BF16' | 'Q8';
  * A question's task as the model reads it: the task's index among `tasks` (-1 for none or an unknown one) and, when
  * the text settings use task markers, the marker's token id (`[unused<index + 1>]`).
  */
+/**
+ * The task to encode a dataset's question of task `task` with: the task itself when the model was trained on it, else
+ * none (no marker). Evaluation calls it, since a dataset may hold tasks a model never saw; encodeQueries itself refuses
+ * a task its model does not know.
+ */
+export function taskIfKnown(tasks: readonly string[], task: string | undefined): string | undefined {
+  return task !== undefined && tasks.includes(task) ? task : undefined;
+}
+
 export function queryTask(
   tasks: readonly string[],
   text: TextSettings,
   tokenizer: WordPieceTokenizer,
   task: string | undefined,
 ): { index: number; marker?: number } {
+  // A task the model does not know would encode without its marker, as another task's question would be: refused.
+  // A model trained without tasks takes any (MUF names each expert's task, whatever its model).
+  if (task !== undefined && typeof task !== 'string')
+    throw new QuorumError('ERR_ARG', `task must be a string, got ${task === null ? 'null' : typeof task}`);
+  if (task !== undefined && tasks.length > 0 && !tasks.includes(task))
+    throw new QuorumError('ERR_ARG', `task '${task}' is not one of the model's tasks (${tasks.join(', ')})`);
   const index = task === undefined ? -1 : tasks.indexOf(task);
   return text.taskMarkers && index >= 0 ? { index, marker: tokenizer.markerId(index + 1) } : { index };
 }
@@ -140,6 +155,15 @@ export interface SaveModelOptions extends Partial<TextSettings> {
 }
 
 const saveKeys = optionKeys<SaveModelOptions>()(['tokenizer', 'dtype', 'training', 'maxQueryLength', 'maxPassageLength', 'taskMarkers']);
+const saveValues = z
+  .object({
+    dtype: z.enum(['F32', 'BF16', 'Q8']).optional(),
+    maxQueryLength: positiveInt.optional(),
+    maxPassageLength: positiveInt.optional(),
+    taskMarkers: z.boolean().optional(),
+    training: z.record(z.string(), z.unknown()).optional(),
+  })
+  .passthrough();
 
 /**
  * Writes a model directory (created if needed), swapped in whole: a crash leaves the old directory or the new one
@@ -151,6 +175,8 @@ const saveKeys = optionKeys<SaveModelOptions>()(['tokenizer', 'dtype', 'training
 export function saveModelDir(model: ParameterAccess & { readonly config: RetrieverConfig }, dir: string, o: SaveModelOptions): ModelCard {
   mustBeObject(o, 'saveModel options');
   checkOptions(o, saveKeys, 'saveModel options');
+  // Checked as the card's reader will check it: maxQueryLength 0 was written, and the directory never loaded again.
+  parse(saveValues, o, 'saveModel options');
   const dtype = o.dtype ?? 'F32';
   return replaceDirectorySync(dir, (tmp) => writeModelFiles(model, tmp, o, dtype), { keepOthers: true, kind: modelFormat });
 }

@@ -5,6 +5,7 @@
 // encoders, onnxruntime-node): no compiler and no libtorch (docs/guides/bring-your-own-model.md#serving-without-libtorch).
 import { createRequire } from 'node:module';
 
+import { AsyncLifetime } from '../native-resource.js';
 import { QuorumError } from '../errors.js';
 import type { NativeTextsToEmbed } from '../bindings/embedding_bag_bindings.js';
 import { readTokenizerFiles } from '../text/tokenizer-files.js';
@@ -50,11 +51,18 @@ let ortModule: Ort | undefined;
  * the heads themselves take 2.7 ms).
  */
 export function servingSessionOptions(threads?: number): Record<string, unknown> {
+  checkThreads(threads);
   return {
     graphOptimizationLevel: 'all',
     ...(threads ? { intraOpNumThreads: threads } : {}),
     extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } },
   };
+}
+
+/** ERR_RANGE unless `threads` is left out or an integer from 1 to 1024 (ONNX Runtime would try to start 2^31 threads). */
+function checkThreads(threads: unknown): void {
+  if (threads !== undefined && (!Number.isInteger(threads) || (threads as number) < 1 || (threads as number) > 1024))
+    throw new QuorumError('ERR_RANGE', `threads must be an integer from 1 to 1024, got ${String(threads)}`);
 }
 
 /** onnxruntime-node, loaded on first use; ERR_BACKEND_UNAVAILABLE with the install command when it is missing. */
@@ -98,14 +106,20 @@ export async function runTokenGraph(
   const dims = [b.rows, b.seqLen];
   const mask = new BigInt64Array(b.rows * b.seqLen);
   for (let r = 0; r < b.rows; r++) mask.fill(1n, r * b.seqLen, r * b.seqLen + b.lengths[r]!);
-  const out = await session.run(
-    {
-      input_ids: new ort.Tensor('int64', BigInt64Array.from(b.ids, BigInt), dims),
-      attention_mask: new ort.Tensor('int64', mask, dims),
-      token_type_ids: new ort.Tensor('int64', BigInt64Array.from(b.typeIds, BigInt), dims),
-    },
-    [...fetches],
-  );
+  let out: Record<string, OrtTensor>;
+  try {
+    out = await session.run(
+      {
+        input_ids: new ort.Tensor('int64', BigInt64Array.from(b.ids, BigInt), dims),
+        attention_mask: new ort.Tensor('int64', mask, dims),
+        token_type_ids: new ort.Tensor('int64', BigInt64Array.from(b.typeIds, BigInt), dims),
+      },
+      [...fetches],
+    );
+  } catch (e) {
+    // ONNX Runtime's own errors (a token id past the vocabulary, a released session) as one typed line.
+    throw new QuorumError('ERR_NATIVE', `ONNX Runtime: ${String((e as Error)?.message ?? e).split('\n')[0]}`, { cause: e });
+  }
   return Object.fromEntries(fetches.map((f) => [f, out[f]!.data as Float32Array]));
 }
 
@@ -164,6 +178,12 @@ export class ServingEncoder {
     readonly hybrid?: StoredHybrid,
   ) {}
 
+  // Calls in flight hold the sessions; dispose waits for them, and later calls are ERR_DISPOSED.
+  readonly #life = new AsyncLifetime('this ServingEncoder', async () => {
+    const all = new Set([this.sessions.query, this.sessions.passage, ...this.sessions.tasks.values()]);
+    for (const r of all) await r.release();
+  });
+
   /**
    * Reads the directory; for a Transformer encoder builds its graphs and opens an ONNX Runtime session per graph.
    * ERR_IO / ERR_FORMAT as `Retriever.load`; ERR_BACKEND_UNAVAILABLE without onnxruntime-node where a Transformer
@@ -174,8 +194,7 @@ export class ServingEncoder {
     mustBeObject(options, 'ServingEncoder options');
     checkOptions(options, loadKeys, 'ServingEncoder options');
     const { threads, ...pretrained } = options;
-    if (threads !== undefined && (!Number.isInteger(threads) || threads < 1))
-      throw new QuorumError('ERR_RANGE', `threads must be a positive integer, got ${threads}`);
+    checkThreads(threads);
     const dir = modelDir(nameOrDir);
     let config: RetrieverConfig;
     let text: TextSettings;
@@ -246,7 +265,7 @@ export class ServingEncoder {
    */
   async encodeQueries(texts: readonly string[], options: { task?: string } = {}): Promise<Float32Array> {
     const { session, o } = this.querySide(texts, options);
-    return this.encodeChunks(texts.length, session, (s, e) => ({ texts: texts.slice(s, e), options: o }));
+    return this.#life.use(() => this.encodeChunks(texts.length, session, (s, e) => ({ texts: texts.slice(s, e), options: o })));
   }
 
   /**
@@ -254,6 +273,7 @@ export class ServingEncoder {
    * search: encodings and scans in one hop); undefined unless the encoder is a 0-layer one (the core's forward).
    */
   queriesToEmbed(texts: readonly string[], options: { task?: string } = {}): NativeTextsToEmbed | undefined {
+    this.#life.check();
     const { session, o } = this.querySide(texts, options);
     if (texts.length === 0) throw new QuorumError('ERR_ARG', 'nothing to encode: give at least one text');
     return session.toEmbed?.(this.tokenizer, texts, o);
@@ -274,10 +294,12 @@ export class ServingEncoder {
   /** Embeds passages (title and text as a pair, as the model was trained). */
   async encodePassages(passages: readonly PassageText[]): Promise<Float32Array> {
     const texts = passageTexts(passages);
-    return this.encodeChunks(texts.length, this.sessions.passage, (s, e) => {
-      const part = texts.slice(s, e);
-      return { texts: part.map((p) => p.title), options: { pairs: part.map((p) => p.text), maxLength: this.text.maxPassageLength } };
-    });
+    return this.#life.use(() =>
+      this.encodeChunks(texts.length, this.sessions.passage, (s, e) => {
+        const part = texts.slice(s, e);
+        return { texts: part.map((p) => p.title), options: { pairs: part.map((p) => p.text), maxLength: this.text.maxPassageLength } };
+      }),
+    );
   }
 
   /** One tokenized batch through a side's graph: [rows, dim]. */
@@ -290,13 +312,12 @@ export class ServingEncoder {
       side === 'passage'
         ? this.sessions.passage
         : ((task !== undefined ? this.sessions.tasks.get(task) : undefined) ?? this.sessions.query);
-    return this.run(session, batch);
+    return this.#life.use(() => this.run(session, batch));
   }
 
-  /** Releases the sessions. */
-  async dispose(): Promise<void> {
-    const all = new Set([this.sessions.query, this.sessions.passage, ...this.sessions.tasks.values()]);
-    for (const r of all) await r.release();
+  /** Releases the sessions once the calls in flight end; later calls are ERR_DISPOSED, a second dispose does nothing. */
+  dispose(): Promise<void> {
+    return this.#life.dispose();
   }
 
   /**

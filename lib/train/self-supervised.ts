@@ -136,6 +136,12 @@ export class TermIdf {
 
   /** Counts document frequencies over `passages` (strings or `{ text }`). */
   static fit(passages: Iterable<string | { text: string }>): TermIdf {
+    if (
+      passages === null ||
+      typeof passages === 'string' ||
+      typeof (passages as { [Symbol.iterator]?: unknown })?.[Symbol.iterator] !== 'function'
+    )
+      throw new QuorumError('ERR_ARG', 'TermIdf.fit needs an iterable of passages (strings or { text })');
     const df = new Map<string, number>();
     let n = 0;
     for (const p of passages) {
@@ -147,6 +153,8 @@ export class TermIdf {
       for (const t of seen) df.set(t, (df.get(t) ?? 0) + 1);
       n++;
     }
+    // log(0 / 1) is -Infinity: every weight of an empty fit would be (issue 65).
+    if (n === 0) throw new QuorumError('ERR_ARG', 'TermIdf.fit needs at least one passage');
     return new TermIdf(df, n);
   }
 

@@ -85,7 +85,10 @@ class ProcessGroupObject : public Napi::ObjectWrap<ProcessGroupObject> {
   // allReduce(Float32Array, async): sums it across the ranks, in place.
   Napi::Value AllReduce(const Napi::CallbackInfo& info) {
     return guard(info.Env(), [&] {
-      return in_place(info, flag(info[1]), [](torchx::ProcessGroup& g, torch::Tensor t) { g.all_reduce_sum({t}); });
+      return in_place(info, flag(info[1]), [](torchx::ProcessGroup& g, torch::Tensor t) {
+        g.check_same_size(t.numel(), "allReduce");
+        g.all_reduce_sum({t});
+      });
     });
   }
 
@@ -94,7 +97,10 @@ class ProcessGroupObject : public Napi::ObjectWrap<ProcessGroupObject> {
     return guard(info.Env(), [&] {
       const double root = number_arg(info[1], "root");
       if (root != double(int(root))) throw Error("ERR_RANGE", "root must be a rank");
-      return in_place(info, flag(info[2]), [root](torchx::ProcessGroup& g, torch::Tensor t) { g.broadcast({t}, int(root)); });
+      return in_place(info, flag(info[2]), [root](torchx::ProcessGroup& g, torch::Tensor t) {
+        g.check_same_size(t.numel(), "broadcast");
+        g.broadcast({t}, int(root));
+      });
     });
   }
 

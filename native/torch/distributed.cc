@@ -330,6 +330,22 @@ torch::Tensor ProcessGroup::all_gather_rows(const torch::Tensor& t, int64_t* off
   return torch::cat(parts);
 }
 
+void ProcessGroup::check_same_size(int64_t n, const char* what) {
+  if (options_.size == 1) return;
+  std::vector<torch::Tensor> mine{torch::tensor({n}, torch::kLong)};
+  std::vector<std::vector<torch::Tensor>> all(1);
+  for (int r = 0; r < options_.size; ++r) all[0].push_back(torch::empty({1}, torch::kLong));
+  collective("all-gather", [&] { return impl_->pg->allgather(all, mine); });
+  std::string sizes;
+  bool same = true;
+  for (int r = 0; r < options_.size; ++r) {
+    const int64_t v = all[0][size_t(r)].item<int64_t>();
+    same = same && v == n;
+    sizes += (r ? ", " : "") + std::to_string(v);
+  }
+  if (!same) throw Error("ERR_SHAPE", std::string(what) + ": the ranks gave different sizes (" + sizes + " values, in rank order)");
+}
+
 void ProcessGroup::barrier() {
   if (options_.size == 1) return;
   collective("barrier", [&] { return impl_->pg->barrier(); });
@@ -353,6 +369,7 @@ torch::Tensor ProcessGroup::all_gather_rows(const torch::Tensor& t, int64_t* off
   return t.detach();
 }
 void ProcessGroup::barrier() {}
+void ProcessGroup::check_same_size(int64_t, const char*) {}
 
 #endif
 

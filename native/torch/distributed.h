@@ -49,6 +49,9 @@ class ProcessGroup {
   torch::Tensor all_gather_rows(const torch::Tensor& t, int64_t* offset);
   // Returns once every rank has called it.
   void barrier();
+  // ERR_SHAPE on every rank unless every rank gives the same `n` (one small all-gather first): a collective over
+  // buffers of different sizes fails inside Gloo's own threads, which aborts the process (issue 65).
+  void check_same_size(int64_t n, const char* what);
 
  private:
   struct Impl;

@@ -7,7 +7,7 @@ import { torchBindings, type StepStats, type TokenBatchArg, type TrainBatchArg }
 import { checkEncoderOverrides, defaultEncoderConfig, type EncoderConfig } from '../../models/config.js';
 import { TrainableTable, groupOf, type OptimizerOptions } from '../../models/parameter-table.js';
 import type { ProcessGroup } from '../../models/process-group.js';
-import { checkOptions, mustBeObject, optionKeys } from '../../validate.js';
+import { checkOptions, count, mustBeObject, optionKeys, parse, positiveInt, z } from '../../validate.js';
 import { brandClass } from '../../brand.js';
 import { CAME_EXPERTS, type CameConfig, type CameEncoded, type CameExpertName } from './format.js';
 
@@ -77,6 +77,22 @@ export interface CameModelOptions {
 }
 
 const cameModelKeys = optionKeys<CameModelOptions>()(['encoder', 'expertLayers', 'experts', 'localDim', 'referenceOps']);
+const trainingValues = z.object({
+  competitive: z.boolean().optional(),
+  tau: z.number().finite().positive().optional(),
+  flopsQuery: z.number().finite().nonnegative().optional(),
+  flopsPassage: z.number().finite().nonnegative().optional(),
+  flopsRamp: count.optional(),
+  temperatures: z.record(z.string(), z.number().finite().positive()).optional(),
+});
+// The values of the options beside the encoder's (checked by checkEncoderOverrides): null is not "the default".
+const cameOptionValues = z
+  .object({
+    expertLayers: count.optional(),
+    localDim: positiveInt.optional(),
+    referenceOps: z.boolean().optional(),
+  })
+  .passthrough();
 const trainingKeys = optionKeys<CameTraining>()(['competitive', 'tau', 'flopsQuery', 'flopsPassage', 'flopsRamp', 'temperatures']);
 
 /**
@@ -93,6 +109,7 @@ export function cameConfig(o: CameModelOptions = {}): CameConfig {
   mustBeObject(o, 'CAME options');
   if (o.encoder !== undefined) mustBeObject(o.encoder, 'encoder options');
   checkOptions(o, cameModelKeys, 'CAME model options');
+  parse(cameOptionValues, o, 'CAME model options');
   checkEncoderOverrides(o.encoder, undefined, 'CAME model options');
   const encoder: EncoderConfig = {
     ...defaultEncoderConfig,
@@ -105,6 +122,8 @@ export function cameConfig(o: CameModelOptions = {}): CameConfig {
     ...o.encoder,
   };
   if (o.encoder?.embeddingSize === undefined) encoder.embeddingSize = encoder.hiddenSize;
+  if (o.experts !== undefined && (!Array.isArray(o.experts) || o.experts.length === 0))
+    throw new QuorumError('ERR_ARG', 'experts must be a non-empty array of lexical, local and global');
   const experts = o.experts ?? [...CAME_EXPERTS];
   for (const e of experts)
     if (!CAME_EXPERTS.includes(e)) throw new QuorumError('ERR_ARG', `a CAME expert is 'lexical', 'local' or 'global', got '${String(e)}'`);
@@ -182,6 +201,7 @@ export class CameModel extends TrainableTable {
   setTraining(t: Partial<CameTraining>): void {
     mustBeObject(t, 'CAME training settings');
     checkOptions(t, trainingKeys, 'CAME training settings');
+    parse(trainingValues, t, 'CAME training settings'); // competitive: 'yes' was read as true
     callNative(() => this.native.setTraining(t));
   }
 

@@ -5,6 +5,7 @@
 import { join } from 'node:path';
 
 import { planCorpusChange } from '../../data/corpus-change.js';
+import { withDirectoryLock } from '../../data/files.js';
 import { checkOptions, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
 import { CameRetriever } from './retriever.js';
 
@@ -40,6 +41,12 @@ const changeKeys = optionKeys<CamePassageChanges>()(['add', 'remove', 'index']);
  * await updateCamePassages('came/', { add: [{ id: 'p9', title: 'Hamlet', text: 'A tragedy.' }], remove: ['p3'] });
  */
 export async function updateCamePassages(dir: string, changes: CamePassageChanges): Promise<CamePassageUpdate> {
+  mustBeString(dir, 'CAME directory');
+  // One update of a directory at a time: two at once would both read the old corpus and one would be lost.
+  return withDirectoryLock(dir, () => updateCamePassagesNow(dir, changes));
+}
+
+async function updateCamePassagesNow(dir: string, changes: CamePassageChanges): Promise<CamePassageUpdate> {
   mustBeString(dir, 'CAME directory');
   mustBeObject(changes, 'passage changes');
   checkOptions(changes, changeKeys, 'passage changes');

@@ -6,6 +6,7 @@
 import { join } from 'node:path';
 
 import { QuorumError } from '../../errors.js';
+import { AsyncLifetime } from '../../native-resource.js';
 import { parameterSource, readWeightFile } from '../../models/model-dir.js';
 import { cameOnnx } from '../../models/onnx-export.js';
 import { onnxRuntime, runTokenGraph, servingSessionOptions, type OrtSession } from '../../models/serving-encoder.js';
@@ -72,6 +73,9 @@ const loadKeys = optionKeys<{ index?: string; threads?: number }>()(['index', 't
  * r.fused[0].map((h) => came.ids[h.id]);
  */
 export class CameServer {
+  // Calls in flight hold the sessions; dispose waits for them, and later calls are ERR_DISPOSED (native-resource.ts).
+  readonly #life = new AsyncLifetime('this CameServer', () => this.releaseAll());
+
   private constructor(
     private readonly models: OnnxCameModel[],
     private readonly tokenizer: WordPieceTokenizer,
@@ -119,7 +123,11 @@ export class CameServer {
   }
 
   /** Each expert's top-expertK over the indexed corpus, fused per question: as CameRetriever.search. */
-  async search(questions: readonly string[], options: CameSearchOptions = {}): Promise<CameSearchResult> {
+  search(questions: readonly string[], options: CameSearchOptions = {}): Promise<CameSearchResult> {
+    return this.#life.use(() => this.searchNow(questions, options));
+  }
+
+  private async searchNow(questions: readonly string[], options: CameSearchOptions = {}): Promise<CameSearchResult> {
     return searchCame(this.indexes, this.experts, questions, options, {
       encode: async (qs, experts, maxTerms) =>
         encodeCameModels(this.models, await TokenTable.build(this.tokenizer, qs, { maxLength: this.text.maxQueryLength }), 'query', {
@@ -131,7 +139,11 @@ export class CameServer {
   }
 
   /** Releases the sessions and the indexes. */
-  async dispose(): Promise<void> {
+  dispose(): Promise<void> {
+    return this.#life.dispose();
+  }
+
+  private async releaseAll(): Promise<void> {
     for (const m of this.models) await m.release();
     disposeCameIndexes(this.indexes);
   }

@@ -5,7 +5,7 @@
 import { dirname, join, relative } from 'node:path';
 
 import { keptRowsThen, planCorpusChange } from '../../data/corpus-change.js';
-import { makeDirs, readFileBytes, replaceDirectorySync, writeFileAtomic } from '../../data/files.js';
+import { makeDirs, readFileBytes, replaceDirectorySync, withDirectoryLock, writeFileAtomic } from '../../data/files.js';
 import { QuorumError } from '../../errors.js';
 import { floatTensor, readSafetensors, writeSafetensors } from '../../io/safetensors.js';
 import { ServingEncoder } from '../../models/serving-encoder.js';
@@ -43,6 +43,12 @@ const changeKeys = optionKeys<MufPassageChanges>()(['add', 'remove']);
  * await updateMufPassages('muf/', { add: [{ id: 'p9', title: 'Hamlet', text: 'A tragedy.' }], remove: ['p3'] });
  */
 export async function updateMufPassages(dir: string, changes: MufPassageChanges): Promise<MufPassageUpdate> {
+  mustBeString(dir, 'MUF directory');
+  // One update of a directory at a time: two at once would both read the old corpus and one would be lost.
+  return withDirectoryLock(dir, () => updateMufPassagesNow(dir, changes));
+}
+
+async function updateMufPassagesNow(dir: string, changes: MufPassageChanges): Promise<MufPassageUpdate> {
   mustBeString(dir, 'MUF directory');
   mustBeObject(changes, 'passage changes');
   checkOptions(changes, changeKeys, 'passage changes');

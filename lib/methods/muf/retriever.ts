@@ -15,10 +15,10 @@ import type { ScoredDoc } from '../../eval/ranking.js';
 import { writeSafetensors } from '../../io/safetensors.js';
 import { Tensor } from '../../tensor.js';
 import type { PassageText, TrainingExample } from '../../data/examples.js';
-import { modelDir } from '../../models/model-dir.js';
+import { modelDir, taskIfKnown } from '../../models/model-dir.js';
 import { Retriever } from '../../models/retriever.js';
 import { auroc, ece, ensembleMI, fitPlatt, plattProbability, searchTemperature, widenedTemperatureGrid } from '../../uncertainty.js';
-import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
+import { checkOptions, checkPassageIds, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
 import { MlpEnsemble } from './ensemble.js';
 import { corpusTieRank, mufSearch, stageHeads, stageHits, stageMode, type MufStageResult, type StageHeads } from './stage.js';
 import { FAMILIARITY_K, FamiliarityBank, type FamiliarityCalibration } from './familiarity.js';
@@ -238,6 +238,7 @@ export class MufRetriever {
     experts.forEach((spec, i) => checkOptions(spec, expertKeys, `experts[${i}]`));
     if (experts.length === 0) throw new QuorumError('ERR_ARG', 'MUF needs at least one expert');
     if (corpus.length === 0) throw new QuorumError('ERR_ARG', 'the corpus is empty');
+    checkPassageIds(corpus);
     const log = options.onProgress ?? (() => {});
     const state: ExpertState[] = [];
     try {
@@ -311,7 +312,7 @@ export class MufRetriever {
   /** Each expert's top-L for the queries and its heads' scores of them: what confidence and fusion read. */
   private async expertPass(texts: readonly string[], e: ExpertState, t: MufTimings) {
     let t0 = performance.now();
-    const q = await e.model.encodeQueries(texts, { task: e.task });
+    const q = await e.model.encodeQueries(texts, { task: taskIfKnown(e.model.config.tasks, e.task) });
     t.encode += performance.now() - t0;
     try {
       t0 = performance.now();
@@ -449,7 +450,7 @@ export class MufRetriever {
     const t0 = performance.now();
     const out: Array<Tensor<'f32'>> = [];
     try {
-      for (const e of this.state) out.push(await e.model.encodeQueries(queries, { task: e.task }));
+      for (const e of this.state) out.push(await e.model.encodeQueries(queries, { task: taskIfKnown(e.model.config.tasks, e.task) }));
     } catch (err) {
       for (const v of out) v.dispose();
       throw err;

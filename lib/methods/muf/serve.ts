@@ -5,10 +5,12 @@
 // expert's confidence (P(own task), or its K heads' mutual information, native/kernels/muf_heads.h) and fuses the
 // experts' lists (muf_fuse.h). The same hits and confidences as MufRetriever.search. mufConfidence, the heads and
 // fusion alone over given candidates, stays exported for callers with their own retrieval.
+import { taskIfKnown } from '../../models/model-dir.js';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { readFileBytes } from '../../data/files.js';
+import { AsyncLifetime } from '../../native-resource.js';
 import { QuorumError, awaitNative, callNative } from '../../errors.js';
 import { ServingEncoder } from '../../models/serving-encoder.js';
 import { type NativeTensorHandle } from '../../native.js';
@@ -212,6 +214,9 @@ const searchKeys = optionKeys<MufServerSearchOptions>()(['fusion', 'abstain', 'r
  * r.confidence;   // per expert
  */
 export class MufServer {
+  // Calls in flight hold the sessions; dispose waits for them, and later calls are ERR_DISPOSED (native-resource.ts).
+  readonly #life = new AsyncLifetime('this MufServer', () => this.releaseAll());
+
   private constructor(
     private readonly experts: ServedExpert[],
     private readonly corpusIds: string[],
@@ -307,7 +312,11 @@ export class MufServer {
    * Every expert's top-L, its heads' scores of them, its confidence (mutual information at its calibrated
    * temperature), fused by confidence ('muf') or uniformly: as MufRetriever.search.
    */
-  async search(queries: readonly string[], k: number, options: MufServerSearchOptions = {}): Promise<MufHits[]> {
+  search(queries: readonly string[], k: number, options: MufServerSearchOptions = {}): Promise<MufHits[]> {
+    return this.#life.use(() => this.searchNow(queries, k, options));
+  }
+
+  private async searchNow(queries: readonly string[], k: number, options: MufServerSearchOptions = {}): Promise<MufHits[]> {
     checkOptions(options, searchKeys, 'MUF search options');
     mustBeArray(queries, 'queries');
     queries.forEach((q, i) => mustBeString(q, `queries[${i}]`));
@@ -338,9 +347,9 @@ export class MufServer {
       // are tokenized. All of them end before anything is freed (allSettled): a failure in one cannot free what
       // another still uses.
       // 0-layer encoders embed the questions inside the stage's own native call (one hop for the whole question).
-      const toEmbed = this.experts.map((e) => e.encoder.queriesToEmbed(queries, { task: e.task }));
+      const toEmbed = this.experts.map((e) => e.encoder.queriesToEmbed(queries, { task: taskIfKnown(e.encoder.config.tasks, e.task) }));
       const settled = await Promise.allSettled(
-        this.experts.map((e, x) => toEmbed[x] ?? e.encoder.encodeQueries(queries, { task: e.task })),
+        this.experts.map((e, x) => toEmbed[x] ?? e.encoder.encodeQueries(queries, { task: taskIfKnown(e.encoder.config.tasks, e.task) })),
       );
       const vectors = settled.map((r) => {
         if (r.status === 'rejected') throw r.reason;
@@ -365,7 +374,11 @@ export class MufServer {
   }
 
   /** Releases the encoders, the heads and the corpus vectors. */
-  async dispose(): Promise<void> {
+  dispose(): Promise<void> {
+    return this.#life.dispose();
+  }
+
+  private async releaseAll(): Promise<void> {
     this.tieRank.dispose();
     for (const e of this.experts) {
       e.familiarity?.bank.dispose();

@@ -2,6 +2,7 @@
 // its own task's questions, with the expert's frozen question and passage vectors, and the familiarity bank of its
 // own and the other tasks' questions. The retriever (lib/methods/muf/retriever.ts) searches and calibrates; this
 // module only trains, so a server's imports never reach it.
+import { taskIfKnown } from '../../models/model-dir.js';
 import { QuorumError } from '../../errors.js';
 import { checkTrainingExamples } from '../../validate.js';
 import { MlpEnsemble, type EnsembleTrainOptions } from './ensemble.js';
@@ -28,7 +29,7 @@ export async function trainMufHeads(muf: MufRetriever, examples: MufTrainData, o
     if (mine.length === 0) throw new QuorumError('ERR_ARG', `no training question of task '${e.task}' for expert '${e.name}'`);
     const q = await e.model.encodeQueries(
       mine.map((x) => x.query),
-      { task: e.task },
+      { task: taskIfKnown(e.model.config.tasks, e.task) },
     );
     // Until the retriever owns them, the new heads and bank are this loop's to free on a failure.
     let heads: MlpEnsemble | undefined;
@@ -56,7 +57,7 @@ export async function trainMufHeads(muf: MufRetriever, examples: MufTrainData, o
       const others = examples.filter((x) => x.task !== e.task).map((x) => x.query);
       if (others.length) {
         const encode = async (texts: string[]) => {
-          const v = await e.model.encodeQueries(texts, { task: e.task });
+          const v = await e.model.encodeQueries(texts, { task: taskIfKnown(e.model.config.tasks, e.task) });
           const d = v.data.slice();
           v.dispose();
           return d;

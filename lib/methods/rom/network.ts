@@ -8,7 +8,7 @@ import { checkEncoderOverrides, defaultEncoderConfig, type EncoderConfig } from 
 import type { TableEncoder } from '../../models/encode-corpus.js';
 import { TrainableTable, groupOf, type OptimizerOptions } from '../../models/parameter-table.js';
 import type { ProcessGroup } from '../../models/process-group.js';
-import { checkOptions, mustBeObject, optionKeys } from '../../validate.js';
+import { checkOptions, count, mustBeObject, optionKeys, parse, z } from '../../validate.js';
 import { romMarksMatches, type ReaderLogits, type RomConfig } from './format.js';
 
 /** One of {@link ROM_HEADS}. */
@@ -91,6 +91,7 @@ export function romConfig(o: RomNetworkOptions = {}): RomConfig {
   mustBeObject(o, 'ROM options');
   if (o.encoder !== undefined) mustBeObject(o.encoder, 'encoder options');
   checkOptions(o, networkKeys, 'ROM network options');
+  parse(z.object({ headDim: count.optional() }).passthrough(), o, 'ROM network options');
   checkEncoderOverrides(o.encoder, undefined, 'ROM network options');
   const encoder: EncoderConfig = {
     ...defaultEncoderConfig,

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 
 import { keptRowsThen, planCorpusChange } from '../../data/corpus-change.js';
 import type { PassageText } from '../../data/examples.js';
+import { withDirectoryLock } from '../../data/files.js';
 import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
 import { writeRomIndex } from './format.js';
 import { RomServer } from './serve.js';
@@ -36,6 +37,12 @@ const changeKeys = optionKeys<RomIndexChanges>()(['passages', 'add', 'remove', '
  * const rom = await RomServer.load('rom/', { passages: corpus2 });
  */
 export async function updateRomIndex(dir: string, changes: RomIndexChanges): Promise<IdPassage[]> {
+  mustBeString(dir, 'ROM index directory');
+  // One update of a directory at a time: two at once would both read the old corpus and one would be lost.
+  return withDirectoryLock(dir, () => updateRomIndexNow(dir, changes));
+}
+
+async function updateRomIndexNow(dir: string, changes: RomIndexChanges): Promise<IdPassage[]> {
   mustBeString(dir, 'ROM directory');
   mustBeObject(changes, 'index changes');
   checkOptions(changes, changeKeys, 'index changes');

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { PassageText } from '../../data/examples.js';
 import { scoreTopK } from '../../dense.js';
 import { QuorumError } from '../../errors.js';
+import { AsyncLifetime } from '../../native-resource.js';
 import { checkK } from '../../search-request.js';
 import { savedFile } from '../../io/saved-dir.js';
 import { parameterSource, readWeightFile } from '../../models/model-dir.js';
@@ -41,6 +42,9 @@ function parametersOf(path: string): { getParameter(name: string): Float32Array 
  * a.answer;
  */
 export class RomServer {
+  // Calls in flight hold the sessions; dispose waits for them, and later calls are ERR_DISPOSED (native-resource.ts).
+  readonly #life = new AsyncLifetime('this RomServer', () => this.releaseAll());
+
   private readonly pieces = new Map<number, PassagePieces>();
 
   private constructor(
@@ -107,7 +111,14 @@ export class RomServer {
   }
 
   /** The top `k` corpus rows of each question by the retrieval side's dot product (default 20): as RomModel.search. */
-  async search(questions: readonly string[], options: { k?: number } = {}): Promise<Array<Array<{ id: number; score: number }>>> {
+  search(questions: readonly string[], options: { k?: number } = {}): Promise<Array<Array<{ id: number; score: number }>>> {
+    return this.#life.use(() => this.searchNow(questions, options));
+  }
+
+  private async searchNow(
+    questions: readonly string[],
+    options: { k?: number } = {},
+  ): Promise<Array<Array<{ id: number; score: number }>>> {
     checkOptions(options, kKeys, 'search options');
     mustBeArray(questions, 'questions');
     questions.forEach((q, i) => mustBeString(q, `questions[${i}]`));
@@ -123,7 +134,11 @@ export class RomServer {
   }
 
   /** Open-domain QA: retrieve the top `k` passages (default 10), read them, answer: as RomModel.answer. */
-  async answer(questions: readonly string[], options: { k?: number } = {}): Promise<RomAnswer[]> {
+  answer(questions: readonly string[], options: { k?: number } = {}): Promise<RomAnswer[]> {
+    return this.#life.use(() => this.answerNow(questions, options));
+  }
+
+  private async answerNow(questions: readonly string[], options: { k?: number } = {}): Promise<RomAnswer[]> {
     checkOptions(options, kKeys, 'answer options');
     const hits = await this.search(questions, { k: options.k ?? 10 });
     const reader = this.reader;
@@ -148,7 +163,11 @@ export class RomServer {
   }
 
   /** Releases the sessions and the index. */
-  async dispose(): Promise<void> {
+  dispose(): Promise<void> {
+    return this.#life.dispose();
+  }
+
+  private async releaseAll(): Promise<void> {
     this.vectors.dispose();
     await this.reader.release();
     if (this.retrieval.kind === 'graph') await this.retrieval.session.release();
@@ -164,7 +183,11 @@ export class RomServer {
    * Passages as the index holds them: the retrieval side's passage vectors `[n, dim]`, as RomModel.index computes them
    * (updateRomIndex adds passages this way, without libtorch).
    */
-  async encodePassages(passages: readonly PassageText[]): Promise<Float32Array> {
+  encodePassages(passages: readonly PassageText[]): Promise<Float32Array> {
+    return this.#life.use(() => this.encodePassagesNow(passages));
+  }
+
+  private async encodePassagesNow(passages: readonly PassageText[]): Promise<Float32Array> {
     mustBeArray(passages, 'passages');
     passages.forEach((p, i) => mustBeObject(p, `passages[${i}]`));
     if (this.retrieval.kind === 'encoder') return this.retrieval.encoder.encodePassages(passages);
