@@ -41,6 +41,13 @@ export interface ScoreTopKOptions extends DenseOptions {
 
 const topKKeys = optionKeys<ScoreTopKOptions>()(['checkFinite', 'rows']);
 
+/** The option keys, and checkFinite a boolean: `{ checkFinite: 'yes' }` checked nothing (issue 65). */
+function checkDenseOptions(options: DenseOptions, keys: ReadonlySet<string>, what: string): void {
+  checkOptions(options, keys, what);
+  if (options.checkFinite !== undefined && typeof options.checkFinite !== 'boolean')
+    throw new QuorumError('ERR_ARG', `${what}: checkFinite must be a boolean`);
+}
+
 /** The allowed rows as an operand, or undefined (a Tensor must be i32: the binding checks the rest). */
 function rowsOperand(ops: Operands, rows: Int32Input | undefined, q: Tensor, c: Tensor): Tensor | undefined {
   if (rows === undefined) return undefined;
@@ -187,7 +194,7 @@ function needsUpload(q: Tensor, c: Tensor, given: QueryInput): boolean {
  * console.log(top.hits(0)); // [{ id, score }, ...]
  */
 export async function scoreTopK(queries: QueryInput, corpus: MatrixInput, k: number, options: ScoreTopKOptions = {}): Promise<TopKResult> {
-  checkOptions(options, topKKeys, 'scoreTopK options');
+  checkDenseOptions(options, topKKeys, 'scoreTopK options');
   const [q0, c] = operands(Operands.copied, queries, corpus);
   let q = q0;
   try {
@@ -214,7 +221,7 @@ export async function scoreTopK(queries: QueryInput, corpus: MatrixInput, k: num
  * top.hits(0);   // [{ id, score }, ...] for the first query, best first
  */
 export function scoreTopKSync(queries: QueryInput, corpus: MatrixInput, k: number, options: ScoreTopKOptions = {}): TopKResult {
-  checkOptions(options, topKKeys, 'scoreTopK options');
+  checkDenseOptions(options, topKKeys, 'scoreTopK options');
   const [q0, c] = operands(Operands.borrowed, queries, corpus);
   let q = q0;
   try {
@@ -243,7 +250,7 @@ const f32Result = (h: NativeTensorHandle) => Tensor.fromHandle<'f32'>(h);
 
 // score's one definition: the operands, then the call (runSync / runAsync run it in either form).
 function scoreCall(ops: Operands, queries: QueryInput, corpus: MatrixInput, options: DenseOptions) {
-  checkOptions(options, denseKeys, 'score options');
+  checkDenseOptions(options, denseKeys, 'score options');
   const core = denseBindings();
   const [q, c] = operands(ops, queries, corpus);
   cpuOnly([q, c], 'score');
@@ -288,7 +295,7 @@ function idsTensor(ops: Operands, ids: IdsInput, rows: number): Tensor {
 
 // gatherScores' one definition.
 function gatherCall(ops: Operands, queries: QueryInput, corpus: MatrixInput, ids: IdsInput, options: DenseOptions) {
-  checkOptions(options, denseKeys, 'gatherScores options');
+  checkDenseOptions(options, denseKeys, 'gatherScores options');
   const core = denseBindings();
   const [q, c] = operands(ops, queries, corpus);
   const i = idsTensor(ops, ids, q.shape[0] ?? 0);

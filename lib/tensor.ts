@@ -103,6 +103,9 @@ export class Tensor<D extends Dtype = Dtype> {
     const dtype = (dtypeArg ?? own ?? 'f32') as D;
     checkDtype(dtype);
     if (own !== dtype) values = checkedValues(values, dtype) as ArrayLike<number>;
+    // The count first: a shape of 2^31 rows over 4 values would allocate (and zero) gigabytes before the refusal.
+    if (Array.isArray(shape) && shape.every((d) => Number.isSafeInteger(d) && d >= 0) && elementCount(shape) !== values.length)
+      throw new QuorumError('ERR_SHAPE', `${values.length} values given, shape [${shape.join(', ')}] needs ${elementCount(shape)}`);
     const half = dtype === 'bf16' || dtype === 'f16';
     if (half && !(values instanceof Uint16Array)) {
       const f32 = values instanceof Float32Array ? values : Float32Array.from(values as ArrayLike<number>);

@@ -323,6 +323,89 @@ export function surfaces(scratch: string): Surface[] {
       ],
     },
     {
+      name: 'Tensor',
+      fields: [
+        { name: 'from shape', call: async (v) => (await core()).Tensor.from(new Float32Array(4), [v as number, 2]), accepts: [] },
+        { name: 'from values', call: async (v) => (await core()).Tensor.from([v as number, 1], [2]), accepts: ['number', 'negative', 'huge', 'fractional', 'NaN', 'Infinity'] },
+        { name: 'zeros dtype', call: async (v) => (await core()).Tensor.zeros([2], v as never), accepts: ['undefined'] },
+        option('map options verify', async (o) => (await core()).Tensor.map(join(scratch, 'corpus.qtns'), o), {}, 'verify', ['undefined']),
+        {
+          name: 'map path',
+          call: async (v) => (await core()).Tensor.map(v as string),
+          values: { fifo: join(scratch, 'fifo'), 'link to /dev/zero': join(scratch, 'zero'), 'NUL byte': `${scratch}/a\0b`, empty: '', directory: scratch, 'a text file': join(scratch, 'notes.txt') },
+        },
+      ],
+    },
+    {
+      name: 'scoreTopK options',
+      fields: [
+        option('rows', async (o) => (await core()).scoreTopK(await q(), await corpus(), 3, o), {}, 'rows', ['undefined', 'array']),
+        option('checkFinite', async (o) => (await core()).scoreTopK(await q(), await corpus(), 3, o), {}, 'checkFinite', ['undefined']),
+      ],
+    },
+    {
+      name: 'DenseIndex add',
+      fields: [
+        { name: 'id', call: async (v) => (await dense()).add(new Float32Array(8), [v as number]), accepts: ['number', 'huge'] },
+        { name: 'remove id', call: async (v) => (await dense()).remove([v as number]), accepts: ['number', 'negative', 'huge', 'empty', 'array'] },
+      ],
+    },
+    {
+      name: 'MetadataTable.from',
+      fields: [{ name: 'record', call: async (v) => (await core()).MetadataTable.from([v as never]), accepts: ['object'] }],
+    },
+    {
+      name: 'writeRun',
+      fields: [
+        {
+          name: 'ids',
+          call: async (v) => (await import('../lib/entries/data.js')).writeRun(join(scratch, `run-${process.pid}.trec`), v as never),
+          values: { 'an id with a space': new Map([['q 1', [{ id: 'a', score: 1 }]]]), 'an empty passage id': new Map([['q', [{ id: '', score: 1 }]]]) },
+        },
+      ],
+    },
+    {
+      name: 'ProcessGroup.join',
+      // One rank alone on a port of its own (a valid join returns at once; 2 s bounds a wait for missing ranks).
+      fields: (['rank', 'size', 'port', 'timeoutMs'] as const).map((key) =>
+        option(
+          key,
+          async (o) => {
+            const g = await (await import('../lib/entries/train.js')).ProcessGroup.join({ rank: 0, size: 1, port: 29_611, timeoutMs: 2000, ...o } as never);
+            g.dispose();
+          },
+          {},
+          key,
+          { rank: [], size: [], port: ['number', 'undefined'], timeoutMs: ['number', 'huge', 'undefined'] }[key] as readonly Kind[],
+        ),
+      ),
+    },
+    {
+      name: 'Live',
+      fields: [{ name: 'refresh build', call: async (v) => new (await core()).Live({ dispose() {} }).refresh(v as never) }],
+    },
+    {
+      name: 'RequestBatcher.submit',
+      fields: [
+        {
+          name: 'after close',
+          call: async () => {
+            const b = new (await core()).RequestBatcher(async (xs: unknown[]) => xs);
+            b.close();
+            return b.submit(1);
+          },
+          values: { 'a closed batcher': 1 },
+        },
+      ],
+    },
+    {
+      name: 'MufServer.load options',
+      fields: [
+        option('passages', async (o) => (await import('../lib/methods/muf/serve.js')).MufServer.load(mufDir, o), {}, 'passages', ['undefined']),
+        option('threads', async (o) => (await import('../lib/methods/muf/serve.js')).MufServer.load(mufDir, o), {}, 'threads', ['undefined', 'number']),
+      ],
+    },
+    {
       name: 'lifecycle',
       fields: [
         {
