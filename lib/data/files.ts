@@ -42,23 +42,7 @@ function alive(pid: number): boolean {
  * their cleanup never ran). The native indexes do the same (native/common/persist.cc). Best effort.
  */
 function removeStaleTemporaries(path: string): void {
-  const prefix = `${basename(path)}.tmp-`;
-  let names: string[];
-  try {
-    names = readdirSync(dirname(path));
-  } catch {
-    return;
-  }
-  for (const name of names) {
-    if (!name.startsWith(prefix)) continue;
-    const pid = Number(/^(\d+)-/.exec(name.slice(prefix.length))?.[1]);
-    if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid || alive(pid)) continue;
-    try {
-      unlinkSync(join(dirname(path), name));
-    } catch {
-      // raced with another cleaner, or not ours to remove
-    }
-  }
+  removeDeadEntries(dirname(path), `${basename(path)}.tmp-`);
 }
 
 /** rm -rf that never throws (cleanup after a failure must not replace the failure's error). */
@@ -195,15 +179,18 @@ export function checkOutputDirectory(dir: string): string {
   }
 }
 
-function outputDirectory(dir: string): string {
-  let target = resolve(dir);
-  if (lstatSync(target, { throwIfNoEntry: false })?.isSymbolicLink()) {
-    try {
-      target = realpathSync(target);
-    } catch {
-      throw new QuorumError('ERR_IO', `${dir} is a symbolic link to nothing: Quorum does not replace it`);
-    }
+/** The path a symbolic link names (the link itself stays), or `path` itself; ERR_IO for a link to nothing. */
+function followLink(path: string): string {
+  if (!lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink()) return path;
+  try {
+    return realpathSync(path);
+  } catch {
+    throw new QuorumError('ERR_IO', `${path} is a symbolic link to nothing: Quorum does not replace it`);
   }
+}
+
+function outputDirectory(dir: string): string {
+  const target = followLink(resolve(dir));
   const st = statSync(target, { throwIfNoEntry: false });
   if (st && !st.isDirectory())
     throw new QuorumError('ERR_IO', `${dir} exists and is not a directory: Quorum does not replace it (choose another output path)`);
@@ -239,9 +226,18 @@ function beginReplace(dir: string, kind: OutputKind | undefined): ReplacePlan {
   return { mode, target, tmp, tag };
 }
 
-/** Removes the entries `<prefix><pid>-...` of `dir` whose process is gone (an earlier merge killed mid-way). */
+/**
+ * Removes the entries `<prefix><pid>-...` of `dir` whose process is gone: a save's temporary file, or a merge's
+ * temporary directory, left by a process killed mid-way. Best effort.
+ */
 function removeDeadEntries(dir: string, prefix: string): void {
-  for (const name of readdirSync(dir)) {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
     if (!name.startsWith(prefix)) continue;
     const pid = Number(/^(\d+)-/.exec(name.slice(prefix.length))?.[1]);
     if (Number.isSafeInteger(pid) && pid > 0 && pid !== process.pid && !alive(pid)) removeQuietly(join(dir, name));
@@ -370,12 +366,7 @@ function syncDirectory(path: string): void {
  */
 export function writeFileAtomic(path: string, bytes: Uint8Array): void {
   checkPath(path, 'the output file');
-  if (lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink())
-    try {
-      path = realpathSync(path); // the file the link names is written, the link stays
-    } catch {
-      throw new QuorumError('ERR_IO', `cannot write ${path}: a symbolic link to nothing`);
-    }
+  path = followLink(path); // the file a link names is written, the link stays
   const there = statSync(path, { throwIfNoEntry: false });
   if (there && !there.isFile()) throw new QuorumError('ERR_IO', `cannot write ${path}: it exists and is not a regular file`);
   removeStaleTemporaries(path);
@@ -424,20 +415,20 @@ export function checkRegularFile(path: string): void {
 }
 
 /**
- * The bytes of the regular file `path`, read through one descriptor opened without blocking (so a FIFO swapped in
- * after a check cannot stall the open) and checked to be a regular file; ERR_IO otherwise, or when it holds more
- * than `limit` bytes.
+ * The bytes of the regular file `path` (`{ limit }`: all of them, ERR_IO past the limit; `{ head }`: at most the first
+ * `head`), read through one descriptor opened without blocking (so a FIFO swapped in after a check cannot stall the
+ * open) and checked to be a regular file; ERR_IO otherwise.
  */
-function readRegularFile(path: string, limit: number, head = Number.MAX_SAFE_INTEGER): Buffer {
+function readRegularFile(path: string, size: { limit: number } | { head: number }): Buffer {
   checkPath(path, 'the file path');
   let fd: number | undefined;
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
     const st = fstatSync(fd);
     if (!st.isFile()) throw new QuorumError('ERR_IO', `cannot read ${path}: not a regular file`);
-    if (st.size > limit && head >= st.size)
-      throw new QuorumError('ERR_IO', `cannot read ${path}: ${st.size} bytes, more than the ${limit} this reader holds`);
-    const out = Buffer.allocUnsafe(Math.min(st.size, head));
+    if ('limit' in size && st.size > size.limit)
+      throw new QuorumError('ERR_IO', `cannot read ${path}: ${st.size} bytes, more than the ${size.limit} this reader holds`);
+    const out = Buffer.allocUnsafe('head' in size ? Math.min(st.size, size.head) : st.size);
     let off = 0;
     while (off < out.length) {
       const n = readSync(fd, out, off, out.length - off, off);
@@ -464,19 +455,19 @@ export function checkOutputFile(path: string, what: string, looksLike: (head: Bu
   if (!st) return;
   if (!st.isFile()) throw new QuorumError('ERR_IO', `${path} exists and is not a regular file: Quorum does not replace it`);
   if (st.size === 0) return;
-  const bytes = readRegularFile(path, Number.MAX_SAFE_INTEGER, 4096);
+  const bytes = readRegularFile(path, { head: 4096 });
   if (!looksLike(bytes))
     throw new QuorumError('ERR_IO', `${path} exists and is not ${what}: Quorum does not replace it (choose another output path)`);
 }
 
 /** The file's bytes; ERR_IO when it cannot be read or is not a regular file. */
 export function readFileBytes(path: string): Uint8Array {
-  return readRegularFile(path, bufferConstants.MAX_LENGTH);
+  return readRegularFile(path, { limit: bufferConstants.MAX_LENGTH });
 }
 
 /** The file as UTF-8 text; ERR_IO when it cannot be read, is not a regular file or is longer than a string holds. */
 export function readTextFile(path: string): string {
-  return readRegularFile(path, bufferConstants.MAX_STRING_LENGTH).toString('utf8');
+  return readRegularFile(path, { limit: bufferConstants.MAX_STRING_LENGTH }).toString('utf8');
 }
 
 /** The file parsed as one JSON document: ERR_IO when it cannot be read, ERR_FORMAT when it is not JSON. */

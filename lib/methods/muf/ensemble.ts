@@ -13,7 +13,7 @@ import { Tensor } from '../../tensor.js';
 import { whilePinned, Operands } from '../../operand.js';
 import { ParameterTable } from '../../models/parameter-table.js';
 import { ProcessGroup, rankPart } from '../../models/process-group.js';
-import { checkRowNumbers, mustBeObject, mustBeString, parse, positiveInt, z } from '../../validate.js';
+import { allFinite, checkRowNumbers, mustBeObject, mustBeString, parse, positiveInt, z } from '../../validate.js';
 import { ENSEMBLE_FORMAT, ensembleConfig, readEnsembleFile, type EnsembleConfig, type EnsembleEpoch } from './format.js';
 
 export { ENSEMBLE_DEFAULTS, type EnsembleConfig, type EnsembleEpoch } from './format.js';
@@ -67,10 +67,9 @@ const trainOptionsSchema = z
   })
   .strict();
 
-/** ERR_RANGE naming the first element of `x` that is NaN or infinite. */
+/** ERR_RANGE when `x` holds a NaN or an infinity. */
 function checkFinite(x: Float32Array, what: string): void {
-  for (let i = 0; i < x.length; i++)
-    if (!Number.isFinite(x[i]!)) throw new QuorumError('ERR_RANGE', `${what}[${i}] is ${x[i]}: vectors must be finite`);
+  if (!allFinite(x)) throw new QuorumError('ERR_RANGE', `${what} hold NaN or Infinity: vectors must be finite`);
 }
 
 /**
