@@ -2,7 +2,9 @@ import { backendOf, cpuOnly } from './cuda.js';
 import { QuorumError, awaitNative, callNative } from './errors.js';
 import { type NativeTensorHandle } from './native.js';
 import { denseBindings } from './bindings/dense_bindings.js';
+import type { CodedOperand } from './bindings/quant_bindings.js';
 import { type Int32Input, Operands, rowHits, runAsync, runSync } from './operand.js';
+import { QuantizedTensor } from './quantized.js';
 import { Tensor } from './tensor.js';
 import { checkOptions, optionKeys } from './validate.js';
 
@@ -37,9 +39,29 @@ export interface ScoreTopKOptions extends DenseOptions {
    * exactly the top-k of the filtered corpus, at the cost of the rows read (CPU only). An empty list gives no hits.
    */
   rows?: Int32Input;
+  /**
+   * Full vectors of the same rows (f32, bf16, f16 or an int8 {@link QuantizedTensor}; a mapped file keeps them out of
+   * RAM): the best `k * oversample` rows of `corpus` are rescored exactly with them and the best k returned. What a
+   * binary corpus needs to reach the recall of the full vectors (docs/methods/quantization.md). CPU only.
+   */
+  rescore?: MatrixInput | QuantizedTensor;
+  /** With `rescore`: candidates a query as a multiple of k (default 4; at least 1). */
+  oversample?: number;
+  /**
+   * A quantized corpus's query form: int8 corpora 32 (f32 queries) or 8 (int8 queries, VNNI); binary corpora 4 (the
+   * query on 16 levels, the default) or 1 (its signs: Hamming distance). Default: the faster form at equal recall
+   * on this CPU (docs/results/quantization.md).
+   */
+  queryBits?: 1 | 4 | 8 | 32;
 }
 
-const topKKeys = optionKeys<ScoreTopKOptions>()(['checkFinite', 'rows']);
+const topKKeys = optionKeys<ScoreTopKOptions>()(['checkFinite', 'rows', 'rescore', 'oversample', 'queryBits']);
+
+/** A corpus operand: a matrix, or a quantized corpus (CPU). */
+export type CorpusInput = MatrixInput | QuantizedTensor;
+
+/** The query forms each quantization takes. */
+const queryBitsOf = { int8: [8, 32], binary: [1, 4] } as const;
 
 /** The option keys, and checkFinite a boolean: `{ checkFinite: 'yes' }` checked nothing (issue 65). */
 function checkDenseOptions(options: DenseOptions, keys: ReadonlySet<string>, what: string): void {
@@ -103,6 +125,84 @@ function operands(ops: Operands, queries: QueryInput, corpus: MatrixInput): [Ten
   const [q, c] = queryAndCorpus(ops, queries, corpus);
   checkFiniteQueries(q);
   return [q, c];
+}
+
+/** The queries as f32 rows of `dim` (a quantized corpus's width). */
+function queriesFor(ops: Operands, queries: QueryInput, dim: number): Tensor {
+  let q: Tensor;
+  if (queries instanceof Float32Array) {
+    if (queries.length % dim !== 0)
+      throw new QuorumError(
+        'ERR_SHAPE',
+        `a flat query array of length ${queries.length} does not divide into rows of the corpus dimension ${dim}`,
+      );
+    q = ops.typed(queries, [queries.length / dim, dim], 'f32');
+  } else {
+    q = matrix(ops, queries, 'queries');
+  }
+  checkFiniteQueries(q);
+  return q;
+}
+
+/**
+ * scoreTopK's CPU path for what only the CPU kernels take: a quantized corpus, rescoring, a query form. The operands,
+ * then the call (either form); `made` lists the tensors made here, disposed by the caller after the call.
+ */
+function codedTopK(ops: Operands, queries: QueryInput, corpus: CorpusInput, k: number, options: ScoreTopKOptions) {
+  const made: Tensor[] = [];
+  const keep = (t: Tensor, given: unknown) => {
+    if (t !== given) made.push(t);
+    return t;
+  };
+  try {
+    const coded = corpus instanceof QuantizedTensor ? corpus : undefined;
+    const c = coded ? undefined : keep(matrix(ops, corpus as MatrixInput, 'corpus'), corpus);
+    const dim = coded ? coded.dim : (c!.shape[1] ?? 0);
+    const q = keep(queriesFor(ops, queries, dim), queries);
+    cpuOnly(c ? [q, c] : [q], 'scoreTopK of a quantized corpus or with rescore');
+    const bits = options.queryBits;
+    if (bits !== undefined) {
+      if (!coded) throw new QuorumError('ERR_ARG', 'queryBits applies to a quantized corpus');
+      if (!(queryBitsOf[coded.kind] as readonly number[]).includes(bits))
+        throw new QuorumError(
+          'ERR_ARG',
+          `queryBits of a ${coded.kind} corpus must be ${queryBitsOf[coded.kind].join(' or ')}, got ${String(bits)}`,
+        );
+    }
+    let full: Tensor | QuantizedTensor | undefined;
+    let candidates: number | undefined;
+    if (options.rescore !== undefined) {
+      const r = options.rescore;
+      full = r instanceof QuantizedTensor ? r : keep(matrix(ops, r, 'rescore'), r);
+      if (full instanceof Tensor) cpuOnly([full], 'rescore');
+      const over = options.oversample ?? 4;
+      if (typeof over !== 'number' || !Number.isFinite(over) || over < 1 || over > 1024)
+        throw new QuorumError('ERR_ARG', `oversample must be a number in [1, 1024], got ${String(over)}`);
+      if (!Number.isSafeInteger(k) || k < 1) throw new QuorumError('ERR_ARG', `k must be a positive integer, got ${String(k)}`);
+      candidates = Math.min(Math.ceil(k * over), 2 ** 20);
+    } else if (options.oversample !== undefined) {
+      throw new QuorumError('ERR_ARG', 'oversample needs rescore (the full vectors to rescore the candidates with)');
+    }
+    const rows = options.rows === undefined ? undefined : keep(ops.int32(options.rows, 'rows'), options.rows);
+    const corpusArg = coded ? coded.operand(bits) : c!.handle;
+    const fullArg = full === undefined ? null : full instanceof QuantizedTensor ? full.operand() : full.handle;
+    const call = (async: boolean) =>
+      denseBindings().scoreTopK(q.handle, corpusArg, k, options.checkFinite === true, async, rows?.handle ?? null, fullArg, candidates);
+    return { call, made };
+  } catch (e) {
+    made.forEach((t) => t.dispose());
+    throw e;
+  }
+}
+
+/** Whether a scoreTopK call takes the CPU path of {@link codedTopK}. */
+function needsCoded(corpus: CorpusInput, options: ScoreTopKOptions): boolean {
+  return (
+    corpus instanceof QuantizedTensor ||
+    (options !== null &&
+      typeof options === 'object' &&
+      (options.rescore !== undefined || options.queryBits !== undefined || options.oversample !== undefined))
+  );
 }
 
 function queryAndCorpus(ops: Operands, queries: QueryInput, corpus: MatrixInput): [Tensor, Tensor] {
@@ -186,16 +286,24 @@ function needsUpload(q: Tensor, c: Tensor, given: QueryInput): boolean {
  * thread on the native pool ({@link setThreads}).
  *
  * @param queries f32 `[B, D]` (or a flat Float32Array of B * D values)
- * @param corpus f32, bf16 or f16 `[N, D]`
+ * @param corpus f32, bf16 or f16 `[N, D]`, or a {@link QuantizedTensor} (int8 or binary; CPU)
  * @param k integer in [1, 2^20]; k > N pads with id -1
  * @example
  * const corpus = Tensor.from(vectors, [n, 768], 'bf16');
  * const top = await scoreTopK(queryVector, corpus, 10);
  * console.log(top.hits(0)); // [{ id, score }, ...]
  */
-export async function scoreTopK(queries: QueryInput, corpus: MatrixInput, k: number, options: ScoreTopKOptions = {}): Promise<TopKResult> {
+export async function scoreTopK(queries: QueryInput, corpus: CorpusInput, k: number, options: ScoreTopKOptions = {}): Promise<TopKResult> {
   checkDenseOptions(options, topKKeys, 'scoreTopK options');
-  const [q0, c] = operands(Operands.copied, queries, corpus);
+  if (needsCoded(corpus, options)) {
+    const { call, made } = codedTopK(Operands.copied, queries, corpus, k, options);
+    try {
+      return topKResult(hostPair(await awaitNative(callNative(() => call(true)) as Promise<RawTopK>)));
+    } finally {
+      made.forEach((t) => t.dispose());
+    }
+  }
+  const [q0, c] = operands(Operands.copied, queries, corpus as MatrixInput);
   let q = q0;
   try {
     if (needsUpload(q0, c, queries)) q = await q0.toAsync('cuda');
@@ -220,9 +328,17 @@ export async function scoreTopK(queries: QueryInput, corpus: MatrixInput, k: num
  * const top = scoreTopKSync(queries, corpus, 10);
  * top.hits(0);   // [{ id, score }, ...] for the first query, best first
  */
-export function scoreTopKSync(queries: QueryInput, corpus: MatrixInput, k: number, options: ScoreTopKOptions = {}): TopKResult {
+export function scoreTopKSync(queries: QueryInput, corpus: CorpusInput, k: number, options: ScoreTopKOptions = {}): TopKResult {
   checkDenseOptions(options, topKKeys, 'scoreTopK options');
-  const [q0, c] = operands(Operands.borrowed, queries, corpus);
+  if (needsCoded(corpus, options)) {
+    const { call, made } = codedTopK(Operands.borrowed, queries, corpus, k, options);
+    try {
+      return topKResult(hostPair(callNative(() => call(false)) as RawTopK));
+    } finally {
+      made.forEach((t) => t.dispose());
+    }
+  }
+  const [q0, c] = operands(Operands.borrowed, queries, corpus as MatrixInput);
   let q = q0;
   try {
     if (needsUpload(q0, c, queries)) q = q0.to('cuda');
@@ -249,12 +365,20 @@ function releaseWraps(made: readonly Tensor[], given: readonly unknown[]): void 
 const f32Result = (h: NativeTensorHandle) => Tensor.fromHandle<'f32'>(h);
 
 // score's one definition: the operands, then the call (runSync / runAsync run it in either form).
-function scoreCall(ops: Operands, queries: QueryInput, corpus: MatrixInput, options: DenseOptions) {
+function scoreCall(ops: Operands, queries: QueryInput, corpus: CorpusInput, options: DenseOptions) {
   checkDenseOptions(options, denseKeys, 'score options');
   const core = denseBindings();
+  const [q, c] = operandsOf(ops, queries, corpus, 'score');
+  cpuOnly([q], 'score');
+  return (async: boolean) => core.scoreMatrix(q.handle, c, options.checkFinite === true, async);
+}
+
+/** Queries and a corpus operand for score and gatherScores (a quantized corpus included). */
+function operandsOf(ops: Operands, queries: QueryInput, corpus: CorpusInput, what: string): [Tensor, NativeTensorHandle | CodedOperand] {
+  if (corpus instanceof QuantizedTensor) return [queriesFor(ops, queries, corpus.dim), corpus.operand()];
   const [q, c] = operands(ops, queries, corpus);
-  cpuOnly([q, c], 'score');
-  return (async: boolean) => core.scoreMatrix(q.handle, c.handle, options.checkFinite === true, async);
+  cpuOnly([c], what);
+  return [q, c.handle];
 }
 
 /**
@@ -265,7 +389,7 @@ function scoreCall(ops: Operands, queries: QueryInput, corpus: MatrixInput, opti
  * const s = await score(Tensor.from(new Float32Array([1, 0]), [1, 2]), Tensor.from(new Float32Array([1, 0, 0.6, 0.8]), [2, 2]));
  * s.data;   // Float32Array [1, 0.6]
  */
-export async function score(queries: QueryInput, corpus: MatrixInput, options: DenseOptions = {}): Promise<Tensor<'f32'>> {
+export async function score(queries: QueryInput, corpus: CorpusInput, options: DenseOptions = {}): Promise<Tensor<'f32'>> {
   return runAsync((ops) => scoreCall(ops, queries, corpus, options), f32Result);
 }
 
@@ -275,7 +399,7 @@ export async function score(queries: QueryInput, corpus: MatrixInput, options: D
  * @example
  * const s = scoreSync(queries, corpus);   // Tensor f32 [B, N]
  */
-export function scoreSync(queries: QueryInput, corpus: MatrixInput, options: DenseOptions = {}): Tensor<'f32'> {
+export function scoreSync(queries: QueryInput, corpus: CorpusInput, options: DenseOptions = {}): Tensor<'f32'> {
   return runSync((ops) => scoreCall(ops, queries, corpus, options), f32Result);
 }
 
@@ -294,13 +418,13 @@ function idsTensor(ops: Operands, ids: IdsInput, rows: number): Tensor {
 }
 
 // gatherScores' one definition.
-function gatherCall(ops: Operands, queries: QueryInput, corpus: MatrixInput, ids: IdsInput, options: DenseOptions) {
+function gatherCall(ops: Operands, queries: QueryInput, corpus: CorpusInput, ids: IdsInput, options: DenseOptions) {
   checkDenseOptions(options, denseKeys, 'gatherScores options');
   const core = denseBindings();
-  const [q, c] = operands(ops, queries, corpus);
+  const [q, c] = operandsOf(ops, queries, corpus, 'gatherScores');
   const i = idsTensor(ops, ids, q.shape[0] ?? 0);
-  cpuOnly([q, c], 'gatherScores');
-  return (async: boolean) => core.gatherScores(q.handle, c.handle, i.handle, options.checkFinite === true, async);
+  cpuOnly([q], 'gatherScores');
+  return (async: boolean) => core.gatherScores(q.handle, c, i.handle, options.checkFinite === true, async);
 }
 
 /**
@@ -312,7 +436,7 @@ function gatherCall(ops: Operands, queries: QueryInput, corpus: MatrixInput, ids
  */
 export async function gatherScores(
   queries: QueryInput,
-  corpus: MatrixInput,
+  corpus: CorpusInput,
   ids: IdsInput,
   options: DenseOptions = {},
 ): Promise<Tensor<'f32'>> {
@@ -325,6 +449,6 @@ export async function gatherScores(
  * @example
  * const s = gatherScoresSync(queries, corpus, new Int32Array([7, 2, 40]));   // Tensor f32 [1, 3]
  */
-export function gatherScoresSync(queries: QueryInput, corpus: MatrixInput, ids: IdsInput, options: DenseOptions = {}): Tensor<'f32'> {
+export function gatherScoresSync(queries: QueryInput, corpus: CorpusInput, ids: IdsInput, options: DenseOptions = {}): Tensor<'f32'> {
   return runSync((ops) => gatherCall(ops, queries, corpus, ids, options), f32Result);
 }

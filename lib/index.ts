@@ -21,6 +21,7 @@ export {
   scoreSync,
   gatherScores,
   gatherScoresSync,
+  type CorpusInput,
   type DenseOptions,
   type IdsInput,
   type MatrixInput,
@@ -28,6 +29,7 @@ export {
   type ScoreTopKOptions,
   type TopKResult,
 } from './dense.js';
+export { QuantizedTensor, quantize, quantizeSync, quantizedRowBytes, type Quantization, type QuantizeOptions } from './quantized.js';
 export { MetadataTable, compileFilter, type Filter, type PassageMetadata } from './filter.js';
 export { abstains, checkAbstain, checkK, filterRows } from './search-request.js';
 export { capabilities, setThreads, setIsa, type Capabilities, type Isa } from './runtime.js';

@@ -13,6 +13,8 @@ static CpuFeatures detect() {
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
   f.avx512_bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
 #endif
+  f.avx512_vnni = f.avx512 && __builtin_cpu_supports("avx512vnni");
+  f.avx512_vpopcntdq = f.avx512 && __builtin_cpu_supports("avx512vpopcntdq");
   f.f16c = __builtin_cpu_supports("avx") && f.avx2_fma;  // every AVX2+FMA CPU shipped has F16C
 #endif
   return f;

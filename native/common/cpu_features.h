@@ -8,6 +8,8 @@ struct CpuFeatures {
   bool avx512 = false;       // F + BW + VL + DQ: what our AVX-512 kernels use
   bool avx512_bf16 = false;  // reported only; no kernel needs it yet
   bool f16c = false;
+  bool avx512_vnni = false;       // int8 x int8 dots (quant_dot's score_s8)
+  bool avx512_vpopcntdq = false;  // popcount of 64-bit lanes (quant_dot's score_bits)
 };
 
 const CpuFeatures& cpu_features();

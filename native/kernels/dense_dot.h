@@ -1,6 +1,7 @@
 // Contract of the dense dot-product kernel family: the building block of scoreTopK, score and gatherScores.
 //
-// A variant scores query rows (f32) against corpus rows stored as f32, bf16 or f16, accumulating in f32.
+// A variant scores query rows (f32) against corpus rows stored as f32, bf16, f16 or u8 (int8 scalar-quantized
+// codes 0..255, read as their values: quant.h folds the scale and offset into the query), accumulating in f32.
 // Queries are first "prepared" into the layout the variant reads (zero-padded, and for bf16 split into even
 // and odd elements so that a bf16 pair converts to two f32 vectors with one shift and one mask). Corpus rows
 // are passed as pointers, so one entry point serves contiguous blocks and gathered ids alike.

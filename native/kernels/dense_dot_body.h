@@ -54,17 +54,21 @@ inline void bf16_tail(const uint8_t* p, size_t n, V& even, V& odd) {
   Dot::bf16_pair(reinterpret_cast<const uint8_t*>(buf), even, odd);
 }
 
-// W f32 or f16 elements of a row as f32 (all of them, or the first n).
+// W f32, f16 or u8 (int8 codes) elements of a row as f32 (all of them, or the first n).
 template <Dtype T>
 inline V load_chunk(const uint8_t* p) {
   if constexpr (T == Dtype::F16) return Vec::load_f16(reinterpret_cast<const uint16_t*>(p));
+  else if constexpr (T == Dtype::U8) return Vec::load_u8(p);
   else return Vec::load(reinterpret_cast<const float*>(p));
 }
 template <Dtype T>
 inline V loadn_chunk(const uint8_t* p, size_t n) {
   if constexpr (T == Dtype::F16) return Vec::loadn_f16(reinterpret_cast<const uint16_t*>(p), n);
+  else if constexpr (T == Dtype::U8) return Vec::loadn_u8(p, n);
   else return Vec::loadn(reinterpret_cast<const float*>(p), n);
 }
+template <Dtype T>
+constexpr size_t elem_bytes() { return T == Dtype::F32 ? 4 : T == Dtype::U8 ? 1 : 2; }
 
 // One register tile: MR queries x 4 rows over the whole (block of the) dimension, then its sums stored. The
 // accumulators are locals of this function so that they stay in registers; inlined into the row loop, as a call per
@@ -91,7 +95,7 @@ __attribute__((always_inline)) inline void tile(const float* qp, size_t qs, cons
       fma_rows<MR>(acc, qp, qs, d + W, o);
     }
   } else {
-    constexpr size_t esize = T == Dtype::F16 ? 2 : 4;
+    constexpr size_t esize = elem_bytes<T>();
     size_t d = 0;
     V c[kNR];
     for (; d + W <= dim; d += W) {
@@ -129,7 +133,7 @@ __attribute__((always_inline)) inline void tile_into(const float* q, size_t qs, 
 template <Dtype T>
 void score_t(const float* qp, size_t qs, size_t nq, const uint8_t* const* rows, size_t nrows, size_t dim, float* out,
              size_t ldo) {
-  constexpr size_t esize = T == Dtype::F32 ? 4 : 2;
+  constexpr size_t esize = elem_bytes<T>();
   const size_t dblock = (T == Dtype::F32 && nq > size_t(Dot::MR)) ? kDimBlock : dim;
   for (size_t s0 = 0; s0 < nq; s0 += kQuerySub) {
     const size_t s1 = nq - s0 < kQuerySub ? nq : s0 + kQuerySub;
@@ -159,6 +163,7 @@ void score(const float* qp, size_t qs, size_t nq, const uint8_t* const* rows, si
   switch (t) {
     case Dtype::BF16: return score_t<Dtype::BF16>(qp, qs, nq, rows, nrows, dim, out, ldo);
     case Dtype::F16: return score_t<Dtype::F16>(qp, qs, nq, rows, nrows, dim, out, ldo);
+    case Dtype::U8: return score_t<Dtype::U8>(qp, qs, nq, rows, nrows, dim, out, ldo);
     default: return score_t<Dtype::F32>(qp, qs, nq, rows, nrows, dim, out, ldo);
   }
 }

@@ -15,6 +15,7 @@ float load(const uint8_t* row, size_t d, Dtype t) {
   switch (t) {
     case Dtype::BF16: return bf16_to_f32(reinterpret_cast<const uint16_t*>(row)[d]);
     case Dtype::F16: return f16_to_f32(reinterpret_cast<const uint16_t*>(row)[d]);
+    case Dtype::U8: return float(row[d]);
     default: return reinterpret_cast<const float*>(row)[d];
   }
 }

@@ -1,5 +1,6 @@
 #include "dense_search.h"
 
+#include <cmath>
 #include <algorithm>
 #include <climits>
 #include <string>
@@ -11,6 +12,7 @@
 #include "../common/thread_pool.h"
 #include "dispatch.h"
 #include "gemm.h"
+#include "quant_dot.h"
 #include "topk.h"
 
 namespace quorum::kernels {
@@ -32,17 +34,81 @@ size_t block_rows(size_t row_bytes) {
   return std::clamp<size_t>(nb, 16, 4096);
 }
 
+// The queries in the layout the corpus's scorer reads: dense_dot's prepared rows (a plain corpus, or f32 queries over
+// int8 codes), quant_dot's int8 rows or bit planes. A coded corpus adds a constant per query (quant.h) to its final
+// scores: `bias`, empty for a plain corpus.
+enum class Scorer { Dense, S8, Bits };
+
+// From this many queries on, int8 corpora are scored with int8 queries where quant_dot says that is faster (VNNI).
+// Measured over 100k x 768 (bench/quantized.ts): see docs/results/quantization.md.
+constexpr size_t kS8MinQueries = 1;
+
 struct Prepared {
   AlignedBuffer buf;
-  size_t stride = 0;
-  const float* row(size_t b) const { return buf.as<float>() + b * stride; }
+  size_t stride = 0;  // bytes
+  Scorer scorer = Scorer::Dense;
+  size_t planes = 0;
+  std::vector<float> bias;
+  const uint8_t* row(size_t b) const { return buf.as<uint8_t>() + b * stride; }
+
+  void score(const DenseDotOps& ops, const CorpusMatrix& c, size_t b0, size_t nq, const uint8_t* const* rows,
+             size_t nrows, float* out, size_t ldo) const {
+    switch (scorer) {
+      case Scorer::Dense:
+        return ops.score(reinterpret_cast<const float*>(row(b0)), stride / sizeof(float), nq, rows, nrows, c.dim, c.dtype,
+                         out, ldo);
+      case Scorer::S8: return quant_dot().score_s8(row(b0), stride, nq, rows, nrows, c.dim, out, ldo);
+      case Scorer::Bits: return quant_dot().score_bits(row(b0), stride, planes, nq, rows, nrows, binary_words(c.dim), out, ldo);
+    }
+  }
+  // Adds the constants of queries b0 .. b0 + nq to their `m` scores in `s` (row stride ldo).
+  void add_bias(size_t b0, float* s, size_t nq, size_t m, size_t ldo) const {
+    if (bias.empty()) return;
+    for (size_t b = 0; b < nq; ++b)
+      for (size_t j = 0; j < m; ++j) s[b * ldo + j] += bias[b0 + b];
+  }
 };
 
-Prepared prepare(const DenseDotOps& ops, const QueryMatrix& q, Dtype t) {
+Scorer scorer_for(const CorpusMatrix& c, size_t nq) {
+  if (c.coding == Coding::Binary) return Scorer::Bits;
+  if (c.coding != Coding::Int8) return Scorer::Dense;
+  if (c.query_bits == 8) return Scorer::S8;
+  if (c.query_bits == 32) return Scorer::Dense;
+  return quant_dot().fast_s8 && nq >= kS8MinQueries ? Scorer::S8 : Scorer::Dense;
+}
+
+Prepared prepare(const DenseDotOps& ops, const QueryMatrix& q, const CorpusMatrix& c) {
   Prepared p;
-  p.stride = ops.prepared_stride(q.dim, t);
-  p.buf.reset(std::max<size_t>(1, q.rows * p.stride) * sizeof(float));
-  for (size_t b = 0; b < q.rows; ++b) ops.prepare(q.data + b * q.dim, q.dim, t, p.buf.as<float>() + b * p.stride);
+  p.scorer = scorer_for(c, q.rows);
+  const size_t D = q.dim;
+  if (c.coding != Coding::Plain) p.bias.resize(q.rows);
+  if (p.scorer == Scorer::Dense) {
+    const Dtype t = c.coding == Coding::Int8 ? Dtype::U8 : c.dtype;
+    p.stride = ops.prepared_stride(D, t) * sizeof(float);
+    p.buf.reset(std::max<size_t>(1, q.rows * p.stride));
+    std::vector<float> scaled(c.coding == Coding::Int8 ? D : 0);
+    for (size_t b = 0; b < q.rows; ++b) {
+      const float* qb = q.data + b * D;
+      if (c.coding == Coding::Int8) {
+        p.bias[b] = prepare_int8_f32(qb, D, c.scale, c.offset, scaled.data());
+        qb = scaled.data();
+      }
+      ops.prepare(qb, D, t, reinterpret_cast<float*>(p.buf.as<uint8_t>() + b * p.stride));
+    }
+    return p;
+  }
+  if (p.scorer == Scorer::S8) {
+    p.stride = ceil_div(D, kS8Pad) * kS8Pad + kS8Pad;
+  } else {
+    p.planes = c.query_bits == 1 ? 1 : 4;
+    p.stride = ceil_div(bits_query_bytes(D, p.planes), size_t(64)) * 64;
+  }
+  p.buf.reset(std::max<size_t>(1, q.rows * p.stride));
+  for (size_t b = 0; b < q.rows; ++b) {
+    uint8_t* out = p.buf.as<uint8_t>() + b * p.stride;
+    p.bias[b] = p.scorer == Scorer::S8 ? prepare_int8_s8(q.data + b * D, D, c.scale, c.offset, out)
+                                      : prepare_bits(q.data + b * D, D, c.center, p.planes, out);
+  }
   return p;
 }
 
@@ -113,7 +179,7 @@ struct DotScan {
   size_t row_bytes;
 
   DotScan(const DenseDotOps& ops, const QueryMatrix& q_, const CorpusMatrix& c_, const RowSubset& s, Candidates& cd)
-      : q(&q_), c(&c_), sub(s), cand(&cd), qp(prepare(ops, q_, c_.dtype)), row_bytes(c_.dim * dtype_size(c_.dtype)) {
+      : q(&q_), c(&c_), sub(s), cand(&cd), qp(prepare(ops, q_, c_)), row_bytes(c_.row_bytes()) {
     grid = Grid{q_.rows, sub.count(c_), std::min(q_.rows, kQueryChunk), block_rows(row_bytes)};
   }
   size_t tasks() const { return grid.tasks(); }
@@ -126,7 +192,7 @@ struct DotScan {
     const size_t nn = n1 - n0;
     for (size_t j = 0; j < nn; ++j) w.rows[j] = c->data + sub.row(n0 + j) * row_bytes;
     float* S = w.S.as<float>();
-    ops.score(qp.row(b0), qp.stride, b1 - b0, w.rows.data(), nn, c->dim, c->dtype, S, grid.nblock);
+    qp.score(ops, *c, b0, b1 - b0, w.rows.data(), nn, S, grid.nblock);
     for (size_t b = b0; b < b1; ++b) {
       TopKBuffer& heap = cand->at(size_t(wi), b);
       const float* s = S + (b - b0) * grid.nblock;
@@ -236,7 +302,9 @@ struct GemmScan {
   }
 };
 
-bool many_queries(const TopKSearch& x) { return x.q.rows >= (x.c.dtype == Dtype::F32 ? kGemmMinQueries : 2 * kGemmMinQueries); }
+bool many_queries(const TopKSearch& x) {
+  if (x.c.coding != Coding::Plain) return false;  // the coded scorers read their own row formats
+  return x.q.rows >= (x.c.dtype == Dtype::F32 ? kGemmMinQueries : 2 * kGemmMinQueries); }
 
 }  // namespace
 
@@ -255,6 +323,7 @@ void score_topk_many(const TopKSearch* searches, size_t n) {
   gemms.reserve(n);
   std::vector<size_t> gemm_of(n, SIZE_MAX);
   std::vector<size_t> kk(n);  // a list never holds more than the rows searched
+  std::vector<std::vector<float>> bias_of(n);  // a coded corpus's per-query constants (quant.h)
   for (size_t s = 0; s < n; ++s) {
     const TopKSearch& x = searches[s];
     const RowSubset sub{x.rows, x.n_rows};
@@ -265,6 +334,7 @@ void score_topk_many(const TopKSearch* searches, size_t n) {
       gemms.emplace_back(g, x.q, x.c, sub, cand[s]);
     } else {
       dots.emplace_back(ops, x.q, x.c, sub, cand[s]);
+      bias_of[s] = dots.back().qp.bias;
     }
   }
   // A scan with more than 1/T of all the GEMM work could not keep the threads busy as one task per group: it runs as
@@ -331,6 +401,10 @@ void score_topk_many(const TopKSearch* searches, size_t n) {
       }
       merge_topk(lists.data(), sizes.data(), floors.data(), L, x.k, x.ids + b * x.k, x.scores + b * x.k, x.sorted);
     }
+    if (const std::vector<float>& bias = bias_of[s]; !bias.empty())
+      for (size_t b = t0; b < std::min(x.q.rows, t0 + kMergeQueries); ++b)
+        for (size_t j = 0; j < x.k; ++j)
+          if (x.ids[b * x.k + j] >= 0) x.scores[b * x.k + j] += bias[b];
   });
 }
 
@@ -346,8 +420,8 @@ void score_matrix(const QueryMatrix& q, const CorpusMatrix& c, float* out) {
   const DenseDotOps& ops = dense_dot();
   const ThreadPool::Lease lease = ThreadPool::lease();  // per-worker scratch below is sized from its threads
   ThreadPool& pool = lease.pool();
-  const size_t row_bytes = c.dim * dtype_size(c.dtype);
-  const Prepared qp = prepare(ops, q, c.dtype);
+  const size_t row_bytes = c.row_bytes();
+  const Prepared qp = prepare(ops, q, c);
   // Small corpora (the contrastive loss's in-batch passages) still get a few blocks per thread, so that no
   // thread waits on another's last block.
   const size_t per_thread = (N + 4 * size_t(lease.threads()) - 1) / (4 * size_t(lease.threads()));
@@ -359,7 +433,8 @@ void score_matrix(const QueryMatrix& q, const CorpusMatrix& c, float* out) {
     grid.at(task, b0, b1, n0, n1);
     auto& r = rows[size_t(wi)];
     for (size_t j = 0; j < n1 - n0; ++j) r[j] = c.data + (n0 + j) * row_bytes;
-    ops.score(qp.row(b0), qp.stride, b1 - b0, r.data(), n1 - n0, c.dim, c.dtype, out + b0 * N + n0, N);
+    qp.score(ops, c, b0, b1 - b0, r.data(), n1 - n0, out + b0 * N + n0, N);
+    qp.add_bias(b0, out + b0 * N + n0, b1 - b0, n1 - n0, N);
   });
 }
 
@@ -379,17 +454,47 @@ void gather_scores(const QueryMatrix& q, const CorpusMatrix& c, const void* ids,
   const DenseDotOps& ops = dense_dot();
   const ThreadPool::Lease lease = ThreadPool::lease();  // per-worker scratch below is sized from its threads
   ThreadPool& pool = lease.pool();
-  const size_t row_bytes = c.dim * dtype_size(c.dtype);
-  const Prepared qp = prepare(ops, q, c.dtype);
+  const size_t row_bytes = c.row_bytes();
+  const Prepared qp = prepare(ops, q, c);
   std::vector<std::vector<const uint8_t*>> rows(size_t(lease.threads()), std::vector<const uint8_t*>(m));
   const size_t per_task = std::max<size_t>(1, 4096 / m);
   pool.parallel_for(ceil_div(B, per_task), [&](size_t task, int wi) {
     auto& r = rows[size_t(wi)];
     for (size_t b = task * per_task; b < std::min(B, (task + 1) * per_task); ++b) {
       for (size_t j = 0; j < m; ++j) r[j] = c.data + size_t(id_at(b * m + j)) * row_bytes;
-      ops.score(qp.row(b), qp.stride, 1, r.data(), m, c.dim, c.dtype, out + b * m, m);
+      qp.score(ops, c, b, 1, r.data(), m, out + b * m, m);
+      qp.add_bias(b, out + b * m, 1, m, m);
     }
   });
+}
+
+void rescore_topk(const QueryMatrix& q, const CorpusMatrix& full, const int32_t* cand, size_t m, size_t k, int32_t* ids,
+                  float* scores) {
+  const size_t B = q.rows;
+  // The candidates as dense ids (-1 slots point at row 0 and are dropped after scoring).
+  std::vector<int32_t> dense(B * m);
+  for (size_t i = 0; i < B * m; ++i) {
+    need(cand[i] < 0 || size_t(cand[i]) < full.rows, "ERR_RANGE",
+         "candidate " + std::to_string(cand[i]) + " is outside the full vectors (" + std::to_string(full.rows) + " rows)");
+    dense[i] = cand[i] < 0 ? 0 : cand[i];
+  }
+  std::vector<float> s(B * m);
+  if (full.rows > 0) gather_scores(q, full, dense.data(), false, m, s.data());
+  for (size_t b = 0; b < B; ++b) {
+    std::vector<std::pair<float, int32_t>> hits;
+    hits.reserve(m);
+    for (size_t j = 0; j < m; ++j) {
+      const int32_t id = cand[b * m + j];
+      if (id >= 0 && !std::isnan(s[b * m + j])) hits.emplace_back(s[b * m + j], id);
+    }
+    // A candidate listed twice (never from score_topk) counts once.
+    std::sort(hits.begin(), hits.end(), [](const auto& a, const auto& c) { return a.first > c.first || (a.first == c.first && a.second < c.second); });
+    hits.erase(std::unique(hits.begin(), hits.end(), [](const auto& a, const auto& c) { return a.second == c.second; }), hits.end());
+    for (size_t j = 0; j < k; ++j) {
+      ids[b * k + j] = j < hits.size() ? hits[j].second : -1;
+      scores[b * k + j] = j < hits.size() ? hits[j].first : -INFINITY;
+    }
+  }
 }
 
 bool all_finite(const void* data, size_t count, Dtype t) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "../common/dtype.h"
+#include "quant.h"
 
 namespace quorum::kernels {
 
@@ -22,7 +23,16 @@ struct CorpusMatrix {
   const uint8_t* data;
   size_t rows;
   size_t dim;
-  Dtype dtype;  // F32, BF16 or F16
+  Dtype dtype;  // F32, BF16 or F16; U8 for a coded corpus
+  // A quantized corpus (quant.h, docs/methods/quantization.md): rows of coded_row_bytes(coding, dim) bytes.
+  Coding coding = Coding::Plain;
+  const float* scale = nullptr;   // Int8: [dim]
+  const float* offset = nullptr;  // Int8: [dim]
+  const float* center = nullptr;  // Binary: [dim], or null for plain signs
+  // The queries' form: Int8: 32 (f32), 8 (int8, quant_dot's score_s8) or 0 (the faster on this CPU); Binary: the
+  // query's bit planes, 1 (Hamming) or 4 (0 = 4).
+  int query_bits = 0;
+  size_t row_bytes() const { return coded_row_bytes(coding, dim, dtype); }
 };
 
 // ids/scores: [q.rows, k], sorted by score descending then id ascending. When fewer than k corpus rows have
@@ -57,6 +67,12 @@ void score_matrix(const QueryMatrix& q, const CorpusMatrix& c, float* out);
 // out[b, j] = dot(q_b, c_{ids[b, j]}), ids [q.rows, m] as int32 (ids64 false) or int64. Throws ERR_RANGE
 // for an id outside [0, c.rows) before computing anything.
 void gather_scores(const QueryMatrix& q, const CorpusMatrix& c, const void* ids, bool ids64, size_t m, float* out);
+
+// The best k of each query's `m` candidate ids (ids [q.rows, m], -1 for none) rescored with the full vectors of
+// `full` (a plain or int8 corpus): an oversampled binary search's second stage. Same order and padding as score_topk.
+// ERR_RANGE for a candidate outside `full`.
+void rescore_topk(const QueryMatrix& q, const CorpusMatrix& full, const int32_t* cand, size_t m, size_t k, int32_t* ids,
+                  float* scores);
 
 // True when no element is NaN or +-Inf.
 bool all_finite(const void* data, size_t count, Dtype dtype);

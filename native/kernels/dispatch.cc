@@ -5,6 +5,7 @@
 
 #include "../common/cpu_features.h"
 #include "../common/error.h"
+#include "quant_dot.h"
 
 namespace quorum::kernels {
 namespace {
@@ -65,4 +66,8 @@ void set_isa(const std::string& name) {
 
 const DenseDotOps& dense_dot() { return pick(dense_dot_scalar(), dense_dot_avx2(), dense_dot_avx512()); }
 
+}  // namespace quorum::kernels
+
+namespace quorum::kernels {
+const QuantDotOps& quant_dot() { return pick(quant_dot_scalar(), quant_dot_avx2(), quant_dot_avx512()); }
 }  // namespace quorum::kernels

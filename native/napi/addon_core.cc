@@ -6,6 +6,7 @@
 
 namespace quorum::napi {
 void register_dense(Napi::Env env, Napi::Object exports);
+void register_quant(Napi::Env env, Napi::Object exports);
 void register_runtime(Napi::Env env, Napi::Object exports);
 void register_maxsim(Napi::Env env, Napi::Object exports);
 void register_splade(Napi::Env env, Napi::Object exports);
@@ -27,6 +28,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   env.SetInstanceData(data);
   exports.Set("NativeTensor", ctor);
   register_dense(env, exports);
+  register_quant(env, exports);
   register_runtime(env, exports);
   register_maxsim(env, exports);
   register_splade(env, exports);

@@ -10,6 +10,7 @@
 #include "../kernels/dense_search.h"
 #include "../kernels/pair_distance.h"
 #include "args.h"
+#include "corpus_arg.h"
 #include "errors.h"
 #include "kernel_call.h"
 #include "tensor_object.h"
@@ -27,29 +28,51 @@ QueryMatrix queries(const TensorObject* q) {
   return {reinterpret_cast<const float*>(q->data()), s.rows, s.dim};
 }
 
-CorpusMatrix corpus(const TensorObject* c, const QueryMatrix& q) {
-  return {c->data(), kernels::contract::dense_corpus(c->dtype(), c->shape(), q.dim), q.dim, c->dtype()};
+// A Tensor corpus (the contract's checks and messages, shared with the CUDA module) or a coded one (corpus_arg.h).
+CorpusMatrix corpus(Napi::Env env, const Napi::Value& v, const QueryMatrix& q, std::vector<Napi::Object>& pins) {
+  if (TensorObject* c = TensorObject::IsTensor(env, v) ? TensorObject::From(env, v, "corpus") : nullptr) {
+    pins.push_back(v.As<Napi::Object>());
+    return {c->data(), kernels::contract::dense_corpus(c->dtype(), c->shape(), q.dim), q.dim, c->dtype()};
+  }
+  return corpus_operand(env, v, "corpus", int64_t(q.dim), pins);
 }
 
+// A coded corpus's codes are finite by construction and its tables were checked when it was read.
 void check_finite(const QueryMatrix& q, const CorpusMatrix& c) {
   if (!kernels::all_finite(q.data, q.rows * q.dim, Dtype::F32))
     throw Error("ERR_NONFINITE", "queries contain NaN or Infinity");
-  if (!kernels::all_finite(c.data, c.rows * c.dim, c.dtype))
+  if (c.coding == kernels::Coding::Plain && !kernels::all_finite(c.data, c.rows * c.dim, c.dtype))
     throw Error("ERR_NONFINITE", "corpus contains NaN or Infinity");
 }
 
-// scoreTopK(queries, corpus, k, checkFinite, async, rows?) -> { ids: i32 [B, k], scores: f32 [B, k] }
+// scoreTopK(queries, corpus, k, checkFinite, async, rows?, full?, candidates?) -> { ids: i32 [B, k], scores: f32 [B, k] }
 //   rows: i32 [M] strictly ascending: only those corpus rows are searched (a filter's allowed rows)
+//   full, candidates: the best `candidates` (>= k) rows of `corpus` are rescored with the vectors of `full` (a plain or
+//   int8 corpus of the same rows) and the best k of them returned: an oversampled quantized search
+//   (docs/methods/quantization.md), in one call.
 Napi::Value ScoreTopK(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   TensorObject* qt = TensorObject::From(env, info[0], "queries");
-  TensorObject* ct = TensorObject::From(env, info[1], "corpus");
   QueryMatrix q = queries(qt);
-  CorpusMatrix c = corpus(ct, q);
+  std::vector<Napi::Object> pins{info[0].As<Napi::Object>()};
+  CorpusMatrix c = corpus(env, info[1], q, pins);
   const size_t k = k_arg(info[2]);
   bool finite = flag(info[3]);
   const TensorObject* rt = optional_tensor(env, info[5], "rows");
   std::shared_ptr<std::vector<int32_t>> rows = rt ? allowed_rows(rt, c.rows) : nullptr;
+  const bool rescore = !info[6].IsUndefined() && !info[6].IsNull();
+  CorpusMatrix full{};
+  size_t m = k;
+  if (rescore) {
+    full = corpus_operand(env, info[6], "rescore vectors", int64_t(q.dim), pins);
+    if (full.coding == kernels::Coding::Binary)
+      throw Error("ERR_ARG", "rescore vectors must be f32, bf16, f16 or int8, not binary");
+    if (full.rows != c.rows)
+      throw Error("ERR_SHAPE", "rescore vectors hold " + std::to_string(full.rows) + " rows for a corpus of " +
+                                   std::to_string(c.rows));
+    m = k_arg(info[7]);
+    if (m < k) throw Error("ERR_ARG", "candidates must be at least k");
+  }
   Napi::Object ids = TensorObject::Create(env, Dtype::I32, {int64_t(q.rows), int64_t(k)});
   Napi::Object scores = TensorObject::Create(env, Dtype::F32, {int64_t(q.rows), int64_t(k)});
   auto* ip = reinterpret_cast<int32_t*>(Napi::ObjectWrap<TensorObject>::Unwrap(ids)->data());
@@ -57,15 +80,21 @@ Napi::Value ScoreTopK(const Napi::CallbackInfo& info) {
   Napi::Object result = Napi::Object::New(env);
   result.Set("ids", ids);
   result.Set("scores", scores);
-  return run_kernel(env, flag(info[4]), {info[0].As<Napi::Object>(), info[1].As<Napi::Object>(), ids, scores}, result,
+  pins.push_back(ids);
+  pins.push_back(scores);
+  return run_kernel(env, flag(info[4]), pins, result,
                     [=] {
                       if (finite) check_finite(q, c);
+                      if (finite && rescore) check_finite(q, full);
                       // An empty vector's data() may be null, which the kernel reads as "every row".
                       static const int32_t kNoRow = 0;
-                      if (rows)
-                        kernels::score_topk(q, c, k, ip, sp, rows->empty() ? &kNoRow : rows->data(), rows->size());
-                      else
-                        kernels::score_topk(q, c, k, ip, sp);
+                      const int32_t* rp = rows ? (rows->empty() ? &kNoRow : rows->data()) : nullptr;
+                      const size_t nr = rows ? rows->size() : 0;
+                      if (!rescore) return kernels::score_topk(q, c, k, ip, sp, rp, nr);
+                      std::vector<int32_t> cand(q.rows * m);
+                      std::vector<float> cs(q.rows * m);
+                      kernels::score_topk(q, c, m, cand.data(), cs.data(), rp, nr);
+                      kernels::rescore_topk(q, full, cand.data(), m, k, ip, sp);
                     });
 }
 
@@ -73,11 +102,13 @@ Napi::Value ScoreTopK(const Napi::CallbackInfo& info) {
 Napi::Value ScoreMatrix(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   QueryMatrix q = queries(TensorObject::From(env, info[0], "queries"));
-  CorpusMatrix c = corpus(TensorObject::From(env, info[1], "corpus"), q);
+  std::vector<Napi::Object> pins{info[0].As<Napi::Object>()};
+  CorpusMatrix c = corpus(env, info[1], q, pins);
   bool finite = flag(info[2]);
   Napi::Object out = TensorObject::Create(env, Dtype::F32, {int64_t(q.rows), int64_t(c.rows)});
   auto* op = reinterpret_cast<float*>(Napi::ObjectWrap<TensorObject>::Unwrap(out)->data());
-  return run_kernel(env, flag(info[3]), {info[0].As<Napi::Object>(), info[1].As<Napi::Object>(), out}, out, [=] {
+  pins.push_back(out);
+  return run_kernel(env, flag(info[3]), pins, out, [=] {
     if (finite) check_finite(q, c);
     kernels::score_matrix(q, c, op);
   });
@@ -87,8 +118,10 @@ Napi::Value ScoreMatrix(const Napi::CallbackInfo& info) {
 Napi::Value GatherScores(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   QueryMatrix q = queries(TensorObject::From(env, info[0], "queries"));
-  CorpusMatrix c = corpus(TensorObject::From(env, info[1], "corpus"), q);
+  std::vector<Napi::Object> pins{info[0].As<Napi::Object>()};
+  CorpusMatrix c = corpus(env, info[1], q, pins);
   TensorObject* it = TensorObject::From(env, info[2], "ids");
+  pins.push_back(info[2].As<Napi::Object>());
   if (it->dtype() != Dtype::I32 && it->dtype() != Dtype::I64)
     throw Error("ERR_DTYPE", std::string("ids must be i32 or i64, got ") + dtype_name(it->dtype()));
   if (it->shape().size() != 2 || size_t(it->shape()[0]) != q.rows)
@@ -99,8 +132,8 @@ Napi::Value GatherScores(const Napi::CallbackInfo& info) {
   bool finite = flag(info[3]);
   Napi::Object out = TensorObject::Create(env, Dtype::F32, {int64_t(q.rows), int64_t(m)});
   auto* op = reinterpret_cast<float*>(Napi::ObjectWrap<TensorObject>::Unwrap(out)->data());
-  return run_kernel(env, flag(info[4]),
-                    {info[0].As<Napi::Object>(), info[1].As<Napi::Object>(), info[2].As<Napi::Object>(), out}, out,
+  pins.push_back(out);
+  return run_kernel(env, flag(info[4]), pins, out,
                     [=] {
                       if (finite) check_finite(q, c);
                       kernels::gather_scores(q, c, idp, ids64, m, op);

@@ -11,6 +11,7 @@
 #include "../kernels/muf_heads.h"
 #include "../kernels/muf_search.h"
 #include "args.h"
+#include "corpus_arg.h"
 #include "embedding_bag_args.h"
 #include "errors.h"
 #include "kernel_call.h"
@@ -55,15 +56,11 @@ size_t read_heads(Napi::Env env, const Napi::Object& o, const std::string& who, 
   return size_t(K);
 }
 
-// A corpus-row tensor argument (passages, familiarity banks): f32, bf16 or f16 [rows, D] (D -1: any width).
+// A corpus-row argument (passages, familiarity banks): f32, bf16 or f16 [rows, D] (D -1: any width), or a coded
+// corpus (int8 / binary passages: corpus_arg.h).
 kernels::CorpusMatrix corpus_arg(Napi::Env env, const Napi::Value& v, const std::string& who, const char* what, int64_t D,
                                  std::vector<Napi::Object>& pins) {
-  TensorObject* t = TensorObject::From(env, v, what);
-  if (t->dtype() != Dtype::F32 && t->dtype() != Dtype::BF16 && t->dtype() != Dtype::F16)
-    throw Error("ERR_DTYPE", who + ": " + what + " must be f32, bf16 or f16, got " + dtype_name(t->dtype()));
-  require_shape(t, {-1, D}, what);
-  pins.push_back(v.As<Napi::Object>());
-  return {t->data(), size_t(t->shape()[0]), size_t(t->shape()[1]), t->dtype()};
+  return corpus_operand(env, v, who + ": " + what, D, pins);
 }
 
 // A fusion's tie ranks: i32 [rows] (pinned), or null when v is undefined or null.

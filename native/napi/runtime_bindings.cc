@@ -25,6 +25,8 @@ Napi::Value Capabilities(const Napi::CallbackInfo& info) {
   c.Set("avx2", cpu.avx2_fma);
   c.Set("avx512", cpu.avx512);
   c.Set("avx512bf16", cpu.avx512_bf16);
+  c.Set("avx512vnni", cpu.avx512_vnni);
+  c.Set("avx512vpopcntdq", cpu.avx512_vpopcntdq);
   c.Set("f16c", cpu.f16c);
   o.Set("cpu", c);
   Napi::Array devices = Napi::Array::New(env);

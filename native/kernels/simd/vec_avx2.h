@@ -39,6 +39,15 @@ struct Vec {
   static V loadn_bf16(const uint16_t* p, size_t n) { return widen_bf16(load8n(p, n)); }
   static V load_f16(const uint16_t* p) { return _mm256_cvtph_ps(load8(p)); }
   static V loadn_f16(const uint16_t* p, size_t n) { return _mm256_cvtph_ps(load8n(p, n)); }
+  // 8 unsigned bytes (int8 scalar-quantized codes, 0..255) as f32.
+  static V load_u8(const uint8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
+  static V loadn_u8(const uint8_t* p, size_t n) {
+    alignas(16) uint8_t t[16] = {};
+    for (size_t i = 0; i < n && i < 8; ++i) t[i] = p[i];
+    return load_u8(t);
+  }
   static V add(V a, V b) { return _mm256_add_ps(a, b); }
   static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }

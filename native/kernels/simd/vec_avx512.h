@@ -22,6 +22,9 @@ struct Vec {
   static V loadn_bf16(const uint16_t* p, size_t n) { return widen_bf16(_mm256_maskz_loadu_epi16(first(n), p)); }
   static V load_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
   static V loadn_f16(const uint16_t* p, size_t n) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(first(n), p)); }
+  // 16 unsigned bytes (int8 scalar-quantized codes, 0..255) as f32.
+  static V load_u8(const uint8_t* p) { return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))); }
+  static V loadn_u8(const uint8_t* p, size_t n) { return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(first(n), p))); }
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
   static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }

@@ -16,6 +16,8 @@ struct Vec {
   static V loadn_bf16(const uint16_t* p, size_t n) { return n ? bf16_to_f32(*p) : 0.f; }
   static V load_f16(const uint16_t* p) { return f16_to_f32(*p); }
   static V loadn_f16(const uint16_t* p, size_t n) { return n ? f16_to_f32(*p) : 0.f; }
+  static V load_u8(const uint8_t* p) { return float(*p); }
+  static V loadn_u8(const uint8_t* p, size_t n) { return n ? float(*p) : 0.f; }
   static V add(V a, V b) { return a + b; }
   static V sub(V a, V b) { return a - b; }
   static V mul(V a, V b) { return a * b; }

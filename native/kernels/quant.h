@@ -1,0 +1,54 @@
+// Quantized corpora (docs/methods/quantization.md): fitting and encoding int8 and binary codes, and preparing queries
+// for the scorers of dense_dot.h (f32 queries over u8 codes) and quant_dot.h (int8 queries, bit planes).
+//
+// int8: x_d ~ offset_d + scale_d * u_d, u_d in 0..255 stored as bytes. A query q scores u through q'_d = q_d * scale_d
+// plus a constant q . offset, which does not change a query's ranking and is added to the final scores only.
+// binary: b_d = [x_d - center_d > 0] (center 0: plain signs); x - center ~ alpha * (2b - 1) with alpha = mean |x_d -
+// center_d| (the least-squares scale of a sign vector), stored after the bits with the row's popcount
+// (quant_dot.h). q . center is likewise a per-query constant.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "../common/dtype.h"
+
+namespace quorum::kernels {
+
+enum class Coding : int32_t { Plain = 0, Int8 = 1, Binary = 2 };
+
+inline size_t binary_words(size_t dim) { return (dim + 63) / 64; }
+// Bytes of one stored row of a coded corpus.
+inline size_t coded_row_bytes(Coding c, size_t dim, Dtype t) {
+  switch (c) {
+    case Coding::Int8: return dim;
+    case Coding::Binary: return binary_words(dim) * 8 + 8;
+    default: return dim * dtype_size(t);
+  }
+}
+
+// Per-dimension offset and scale of int8 codes over `rows` rows of f32 / bf16 / f16 `data`: the range [lo, hi] of
+// each dimension is its min and max (clip 0) or its clip and 1 - clip quantiles (0 < clip < 0.5, outliers saturate
+// at 0 or 255). ERR_NONFINITE for a NaN or infinite value (checked first: nothing is written).
+void fit_int8(const void* data, Dtype t, size_t rows, size_t dim, double clip, float* scale, float* offset);
+// codes[r * dim + d] = clamp(round((x - offset_d) / scale_d), 0, 255); a dimension of scale 0 codes as 0.
+void encode_int8(const void* data, Dtype t, size_t rows, size_t dim, const float* scale, const float* offset,
+                 uint8_t* codes);
+// The mean of each dimension (double sums).
+void fit_center(const void* data, Dtype t, size_t rows, size_t dim, float* center);
+// Rows of coded_row_bytes(Binary, dim) bytes: the bits of x - center (center may be null), alpha, popcount.
+void encode_binary(const void* data, Dtype t, size_t rows, size_t dim, const float* center, uint8_t* codes);
+// Decodes rows back to f32 (int8: offset + scale * u; binary: center + alpha * (2b - 1)): the reconstruction the tests
+// and the recall tables check.
+void decode(Coding c, const uint8_t* codes, size_t rows, size_t dim, const float* scale, const float* offset,
+            const float* center, float* out);
+
+// One query prepared for a coded corpus; each returns the query's constant (added to its final scores).
+// f32 over u8 codes: out[d] = q_d * scale_d for d < dim (the caller pads with dense_dot's prepare).
+float prepare_int8_f32(const float* q, size_t dim, const float* scale, const float* offset, float* out);
+// int8 over u8 codes (quant_dot.h's score_s8 row: codes padded to kS8Pad bytes, then the f32 scale).
+float prepare_int8_s8(const float* q, size_t dim, const float* scale, const float* offset, uint8_t* out);
+// Bit planes (quant_dot.h's score_bits row): planes 1 (the signs of q: Hamming) or 4 (q on 16 levels).
+size_t bits_query_bytes(size_t dim, size_t planes);
+float prepare_bits(const float* q, size_t dim, const float* center, size_t planes, uint8_t* out);
+
+}  // namespace quorum::kernels

@@ -1,0 +1,134 @@
+// AVX-512 variant of quant_dot.h. score_s8 uses VNNI (vpdpbusd: 64 unsigned x signed byte products into 16 int32 lanes
+// per instruction, four times the multiply-adds of an f32 FMA) in a 4-query x 4-row register tile; score_bits counts
+// the bits of 8 words at a time with VPOPCNTDQ. A CPU with AVX-512 but without one of those extensions (Skylake-X)
+// runs the AVX2 form of that kernel.
+#include "quant_dot.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "../common/cpu_features.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vpopcntdq,avx2,fma,popcnt")
+
+namespace quorum::kernels {
+namespace {
+
+constexpr int kMR = 4, kNR = 4;
+
+// Lane 4 * i + j of the result is the total of acc[i][j]: the shuffle tree of dense_dot_avx512.cc in int32.
+__m512i reduce16(const __m512i (&acc)[kMR][kNR]) {
+  __m512i t[kNR];
+  for (int j = 0; j < kNR; ++j) {
+    const __m512i ab = _mm512_add_epi32(_mm512_shuffle_i32x4(acc[0][j], acc[1][j], 0x44), _mm512_shuffle_i32x4(acc[0][j], acc[1][j], 0xee));
+    const __m512i cd = _mm512_add_epi32(_mm512_shuffle_i32x4(acc[2][j], acc[3][j], 0x44), _mm512_shuffle_i32x4(acc[2][j], acc[3][j], 0xee));
+    t[j] = _mm512_add_epi32(_mm512_shuffle_i32x4(ab, cd, 0x88), _mm512_shuffle_i32x4(ab, cd, 0xdd));
+  }
+  const __m512i p01 = _mm512_add_epi32(_mm512_unpacklo_epi32(t[0], t[1]), _mm512_unpackhi_epi32(t[0], t[1]));
+  const __m512i p23 = _mm512_add_epi32(_mm512_unpacklo_epi32(t[2], t[3]), _mm512_unpackhi_epi32(t[2], t[3]));
+  const __m512 lo = _mm512_shuffle_ps(_mm512_castsi512_ps(p01), _mm512_castsi512_ps(p23), 0x44);
+  const __m512 hi = _mm512_shuffle_ps(_mm512_castsi512_ps(p01), _mm512_castsi512_ps(p23), 0xee);
+  return _mm512_add_epi32(_mm512_castps_si512(lo), _mm512_castps_si512(hi));
+}
+
+template <int MR>
+inline void s8_tile(const uint8_t* q, size_t qstride, const uint8_t* const (&r)[kNR], size_t dim, size_t pad,
+                    float* o, size_t ldo, size_t nr) {
+  __m512i acc[kMR][kNR];
+  for (auto& row : acc)
+    for (auto& a : row) a = _mm512_setzero_si512();
+  size_t d = 0;
+  __m512i c[kNR];
+  for (; d + 64 <= dim; d += 64) {
+    for (int j = 0; j < kNR; ++j) c[j] = _mm512_loadu_si512(r[j] + d);
+    for (int i = 0; i < MR; ++i) {
+      const __m512i qv = _mm512_loadu_si512(q + i * qstride + d);
+      for (int j = 0; j < kNR; ++j) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], c[j], qv);
+    }
+  }
+  if (d < dim) {
+    const __mmask64 m = _cvtu64_mask64((~0ull) >> (64 - (dim - d)));
+    for (int j = 0; j < kNR; ++j) c[j] = _mm512_maskz_loadu_epi8(m, r[j] + d);
+    for (int i = 0; i < MR; ++i) {
+      const __m512i qv = _mm512_loadu_si512(q + i * qstride + d);
+      for (int j = 0; j < kNR; ++j) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], c[j], qv);
+    }
+  }
+  alignas(64) int32_t res[16];
+  _mm512_store_si512(res, reduce16(acc));
+  for (int i = 0; i < MR; ++i) {
+    float scale;
+    std::memcpy(&scale, q + i * qstride + pad, 4);
+    for (size_t j = 0; j < nr; ++j) o[i * ldo + j] = scale * float(res[i * 4 + j]);
+  }
+}
+
+void score_s8(const uint8_t* q, size_t qstride, size_t nq, const uint8_t* const* rows, size_t nrows, size_t dim,
+              float* out, size_t ldo) {
+  const size_t pad = (dim + kS8Pad - 1) / kS8Pad * kS8Pad;
+  for (size_t j0 = 0; j0 < nrows; j0 += kNR) {
+    const size_t nr = nrows - j0 < size_t(kNR) ? nrows - j0 : size_t(kNR);
+    const uint8_t* r[kNR];
+    for (size_t j = 0; j < size_t(kNR); ++j) r[j] = rows[j0 + (j < nr ? j : nr - 1)];  // a short group repeats its last row
+    size_t i = 0;
+    for (; i + kMR <= nq; i += kMR) s8_tile<kMR>(q + i * qstride, qstride, r, dim, pad, out + i * ldo + j0, ldo, nr);
+    switch (nq - i) {
+      case 3: s8_tile<3>(q + i * qstride, qstride, r, dim, pad, out + i * ldo + j0, ldo, nr); break;
+      case 2: s8_tile<2>(q + i * qstride, qstride, r, dim, pad, out + i * ldo + j0, ldo, nr); break;
+      case 1: s8_tile<1>(q + i * qstride, qstride, r, dim, pad, out + i * ldo + j0, ldo, nr); break;
+      default: break;
+    }
+  }
+}
+
+void score_bits(const uint8_t* q, size_t qstride, size_t planes, size_t nq, const uint8_t* const* rows, size_t nrows,
+                size_t words, float* out, size_t ldo) {
+  for (size_t j = 0; j < nrows; ++j) {
+    const uint8_t* r = rows[j];
+    if (j + 4 < nrows) _mm_prefetch(reinterpret_cast<const char*>(rows[j + 4]), _MM_HINT_T0);
+    BitsRowTail rt;
+    std::memcpy(&rt, r + words * 8, sizeof rt);
+    for (size_t i = 0; i < nq; ++i) {
+      const uint8_t* qi = q + i * qstride;
+      __m512i acc = _mm512_setzero_si512();
+      for (size_t w = 0; w < words; w += 8) {
+        const __mmask8 m = words - w >= 8 ? __mmask8(0xff) : __mmask8((1u << (words - w)) - 1u);
+        const __m512i y = _mm512_maskz_loadu_epi64(m, r + w * 8);
+        for (size_t p = 0; p < planes; ++p) {
+          const __m512i x = _mm512_maskz_loadu_epi64(m, qi + (p * words + w) * 8);
+          acc = _mm512_add_epi64(acc, _mm512_slli_epi64(_mm512_popcnt_epi64(_mm512_and_si512(x, y)), unsigned(p)));
+        }
+      }
+      BitsQueryTail t;
+      std::memcpy(&t, qi + planes * words * 8, sizeof t);
+      out[i * ldo + j] = bits_score(t, rt, uint32_t(_mm512_reduce_add_epi64(acc)));
+    }
+  }
+}
+
+QuantDotOps make() {
+  const CpuFeatures& cpu = cpu_features();
+  const QuantDotOps* avx2 = quant_dot_avx2();
+  return QuantDotOps{"avx512", cpu.avx512_vnni, cpu.avx512_vnni ? score_s8 : avx2->score_s8,
+                     cpu.avx512_vpopcntdq ? score_bits : avx2->score_bits};
+}
+
+}  // namespace
+
+const QuantDotOps* quant_dot_avx512() {
+  static const QuantDotOps ops = make();
+  return &ops;
+}
+
+}  // namespace quorum::kernels
+
+#pragma GCC pop_options
+
+#else
+namespace quorum::kernels {
+const QuantDotOps* quant_dot_avx512() { return nullptr; }
+}  // namespace quorum::kernels
+#endif
