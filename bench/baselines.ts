@@ -8,6 +8,10 @@ const require = createRequire(import.meta.url);
 
 export interface BaselinesAddon {
   FaissFlat: new (corpus: Float32Array, dim: number) => { search(q: Float32Array, k: number, threads: number): { ids: Int32Array; scores: Float32Array } };
+  /** faiss::IndexScalarQuantizer QT_8bit, inner product (trained on the corpus). */
+  FaissSQ8: new (corpus: Float32Array, dim: number) => { search(q: Float32Array, k: number, threads: number): { ids: Int32Array; scores: Float32Array }; bytes(): number };
+  /** faiss::IndexBinaryFlat over given codes (bits / 8 bytes a row); scores are minus the Hamming distance. */
+  FaissBinary: new (codes: Uint8Array, bits: number) => { search(q: Uint8Array, k: number, threads: number): { ids: Int32Array; scores: Float32Array } };
   blasTopK(corpus: Float32Array, q: Float32Array, dim: number, k: number, threads: number): { ids: Int32Array; scores: Float32Array };
   memReadGBs(threads: number): number;
   /** Best of 3 passes of `iters` (default 5e7) rounds of 12 independent FMAs per thread (AVX-512: iters / 2 rounds of 24). */

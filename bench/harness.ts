@@ -113,9 +113,11 @@ export function arg(name: string, fallback: string): string {
 export function normalDraws(seed = 12345): () => number {
   let s = seed;
   return () => {
-    s = (s * 1103515245 + 12345) >>> 0;
+    // Math.imul: s * 1103515245 in doubles loses the low bits past 2^53, and the sequence fell into a cycle of a few
+    // thousand draws (a 100k x 768 corpus repeated every 419 rows).
+    s = (Math.imul(s, 1103515245) + 12345) >>> 0;
     const u = (s + 1) / 4294967297;
-    s = (s * 1103515245 + 12345) >>> 0;
+    s = (Math.imul(s, 1103515245) + 12345) >>> 0;
     const v = (s + 1) / 4294967297;
     return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
   };

@@ -28,9 +28,19 @@ export interface QuantizeOptions {
    * anisotropic embeddings, whose dimensions have non-zero means (docs/results/quantization.md).
    */
   center?: boolean;
+  /**
+   * binary: rotate the vectors (a fixed random orthogonal transform: random signs, Walsh-Hadamard blocks of 64 and a
+   * permutation, three rounds) before taking the signs (true, the default), so that every bit carries a share of every
+   * direction; dot products are unchanged. Recall@10 at 4x oversampling 0.96 -> 0.99 on a 768-d encoder's vectors
+   * (docs/results/quantization.md).
+   */
+  rotate?: boolean;
 }
 
-const quantizeKeys = optionKeys<QuantizeOptions>()(['clip', 'center']);
+const quantizeKeys = optionKeys<QuantizeOptions>()(['clip', 'center', 'rotate']);
+
+/** The rotation's seed (any fixed number: it is saved with the codes, and queries are rotated with the same one). */
+const ROTATION_SEED = 0x51a7e;
 
 const quantizedFormat = { card: 'quantized.json', format: 'quorum-quantized', version: 1, what: 'a quantized corpus' } as const;
 
@@ -45,6 +55,12 @@ const cardSchema = z
     scale: z.string().optional(),
     offset: z.string().optional(),
     center: z.string().optional(),
+    rotation: z
+      .number()
+      .int()
+      .min(0)
+      .max(2 ** 32 - 1)
+      .optional(),
   })
   .strict();
 
@@ -60,6 +76,7 @@ interface Parts {
   scale?: Tensor<'f32'>;
   offset?: Tensor<'f32'>;
   center?: Tensor<'f32'>;
+  rotation?: number;
 }
 
 /**
@@ -89,6 +106,8 @@ export class QuantizedTensor {
   readonly offset: Tensor<'f32'> | undefined;
   /** binary: the mean the signs were taken around (f32 `[dim]`), or undefined for plain signs. */
   readonly center: Tensor<'f32'> | undefined;
+  /** binary: the seed of the rotation applied before the signs were taken, or undefined for none. */
+  readonly rotation: number | undefined;
 
   /** @internal Built by {@link quantize}, {@link QuantizedTensor.encode} and {@link QuantizedTensor.load}. */
   constructor(parts: Parts) {
@@ -99,6 +118,7 @@ export class QuantizedTensor {
     this.scale = parts.scale;
     this.offset = parts.offset;
     this.center = parts.center;
+    this.rotation = parts.rotation;
   }
 
   /** Bytes in memory (codes and tables). */
@@ -113,7 +133,7 @@ export class QuantizedTensor {
       dim: this.dim,
       codes: this.codes.handle,
       ...(this.scale ? { scale: this.scale.handle, offset: this.offset!.handle } : {}),
-      ...(this.kind === 'binary' ? { center: this.center?.handle ?? null } : {}),
+      ...(this.kind === 'binary' ? { center: this.center?.handle ?? null, rotation: this.rotation ?? null } : {}),
       ...(queryBits !== undefined ? { queryBits } : {}),
     };
   }
@@ -155,7 +175,14 @@ export class QuantizedTensor {
           await t.save(join(tmp, `${name}.qtns`));
           tables[name] = `${name}.qtns`;
         }
-        writeSavedCard(tmp, quantizedFormat, { quantization: this.kind, rows: this.rows, dim: this.dim, codes: 'codes.qtns', ...tables });
+        writeSavedCard(tmp, quantizedFormat, {
+          quantization: this.kind,
+          rows: this.rows,
+          dim: this.dim,
+          codes: 'codes.qtns',
+          ...tables,
+          ...(this.rotation !== undefined ? { rotation: this.rotation } : {}),
+        });
       },
       { kind: { card: quantizedFormat.card, format: quantizedFormat.format } },
     );
@@ -202,6 +229,7 @@ export class QuantizedTensor {
           dim: card.dim,
           codes,
           ...(card.center !== undefined ? { center: await table(card.center, 'center') } : {}),
+          ...(card.rotation !== undefined ? { rotation: card.rotation } : {}),
         };
       }
       const q = new QuantizedTensor(parts);
@@ -252,9 +280,10 @@ function checkQuantizeOptions(kind: Quantization, options: QuantizeOptions): voi
     if (typeof options.clip !== 'number' || !(options.clip >= 0 && options.clip < 0.5))
       throw new QuorumError('ERR_ARG', `clip must be a number in [0, 0.5), got ${String(options.clip)}`);
   }
-  if (options.center !== undefined) {
-    if (kind !== 'binary') throw new QuorumError('ERR_ARG', 'center is a binary option');
-    if (typeof options.center !== 'boolean') throw new QuorumError('ERR_ARG', 'center must be a boolean');
+  for (const key of ['center', 'rotate'] as const) {
+    if (options[key] === undefined) continue;
+    if (kind !== 'binary') throw new QuorumError('ERR_ARG', `${key} is a binary option`);
+    if (typeof options[key] !== 'boolean') throw new QuorumError('ERR_ARG', `${key} must be a boolean`);
   }
 }
 
@@ -274,10 +303,11 @@ function encodeWith(
   if (t && (v.shape.length !== 2 || dim !== t.dim))
     throw new QuorumError('ERR_SHAPE', `vectors [${v.shape.join(', ')}] do not match a quantized corpus of dimension ${t.dim}`);
   const b = quantBindings();
+  const rotation = kind !== 'binary' ? undefined : t ? t.rotation : how.options?.rotate === false ? undefined : ROTATION_SEED;
   const call = () =>
     kind === 'int8'
       ? b.quantizeInt8(v.handle, how.options?.clip ?? 0, t?.scale?.handle ?? null, t?.offset?.handle ?? null, async)
-      : b.quantizeBinary(v.handle, t ? (t.center?.handle ?? null) : how.options?.center === false ? null : 'fit', async);
+      : b.quantizeBinary(v.handle, t ? (t.center?.handle ?? null) : how.options?.center === false ? null : 'fit', rotation ?? null, async);
   const wrap = (raw: Raw): QuantizedTensor => {
     if (v !== vectors) v.dispose();
     // Tables given in are copied (dim floats), so that each corpus owns what its dispose() frees.
@@ -288,7 +318,7 @@ function encodeWith(
       dim,
       codes: new Tensor(raw.codes) as Tensor<'u8'>,
       ...(kind === 'int8' ? { scale: own(raw.scale, t?.scale), offset: own(raw.offset, t?.offset) } : {}),
-      ...(kind === 'binary' ? { center: own(raw.center, t?.center) } : {}),
+      ...(kind === 'binary' ? { center: own(raw.center, t?.center), ...(rotation !== undefined ? { rotation } : {}) } : {}),
     } as Parts);
   };
   if (!async) {

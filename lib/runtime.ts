@@ -16,7 +16,7 @@ export interface Capabilities {
   /** Threads every parallel kernel uses, the calling thread included. */
   threads: number;
   /** What the CPU reports (cpuid): the instruction sets the kernel variants need. */
-  cpu: { avx2: boolean; avx512: boolean; avx512bf16: boolean; f16c: boolean };
+  cpu: { avx2: boolean; avx512: boolean; avx512bf16: boolean; avx512vnni: boolean; avx512vpopcntdq: boolean; f16c: boolean };
   /** Devices kernels can run on: 'cpu', and 'cuda' where quorum_cuda.node is built and a GPU is usable. */
   devices: string[];
 }

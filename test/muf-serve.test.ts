@@ -21,12 +21,31 @@ import { runModuleScript } from './helpers.js';
 const root = mkdtempSync(join(tmpdir(), 'quorum-muf-serve-'));
 const mufDir = join(root, 'muf');
 const mini = join(packageRoot, 'data', 'multidomain-mini');
-const QUESTIONS = ['what is the incubation period of the coronavirus', 'how many people live in tokyo', 'who invented the telephone', 'symptoms of covid-19 in children'];
+const QUESTIONS = [
+  'what is the incubation period of the coronavirus',
+  'how many people live in tokyo',
+  'who invented the telephone',
+  'symptoms of covid-19 in children',
+];
 
 beforeAll(async () => {
   // A small DPR-MUF over the shipped multi-task model: one expert per task (covid, selqa), small heads.
   const muf = await mufTrainCommand(
-    { data: mini, experts: ['default:covid', 'default:selqa'], out: mufDir, members: 4, hidden: 32, layers: 1, epochs: 3, batch: 128, lr: 1e-3, hardNegatives: 1, topL: 50, hitTopK: 1, seed: 7 },
+    {
+      data: mini,
+      experts: ['default:covid', 'default:selqa'],
+      out: mufDir,
+      members: 4,
+      hidden: 32,
+      layers: 1,
+      epochs: 3,
+      batch: 128,
+      lr: 1e-3,
+      hardNegatives: 1,
+      topL: 50,
+      hitTopK: 1,
+      seed: 7,
+    },
     () => undefined,
   );
   muf?.dispose();
@@ -34,7 +53,7 @@ beforeAll(async () => {
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe('MufServer', () => {
-  it('gives MufRetriever.search\'s hits and confidences, for every fusion', async () => {
+  it("gives MufRetriever.search's hits and confidences, for every fusion", async () => {
     const torch = await MufRetriever.load(mufDir);
     const served = await MufServer.load(mufDir);
     try {
@@ -46,7 +65,10 @@ describe('MufServer', () => {
         const a = await torch.search(QUESTIONS, 10, { fusion });
         const b = await served.search(QUESTIONS, 10, { fusion });
         a.forEach((r, i) => {
-          expect(b[i]!.hits.map((h) => h.id), `${fusion} ${QUESTIONS[i]}`).toEqual(r.hits.map((h) => h.id));
+          expect(
+            b[i]!.hits.map((h) => h.id),
+            `${fusion} ${QUESTIONS[i]}`,
+          ).toEqual(r.hits.map((h) => h.id));
           b[i]!.hits.forEach((h, j) => expect(h.score).toBeCloseTo(r.hits[j]!.score, 4));
           b[i]!.confidence.forEach((c, j) => expect(c).toBeCloseTo(r.confidence[j]!, 4));
         });
@@ -65,13 +87,13 @@ describe('MufServer', () => {
     expect(await asyncCode(MufServer.load(mufDir, { heads: 'f16' as never }))).toBe('ERR_ARG');
   }, 120_000);
 
-  it('familiarity routes: each task\'s questions get a higher P(own task) from their own expert; abstention; a directory without it falls back to MI', async () => {
+  it("familiarity routes: each task's questions get a higher P(own task) from their own expert; abstention; a directory without it falls back to MI", async () => {
     const torch = await MufRetriever.load(mufDir);
     const served = await MufServer.load(mufDir);
     try {
       const covid = torch.experts.findIndex((e) => e.task === 'covid');
       const selqa = 1 - covid;
-      for (const e of torch.experts) expect(e.calibration!.familiarity!.auroc).toBeGreaterThan(0.85);  // dev, the mini set
+      for (const e of torch.experts) expect(e.calibration!.familiarity!.auroc).toBeGreaterThan(0.85); // dev, the mini set
       const [c, g] = await served.search(['what is the incubation period of covid-19?', 'who wrote the novel war and peace?'], 5);
       expect(c!.confidence[covid]!).toBeGreaterThan(c!.confidence[selqa]! + 0.3);
       expect(g!.confidence[selqa]!).toBeGreaterThan(g!.confidence[covid]! + 0.3);
@@ -94,7 +116,9 @@ describe('MufServer', () => {
       expect((await served.search(QUESTIONS, 5, { rows: [] })).every((r) => r.hits.length === 0)).toBe(true);
       // Rows follow the search-request contract (lib/search-request.ts): any order, repeats ignored, each a corpus row.
       const shuffled = Array.from(rows).reverse();
-      expect(await served.search(QUESTIONS, 10, { rows: [...shuffled, ...shuffled.slice(0, 5)] })).toEqual(await served.search(QUESTIONS, 10, { rows }));
+      expect(await served.search(QUESTIONS, 10, { rows: [...shuffled, ...shuffled.slice(0, 5)] })).toEqual(
+        await served.search(QUESTIONS, 10, { rows }),
+      );
       expect(await asyncCode(served.search(QUESTIONS, 5, { rows: [3, 1e9] }))).toBe('ERR_RANGE');
       expect(await asyncCode(served.search(QUESTIONS, 5, { rows: [1.5] }))).toBe('ERR_RANGE');
       expect(await asyncCode(served.search(QUESTIONS, 5, { rows: 'x' as never }))).toBe('ERR_ARG');
@@ -125,10 +149,25 @@ describe('MufServer', () => {
     const vectors = (name: string) => readSafetensors(readFileSync(join(dir, 'experts', name, 'passages.safetensors'))).get('passages')!;
     const experts = readdirSync(join(dir, 'experts'));
     const before = new Map(experts.map((e) => [e, vectors(e)]));
-    const snapshot = () => [readFileSync(join(dir, 'corpus-ids.txt')), ...experts.map((e) => readFileSync(join(dir, 'experts', e, 'passages.safetensors')))];
+    const snapshot = () => [
+      readFileSync(join(dir, 'corpus-ids.txt')),
+      ...experts.map((e) => readFileSync(join(dir, 'experts', e, 'passages.safetensors'))),
+    ];
     // Refused changes leave every file as it was.
     const unchanged = snapshot();
-    for (const bad of [{}, { add: [{ id: ids[5]!, text: 'x' }] }, { add: [{ id: 'a\nb', text: 'x' }] }, { remove: ids }, { add: [{ id: 'n', text: 'x' }, { id: 'n', text: 'y' }] }, { bogus: 1 }])
+    for (const bad of [
+      {},
+      { add: [{ id: ids[5]!, text: 'x' }] },
+      { add: [{ id: 'a\nb', text: 'x' }] },
+      { remove: ids },
+      {
+        add: [
+          { id: 'n', text: 'x' },
+          { id: 'n', text: 'y' },
+        ],
+      },
+      { bogus: 1 },
+    ])
       expect(await asyncCode(updateMufPassages(dir, bad as never)), JSON.stringify(bad)).toBe('ERR_ARG');
     expect(snapshot()).toEqual(unchanged);
     // Remove three (one of them comes back with a new text: an update), add two new.
@@ -138,7 +177,11 @@ describe('MufServer', () => {
       { id: 'new-1', title: 'Quorum sensing', text: 'Quorum sensing lets bacteria regulate gene expression by population density.' },
       { id: 'new-2', text: 'The Great Barrier Reef is the largest coral reef system in the world.' },
     ];
-    expect(await updateMufPassages(dir, { add: added, remove: [...removed, 'no-such-id'] })).toEqual({ added: 3, removed: 3, passages: ids.length });
+    expect(await updateMufPassages(dir, { add: added, remove: [...removed, 'no-such-id'] })).toEqual({
+      added: 3,
+      removed: 3,
+      passages: ids.length,
+    });
     const now = readFileSync(join(dir, 'corpus-ids.txt'), 'utf8').trim().split('\n');
     expect(now).toEqual([...ids.slice(3), ...added.map((p) => p.id)]);
     for (const e of experts) {
@@ -187,7 +230,9 @@ describe('MufServer', () => {
       a.forEach((r, i) => r.confidence.forEach((c, j) => expect(Math.abs(c - b[i]!.confidence[j]!)).toBeLessThan(0.02)));
       // Uniform fusion reads no heads: the same lists.
       const u = await bf16.search(QUESTIONS, 10, { fusion: 'uniform' });
-      (await f32.search(QUESTIONS, 10, { fusion: 'uniform' })).forEach((r, i) => expect(u[i]!.hits.map((h) => h.id)).toEqual(r.hits.map((h) => h.id)));
+      (await f32.search(QUESTIONS, 10, { fusion: 'uniform' })).forEach((r, i) =>
+        expect(u[i]!.hits.map((h) => h.id)).toEqual(r.hits.map((h) => h.id)),
+      );
     } finally {
       await f32.dispose();
       await bf16.dispose();
@@ -210,7 +255,7 @@ describe('MufServer', () => {
             const same = b[i]!.hits.find((x) => x.id === h.id);
             if (same) expect(Math.abs(same.score - h.score)).toBeLessThan(0.02);
           });
-          r.confidence.forEach((c, j) => maxMove = Math.max(maxMove, Math.abs(c - b[i]!.confidence[j]!)));
+          r.confidence.forEach((c, j) => (maxMove = Math.max(maxMove, Math.abs(c - b[i]!.confidence[j]!))));
         });
       }
     } finally {
@@ -221,6 +266,36 @@ describe('MufServer', () => {
     expect(maxMove).toBeGreaterThan(0);
     expect(maxMove).toBeLessThan(0.1);
     expect(await asyncCode(MufServer.load(mufDir, { passages: 'f16' as never }))).toBe('ERR_ARG');
+  }, 120_000);
+
+  it("passages: 'int8' holds a quarter of the bytes; the fused lists stay, the scores move by the codes' rounding", async () => {
+    const f32 = await MufServer.load(mufDir);
+    const q8 = await MufServer.load(mufDir, { passages: 'int8' });
+    try {
+      for (const fusion of ['uniform', 'muf-mi'] as const) {
+        const a = await f32.search(QUESTIONS, 10, { fusion });
+        const b = await q8.search(QUESTIONS, 10, { fusion });
+        a.forEach((r, i) => {
+          const near = b[i]!.hits.filter((h) => r.hits.some((x) => x.id === h.id)).length;
+          expect(near, `${fusion} q${i}`).toBeGreaterThanOrEqual(8);
+          r.hits.slice(0, 3).forEach((h) => {
+            const same = b[i]!.hits.find((x) => x.id === h.id);
+            if (same) expect(Math.abs(same.score - h.score)).toBeLessThan(0.02);
+          });
+        });
+      }
+      // a filter works over int8 passages as over f32 ones
+      const rows = [0, 2, 4, 6, 8, 10];
+      const hits = await q8.search(QUESTIONS.slice(0, 2), 3, { fusion: 'uniform', rows });
+      const ids = hits.flatMap((r) => r.hits.map((h) => h.id));
+      const allowed = new Set(rows.map((r) => q8.corpusId(r)));
+      expect(ids.length).toBeGreaterThan(0);
+      for (const id of ids) expect(allowed.has(id)).toBe(true);
+    } finally {
+      await f32.dispose();
+      await q8.dispose();
+    }
+    expect(await asyncCode(MufServer.load(mufDir, { passages: 'binary' as never }))).toBe('ERR_ARG');
   }, 120_000);
 
   it("familiarity: 'bf16' halves the banks; P(own task) moves by rounding, the routing holds", async () => {

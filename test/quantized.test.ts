@@ -30,6 +30,8 @@ import {
   int8ScoresRef,
   quantizeBinaryRef,
   quantizeInt8Ref,
+  ROTATION_SEED,
+  RotationRef,
 } from './reference/quantized.js';
 
 const caps = capabilities();
@@ -102,12 +104,18 @@ describe('quantization: tables and codes against the reference', () => {
     }
   });
 
-  it.each(dims)('binary, centred and plain signs, dim %i', (dim) => {
+  it.each(dims)('binary, centred and plain signs, rotated or not, dim %i', (dim) => {
     const rows = 29;
     const x = anisotropic(rows, dim, 100 + dim);
-    for (const center of [true, false]) {
-      const q = quantizeSync(Tensor.from(x, [rows, dim]), 'binary', { center });
-      const r = quantizeBinaryRef(x, rows, dim, center);
+    for (const [center, rotate] of [
+      [true, true],
+      [false, true],
+      [true, false],
+      [false, false],
+    ] as const) {
+      const q = quantizeSync(Tensor.from(x, [rows, dim]), 'binary', { center, rotate });
+      const r = quantizeBinaryRef(x, rows, dim, center, rotate);
+      expect(q.rotation === undefined).toBe(!rotate);
       expect(q.codes.shape).toEqual([rows, quantizedRowBytes('binary', dim)]);
       expect(Array.from(q.codes.data)).toEqual(Array.from(binaryRowsRef(r, rows, dim)));
       expect(q.center === undefined).toBe(!center);
@@ -140,6 +148,40 @@ describe('quantization: tables and codes against the reference', () => {
       expect(Array.from(quantizeSync(h, 'int8').codes.data)).toEqual(Array.from(quantizeInt8Ref(back, 20, 33).codes));
       expect(Array.from(quantizeSync(h, 'binary').codes.data)).toEqual(Array.from(binaryRowsRef(quantizeBinaryRef(back, 20, 33), 20, 33)));
     }
+  });
+
+  it('the rotation keeps dot products and dequantize inverts it', () => {
+    const dim = 100;
+    const x = anisotropic(30, dim, 21);
+    const rot = new RotationRef(dim, ROTATION_SEED);
+    const a = rot.apply(x.subarray(0, dim)),
+      b = rot.apply(x.subarray(dim, 2 * dim));
+    let d0 = 0,
+      d1 = 0;
+    for (let i = 0; i < dim; i++) d0 += x[i]! * x[dim + i]!;
+    for (let i = 0; i < rot.dp; i++) d1 += a[i]! * b[i]!;
+    expect(d1).toBeCloseTo(d0, 4);
+    // A binary corpus decodes to center + the inverse rotation of alpha * signs: each row's reconstruction correlates with
+    // the row far above chance, and a plain-signs corpus without rotation gives back +-alpha exactly.
+    for (const rotate of [true, false]) {
+      const q = quantizeSync(Tensor.from(x, [30, dim]), 'binary', { rotate });
+      const back = q.dequantize().data;
+      const c = q.center!.data;
+      for (let r = 0; r < 30; r++) {
+        let xy = 0,
+          xx = 0,
+          yy = 0;
+        for (let d = 0; d < dim; d++) {
+          const u = x[r * dim + d]! - c[d]!,
+            v = back[r * dim + d]! - c[d]!;
+          [xy, xx, yy] = [xy + u * v, xx + u * u, yy + v * v];
+        }
+        expect(xy / Math.sqrt(xx * yy)).toBeGreaterThan(0.6);
+      }
+    }
+    const plain = quantizeSync(Tensor.from(x, [30, dim]), 'binary', { center: false, rotate: false });
+    const back = plain.dequantize().data;
+    for (let i = 0; i < dim; i++) expect(Math.sign(back[i]!)).toBe(x[i]! > 0 ? 1 : -1);
   });
 
   it('encode codes new rows with the corpus tables', () => {
@@ -187,11 +229,13 @@ describe.each(isas)('quantized scorers, %s variant', (isa) => {
     setIsa(isa);
     const x = anisotropic(N, D, B + N * D);
     const q = anisotropic(B, D, D + 2);
-    const c = quantizeSync(Tensor.from(x, [N, D]), 'binary');
-    const r = quantizeBinaryRef(x, N, D);
     const qt = Tensor.from(q, [B, D]);
-    for (const planes of [1, 4] as const)
-      expectClose(scoreTopKSync(qt, c, N, { queryBits: planes }).scores, sortedRows(binaryScoresRef(q, B, r, N, D, planes), B, N), 2e-5);
+    for (const rotate of [true, false]) {
+      const c = quantizeSync(Tensor.from(x, [N, D]), 'binary', { rotate });
+      const r = quantizeBinaryRef(x, N, D, true, rotate);
+      for (const planes of [1, 4] as const)
+        expectClose(scoreTopKSync(qt, c, N, { queryBits: planes }).scores, sortedRows(binaryScoresRef(q, B, r, N, D, planes), B, N), 2e-5);
+    }
   });
 
   it('extremes of the int8 range: codes 0 and 255 in every lane and tail', () => {
@@ -217,7 +261,7 @@ describe.each(isas)('quantized scorers, %s variant', (isa) => {
 
 /** Whether score() (no queryBits option) takes int8 queries on the active ISA. */
 function isaUsesS8(): boolean {
-  return capabilities().isa === 'avx512' && capabilities().cpu.avx512vnni === true;
+  return capabilities().isa === 'avx512' && capabilities().cpu.avx512vnni;
 }
 
 /** Each row of a score matrix sorted descending (what a top-N lists). */
@@ -347,7 +391,7 @@ describe('saved and mapped quantized corpora', () => {
       expect(await asyncCode(QuantizedTensor.load(d))).toBe('ERR_FORMAT');
       writeFileSync(join(d, 'quantized.json'), JSON.stringify(card));
       const bytes = readFileSync(join(d, 'scale.qtns'));
-      bytes[4096 + 5] ^= 0xff; // a flipped byte in the table's data
+      bytes[4101] = bytes[4101]! ^ 0xff; // a flipped byte in the table's data
       writeFileSync(join(d, 'scale.qtns'), bytes);
       expect(await asyncCode(QuantizedTensor.load(d))).toBe('ERR_FORMAT');
       rmSync(join(d, 'offset.qtns'));

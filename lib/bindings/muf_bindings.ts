@@ -1,5 +1,6 @@
 // The TypeScript side of native/napi/muf_bindings.cc: DPR-MUF's confidence stage over given candidates
 // (mufConfidence, lib/methods/muf/serve.ts) and its whole search stage (mufSearch, lib/methods/muf/stage.ts).
+import type { CodedOperand } from './quant_bindings.js';
 import { coreAddon, type MaybeAsync, type NativeTensorHandle } from '../native.js';
 import type { NativeTextsToEmbed } from './embedding_bag_bindings.js';
 
@@ -9,7 +10,7 @@ export interface MufBindings {
   mufConfidence(
     experts: Array<{
       queries: NativeTensorHandle;
-      passages: NativeTensorHandle;
+      passages: NativeTensorHandle | CodedOperand;
       ids: NativeTensorHandle;
       weights: NativeTensorHandle[];
       members: number;
@@ -33,7 +34,7 @@ export interface MufBindings {
       rows?: NativeTensorHandle;
       experts: Array<{
         queries: NativeTensorHandle | Float32Array | NativeTextsToEmbed;
-        passages: NativeTensorHandle;
+        passages: NativeTensorHandle | CodedOperand;
         familiarity?: { own: NativeTensorHandle; other: NativeTensorHandle; k: number; bias: number; weight: number };
         weights?: NativeTensorHandle[];
         members?: number;

@@ -10,6 +10,8 @@ export interface CodedOperand {
   scale?: NativeTensorHandle;
   offset?: NativeTensorHandle;
   center?: NativeTensorHandle | null;
+  /** binary: the rotation's seed, or null for none. */
+  rotation?: number | null;
   queryBits?: number;
 }
 
@@ -25,6 +27,7 @@ export interface QuantBindings {
   quantizeBinary(
     vectors: NativeTensorHandle,
     center: 'fit' | NativeTensorHandle | null,
+    rotation: number | null,
     async: boolean,
   ): MaybeAsync<{ codes: NativeTensorHandle; center: NativeTensorHandle | null }>;
   dequantize(coded: CodedOperand): NativeTensorHandle;

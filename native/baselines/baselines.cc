@@ -1,5 +1,7 @@
 // Benchmark-only contenders, measured in the same process as Quorum's kernels so that ratios are fair:
 //   FaissFlat     faiss::IndexFlatIP (the Debian build), exact inner-product search
+//   FaissSQ8      faiss::IndexScalarQuantizer (QT_8bit, inner product): int8 vectors, exact search over them
+//   FaissBinary   faiss::IndexBinaryFlat: exact Hamming search over given sign bits
 //   blasTopK      OpenBLAS sgemv (B = 1) or sgemm (B > 1) over row chunks, then a heap per query
 //   memReadGBs    memory read bandwidth of this machine (all threads streaming a 1 GiB buffer)
 //   fmaPeakGflops FMA peak (independent AVX-512 or AVX2 FMAs, all threads)
@@ -7,7 +9,9 @@
 // Not shipped: built by CMake only, for `npm run bench`.
 #include <napi.h>
 #include <cblas.h>
+#include <faiss/IndexBinaryFlat.h>
 #include <faiss/IndexFlat.h>
+#include <faiss/IndexScalarQuantizer.h>
 #include <immintrin.h>
 #include <omp.h>
 
@@ -52,6 +56,22 @@ Napi::Object make_result(Napi::Env env, size_t B, size_t k, const std::vector<in
   return r;
 }
 
+// search(queries: Float32Array, k, threads) on a float index.
+Napi::Value search_float(faiss::Index& index, const Napi::CallbackInfo& info) {
+  auto q = f32(info[0]);
+  size_t k = size_t(info[1].As<Napi::Number>().Int32Value());
+  omp_set_num_threads(info[2].As<Napi::Number>().Int32Value());
+  size_t B = q.ElementLength() / size_t(index.d);
+  std::vector<float> scores(B * k);
+  std::vector<faiss::Index::idx_t> labels(B * k);
+  try {
+    index.search(faiss::Index::idx_t(B), q.Data(), faiss::Index::idx_t(k), scores.data(), labels.data());
+  } catch (const std::exception& e) {
+    throw Napi::Error::New(info.Env(), e.what());
+  }
+  return make_result(info.Env(), B, k, std::vector<int64_t>(labels.begin(), labels.end()), scores);
+}
+
 class FaissFlat : public Napi::ObjectWrap<FaissFlat> {
  public:
   static Napi::Function Init(Napi::Env env) {
@@ -65,23 +85,62 @@ class FaissFlat : public Napi::ObjectWrap<FaissFlat> {
     index_->add(faiss::Index::idx_t(c.ElementLength() / size_t(dim)), c.Data());
   }
   // search(queries: Float32Array, k, threads)
+  Napi::Value Search(const Napi::CallbackInfo& info) { return search_float(*index_, info); }
+
+ private:
+  std::unique_ptr<faiss::IndexFlatIP> index_;
+};
+
+class FaissSQ8 : public Napi::ObjectWrap<FaissSQ8> {
+ public:
+  static Napi::Function Init(Napi::Env env) {
+    return DefineClass(env, "FaissSQ8", {InstanceMethod<&FaissSQ8::Search>("search"), InstanceMethod<&FaissSQ8::Bytes>("bytes")});
+  }
+  // new FaissSQ8(corpus: Float32Array, dim): trained (per-dimension min / max) and filled with the corpus
+  explicit FaissSQ8(const Napi::CallbackInfo& info) : Napi::ObjectWrap<FaissSQ8>(info) {
+    auto c = f32(info[0]);
+    int dim = info[1].As<Napi::Number>().Int32Value();
+    index_ = std::make_unique<faiss::IndexScalarQuantizer>(dim, faiss::ScalarQuantizer::QT_8bit, faiss::METRIC_INNER_PRODUCT);
+    const auto n = faiss::Index::idx_t(c.ElementLength() / size_t(dim));
+    index_->train(n, c.Data());
+    index_->add(n, c.Data());
+  }
+  Napi::Value Bytes(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), double(index_->codes.size())); }
+  // search(queries: Float32Array, k, threads)
+  Napi::Value Search(const Napi::CallbackInfo& info) { return search_float(*index_, info); }
+
+ private:
+  std::unique_ptr<faiss::IndexScalarQuantizer> index_;
+};
+
+class FaissBinary : public Napi::ObjectWrap<FaissBinary> {
+ public:
+  static Napi::Function Init(Napi::Env env) {
+    return DefineClass(env, "FaissBinary", {InstanceMethod<&FaissBinary::Search>("search")});
+  }
+  // new FaissBinary(codes: Uint8Array, bits): rows of bits / 8 bytes
+  explicit FaissBinary(const Napi::CallbackInfo& info) : Napi::ObjectWrap<FaissBinary>(info) {
+    auto c = info[0].As<Napi::Uint8Array>();
+    int bits = info[1].As<Napi::Number>().Int32Value();
+    index_ = std::make_unique<faiss::IndexBinaryFlat>(bits);
+    index_->add(faiss::Index::idx_t(c.ElementLength() / size_t(bits / 8)), c.Data());
+  }
+  // search(queries: Uint8Array, k, threads) -> ids, scores (minus the Hamming distance)
   Napi::Value Search(const Napi::CallbackInfo& info) {
-    auto q = f32(info[0]);
+    auto q = info[0].As<Napi::Uint8Array>();
     size_t k = size_t(info[1].As<Napi::Number>().Int32Value());
     omp_set_num_threads(info[2].As<Napi::Number>().Int32Value());
-    size_t B = q.ElementLength() / size_t(index_->d);
-    std::vector<float> scores(B * k);
+    size_t B = q.ElementLength() / size_t(index_->code_size);
+    std::vector<int32_t> dist(B * k);
     std::vector<faiss::Index::idx_t> labels(B * k);
-    try {
-      index_->search(faiss::Index::idx_t(B), q.Data(), faiss::Index::idx_t(k), scores.data(), labels.data());
-    } catch (const std::exception& e) {
-      throw Napi::Error::New(info.Env(), e.what());
-    }
+    index_->search(faiss::Index::idx_t(B), q.Data(), faiss::Index::idx_t(k), dist.data(), labels.data());
+    std::vector<float> scores(dist.begin(), dist.end());
+    for (float& x : scores) x = -x;
     return make_result(info.Env(), B, k, std::vector<int64_t>(labels.begin(), labels.end()), scores);
   }
 
  private:
-  std::unique_ptr<faiss::IndexFlatIP> index_;
+  std::unique_ptr<faiss::IndexBinaryFlat> index_;
 };
 
 // blasTopK(corpus: Float32Array, queries: Float32Array, dim, k, threads)
@@ -271,6 +330,8 @@ Napi::Value BlasCore(const Napi::CallbackInfo& info) { return Napi::String::New(
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("FaissFlat", FaissFlat::Init(env));
+  exports.Set("FaissSQ8", FaissSQ8::Init(env));
+  exports.Set("FaissBinary", FaissBinary::Init(env));
   exports.Set("blasTopK", Napi::Function::New(env, BlasTopK));
   exports.Set("memReadGBs", Napi::Function::New(env, MemReadGBs));
   exports.Set("fmaPeakGflops", Napi::Function::New(env, FmaPeakGflops));

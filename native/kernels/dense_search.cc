@@ -107,7 +107,7 @@ Prepared prepare(const DenseDotOps& ops, const QueryMatrix& q, const CorpusMatri
   for (size_t b = 0; b < q.rows; ++b) {
     uint8_t* out = p.buf.as<uint8_t>() + b * p.stride;
     p.bias[b] = p.scorer == Scorer::S8 ? prepare_int8_s8(q.data + b * D, D, c.scale, c.offset, out)
-                                      : prepare_bits(q.data + b * D, D, c.center, p.planes, out);
+                                      : prepare_bits(q.data + b * D, D, c.center, c.rotation.get(), p.planes, out);
   }
   return p;
 }

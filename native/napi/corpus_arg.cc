@@ -59,6 +59,13 @@ kernels::CorpusMatrix corpus_operand(Napi::Env env, const Napi::Value& v, const 
       if (bits != 0 && bits != 8 && bits != 32) throw Error("ERR_ARG", what + ": queryBits of an int8 corpus must be 8 or 32");
     } else {
       c.center = param(env, o, "center", c.dim, what, pins, true);
+      const Napi::Value rot = o.Get("rotation");
+      if (!rot.IsUndefined() && !rot.IsNull()) {
+        const double seed = rot.IsNumber() ? rot.As<Napi::Number>().DoubleValue() : -1;
+        if (!(seed >= 0 && seed <= 4294967295.0 && seed == std::floor(seed)))
+          throw Error("ERR_ARG", what + ": rotation must be a 32-bit unsigned seed");
+        c.rotation = std::make_shared<kernels::Rotation>(c.dim, uint32_t(seed));
+      }
       if (bits != 0 && bits != 1 && bits != 4) throw Error("ERR_ARG", what + ": queryBits of a binary corpus must be 1 or 4");
     }
     c.query_bits = bits;

@@ -1,6 +1,7 @@
 // A corpus operand of the dense kernels and the search stages: a Tensor (f32 / bf16 / f16 [rows, dim]) or a coded
 // corpus from lib/quantized.ts: { coding: 'int8' | 'binary', dim, codes: u8 [rows, rowBytes], scale, offset (int8,
-// f32 [dim]), center (binary, f32 [dim] or null), queryBits }. One reader for every binding.
+// f32 [dim]), center (binary, f32 [dim] or null), rotation (binary: the seed of
+// kernels::Rotation, or null), queryBits }. One reader for every binding.
 #pragma once
 #include <napi.h>
 

@@ -3,6 +3,7 @@
 #include <napi.h>
 
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -84,7 +85,8 @@ Napi::Value QuantizeInt8(const Napi::CallbackInfo& info) {
   });
 }
 
-// quantizeBinary(vectors, center: 'fit' | Tensor f32 [dim] | null, async) -> { codes: u8 [rows, rowBytes], center }
+// quantizeBinary(vectors, center: 'fit' | Tensor f32 [dim] | null, rotation: seed | null, async)
+//   -> { codes: u8 [rows, rowBytes], center }
 Napi::Value QuantizeBinary(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const Vectors x = vectors_arg(env, info[0]);
@@ -103,15 +105,21 @@ Napi::Value QuantizeBinary(const Napi::CallbackInfo& info) {
     pins.push_back(center.As<Napi::Object>());
     cp = data_of<float>(center.As<Napi::Object>());
   }
+  std::shared_ptr<const kernels::Rotation> rotation;
+  if (!info[2].IsUndefined() && !info[2].IsNull()) {
+    const double seed = info[2].IsNumber() ? info[2].As<Napi::Number>().DoubleValue() : -1;
+    if (!(seed >= 0 && seed <= 4294967295.0 && seed == std::floor(seed))) throw Error("ERR_ARG", "rotation must be a 32-bit unsigned seed");
+    rotation = std::make_shared<kernels::Rotation>(x.dim, uint32_t(seed));
+  }
   Napi::Object codes = codes_for(env, kernels::Coding::Binary, x);
   pins.push_back(codes);
   uint8_t* out = data_of<uint8_t>(codes);
   Napi::Object result = Napi::Object::New(env);
   result.Set("codes", codes);
   result.Set("center", center);
-  return run_kernel(env, flag(info[2]), pins, result, [=] {
+  return run_kernel(env, flag(info[3]), pins, result, [=] {
     if (fit) kernels::fit_center(x.data, x.dtype, x.rows, x.dim, cp);
-    kernels::encode_binary(x.data, x.dtype, x.rows, x.dim, cp, out);
+    kernels::encode_binary(x.data, x.dtype, x.rows, x.dim, cp, rotation.get(), out);
   });
 }
 
@@ -122,7 +130,7 @@ Napi::Value Dequantize(const Napi::CallbackInfo& info) {
   const kernels::CorpusMatrix c = corpus_operand(env, info[0], "coded", -1, pins);
   if (c.coding == kernels::Coding::Plain) throw Error("ERR_ARG", "dequantize takes a quantized corpus");
   Napi::Object out = TensorObject::Create(env, Dtype::F32, {int64_t(c.rows), int64_t(c.dim)}, false);
-  kernels::decode(c.coding, c.data, c.rows, c.dim, c.scale, c.offset, c.center, data_of<float>(out));
+  kernels::decode(c.coding, c.data, c.rows, c.dim, c.scale, c.offset, c.center, c.rotation.get(), data_of<float>(out));
   return out;
 }
 

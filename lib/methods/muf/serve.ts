@@ -17,6 +17,7 @@ import { type NativeTensorHandle } from '../../native.js';
 import { mufBindings } from '../../bindings/muf_bindings.js';
 import type { Int32Input } from '../../operand.js';
 import { filterRows } from '../../search-request.js';
+import { QuantizedTensor, quantize } from '../../quantized.js';
 import { Tensor } from '../../tensor.js';
 import { checkOptions, mustBeArray, mustBeObject, mustBeString, optionKeys } from '../../validate.js';
 import { FamiliarityBank, type FamiliarityCalibration } from './familiarity.js';
@@ -155,8 +156,8 @@ interface ServedExpert {
   name: string;
   task: string;
   encoder: ServingEncoder;
-  /** The corpus vectors, f32 or (the `passages: 'bf16'` option) bf16. */
-  passages: Tensor<'f32' | 'bf16'>;
+  /** The corpus vectors: f32, bf16 or int8 codes (the `passages` option). */
+  passages: Tensor<'f32' | 'bf16'> | QuantizedTensor;
   /** The heads' layers, [Wt_0, b_0, ..., Wt_n, b_n] (mufConfidence's layout: weights transposed). */
   weights: Array<Tensor<'f32' | 'bf16'>>;
   members: number;
@@ -188,10 +189,11 @@ export interface MufServerOptions {
    */
   heads?: 'f32' | 'bf16';
   /**
-   * How each expert's corpus vectors are held: 'f32' (default) or 'bf16' (half the memory, and half the bytes each
-   * question's scan reads; scores move by rounding, docs/results/serving.md#dpr-muf).
+   * How each expert's corpus vectors are held: 'f32' (default), 'bf16' (half the memory, and half the bytes each
+   * question's scan reads) or 'int8' (a quarter: docs/methods/quantization.md); scores move by rounding
+   * (docs/results/serving.md#dpr-muf, docs/results/quantization.md).
    */
-  passages?: 'f32' | 'bf16';
+  passages?: 'f32' | 'bf16' | 'int8';
   /**
    * How each expert's familiarity bank (its training questions, what P(own task) is computed from) is held: 'f32'
    * (default) or 'bf16' (half the bytes each question's k-NN reads; P(own task) moves by rounding,
@@ -257,7 +259,8 @@ export class MufServer {
       ['passages', passagesDtype],
       ['familiarity', bankDtype],
     ] as const)
-      if (v !== 'f32' && v !== 'bf16') throw new QuorumError('ERR_ARG', `${name} must be 'f32' or 'bf16', got '${String(v)}'`);
+      if (v !== 'f32' && v !== 'bf16' && !(name === 'passages' && v === 'int8'))
+        throw new QuorumError('ERR_ARG', `${name} must be 'f32' or 'bf16'${name === 'passages' ? " or 'int8'" : ''}, got '${String(v)}'`);
     const { card, cardPath, ids, experts: folders } = readMufDir(dir);
     if (!Number.isInteger(card.topL) || card.topL < 2) throw new QuorumError('ERR_FORMAT', `${cardPath}: topL must be an integer >= 2`);
     const experts: ServedExpert[] = [];
@@ -272,9 +275,9 @@ export class MufServer {
       try {
         part.encoder = await ServingEncoder.load(join(base, 'model'), encoderOptions);
         part.passages = readExpertPassages(base, ids.length, part.encoder.dim);
-        if (passagesDtype === 'bf16') {
-          const f32 = part.passages;
-          part.passages = f32.to('bf16');
+        if (passagesDtype !== 'f32') {
+          const f32 = part.passages as Tensor<'f32'>;
+          part.passages = passagesDtype === 'int8' ? await quantize(f32, 'int8') : f32.to('bf16');
           f32.dispose();
         }
         const headsPath = join(base, 'heads.safetensors');

@@ -12,6 +12,7 @@ import { compareIds } from '../../fusion/normalize.js';
 import { type NativeTensorHandle } from '../../native.js';
 import type { NativeTextsToEmbed } from '../../bindings/embedding_bag_bindings.js';
 import { mufBindings } from '../../bindings/muf_bindings.js';
+import { QuantizedTensor } from '../../quantized.js';
 import { Tensor } from '../../tensor.js';
 import { allFinite } from '../../validate.js';
 import { readEnsembleFile, type MufFusion, type MufHits } from './format.js';
@@ -23,8 +24,8 @@ export interface MufStageExpert {
    * 0-layer encoder embeds in the stage's own task (ServingEncoder.queriesToEmbed).
    */
   queries: Tensor<'f32'> | Float32Array | NativeTextsToEmbed;
-  /** Corpus vectors `[N, dim]` (f32, bf16 or f16), the same N for every expert. */
-  passages: Tensor;
+  /** Corpus vectors `[N, dim]` (f32, bf16 or f16, or an int8 / binary QuantizedTensor), the same N for every expert. */
+  passages: Tensor | QuantizedTensor;
   /** Familiarity: the bank's tables and calibration, as FamiliarityBank.stagePart gives them. */
   familiarity?: { own: NativeTensorHandle; other: NativeTensorHandle; k: number; bias: number; weight: number };
   /** Heads: mufConfidence's transposed layers, K and the calibrated temperature. */
@@ -149,7 +150,7 @@ export async function mufSearch(
     if (options.mode === 'heads' && !e.heads) throw new QuorumError('ERR_STATE', `expert ${x} has no heads`);
     return {
       queries: e.queries instanceof Tensor ? e.queries.handle : e.queries,
-      passages: e.passages.handle,
+      passages: e.passages instanceof QuantizedTensor ? e.passages.operand() : e.passages.handle,
       ...(options.mode === 'familiarity' ? { familiarity: e.familiarity! } : {}),
       ...(options.mode === 'heads'
         ? { weights: e.heads!.weights.map((w) => w.handle), members: e.heads!.members, temperature: e.heads!.temperature }
