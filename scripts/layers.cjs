@@ -2,7 +2,7 @@
 // serving classes' import closure in the built package (scripts/check-serving.mjs), so that both name the same
 // modules. docs/building.md draws the layers.
 const core =
-  '^lib/((errors|brand|dtype|shape|validate|native|native-resource|runtime|cuda|tensor|operand|random|progress|grid-search|search-result|dense|dense-index|sparse-index|maxsim|splade|losses|uncertainty|filter|batcher|live|search-request)[.]ts$|(io|text|bm25|data|bindings)/)';
+  '^lib/((errors|brand|dtype|shape|validate|native|native-resource|runtime|cuda|tensor|operand|random|progress|grid-search|search-result|dense|dense-index|sparse-index|maxsim|splade|losses|uncertainty|filter|batcher|live|search-request|quantized)[.]ts$|(io|text|bm25|data|bindings)/)';
 const training = '^lib/(train/|methods/(came|muf)/train[.]ts$|methods/rom/(train|schedule|refresh|reader-data)[.]ts$)';
 const tools = '^lib/(cli/|report/|builders/|methods/[^/]+/cli[.]ts$)';
 const entries = '^lib/(index[.]ts$|entries/)';

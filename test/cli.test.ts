@@ -6,6 +6,7 @@ import { join } from 'node:path';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
+import { QuantizedTensor, Tensor, scoreTopKSync } from '../lib/index.js';
 import { readSafetensors } from '../lib/io/safetensors.js';
 import { packageRoot } from '../lib/native.js';
 import { maxAbsDiff } from './basics.js';
@@ -243,7 +244,7 @@ describe('quorum CLI', () => {
     expect(bad.stderr).toMatch(/nproc must be at least 1/);
   });
 
-  it('train, encode and eval --model: a model directory from a tiny dataset, its vectors and index, its scores', () => {
+  it('train, encode and eval --model: a model directory from a tiny dataset, its vectors and index, its scores', async () => {
     writeTiny();
     const model = join(out, 'model');
     const t = quorum('train', '--data', tiny, '--preset', 'taser', '--layers', '2', '--hidden', '16', '--epochs', '2', '--batch', '4', '--no-glove', '--max-passage-length', '24', '--attention-window', '8', '--out', model);
@@ -273,6 +274,22 @@ describe('quorum CLI', () => {
     const fdLines = readFileSync(join(out, 'fd.trec'), 'utf8').trim().split('\n');
     expect(new Set(fdLines.map((l) => l.split(' ')[2]))).toEqual(new Set(['d0', 'd3']));
     expect(fdLines).toHaveLength(16 * 2);
+
+    // --quantize: the quantized vectors and the full ones to rescore with; a run without it removes them again.
+    const qz = quorum('encode', '--model', model, '--data', tiny, '--out', enc, '--quantize', 'binary');
+    expect(qz.stderr).toBe('');
+    expect(qz.stdout).toMatch(/quantized\/ \(binary/);
+    const bits = await QuantizedTensor.load(join(enc, 'quantized'));
+    const full = await Tensor.map(join(enc, 'vectors.qtns'));
+    expect([bits.kind, bits.rows, bits.dim]).toEqual(['binary', 16, 16]);
+    const self = scoreTopKSync(full, bits, 1, { rescore: full }).ids;
+    expect(Array.from(self)).toEqual(Array.from({ length: 16 }, (_, i) => i));
+    bits.dispose();
+    full.dispose();
+    expect(quorum('encode', '--model', model, '--data', tiny, '--out', enc, '--quantize', 'int4').stderr).toMatch(/ERR_ARG.*--quantize must be int8 or binary/);
+    expect(quorum('encode', '--model', model, '--data', tiny, '--out', enc).status).toBe(0);
+    expect(existsSync(join(enc, 'quantized'))).toBe(false);
+    expect(existsSync(join(enc, 'vectors.qtns'))).toBe(false);
 
     const v = quorum('eval', '--data', tiny, '--model', model, '--methods', 'dense,bm25,hybrid,rrf', '--metrics', 'mrr@10', '--k', '10');
     expect(v.stderr).toBe('');

@@ -43,6 +43,8 @@ export async function prepare(scratch: string): Promise<void> {
   bert.dispose();
   const { Tensor } = await import('../lib/tensor.js');
   await Tensor.from(new Float32Array(64 * 8).map((_, i) => Math.sin(i)), [64, 8]).save(join(scratch, 'corpus.qtns'));
+  const { quantize } = await import('../lib/quantized.js');
+  await (await quantize(Tensor.from(new Float32Array(64 * 8).map((_, i) => Math.sin(i)), [64, 8]), 'int8')).save(join(scratch, 'q8'));
   writeFileSync(join(scratch, 'notes.txt'), 'precious data\n');
   spawnSync('mkfifo', [join(scratch, 'fifo')]);
   symlinkSync('/dev/zero', join(scratch, 'zero'));
@@ -82,6 +84,8 @@ export function surfaces(scratch: string): Surface[] {
   const retriever = once(async () => (await core()).Retriever.load(shipped));
   const mufDir = join(scratch, 'muf');
   const hf = join(scratch, 'hf');
+  const bits = once(async () => (await core()).quantize(await corpus(), 'binary'));
+  const q8Dir = join(scratch, 'q8');
 
   const withKey = (o: object, key: string, v: unknown) => ({ ...o, [key]: v });
   const option = (name: string, call: (o: object) => unknown, base: object, key: string, accepts: readonly Kind[] = OPTIONAL): Field => ({
@@ -395,6 +399,34 @@ export function surfaces(scratch: string): Surface[] {
             return b.submit(1);
           },
           values: { 'a closed batcher': 1 },
+        },
+      ],
+    },
+    {
+      name: 'quantized corpora',
+      fields: [
+        { name: 'quantize vectors', call: async (v) => (await core()).quantize(v as never, 'int8') },
+        { name: 'quantize kind', call: async (v) => (await core()).quantize(await corpus(), v as never) },
+        option('quantize clip', async (o) => (await core()).quantize(await corpus(), 'int8', o), {}, 'clip'),
+        option('quantize center', async (o) => (await core()).quantize(await corpus(), 'binary', o), {}, 'center'),
+        option('quantize rotate', async (o) => (await core()).quantize(await corpus(), 'binary', o), {}, 'rotate'),
+        option('scoreTopK queryBits', async (o) => (await core()).scoreTopK(await q(), await bits(), 3, o), {}, 'queryBits'),
+        option('scoreTopK rescore', async (o) => (await core()).scoreTopK(await q(), await bits(), 3, o), {}, 'rescore'),
+        option('scoreTopK oversample', async (o) => (await core()).scoreTopK(await q(), await bits(), 3, { ...o, rescore: await corpus() }), {}, 'oversample', ['undefined', 'number', 'fractional']),
+        { name: 'encode vectors', call: async (v) => (await bits()).encode(v as never) },
+        option('load options verify', async (o) => (await core()).QuantizedTensor.load(q8Dir, o), {}, 'verify'),
+        {
+          name: 'load path',
+          call: async (v) => (await core()).QuantizedTensor.load(v as string),
+          values: {
+            'another dimension': damaged(scratch, q8Dir, 'quantized.json', (t) => t.replace('"dim": 8', '"dim": 9')),
+            'no scale table': damaged(scratch, q8Dir, 'quantized.json', (t) => t.replace('"scale": "scale.qtns",', '')),
+            'a scale table out of the directory': damaged(scratch, q8Dir, 'quantized.json', (t) => t.replace('"scale.qtns"', '"../scale.qtns"')),
+            'a corrupt scale table': damaged(scratch, q8Dir, 'scale.qtns', 'QTNS not a tensor'),
+            'more rows than the codes': damaged(scratch, q8Dir, 'quantized.json', (t) => t.replace('"rows": 64', '"rows": 65')),
+            'a directory without a card': scratch,
+            empty: '',
+          },
         },
       ],
     },

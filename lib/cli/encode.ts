@@ -1,6 +1,6 @@
 // `quorum encode`: a trained model's vectors of a BEIR corpus, as a raw float32 file with its ids (what `quorum index
 // dense` reads) and an exact DenseIndex (what `quorum search` reads).
-import { statSync } from 'node:fs';
+import { rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { readBeirCorpus } from '../data/beir.js';
@@ -10,7 +10,8 @@ import { POOLINGS, type Pooling } from '../models/config.js';
 import type { PretrainedOptions } from '../models/hf.js';
 import { Retriever } from '../models/retriever.js';
 import { progress } from '../progress.js';
-import { type OutputKind, replaceDirectory, writeFileAtomic } from '../data/files.js';
+import { type OutputKind, jsonCardIn, replaceDirectory, writeFileAtomic } from '../data/files.js';
+import { type Quantization, quantize } from '../quantized.js';
 import { asRanks } from './launch.js';
 import { rankPart, type ProcessGroup } from '../models/process-group.js';
 import { Tensor } from '../tensor.js';
@@ -36,14 +37,16 @@ const encodeOutput: OutputKind = {
 };
 
 export async function encodeCommand(
-  o: { model: string; data: string; out: string; pooling?: string; normalize?: boolean; nproc?: number },
+  o: { model: string; data: string; out: string; pooling?: string; normalize?: boolean; nproc?: number; quantize?: string },
   log: (line: string) => void = console.log,
 ): Promise<void> {
+  if (o.quantize !== undefined && o.quantize !== 'int8' && o.quantize !== 'binary')
+    throw new QuorumError('ERR_ARG', `--quantize must be int8 or binary, got '${o.quantize}'`);
   await asRanks(o.nproc, log, (group, rankLog) => encode(o, rankLog, group));
 }
 
 async function encode(
-  o: { model: string; data: string; out: string; pooling?: string; normalize?: boolean },
+  o: { model: string; data: string; out: string; pooling?: string; normalize?: boolean; quantize?: string },
   log: (line: string) => void,
   group: ProcessGroup | undefined,
 ): Promise<void> {
@@ -74,7 +77,8 @@ async function encode(
     vectors,
     Array.from({ length: corpus.length }, (_, i) => i),
   );
-  // The four files go in together (a crash leaves the old output or the new one).
+  const quantized = o.quantize ? await quantize(vectors, o.quantize as Quantization) : undefined;
+  // The files go in together (a crash leaves the old output or the new one).
   await replaceDirectory(
     o.out,
     async (tmp) => {
@@ -82,8 +86,25 @@ async function encode(
       writeFileAtomic(join(tmp, 'ids.txt'), Buffer.from(ids));
       await index.save(join(tmp, 'index.qdx'));
       writeFileAtomic(join(tmp, 'index.qdx.ids'), Buffer.from(ids));
+      if (quantized) {
+        await quantized.save(join(tmp, 'quantized'));
+        await vectors.save(join(tmp, 'vectors.qtns'));
+      }
     },
     { keepOthers: true, kind: encodeOutput },
   );
-  log(`encoded ${corpus.length} passages (${model.dim}-d) in ${seconds.toFixed(1)} s into ${o.out}: vectors.f32, ids.txt, index.qdx`);
+  // An earlier run's quantized vectors would not match these ones: a run without --quantize removes them.
+  if (!quantized) removeStaleQuantized(o.out);
+  log(
+    `encoded ${corpus.length} passages (${model.dim}-d) in ${seconds.toFixed(1)} s into ${o.out}: vectors.f32, ids.txt, index.qdx` +
+      (quantized ? `, quantized/ (${o.quantize}, ${(quantized.bytes / 2 ** 20).toFixed(1)} MiB) and vectors.qtns` : ''),
+  );
+  quantized?.dispose();
+}
+
+/** Removes `quantized/` (when its card says it is ours) and `vectors.qtns` from an encode output. */
+function removeStaleQuantized(out: string): void {
+  const card = jsonCardIn(join(out, 'quantized'), 'quantized.json');
+  if (card?.format === 'quorum-quantized') rmSync(join(out, 'quantized'), { recursive: true, force: true });
+  if (statSync(join(out, 'vectors.qtns'), { throwIfNoEntry: false })?.isFile()) rmSync(join(out, 'vectors.qtns'), { force: true });
 }

@@ -190,8 +190,13 @@ program
     'encode as n ranks on this machine, each a part of the corpus, into one index (on several machines set RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT instead)',
     count,
   )
-  .action(async (o: { model: string; data: string; out: string; pooling?: string; normalize?: boolean; nproc?: number }) =>
-    encodeCommand(o),
+  .option(
+    '--quantize <kind>',
+    'also write the vectors quantized, int8 or binary, as quantized/ (QuantizedTensor.load) with the full vectors as vectors.qtns (Tensor.map) to rescore with',
+  )
+  .action(
+    async (o: { model: string; data: string; out: string; pooling?: string; normalize?: boolean; nproc?: number; quantize?: string }) =>
+      encodeCommand(o),
   );
 
 program
