@@ -20,12 +20,11 @@ import {
   Tensor,
   capabilities,
   gatherScoresSync,
-  quantize,
   scoreSync,
   scoreTopKSync,
-  type QuantizeOptions,
   type ScoreTopKOptions,
 } from '../lib/index.js';
+import { quantize, type QuantizeOptions } from '../lib/entries/kernels.js';
 import { loadBeir } from '../lib/data/beir.js';
 import { Retriever } from '../lib/models/retriever.js';
 import { ServingEncoder } from '../lib/models/serving-encoder.js';

@@ -21,7 +21,6 @@ export {
   scoreSync,
   gatherScores,
   gatherScoresSync,
-  type CorpusInput,
   type DenseOptions,
   type IdsInput,
   type MatrixInput,
@@ -29,7 +28,7 @@ export {
   type ScoreTopKOptions,
   type TopKResult,
 } from './dense.js';
-export { QuantizedTensor, quantize, quantizeSync, quantizedRowBytes, type Quantization, type QuantizeOptions } from './quantized.js';
+export { QuantizedTensor } from './quantized.js';
 export { MetadataTable, compileFilter, type Filter, type PassageMetadata } from './filter.js';
 export { abstains, checkAbstain, checkK, filterRows } from './search-request.js';
 export { capabilities, setThreads, setIsa, type Capabilities, type Isa } from './runtime.js';

@@ -12,15 +12,13 @@ import {
   Tensor,
   capabilities,
   gatherScoresSync,
-  quantize,
-  quantizeSync,
-  quantizedRowBytes,
   scoreSync,
   scoreTopK,
   scoreTopKSync,
   setIsa,
   type Isa,
 } from '../lib/index.js';
+import { quantize, quantizeSync, quantizedRowBytes } from '../lib/entries/kernels.js';
 import { asyncCode, code, randomShapes, rng } from './helpers.js';
 import { topKRef } from './reference/dense.js';
 import {

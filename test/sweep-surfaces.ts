@@ -84,7 +84,8 @@ export function surfaces(scratch: string): Surface[] {
   const retriever = once(async () => (await core()).Retriever.load(shipped));
   const mufDir = join(scratch, 'muf');
   const hf = join(scratch, 'hf');
-  const bits = once(async () => (await core()).quantize(await corpus(), 'binary'));
+  const kernels = once(() => import('../lib/entries/kernels.js'));
+  const bits = once(async () => (await kernels()).quantize(await corpus(), 'binary'));
   const q8Dir = join(scratch, 'q8');
 
   const withKey = (o: object, key: string, v: unknown) => ({ ...o, [key]: v });
@@ -405,11 +406,11 @@ export function surfaces(scratch: string): Surface[] {
     {
       name: 'quantized corpora',
       fields: [
-        { name: 'quantize vectors', call: async (v) => (await core()).quantize(v as never, 'int8') },
-        { name: 'quantize kind', call: async (v) => (await core()).quantize(await corpus(), v as never) },
-        option('quantize clip', async (o) => (await core()).quantize(await corpus(), 'int8', o), {}, 'clip'),
-        option('quantize center', async (o) => (await core()).quantize(await corpus(), 'binary', o), {}, 'center'),
-        option('quantize rotate', async (o) => (await core()).quantize(await corpus(), 'binary', o), {}, 'rotate'),
+        { name: 'quantize vectors', call: async (v) => (await kernels()).quantize(v as never, 'int8') },
+        { name: 'quantize kind', call: async (v) => (await kernels()).quantize(await corpus(), v as never) },
+        option('quantize clip', async (o) => (await kernels()).quantize(await corpus(), 'int8', o), {}, 'clip'),
+        option('quantize center', async (o) => (await kernels()).quantize(await corpus(), 'binary', o), {}, 'center'),
+        option('quantize rotate', async (o) => (await kernels()).quantize(await corpus(), 'binary', o), {}, 'rotate'),
         option('scoreTopK queryBits', async (o) => (await core()).scoreTopK(await q(), await bits(), 3, o), {}, 'queryBits'),
         option('scoreTopK rescore', async (o) => (await core()).scoreTopK(await q(), await bits(), 3, o), {}, 'rescore'),
         option('scoreTopK oversample', async (o) => (await core()).scoreTopK(await q(), await bits(), 3, { ...o, rescore: await corpus() }), {}, 'oversample', ['undefined', 'number', 'fractional']),

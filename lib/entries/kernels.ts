@@ -1,9 +1,12 @@
 /**
  * `quorum-retrieval/kernels`: the kernels beyond dense scoring (MaxSim, SPLADE pooling and sparse vectors, InfoNCE,
- * ensemble mutual information and calibration) and the CUDA device's state.
+ * ensemble mutual information and calibration), quantizing corpora (the root export has QuantizedTensor) and the CUDA
+ * device's state.
  *
  * @packageDocumentation
  */
+export { quantize, quantizeSync, quantizedRowBytes, type Quantization, type QuantizeOptions } from '../quantized.js';
+export { type CorpusInput } from '../dense.js';
 export { cudaEmptyCache, cudaInfo, cudaMemoryStats, type CudaDeviceInfo, type CudaMemoryStats } from '../cuda.js';
 export {
   maxSim,
