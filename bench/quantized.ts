@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import {
+  DenseIndex,
   QuantizedTensor,
   Tensor,
   capabilities,
@@ -286,6 +287,9 @@ async function speedPart(): Promise<unknown[]> {
     const bf16 = corpus.to('bf16');
     const q8 = await quantize(corpus, 'int8');
     const bin = await quantize(corpus, 'binary');
+    const ix8 = DenseIndex.create({ dim: D, quantization: 'int8' });
+    await ix8.train(corpus);
+    await ix8.add(corpus, Array.from({ length: N }, (_, i) => i));
     const faissFlat = base ? new base.FaissFlat(corpus.data, D) : undefined;
     const faissSq8 = base ? new base.FaissSQ8(corpus.data, D) : undefined;
     const center = bin.center!.data;
@@ -343,6 +347,7 @@ async function speedPart(): Promise<unknown[]> {
         `quorum binary 4-bit queries + rescore x${over} (int8)`,
         () => scoreTopKSync(Q, bin, k, { rescore: q8, oversample: over }).ids,
       );
+      await add("DenseIndex { quantization: 'int8' } (faiss SQ8 codes, our kernel)", () => Int32Array.from(ix8.searchSync(Q.data, k).ids, Number));
       if (faissFlat) await add('faiss IndexFlatIP', () => faissFlat.search(Q.data, k, threads).ids);
       if (faissSq8) await add('faiss IndexScalarQuantizer (8 bit)', () => faissSq8.search(Q.data, k, threads).ids);
       if (faissBin) {

@@ -43,6 +43,27 @@ export interface DenseIndexOptions {
   efSearch?: number;
   /** IVF: default number of lists searched (faiss default 1). */
   nprobe?: number;
+  /**
+   * `'int8'`: hold the vectors as 8-bit codes (a quarter of the bytes; docs/methods/quantization.md). With factory
+   * "Flat" the index is faiss's "SQ8" (per-dimension min / max, fitted by {@link DenseIndex.train} on a sample before
+   * the first add) searched exactly by Quorum's int8 kernels; with "HNSW<M>" it is faiss's "HNSW<M>,SQ8" (the graph
+   * over int8 codes; remove is ERR_UNSUPPORTED there). Inner product only. Binary vectors: a QuantizedTensor and
+   * scoreTopK with `rescore`.
+   */
+  quantization?: 'int8';
+}
+
+/** The faiss factory string of an int8 index (DenseIndexOptions.quantization). */
+function int8Factory(factory: string, quantization: unknown, mips: Mips): string {
+  if (quantization !== 'int8')
+    throw new QuorumError(
+      'ERR_ARG',
+      `quantization must be 'int8', got ${JSON.stringify(quantization)} (binary vectors: QuantizedTensor with scoreTopK's rescore)`,
+    );
+  if (mips !== 'inner-product') throw new QuorumError('ERR_ARG', "quantization 'int8' ranks by inner product: leave mips 'inner-product'");
+  if (factory === 'Flat') return 'SQ8';
+  if (typeof factory === 'string' && /^HNSW\d+$/.test(factory)) return `${factory},SQ8`;
+  throw new QuorumError('ERR_ARG', `quantization 'int8' applies to factory 'Flat' or 'HNSW<M>', got ${JSON.stringify(factory)}`);
 }
 
 /** Per-search settings; omitted ones use the index's own. */
@@ -66,7 +87,16 @@ export interface DenseSearchOptions {
 }
 
 const mapKeys = optionKeys<{ verify?: boolean }>()(['verify']);
-const createKeys = optionKeys<DenseIndexOptions>()(['dim', 'factory', 'mips', 'phi', 'efConstruction', 'efSearch', 'nprobe']);
+const createKeys = optionKeys<DenseIndexOptions>()([
+  'dim',
+  'factory',
+  'mips',
+  'phi',
+  'efConstruction',
+  'efSearch',
+  'nprobe',
+  'quantization',
+]);
 const searchKeys = optionKeys<DenseSearchOptions>()(['efSearch', 'nprobe', 'allowedIds', 'filterScanBelow']);
 
 /** Vectors: a row-major Float32Array of n x dim, an f32 Tensor [n, dim] (zero-copy), or rows of numbers. */
@@ -163,10 +193,11 @@ export class DenseIndex extends NativeResource {
   static create(options: DenseIndexOptions): DenseIndex {
     if (!options || typeof options !== 'object') throw new QuorumError('ERR_ARG', 'DenseIndex.create needs { dim, factory? }');
     checkOptions(options, createKeys, 'DenseIndex.create options');
-    const factory = options.factory ?? 'Flat';
     const mips = options.mips ?? 'inner-product';
+    const { quantization, ...rest } = options;
+    const factory = quantization === undefined ? (options.factory ?? 'Flat') : int8Factory(options.factory ?? 'Flat', quantization, mips);
     const { DenseIndex: Native } = faissBindings();
-    return new DenseIndex(callNative(() => new Native({ ...options, factory, mips })));
+    return new DenseIndex(callNative(() => new Native({ ...rest, factory, mips })));
   }
 
   /** Dimension, size, factory, metric handling and capabilities. */

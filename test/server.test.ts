@@ -74,6 +74,28 @@ describe('example search server', () => {
     expect((await get(`/search?mode=muf&k=3&abstain=0.5&fallback=maybe&q=${q}`)).status).toBe(400);
   });
 
+  it('--quantize int8: dense and MUF over int8 codes answer with (nearly) the f32 server\'s passages', async () => {
+    const { startServer } = (await import(join(packageRoot, 'examples', 'server', 'server.mjs'))) as {
+      startServer(o: object): Promise<{ server: { close(): void }; url: string }>;
+    };
+    const s = await startServer({ muf: mufDir, port: 0, quantize: 'int8' });
+    try {
+      for (const question of ['what is the incubation period of the coronavirus', 'who wrote the declaration of independence']) {
+        const q = encodeURIComponent(question);
+        for (const mode of ['dense', 'muf']) {
+          const a = ((await get(`/search?mode=${mode}&k=10&q=${q}`)).body.hits as Hit[]).map((h) => h.id);
+          const r = await fetch(`${s.url}/search?mode=${mode}&k=10&q=${q}`);
+          expect(r.status).toBe(200);
+          const b = ((await r.json()) as { hits: Hit[] }).hits.map((h) => h.id);
+          expect(b.filter((id) => a.includes(id)).length, mode).toBeGreaterThanOrEqual(8);
+        }
+      }
+    } finally {
+      s.server.close();
+    }
+    await expect(startServer({ port: 0, quantize: 'binary' })).rejects.toMatchObject({ code: 'ERR_ARG' });
+  }, 120_000);
+
   it('filter=JSON keeps every mode inside the matching passages (inside the search, not after it)', async () => {
     const corpus = readFileSync(join(mini, 'corpus.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { _id: string; title: string });
     const titleOf = new Map(corpus.map((p) => [p._id, p.title]));

@@ -10,6 +10,7 @@
 // runs off the event loop (the Promise forms). A QuorumError becomes an HTTP status by its code; its message goes
 // back as JSON.
 //   node examples/server/server.mjs [--data DIR] [--model DIR|default] [--muf DIR] [--port 8080] [--host 127.0.0.1] [--batch]
+//        [--quantize int8]   (the dense index and the MUF passages as int8 codes: a quarter of the memory)
 // filter=JSON (any mode) keeps the search inside the passages whose metadata match (lib/filter.ts: { field, eq | in |
 // range }, and / or / not; the fields are each passage's title and its corpus.jsonl `metadata`), compiled once and cached.
 // muf with abstain=P: when no expert's confidence (P(own task) where the directory has familiarity) reaches P, the
@@ -96,12 +97,18 @@ async function buildState(options) {
     owned.push(() => bm25.dispose());
     const model = await ServingEncoder.load(options.model ?? 'default');
     owned.push(() => model.dispose());
-    const dense = DenseIndex.create({ dim: model.dim, factory: 'Flat', mips: 'inner-product' });
+    if (options.quantize !== undefined && options.quantize !== 'int8')
+      throw new QuorumError('ERR_ARG', `--quantize must be int8, got '${options.quantize}'`);
+    const int8 = options.quantize === 'int8';
+    // --quantize int8: the dense index and the MUF experts' passages as int8 codes (docs/api.md#quantized-corpora).
+    const dense = DenseIndex.create({ dim: model.dim, factory: 'Flat', mips: 'inner-product', ...(int8 ? { quantization: 'int8' } : {}) });
     owned.push(() => dense.dispose());
-    await dense.add(await model.encodePassages(corpus), BigInt64Array.from(corpus, (_, i) => BigInt(i)));
-    const muf = options.muf ? await MufServer.load(options.muf) : undefined;
+    const vectors = await model.encodePassages(corpus);
+    if (int8) await dense.train(vectors);
+    await dense.add(vectors, BigInt64Array.from(corpus, (_, i) => BigInt(i)));
+    const muf = options.muf ? await MufServer.load(options.muf, int8 ? { passages: 'int8' } : {}) : undefined;
     if (muf) owned.push(() => muf.dispose());
-    return stateOver({ options: { data, model: options.model, muf: options.muf }, corpus, bm25, model, dense, muf, batch: options.batch, batchWaitMs: options.batchWaitMs, owned });
+    return stateOver({ options: { data, model: options.model, muf: options.muf, quantize: options.quantize }, corpus, bm25, model, dense, muf, batch: options.batch, batchWaitMs: options.batchWaitMs, owned });
   } catch (e) {
     for (const free of owned.reverse()) await free();
     throw e;
@@ -404,10 +411,11 @@ async function main(argv) {
         port: { type: 'string', default: '8080' },
         host: { type: 'string', default: '127.0.0.1' },
         batch: { type: 'boolean', default: false },
+        quantize: { type: 'string' },
       },
     }));
   } catch (e) {
-    throw new QuorumError('ERR_ARG', `${e.message.replace(/\. To specify .*$/s, '')} (options: --data DIR, --model DIR, --muf DIR, --port N, --host ADDR, --batch)`);
+    throw new QuorumError('ERR_ARG', `${e.message.replace(/\. To specify .*$/s, '')} (options: --data DIR, --model DIR, --muf DIR, --port N, --host ADDR, --batch, --quantize int8)`);
   }
   const port = /^\d+$/.test(values.port) ? Number(values.port) : Number.NaN;
   if (!(port >= 0 && port <= 65535)) throw new QuorumError('ERR_RANGE', `--port must be an integer in 0..65535, got '${values.port}'`);

@@ -31,6 +31,7 @@ const indexTableKeys = optionKeys<Partial<DenseIndexOptions> & Omit<EncodeTableO
   'efConstruction',
   'efSearch',
   'nprobe',
+  'quantization',
   'task',
   'batchSize',
   'rows',
@@ -102,10 +103,10 @@ export async function indexTable(
   mustBeObject(table, 'token table');
   checkOptions(options, indexTableKeys, 'indexTable options');
   // Each half of the options to its own consumer: both refuse keys they do not know.
-  const { dim: _dim, factory, mips, phi, efConstruction, efSearch, nprobe, ...encoding } = options;
+  const { dim: _dim, factory, mips, phi, efConstruction, efSearch, nprobe, quantization, ...encoding } = options;
   const embeddings = await encodeTable(model, table, { ...encoding, side: 'passage' });
   // An option left undefined takes its default, as if absent.
-  const index = DenseIndex.create({ factory, mips, phi, efConstruction, efSearch, nprobe, dim: model.dim });
+  const index = DenseIndex.create({ factory, mips, phi, efConstruction, efSearch, nprobe, quantization, dim: model.dim });
   if (!index.info.trained) await index.train(embeddings);
   await index.add(
     embeddings,

@@ -335,7 +335,9 @@ void DenseIndex::bind() {
   core_ = pre_ ? pre_->index : inner;
   // Flat storage, on its own or under HNSW, gets the SIMD kernels (simd_flat.h). The owners delete what they
   // hold (own_fields), so the swapped-out object is deleted here.
-  if (auto simd = SimdFlat::adopt(core_)) {
+  std::unique_ptr<faiss::Index> simd = SimdFlat::adopt(core_);
+  if (!simd) simd = SimdSQ8::adopt(core_);
+  if (simd) {
     std::unique_ptr<faiss::Index> old(core_);
     core_ = simd.release();
     if (pre_) {

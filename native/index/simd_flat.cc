@@ -84,6 +84,52 @@ std::unique_ptr<SimdFlat> SimdFlat::over(const float* vectors, idx_t n, idx_t d,
   return out;
 }
 
+void SimdSQ8::search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
+                     const faiss::SearchParameters* params) const {
+  const faiss::IDSelector* sel = params ? params->sel : nullptr;
+  if (metric_type != faiss::METRIC_INNER_PRODUCT || (params && !sel) || !is_trained || ntotal == 0) {
+    faiss::IndexScalarQuantizer::search(n, x, k, distances, labels, params);
+    return;
+  }
+  // The tables from faiss's own decoding of the codes 0 and 255: its decode is linear in the code (offset + scale * c),
+  // whatever its version does inside (the half-step bias, the range statistic).
+  const size_t D = size_t(d);
+  std::vector<uint8_t> lo(D, 0), hi(D, 255);
+  std::vector<float> offset(D), top(D), scale(D);
+  sq.decode(lo.data(), offset.data(), 1);
+  sq.decode(hi.data(), top.data(), 1);
+  for (size_t j = 0; j < D; ++j) scale[j] = (top[j] - offset[j]) / 255.f;
+  std::vector<int32_t> rows;
+  if (sel)
+    for (idx_t i = 0; i < ntotal; ++i)
+      if (sel->is_member(i)) rows.push_back(int32_t(i));
+  static const int32_t kNoRow = 0;
+  kernels::CorpusMatrix c{codes.data(), size_t(ntotal), D, Dtype::U8};
+  c.coding = kernels::Coding::Int8;
+  c.scale = scale.data();
+  c.offset = offset.data();
+  c.query_bits = 32;  // f32 queries: the scores of faiss's decoding, up to f32 rounding (int8 queries round them)
+  std::vector<int32_t> ids(size_t(n) * size_t(k));
+  kernels::score_topk({x, size_t(n), D}, c, size_t(k), ids.data(), distances, sel ? (rows.empty() ? &kNoRow : rows.data()) : nullptr,
+                      rows.size());
+  for (size_t i = 0; i < ids.size(); ++i) labels[i] = ids[i];
+}
+
+std::unique_ptr<SimdSQ8> SimdSQ8::adopt(faiss::Index* index) {
+  if (!index || typeid(*index) != typeid(faiss::IndexScalarQuantizer)) return nullptr;
+  auto* from = static_cast<faiss::IndexScalarQuantizer*>(index);
+  if (from->sq.qtype != faiss::ScalarQuantizer::QT_8bit || from->sq.rangestat != faiss::ScalarQuantizer::RS_minmax) return nullptr;
+  auto out = std::make_unique<SimdSQ8>(from->d, from->sq.qtype, from->metric_type);
+  out->sq = from->sq;
+  out->codes = std::move(from->codes);
+  out->ntotal = from->ntotal;
+  out->is_trained = from->is_trained;
+  out->metric_arg = from->metric_arg;
+  from->codes.clear();
+  from->ntotal = 0;
+  return out;
+}
+
 std::unique_ptr<SimdFlat> SimdFlat::adopt(faiss::Index* index) {
   if (!index) return nullptr;
   const std::type_info& t = typeid(*index);

