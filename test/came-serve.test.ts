@@ -47,6 +47,16 @@ describe('CameServer', () => {
           b.fused[q]!.forEach((h, j) => expect(h.score).toBeCloseTo(hits[j]!.score, 4));
         });
       }
+      // global: 'int8': the global expert over int8 codes keeps (nearly) its f32 lists
+      const q8 = await CameServer.load(dir, { global: 'int8' });
+      try {
+        const a = await served.search(questions, { k: 10, experts: ['global'] });
+        const b = await q8.search(questions, { k: 10, experts: ['global'] });
+        a.fused.forEach((hits, q) => expect(b.fused[q]!.filter((h) => hits.some((x) => x.id === h.id)).length).toBeGreaterThanOrEqual(8));
+      } finally {
+        await q8.dispose();
+      }
+      expect(await asyncCode(CameServer.load(dir, { global: 'binary' as never }))).toBe('ERR_ARG');
       const one = await served.search(questions.slice(0, 2), { k: 5, experts: ['local'] });
       expect(one.fused.map((r) => r.length)).toEqual([5, 5]);
       expect(await asyncCode(served.search(questions, { fusion: 'best' as never }))).toBe('ERR_ARG');

@@ -5,6 +5,7 @@
 import { join } from 'node:path';
 
 import { DenseIndex } from '../../dense-index.js';
+import { Tensor } from '../../tensor.js';
 import { QuorumError } from '../../errors.js';
 import type { TokenTable } from '../../models/token-table.js';
 import { SparseIndex } from '../../sparse-index.js';
@@ -212,6 +213,28 @@ export async function readCameIndex(
     throw e;
   }
   return { ids, indexes: ix };
+}
+
+/**
+ * The global expert's index as int8 codes (DenseIndex `quantization: 'int8'`, a quarter of the bytes;
+ * docs/methods/quantization.md): its vectors (rows 0..size-1, as CAME indexes them) fitted and coded into a new index,
+ * which replaces the old one (freed).
+ */
+export async function int8GlobalIndex(ix: CameIndexes): Promise<void> {
+  const old = ix.global;
+  if (!old || old.info.factory === 'SQ8') return;
+  const rows = Array.from({ length: old.size }, (_, i) => i);
+  const all = Tensor.wrap(await old.reconstruct(BigInt64Array.from(rows, BigInt)), [old.size, old.dim], 'f32');
+  const next = DenseIndex.create({ dim: old.dim, quantization: 'int8' });
+  try {
+    await next.train(all);
+    await next.add(all, rows);
+  } catch (e) {
+    next.dispose();
+    throw e;
+  }
+  ix.global = next;
+  old.dispose();
 }
 
 /** Frees every index of a corpus (each when its call in flight ends). */

@@ -24,6 +24,7 @@ import {
   searchCame,
   disposeCameIndexes,
   encodeCameModels,
+  int8GlobalIndex,
   readCameIndex,
   type CameIndexes,
   type CameSearchOptions,
@@ -61,7 +62,7 @@ class OnnxCameModel implements CameEncoderModel {
   }
 }
 
-const loadKeys = optionKeys<{ index?: string; threads?: number }>()(['index', 'threads']);
+const loadKeys = optionKeys<{ index?: string; threads?: number; global?: 'f32' | 'int8' }>()(['index', 'threads', 'global']);
 
 /**
  * A saved CAME directory and its saved index served without libtorch: onnxruntime-node (an optional peer
@@ -89,12 +90,15 @@ export class CameServer {
   /**
    * Reads the CAME directory (came.json, tokenizer files, weights) and the index directory (default DIR/index:
    * `quorum came index`, CameRetriever.saveIndex), and opens one ONNX Runtime session per model. ERR_IO / ERR_FORMAT for missing or
-   * damaged files, ERR_BACKEND_UNAVAILABLE without onnxruntime-node.
+   * damaged files, ERR_BACKEND_UNAVAILABLE without onnxruntime-node. `global: 'int8'` holds the global expert's
+   * passage vectors as int8 codes (a quarter of the memory; docs/methods/quantization.md).
    */
-  static async load(dir: string, options: { index?: string; threads?: number } = {}): Promise<CameServer> {
+  static async load(dir: string, options: { index?: string; threads?: number; global?: 'f32' | 'int8' } = {}): Promise<CameServer> {
     mustBeString(dir, 'CAME directory');
     mustBeObject(options, 'CameServer options');
     checkOptions(options, loadKeys, 'CameServer options');
+    if (options.global !== undefined && options.global !== 'f32' && options.global !== 'int8')
+      throw new QuorumError('ERR_ARG', `global must be 'f32' or 'int8', got ${JSON.stringify(options.global)}`);
     const indexDir = options.index ?? join(dir, 'index');
     mustBeString(indexDir, 'index directory');
     const { card, path } = readCameCard(dir);
@@ -110,6 +114,13 @@ export class CameServer {
         models.push(new OnnxCameModel(m.config, await ort.InferenceSession.create(graph, servingSessionOptions(options.threads))));
       }
       const { ids, indexes } = await readCameIndex(indexDir, cameExperts(models), cameIndexDims(models));
+      if (options.global === 'int8')
+        try {
+          await int8GlobalIndex(indexes);
+        } catch (e) {
+          disposeCameIndexes(indexes);
+          throw e;
+        }
       return new CameServer(models, tokenizer, card.text, indexes, ids, card.linear);
     } catch (e) {
       for (const m of models) await m.release();
