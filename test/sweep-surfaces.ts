@@ -109,6 +109,7 @@ export function surfaces(scratch: string): Surface[] {
       fields: [
         option('create dim', async (o) => (await core()).DenseIndex.create(o as never), {}, 'dim', ['number']),
         option('create factory', async (o) => (await core()).DenseIndex.create(o as never), { dim: 8 }, 'factory', ['undefined']),
+        option('create quantization', async (o) => (await core()).DenseIndex.create(o as never), { dim: 8 }, 'quantization', ['undefined']),
         { name: 'search k', call: async (v) => (await dense()).search(new Float32Array(8), v as number), accepts: ['number'] },
         option('search options efSearch', async (o) => (await dense()).search(new Float32Array(8), 3, o), {}, 'efSearch', ['undefined', 'number', 'huge']),
         option('search options nprobe', async (o) => (await dense()).search(new Float32Array(8), 3, o), {}, 'nprobe', ['undefined', 'number', 'huge']),
