@@ -162,7 +162,7 @@ describe('an unknown option key is ERR_ARG, in the sync and the Promise forms', 
 
   it('names the keys it knows', async () => {
     const e = (await errorOf(() => DenseIndex.create({ dim: 2, efsearch: 64 } as never))) as QuorumError;
-    expect(e.message).toBe("DenseIndex.create options: unknown option 'efsearch' (known: dim, factory, mips, phi, efConstruction, efSearch, nprobe)");
+    expect(e.message).toBe("DenseIndex.create options: unknown option 'efsearch' (known: dim, factory, mips, phi, efConstruction, efSearch, nprobe, quantization)");
   });
 
   it('still takes every documented key, and undefined for an optional one', async () => {
