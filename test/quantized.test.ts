@@ -237,6 +237,25 @@ describe.each(isas)('quantized scorers, %s variant', (isa) => {
     }
   });
 
+  // From 8 queries on, AVX-512 packs the rows 32 at a time and tiles 12 queries: partial tiles of both.
+  it.each([
+    [8, 31, 100],
+    [13, 64, 64],
+    [29, 77, 130],
+    [40, 33, 768],
+  ])('int8 queries, many at once: B=%i N=%i D=%i', (B, N, D) => {
+    setIsa(isa);
+    const x = anisotropic(N, D, B + N + D);
+    const q = anisotropic(B, D, D + 3);
+    const c = quantizeSync(Tensor.from(x, [N, D]), 'int8');
+    const r = quantizeInt8Ref(x, N, D);
+    expectClose(
+      scoreTopKSync(Tensor.from(q, [B, D]), c, N, { queryBits: 8 }).scores,
+      sortedRows(int8S8ScoresRef(q, B, r, N, D), B, N),
+      1e-6,
+    );
+  });
+
   it('extremes of the int8 range: codes 0 and 255 in every lane and tail', () => {
     setIsa(isa);
     for (const D of [64, 65, 127, 128, 129]) {
@@ -449,7 +468,10 @@ describe('quantization: bad input is a typed error', () => {
 });
 
 describe("DenseIndex { quantization: 'int8' }", () => {
-  const N = 500, D = 48, B = 6, k = 8;
+  const N = 500,
+    D = 48,
+    B = 6,
+    k = 8;
   const x = embeddings(N + B, D, 31);
   const corpus = Tensor.from(x.slice(0, N * D), [N, D]);
   const queries = x.slice(N * D);
