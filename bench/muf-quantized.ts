@@ -1,4 +1,4 @@
-// DPR-MUF with int8 passages (issue 66, docs/results/quantization.md#dpr-muf): fused MRR@10 of MufServer over every
+// DPR-MUF with int8 and binary passages (issue 66, docs/results/quantization.md#dpr-muf): fused MRR@10 of MufServer over every
 // test question with f32 and with int8 passages (the paired difference and its 95 % interval), B = 64 throughput of
 // both (five passes, the median batch), and the passages' bytes. Same directory, same questions, one run.
 //   node --import tsx bench/muf-quantized.ts --muf DIR --data DIR [--fusion muf]
@@ -17,7 +17,7 @@ const test = loadBeir(data, 'test');
 const questions = test.queries.filter((q) => test.qrels.has(q.id));
 console.log(`${questions.length} test questions, fusion ${fusion}`);
 
-async function run(passages: 'f32' | 'int8') {
+async function run(passages: 'f32' | 'int8' | 'binary') {
   const server = await MufServer.load(dir, { threads: caps.threads, passages });
   const rr: number[] = [];
   for (let s = 0; s < questions.length; s += 64) {
@@ -50,6 +50,7 @@ async function run(passages: 'f32' | 'int8') {
 
 const f32 = await run('f32');
 const q8 = await run('int8');
+const b1 = await run('binary');
 const n = f32.rr.length;
 const mrr = (x: number[]) => x.reduce((a, b) => a + b, 0) / x.length;
 const diff = q8.rr.map((x, i) => x - f32.rr[i]!);
@@ -60,10 +61,15 @@ console.log(
   `MRR@10 f32 ${mrr(f32.rr).toFixed(4)}, int8 ${mrr(q8.rr).toFixed(4)}: int8 - f32 = ${mean.toFixed(4)} ± ${((1.96 * sd) / Math.sqrt(n)).toFixed(4)} (95 %, ${n} questions, ${changed} reciprocal ranks changed)`,
 );
 console.log(`B = 64: f32 ${f32.qps.toFixed(0)} q/s, int8 ${q8.qps.toFixed(0)} q/s (${(q8.qps / f32.qps).toFixed(2)}x)`);
+const bdiff = b1.rr.map((x, i) => x - f32.rr[i]!);
+const bmean = mrr(bdiff);
+const bsd = Math.sqrt(bdiff.reduce((a, d) => a + (d - bmean) ** 2, 0) / (n - 1));
+console.log(`binary: MRR@10 ${mrr(b1.rr).toFixed(4)} (binary - f32 = ${bmean.toFixed(4)} ± ${((1.96 * bsd) / Math.sqrt(n)).toFixed(4)}), B = 64 ${b1.qps.toFixed(0)} q/s (${(b1.qps / f32.qps).toFixed(2)}x)`);
 writeResults('muf-quantized', {
   machine: { isa: caps.isa, threads: caps.threads, cpu: caps.cpu },
   questions: n,
   fusion,
   mrr: { f32: mrr(f32.rr), int8: mrr(q8.rr), diff: mean, half95: (1.96 * sd) / Math.sqrt(n), changed },
-  b64: { f32: f32.qps, int8: q8.qps },
+  b64: { f32: f32.qps, int8: q8.qps, binary: b1.qps },
+  binary: { mrr: mrr(b1.rr), diff: bmean, half95: (1.96 * bsd) / Math.sqrt(n) },
 });

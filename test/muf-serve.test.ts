@@ -295,7 +295,34 @@ describe('MufServer', () => {
       await f32.dispose();
       await q8.dispose();
     }
-    expect(await asyncCode(MufServer.load(mufDir, { passages: 'binary' as never }))).toBe('ERR_ARG');
+    expect(await asyncCode(MufServer.load(mufDir, { passages: 'int4' as never }))).toBe('ERR_ARG');
+  }, 120_000);
+
+  it("passages: 'binary' scans 1-bit codes and rescores 4 x topL candidates with the mapped f32 vectors", async () => {
+    const f32 = await MufServer.load(mufDir);
+    const bits = await MufServer.load(mufDir, { passages: 'binary' });
+    try {
+      for (const fusion of ['uniform', 'muf-mi'] as const) {
+        const a = await f32.search(QUESTIONS, 10, { fusion });
+        const b = await bits.search(QUESTIONS, 10, { fusion });
+        a.forEach((r, i) => {
+          const near = b[i]!.hits.filter((h) => r.hits.some((x) => x.id === h.id)).length;
+          expect(near, `${fusion} q${i}`).toBeGreaterThanOrEqual(7);
+          // a passage in both lists carries its exact f32 score (rescored), as fused by the same rule
+          if (fusion === 'uniform')
+            r.hits.slice(0, 3).forEach((h) => {
+              const same = b[i]!.hits.find((x) => x.id === h.id);
+              if (same) expect(Math.abs(same.score - h.score)).toBeLessThan(0.05);
+            });
+        });
+      }
+      const hits = await bits.search(QUESTIONS.slice(0, 2), 3, { fusion: 'uniform', rows: [1, 3, 5, 7, 9] });
+      const allowed = new Set([1, 3, 5, 7, 9].map((r) => bits.corpusId(r)));
+      for (const id of hits.flatMap((r) => r.hits.map((h) => h.id))) expect(allowed.has(id)).toBe(true);
+    } finally {
+      await f32.dispose();
+      await bits.dispose();
+    }
   }, 120_000);
 
   it("familiarity: 'bf16' halves the banks; P(own task) moves by rounding, the routing holds", async () => {

@@ -35,6 +35,9 @@ export interface MufBindings {
       experts: Array<{
         queries: NativeTensorHandle | Float32Array | NativeTextsToEmbed;
         passages: NativeTensorHandle | CodedOperand;
+        /** Binary passages: the full vectors that rescore the best `candidates` of each scan. */
+        rescore?: NativeTensorHandle | CodedOperand;
+        candidates?: number;
         familiarity?: { own: NativeTensorHandle; other: NativeTensorHandle; k: number; bias: number; weight: number };
         weights?: NativeTensorHandle[];
         members?: number;

@@ -82,13 +82,26 @@ void muf_search(const MufSearchPlan& p, const MufSearchOut& out) {
     std::vector<float> scores;
   };
   std::vector<Bank> banks(familiar ? 2 * E : 0);
+  // Experts whose scan is rescored: their candidates' ids and scores before the rescoring (m a question).
+  std::vector<std::vector<int32_t>> wide_ids(E);
+  std::vector<std::vector<float>> wide_scores(E);
+  std::vector<size_t> wide_m(E, 0);
+  const size_t searched = p.rows ? p.n_rows : p.experts[0].passages.rows;
   std::vector<TopKSearch> searches;
   for (size_t x = 0; x < E; ++x) {
     const MufSearchExpert& e = p.experts[x];
     const size_t D = e.passages.dim;
     // The fusion takes each list as a set; the heads read them in rank order.
-    searches.push_back({{e.queries, B, D}, e.passages, L, cand.data() + x * B * L, cand_scores.data() + x * B * L, p.rows, p.n_rows,
-                        p.mode == MufConfidenceMode::kHeads});
+    if (e.rescore.data) {
+      const size_t m = std::max(L, std::min(e.candidates, searched));
+      wide_m[x] = m;
+      wide_ids[x].resize(B * m);
+      wide_scores[x].resize(B * m);
+      searches.push_back({{e.queries, B, D}, e.passages, m, wide_ids[x].data(), wide_scores[x].data(), p.rows, p.n_rows, false});
+    } else {
+      searches.push_back({{e.queries, B, D}, e.passages, L, cand.data() + x * B * L, cand_scores.data() + x * B * L, p.rows, p.n_rows,
+                          p.mode == MufConfidenceMode::kHeads});
+    }
     if (!familiar) continue;
     float* u = unit.data() + unit_at[x];
     unit_rows(e.queries, B, D, u);
@@ -102,6 +115,10 @@ void muf_search(const MufSearchPlan& p, const MufSearchOut& out) {
     }
   }
   score_topk_many(searches.data(), searches.size());
+  for (size_t x = 0; x < E; ++x)
+    if (wide_m[x])
+      rescore_topk({p.experts[x].queries, B, p.experts[x].passages.dim}, p.experts[x].rescore, wide_ids[x].data(), wide_m[x], L,
+                   cand.data() + x * B * L, cand_scores.data() + x * B * L);
   laps.lap(0);
 
   if (p.mode != MufConfidenceMode::kHeads) {
@@ -122,7 +139,8 @@ void muf_search(const MufSearchPlan& p, const MufSearchOut& out) {
     std::vector<HeadsExpert> heads(E);
     for (size_t x = 0; x < E; ++x) {
       const MufSearchExpert& e = p.experts[x];
-      heads[x] = {e.members, e.layers, e.n_layers, e.queries, e.passages, cand.data() + x * B * L, L, e.temperature, out.mi + x * B, out.confidence + x * B};
+      heads[x] = {e.members, e.layers, e.n_layers, e.queries, e.rescore.data ? e.rescore : e.passages, cand.data() + x * B * L, L, e.temperature,
+                  out.mi + x * B, out.confidence + x * B};
     }
     muf_confidence(heads.data(), E, B, false);
   }

@@ -26,6 +26,10 @@ enum class MufConfidenceMode { kUniform = 0, kFamiliarity = 1, kHeads = 2 };
 struct MufSearchExpert {
   const float* queries;  // [batch, passages.dim]
   CorpusMatrix passages;  // [N, dim]; N equal for every expert (the shared corpus)
+  // Binary passages (docs/methods/quantization.md): the best `candidates` rows by `passages` are rescored with these
+  // full vectors (plain or int8, the same rows) into the expert's top-L, and the heads read them. Empty: none.
+  CorpusMatrix rescore{};
+  size_t candidates = 0;
   // familiarity: the expert's training questions as unit rows, its task's and the other tasks'
   CorpusMatrix own{}, other{};
   size_t fam_k = 0;

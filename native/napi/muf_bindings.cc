@@ -276,6 +276,12 @@ Napi::Value MufSearch(const Napi::CallbackInfo& info) {
       m.queries = reinterpret_cast<const float*>(qt->data());
       m.passages = corpus_arg(env, e.Get("passages"), who, "passages", D, pins);
     }
+    if (!e.Get("rescore").IsUndefined() && !e.Get("rescore").IsNull()) {
+      m.rescore = corpus_arg(env, e.Get("rescore"), who, "rescore", D, pins);
+      if (m.rescore.coding == kernels::Coding::Binary) throw Error("ERR_ARG", who + ": rescore vectors must be f32, bf16, f16 or int8");
+      if (m.rescore.rows != m.passages.rows) throw Error("ERR_SHAPE", who + ": rescore vectors must hold the passages' rows");
+      m.candidates = count_arg(e.Get("candidates"), who + ": candidates");
+    }
     if (N >= 0 && int64_t(m.passages.rows) != N) throw Error("ERR_SHAPE", who + ": fusion needs every expert over the same corpus rows");
     N = int64_t(m.passages.rows);
     if (plan->mode == kernels::MufConfidenceMode::kFamiliarity) {

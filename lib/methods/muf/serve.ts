@@ -6,7 +6,9 @@
 // experts' lists (muf_fuse.h). The same hits and confidences as MufRetriever.search. mufConfidence, the heads and
 // fusion alone over given candidates, stays exported for callers with their own retrieval.
 import { taskIfKnown } from '../../models/model-dir.js';
-import { existsSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { readFileBytes } from '../../data/files.js';
@@ -156,14 +158,30 @@ interface ServedExpert {
   name: string;
   task: string;
   encoder: ServingEncoder;
-  /** The corpus vectors: f32, bf16 or int8 codes (the `passages` option). */
+  /** The corpus vectors: f32, bf16, int8 or binary codes (the `passages` option). */
   passages: Tensor<'f32' | 'bf16'> | QuantizedTensor;
+  /** Binary passages: the f32 vectors, mapped from a file that was unlinked once mapped (the page cache holds them). */
+  full?: Tensor;
   /** The heads' layers, [Wt_0, b_0, ..., Wt_n, b_n] (mufConfidence's layout: weights transposed). */
   weights: Array<Tensor<'f32' | 'bf16'>>;
   members: number;
   temperature?: number;
   /** The familiarity bank and its calibration, when the directory has both. */
   familiarity?: { bank: FamiliarityBank; calibration: FamiliarityCalibration };
+}
+
+/**
+ * `vectors` in a file mapped (Tensor.map) and unlinked at once: the mapping keeps the pages, the page cache holds them
+ * as it holds any file (evictable, shared), and nothing is left on disk when the process ends.
+ */
+async function mappedCopy(vectors: Tensor): Promise<Tensor> {
+  const path = join(tmpdir(), `quorum-passages-${process.pid}-${randomBytes(6).toString('hex')}.qtns`);
+  try {
+    await vectors.save(path);
+    return await Tensor.map(path);
+  } finally {
+    rmSync(path, { force: true });
+  }
 }
 
 /** Options of {@link MufServer.search}. */
@@ -190,10 +208,12 @@ export interface MufServerOptions {
   heads?: 'f32' | 'bf16';
   /**
    * How each expert's corpus vectors are held: 'f32' (default), 'bf16' (half the memory, and half the bytes each
-   * question's scan reads) or 'int8' (a quarter: docs/methods/quantization.md); scores move by rounding
-   * (docs/results/serving.md#dpr-muf, docs/results/quantization.md).
+   * question's scan reads), 'int8' (a quarter: docs/methods/quantization.md) or 'binary' (3.4 % in RAM: 1-bit codes
+   * scanned for 4 x topL candidates, rescored exactly with the f32 vectors mapped from a temporary file, unlinked once
+   * mapped, so the page cache holds them); scores move by rounding (docs/results/serving.md#dpr-muf,
+   * docs/results/quantization.md).
    */
-  passages?: 'f32' | 'bf16' | 'int8';
+  passages?: 'f32' | 'bf16' | 'int8' | 'binary';
   /**
    * How each expert's familiarity bank (its training questions, what P(own task) is computed from) is held: 'f32'
    * (default) or 'bf16' (half the bytes each question's k-NN reads; P(own task) moves by rounding,
@@ -259,13 +279,17 @@ export class MufServer {
       ['passages', passagesDtype],
       ['familiarity', bankDtype],
     ] as const)
-      if (v !== 'f32' && v !== 'bf16' && !(name === 'passages' && v === 'int8'))
-        throw new QuorumError('ERR_ARG', `${name} must be 'f32' or 'bf16'${name === 'passages' ? " or 'int8'" : ''}, got '${String(v)}'`);
+      if (v !== 'f32' && v !== 'bf16' && !(name === 'passages' && (v === 'int8' || v === 'binary')))
+        throw new QuorumError(
+          'ERR_ARG',
+          `${name} must be 'f32' or 'bf16'${name === 'passages' ? ", 'int8' or 'binary'" : ''}, got '${String(v)}'`,
+        );
     const { card, cardPath, ids, experts: folders } = readMufDir(dir);
     if (!Number.isInteger(card.topL) || card.topL < 2) throw new QuorumError('ERR_FORMAT', `${cardPath}: topL must be an integer >= 2`);
     const experts: ServedExpert[] = [];
     const release = async (x: Partial<ServedExpert>) => {
       x.passages?.dispose();
+      x.full?.dispose();
       x.familiarity?.bank.dispose();
       for (const w of x.weights ?? []) w.dispose();
       await x.encoder?.dispose();
@@ -277,7 +301,8 @@ export class MufServer {
         part.passages = readExpertPassages(base, ids.length, part.encoder.dim);
         if (passagesDtype !== 'f32') {
           const f32 = part.passages as Tensor<'f32'>;
-          part.passages = passagesDtype === 'int8' ? await quantize(f32, 'int8') : f32.to('bf16');
+          if (passagesDtype === 'binary') part.full = await mappedCopy(f32);
+          part.passages = passagesDtype === 'bf16' ? f32.to('bf16') : await quantize(f32, passagesDtype);
           f32.dispose();
         }
         const headsPath = join(base, 'heads.safetensors');
@@ -298,6 +323,7 @@ export class MufServer {
           task: x.task,
           encoder: part.encoder,
           passages: part.passages,
+          ...(part.full ? { full: part.full } : {}),
           ...heads,
           ...(x.calibration ? { temperature: x.calibration.temperature } : {}),
           ...(part.familiarity ? { familiarity: part.familiarity } : {}),
@@ -364,6 +390,7 @@ export class MufServer {
         this.experts.map((e, x) => ({
           queries: vectors[x]!,
           passages: e.passages,
+          ...(e.full ? { rescore: { vectors: e.full, candidates: 4 * L } } : {}),
           ...(mode === 'familiarity' ? { familiarity: e.familiarity!.bank.stagePart(e.familiarity!.calibration) } : {}),
           ...(mode === 'heads' ? { heads: { weights: e.weights, members: e.members, temperature: e.temperature ?? 1 } } : {}),
         })),
@@ -386,6 +413,7 @@ export class MufServer {
     for (const e of this.experts) {
       e.familiarity?.bank.dispose();
       e.passages.dispose();
+      e.full?.dispose();
       for (const w of e.weights) w.dispose();
       await e.encoder.dispose();
     }

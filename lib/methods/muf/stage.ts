@@ -26,6 +26,11 @@ export interface MufStageExpert {
   queries: Tensor<'f32'> | Float32Array | NativeTextsToEmbed;
   /** Corpus vectors `[N, dim]` (f32, bf16 or f16, or an int8 / binary QuantizedTensor), the same N for every expert. */
   passages: Tensor | QuantizedTensor;
+  /**
+   * Binary passages: full vectors of the same rows (f32 / bf16 / f16 Tensor, possibly mapped, or int8) that rescore the
+   * best `candidates` rows of each question's scan into its top-L; the heads read them too.
+   */
+  rescore?: { vectors: Tensor | QuantizedTensor; candidates: number };
   /** Familiarity: the bank's tables and calibration, as FamiliarityBank.stagePart gives them. */
   familiarity?: { own: NativeTensorHandle; other: NativeTensorHandle; k: number; bias: number; weight: number };
   /** Heads: mufConfidence's transposed layers, K and the calibrated temperature. */
@@ -151,6 +156,12 @@ export async function mufSearch(
     return {
       queries: e.queries instanceof Tensor ? e.queries.handle : e.queries,
       passages: e.passages instanceof QuantizedTensor ? e.passages.operand() : e.passages.handle,
+      ...(e.rescore
+        ? {
+            rescore: e.rescore.vectors instanceof QuantizedTensor ? e.rescore.vectors.operand() : e.rescore.vectors.handle,
+            candidates: e.rescore.candidates,
+          }
+        : {}),
       ...(options.mode === 'familiarity' ? { familiarity: e.familiarity! } : {}),
       ...(options.mode === 'heads'
         ? { weights: e.heads!.weights.map((w) => w.handle), members: e.heads!.members, temperature: e.heads!.temperature }
