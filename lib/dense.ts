@@ -127,21 +127,25 @@ function operands(ops: Operands, queries: QueryInput, corpus: MatrixInput): [Ten
   return [q, c];
 }
 
-/** The queries as f32 rows of `dim` (a quantized corpus's width). */
+/** The queries as f32 rows of `dim` (a quantized corpus's width), checked finite. */
 function queriesFor(ops: Operands, queries: QueryInput, dim: number): Tensor {
-  let q: Tensor;
-  if (queries instanceof Float32Array) {
-    if (queries.length % dim !== 0)
-      throw new QuorumError(
-        'ERR_SHAPE',
-        `a flat query array of length ${queries.length} does not divide into rows of the corpus dimension ${dim}`,
-      );
-    q = ops.typed(queries, [queries.length / dim, dim], 'f32');
-  } else {
-    q = matrix(ops, queries, 'queries');
-  }
+  const q = queryRows(ops, queries, dim, true);
   checkFiniteQueries(q);
   return q;
+}
+
+/**
+ * The queries as a matrix: a Tensor or `{ data, shape }` as given, a flat Float32Array cut into rows of `dim` (ERR_SHAPE
+ * unless `corpus2d` and it divides into them).
+ */
+function queryRows(ops: Operands, queries: QueryInput, dim: number, corpus2d: boolean): Tensor {
+  if (!(queries instanceof Float32Array)) return matrix(ops, queries, 'queries');
+  if (!corpus2d || dim === 0 || queries.length % dim !== 0)
+    throw new QuorumError(
+      'ERR_SHAPE',
+      `a flat query array of length ${queries.length} does not divide into rows of the corpus dimension ${dim}`,
+    );
+  return ops.typed(queries, [queries.length / dim, dim], 'f32');
 }
 
 /**
@@ -207,17 +211,7 @@ function needsCoded(corpus: CorpusInput, options: ScoreTopKOptions): boolean {
 
 function queryAndCorpus(ops: Operands, queries: QueryInput, corpus: MatrixInput): [Tensor, Tensor] {
   const c = matrix(ops, corpus, 'corpus');
-  if (queries instanceof Float32Array) {
-    const dim = c.shape[1] ?? 0;
-    if (c.shape.length !== 2 || dim === 0 || queries.length % dim !== 0) {
-      throw new QuorumError(
-        'ERR_SHAPE',
-        `a flat query array of length ${queries.length} does not divide into rows of the corpus dimension ${dim}`,
-      );
-    }
-    return [ops.typed(queries, [queries.length / dim, dim], 'f32'), c];
-  }
-  return [matrix(ops, queries, 'queries'), c];
+  return [queryRows(ops, queries, c.shape[1] ?? 0, c.shape.length === 2), c];
 }
 
 type RawTopK = { ids: NativeTensorHandle; scores: NativeTensorHandle };
