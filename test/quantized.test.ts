@@ -237,12 +237,19 @@ describe.each(isas)('quantized scorers, %s variant', (isa) => {
     }
   });
 
-  // From 8 queries on, AVX-512 packs the rows 32 at a time and tiles 12 queries: partial tiles of both.
+  // Up to 31 queries (or over 384 dimensions), the 4 x 4 dot tile with partial tiles of queries and rows; from 32 on,
+  // the int8 GEMM tile of 12 rows x 32 queries (quant_dot.h s8_tile): partial tiles of both, widths not a multiple of 4,
+  // more than one panel.
   it.each([
     [8, 31, 100],
     [13, 64, 64],
+    [16, 12, 4],
     [29, 77, 130],
+    [33, 25, 3],
     [40, 33, 768],
+    [64, 50, 384],
+    [70, 130, 101],
+    [97, 13, 1],
   ])('int8 queries, many at once: B=%i N=%i D=%i', (B, N, D) => {
     setIsa(isa);
     const x = anisotropic(N, D, B + N + D);

@@ -42,6 +42,14 @@ enum class Scorer { Dense, S8, Bits };
 // From this many queries on, int8 corpora are scored with int8 queries where quant_dot says that is faster (VNNI).
 // Measured over 100k x 768 (bench/quantized.ts): see docs/results/quantization.md.
 constexpr size_t kS8MinQueries = 1;
+// An int8 corpus scored with int8 queries runs as a GEMM (quant_dot.h's s8_tile, where the CPU has it) from a whole
+// panel of queries on, up to kS8GemmMaxDim dimensions. The 4 x 4 dot tile's reduction is paid once per dim / 64 steps,
+// so the GEMM wins where rows are short. Measured on the AVX-512 VNNI development VM (QPS GEMM / dot tile): 13,348 x 100
+// at B = 32 61.8k / 26.7k, B = 64 75.7k / 31.1k; 100k x 256 B = 64 7.4k / 6.5k, B = 256 9.2k / 7.4k; 50k x 384 B = 256
+// 12.3k / 11.2k; 30k x 512 and 100k x 768 level or the dot tile ahead (768: B = 256 3.4k / 3.7k); B = 16 (half a
+// panel) the dot tile ahead at every width.
+constexpr size_t kS8GemmMinQueries = kS8TileQueries;
+constexpr size_t kS8GemmMaxDim = 384;
 
 struct Prepared {
   AlignedBuffer buf;
@@ -219,36 +227,70 @@ struct DotScan {
 // - a large share (a lone scan): tasks are single blocks that the threads take as they come, each thread keeping its
 //   own lists. Splitting the rows into T fixed ranges instead kept the lists as few but left a slowed thread's range
 //   to finish alone: a lone B = 64 scan of 50,000 rows took 7.3-7.8 ms against 5.6-6.1 on 2 vCPUs.
+//
+// An int8 corpus with int8 queries (s8) runs the same scan with quant_dot's s8_tile: the queries packed once into
+// panels of 32, the rows' codes read in place, no depth blocks (the sums are exact int32). Its lists hold scores
+// without the queries' constants (Prepared::bias), added at the merge as a DotScan's.
 struct GemmScan {
   const QueryMatrix* q;
   const CorpusMatrix* c;
   RowSubset sub;
   Candidates* cand;
-  AlignedBuffer packed;  // the queries as B panels, B(p, j) = Q[j, p]
+  bool s8;
+  size_t mr, nr;         // the register tile
+  AlignedBuffer packed;  // f32: the queries as B panels, B(p, j) = Q[j, p]; s8: pack_s8_panel's panels
+  std::vector<float> scales;  // s8: the queries' scales, panel by panel
+  std::vector<float> bias;    // s8: the queries' constants
   size_t group;          // queries a task: all of them up to kQueryChunk, else a multiple of NR
   size_t groups;
   bool per_worker = false;  // tasks of one block, a list per worker; else a task per group over every row
 
   GemmScan(const GemmOps& g, const QueryMatrix& q_, const CorpusMatrix& c_, const RowSubset& s, Candidates& cd)
-      : q(&q_), c(&c_), sub(s), cand(&cd) {
-    const size_t B = q_.rows, D = q_.dim, NR = g.nr;
-    const size_t panels = ceil_div(B, NR);
-    packed.reset(panels * D * NR * sizeof(float));
-    for (size_t t = 0; t < panels; ++t) g.pack_b(D, std::min(NR, B - t * NR), {q_.data + t * NR * D, 1, D}, packed.as<float>() + t * D * NR);
-    group = std::min(B, kQueryChunk / NR * NR);
+      : q(&q_), c(&c_), sub(s), cand(&cd), s8(c_.coding == Coding::Int8) {
+    const size_t B = q_.rows, D = q_.dim;
+    mr = s8 ? kS8TileRows : g.mr;
+    nr = s8 ? kS8TileQueries : g.nr;
+    const size_t panels = ceil_div(B, nr);
+    if (s8) {
+      Prepared qp = prepare(dense_dot(), q_, c_);
+      bias = std::move(qp.bias);
+      packed.reset(panels * s8_panel_bytes(D));
+      scales.resize(panels * nr);
+      for (size_t t = 0; t < panels; ++t)
+        pack_s8_panel(qp.row(t * nr), qp.stride, std::min(nr, B - t * nr), D, packed.as<int8_t>() + t * s8_panel_bytes(D),
+                      scales.data() + t * nr);
+    } else {
+      packed.reset(panels * D * nr * sizeof(float));
+      for (size_t t = 0; t < panels; ++t) g.pack_b(D, std::min(nr, B - t * nr), {q_.data + t * nr * D, 1, D}, packed.as<float>() + t * D * nr);
+    }
+    group = std::min(B, kQueryChunk / nr * nr);
     groups = ceil_div(B, group);
   }
   size_t blocks() const { return per_worker ? ceil_div(sub.count(*c), kGemmBlockRows) : 1; }
   size_t lists(size_t threads) const { return per_worker ? threads : 1; }
   // Multiply-adds: rows times queries rounded up to whole panels times the depth, of one task or of the whole scan.
-  size_t task_work(size_t nr) const {
+  size_t task_work() const {
     return (per_worker ? std::min(kGemmBlockRows, sub.count(*c)) : sub.count(*c)) * ceil_div(group, nr) * nr * c->dim;
   }
-  size_t total_work(size_t nr) const { return sub.count(*c) * ceil_div(group, nr) * nr * c->dim * groups; }
+  size_t total_work() const { return sub.count(*c) * ceil_div(group, nr) * nr * c->dim * groups; }
   size_t tasks() const { return groups * blocks(); }  // the group varies fastest: workers share a block in cache
   size_t scratch_floats() const { return kGemmBlockRows * group; }
 
+  // A register tile's hits (rows from scan position `pos`): a push moves only its query's threshold, so the tile's
+  // other hits stay valid while they are pushed.
+  void push_hits(const float* St, size_t ldS, size_t mu, size_t pos, const uint32_t* hits, TopKBuffer* heaps, float* thr) const {
+    for (size_t i = 0; i < mu; ++i) {
+      const int32_t id = int32_t(sub.row(pos + i));
+      const float* s = St + i * ldS;
+      for (uint32_t bits = hits[i]; bits != 0; bits &= bits - 1) {
+        const size_t j = size_t(__builtin_ctz(bits));
+        thr[j] = heaps[j].push(s[j], id);
+      }
+    }
+  }
+
   void run(size_t task, int wi, Scratch& w) const {
+    if (s8) return run_s8(task, wi, w);
     const GemmOps& g = gemm_ops();
     const size_t B = q->rows, N = sub.count(*c), D = c->dim, MR = g.mr, NR = g.nr;
     const size_t esize = dtype_size(c->dtype), row_bytes = D * esize;
@@ -286,20 +328,40 @@ struct GemmScan {
               g.tile_rows(kc, w.ptrs.data(), panel, St, ldS, mu, nu, p0 > 0);
               continue;
             }
-            // The tile compares its scores with the thresholds while they are in registers; a push moves only its
-            // query's threshold, so the other hits of the tile stay valid while they are pushed.
+            // The tile compares its scores with the thresholds while they are in registers.
             float* thr = w.thr.data() + (j0 - b0);
-            if (!g.tile_rows_hits(kc, w.ptrs.data(), panel, St, ldS, mu, nu, p0 > 0, thr, w.hits)) continue;
-            TopKBuffer* heaps = &cand->at(list, j0);
-            for (size_t i = 0; i < mu; ++i) {
-              const int32_t id = int32_t(sub.row(n0 + t0 + i));
-              const float* s = St + i * ldS;
-              for (uint32_t bits = w.hits[i]; bits != 0; bits &= bits - 1) {
-                const size_t j = size_t(__builtin_ctz(bits));
-                thr[j] = heaps[j].push(s[j], id);
-              }
-            }
+            if (g.tile_rows_hits(kc, w.ptrs.data(), panel, St, ldS, mu, nu, p0 > 0, thr, w.hits))
+              push_hits(St, ldS, mu, n0 + t0, w.hits, &cand->at(list, j0), thr);
           }
+        }
+      }
+    }
+  }
+
+  void run_s8(size_t task, int wi, Scratch& w) const {
+    const QuantDotOps& qd = quant_dot();
+    const size_t B = q->rows, N = sub.count(*c), D = c->dim, row_bytes = c->row_bytes();
+    const size_t list = per_worker ? size_t(wi) : 0;
+    const size_t b0 = (task % groups) * group, b1 = std::min(B, b0 + group);
+    const size_t r0 = per_worker ? (task / groups) * kGemmBlockRows : 0, r1 = per_worker ? std::min(N, r0 + kGemmBlockRows) : N;
+    float* S = w.S.as<float>();
+    const size_t ldS = group, panel_bytes = s8_panel_bytes(D);
+    for (size_t b = b0; b < b1; ++b) w.thr[b - b0] = cand->at(list, b).threshold();
+    for (size_t n0 = r0; n0 < r1; n0 += kGemmBlockRows) {
+      const size_t nn = std::min(r1, n0 + kGemmBlockRows) - n0;
+      for (size_t r = 0; r < nn; ++r) w.rows[r] = c->data + sub.row(n0 + r) * row_bytes;
+      // One panel (32 x D bytes) stays in L1 while the block's rows stream past it from L2.
+      for (size_t j0 = b0; j0 < b1; j0 += nr) {
+        const int8_t* panel = packed.as<int8_t>() + (j0 / nr) * panel_bytes;
+        const size_t nu = std::min(nr, b1 - j0);
+        float* thr = w.thr.data() + (j0 - b0);
+        TopKBuffer* heaps = &cand->at(list, j0);
+        for (size_t t0 = 0; t0 < nn; t0 += mr) {
+          const size_t mu = std::min(mr, nn - t0);
+          const uint8_t* ptrs[kS8TileRows];
+          for (size_t i = 0; i < mr; ++i) ptrs[i] = w.rows[t0 + std::min(i, mu - 1)];  // repeats are not stored
+          float* St = S + t0 * ldS + (j0 - b0);
+          if (qd.s8_tile(D, ptrs, panel, scales.data() + j0, St, ldS, mu, nu, thr, w.hits)) push_hits(St, ldS, mu, n0 + t0, w.hits, heaps, thr);
         }
       }
     }
@@ -307,7 +369,10 @@ struct GemmScan {
 };
 
 bool many_queries(const TopKSearch& x) {
-  if (x.c.coding != Coding::Plain) return false;  // the coded scorers read their own row formats
+  if (x.c.coding == Coding::Int8)
+    return x.q.rows >= kS8GemmMinQueries && x.c.dim <= kS8GemmMaxDim && quant_dot().s8_tile &&
+           scorer_for(x.c, x.q.rows) == Scorer::S8;
+  if (x.c.coding != Coding::Plain) return false;  // the binary scorer reads its own row format
   return x.q.rows >= (x.c.dtype == Dtype::F32 ? kGemmMinQueries : 2 * kGemmMinQueries); }
 
 }  // namespace
@@ -336,6 +401,7 @@ void score_topk_many(const TopKSearch* searches, size_t n) {
     if (many_queries(x)) {
       gemm_of[s] = gemms.size();
       gemms.emplace_back(g, x.q, x.c, sub, cand[s]);
+      bias_of[s] = gemms.back().bias;
     } else {
       dots.emplace_back(ops, x.q, x.c, sub, cand[s]);
       bias_of[s] = dots.back().qp.bias;
@@ -344,8 +410,8 @@ void score_topk_many(const TopKSearch* searches, size_t n) {
   // A scan with more than 1/T of all the GEMM work could not keep the threads busy as one task per group: it runs as
   // blocks with per-worker lists (a lone scan), the others as one task per group (each of MUF's 15 scans at B = 64).
   size_t total = 0;
-  for (const GemmScan& x : gemms) total += x.total_work(g.nr);
-  for (GemmScan& x : gemms) x.per_worker = T > 1 && x.total_work(g.nr) * T > total;
+  for (const GemmScan& x : gemms) total += x.total_work();
+  for (GemmScan& x : gemms) x.per_worker = T > 1 && x.total_work() * T > total;
   for (size_t s = 0; s < n; ++s) cand[s].reset(gemm_of[s] != SIZE_MAX ? gemms[gemm_of[s]].lists(T) : T, searches[s].q.rows, kk[s]);
 
   // Every task of every scan in one region: GEMM tasks largest first (so that the last ones to start are short),
@@ -356,9 +422,10 @@ void score_topk_many(const TopKSearch* searches, size_t n) {
   std::vector<Task> tasks;
   size_t floats = 0, rows = 0, group = 0;
   for (size_t i = 0; i < gemms.size(); ++i) {
-    for (size_t t = 0; t < gemms[i].tasks(); ++t) tasks.push_back({gemms[i].task_work(g.nr), i, t});
+    for (size_t t = 0; t < gemms[i].tasks(); ++t) tasks.push_back({gemms[i].task_work(), i, t});
     floats = std::max(floats, gemms[i].scratch_floats());
     group = std::max(group, gemms[i].group);
+    if (gemms[i].s8) rows = std::max(rows, kGemmBlockRows);
   }
   std::stable_sort(tasks.begin(), tasks.end(), [](const Task& a, const Task& b) { return a.work > b.work; });
   const size_t n_gemm = tasks.size();
@@ -368,7 +435,7 @@ void score_topk_many(const TopKSearch* searches, size_t n) {
     rows = std::max(rows, dots[i].scratch_rows());
   }
   std::vector<Scratch> scratch(T);
-  const bool widen = std::any_of(gemms.begin(), gemms.end(), [](const GemmScan& x) { return x.c->dtype != Dtype::F32; });
+  const bool widen = std::any_of(gemms.begin(), gemms.end(), [](const GemmScan& x) { return !x.s8 && x.c->dtype != Dtype::F32; });
   for (Scratch& w : scratch) {
     w.S.reset(std::max<size_t>(floats, 1) * sizeof(float));
     w.rows.resize(rows);

@@ -13,9 +13,17 @@
 // which is alpha_j * sum_d q~_d (2 b_d - 1) for the query levels q~_d = lo + delta * u_d (lo2 = 2 lo, delta2 =
 // 2 delta, sum = sum_d q~_d). One plane with lo = -1, delta = 2 is the Hamming score of sign bits.
 // Variants differ only by the rounding of that last expression (a fused multiply-add or not).
+//
+// s8_tile: the many-query form of score_s8, a GEMM register tile of kS8TileRows corpus rows x kS8TileQueries queries
+// with no horizontal sums: each 4 bytes of a row are broadcast against a panel of the queries packed four dimensions
+// to a 32-bit lane (pack_s8_panel). c[i * ldc + j] = scales[j] * dot_i,j for i < m_used, j < n_used, the dot exact
+// in int32 as score_s8's (the same bits); all kS8TileRows row pointers are valid and each is read within its `dim`
+// bytes. With thr: bit j of hits[i] is set when c[i * ldc + j] >= thr[j] (NaN never), and it returns whether any bit
+// is; without (null), it returns false. (The tile of GemmOps::tile_rows_hits, in int8.)
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace quorum::kernels {
 
@@ -29,6 +37,25 @@ struct BitsRowTail {
   uint32_t pop;
 };
 
+constexpr size_t kS8TileRows = 12, kS8TileQueries = 32;
+
+// Bytes of one s8_tile panel over `dim` dimensions.
+inline size_t s8_panel_bytes(size_t dim) { return (dim + 3) / 4 * 4 * kS8TileQueries; }
+
+// Packs nq <= kS8TileQueries of score_s8's query rows (q, qstride) into one s8_tile panel and its scales: query j's
+// dimensions 4g .. 4g + 3 at panel[g * 4 * kS8TileQueries + 4 * j ...], zero past `dim` and for j >= nq.
+inline void pack_s8_panel(const uint8_t* q, size_t qstride, size_t nq, size_t dim, int8_t* panel, float* scales) {
+  const size_t pad = (dim + kS8Pad - 1) / kS8Pad * kS8Pad;
+  std::memset(panel, 0, s8_panel_bytes(dim));
+  for (size_t j = 0; j < kS8TileQueries; ++j) {
+    scales[j] = 0.f;
+    if (j >= nq) continue;
+    const uint8_t* qj = q + j * qstride;
+    for (size_t d = 0; d < dim; ++d) panel[(d / 4) * 4 * kS8TileQueries + 4 * j + d % 4] = int8_t(qj[d]);
+    std::memcpy(&scales[j], qj + pad, 4);
+  }
+}
+
 struct QuantDotOps {
   const char* isa;
   // True where score_s8 is measured faster than f32 queries over u8 codes (VNNI): the search picks it by this.
@@ -37,6 +64,8 @@ struct QuantDotOps {
                    float* out, size_t ldo);
   void (*score_bits)(const uint8_t* q, size_t qstride, size_t planes, size_t nq, const uint8_t* const* rows,
                      size_t nrows, size_t words, float* out, size_t ldo);
+  bool (*s8_tile)(size_t dim, const uint8_t* const* rows, const int8_t* panel, const float* scales, float* c, size_t ldc,
+                  size_t m_used, size_t n_used, const float* thr, uint32_t* hits);
 };
 
 // The row's score from its integer parts: one expression shared by every variant.

@@ -53,7 +53,8 @@ void score_s8(const uint8_t* q, size_t qstride, size_t nq, const uint8_t* const*
 }  // namespace
 
 const QuantDotOps* quant_dot_avx2() {
-  static const QuantDotOps ops{"avx2", false, score_s8, score_bits};
+  // No s8_tile: without VNNI the tile's products cost what the dot tile's do, and the dot tile needs no packing.
+  static const QuantDotOps ops{"avx2", false, score_s8, score_bits, nullptr};
   return &ops;
 }
 

@@ -21,12 +21,29 @@ void score_s8(const uint8_t* q, size_t qstride, size_t nq, const uint8_t* const*
   }
 }
 
+bool s8_tile(size_t dim, const uint8_t* const* rows, const int8_t* panel, const float* scales, float* c, size_t ldc,
+             size_t m_used, size_t n_used, const float* thr, uint32_t* hits) {
+  bool any = false;
+  for (size_t i = 0; i < m_used; ++i) {
+    uint32_t h = 0;
+    for (size_t j = 0; j < n_used; ++j) {
+      int32_t acc = 0;
+      for (size_t d = 0; d < dim; ++d) acc += int32_t(rows[i][d]) * int32_t(panel[(d / 4) * 4 * kS8TileQueries + 4 * j + d % 4]);
+      const float x = scales[j] * float(acc);
+      c[i * ldc + j] = x;
+      if (thr && x >= thr[j]) h |= 1u << j;
+    }
+    if (thr) hits[i] = h, any = any || h != 0;
+  }
+  return any;
+}
+
 #include "quant_dot_body.h"
 
 }  // namespace
 
 const QuantDotOps& quant_dot_scalar() {
-  static const QuantDotOps ops{"scalar", false, score_s8, score_bits};
+  static const QuantDotOps ops{"scalar", false, score_s8, score_bits, s8_tile};
   return ops;
 }
 
