@@ -54,6 +54,27 @@ describe('FamiliarityBank', () => {
     again.dispose();
   });
 
+  it("to('int8') quarters the tables; the margin moves by the codes' rounding only", async () => {
+    const dim = 24;
+    const own = randomF32(300 * dim, 11);
+    const other = randomF32(200 * dim, 12);
+    const q = randomF32(20 * dim, 13);
+    const bank = FamiliarityBank.fromVectors(own, other, dim);
+    const q8 = bank.to('int8');
+    expect(q8.dtype).toBe('int8');
+    expect(q8.sizes).toEqual([300, 200]);
+    const [a, b] = [await bank.margin(q, 10), await q8.margin(q, 10)];
+    let most = 0;
+    a.forEach((v, i) => (most = Math.max(most, Math.abs(v - b[i]!))));
+    expect(most).toBeGreaterThan(0);
+    expect(most).toBeLessThan(0.02);
+    expect(() => q8.save(join(scratch, 'q8.safetensors'))).toThrow(expect.objectContaining({ code: 'ERR_UNSUPPORTED' }));
+    expect(() => q8.to('f32')).toThrow(expect.objectContaining({ code: 'ERR_UNSUPPORTED' }));
+    expect(() => bank.to('f16' as never)).toThrow(expect.objectContaining({ code: 'ERR_ARG' }));
+    bank.dispose();
+    q8.dispose();
+  });
+
   it('gives typed errors', async () => {
     expect(() => FamiliarityBank.fromVectors(new Float32Array(0), randomF32(4, 1), 2)).toThrow(expect.objectContaining({ code: 'ERR_SHAPE' }));
     expect(() => FamiliarityBank.fromVectors(randomF32(5, 1), randomF32(4, 1), 2)).toThrow(expect.objectContaining({ code: 'ERR_SHAPE' }));

@@ -325,9 +325,12 @@ describe('MufServer', () => {
     }
   }, 120_000);
 
-  it("familiarity: 'bf16' halves the banks; P(own task) moves by rounding, the routing holds", async () => {
+  it.each([
+    ['bf16', 0.05],
+    ['int8', 0.1],
+  ] as const)("familiarity: '%s' holds smaller banks; P(own task) moves by rounding (< %f), the routing holds", async (dtype, most) => {
     const f32 = await MufServer.load(mufDir);
-    const bf16 = await MufServer.load(mufDir, { familiarity: 'bf16' });
+    const bf16 = await MufServer.load(mufDir, { familiarity: dtype });
     let maxMove = 0;
     try {
       expect(f32.familiarityCalibrated && bf16.familiarityCalibrated).toBe(true);
@@ -345,8 +348,9 @@ describe('MufServer', () => {
       await bf16.dispose();
     }
     expect(maxMove).toBeGreaterThan(0);
-    expect(maxMove).toBeLessThan(0.05);
+    expect(maxMove).toBeLessThan(most);
     expect(await asyncCode(MufServer.load(mufDir, { familiarity: 'f16' as never }))).toBe('ERR_ARG');
+    expect(await asyncCode(MufServer.load(mufDir, { familiarity: 'binary' as never }))).toBe('ERR_ARG');
   }, 120_000);
 
   it('a process that serves a MUF directory of 0-layer experts through MufServer maps no libtorch, faiss or ONNX Runtime', () => {

@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 import { Tensor, capabilities, scoreTopK, setIsa, setThreads, type Isa } from '../lib/index.js';
 import { FamiliarityBank, type FamiliarityCalibration } from '../lib/methods/muf/familiarity.js';
+import { QuantizedTensor, quantizeSync } from '../lib/quantized.js';
 import { mufConfidence } from '../lib/methods/muf/serve.js';
 import { mufSearch, type MufStageExpert } from '../lib/methods/muf/stage.js';
 import { defaultEncoderConfig, type EncoderConfig } from '../lib/models/config.js';
@@ -28,10 +29,13 @@ interface Spec {
   N: number;
   L: number;
   k: number;
-  /** Expert 0's corpus in bf16 (GEMMs only from 64 questions: with B = 40 one call mixes both scan paths). */
-  bf16?: boolean;
-  /** Familiarity banks in bf16. */
-  bankBf16?: boolean;
+  /**
+   * Expert 0's corpus in bf16 (GEMMs only from 64 questions: with B = 40 one call mixes both scan paths) or int8 (the
+   * int8 GEMM from 32 questions, int8 x int8 below).
+   */
+  passages?: 'bf16' | 'int8';
+  /** Familiarity banks in bf16 or int8. */
+  bank?: 'bf16' | 'int8';
   rows?: Int32Array;
   /** Expert 1 twice as wide as the others (experts need not share a width). */
   mixedWidths?: boolean;
@@ -52,16 +56,16 @@ function build(s: Spec, seed: number) {
     const sd = seed + 100 * x;
     const passages = Tensor.from(randomF32(s.N * dim, sd + 1), [s.N, dim]);
     let bank = FamiliarityBank.fromVectors(randomF32((20 + 7 * x) * dim, sd + 2), randomF32((35 + 3 * x) * dim, sd + 3), dim);
-    if (s.bankBf16) {
+    if (s.bank) {
       const f32 = bank;
-      bank = f32.to('bf16');
+      bank = f32.to(s.bank);
       f32.dispose();
     }
     const K = 3 + x;
     const weights = [Tensor.from(randomF32(K * 8 * dim, sd + 4).map((v) => v / Math.sqrt(dim)), [K, 8, dim]), Tensor.from(randomF32(K * 8, sd + 5), [K, 8]), Tensor.from(randomF32(K * dim * 8, sd + 6).map((v) => v / Math.sqrt(8)), [K, dim, 8]), Tensor.from(randomF32(K * dim, sd + 7), [K, dim])];
     return {
       queries: Tensor.from(randomF32(s.B * dim, sd + 8), [s.B, dim]),
-      passages: x === 0 && s.bf16 ? passages.to('bf16') : passages,
+      passages: x === 0 && s.passages ? (s.passages === 'bf16' ? passages.to('bf16') : quantizeSync(passages, 'int8')) : passages,
       bank,
       calibration: calibration(0.3 - x, 4 + 3 * x, [30, 5, 1][x]!),
       heads: { weights, members: K, temperature: 0.2 + 0.3 * x },
@@ -78,15 +82,18 @@ function dispose(xs: Built) {
 
 const specs: Spec[] = [
   { B: 1, dim: 16, N: 300, L: 100, k: 10 },
-  { B: 1, dim: 33, N: 40, L: 40, k: 50, bf16: true, bankBf16: true },
+  { B: 1, dim: 33, N: 40, L: 40, k: 50, passages: 'bf16', bank: 'bf16' },
+  { B: 2, dim: 33, N: 40, L: 40, k: 50, passages: 'int8', bank: 'int8' },
   { B: 5, dim: 8, N: 120, L: 7, k: 3 },
-  { B: 40, dim: 20, N: 200, L: 30, k: 10, bf16: true },
+  { B: 40, dim: 20, N: 200, L: 30, k: 10, passages: 'bf16' },
+  { B: 40, dim: 20, N: 200, L: 30, k: 10, passages: 'int8', bank: 'int8' },
   { B: 3, dim: 12, N: 500, L: 20, k: 10, rows: Int32Array.from({ length: 60 }, (_, i) => 3 + 8 * i) },
   { B: 2, dim: 12, N: 50, L: 1, k: 4, rows: Int32Array.of(49) },
   { B: 3, dim: 8, N: 90, L: 12, k: 6, mixedWidths: true },
-  { B: 40, dim: 8, N: 90, L: 12, k: 6, mixedWidths: true, bankBf16: true },
+  { B: 40, dim: 8, N: 90, L: 12, k: 6, mixedWidths: true, bank: 'bf16' },
   { B: 64, dim: 12, N: 3000, L: 40, k: 10, threads: 4 },
   { B: 64, dim: 12, N: 3000, L: 40, k: 10, threads: 2 },
+  { B: 64, dim: 12, N: 3000, L: 40, k: 10, passages: 'int8', bank: 'int8', threads: 2 },
   { B: 64, dim: 12, N: 3000, L: 40, k: 10, mixedWidths: true, threads: 1 },
 ];
 
@@ -106,7 +113,12 @@ describe.each(caps.availableIsas as Isa[])('mufSearch, %s variant', (isa) => {
       }
       owned.push(...lists.flatMap((l) => [l.ids, l.scores]));
       const familiar = await Promise.all(xs.map((x) => x.bank.probability(x.queries.data as Float32Array, x.calibration)));
-      const parts = xs.map((x, e) => ({ queries: x.queries, passages: x.passages, candidates: lists[e]!.ids, scores: lists[e]!.scores, weights: x.heads.weights, members: x.heads.members, temperature: x.heads.temperature }));
+      // The fusion references read the candidates' lists and scores above; the heads read passage vectors, which for
+      // int8 passages the stage scores with int8 member activations (gather_scores): no f32 reference, so that mode is
+      // compared for the other specs only.
+      const decoded = xs.map((x) => (x.passages instanceof QuantizedTensor ? x.passages.dequantize() : x.passages));
+      owned.push(...decoded.filter((t, e) => t !== xs[e]!.passages));
+      const parts = xs.map((x, e) => ({ queries: x.queries, passages: decoded[e]!, candidates: lists[e]!.ids, scores: lists[e]!.scores, weights: x.heads.weights, members: x.heads.members, temperature: x.heads.temperature }));
       const given = Tensor.from(Float32Array.from(familiar.flatMap((p) => Array.from(p))), [3, s.B]);
       owned.push(given);
       const refs = {
@@ -117,7 +129,7 @@ describe.each(caps.availableIsas as Isa[])('mufSearch, %s variant', (isa) => {
       for (const r of Object.values(refs)) owned.push(r.mi, r.confidence, r.ids!, r.scores!);
       // Expert 1's questions as a plain Float32Array (an encoder's output), the others as tensors.
       const stageExperts: MufStageExpert[] = xs.map((x, e) => ({ queries: e === 1 ? Float32Array.from(x.queries.data as Float32Array) : x.queries, passages: x.passages, familiarity: x.bank.stagePart(x.calibration), heads: x.heads }));
-      for (const mode of ['uniform', 'familiarity', 'heads'] as const) {
+      for (const mode of s.passages === 'int8' ? (['uniform', 'familiarity'] as const) : (['uniform', 'familiarity', 'heads'] as const)) {
         if (s.threads) setThreads(s.threads);
         const got = await mufSearch(stageExperts, { mode, topL: s.L, k: s.k, tieRank, ...(rows ? { rows } : {}) }).finally(() => setThreads(caps.threads));
         const ref = refs[mode];

@@ -10,7 +10,7 @@
 // runs off the event loop (the Promise forms). A QuorumError becomes an HTTP status by its code; its message goes
 // back as JSON.
 //   node examples/server/server.mjs [--data DIR] [--model DIR|default] [--muf DIR] [--port 8080] [--host 127.0.0.1] [--batch]
-//        [--quantize int8]   (the dense index and the MUF passages as int8 codes: a quarter of the memory)
+//        [--quantize int8]   (the dense index, the MUF passages and familiarity banks as int8 codes: a quarter of the memory)
 // filter=JSON (any mode) keeps the search inside the passages whose metadata match (lib/filter.ts: { field, eq | in |
 // range }, and / or / not; the fields are each passage's title and its corpus.jsonl `metadata`), compiled once and cached.
 // muf with abstain=P: when no expert's confidence (P(own task) where the directory has familiarity) reaches P, the
@@ -100,13 +100,13 @@ async function buildState(options) {
     if (options.quantize !== undefined && options.quantize !== 'int8')
       throw new QuorumError('ERR_ARG', `--quantize must be int8, got '${options.quantize}'`);
     const int8 = options.quantize === 'int8';
-    // --quantize int8: the dense index and the MUF experts' passages as int8 codes (docs/api.md#quantized-corpora).
+    // --quantize int8: the dense index and the MUF experts' passages and familiarity banks as int8 codes (docs/api.md#quantized-corpora).
     const dense = DenseIndex.create({ dim: model.dim, factory: 'Flat', mips: 'inner-product', ...(int8 ? { quantization: 'int8' } : {}) });
     owned.push(() => dense.dispose());
     const vectors = await model.encodePassages(corpus);
     if (int8) await dense.train(vectors);
     await dense.add(vectors, BigInt64Array.from(corpus, (_, i) => BigInt(i)));
-    const muf = options.muf ? await MufServer.load(options.muf, int8 ? { passages: 'int8' } : {}) : undefined;
+    const muf = options.muf ? await MufServer.load(options.muf, int8 ? { passages: 'int8', familiarity: 'int8' } : {}) : undefined;
     if (muf) owned.push(() => muf.dispose());
     return stateOver({ options: { data, model: options.model, muf: options.muf, quantize: options.quantize }, corpus, bm25, model, dense, muf, batch: options.batch, batchWaitMs: options.batchWaitMs, owned });
   } catch (e) {

@@ -4,6 +4,15 @@ import type { CodedOperand } from './quant_bindings.js';
 import { coreAddon, type MaybeAsync, type NativeTensorHandle } from '../native.js';
 import type { NativeTextsToEmbed } from './embedding_bag_bindings.js';
 
+/** A familiarity bank as the stage reads it (FamiliarityBank.stagePart): its two tables, k and the Platt scaling. */
+export interface NativeFamiliarityPart {
+  own: NativeTensorHandle | CodedOperand;
+  other: NativeTensorHandle | CodedOperand;
+  k: number;
+  bias: number;
+  weight: number;
+}
+
 /** muf_bindings.cc's functions. */
 export interface MufBindings {
   /** DPR-MUF's heads, candidate scores and mutual information of every expert in one call (native/kernels/muf_heads.h). */
@@ -38,7 +47,7 @@ export interface MufBindings {
         /** Binary passages: the full vectors that rescore the best `candidates` of each scan. */
         rescore?: NativeTensorHandle | CodedOperand;
         candidates?: number;
-        familiarity?: { own: NativeTensorHandle; other: NativeTensorHandle; k: number; bias: number; weight: number };
+        familiarity?: NativeFamiliarityPart;
         weights?: NativeTensorHandle[];
         members?: number;
         temperature?: number;

@@ -9,7 +9,8 @@ import { scoreTopK } from '../../dense.js';
 import { QuorumError } from '../../errors.js';
 import { floatTensor, readSafetensors, writeSafetensors } from '../../io/safetensors.js';
 import { seededRandom, shuffle } from '../../random.js';
-import type { NativeTensorHandle } from '../../native.js';
+import type { NativeFamiliarityPart } from '../../bindings/muf_bindings.js';
+import { QuantizedTensor, quantizeSync } from '../../quantized.js';
 import { Tensor } from '../../tensor.js';
 import { plattProbability, type PlattScaling } from '../../uncertainty.js';
 
@@ -32,6 +33,14 @@ export interface FamiliarityCalibration {
   own: number;
   /** Calibration questions of the other tasks. */
   other: number;
+}
+
+/** How a bank's tables are held. */
+export type BankDtype = 'f32' | 'bf16' | 'int8';
+type BankTable = Tensor<'f32' | 'bf16'> | QuantizedTensor;
+
+function rowsOf(t: BankTable): number {
+  return t instanceof QuantizedTensor ? t.rows : t.shape[0]!;
 }
 
 /** Unit rows (a copy). */
@@ -61,8 +70,8 @@ export function sampleTexts(texts: readonly string[], cap = FAMILIARITY_BANK, se
  */
 export class FamiliarityBank {
   private constructor(
-    private readonly own: Tensor<'f32' | 'bf16'>,
-    private readonly other: Tensor<'f32' | 'bf16'>,
+    private readonly own: BankTable,
+    private readonly other: BankTable,
     /** The vectors' width. */
     readonly dim: number,
   ) {}
@@ -86,21 +95,30 @@ export class FamiliarityBank {
   }
 
   /**
-   * The same bank with its tables held as `dtype` (a new bank; this one stays as it is): 'bf16' halves the bytes a
-   * question's k-NN reads, and moves the margins by rounding (docs/results/serving.md#dpr-muf).
+   * The same bank with its tables held as `dtype` (a new bank; this one stays as it is), from an f32 or bf16 bank:
+   * 'bf16' halves the bytes a question's k-NN reads, 'int8' quarters them (docs/methods/quantization.md); both move the
+   * margins by rounding (docs/results/serving.md#dpr-muf, docs/results/quantization.md#dpr-muf-with-int8-passages).
+   * ERR_UNSUPPORTED from an int8 bank (its f32 values are gone).
    */
-  to(dtype: 'f32' | 'bf16'): FamiliarityBank {
-    return new FamiliarityBank(this.own.to(dtype), this.other.to(dtype), this.dim);
+  to(dtype: BankDtype): FamiliarityBank {
+    if (!['f32', 'bf16', 'int8'].includes(dtype as string))
+      throw new QuorumError('ERR_ARG', `a familiarity bank is held as 'f32', 'bf16' or 'int8', got '${String(dtype)}'`);
+    const own = this.own,
+      other = this.other;
+    if (own instanceof QuantizedTensor || other instanceof QuantizedTensor)
+      throw new QuorumError('ERR_UNSUPPORTED', 'an int8 familiarity bank cannot be converted: load the f32 bank again');
+    const as = (t: Tensor<'f32' | 'bf16'>) => (dtype === 'int8' ? quantizeSync(t, 'int8') : t.to(dtype));
+    return new FamiliarityBank(as(own), as(other), this.dim);
   }
 
   /** How the tables are held. */
-  get dtype(): 'f32' | 'bf16' {
-    return this.own.dtype;
+  get dtype(): BankDtype {
+    return this.own instanceof QuantizedTensor ? 'int8' : this.own.dtype;
   }
 
   /** Training questions held: [own task, other tasks]. */
   get sizes(): [number, number] {
-    return [this.own.shape[0]!, this.other.shape[0]!];
+    return [rowsOf(this.own), rowsOf(this.other)];
   }
 
   /**
@@ -114,8 +132,8 @@ export class FamiliarityBank {
     const B = questions.length / this.dim;
     const q = Tensor.from(unitRows(questions, this.dim), [B, this.dim]);
     try {
-      const meanTop = async (bank: Tensor<'f32' | 'bf16'>) => {
-        const top = await scoreTopK(q, bank, Math.min(k, bank.shape[0]!));
+      const meanTop = async (bank: BankTable) => {
+        const top = await scoreTopK(q, bank, Math.min(k, rowsOf(bank)));
         return Float64Array.from({ length: B }, (_, b) => {
           let s = 0;
           for (let j = 0; j < top.k; j++) s += top.scores[b * top.k + j]!;
@@ -140,10 +158,11 @@ export class FamiliarityBank {
    * @internal The stage's view of the bank under a calibration (lib/methods/muf/stage.ts, native/kernels/muf_search.h
    * computes {@link probability} from it). One feature: the margin.
    */
-  stagePart(c: FamiliarityCalibration): { own: NativeTensorHandle; other: NativeTensorHandle; k: number; bias: number; weight: number } {
+  stagePart(c: FamiliarityCalibration): NativeFamiliarityPart {
     if (c.platt.weights.length !== 1)
       throw new QuorumError('ERR_SHAPE', `familiarity's Platt scaling takes one feature, got ${c.platt.weights.length}`);
-    return { own: this.own.handle, other: this.other.handle, k: c.k, bias: c.platt.bias, weight: c.platt.weights[0]! };
+    const native = (t: BankTable) => (t instanceof QuantizedTensor ? t.operand() : t.handle);
+    return { own: native(this.own), other: native(this.other), k: c.k, bias: c.platt.bias, weight: c.platt.weights[0]! };
   }
 
   /** Writes the two tables to `path` (safetensors). */
@@ -153,8 +172,8 @@ export class FamiliarityBank {
       path,
       writeSafetensors(
         {
-          own: { shape: [...this.own.shape], data: this.own.data as Float32Array },
-          other: { shape: [...this.other.shape], data: this.other.data as Float32Array },
+          own: { shape: [...(this.own as Tensor).shape], data: (this.own as Tensor).data as Float32Array },
+          other: { shape: [...(this.other as Tensor).shape], data: (this.other as Tensor).data as Float32Array },
         },
         { format: 'quorum-muf-familiarity' },
       ),

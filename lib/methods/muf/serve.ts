@@ -216,10 +216,10 @@ export interface MufServerOptions {
   passages?: 'f32' | 'bf16' | 'int8' | 'binary';
   /**
    * How each expert's familiarity bank (its training questions, what P(own task) is computed from) is held: 'f32'
-   * (default) or 'bf16' (half the bytes each question's k-NN reads; P(own task) moves by rounding,
-   * docs/results/serving.md#dpr-muf).
+   * (default), 'bf16' (half the bytes each question's k-NN reads) or 'int8' (a quarter, searched with int8 questions);
+   * P(own task) moves by rounding (docs/results/serving.md#dpr-muf, docs/results/quantization.md#dpr-muf-with-int8-passages).
    */
-  familiarity?: 'f32' | 'bf16';
+  familiarity?: 'f32' | 'bf16' | 'int8';
 }
 
 const loadKeys = optionKeys<MufServerOptions>()(['threads', 'heads', 'passages', 'familiarity']);
@@ -279,10 +279,10 @@ export class MufServer {
       ['passages', passagesDtype],
       ['familiarity', bankDtype],
     ] as const)
-      if (v !== 'f32' && v !== 'bf16' && !(name === 'passages' && (v === 'int8' || v === 'binary')))
+      if (v !== 'f32' && v !== 'bf16' && !(name !== 'heads' && v === 'int8') && !(name === 'passages' && v === 'binary'))
         throw new QuorumError(
           'ERR_ARG',
-          `${name} must be 'f32' or 'bf16'${name === 'passages' ? ", 'int8' or 'binary'" : ''}, got '${String(v)}'`,
+          `${name} must be 'f32' or 'bf16'${name === 'passages' ? ", 'int8' or 'binary'" : name === 'familiarity' ? " or 'int8'" : ''}, got '${String(v)}'`,
         );
     const { card, cardPath, ids, experts: folders } = readMufDir(dir);
     if (!Number.isInteger(card.topL) || card.topL < 2) throw new QuorumError('ERR_FORMAT', `${cardPath}: topL must be an integer >= 2`);
@@ -309,9 +309,9 @@ export class MufServer {
         if (!existsSync(headsPath)) throw new QuorumError('ERR_STATE', `expert '${x.name}' has no trained heads (${headsPath})`);
         const heads = stageHeads(readFileBytes(headsPath), headsPath, part.encoder.dim, headsDtype);
         let bank = readFamiliarity(base, part.encoder.dim);
-        if (bank && bankDtype === 'bf16') {
+        if (bank && bankDtype !== 'f32') {
           const f32 = bank;
-          bank = f32.to('bf16');
+          bank = f32.to(bankDtype);
           f32.dispose();
         }
         if (bank) {

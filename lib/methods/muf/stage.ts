@@ -9,9 +9,8 @@
 import { QuorumError, awaitNative, callNative } from '../../errors.js';
 import type { ScoredDoc } from '../../eval/ranking.js';
 import { compareIds } from '../../fusion/normalize.js';
-import { type NativeTensorHandle } from '../../native.js';
 import type { NativeTextsToEmbed } from '../../bindings/embedding_bag_bindings.js';
-import { mufBindings } from '../../bindings/muf_bindings.js';
+import { mufBindings, type NativeFamiliarityPart } from '../../bindings/muf_bindings.js';
 import { QuantizedTensor } from '../../quantized.js';
 import { Tensor } from '../../tensor.js';
 import { allFinite } from '../../validate.js';
@@ -32,7 +31,7 @@ export interface MufStageExpert {
    */
   rescore?: { vectors: Tensor | QuantizedTensor; candidates: number };
   /** Familiarity: the bank's tables and calibration, as FamiliarityBank.stagePart gives them. */
-  familiarity?: { own: NativeTensorHandle; other: NativeTensorHandle; k: number; bias: number; weight: number };
+  familiarity?: NativeFamiliarityPart;
   /** Heads: mufConfidence's transposed layers, K and the calibrated temperature. */
   heads?: { weights: ReadonlyArray<Tensor<'f32' | 'bf16'>>; members: number; temperature: number };
 }
