@@ -44,23 +44,30 @@ export interface DenseIndexOptions {
   /** IVF: default number of lists searched (faiss default 1). */
   nprobe?: number;
   /**
-   * `'int8'`: hold the vectors as 8-bit codes (a quarter of the bytes; docs/methods/quantization.md). With factory
-   * "Flat" the index is faiss's "SQ8" (per-dimension min / max, fitted by {@link DenseIndex.train} on a sample before
-   * the first add) searched exactly by Quorum's int8 kernels; with "HNSW<M>" it is faiss's "HNSW<M>,SQ8" (the graph
-   * over int8 codes; remove is ERR_UNSUPPORTED there). Inner product only. Binary vectors: a QuantizedTensor and
-   * scoreTopK with `rescore`.
+   * Vectors held as codes (docs/methods/quantization.md); inner product only.
+   * - `'int8'`: 8-bit codes, a quarter of the bytes. With factory "Flat" the index is faiss's "SQ8" (per-dimension
+   *   min / max, fitted by {@link DenseIndex.train} on a sample before the first add) searched exactly by Quorum's
+   *   int8 kernels; with "HNSW<M>" it is faiss's "HNSW<M>,SQ8" (the graph over int8 codes; remove is ERR_UNSUPPORTED
+   *   there).
+   * - `'binary'`: factory "Flat" only (the index reports factory "BinaryFlat"). The f32 vectors are kept and 1-bit
+   *   codes of them (centred on the mean of the {@link DenseIndex.train} sample, rotated) are held beside them; a
+   *   search scans the codes for 4 x k candidates and returns their exact f32 scores. In RAM that is the f32 index
+   *   plus 3 %: the saving comes with {@link DenseIndex.map}, where the f32 vectors stay in the file's pages (read only
+   *   for the candidates) and the codes, built when it is mapped, are the process's own memory.
    */
-  quantization?: 'int8';
+  quantization?: 'int8' | 'binary';
 }
 
-/** The faiss factory string of an int8 index (DenseIndexOptions.quantization). */
-function int8Factory(factory: string, quantization: unknown, mips: Mips): string {
-  if (quantization !== 'int8')
-    throw new QuorumError(
-      'ERR_ARG',
-      `quantization must be 'int8', got ${JSON.stringify(quantization)} (binary vectors: QuantizedTensor with scoreTopK's rescore)`,
-    );
-  if (mips !== 'inner-product') throw new QuorumError('ERR_ARG', "quantization 'int8' ranks by inner product: leave mips 'inner-product'");
+/** The factory string of a quantized index (DenseIndexOptions.quantization). */
+function quantizedFactory(factory: string, quantization: unknown, mips: Mips): string {
+  if (quantization !== 'int8' && quantization !== 'binary')
+    throw new QuorumError('ERR_ARG', `quantization must be 'int8' or 'binary', got ${JSON.stringify(quantization)}`);
+  if (mips !== 'inner-product')
+    throw new QuorumError('ERR_ARG', `quantization '${quantization}' ranks by inner product: leave mips 'inner-product'`);
+  if (quantization === 'binary') {
+    if (factory === 'Flat') return 'BinaryFlat';
+    throw new QuorumError('ERR_ARG', `quantization 'binary' applies to factory 'Flat', got ${JSON.stringify(factory)}`);
+  }
   if (factory === 'Flat') return 'SQ8';
   if (typeof factory === 'string' && /^HNSW\d+$/.test(factory)) return `${factory},SQ8`;
   throw new QuorumError('ERR_ARG', `quantization 'int8' applies to factory 'Flat' or 'HNSW<M>', got ${JSON.stringify(factory)}`);
@@ -195,7 +202,8 @@ export class DenseIndex extends NativeResource {
     checkOptions(options, createKeys, 'DenseIndex.create options');
     const mips = options.mips ?? 'inner-product';
     const { quantization, ...rest } = options;
-    const factory = quantization === undefined ? (options.factory ?? 'Flat') : int8Factory(options.factory ?? 'Flat', quantization, mips);
+    const factory =
+      quantization === undefined ? (options.factory ?? 'Flat') : quantizedFactory(options.factory ?? 'Flat', quantization, mips);
     const { DenseIndex: Native } = faissBindings();
     return new DenseIndex(callNative(() => new Native({ ...rest, factory, mips })));
   }
@@ -374,9 +382,10 @@ export class DenseIndex extends NativeResource {
   }
 
   /**
-   * Opens a saved Flat inner-product index by mapping its file read-only instead of reading it
-   * (docs/api.md#mapping-a-saved-index): N worker processes serving one large index share one copy of its vectors
-   * in the page cache, and opening costs the header, the ids and an mmap whatever the size. It searches (filters
+   * Opens a saved Flat inner-product index (or a `quantization: 'binary'` one, its codes built from the mapped vectors
+   * as it opens) by mapping its file read-only instead of reading it (docs/api.md#mapping-a-saved-index): N worker
+   * processes serving one large index share one copy of its vectors in the page cache, and opening costs the header,
+   * the ids and an mmap whatever the size. It searches (filters
    * too), reconstructs and reports `info` (`mapped: true`) as a loaded index; add, remove, train, save and
    * toBuffer are ERR_UNSUPPORTED (load a copy to change it). Another factory or mips mode is ERR_UNSUPPORTED;
    * `verify` hashes the whole file against its checksum first (a read of every page: ERR_FORMAT on a mismatch),

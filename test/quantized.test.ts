@@ -535,8 +535,90 @@ describe("DenseIndex { quantization: 'int8' }", () => {
     await ix.add(corpus, ids);
     expect((await ix.search(queries, k)).ids.length).toBe(B * k);
     ix.dispose();
-    expect(code(() => DenseIndex.create({ dim: D, quantization: 'binary' as never }))).toBe('ERR_ARG');
+    expect(code(() => DenseIndex.create({ dim: D, quantization: 'int4' as never }))).toBe('ERR_ARG');
     expect(code(() => DenseIndex.create({ dim: D, quantization: 'int8', mips: 'l2' }))).toBe('ERR_ARG');
     expect(code(() => DenseIndex.create({ dim: D, quantization: 'int8', factory: 'IVF4,Flat' }))).toBe('ERR_ARG');
+  });
+});
+
+describe("DenseIndex { quantization: 'binary' }", () => {
+  const N = 700,
+    D = 72,
+    B = 9,
+    k = 7;
+  const x = embeddings(N + B, D, 41);
+  const corpus = Tensor.from(x.slice(0, N * D), [N, D]);
+  const queries = x.slice(N * D);
+  const qt = Tensor.from(queries, [B, D]);
+  const ids = Array.from({ length: N }, (_, i) => 5000 + 3 * i);
+  // The reference: the same codes (centred on the corpus mean, the default rotation) scanned by scoreTopK for 4 x k
+  // candidates, rescored with the f32 vectors.
+  const bits = quantizeSync(corpus, 'binary');
+  const reference = (rows?: Int32Array) => scoreTopKSync(qt, bits, k, { rescore: corpus, oversample: 4, ...(rows ? { rows } : {}) });
+  const same = (got: { ids: BigInt64Array; scores: Float32Array }, want: { ids: Int32Array; scores: Float32Array }) => {
+    expect(Array.from(got.ids, Number)).toEqual(Array.from(want.ids, (i) => (i < 0 ? -1 : ids[i]!)));
+    expectClose(got.scores, want.scores, 1e-6);
+  };
+
+  it('scans 1-bit codes for 4 x k candidates and returns their exact f32 scores; filters, remove, save, load, map', async () => {
+    const ix = DenseIndex.create({ dim: D, quantization: 'binary' });
+    expect(ix.info.factory).toBe('BinaryFlat');
+    expect(await asyncCode(ix.add(corpus, ids))).toBe('ERR_STATE'); // the centre is the train sample's mean
+    await ix.train(corpus);
+    expect(await asyncCode(ix.train(corpus))).toBe('ERR_STATE');
+    await ix.add(corpus, ids);
+    same(await ix.search(queries, k), reference());
+    // its hits carry exact scores, and reconstruct gives the f32 vectors back
+    expect(Array.from(await ix.reconstruct([ids[3]!]))).toEqual(Array.from(x.slice(3 * D, 4 * D)));
+    // a filter scans only the allowed rows' codes
+    const allowedRows = Int32Array.from({ length: N }, (_, i) => i).filter((i) => i % 3 === 1);
+    same(await ix.search(queries, k, { allowedIds: Array.from(allowedRows, (i) => ids[i]!) }), reference(allowedRows));
+    // remove: the codes move with the vectors (faiss keeps the survivors in order)
+    const gone = [0, 1, 350, N - 1];
+    const kept = Int32Array.from({ length: N }, (_, i) => i).filter((i) => !gone.includes(i));
+    expect(await ix.remove(gone.map((i) => ids[i]!))).toBe(gone.length);
+    same(await ix.search(queries, k), reference(kept));
+    const dir = mkdtempSync(join(tmpdir(), 'quorum-qb-'));
+    try {
+      const path = join(dir, 'ix.qdx');
+      await ix.save(path);
+      const back = await DenseIndex.load(path);
+      expect(back.info.factory).toBe('BinaryFlat');
+      same(await back.search(queries, k), reference(kept));
+      await back.add(Tensor.from(x.slice(0, D), [1, D]), [ids[0]!]); // coded around the saved centre
+      expect(Number((await back.search(x.slice(0, D), 1)).ids[0])).toBe(ids[0]);
+      back.dispose();
+      const mapped = await DenseIndex.map(path, { verify: true });
+      expect(mapped.info.mapped).toBe(true);
+      same(await mapped.search(queries, k), reference(kept));
+      expect(await asyncCode(mapped.add(corpus, ids))).toBe('ERR_UNSUPPORTED');
+      mapped.dispose();
+      // a version-1 header on a binary index (no centre) is damage, not a plain Flat
+      const bytes = readFileSync(path);
+      bytes.writeUInt32LE(1, 8);
+      writeFileSync(join(dir, 'bad.qdx'), bytes);
+      expect(await asyncCode(DenseIndex.load(join(dir, 'bad.qdx')))).toBe('ERR_FORMAT');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    ix.dispose();
+  });
+
+  it('an empty index saves, loads and maps; bad combinations are ERR_ARG', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'quorum-qb-'));
+    try {
+      const ix = DenseIndex.create({ dim: D, quantization: 'binary' });
+      await ix.save(join(dir, 'empty.qdx'));
+      const back = await DenseIndex.load(join(dir, 'empty.qdx'));
+      expect(back.info.trained).toBe(false);
+      expect((await back.search(queries, k)).ids.every((id) => id === -1n)).toBe(true);
+      const mapped = await DenseIndex.map(join(dir, 'empty.qdx'));
+      expect(mapped.info.size).toBe(0);
+      for (const i of [ix, back, mapped]) i.dispose();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expect(code(() => DenseIndex.create({ dim: D, quantization: 'binary', factory: 'HNSW16' }))).toBe('ERR_ARG');
+    expect(code(() => DenseIndex.create({ dim: D, quantization: 'binary', mips: 'l2' }))).toBe('ERR_ARG');
   });
 });

@@ -36,6 +36,11 @@ namespace {
 
 constexpr char kMagic[8] = {'Q', 'D', 'N', 'I', 'D', 'X', '0', '1'};
 constexpr uint32_t kVersion = 1;
+// Version 2 adds, after the factory, a binary index's centre (u32 count, 0 or dim, then the floats); every other
+// index is still written as version 1.
+constexpr uint32_t kVersionCenter = 2;
+// DenseIndexOptions.quantization 'binary' (simd_flat.h, SimdBinary): faiss's "Flat" underneath.
+const std::string kBinaryFactory = "BinaryFlat";
 constexpr size_t kMaxDim = size_t(1) << 16;
 using Idx = faiss::Index::idx_t;
 
@@ -290,8 +295,11 @@ DenseIndex::DenseIndex(const DenseIndexOptions& options) : options_(options) {
     throw Error("ERR_RANGE", "efConstruction, efSearch and nprobe must be >= 0");
   const faiss::MetricType metric =
       options_.mips == Mips::kInnerProduct ? faiss::METRIC_INNER_PRODUCT : faiss::METRIC_L2;
+  const bool binary = options_.factory == kBinaryFactory;
+  if (binary && options_.mips != Mips::kInnerProduct) throw Error("ERR_ARG", "binary vectors rank by inner product: leave mips 'inner-product'");
+  const std::string faiss_factory = binary ? "Flat" : options_.factory;
   std::unique_ptr<faiss::Index> made(faiss_call("ERR_ARG", "faiss cannot build '" + options_.factory + "'", [&] {
-    return faiss::index_factory(int(stored_dim()), options_.factory.c_str(), metric);
+    return faiss::index_factory(int(stored_dim()), faiss_factory.c_str(), metric);
   }));
   check_built(made.get());
   if (faiss::IndexIVF* ivf = faiss::ivflib::try_extract_index_ivf(made.get())) {
@@ -335,8 +343,14 @@ void DenseIndex::bind() {
   core_ = pre_ ? pre_->index : inner;
   // Flat storage, on its own or under HNSW, gets the SIMD kernels (simd_flat.h). The owners delete what they
   // hold (own_fields), so the swapped-out object is deleted here.
-  std::unique_ptr<faiss::Index> simd = SimdFlat::adopt(core_);
-  if (!simd) simd = SimdSQ8::adopt(core_);
+  std::unique_ptr<faiss::Index> simd;
+  if (options_.factory == kBinaryFactory) {
+    simd = SimdBinary::adopt(core_, std::move(center_at_load_));
+    if (!simd && !dynamic_cast<SimdBinary*>(core_)) throw Error("ERR_FORMAT", "binary dense index without its flat storage");
+  } else {
+    simd = SimdFlat::adopt(core_);
+    if (!simd) simd = SimdSQ8::adopt(core_);
+  }
   if (simd) {
     std::unique_ptr<faiss::Index> old(core_);
     core_ = simd.release();
@@ -354,6 +368,8 @@ void DenseIndex::bind() {
       std::unique_ptr<faiss::Index> old(h->storage);
       h->storage = simd.release();
     }
+  // The id map copied its sub-index's state when it was made; a binary storage is untrained until it has a centre.
+  if (dynamic_cast<SimdBinary*>(core_)) top_->is_trained = core_->is_trained;
   ivf_ = dynamic_cast<faiss::IndexIVF*>(core_);
   hnsw_ = dynamic_cast<faiss::IndexHNSW*>(core_);
   if (!core_ || (!idmap_ && !ivf_)) throw Error("ERR_FORMAT", "index structure is not one DenseIndex writes");
@@ -721,13 +737,18 @@ void DenseIndex::write(Sink& sink) const {
   std::shared_lock<std::shared_mutex> lock(mutex_);
   persist::WordHash hash;
   std::vector<uint8_t> head(kMagic, kMagic + 8);
-  persist::put(head, kVersion);
+  const auto* binary = dynamic_cast<const SimdBinary*>(core_);
+  persist::put(head, binary ? kVersionCenter : kVersion);
   persist::put(head, uint32_t(options_.mips));
   persist::put(head, uint64_t(options_.dim));
   persist::put(head, phi_);
   persist::put(head, uint32_t(phi_fixed_));
   persist::put(head, uint32_t(options_.factory.size()));
   head.insert(head.end(), options_.factory.begin(), options_.factory.end());
+  if (binary) {
+    persist::put(head, uint32_t(binary->center().size()));
+    for (float c : binary->center()) persist::put(head, c);
+  }
   sink(head.data(), head.size());
   hash.update(head.data(), head.size());
   HashingWriter<Sink> writer(sink, hash);
@@ -775,7 +796,8 @@ void check_frame(const uint8_t* data, size_t n, bool verify, const std::string& 
 std::unique_ptr<DenseIndex> DenseIndex::parse_header(const uint8_t* data, size_t n, size_t* payload_at, uint64_t* payload) {
   persist::Reader r{data, n - 16, 8, "dense index data"};
   const uint32_t version = r.get<uint32_t>();
-  if (version != kVersion) throw Error("ERR_FORMAT", "dense index format version " + std::to_string(version) + " is not supported");
+  if (version != kVersion && version != kVersionCenter)
+    throw Error("ERR_FORMAT", "dense index format version " + std::to_string(version) + " is not supported");
   std::unique_ptr<DenseIndex> out(new DenseIndex());
   const uint32_t mips = r.get<uint32_t>();
   if (mips > uint32_t(Mips::kL2Transform)) throw Error("ERR_FORMAT", "dense index header is corrupt (mips mode)");
@@ -789,6 +811,17 @@ std::unique_ptr<DenseIndex> DenseIndex::parse_header(const uint8_t* data, size_t
   r.need(flen, 1);
   out->options_.factory.assign(reinterpret_cast<const char*>(data + r.at), flen);
   r.at += flen;
+  if ((version == kVersionCenter) != (out->options_.factory == kBinaryFactory))
+    throw Error("ERR_FORMAT", "dense index header is corrupt (version and factory disagree)");
+  if (version == kVersionCenter) {
+    const uint32_t nc = r.get<uint32_t>();
+    if (nc != 0 && nc != out->options_.dim) throw Error("ERR_FORMAT", "dense index header is corrupt (centre)");
+    out->center_at_load_.resize(nc);
+    for (float& c : out->center_at_load_) {
+      c = r.get<float>();
+      if (!std::isfinite(c)) throw Error("ERR_FORMAT", "dense index header is corrupt (centre)");
+    }
+  }
   std::memcpy(payload, data + n - 16, 8);
   if (*payload != r.n - r.at) throw Error("ERR_FORMAT", "dense index sizes are corrupt");
   *payload_at = r.at;
@@ -817,8 +850,9 @@ std::unique_ptr<DenseIndex> DenseIndex::map(const std::string& path, bool verify
   size_t at = 0;
   uint64_t len = 0;
   std::unique_ptr<DenseIndex> out = parse_header(data, n, &at, &len);
-  if (out->options_.factory != "Flat" || out->options_.mips != Mips::kInnerProduct)
-    throw Error("ERR_UNSUPPORTED", path + ": only Flat inner-product indexes map (this one is '" + out->options_.factory +
+  const bool binary = out->options_.factory == kBinaryFactory;
+  if ((out->options_.factory != "Flat" && !binary) || out->options_.mips != Mips::kInnerProduct)
+    throw Error("ERR_UNSUPPORTED", path + ": only Flat (or BinaryFlat) inner-product indexes map (this one is '" + out->options_.factory +
                                        "'" + (out->options_.mips != Mips::kInnerProduct ? ", mips l2" : "") + "): load it instead");
   // The payload: "IxM2", the id map's index header, "IxFI", the flat index's header, u64 count of floats, the
   // vectors, u64 count of ids, the ids (faiss's index_write.cpp layout for IndexIDMap2 over IndexFlatIP).
@@ -849,8 +883,10 @@ std::unique_ptr<DenseIndex> DenseIndex::map(const std::string& path, bool verify
   r.at += floats * 4;
   if (r.get<uint64_t>() != uint64_t(ntotal) || r.n - r.at != 8 * uint64_t(ntotal))
     throw Error("ERR_FORMAT", path + ": dense index payload is corrupt (id count)");
-  out->top_ = id_map_over(SimdFlat::over(vectors, ntotal, faiss::Index::idx_t(d), m), true, faiss::METRIC_INNER_PRODUCT,
-                          p + r.at, path + ": ");
+  std::unique_ptr<faiss::Index> storage;
+  if (binary) storage = SimdBinary::over(vectors, ntotal, faiss::Index::idx_t(d), m, std::move(out->center_at_load_));
+  else storage = SimdFlat::over(vectors, ntotal, faiss::Index::idx_t(d), m);
+  out->top_ = id_map_over(std::move(storage), true, faiss::METRIC_INNER_PRODUCT, p + r.at, path + ": ");
   out->mapping_ = m;
   out->bind();
   return out;

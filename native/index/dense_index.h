@@ -157,6 +157,7 @@ class DenseIndex {
   std::shared_ptr<const persist::MappedFile> mapping_;
   std::vector<uint8_t> dead_;  // HNSW: tombstones, a bitmap over the graph's positions
   size_t n_dead_ = 0;
+  std::vector<float> center_at_load_;  // a binary index's centre, from its header to bind()
   double phi_ = 0;         // kL2Transform: the largest squared norm the stored vectors assume
   bool phi_fixed_ = false;  // set by options, or by the first train() / add()
 };

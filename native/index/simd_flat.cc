@@ -9,7 +9,9 @@
 #include <typeinfo>
 #include <vector>
 
+#include "../common/error.h"
 #include "../kernels/dense_search.h"
+#include "../kernels/quant.h"
 #include "../kernels/pair_distance.h"
 
 namespace quorum::index {
@@ -141,6 +143,111 @@ std::unique_ptr<SimdFlat> SimdFlat::adopt(faiss::Index* index) {
   out->metric_arg = flat->metric_arg;
   flat->codes.clear();
   flat->ntotal = 0;
+  return out;
+}
+
+void SimdBinary::train(idx_t n, const float* x) {
+  if (is_trained) throw Error("ERR_STATE", "a binary index is trained once: its codes are relative to that sample's mean");
+  FAISS_THROW_IF_NOT(n > 0);
+  center_.assign(size_t(d), 0.f);
+  kernels::fit_center(x, Dtype::F32, size_t(n), size_t(d), center_.data());
+  rotation_ = kernels::shared_rotation(size_t(d), kernels::kRotationSeed);
+  is_trained = true;
+}
+
+void SimdBinary::encode_from(idx_t first) {
+  const size_t rb = kernels::coded_row_bytes(kernels::Coding::Binary, size_t(d), Dtype::U8);
+  bits_.resize(size_t(ntotal) * rb);
+  if (ntotal > first)
+    kernels::encode_binary(vectors() + size_t(first) * size_t(d), Dtype::F32, size_t(ntotal - first), size_t(d), center_.data(),
+                           rotation_.get(), bits_.data() + size_t(first) * rb);
+}
+
+void SimdBinary::add(idx_t n, const float* x) {
+  FAISS_THROW_IF_NOT(is_trained && !mapped());
+  const idx_t first = ntotal;
+  SimdFlat::add(n, x);
+  encode_from(first);
+}
+
+size_t SimdBinary::remove_ids(const faiss::IDSelector& sel) {
+  // faiss's flat storage keeps the survivors in order (IndexFlatCodes::remove_ids): the codes move the same way.
+  std::vector<bool> gone(static_cast<size_t>(ntotal));
+  for (idx_t i = 0; i < ntotal; ++i) gone[size_t(i)] = sel.is_member(i);
+  const size_t removed = SimdFlat::remove_ids(sel);
+  const size_t rb = kernels::coded_row_bytes(kernels::Coding::Binary, size_t(d), Dtype::U8);
+  size_t j = 0;
+  for (size_t i = 0; i < gone.size(); ++i)
+    if (!gone[i]) {
+      if (i != j) std::copy_n(bits_.data() + i * rb, rb, bits_.data() + j * rb);
+      ++j;
+    }
+  bits_.resize(j * rb);
+  return removed;
+}
+
+void SimdBinary::reset() {
+  SimdFlat::reset();
+  bits_.clear();
+}
+
+void SimdBinary::search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
+                        const faiss::SearchParameters* params) const {
+  const faiss::IDSelector* sel = params ? params->sel : nullptr;
+  std::vector<int32_t> rows;
+  if (sel)
+    for (idx_t i = 0; i < ntotal; ++i)
+      if (sel->is_member(i)) rows.push_back(int32_t(i));
+  if (!is_trained || ntotal == 0 || (params && !sel) || (sel && rows.empty())) {
+    SimdFlat::search(n, x, k, distances, labels, params);
+    return;
+  }
+  const size_t D = size_t(d), B = size_t(n);
+  const size_t m = std::min(sel ? rows.size() : size_t(ntotal), kOversample * size_t(k));
+  kernels::CorpusMatrix bits{bits_.data(), size_t(ntotal), D, Dtype::U8};
+  bits.coding = kernels::Coding::Binary;
+  bits.center = center_.data();
+  bits.rotation = rotation_;
+  bits.query_bits = 4;
+  std::vector<int32_t> cand(B * m), ids(B * size_t(k));
+  std::vector<float> approx(B * m);
+  kernels::score_topk({x, B, D}, bits, m, cand.data(), approx.data(), sel ? rows.data() : nullptr, rows.size());
+  kernels::rescore_topk({x, B, D}, {reinterpret_cast<const uint8_t*>(vectors()), size_t(ntotal), D, Dtype::F32}, cand.data(), m,
+                        size_t(k), ids.data(), distances);
+  for (size_t i = 0; i < ids.size(); ++i) labels[i] = ids[i];
+}
+
+std::unique_ptr<SimdBinary> SimdBinary::adopt(faiss::Index* index, std::vector<float> center) {
+  std::unique_ptr<SimdFlat> flat = SimdFlat::adopt(index);
+  if (!flat || flat->metric_type != faiss::METRIC_INNER_PRODUCT) return nullptr;
+  if (center.empty() ? flat->ntotal > 0 : center.size() != size_t(flat->d))
+    throw Error("ERR_FORMAT", "binary dense index: its centre is missing or of another width");
+  auto out = std::make_unique<SimdBinary>(flat->d);
+  out->codes = std::move(flat->codes);
+  out->ntotal = flat->ntotal;
+  if (!center.empty()) {
+    out->center_ = std::move(center);
+    out->rotation_ = kernels::shared_rotation(size_t(out->d), kernels::kRotationSeed);
+    out->is_trained = true;
+    out->encode_from(0);
+  }
+  return out;
+}
+
+std::unique_ptr<SimdBinary> SimdBinary::over(const float* vectors, idx_t n, idx_t d, std::shared_ptr<const void> keep,
+                                             std::vector<float> center) {
+  if (center.empty() ? n > 0 : center.size() != size_t(d))
+    throw Error("ERR_FORMAT", "binary dense index: its centre is missing or of another width");
+  auto out = std::make_unique<SimdBinary>(d);
+  out->ntotal = n;
+  out->external_ = vectors;
+  out->keep_ = std::move(keep);
+  if (!center.empty()) {
+    out->center_ = std::move(center);
+    out->rotation_ = kernels::shared_rotation(size_t(d), kernels::kRotationSeed);
+    out->is_trained = true;
+    out->encode_from(0);
+  }
   return out;
 }
 

@@ -10,6 +10,9 @@
 #include <faiss/IndexScalarQuantizer.h>
 
 #include <memory>
+#include <vector>
+
+#include "../kernels/quant.h"
 
 namespace quorum::index {
 
@@ -34,7 +37,7 @@ struct SimdFlat : faiss::IndexFlat {
   const float* vectors() const { return external_ ? external_ : reinterpret_cast<const float*>(codes.data()); }
   bool mapped() const { return external_ != nullptr; }
 
- private:
+ protected:
   const float* external_ = nullptr;
   std::shared_ptr<const void> keep_;
 };
@@ -50,6 +53,39 @@ struct SimdSQ8 : faiss::IndexScalarQuantizer {
               const faiss::SearchParameters* params = nullptr) const override;
   // A SimdSQ8 holding `index`'s codes and tables (moved out of it), or null when it is not an 8-bit min / max one.
   static std::unique_ptr<SimdSQ8> adopt(faiss::Index* index);
+};
+
+// DenseIndex's `quantization: 'binary'` (factory "BinaryFlat", docs/methods/quantization.md): the f32 vectors of a
+// SimdFlat, which rescore, plus 1-bit codes of them (the corpus mean, fitted by train(), subtracted, then rotated:
+// kernels::encode_binary) held beside them in RAM. A search scans the codes with 4-bit questions for kOversample x k
+// candidates and returns their exact f32 scores (kernels::rescore_topk). Mapped (DenseIndex::map), the f32 vectors
+// stay in the file's pages and only the codes (1/30 of their bytes at 768 dimensions) are the process's own memory.
+// Serializes as a plain IndexFlat (the centre travels in the DenseIndex header); adopt() rebuilds the codes.
+struct SimdBinary : SimdFlat {
+  static constexpr size_t kOversample = 4;
+  SimdBinary(idx_t d) : SimdFlat(d, faiss::METRIC_INNER_PRODUCT) { is_trained = false; }
+
+  // The centre: the mean of the sample (ERR_STATE once trained: the codes are relative to it).
+  void train(idx_t n, const float* x) override;
+  void add(idx_t n, const float* x) override;
+  size_t remove_ids(const faiss::IDSelector& sel) override;
+  void reset() override;
+  void search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
+              const faiss::SearchParameters* params = nullptr) const override;
+
+  const std::vector<float>& center() const { return center_; }
+  // A SimdBinary holding `flat`'s vectors (moved out of it) coded around `center` (empty: untrained, and then it must
+  // hold no vectors), or null when `flat` is not a plain IndexFlat.
+  static std::unique_ptr<SimdBinary> adopt(faiss::Index* flat, std::vector<float> center);
+  // SimdFlat::over, coded around `center` (one read of every vector).
+  static std::unique_ptr<SimdBinary> over(const float* vectors, idx_t n, idx_t d, std::shared_ptr<const void> keep,
+                                          std::vector<float> center);
+
+ private:
+  void encode_from(idx_t first);  // codes for the vectors from `first` on
+  std::vector<float> center_;
+  std::shared_ptr<const kernels::Rotation> rotation_;
+  std::vector<uint8_t> bits_;
 };
 
 }  // namespace quorum::index

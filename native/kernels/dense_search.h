@@ -30,7 +30,7 @@ struct CorpusMatrix {
   const float* scale = nullptr;   // Int8: [dim]
   const float* offset = nullptr;  // Int8: [dim]
   const float* center = nullptr;  // Binary: [dim], or null for plain signs
-  std::shared_ptr<const Rotation> rotation;  // Binary: the codes' rotation, or null for none
+  std::shared_ptr<const Rotation> rotation{};  // Binary: the codes' rotation, or null for none
   // The queries' form: Int8: 32 (f32), 8 (int8, quant_dot's score_s8) or 0 (the faster on this CPU); Binary: the
   // query's bit planes, 1 (Hamming) or 4 (0 = 4).
   int query_bits = 0;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <vector>
 
 #include "../common/error.h"
@@ -56,6 +58,19 @@ void fwht64(float* a) {
 }
 
 }  // namespace
+
+std::shared_ptr<const Rotation> shared_rotation(size_t dim, uint32_t seed) {
+  static std::mutex mutex;
+  static std::map<std::pair<size_t, uint32_t>, std::weak_ptr<const Rotation>> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::weak_ptr<const Rotation>& slot = cache[{dim, seed}];
+  if (std::shared_ptr<const Rotation> r = slot.lock()) return r;
+  // Expired entries are dropped as new ones come: the map holds only what something still uses, plus a few.
+  for (auto it = cache.begin(); it != cache.end();) it = it->second.expired() && &it->second != &slot ? cache.erase(it) : std::next(it);
+  auto r = std::make_shared<const Rotation>(dim, seed);
+  slot = r;
+  return r;
+}
 
 Rotation::Rotation(size_t dim_, uint32_t seed) : dim(dim_), dp(binary_words(dim_) * 64) {
   Lcg g{seed};

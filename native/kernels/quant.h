@@ -9,6 +9,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "../common/dtype.h"
@@ -51,6 +52,12 @@ struct Rotation {
   // The inverse: dp values back to dim (the padding's share dropped).
   void invert(const float* y, float* out) const;
 };
+
+// The rotation of `dim` dimensions drawn from `seed`, shared: a search builds none per call (the last few asked for are
+// kept while anything holds them).
+std::shared_ptr<const Rotation> shared_rotation(size_t dim, uint32_t seed);
+// The seed of the rotation lib/quantized.ts and DenseIndex's binary storage draw theirs from.
+constexpr uint32_t kRotationSeed = 0x51a7e;
 
 // Rows of coded_row_bytes(Binary, dim) bytes: the bits of x - center (center may be null), rotated when `rotation` is
 // given, then the row's scale ||r||^2 / ||r||_1 (r the vector the bits stand for) and its popcount.

@@ -28,6 +28,13 @@ const float* param(Napi::Env env, const Napi::Object& o, const char* key, size_t
 
 }  // namespace
 
+std::shared_ptr<const kernels::Rotation> rotation_arg(const Napi::Value& v, size_t dim, const std::string& what) {
+  if (v.IsUndefined() || v.IsNull()) return nullptr;
+  const double seed = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : -1;
+  if (!(seed >= 0 && seed <= 4294967295.0 && seed == std::floor(seed))) throw Error("ERR_ARG", what + " must be a 32-bit unsigned seed");
+  return kernels::shared_rotation(dim, uint32_t(seed));
+}
+
 kernels::CorpusMatrix corpus_operand(Napi::Env env, const Napi::Value& v, const std::string& what, int64_t D,
                                      std::vector<Napi::Object>& pins) {
   if (v.IsObject() && !v.As<Napi::Object>().Get("coding").IsUndefined()) {
@@ -59,13 +66,7 @@ kernels::CorpusMatrix corpus_operand(Napi::Env env, const Napi::Value& v, const 
       if (bits != 0 && bits != 8 && bits != 32) throw Error("ERR_ARG", what + ": queryBits of an int8 corpus must be 8 or 32");
     } else {
       c.center = param(env, o, "center", c.dim, what, pins, true);
-      const Napi::Value rot = o.Get("rotation");
-      if (!rot.IsUndefined() && !rot.IsNull()) {
-        const double seed = rot.IsNumber() ? rot.As<Napi::Number>().DoubleValue() : -1;
-        if (!(seed >= 0 && seed <= 4294967295.0 && seed == std::floor(seed)))
-          throw Error("ERR_ARG", what + ": rotation must be a 32-bit unsigned seed");
-        c.rotation = std::make_shared<kernels::Rotation>(c.dim, uint32_t(seed));
-      }
+      c.rotation = rotation_arg(o.Get("rotation"), c.dim, what + ": rotation");
       if (bits != 0 && bits != 1 && bits != 4) throw Error("ERR_ARG", what + ": queryBits of a binary corpus must be 1 or 4");
     }
     c.query_bits = bits;

@@ -5,6 +5,7 @@
 #pragma once
 #include <napi.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,5 +17,9 @@ namespace quorum::napi {
 // appended to `pins`.
 kernels::CorpusMatrix corpus_operand(Napi::Env env, const Napi::Value& v, const std::string& what, int64_t D,
                                      std::vector<Napi::Object>& pins);
+
+// A rotation seed (a 32-bit unsigned integer; ERR_ARG otherwise, named `what`) as the shared rotation of `dim`
+// dimensions, or null for undefined / null.
+std::shared_ptr<const kernels::Rotation> rotation_arg(const Napi::Value& v, size_t dim, const std::string& what);
 
 }  // namespace quorum::napi

@@ -105,12 +105,7 @@ Napi::Value QuantizeBinary(const Napi::CallbackInfo& info) {
     pins.push_back(center.As<Napi::Object>());
     cp = data_of<float>(center.As<Napi::Object>());
   }
-  std::shared_ptr<const kernels::Rotation> rotation;
-  if (!info[2].IsUndefined() && !info[2].IsNull()) {
-    const double seed = info[2].IsNumber() ? info[2].As<Napi::Number>().DoubleValue() : -1;
-    if (!(seed >= 0 && seed <= 4294967295.0 && seed == std::floor(seed))) throw Error("ERR_ARG", "rotation must be a 32-bit unsigned seed");
-    rotation = std::make_shared<kernels::Rotation>(x.dim, uint32_t(seed));
-  }
+  const std::shared_ptr<const kernels::Rotation> rotation = rotation_arg(info[2], x.dim, "rotation");
   Napi::Object codes = codes_for(env, kernels::Coding::Binary, x);
   pins.push_back(codes);
   uint8_t* out = data_of<uint8_t>(codes);
