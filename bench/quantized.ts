@@ -1,6 +1,6 @@
 // Quantized corpora (issue 66, docs/results/quantization.md): recall@10 against exact f32 search and speed, with every
 // contender measured in this process.
-//   node --import tsx bench/quantized.ts [--data DIR] [--n 100000] [--bert-passages 3000] [--cache DIR] [--part recall,speed]
+//   node --import tsx bench/quantized.ts [--data DIR] [--n 100000] [--bert-passages 3000] [--cache DIR] [--part recall,speed,hnsw] [--hnsw-n 20000]
 // Recall, on three corpora: the shipped model's passage vectors (100-d) of the multi-domain benchmark (--data, a
 // `quorum data build` directory; default /tmp/quorum-full/data, else the embedded data/multidomain-mini), a 768-d
 // encoder's (a BERT-base-shaped 2-layer Transformer at BERT's initial scale from scripts/make-tiny-hf.mjs: no trained
@@ -11,7 +11,7 @@
 // binary + rescoring (the f32 vectors mapped from a file), faiss IndexFlatIP / IndexScalarQuantizer / IndexBinaryFlat,
 // usearch exactSearch f32 / i8 (its Node binding has no b1); binary contenders' candidates are rescored by the same gatherScores.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -388,6 +388,52 @@ async function speedPart(): Promise<unknown[]> {
   return out;
 }
 
+// ---------------------------------------------------------------------------------------------------------------
+// HNSW over int8 codes: faiss's "HNSW32,SQ8" against "HNSW32" (f32), the same graph parameters, over --hnsw-n synthetic
+// 768-d rows: build time, file bytes, recall@10 against exact f32 search (500 questions) and QPS at B = 1 and 256.
+
+async function hnswPart(): Promise<unknown[]> {
+  const N = Number(arg('hnsw-n', '20000'));
+  const D = 768;
+  const corpus = syntheticEmbeddings(N, D, 21);
+  const allQ = syntheticEmbeddings(500, D, 22);
+  const exact = scoreTopKSync(allQ, corpus, k).ids;
+  const ids = Array.from({ length: N }, (_, i) => i);
+  const dir = mkdtempSync(join(tmpdir(), 'quorum-qhnsw-'));
+  const out: unknown[] = [];
+  const rows: Array<Array<string | number>> = [];
+  try {
+    for (const [label, quantization] of [
+      ['HNSW32 (f32)', undefined],
+      ["HNSW32 { quantization: 'int8' } (faiss HNSW32,SQ8)", 'int8'],
+    ] as const) {
+      const ix = DenseIndex.create({ dim: D, factory: 'HNSW32', efConstruction: 40, efSearch: 64, ...(quantization ? { quantization } : {}) });
+      const t0 = performance.now();
+      if (quantization) await ix.train(corpus);
+      await ix.add(corpus, ids);
+      const build = (performance.now() - t0) / 1000;
+      await ix.save(join(dir, 'ix.qdx'));
+      const bytes = statSync(join(dir, 'ix.qdx')).size;
+      const rec = recallOf(exact, Int32Array.from(ix.searchSync(allQ.data, k).ids, Number), 500);
+      const qps: number[] = [];
+      for (const B of [1, 256]) {
+        const q = allQ.data.slice(0, B * D);
+        qps.push(B / (await timeIt(() => ix.searchSync(q, k), { minSeconds: 2, maxReps: B === 1 ? 2000 : 50 })));
+      }
+      ix.dispose();
+      rows.push([label, fmt(build), fmt(bytes / 2 ** 20), `${fmt(rec.mean, 4)} ± ${fmt(rec.half, 4)}`, fmt(qps[0]!), fmt(qps[1]!)]);
+      out.push({ label, n: N, build, bytes, recall: rec, qpsB1: qps[0], qpsB256: qps[1] });
+      console.log(`  ${label}: build ${fmt(build)} s, ${fmt(bytes / 2 ** 20)} MiB, recall@10 ${fmt(rec.mean, 4)}, B=1 ${fmt(qps[0]!)} QPS, B=256 ${fmt(qps[1]!)} QPS`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  console.log(`
+HNSW over ${N} x ${D} (synthetic), efConstruction 40, efSearch 64, top-${k}`);
+  printTable(['index', 'build s', 'file MiB', 'recall@10', 'B = 1 QPS', 'B = 256 QPS'], rows);
+  return out;
+}
+
 if (parts.has('recall')) {
   const corpora = await realCorpora();
   const syn = syntheticEmbeddings(20000, 768, 11);
@@ -401,4 +447,5 @@ if (parts.has('recall')) {
   results.recall = await recallPart(corpora);
 }
 if (parts.has('speed')) results.speed = await speedPart();
+if (parts.has('hnsw')) results.hnsw = await hnswPart();
 console.log(`\nresults: ${writeResults('quantized', results)}`);

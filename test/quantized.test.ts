@@ -533,7 +533,29 @@ describe("DenseIndex { quantization: 'int8' }", () => {
     expect(ix.info.factory).toBe('HNSW16,SQ8');
     await ix.train(corpus);
     await ix.add(corpus, ids);
-    expect((await ix.search(queries, k)).ids.length).toBe(B * k);
+    const r = await ix.search(queries, k);
+    // The graph's distances are the core's f32 x u8 scores of faiss's decoding: each hit's score is its decoded
+    // vector's exact inner product, and the walk finds nearly all of the codes' exact top-k.
+    const decoded = Tensor.from(await ix.reconstruct(ids), [N, D]);
+    const S = scoreSync(Tensor.from(queries, [B, D]), decoded).data;
+    const ref = topKRef(S, B, N, k);
+    let found = 0;
+    for (let i = 0; i < B * k; i++) {
+      const row = ids.indexOf(Number(r.ids[i]));
+      expect(r.scores[i]!).toBeCloseTo(S[Math.floor(i / k) * N + row]!, 4);
+      if (Array.from(ref.ids.subarray(Math.floor(i / k) * k, Math.floor(i / k) * k + k)).includes(row)) found++;
+    }
+    expect(found / (B * k)).toBeGreaterThanOrEqual(0.9);
+    // saved and loaded, the graph searches its storage the same way
+    const dir = mkdtempSync(join(tmpdir(), 'quorum-q-'));
+    try {
+      await ix.save(join(dir, 'h.qdx'));
+      const back = await DenseIndex.load(join(dir, 'h.qdx'));
+      expect(Array.from((await back.search(queries, k)).ids)).toEqual(Array.from(r.ids));
+      back.dispose();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
     ix.dispose();
     expect(code(() => DenseIndex.create({ dim: D, quantization: 'int4' as never }))).toBe('ERR_ARG');
     expect(code(() => DenseIndex.create({ dim: D, quantization: 'int8', mips: 'l2' }))).toBe('ERR_ARG');

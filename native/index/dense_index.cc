@@ -363,11 +363,14 @@ void DenseIndex::bind() {
       top_.reset(core_);
     }
   }
-  if (auto* h = dynamic_cast<faiss::IndexHNSW*>(core_))
-    if (auto simd = SimdFlat::adopt(h->storage)) {
+  if (auto* h = dynamic_cast<faiss::IndexHNSW*>(core_)) {
+    std::unique_ptr<faiss::Index> storage = SimdFlat::adopt(h->storage);
+    if (!storage) storage = SimdSQ8::adopt(h->storage);
+    if (storage) {
       std::unique_ptr<faiss::Index> old(h->storage);
-      h->storage = simd.release();
+      h->storage = storage.release();
     }
+  }
   // The id map copied its sub-index's state when it was made; a binary storage is untrained until it has a centre.
   if (dynamic_cast<SimdBinary*>(core_)) top_->is_trained = core_->is_trained;
   ivf_ = dynamic_cast<faiss::IndexIVF*>(core_);

@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "../common/error.h"
+#include "../kernels/dense_dot.h"
 #include "../kernels/dense_search.h"
+#include "../kernels/dispatch.h"
 #include "../kernels/quant.h"
 #include "../kernels/pair_distance.h"
 
@@ -86,6 +88,69 @@ std::unique_ptr<SimdFlat> SimdFlat::over(const float* vectors, idx_t n, idx_t d,
   return out;
 }
 
+// The tables from faiss's own decoding of the codes 0 and 255: its decode is linear in the code (offset + scale * c),
+// whatever its version does inside (the half-step bias, the range statistic).
+void SimdSQ8::tables(std::vector<float>& offset, std::vector<float>& scale) const {
+  const size_t D = size_t(d);
+  std::vector<uint8_t> lo(D, 0), hi(D, 255);
+  std::vector<float> top(D);
+  offset.assign(D, 0.f);
+  scale.assign(D, 0.f);
+  sq.decode(lo.data(), offset.data(), 1);
+  sq.decode(hi.data(), top.data(), 1);
+  for (size_t j = 0; j < D; ++j) scale[j] = (top[j] - offset[j]) / 255.f;
+}
+
+namespace {
+
+// q . decode(code) = sum_d (q_d scale_d) code_d + q . offset: the first term by dense_dot's u8 scorer (the f32 x u8
+// form of an int8 corpus, docs/methods/quantization.md), the second once per query.
+struct Sq8Distance : faiss::FlatCodesDistanceComputer {
+  const kernels::DenseDotOps& ops;
+  size_t d;
+  bool ip;
+  std::vector<float> offset, scale, scaled, prepared, decoded;
+  float bias = 0;
+
+  explicit Sq8Distance(const SimdSQ8& s)
+      : faiss::FlatCodesDistanceComputer(s.codes.data(), s.code_size), ops(kernels::dense_dot()), d(size_t(s.d)),
+        ip(s.metric_type == faiss::METRIC_INNER_PRODUCT) {
+    s.tables(offset, scale);
+    scaled.resize(d);
+    decoded.resize(d);
+    prepared.resize(ops.prepared_stride(d, Dtype::U8));
+  }
+  void prepare(const float* x) {
+    double b = 0;
+    for (size_t j = 0; j < d; ++j) {
+      scaled[j] = x[j] * scale[j];
+      b += double(x[j]) * double(offset[j]);
+    }
+    bias = float(b);
+    ops.prepare(scaled.data(), d, Dtype::U8, prepared.data());
+  }
+  void set_query(const float* x) override { prepare(x); }
+  float distance_to_code(const uint8_t* code) override {
+    float s;
+    ops.score(prepared.data(), prepared.size(), 1, &code, 1, d, Dtype::U8, &s, 1);
+    return s + bias;
+  }
+  // Between two stored vectors (the graph's build): row i decoded, then scored as a query against row j.
+  float symmetric_dis(idx_t i, idx_t j) override {
+    for (size_t t = 0; t < d; ++t) decoded[t] = offset[t] + scale[t] * float(codes[size_t(i) * code_size + t]);
+    prepare(decoded.data());
+    return distance_to_code(codes + size_t(j) * code_size);
+  }
+};
+
+}  // namespace
+
+faiss::FlatCodesDistanceComputer* SimdSQ8::get_FlatCodesDistanceComputer() const {
+  // L2 (not a DenseIndex storage: its quantization is inner product only) keeps faiss's own.
+  if (metric_type != faiss::METRIC_INNER_PRODUCT) return faiss::IndexScalarQuantizer::get_FlatCodesDistanceComputer();
+  return new Sq8Distance(*this);
+}
+
 void SimdSQ8::search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
                      const faiss::SearchParameters* params) const {
   const faiss::IDSelector* sel = params ? params->sel : nullptr;
@@ -93,14 +158,9 @@ void SimdSQ8::search(idx_t n, const float* x, idx_t k, float* distances, idx_t* 
     faiss::IndexScalarQuantizer::search(n, x, k, distances, labels, params);
     return;
   }
-  // The tables from faiss's own decoding of the codes 0 and 255: its decode is linear in the code (offset + scale * c),
-  // whatever its version does inside (the half-step bias, the range statistic).
   const size_t D = size_t(d);
-  std::vector<uint8_t> lo(D, 0), hi(D, 255);
-  std::vector<float> offset(D), top(D), scale(D);
-  sq.decode(lo.data(), offset.data(), 1);
-  sq.decode(hi.data(), top.data(), 1);
-  for (size_t j = 0; j < D; ++j) scale[j] = (top[j] - offset[j]) / 255.f;
+  std::vector<float> offset, scale;
+  tables(offset, scale);
   std::vector<int32_t> rows;
   if (sel)
     for (idx_t i = 0; i < ntotal; ++i)

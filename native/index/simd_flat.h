@@ -47,8 +47,16 @@ struct SimdFlat : faiss::IndexFlat {
 // (docs/methods/quantization.md): faiss decodes code c of dimension d linearly ((c + 0.5) / 255 of the dimension's
 // range past its minimum), the core's offset + scale * c, so the same codes score the same values, 20x faster than
 // faiss's own loop on this build. Serializes as a plain IndexScalarQuantizer.
+//
+// Under HNSW ("HNSW<M>,SQ8") it is the graph's storage, and its distance computer (building and searching) scores a
+// code with the core's f32 x u8 kernel instead of faiss's scalar decode loop: HNSW32 over 20,000 x 768 built in 17.2 s
+// and searched 582 questions/s at B = 1 with faiss's computer, against 3.3 s and 3,120 over f32 vectors
+// (docs/results/quantization.md#hnsw-over-int8-codes).
 struct SimdSQ8 : faiss::IndexScalarQuantizer {
   using faiss::IndexScalarQuantizer::IndexScalarQuantizer;
+  faiss::FlatCodesDistanceComputer* get_FlatCodesDistanceComputer() const override;
+  // The tables of faiss's decoding: value = offset[d] + scale[d] * code (read off its decode of the codes 0 and 255).
+  void tables(std::vector<float>& offset, std::vector<float>& scale) const;
   void search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
               const faiss::SearchParameters* params = nullptr) const override;
   // A SimdSQ8 holding `index`'s codes and tables (moved out of it), or null when it is not an 8-bit min / max one.
