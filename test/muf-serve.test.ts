@@ -239,25 +239,37 @@ describe('MufServer', () => {
     }
   }, 120_000);
 
+  /**
+   * Searches QUESTIONS with f32's server and another under 'uniform' and 'muf-mi': each fused top 10 shares at least
+   * `shared` passages with f32's, and a passage of f32's top 3 that both list moves its score by less than `move`
+   * (under the fusions in `scored`). Returns the largest move of an expert's confidence.
+   */
+  async function compareToF32(f32: MufServer, other: MufServer, shared: number, move: number, scored: readonly string[] = ['uniform', 'muf-mi']) {
+    let maxMove = 0;
+    for (const fusion of ['uniform', 'muf-mi'] as const) {
+      const a = await f32.search(QUESTIONS, 10, { fusion });
+      const b = await other.search(QUESTIONS, 10, { fusion });
+      a.forEach((r, i) => {
+        const near = b[i]!.hits.filter((h) => r.hits.some((x) => x.id === h.id)).length;
+        expect(near, `${fusion} q${i}`).toBeGreaterThanOrEqual(shared);
+        if (scored.includes(fusion))
+          r.hits.slice(0, 3).forEach((h) => {
+            const same = b[i]!.hits.find((x) => x.id === h.id);
+            if (same) expect(Math.abs(same.score - h.score)).toBeLessThan(move);
+          });
+        r.confidence.forEach((c, j) => (maxMove = Math.max(maxMove, Math.abs(c - b[i]!.confidence[j]!))));
+      });
+    }
+    return maxMove;
+  }
+
   it("passages: 'bf16' scans half the bytes; scores move by rounding, the lists hardly", async () => {
     const f32 = await MufServer.load(mufDir);
     const bf16 = await MufServer.load(mufDir, { passages: 'bf16', heads: 'bf16' });
     let maxMove = 0;
     try {
-      for (const fusion of ['uniform', 'muf-mi'] as const) {
-        const a = await f32.search(QUESTIONS, 10, { fusion });
-        const b = await bf16.search(QUESTIONS, 10, { fusion });
-        a.forEach((r, i) => {
-          // bf16 keeps 8 bits of mantissa: a unit vector's inner products move by a few thousandths.
-          const near = b[i]!.hits.filter((h) => r.hits.some((x) => x.id === h.id)).length;
-          expect(near, `${fusion} q${i}`).toBeGreaterThanOrEqual(8);
-          r.hits.slice(0, 3).forEach((h) => {
-            const same = b[i]!.hits.find((x) => x.id === h.id);
-            if (same) expect(Math.abs(same.score - h.score)).toBeLessThan(0.02);
-          });
-          r.confidence.forEach((c, j) => (maxMove = Math.max(maxMove, Math.abs(c - b[i]!.confidence[j]!))));
-        });
-      }
+      // bf16 keeps 8 bits of mantissa: a unit vector's inner products move by a few thousandths.
+      maxMove = await compareToF32(f32, bf16, 8, 0.02);
     } finally {
       await f32.dispose();
       await bf16.dispose();
@@ -272,18 +284,7 @@ describe('MufServer', () => {
     const f32 = await MufServer.load(mufDir);
     const q8 = await MufServer.load(mufDir, { passages: 'int8' });
     try {
-      for (const fusion of ['uniform', 'muf-mi'] as const) {
-        const a = await f32.search(QUESTIONS, 10, { fusion });
-        const b = await q8.search(QUESTIONS, 10, { fusion });
-        a.forEach((r, i) => {
-          const near = b[i]!.hits.filter((h) => r.hits.some((x) => x.id === h.id)).length;
-          expect(near, `${fusion} q${i}`).toBeGreaterThanOrEqual(8);
-          r.hits.slice(0, 3).forEach((h) => {
-            const same = b[i]!.hits.find((x) => x.id === h.id);
-            if (same) expect(Math.abs(same.score - h.score)).toBeLessThan(0.02);
-          });
-        });
-      }
+      await compareToF32(f32, q8, 8, 0.02);
       // a filter works over int8 passages as over f32 ones
       const rows = [0, 2, 4, 6, 8, 10];
       const hits = await q8.search(QUESTIONS.slice(0, 2), 3, { fusion: 'uniform', rows });
@@ -302,20 +303,8 @@ describe('MufServer', () => {
     const f32 = await MufServer.load(mufDir);
     const bits = await MufServer.load(mufDir, { passages: 'binary' });
     try {
-      for (const fusion of ['uniform', 'muf-mi'] as const) {
-        const a = await f32.search(QUESTIONS, 10, { fusion });
-        const b = await bits.search(QUESTIONS, 10, { fusion });
-        a.forEach((r, i) => {
-          const near = b[i]!.hits.filter((h) => r.hits.some((x) => x.id === h.id)).length;
-          expect(near, `${fusion} q${i}`).toBeGreaterThanOrEqual(7);
-          // a passage in both lists carries its exact f32 score (rescored), as fused by the same rule
-          if (fusion === 'uniform')
-            r.hits.slice(0, 3).forEach((h) => {
-              const same = b[i]!.hits.find((x) => x.id === h.id);
-              if (same) expect(Math.abs(same.score - h.score)).toBeLessThan(0.05);
-            });
-        });
-      }
+      // a passage in both lists carries its exact f32 score (rescored), as fused by the same rule
+      await compareToF32(f32, bits, 7, 0.05, ['uniform']);
       const hits = await bits.search(QUESTIONS.slice(0, 2), 3, { fusion: 'uniform', rows: [1, 3, 5, 7, 9] });
       const allowed = new Set([1, 3, 5, 7, 9].map((r) => bits.corpusId(r)));
       for (const id of hits.flatMap((r) => r.hits.map((h) => h.id))) expect(allowed.has(id)).toBe(true);
