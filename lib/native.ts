@@ -129,7 +129,17 @@ export interface NativeCapabilities {
   isa: string;
   availableIsas: string[];
   threads: number;
-  cpu: { avx2: boolean; avx512: boolean; avx512bf16: boolean; avx512vnni: boolean; avx512vpopcntdq: boolean; f16c: boolean };
+  cpu: {
+    avx2: boolean;
+    avx512: boolean;
+    avx512bf16: boolean;
+    avx512vnni: boolean;
+    avx512vpopcntdq: boolean;
+    f16c: boolean;
+    neon: boolean;
+    dotprod: boolean;
+    bf16: boolean;
+  };
   devices: string[];
 }
 

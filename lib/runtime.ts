@@ -2,10 +2,11 @@ import { QuorumError, callNative } from './errors.js';
 import { cudaInfo } from './cuda.js';
 import { loadedFaissBindings } from './bindings/faiss_addon.js';
 import { runtimeBindings } from './bindings/runtime_bindings.js';
+import type { NativeCapabilities } from './native.js';
 import { loadedTorchBindings } from './bindings/torch_addon.js';
 
 /** Kernel variants, best first. */
-export type Isa = 'avx512' | 'avx2' | 'scalar';
+export type Isa = 'avx512' | 'avx2' | 'neon' | 'scalar';
 
 /** What the native core runs with. */
 export interface Capabilities {
@@ -15,8 +16,11 @@ export interface Capabilities {
   availableIsas: Isa[];
   /** Threads every parallel kernel uses, the calling thread included. */
   threads: number;
-  /** What the CPU reports (cpuid): the instruction sets the kernel variants need. */
-  cpu: { avx2: boolean; avx512: boolean; avx512bf16: boolean; avx512vnni: boolean; avx512vpopcntdq: boolean; f16c: boolean };
+  /**
+   * What the CPU reports (x86 cpuid, AArch64 hwcaps): the instruction sets the kernel variants need (avx2, avx512,
+   * avx512vnni, avx512vpopcntdq, f16c, neon) and ones only reported (avx512bf16, dotprod, bf16).
+   */
+  cpu: NativeCapabilities['cpu'];
   /** Devices kernels can run on: 'cpu', and 'cuda' where quorum_cuda.node is built and a GPU is usable. */
   devices: string[];
 }

@@ -1,5 +1,9 @@
 #include "cpu_features.h"
 
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#endif
+
 namespace quorum {
 
 static CpuFeatures detect() {
@@ -16,6 +20,14 @@ static CpuFeatures detect() {
   f.avx512_vnni = f.avx512 && __builtin_cpu_supports("avx512vnni");
   f.avx512_vpopcntdq = f.avx512 && __builtin_cpu_supports("avx512vpopcntdq");
   f.f16c = __builtin_cpu_supports("avx") && f.avx2_fma;  // every AVX2+FMA CPU shipped has F16C
+#endif
+#if defined(__aarch64__)
+  f.neon = true;
+#if defined(__linux__)
+  // The kernel's hwcaps (asm/hwcap.h): HWCAP_ASIMDDP is bit 20 of AT_HWCAP, HWCAP2_BF16 bit 14 of AT_HWCAP2.
+  f.dotprod = (getauxval(AT_HWCAP) >> 20) & 1;
+  f.bf16 = (getauxval(AT_HWCAP2) >> 14) & 1;
+#endif
 #endif
   return f;
 }

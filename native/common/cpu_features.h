@@ -10,6 +10,9 @@ struct CpuFeatures {
   bool f16c = false;
   bool avx512_vnni = false;       // int8 x int8 dots (quant_dot's score_s8)
   bool avx512_vpopcntdq = false;  // popcount of 64-bit lanes (quant_dot's score_bits)
+  bool neon = false;     // AArch64 Advanced SIMD: every ARMv8-A core has it
+  bool dotprod = false;  // AArch64 SDOT / UDOT (ARMv8.2+): reported; no kernel needs it yet
+  bool bf16 = false;     // AArch64 BF16 (ARMv8.6+): reported; no kernel needs it yet
 };
 
 const CpuFeatures& cpu_features();

@@ -13,7 +13,7 @@
 
 namespace quorum::kernels {
 
-const CentroidOps& centroid_ops() { return pick(centroid_scalar(), centroid_avx2(), centroid_avx512()); }
+const CentroidOps& centroid_ops() { return pick(centroid_scalar(), centroid_avx2(), centroid_avx512(), centroid_neon()); }
 
 CentroidIndex::CentroidIndex(const float* centroids, size_t n_centroids, size_t dim, const int32_t* codes,
                              size_t tokens, const int32_t* lengths, size_t passages)

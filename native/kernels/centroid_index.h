@@ -27,6 +27,7 @@ struct CentroidOps {
 const CentroidOps& centroid_scalar();
 const CentroidOps* centroid_avx2();
 const CentroidOps* centroid_avx512();
+const CentroidOps* centroid_neon();  // AArch64 builds only (else nullptr)
 const CentroidOps& centroid_ops();  // the active variant
 
 // Question-token lanes are padded to a multiple of this (the widest variant's vector).

@@ -34,5 +34,6 @@ const DenseDotOps& dense_dot_scalar();
 // nullptr when the build has no such variant (not an x86-64 build).
 const DenseDotOps* dense_dot_avx2();
 const DenseDotOps* dense_dot_avx512();
+const DenseDotOps* dense_dot_neon();  // AArch64 builds only (else nullptr)
 
 }  // namespace quorum::kernels

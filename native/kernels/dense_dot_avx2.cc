@@ -49,25 +49,11 @@ struct Dot {
 
 #include "dense_dot_body.h"
 
-size_t select_ge(const float* s, size_t n, float thr, uint32_t* idx) {
-  size_t m = 0, j = 0;
-  const __m256 t = _mm256_set1_ps(thr);
-  for (; j + 8 <= n; j += 8) {
-    unsigned bits = unsigned(_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(s + j), t, _CMP_GE_OQ)));
-    while (bits) {
-      idx[m++] = uint32_t(j + size_t(__builtin_ctz(bits)));
-      bits &= bits - 1;
-    }
-  }
-  for (; j < n; ++j)
-    if (s[j] >= thr) idx[m++] = uint32_t(j);
-  return m;
-}
 
 }  // namespace
 
 const DenseDotOps* dense_dot_avx2() {
-  static const DenseDotOps ops{"avx2", stride, prepare, score, select_ge};
+  static const DenseDotOps ops{"avx2", stride, prepare, score, select_ge_bits};
   return &ops;
 }
 

@@ -4,7 +4,7 @@
 // `Dot` gives: MR (queries per register tile; NR = 4 corpus rows), bf16_pair (one chunk of 2 * W bf16 values as the
 // even and the odd elements in f32) and store_tile (sums each accumulator of an MR x 4 tile into out, or adds it).
 // Everything else (tiling, the bf16 query layout, tails, prefetch, blocking) is shared; the ISA file adds its
-// select_ge.
+// select_ge (select_ge_bits below, or its own).
 //
 // Register tile: MR queries x 4 corpus rows of accumulators along the dimension (AVX-512: 4 x 4 of 32 registers,
 // AVX2: 2 x 4 of 16). bf16 rows are read 2 * W at a time and split into even and odd elements by one shift and one
@@ -166,4 +166,16 @@ void score(const float* qp, size_t qs, size_t nq, const uint8_t* const* rows, si
     case Dtype::U8: return score_t<Dtype::U8>(qp, qs, nq, rows, nrows, dim, out, ldo);
     default: return score_t<Dtype::F32>(qp, qs, nq, rows, nrows, dim, out, ldo);
   }
+}
+
+// The indices j < n with s[j] >= thr, one vector's comparison bits at a time (AVX-512 has its own, by compress).
+inline size_t select_ge_bits(const float* s, size_t n, float thr, uint32_t* idx) {
+  size_t m = 0, j = 0;
+  const V t = Vec::set1(thr);
+  for (; j + Vec::W <= n; j += Vec::W)
+    for (uint32_t bits = Vec::bits(Vec::ge(Vec::load(s + j), t)); bits != 0; bits &= bits - 1)
+      idx[m++] = uint32_t(j + size_t(__builtin_ctz(bits)));
+  for (; j < n; ++j)
+    if (s[j] >= thr) idx[m++] = uint32_t(j);
+  return m;
 }

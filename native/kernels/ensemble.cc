@@ -17,7 +17,7 @@ void ensemble_mi(const float* z, size_t batch, size_t members, size_t len, const
       contract::ensemble_scores(Dtype::F32, {int64_t(batch), int64_t(members), int64_t(len)});
   contract::temperature(temperature);
   if (lengths) contract::ensemble_lengths(lengths, shape);
-  const EnsembleOps& o = pick(ensemble_scalar(), ensemble_avx2(), ensemble_avx512());
+  const EnsembleOps& o = pick(ensemble_scalar(), ensemble_avx2(), ensemble_avx512(), ensemble_neon());
   const ThreadPool::Lease lease = ThreadPool::lease();  // per-worker scratch below is sized from its threads
   ThreadPool& pool = lease.pool();
   std::vector<AlignedBuffer> scratch(size_t(lease.threads()));

@@ -27,6 +27,7 @@ inline size_t ensemble_padded(size_t n) { return (n + 15) / 16 * 16; }
 const EnsembleOps& ensemble_scalar();
 const EnsembleOps* ensemble_avx2();
 const EnsembleOps* ensemble_avx512();
+const EnsembleOps* ensemble_neon();  // AArch64 builds only (else nullptr)
 
 // z [batch, members, len]; lengths [batch] (candidates used per query, in [1, len]) or null (all len).
 // Writes mi [batch] and conf [batch]. Throws ERR_SHAPE for fewer than 2 members or len 0, ERR_RANGE for a

@@ -93,7 +93,7 @@ void Plan::run(const GemmOps& o, size_t task) const {
 
 }  // namespace
 
-const GemmOps& gemm_ops() { return pick(gemm_scalar(), gemm_avx2(), gemm_avx512()); }
+const GemmOps& gemm_ops() { return pick(gemm_scalar(), gemm_avx2(), gemm_avx512(), gemm_neon()); }
 
 void gemm_batch(const GemmProduct* products, size_t count) {
   const GemmOps& o = gemm_ops();

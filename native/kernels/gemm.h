@@ -52,6 +52,7 @@ struct GemmOps {
 const GemmOps& gemm_scalar();
 const GemmOps* gemm_avx2();
 const GemmOps* gemm_avx512();
+const GemmOps* gemm_neon();  // AArch64 builds only (else nullptr)
 const GemmOps& gemm_ops();  // the active variant
 
 // Depth of one pass over packed panels: a 256 x 32 panel is 32 KiB, read from L1/L2 by every tile of a row

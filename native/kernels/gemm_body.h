@@ -3,8 +3,9 @@
 // Tile: kMR rows of C x two vectors of columns, accumulated in registers over the whole depth block. Each step
 // of k loads two vectors of the packed B panel and broadcasts kMR elements of A into 2 * kMR FMAs. AVX-512:
 // 12 x 32 = 24 accumulators + 2 B vectors + 1 broadcast of 32 registers (a 14-row tile measured slower);
-// AVX2: 6 x 16 = 12 accumulators of 16.
-constexpr size_t kMR = Vec::W == 16 ? 12 : Vec::W == 8 ? 6 : 4;
+// AVX2: 6 x 16 = 12 accumulators of 16; NEON: 8 x 8 = 16 accumulators + 2 B + 1 broadcast of its 32 registers
+// (chosen by that count: no arm64 machine has measured it).
+constexpr size_t kMR = Vec::W == 16 ? 12 : Vec::W == 8 ? 6 : Vec::W == 4 ? 8 : 4;
 constexpr size_t kNV = 2;
 constexpr size_t kNR = kNV * Vec::W;
 

@@ -14,7 +14,7 @@
 namespace quorum::kernels {
 namespace {
 
-const MaxSimOps& ops() { return pick(maxsim_scalar(), maxsim_avx2(), maxsim_avx512()); }
+const MaxSimOps& ops() { return pick(maxsim_scalar(), maxsim_avx2(), maxsim_avx512(), maxsim_neon()); }
 
 size_t round_up(size_t a, size_t b) { return (a + b - 1) / b * b; }
 

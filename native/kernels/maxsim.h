@@ -39,6 +39,7 @@ struct MaxSimOps {
 const MaxSimOps& maxsim_scalar();
 const MaxSimOps* maxsim_avx2();
 const MaxSimOps* maxsim_avx512();
+const MaxSimOps* maxsim_neon();  // AArch64 builds only (else nullptr)
 
 // Query token sets: nq queries of lq tokens each, [nq, lq, dim] f32; mask [nq, lq] (nonzero = use) or null.
 struct TokenQueries {

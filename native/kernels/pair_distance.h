@@ -19,6 +19,7 @@ struct PairDistanceOps {
 const PairDistanceOps& pair_distance_scalar();
 const PairDistanceOps* pair_distance_avx2();
 const PairDistanceOps* pair_distance_avx512();
+const PairDistanceOps* pair_distance_neon();  // AArch64 builds only (else nullptr)
 const PairDistanceOps& pair_distance();  // the active variant
 
 }  // namespace quorum::kernels

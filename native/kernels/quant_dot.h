@@ -76,6 +76,7 @@ inline float bits_score(const BitsQueryTail& t, const BitsRowTail& r, uint32_t a
 const QuantDotOps& quant_dot_scalar();
 const QuantDotOps* quant_dot_avx2();
 const QuantDotOps* quant_dot_avx512();
+const QuantDotOps* quant_dot_neon();  // AArch64 builds only (else nullptr)
 const QuantDotOps& quant_dot();  // the active ISA's (dispatch.h)
 
 }  // namespace quorum::kernels

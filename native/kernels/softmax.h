@@ -28,6 +28,7 @@ struct SoftmaxOps {
 const SoftmaxOps& softmax_scalar();
 const SoftmaxOps* softmax_avx2();
 const SoftmaxOps* softmax_avx512();
+const SoftmaxOps* softmax_neon();  // AArch64 builds only (else nullptr)
 const SoftmaxOps& softmax_ops();  // the active variant
 
 }  // namespace quorum::kernels

@@ -13,7 +13,7 @@
 namespace quorum::kernels {
 namespace {
 
-const SpladeOps& ops() { return pick(splade_scalar(), splade_avx2(), splade_avx512()); }
+const SpladeOps& ops() { return pick(splade_scalar(), splade_avx2(), splade_avx512(), splade_neon()); }
 
 // Vocabulary columns per task: 16 KiB runs of each token row for the hardware prefetcher, while the
 // running max and arg-max (2 x 16 KiB) stay in L1/L2. With four token rows per update (so that the running

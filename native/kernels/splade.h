@@ -29,6 +29,7 @@ struct SpladeOps {
 const SpladeOps& splade_scalar();
 const SpladeOps* splade_avx2();
 const SpladeOps* splade_avx512();
+const SpladeOps* splade_neon();  // AArch64 builds only (else nullptr)
 
 struct Logits {
   const void* data;

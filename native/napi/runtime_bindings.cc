@@ -28,6 +28,9 @@ Napi::Value Capabilities(const Napi::CallbackInfo& info) {
   c.Set("avx512vnni", cpu.avx512_vnni);
   c.Set("avx512vpopcntdq", cpu.avx512_vpopcntdq);
   c.Set("f16c", cpu.f16c);
+  c.Set("neon", cpu.neon);
+  c.Set("dotprod", cpu.dotprod);
+  c.Set("bf16", cpu.bf16);
   o.Set("cpu", c);
   Napi::Array devices = Napi::Array::New(env);
   devices.Set(0u, "cpu");
