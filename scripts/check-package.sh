@@ -67,6 +67,28 @@ ln -s "$root/node_modules/@types/node" node_modules/@types/node
 PATH="$nocc" node "$root/node_modules/typescript/bin/tsc" -p tsconfig.json
 echo "types: ok (CommonJS and ES-module consumers)"
 
+# linux-arm64, when its prebuilds were built (npm run build:prebuild:arm64; CI does): the tarball carries them, they
+# link only the C/C++ runtime, and the package installed above runs on an arm64 Node under qemu-user with no compiler
+# (its install step finds the arm64 prebuild and builds nothing; require, import, every subpath, DenseIndex and the
+# MUF directory trained on x64 against the same reference).
+if [ -d "$root/prebuilds/linux-arm64" ]; then
+  for m in quorum_core quorum_faiss; do
+    grep -q "^package/prebuilds/linux-arm64/$m.node" "$work/files.txt" || { echo "check-package: prebuilds/linux-arm64/$m.node is not in the tarball" >&2; exit 1; }
+  done
+  tar -xzf "$work/$tarball" -C "$work/unpacked" package/prebuilds/linux-arm64
+  allowed_arm64='^(libc|libm|libstdc\+\+|libgcc_s|libgomp|ld-linux-aarch64)\.so'
+  for module in "$work"/unpacked/package/prebuilds/linux-arm64/*.node; do
+    extra="$(aarch64-linux-gnu-readelf -d "$module" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | grep -Ev "$allowed_arm64" || true)"
+    [ -z "$extra" ] || { echo "check-package: linux-arm64 $(basename "$module") needs $(echo $extra)" >&2; exit 1; }
+  done
+  source "$root/scripts/arm64-env.sh"
+  (cd node_modules/quorum-retrieval && PATH="$nocc" run_arm64 scripts/install.cjs) || { echo "check-package: the install step failed on arm64" >&2; exit 1; }
+  [ ! -d node_modules/quorum-retrieval/build ] || { echo "check-package: the arm64 install step compiled instead of taking the prebuild" >&2; exit 1; }
+  for script in consumer.cjs consumer.mjs subpaths.cjs subpaths.mjs; do PATH="$nocc" run_arm64 "$script"; done
+  PATH="$nocc" run_arm64 serve.mjs "$work/muf" "$work/reference.json"
+  echo "linux-arm64: ok (under qemu-user)"
+fi
+
 # The fallback where no prebuild matches: the install step compiles the core from the shipped sources.
 mkdir -p "$work/fallback"
 cp consumer.cjs "$work/fallback/"

@@ -57,5 +57,6 @@ const maps = readFileSync('/proc/self/maps', 'utf8');
 for (const [what, pattern] of [['libtorch', /libtorch|libc10/], ['a shared faiss', /libfaiss\.so/], ['a shared BLAS', /libopenblas\.so|libblas\.so/], ['ONNX Runtime', /onnxruntime/]])
   assert.ok(!pattern.test(maps), `the process maps ${what}`);
 const root = dirname(createRequire(import.meta.url).resolve('quorum-retrieval/package.json'));
-for (const m of ['quorum_core', 'quorum_faiss']) assert.ok(maps.includes(`${root}/prebuilds/linux-x64/${m}.node`), `${m} is not the prebuild`);
-console.log('serve: ok (DenseIndex and a MUF directory from the prebuilds; no libtorch, shared faiss or BLAS, ONNX Runtime)');
+const platform = `${process.platform}-${process.arch}`;
+for (const m of ['quorum_core', 'quorum_faiss']) assert.ok(maps.includes(`${root}/prebuilds/${platform}/${m}.node`), `${m} is not the ${platform} prebuild`);
+console.log(`serve: ok on ${platform} (DenseIndex and a MUF directory from the prebuilds; no libtorch, shared faiss or BLAS, ONNX Runtime)`);
