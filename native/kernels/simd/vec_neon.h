@@ -43,11 +43,14 @@ struct Vec {
   static V loadn_bf16(const uint16_t* p, size_t n) { return widen_bf16(load4n(p, n)); }
   static V load_f16(const uint16_t* p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
   static V loadn_f16(const uint16_t* p, size_t n) { return vcvt_f32_f16(vreinterpret_f16_u16(load4n(p, n))); }
-  // 4 unsigned bytes (int8 scalar-quantized codes, 0..255) as f32.
+  // 4 unsigned bytes (int8 scalar-quantized codes, 0..255) as f32: the 4 bytes loaded straight into a vector's low
+  // lane (one LDR S, the rest zeroed; through a general register and a DUP it was two), two widenings and a
+  // conversion (bench/dense-insns.sh: 59 -> 55 instructions a 64-multiply-add step, 1.59x -> 1.49x AVX2's).
   static V load_u8(const uint8_t* p) {
-    uint32_t w;
-    std::memcpy(&w, p, 4);
-    return vcvtq_f32_u32(vmovl_u16(vget_low_u16(vmovl_u8(vreinterpret_u8_u32(vdup_n_u32(w))))));
+    float f;
+    std::memcpy(&f, p, 4);
+    const uint8x8_t b = vreinterpret_u8_f32(vset_lane_f32(f, vdup_n_f32(0.f), 0));
+    return vcvtq_f32_u32(vmovl_u16(vget_low_u16(vmovl_u8(b))));
   }
   static V loadn_u8(const uint8_t* p, size_t n) {
     uint8_t t[4] = {0, 0, 0, 0};
