@@ -19,6 +19,29 @@
 namespace quorum::index {
 namespace {
 
+// A faiss selector's allowed positions as the kernels take a filter (docs/methods/kernels.md#filtered-search): an
+// ascending list the scan reads instead of every row. Without a selector, rows() is null (every row); with one that
+// allows nothing, a pointer to no element, never null.
+struct AllowedRows {
+  const faiss::IDSelector* sel;
+  std::vector<int32_t> list;
+  AllowedRows(const faiss::IDSelector* s, faiss::Index::idx_t ntotal) : sel(s) {
+    if (sel)
+      for (faiss::Index::idx_t i = 0; i < ntotal; ++i)
+        if (sel->is_member(i)) list.push_back(int32_t(i));
+  }
+  const int32_t* rows() const {
+    static const int32_t kNoRow = 0;
+    return sel ? (list.empty() ? &kNoRow : list.data()) : nullptr;
+  }
+  size_t count(faiss::Index::idx_t ntotal) const { return sel ? list.size() : size_t(ntotal); }
+};
+
+// The kernels' int32 row ids as faiss's labels.
+void to_labels(const std::vector<int32_t>& ids, faiss::Index::idx_t* labels) {
+  for (size_t i = 0; i < ids.size(); ++i) labels[i] = ids[i];
+}
+
 struct SimdDistance : faiss::FlatCodesDistanceComputer {
   const float* base;
   size_t d;
@@ -58,16 +81,11 @@ void SimdFlat::search(idx_t n, const float* x, idx_t k, float* distances, idx_t*
     faiss::IndexFlat::search(n, x, k, distances, labels, params);
     return;
   }
-  // A filter: the kernel scans the allowed rows only (docs/methods/kernels.md#filtered-search).
-  std::vector<int32_t> rows;
-  if (sel)
-    for (idx_t i = 0; i < ntotal; ++i)
-      if (sel->is_member(i)) rows.push_back(int32_t(i));
-  static const int32_t kNoRow = 0;
+  const AllowedRows allowed(sel, ntotal);
   std::vector<int32_t> ids(size_t(n) * size_t(k));
   kernels::score_topk({x, size_t(n), size_t(d)}, {reinterpret_cast<const uint8_t*>(vectors()), size_t(ntotal), size_t(d), Dtype::F32}, size_t(k),
-                      ids.data(), distances, sel ? (rows.empty() ? &kNoRow : rows.data()) : nullptr, rows.size());
-  for (size_t i = 0; i < ids.size(); ++i) labels[i] = ids[i];
+                      ids.data(), distances, allowed.rows(), allowed.list.size());
+  to_labels(ids, labels);
 }
 
 void SimdFlat::reconstruct(idx_t key, float* recons) const {
@@ -108,13 +126,11 @@ namespace {
 struct Sq8Distance : faiss::FlatCodesDistanceComputer {
   const kernels::DenseDotOps& ops;
   size_t d;
-  bool ip;
   std::vector<float> offset, scale, scaled, prepared, decoded;
   float bias = 0;
 
   explicit Sq8Distance(const SimdSQ8& s)
-      : faiss::FlatCodesDistanceComputer(s.codes.data(), s.code_size), ops(kernels::dense_dot()), d(size_t(s.d)),
-        ip(s.metric_type == faiss::METRIC_INNER_PRODUCT) {
+      : faiss::FlatCodesDistanceComputer(s.codes.data(), s.code_size), ops(kernels::dense_dot()), d(size_t(s.d)) {
     s.tables(offset, scale);
     scaled.resize(d);
     decoded.resize(d);
@@ -161,20 +177,15 @@ void SimdSQ8::search(idx_t n, const float* x, idx_t k, float* distances, idx_t* 
   const size_t D = size_t(d);
   std::vector<float> offset, scale;
   tables(offset, scale);
-  std::vector<int32_t> rows;
-  if (sel)
-    for (idx_t i = 0; i < ntotal; ++i)
-      if (sel->is_member(i)) rows.push_back(int32_t(i));
-  static const int32_t kNoRow = 0;
+  const AllowedRows allowed(sel, ntotal);
   kernels::CorpusMatrix c{codes.data(), size_t(ntotal), D, Dtype::U8};
   c.coding = kernels::Coding::Int8;
   c.scale = scale.data();
   c.offset = offset.data();
   c.query_bits = 32;  // f32 queries: the scores of faiss's decoding, up to f32 rounding (int8 queries round them)
   std::vector<int32_t> ids(size_t(n) * size_t(k));
-  kernels::score_topk({x, size_t(n), D}, c, size_t(k), ids.data(), distances, sel ? (rows.empty() ? &kNoRow : rows.data()) : nullptr,
-                      rows.size());
-  for (size_t i = 0; i < ids.size(); ++i) labels[i] = ids[i];
+  kernels::score_topk({x, size_t(n), D}, c, size_t(k), ids.data(), distances, allowed.rows(), allowed.list.size());
+  to_labels(ids, labels);
 }
 
 std::unique_ptr<SimdSQ8> SimdSQ8::adopt(faiss::Index* index) {
@@ -209,10 +220,19 @@ std::unique_ptr<SimdFlat> SimdFlat::adopt(faiss::Index* index) {
 void SimdBinary::train(idx_t n, const float* x) {
   if (is_trained) throw Error("ERR_STATE", "a binary index is trained once: its codes are relative to that sample's mean");
   FAISS_THROW_IF_NOT(n > 0);
-  center_.assign(size_t(d), 0.f);
-  kernels::fit_center(x, Dtype::F32, size_t(n), size_t(d), center_.data());
+  std::vector<float> center(static_cast<size_t>(d));
+  kernels::fit_center(x, Dtype::F32, size_t(n), size_t(d), center.data());
+  set_center(std::move(center));
+}
+
+void SimdBinary::set_center(std::vector<float> center) {
+  if (center.empty() ? ntotal > 0 : center.size() != size_t(d))
+    throw Error("ERR_FORMAT", "binary dense index: its centre is missing or of another width");
+  if (center.empty()) return;  // untrained, and empty
+  center_ = std::move(center);
   rotation_ = kernels::shared_rotation(size_t(d), kernels::kRotationSeed);
   is_trained = true;
+  encode_from(0);
 }
 
 void SimdBinary::encode_from(idx_t first) {
@@ -254,60 +274,42 @@ void SimdBinary::reset() {
 void SimdBinary::search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
                         const faiss::SearchParameters* params) const {
   const faiss::IDSelector* sel = params ? params->sel : nullptr;
-  std::vector<int32_t> rows;
-  if (sel)
-    for (idx_t i = 0; i < ntotal; ++i)
-      if (sel->is_member(i)) rows.push_back(int32_t(i));
-  if (!is_trained || ntotal == 0 || (params && !sel) || (sel && rows.empty())) {
+  const AllowedRows allowed(sel, ntotal);
+  const size_t avail = allowed.count(ntotal);
+  if (!is_trained || avail == 0 || (params && !sel)) {
     SimdFlat::search(n, x, k, distances, labels, params);
     return;
   }
   const size_t D = size_t(d), B = size_t(n);
-  const size_t m = std::min(sel ? rows.size() : size_t(ntotal), kOversample * size_t(k));
   kernels::CorpusMatrix bits{bits_.data(), size_t(ntotal), D, Dtype::U8};
   bits.coding = kernels::Coding::Binary;
   bits.center = center_.data();
   bits.rotation = rotation_;
   bits.query_bits = 4;
-  std::vector<int32_t> cand(B * m), ids(B * size_t(k));
-  std::vector<float> approx(B * m);
-  kernels::score_topk({x, B, D}, bits, m, cand.data(), approx.data(), sel ? rows.data() : nullptr, rows.size());
-  kernels::rescore_topk({x, B, D}, {reinterpret_cast<const uint8_t*>(vectors()), size_t(ntotal), D, Dtype::F32}, cand.data(), m,
-                        size_t(k), ids.data(), distances);
-  for (size_t i = 0; i < ids.size(); ++i) labels[i] = ids[i];
+  std::vector<int32_t> ids(B * size_t(k));
+  kernels::score_topk_rescored({x, B, D}, bits, {reinterpret_cast<const uint8_t*>(vectors()), size_t(ntotal), D, Dtype::F32},
+                               std::min(avail, kOversample * size_t(k)), size_t(k), ids.data(), distances, allowed.rows(),
+                               allowed.list.size());
+  to_labels(ids, labels);
 }
 
 std::unique_ptr<SimdBinary> SimdBinary::adopt(faiss::Index* index, std::vector<float> center) {
   std::unique_ptr<SimdFlat> flat = SimdFlat::adopt(index);
   if (!flat || flat->metric_type != faiss::METRIC_INNER_PRODUCT) return nullptr;
-  if (center.empty() ? flat->ntotal > 0 : center.size() != size_t(flat->d))
-    throw Error("ERR_FORMAT", "binary dense index: its centre is missing or of another width");
   auto out = std::make_unique<SimdBinary>(flat->d);
   out->codes = std::move(flat->codes);
   out->ntotal = flat->ntotal;
-  if (!center.empty()) {
-    out->center_ = std::move(center);
-    out->rotation_ = kernels::shared_rotation(size_t(out->d), kernels::kRotationSeed);
-    out->is_trained = true;
-    out->encode_from(0);
-  }
+  out->set_center(std::move(center));
   return out;
 }
 
 std::unique_ptr<SimdBinary> SimdBinary::over(const float* vectors, idx_t n, idx_t d, std::shared_ptr<const void> keep,
                                              std::vector<float> center) {
-  if (center.empty() ? n > 0 : center.size() != size_t(d))
-    throw Error("ERR_FORMAT", "binary dense index: its centre is missing or of another width");
   auto out = std::make_unique<SimdBinary>(d);
   out->ntotal = n;
   out->external_ = vectors;
   out->keep_ = std::move(keep);
-  if (!center.empty()) {
-    out->center_ = std::move(center);
-    out->rotation_ = kernels::shared_rotation(size_t(d), kernels::kRotationSeed);
-    out->is_trained = true;
-    out->encode_from(0);
-  }
+  out->set_center(std::move(center));
   return out;
 }
 

@@ -289,17 +289,31 @@ struct GemmScan {
     }
   }
 
+  // What one task covers: the candidate list it pushes to, queries [b0, b1) and scan positions [r0, r1).
+  struct Span {
+    size_t list, b0, b1, r0, r1;
+  };
+  // Task `task` of worker `wi`, with its queries' thresholds loaded into w.thr.
+  Span span(size_t task, int wi, Scratch& w) const {
+    const size_t N = sub.count(*c);
+    Span t;
+    t.list = per_worker ? size_t(wi) : 0;
+    t.b0 = (task % groups) * group;
+    t.b1 = std::min(q->rows, t.b0 + group);
+    t.r0 = per_worker ? (task / groups) * kGemmBlockRows : 0;
+    t.r1 = per_worker ? std::min(N, t.r0 + kGemmBlockRows) : N;
+    for (size_t b = t.b0; b < t.b1; ++b) w.thr[b - t.b0] = cand->at(t.list, b).threshold();
+    return t;
+  }
+
   void run(size_t task, int wi, Scratch& w) const {
     if (s8) return run_s8(task, wi, w);
     const GemmOps& g = gemm_ops();
-    const size_t B = q->rows, N = sub.count(*c), D = c->dim, MR = g.mr, NR = g.nr;
+    const size_t D = c->dim, MR = mr, NR = nr;
     const size_t esize = dtype_size(c->dtype), row_bytes = D * esize;
-    const size_t list = per_worker ? size_t(wi) : 0;
-    const size_t b0 = (task % groups) * group, b1 = std::min(B, b0 + group);
-    const size_t r0 = per_worker ? (task / groups) * kGemmBlockRows : 0, r1 = per_worker ? std::min(N, r0 + kGemmBlockRows) : N;
+    const auto [list, b0, b1, r0, r1] = span(task, wi, w);
     float* S = w.S.as<float>();
     const size_t ldS = group;
-    for (size_t b = b0; b < b1; ++b) w.thr[b - b0] = cand->at(list, b).threshold();
     const float* pq = packed.as<float>();
     for (size_t n0 = r0; n0 < r1; n0 += kGemmBlockRows) {
       const size_t n1 = std::min(r1, n0 + kGemmBlockRows), nn = n1 - n0;
@@ -340,13 +354,10 @@ struct GemmScan {
 
   void run_s8(size_t task, int wi, Scratch& w) const {
     const QuantDotOps& qd = quant_dot();
-    const size_t B = q->rows, N = sub.count(*c), D = c->dim, row_bytes = c->row_bytes();
-    const size_t list = per_worker ? size_t(wi) : 0;
-    const size_t b0 = (task % groups) * group, b1 = std::min(B, b0 + group);
-    const size_t r0 = per_worker ? (task / groups) * kGemmBlockRows : 0, r1 = per_worker ? std::min(N, r0 + kGemmBlockRows) : N;
+    const size_t D = c->dim, row_bytes = c->row_bytes();
+    const auto [list, b0, b1, r0, r1] = span(task, wi, w);
     float* S = w.S.as<float>();
     const size_t ldS = group, panel_bytes = s8_panel_bytes(D);
-    for (size_t b = b0; b < b1; ++b) w.thr[b - b0] = cand->at(list, b).threshold();
     for (size_t n0 = r0; n0 < r1; n0 += kGemmBlockRows) {
       const size_t nn = std::min(r1, n0 + kGemmBlockRows) - n0;
       for (size_t r = 0; r < nn; ++r) w.rows[r] = c->data + sub.row(n0 + r) * row_bytes;
@@ -537,6 +548,14 @@ void gather_scores(const QueryMatrix& q, const CorpusMatrix& c, const void* ids,
       qp.add_bias(b, out + b * m, 1, m, m);
     }
   });
+}
+
+void score_topk_rescored(const QueryMatrix& q, const CorpusMatrix& c, const CorpusMatrix& full, size_t m, size_t k, int32_t* ids,
+                         float* scores, const int32_t* rows, size_t n_rows) {
+  std::vector<int32_t> cand(q.rows * m);
+  std::vector<float> approx(q.rows * m);
+  score_topk(q, c, m, cand.data(), approx.data(), rows, n_rows);
+  rescore_topk(q, full, cand.data(), m, k, ids, scores);
 }
 
 void rescore_topk(const QueryMatrix& q, const CorpusMatrix& full, const int32_t* cand, size_t m, size_t k, int32_t* ids,

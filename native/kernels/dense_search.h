@@ -76,6 +76,11 @@ void gather_scores(const QueryMatrix& q, const CorpusMatrix& c, const void* ids,
 void rescore_topk(const QueryMatrix& q, const CorpusMatrix& full, const int32_t* cand, size_t m, size_t k, int32_t* ids,
                   float* scores);
 
+// score_topk's best m (>= k) rows of `c` (rows / n_rows as there) rescored with `full` by rescore_topk: an oversampled
+// quantized search in one call.
+void score_topk_rescored(const QueryMatrix& q, const CorpusMatrix& c, const CorpusMatrix& full, size_t m, size_t k, int32_t* ids,
+                         float* scores, const int32_t* rows = nullptr, size_t n_rows = 0);
+
 // True when no element is NaN or +-Inf.
 bool all_finite(const void* data, size_t count, Dtype dtype);
 

@@ -122,7 +122,7 @@ uint32_t load_u32(const uint8_t* p) {
 }
 
 bool s8_gemm_tile(size_t dim, const uint8_t* const* rows, const int8_t* panel, const float* scales, float* c, size_t ldc,
-             size_t m_used, size_t n_used, const float* thr, uint32_t* hits) {
+                  size_t m_used, size_t n_used, const float* thr, uint32_t* hits) {
   constexpr size_t R = kS8TileRows;
   static_assert(kS8TileQueries == 32, "two vectors of 16 queries");
   const uint8_t* r[R];

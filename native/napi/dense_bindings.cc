@@ -91,10 +91,7 @@ Napi::Value ScoreTopK(const Napi::CallbackInfo& info) {
                       const int32_t* rp = rows ? (rows->empty() ? &kNoRow : rows->data()) : nullptr;
                       const size_t nr = rows ? rows->size() : 0;
                       if (!rescore) return kernels::score_topk(q, c, k, ip, sp, rp, nr);
-                      std::vector<int32_t> cand(q.rows * m);
-                      std::vector<float> cs(q.rows * m);
-                      kernels::score_topk(q, c, m, cand.data(), cs.data(), rp, nr);
-                      kernels::rescore_topk(q, full, cand.data(), m, k, ip, sp);
+                      kernels::score_topk_rescored(q, c, full, m, k, ip, sp, rp, nr);
                     });
 }
 
