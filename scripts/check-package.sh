@@ -30,11 +30,7 @@ fi
 # The shipped binaries need nothing beyond the C/C++ runtime.
 mkdir -p "$work/unpacked"
 tar -xzf "$work/$tarball" -C "$work/unpacked" package/prebuilds
-allowed='^(linux-vdso|libc|libm|libstdc\+\+|libgcc_s|libgomp|ld-linux-x86-64)\.so'
-for module in "$work"/unpacked/package/prebuilds/linux-x64/*.node; do
-  extra="$(ldd "$module" | awk '{print $1}' | sed 's#.*/##' | grep -Ev "$allowed" || true)"
-  [ -z "$extra" ] || { echo "check-package: $(basename "$module") needs $(echo $extra)" >&2; exit 1; }
-done
+bash "$root/scripts/check-linked.sh" check-package "$work"/unpacked/package/prebuilds/linux-x64/*.node
 echo "ldd: ok ($(ls "$work"/unpacked/package/prebuilds/linux-x64 | tr '\n' ' '))"
 
 # A saved MUF directory (two 0-layer experts of the shipped model, small heads) and its hits through the checkout's
@@ -75,12 +71,7 @@ if [ -d "$root/prebuilds/linux-arm64" ]; then
   for m in quorum_core quorum_faiss; do
     grep -q "^package/prebuilds/linux-arm64/$m.node" "$work/files.txt" || { echo "check-package: prebuilds/linux-arm64/$m.node is not in the tarball" >&2; exit 1; }
   done
-  tar -xzf "$work/$tarball" -C "$work/unpacked" package/prebuilds/linux-arm64
-  allowed_arm64='^(libc|libm|libstdc\+\+|libgcc_s|libgomp|ld-linux-aarch64)\.so'
-  for module in "$work"/unpacked/package/prebuilds/linux-arm64/*.node; do
-    extra="$(aarch64-linux-gnu-readelf -d "$module" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | grep -Ev "$allowed_arm64" || true)"
-    [ -z "$extra" ] || { echo "check-package: linux-arm64 $(basename "$module") needs $(echo $extra)" >&2; exit 1; }
-  done
+  bash "$root/scripts/check-linked.sh" check-package "$work"/unpacked/package/prebuilds/linux-arm64/*.node
   source "$root/scripts/arm64-env.sh"
   (cd node_modules/quorum-retrieval && PATH="$nocc" run_arm64 scripts/install.cjs) || { echo "check-package: the install step failed on arm64" >&2; exit 1; }
   [ ! -d node_modules/quorum-retrieval/build ] || { echo "check-package: the arm64 install step compiled instead of taking the prebuild" >&2; exit 1; }

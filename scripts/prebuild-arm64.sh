@@ -4,7 +4,7 @@
 # quorum_faiss.node (DenseIndex, with the arm64 faiss and OpenBLAS archives linked in), each Node-API, stripped. The
 # toolchain is cmake/aarch64-linux-gnu.cmake: g++-aarch64-linux-gnu and the :arm64 packages of Debian's multiarch,
 # installed through scripts/bootstrap.sh. As scripts/prebuild.sh for x64, the script fails if a module needs a
-# library beyond the C/C++ runtime and libgomp, or leaves a Fortran symbol undefined.
+# library beyond the C/C++ runtime and libgomp, or leaves a Fortran symbol undefined (scripts/check-linked.sh).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bash "$root/scripts/bootstrap.sh" g++-aarch64-linux-gnu binutils-aarch64-linux-gnu libfaiss-dev:arm64 libopenblas-dev:arm64
@@ -21,12 +21,10 @@ for m in quorum_core quorum_faiss; do
   aarch64-linux-gnu-strip --strip-unneeded -o "$out/$m.node" "$work/build/Release/$m.node"
 done
 
-allowed='^(libc|libm|libstdc\+\+|libgcc_s|libgomp|ld-linux-aarch64)\.so'
 for module in "$out"/*.node; do
   file "$module" | grep -q 'ARM aarch64' || { echo "prebuild-arm64: $module is not an aarch64 binary" >&2; exit 1; }
-  extra="$(aarch64-linux-gnu-readelf -d "$module" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | grep -Ev "$allowed" || true)"
-  if [ -n "$extra" ]; then echo "prebuild-arm64: $module needs $(echo $extra)" >&2; exit 1; fi
-  fortran="$(aarch64-linux-gnu-nm -D --undefined-only "$module" | grep -o '_gfortran_[A-Za-z0-9_]*' || true)"
-  if [ -n "$fortran" ]; then echo "prebuild-arm64: $module leaves $(echo $fortran) undefined" >&2; exit 1; fi
+done
+bash "$root/scripts/check-linked.sh" prebuild-arm64 "$out"/*.node
+for module in "$out"/*.node; do
   printf 'prebuilt %s (%s bytes)\n' "${module#$root/}" "$(stat -c %s "$module")"
 done

@@ -28,11 +28,7 @@ cmake --build "$work/faiss" --target quorum_faiss -j "$(nproc)" >> "$work/faiss.
   || { tail -20 "$work/faiss.log" >&2; echo "prebuild: building quorum_faiss failed" >&2; exit 1; }
 strip --strip-unneeded -o "$out/quorum_faiss.node" "$work/faiss/Release/quorum_faiss.node"
 
-allowed='^(linux-vdso|libc|libm|libstdc\+\+|libgcc_s|libgomp|ld-linux-x86-64)\.so'
+bash "$root/scripts/check-linked.sh" prebuild "$out"/*.node
 for module in "$out"/*.node; do
-  extra="$(ldd "$module" | awk '{print $1}' | sed 's#.*/##' | grep -Ev "$allowed" || true)"
-  if [ -n "$extra" ]; then echo "prebuild: $module needs $(echo $extra)" >&2; exit 1; fi
-  fortran="$(nm -D --undefined-only "$module" | grep -o '_gfortran_[A-Za-z0-9_]*' || true)"
-  if [ -n "$fortran" ]; then echo "prebuild: $module leaves $(echo $fortran) undefined" >&2; exit 1; fi
   printf 'prebuilt %s (%s bytes)\n' "${module#$root/}" "$(stat -c %s "$module")"
 done
