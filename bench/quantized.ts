@@ -449,19 +449,20 @@ if (parts.has('recall')) {
   // normalized (cosine ~0.88 to its passage, against ~0.56 between unrelated rows; the level was set before this
   // corpus was first measured). Real questions have passages this close; the independent questions above have none.
   const near = (Q: Tensor<'f32'>, seed: number) => {
+    const [N, D] = syn.shape as [number, number];
     const pick = seededRandom(seed);
     const out = Float32Array.from(Q.data);
     for (let b = 0; b < Q.shape[0]!; b++) {
-      const p = Math.floor(pick() * 20000);
-      const row = out.subarray(b * 768, (b + 1) * 768);
+      const p = Math.floor(pick() * N);
+      const row = out.subarray(b * D, (b + 1) * D);
       let n = 0;
-      for (let d = 0; d < 768; d++) {
-        row[d] = row[d]! + syn.data[p * 768 + d]!;
+      for (let d = 0; d < D; d++) {
+        row[d] = row[d]! + syn.data[p * D + d]!;
         n += row[d]! ** 2;
       }
-      for (let d = 0; d < 768; d++) row[d]! /= Math.sqrt(n);
+      for (let d = 0; d < D; d++) row[d]! /= Math.sqrt(n);
     }
-    return Tensor.from(out, [Q.shape[0]!, 768]);
+    return Tensor.from(out, [Q.shape[0]!, D]);
   };
   const last = corpora[corpora.length - 1]!;
   corpora.push({

@@ -121,18 +121,17 @@ describe.each(caps.availableIsas as Isa[])('mufSearch, %s variant', (isa) => {
       const parts = xs.map((x, e) => ({ queries: x.queries, passages: decoded[e]!, candidates: lists[e]!.ids, scores: lists[e]!.scores, weights: x.heads.weights, members: x.heads.members, temperature: x.heads.temperature }));
       const given = Tensor.from(Float32Array.from(familiar.flatMap((p) => Array.from(p))), [3, s.B]);
       owned.push(given);
-      const refs = {
-        uniform: await mufConfidence(parts, { fuse: { k: s.k, tieRank, uniform: true } }),
-        familiarity: await mufConfidence(parts, { fuse: { k: s.k, tieRank, weights: given } }),
-        heads: await mufConfidence(parts, { fuse: { k: s.k, tieRank } }),
-      };
+      const modes = s.passages === 'int8' ? (['uniform', 'familiarity'] as const) : (['uniform', 'familiarity', 'heads'] as const);
+      const fuse = { uniform: { k: s.k, tieRank, uniform: true }, familiarity: { k: s.k, tieRank, weights: given }, heads: { k: s.k, tieRank } };
+      const refs: Partial<Record<(typeof modes)[number], Awaited<ReturnType<typeof mufConfidence>>>> = {};
+      for (const mode of modes) refs[mode] = await mufConfidence(parts, { fuse: fuse[mode] });
       for (const r of Object.values(refs)) owned.push(r.mi, r.confidence, r.ids!, r.scores!);
       // Expert 1's questions as a plain Float32Array (an encoder's output), the others as tensors.
       const stageExperts: MufStageExpert[] = xs.map((x, e) => ({ queries: e === 1 ? Float32Array.from(x.queries.data as Float32Array) : x.queries, passages: x.passages, familiarity: x.bank.stagePart(x.calibration), heads: x.heads }));
-      for (const mode of s.passages === 'int8' ? (['uniform', 'familiarity'] as const) : (['uniform', 'familiarity', 'heads'] as const)) {
+      for (const mode of modes) {
         if (s.threads) setThreads(s.threads);
         const got = await mufSearch(stageExperts, { mode, topL: s.L, k: s.k, tieRank, ...(rows ? { rows } : {}) }).finally(() => setThreads(caps.threads));
-        const ref = refs[mode];
+        const ref = refs[mode]!;
         const what = `${isa} spec ${i} ${mode}`;
         expect(Array.from(got.confidence), what).toEqual(Array.from(ref.confidence.data));
         expect(Array.from(got.mi), what).toEqual(Array.from(ref.mi.data));

@@ -223,6 +223,12 @@ export interface MufServerOptions {
 }
 
 const loadKeys = optionKeys<MufServerOptions>()(['threads', 'heads', 'passages', 'familiarity']);
+/** The forms each of MufServerOptions' held parts can take. */
+const heldAs = {
+  heads: ['f32', 'bf16'],
+  passages: ['f32', 'bf16', 'int8', 'binary'],
+  familiarity: ['f32', 'bf16', 'int8'],
+} as const satisfies { [K in 'heads' | 'passages' | 'familiarity']: ReadonlyArray<NonNullable<MufServerOptions[K]>> };
 const searchKeys = optionKeys<MufServerSearchOptions>()(['fusion', 'abstain', 'rows']);
 
 /**
@@ -278,12 +284,17 @@ export class MufServer {
       ['heads', headsDtype],
       ['passages', passagesDtype],
       ['familiarity', bankDtype],
-    ] as const)
-      if (v !== 'f32' && v !== 'bf16' && !(name !== 'heads' && v === 'int8') && !(name === 'passages' && v === 'binary'))
+    ] as const) {
+      const allowed: readonly string[] = heldAs[name];
+      if (!allowed.includes(v as string))
         throw new QuorumError(
           'ERR_ARG',
-          `${name} must be 'f32' or 'bf16'${name === 'passages' ? ", 'int8' or 'binary'" : name === 'familiarity' ? " or 'int8'" : ''}, got '${String(v)}'`,
+          `${name} must be ${allowed
+            .slice(0, -1)
+            .map((a) => `'${a}'`)
+            .join(', ')} or '${allowed.at(-1)}', got '${String(v)}'`,
         );
+    }
     const { card, cardPath, ids, experts: folders } = readMufDir(dir);
     if (!Number.isInteger(card.topL) || card.topL < 2) throw new QuorumError('ERR_FORMAT', `${cardPath}: topL must be an integer >= 2`);
     const experts: ServedExpert[] = [];
