@@ -5,6 +5,8 @@
 # corpus dtype, the steady-state loop of the full register tile (NEON: 4 queries x 4 rows x 4 lanes = 16 FMLA; AVX2:
 # 2 queries x 4 rows x 8 lanes = 8 VFMADD; bf16: twice, even and odd) by the instructions only that dtype's loop
 # has. Prints instructions per multiply-add (one lane of one FMA) for each, and their ratio.
+# Then the int8 x int8 kernels (quant_dot: int8 queries over int8 codes) by byte products: NEON's SDOT forms (on cores
+# with dotprod) against NEON's f32-over-u8 loop above, which is what int8 corpora run without it, and AVX-512 VNNI's.
 #   bash bench/dense-insns.sh
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -12,6 +14,8 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 aarch64-linux-gnu-g++ -std=c++17 -O3 -S "$root/native/kernels/dense_dot_neon.cc" -o "$work/neon.s"
 g++ -std=c++17 -O3 -S "$root/native/kernels/dense_dot_avx2.cc" -o "$work/avx2.s"
+aarch64-linux-gnu-g++ -std=c++17 -O3 -S "$root/native/kernels/quant_dot_neon.cc" -o "$work/qneon.s"
+g++ -std=c++17 -O3 -S "$root/native/kernels/quant_dot_avx512.cc" -o "$work/qavx512.s"
 # Blocks between labels: "<fma count> <instruction count> <mnemonics>".
 blocks() {
   awk -v fma="$2" '
@@ -38,4 +42,20 @@ f32||shl,fcvtl,uxtl,ldp|prefetcht0|vpslld,vcvtph2ps,vpmovzxbd|1
 f16|fcvtl,prfm||vcvtph2ps,prefetcht0||1
 u8|uxtl,prfm||vpmovzxbd,prefetcht0||1
 bf16|shl,prfm||vpslld,prefetcht0||2
+TABLE
+
+# int8 x int8: the block with `count` dot instructions; `macs` byte products it does (SDOT: 16, vpdpbusd: 64 each;
+# the NEON 4 x 4 tile's 4 further SDOTs sum the queries' codes for the -128 shift of the rows, quant_dot_neon.cc).
+echo
+printf '%-34s %-22s %s\n' 'int8 queries x int8 codes' 'instr / byte product' 'vs NEON f32 over u8'
+u8="$(pick "$work/neon.s" fmla 16 "uxtl,prfm" "")"
+while IFS='|' read -r name file insn count macs; do
+  n="$(pick "$work/$file" "$insn" "$count" "" "")"
+  awk -v nm="$name" -v n="$n" -v m="$macs" -v u="$u8" 'BEGIN {
+    printf "%-34s %-22s %.1fx fewer\n", nm, sprintf("%.3f (%d / %d)", n / m, n, m), (u / 64) / (n / m) }'
+done <<'TABLE'
+NEON SDOT, 4 queries x 4 rows|qneon.s|sdot|20|256
+NEON SDOT by lane, 12 x 32 GEMM|qneon.s|sdot|64|1024
+AVX-512 VNNI, 4 queries x 4 rows|qavx512.s|vpdpbusd|16|1024
+AVX-512 VNNI, 12 x 32 GEMM (x2)|qavx512.s|vpdpbusd|48|3072
 TABLE

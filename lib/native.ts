@@ -129,6 +129,7 @@ export interface NativeCapabilities {
   isa: string;
   availableIsas: string[];
   threads: number;
+  int8Queries: boolean;
   cpu: {
     avx2: boolean;
     avx512: boolean;

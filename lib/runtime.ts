@@ -17,8 +17,14 @@ export interface Capabilities {
   /** Threads every parallel kernel uses, the calling thread included. */
   threads: number;
   /**
+   * Whether int8 corpora are scored with int8 queries by default (`queryBits` unset): the active variant has byte
+   * dot products (AVX-512 VNNI, or AArch64 SDOT with `cpu.dotprod`). Otherwise they take f32 queries, which cost the
+   * same there and lose nothing (docs/methods/quantization.md).
+   */
+  int8Queries: boolean;
+  /**
    * What the CPU reports (x86 cpuid, AArch64 hwcaps): the instruction sets the kernel variants need (avx2, avx512,
-   * avx512vnni, avx512vpopcntdq, f16c, neon) and ones only reported (avx512bf16, dotprod, bf16).
+   * avx512vnni, avx512vpopcntdq, f16c, neon, dotprod) and ones only reported (avx512bf16, bf16).
    */
   cpu: NativeCapabilities['cpu'];
   /** Devices kernels can run on: 'cpu', and 'cuda' where quorum_cuda.node is built and a GPU is usable. */

@@ -286,7 +286,10 @@ describe.each(isas)('quantized scorers, %s variant', (isa) => {
 
 /** Whether score() (no queryBits option) takes int8 queries on the active ISA. */
 function isaUsesS8(): boolean {
-  return capabilities().isa === 'avx512' && capabilities().cpu.avx512vnni;
+  const c = capabilities();
+  const s8 = (c.isa === 'avx512' && c.cpu.avx512vnni) || (c.isa === 'neon' && c.cpu.dotprod);
+  expect(c.int8Queries).toBe(s8);
+  return s8;
 }
 
 /** Each row of a score matrix sorted descending (what a top-N lists). */

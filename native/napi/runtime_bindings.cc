@@ -5,6 +5,7 @@
 #include "../common/error.h"
 #include "../common/thread_pool.h"
 #include "../kernels/dispatch.h"
+#include "../kernels/quant_dot.h"
 #include "errors.h"
 #include "scalar_args.h"
 
@@ -21,6 +22,7 @@ Napi::Value Capabilities(const Napi::CallbackInfo& info) {
   for (const auto& name : kernels::available_isas()) isas.Set(i++, name);
   o.Set("availableIsas", isas);
   o.Set("threads", ThreadPool::global().threads());
+  o.Set("int8Queries", kernels::quant_dot().fast_s8);
   Napi::Object c = Napi::Object::New(env);
   c.Set("avx2", cpu.avx2_fma);
   c.Set("avx512", cpu.avx512);
