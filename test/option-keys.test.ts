@@ -9,6 +9,7 @@ import { CameModel, CameRetriever, TokenIndex, cameConfig, encodeCame, fitCameLi
 import { GloveAverageEncoder, encodeTable, gloveForVocab, indexTable, loadGloveVectors, retrieverConfig } from '../lib/entries/models.js';
 import { IndexRefresh, RomModel, RomNetwork, bestSpans, readerRows, trainRom, retrievalWeight, romConfig } from '../lib/entries/methods/rom.js';
 import { MlpEnsemble, MufRetriever } from '../lib/entries/methods/muf.js';
+import { ColbertIndex } from '../lib/entries/methods/colbert.js';
 import { TermIdf, addBm25Negatives, mineHardNegatives, prepareTraining, fitPoolingToCorpus, homogeneousBatches, ictExamples, initFromGlove, phraseIctExamples, trainRetriever } from '../lib/entries/train.js';
 import { buildMultiDomain } from '../lib/entries/data.js';
 import { calibrateTemperature, ensembleMI, ensembleMISync, infoNce, infoNceSync, maxSim, maxSimBackward, maxSimSync, regularizer, regularizerSync, spladePool, spladePoolSync, toSparse, toSparseSync } from '../lib/entries/kernels.js';
@@ -27,6 +28,7 @@ const tiny = () => WordPieceTokenizer.load();
 const letters = new WordPieceTokenizer(['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', 'a', 'b']);
 const small = () => Retriever.create({ preset: 'siamese', encoder: { vocabSize: 10, layers: 0, hiddenSize: 8, embeddingSize: 8 } });
 const came = () => CameRetriever.create({ tokenizer: letters, model: { encoder: { hiddenSize: 8, embeddingSize: 8, heads: 2, ffnSize: 8 }, localDim: 4 } });
+const colbert = () => ColbertIndex.build({ vectors: Float32Array.of(1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0), lengths: Int32Array.of(1, 1), dim: 8 });
 const rom = () => RomModel.create({ tokenizer: letters, network: { encoder: { hiddenSize: 8, embeddingSize: 8, heads: 2, ffnSize: 8, layers: 1 } } });
 
 /** The QuorumError a call throws, rejects with, or (a generator) throws on its first step. */
@@ -110,6 +112,8 @@ const cases: Array<[string, () => unknown]> = [
   ['CameRetriever.create', async () => CameRetriever.create(with_({ tokenizer: await tiny() }))],
   ['CameRetriever.create: text', async () => CameRetriever.create({ tokenizer: await tiny(), text: bogus })],
   ['TokenIndex.build', () => TokenIndex.build({ vectors: new Float32Array(2), lengths: Int32Array.of(1), dim: 2 }, bogus)],
+  ['ColbertIndex.build', () => ColbertIndex.build({ vectors: Float32Array.of(1, 0, 0, 0, 0, 0, 0, 0), lengths: Int32Array.of(1), dim: 8 }, bogus)],
+  ['ColbertIndex.load', () => ColbertIndex.load('/nonexistent', bogus)],
   ['fitLinearFusion', () => fitLinearFusion([], bogus)],
   ['romConfig', () => romConfig(bogus)],
   ['RomNetwork.create: a misspelt encoder field', () => RomNetwork.create({ encoder: { hidenSize: 64 } as never })],
@@ -140,6 +144,8 @@ const cases: Array<[string, () => unknown]> = [
   ['initCame', () => initCame(came(), [], bogus)],
   ['encodeCame', async () => encodeCame(came().models[0]!, await TokenTable.build(letters, ['a']), with_({ side: 'query' as const }))],
   ['fitLexicalBias', async () => fitLexicalBias(came().models[0]!, await TokenTable.build(letters, ['a']), bogus)],
+  ['ColbertIndex.search', async () => (await colbert()).search({ vectors: Float32Array.of(1, 0, 0, 0, 0, 0, 0, 0), lengths: Int32Array.of(1), dim: 8 }, 1, bogus)],
+  ['ColbertIndex.add', async () => (await colbert()).add({ vectors: Float32Array.of(1, 0, 0, 0, 0, 0, 0, 0), lengths: Int32Array.of(1), dim: 8 }, bogus)],
   ['TokenIndex.search', async () => (await TokenIndex.build({ vectors: new Float32Array(2), lengths: Int32Array.of(1), dim: 2 })).search({ vectors: new Float32Array(2), lengths: Int32Array.of(1), dim: 2 }, 1, bogus)],
   ['trainRom', () => trainRom(rom(), { passages: [], train: [] }, bogus)],
   ['trainRom: pretrain', () => trainRom(rom(), { passages: [], train: [] }, { pretrain: bogus })],

@@ -22,6 +22,7 @@ struct CentroidOps {
   // One passage's approx: ct is Cᵀ [centroids, lanes] with the question tokens as lanes (a multiple of 16, the
   // padding lanes 0); sum over lanes of the max over the passage's len > 0 codes of ct[code * lanes + lane].
   float (*approx)(const float* ct, size_t lanes, const int32_t* codes, size_t len);
+  float (*approx16)(const float* ct, size_t lanes, const uint16_t* codes, size_t len);  // the same over uint16 codes
 };
 
 const CentroidOps& centroid_scalar();

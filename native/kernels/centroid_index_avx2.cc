@@ -20,7 +20,7 @@ namespace {
 #include "simd/vec_avx2.h"
 #include "simd/vec_math.h"
 #include "centroid_index_body.h"
-const CentroidOps kOps{"avx2", centroid_approx};
+const CentroidOps kOps{"avx2", centroid_approx<int32_t>, centroid_approx<uint16_t>};
 }  // namespace
 
 const CentroidOps* centroid_avx2() { return &kOps; }

@@ -1,7 +1,9 @@
 // Hot loop of centroid_index.h, written once over Vec (included by each ISA's variant): one passage's approximate
 // MaxSim. The question's tokens are the lanes (padded to a multiple of 16 with zero scores, which add nothing to a
-// passage that has tokens); up to four vectors of lanes stay in registers while the passage's codes stream by.
-inline float centroid_approx(const float* ct, size_t lanes, const int32_t* codes, size_t len) {
+// passage that has tokens); up to four vectors of lanes stay in registers while the passage's codes stream by. Codes
+// are int32 (CAME's token index) or uint16 (the ColBERT index's, up to 65,536 centroids).
+template <class Code>
+inline float centroid_approx(const float* ct, size_t lanes, const Code* codes, size_t len) {
   constexpr size_t W = Vec::W;
   float total = 0;
   for (size_t j = 0; j < lanes; j += 4 * W) {

@@ -19,7 +19,7 @@ namespace {
 #include "simd/vec_neon.h"
 #include "simd/vec_math.h"
 #include "centroid_index_body.h"
-const CentroidOps kOps{"neon", centroid_approx};
+const CentroidOps kOps{"neon", centroid_approx<int32_t>, centroid_approx<uint16_t>};
 }  // namespace
 
 const CentroidOps* centroid_neon() { return &kOps; }

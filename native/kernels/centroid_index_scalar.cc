@@ -13,7 +13,7 @@ namespace {
 #include "simd/vec_scalar.h"
 #include "simd/vec_math.h"
 #include "centroid_index_body.h"
-const CentroidOps kOps{"scalar", centroid_approx};
+const CentroidOps kOps{"scalar", centroid_approx<int32_t>, centroid_approx<uint16_t>};
 }  // namespace
 
 const CentroidOps& centroid_scalar() { return kOps; }

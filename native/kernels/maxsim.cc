@@ -12,9 +12,12 @@
 #include "dispatch.h"
 
 namespace quorum::kernels {
+
+const MaxSimOps& maxsim_ops() { return pick(maxsim_scalar(), maxsim_avx2(), maxsim_avx512(), maxsim_neon()); }
+
 namespace {
 
-const MaxSimOps& ops() { return pick(maxsim_scalar(), maxsim_avx2(), maxsim_avx512(), maxsim_neon()); }
+const MaxSimOps& ops() { return maxsim_ops(); }
 
 size_t round_up(size_t a, size_t b) { return (a + b - 1) / b * b; }
 

@@ -40,6 +40,7 @@ const MaxSimOps& maxsim_scalar();
 const MaxSimOps* maxsim_avx2();
 const MaxSimOps* maxsim_avx512();
 const MaxSimOps* maxsim_neon();  // AArch64 builds only (else nullptr)
+const MaxSimOps& maxsim_ops();    // the active variant
 
 // Query token sets: nq queries of lq tokens each, [nq, lq, dim] f32; mask [nq, lq] (nonzero = use) or null.
 struct TokenQueries {

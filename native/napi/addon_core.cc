@@ -15,6 +15,7 @@ void register_muf(Napi::Env env, Napi::Object exports);
 void register_embedding_bag(Napi::Env env, Napi::Object exports);
 void register_sparse_index(Napi::Env env, Napi::Object exports);
 void register_centroid_index(Napi::Env env, Napi::Object exports);
+void register_plaid_index(Napi::Env env, Napi::Object exports);
 void register_came_search(Napi::Env env, Napi::Object exports);
 void register_tokenizer(Napi::Env env, Napi::Object exports);
 void register_tensor_file(Napi::Env env, Napi::Object exports);
@@ -37,6 +38,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   register_embedding_bag(env, exports);
   register_sparse_index(env, exports);
   register_centroid_index(env, exports);
+  register_plaid_index(env, exports);
   register_came_search(env, exports);
   register_tokenizer(env, exports);
   register_tensor_file(env, exports);

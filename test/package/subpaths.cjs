@@ -18,5 +18,6 @@ const run = new Map([['q', [{ id: 'a', score: 2 }, { id: 'b', score: 1 }]]]);
 assert.equal(evaluate(run, new Map([['q', new Map([['b', 1]])]]), ['mrr@10']).mean['mrr@10'], 0.5);
 assert.deepEqual(require('quorum-retrieval/fusion').normalizeLists([{ ids: ['a', 'b'], scores: [2, 0] }], 'min-max')[0].scores, [1, 0]);
 assert.equal(require('quorum-retrieval/methods/rom').f1Score('the cat', 'a cat'), 1);
+assert.equal(require('quorum-retrieval/methods/colbert').colbertSearchDefaults(10).ndocs > 0, true);
 assert.ok(require('quorum-retrieval/models').parameterCount(require('quorum-retrieval/models').defaultEncoderConfig) > 0);
 console.log(`require: ${subpaths.length} subpaths ok`);
