@@ -68,21 +68,29 @@ export interface ColbertSearchOptions {
 
 /** One hit: a passage row and its MaxSim score over the stored (decoded) token vectors. */
 export interface ColbertHit {
+  /** The passage's row (in order of adding). */
   id: number;
+  /** MaxSim of the question against the passage's tokens (full vectors after the exact stage, else decoded ones). */
   score: number;
 }
 
 /** What {@link ColbertIndex.info} reports. */
 export interface ColbertIndexInfo {
+  /** Passages held, removed ones included. */
   passages: number;
   /** Passages removed (their rows are never returned). */
   removed: number;
+  /** Token vectors held. */
   tokens: number;
+  /** Width of a token vector. */
   dim: number;
+  /** Bits per dimension of a residual. */
   nbits: 1 | 2;
+  /** Centroids the tokens are coded by. */
   centroids: number;
   /** Bytes of the per-token storage, the passages' lengths and the inverted lists, per token. */
   bytesPerToken: number;
+  /** The model the vectors come from ({@link ColbertIndexOptions.model}), or null. */
   model: string | null;
   /** The full vectors kept for the exact stage, or 'none'. */
   vectors: 'f16' | 'f32' | 'none';
@@ -325,6 +333,7 @@ export class ColbertIndex {
     return callNative(() => this.#native.info()).passages;
   }
 
+  /** Width of a token vector. */
   get dim(): number {
     return this.centroids.shape[1]!;
   }
@@ -423,6 +432,7 @@ export class ColbertIndex {
     this.centroids.dispose();
   }
 
+  /** Same as {@link ColbertIndex.dispose}, for `using`. */
   [Symbol.dispose](): void {
     this.dispose();
   }
