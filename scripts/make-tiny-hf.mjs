@@ -7,6 +7,11 @@
 //   node scripts/make-tiny-hf.mjs --out /tmp/tiny-bert [--layers 2] [--hidden 32] [--heads 4] [--ffn 64]
 //        [--vocab-size 8000] [--prefix bert.] [--shards 2] [--pooling mean|cls|max] [--normalize]
 //        [--tokenizer json|vocab] [--cased] [--seed 1] [--positions 128] [--std 0.15] [--dtype F32|BF16|F16]
+//        [--colbert DIM [--query-maxlen 32] [--doc-maxlen 180] [--attend-to-mask]] [--pylate DIM]
+// --colbert writes a ColBERT-repository checkpoint (HF_ColBERT: the BERT weights under --prefix, `linear.weight`
+// [DIM, hidden] without bias at the top level, artifact.metadata); --pylate a PyLate one (sentence-transformers
+// modules: the Transformer at the root, a pylate Dense in 1_Dense with `linear.weight`, config_sentence_transformers
+// .json with the "[Q] " / "[D] " prefixes added to the tokenizer as two new, non-special tokens).
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -40,7 +45,10 @@ let seed = Number(opt('seed', 1)) >>> 0;
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const fullVocab = readFileSync(join(root, 'data', 'vocab', 'bert-base-uncased-vocab.txt'), 'utf8').split('\n').filter((t, i, a) => i < a.length - 1 || t);
 const vocab = fullVocab.slice(0, Number(opt('vocab-size', 8000)));
-const V = vocab.length;
+const colbertDim = Number(opt('colbert', 0));
+const pylateDim = Number(opt('pylate', 0));
+// PyLate adds its prefixes to the tokenizer and resizes the embeddings: two rows past the WordPiece vocabulary.
+const V = vocab.length + (pylateDim ? 2 : 0);
 
 // mulberry32 and Box-Muller: reproducible normal draws.
 function uniform() {
@@ -85,6 +93,8 @@ for (let l = 0; l < layers; l++) {
   norm(`${p}.output.LayerNorm`);
 }
 linear('pooler.dense', hidden, hidden);
+// The ColBERT projection sits outside the BERT prefix (HF_ColBERT's own `linear`), with no bias.
+if (colbertDim) tensors.push({ name: 'linear.weight', shape: [colbertDim, hidden], data: randn(colbertDim * hidden, std), dtype: 'F32' });
 
 // Half-precision checkpoints (torch_dtype bfloat16 / float16), rounded to nearest even as torch's .to() does.
 const dtype = opt('dtype', 'F32');
@@ -157,7 +167,7 @@ writeFileSync(
   join(out, 'config.json'),
   JSON.stringify(
     {
-      architectures: ['BertModel'],
+      architectures: [colbertDim ? 'HF_ColBERT' : 'BertModel'],
       attention_probs_dropout_prob: 0.1,
       classifier_dropout: null,
       hidden_act: 'gelu',
@@ -196,7 +206,12 @@ if (tokenizerKind === 'json') {
     version: '1.0',
     truncation: null,
     padding: null,
-    added_tokens: specials.map((t) => ({ id: id(t), content: t, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true })),
+    added_tokens: [
+      ...specials.map((t) => ({ id: id(t), content: t, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true })),
+      ...(pylateDim
+        ? ['[Q] ', '[D] '].map((t, i) => ({ id: vocab.length + i, content: t, single_word: false, lstrip: false, rstrip: false, normalized: true, special: false }))
+        : []),
+    ],
     normalizer: { type: 'BertNormalizer', clean_text: true, handle_chinese_chars: true, strip_accents: null, lowercase: !cased },
     pre_tokenizer: { type: 'BertPreTokenizer' },
     post_processor: {
@@ -244,5 +259,105 @@ if (pooling) {
   );
   if (flag('normalize')) mkdirSync(join(out, '2_Normalize'), { recursive: true });
   writeFileSync(join(out, 'sentence_bert_config.json'), JSON.stringify({ max_seq_length: positions, do_lower_case: false }, null, 2));
+}
+if (colbertDim) {
+  const attend = flag('attend-to-mask');
+  writeFileSync(
+    join(out, 'artifact.metadata'),
+    JSON.stringify(
+      {
+        query_token_id: '[unused0]',
+        doc_token_id: '[unused1]',
+        query_token: '[Q]',
+        doc_token: '[D]',
+        ncells: null,
+        centroid_score_threshold: null,
+        ndocs: null,
+        index_path: null,
+        nbits: 2,
+        kmeans_niters: 4,
+        resume: false,
+        similarity: 'cosine',
+        bsize: 32,
+        accumsteps: 1,
+        lr: 3e-6,
+        maxsteps: 500000,
+        save_every: null,
+        warmup: null,
+        warmup_bert: null,
+        relu: false,
+        nway: 2,
+        use_ib_negatives: false,
+        reranker: false,
+        distillation_alpha: 1.0,
+        ignore_scores: false,
+        model_name: null,
+        query_maxlen: Number(opt('query-maxlen', 32)),
+        attend_to_mask_tokens: attend,
+        interaction: 'colbert',
+        dim: colbertDim,
+        doc_maxlen: Number(opt('doc-maxlen', 180)),
+        mask_punctuation: true,
+        checkpoint: 'colbert-ir/colbertv2.0',
+        triples: null,
+        collection: null,
+        queries: null,
+        index_name: null,
+        overwrite: false,
+        root: 'experiments',
+        experiment: 'default',
+        index_root: null,
+        name: '2024-01/01/00.00.00',
+        rank: 0,
+        nranks: 1,
+        amp: true,
+        gpus: 0,
+        meta: { hostname: 'tiny', git_branch: 'main', git_hash: '501c29d', git_commit_datetime: '2025-08-10', current_datetime: '2026-12-06', cmd: 'make-tiny-hf.mjs', version: 'colbert-v0.4' },
+      },
+      null,
+      4,
+    ),
+  );
+}
+if (pylateDim) {
+  writeFileSync(
+    join(out, 'modules.json'),
+    JSON.stringify(
+      [
+        { idx: 0, name: '0', path: '', type: 'sentence_transformers.models.Transformer' },
+        { idx: 1, name: '1', path: '1_Dense', type: 'pylate.models.Dense.Dense' },
+      ],
+      null,
+      2,
+    ),
+  );
+  mkdirSync(join(out, '1_Dense'), { recursive: true });
+  writeFileSync(
+    join(out, '1_Dense', 'config.json'),
+    JSON.stringify({ in_features: hidden, out_features: pylateDim, bias: false, activation_function: 'torch.nn.modules.linear.Identity', use_residual: false }, null, 2),
+  );
+  writeFileSync(join(out, '1_Dense', 'model.safetensors'), safetensors([{ name: 'linear.weight', shape: [pylateDim, hidden], data: randn(pylateDim * hidden, std), dtype: 'F32' }]));
+  writeFileSync(
+    join(out, 'config_sentence_transformers.json'),
+    JSON.stringify(
+      {
+        model_type: 'ColBERT',
+        __version__: { sentence_transformers: '5.3.0', transformers: '4.48.2', pytorch: '2.5.1' },
+        prompts: {},
+        default_prompt_name: null,
+        similarity_fn_name: 'MaxSim',
+        query_prefix: '[Q] ',
+        document_prefix: '[D] ',
+        query_length: Number(opt('query-maxlen', 32)),
+        document_length: Number(opt('doc-maxlen', 180)),
+        attend_to_expansion_tokens: flag('attend-to-mask'),
+        skiplist_words: [...'!"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~'],
+        do_query_expansion: true,
+      },
+      null,
+      2,
+    ),
+  );
+  writeFileSync(join(out, 'sentence_bert_config.json'), JSON.stringify({ max_seq_length: Number(opt('doc-maxlen', 180)) - 1, do_lower_case: false }, null, 2));
 }
 console.log(`wrote ${out}: BertModel, ${layers} layers of ${hidden}, ${V} tokens${shards > 1 ? `, ${shards} shards` : ''}${pooling ? `, ${pooling} pooling` : ''}`);

@@ -9,7 +9,7 @@ import { CameModel, CameRetriever, TokenIndex, cameConfig, encodeCame, fitCameLi
 import { GloveAverageEncoder, encodeTable, gloveForVocab, indexTable, loadGloveVectors, retrieverConfig } from '../lib/entries/models.js';
 import { IndexRefresh, RomModel, RomNetwork, bestSpans, readerRows, trainRom, retrievalWeight, romConfig } from '../lib/entries/methods/rom.js';
 import { MlpEnsemble, MufRetriever } from '../lib/entries/methods/muf.js';
-import { ColbertIndex } from '../lib/entries/methods/colbert.js';
+import { ColbertEncoder, ColbertIndex } from '../lib/entries/methods/colbert.js';
 import { TermIdf, addBm25Negatives, mineHardNegatives, prepareTraining, fitPoolingToCorpus, homogeneousBatches, ictExamples, initFromGlove, phraseIctExamples, trainRetriever } from '../lib/entries/train.js';
 import { buildMultiDomain } from '../lib/entries/data.js';
 import { calibrateTemperature, ensembleMI, ensembleMISync, infoNce, infoNceSync, maxSim, maxSimBackward, maxSimSync, regularizer, regularizerSync, spladePool, spladePoolSync, toSparse, toSparseSync } from '../lib/entries/kernels.js';
@@ -114,6 +114,7 @@ const cases: Array<[string, () => unknown]> = [
   ['TokenIndex.build', () => TokenIndex.build({ vectors: new Float32Array(2), lengths: Int32Array.of(1), dim: 2 }, bogus)],
   ['ColbertIndex.build', () => ColbertIndex.build({ vectors: Float32Array.of(1, 0, 0, 0, 0, 0, 0, 0), lengths: Int32Array.of(1), dim: 8 }, bogus)],
   ['ColbertIndex.load', () => ColbertIndex.load('/nonexistent', bogus)],
+  ['ColbertEncoder.load', () => ColbertEncoder.load('/nonexistent', bogus)],
   ['fitLinearFusion', () => fitLinearFusion([], bogus)],
   ['romConfig', () => romConfig(bogus)],
   ['RomNetwork.create: a misspelt encoder field', () => RomNetwork.create({ encoder: { hidenSize: 64 } as never })],

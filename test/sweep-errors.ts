@@ -8,7 +8,7 @@ import { publicNames } from './entries.js';
 
 const Q = Object.fromEntries([...(await publicNames())].map(([name, { value }]) => [name, value]));
 const garbage: unknown[][] = [[], [undefined], [null], ['x'], [5], [{}], [[]], [Number.NaN], [{}, {}], ['x', 'y', 'z'], [[1], 'q', -1]];
-const skip = new Set(['setThreads', 'setIsa', 'Retriever', 'Tensor', 'DenseIndex', 'SparseIndex', 'Bm25Index', 'QuorumError', 'WordPieceTokenizer', 'TokenTable', 'GloveAverageEncoder', 'MlpEnsemble', 'MufRetriever', 'CameModel', 'CameRetriever', 'TokenIndex', 'ColbertIndex', 'RomNetwork', 'RomModel', 'TermIdf', 'IndexRefresh', 'RegWeightScheduler', 'RequestBatcher', 'Live', 'ServingEncoder', 'MufServer', 'FamiliarityBank', 'MetadataTable', 'CameServer', 'RomServer', 'loadGloveVectors', 'buildMultiDomain', 'writeMultiDomain', 'writeBeir', 'writeQrels', 'writeRun', 'writeSquad', 'writeDpr', 'trainRetriever', 'ProcessGroup', 'QuantizedTensor']);
+const skip = new Set(['setThreads', 'setIsa', 'Retriever', 'Tensor', 'DenseIndex', 'SparseIndex', 'Bm25Index', 'QuorumError', 'WordPieceTokenizer', 'TokenTable', 'GloveAverageEncoder', 'MlpEnsemble', 'MufRetriever', 'CameModel', 'CameRetriever', 'TokenIndex', 'ColbertIndex', 'ColbertEncoder', 'RomNetwork', 'RomModel', 'TermIdf', 'IndexRefresh', 'RegWeightScheduler', 'RequestBatcher', 'Live', 'ServingEncoder', 'MufServer', 'FamiliarityBank', 'MetadataTable', 'CameServer', 'RomServer', 'loadGloveVectors', 'buildMultiDomain', 'writeMultiDomain', 'writeBeir', 'writeQrels', 'writeRun', 'writeSquad', 'writeDpr', 'trainRetriever', 'ProcessGroup', 'QuantizedTensor']);
 const bad: string[] = [];
 for (const [name, f] of Object.entries(Q)) {
   if (typeof f !== 'function' || skip.has(name)) continue;

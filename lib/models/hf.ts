@@ -37,9 +37,14 @@ export interface PretrainedOptions {
   pooling?: Pooling;
   /** L2-normalise the outputs; default: whether the sentence-transformers pipeline has a Normalize module. */
   normalize?: boolean;
+  /**
+   * Read modules.json's pipeline (pooling, Dense, Normalize; default true). false reads the Transformer alone: a
+   * checkpoint whose modules are not a sentence embedder's (a PyLate ColBERT model, lib/methods/colbert).
+   */
+  sentenceTransformers?: boolean;
 }
 
-const pretrainedKeys = optionKeys<PretrainedOptions>()(['pooling', 'normalize']);
+const pretrainedKeys = optionKeys<PretrainedOptions>()(['pooling', 'normalize', 'sentenceTransformers']);
 
 type Json = Record<string, unknown>;
 const bad = (path: string, message: string) => new QuorumError('ERR_FORMAT', `${path}: ${message}`);
@@ -254,7 +259,9 @@ export function readPretrained(dir: string, options: PretrainedOptions = {}): Pr
   if (options.normalize !== undefined && typeof options.normalize !== 'boolean')
     throw new QuorumError('ERR_ARG', 'normalize must be a boolean');
   const encoder = hfEncoderConfig(dir);
-  const st = sentenceTransformers(dir, encoder.hiddenSize);
+  if (options.sentenceTransformers !== undefined && typeof options.sentenceTransformers !== 'boolean')
+    throw new QuorumError('ERR_ARG', 'sentenceTransformers must be a boolean');
+  const st: StPipeline = options.sentenceTransformers === false ? { normalize: false } : sentenceTransformers(dir, encoder.hiddenSize);
   const spec = readHfTokenizerSpec(dir);
   if (spec.vocabulary.length > encoder.vocabSize)
     throw new QuorumError(

@@ -90,7 +90,7 @@ class Graph {
 }
 
 // A linear map x W^T + b, with W stored transposed once so the graph runs a plain MatMul.
-function linear(g: Graph, p: ParameterSource, name: string, x: string, out: number, inp: number): string {
+function linear(g: Graph, p: ParameterSource, name: string, x: string, out: number, inp: number, bias = true): string {
   const wt = g.weight(`${name}.weight_t`, [inp, out], () => {
     const w = p.getParameter(`${name}.weight`);
     if (w.length !== out * inp) throw new QuorumError('ERR_SHAPE', `${name}.weight has ${w.length} values, expected ${out} x ${inp}`);
@@ -98,8 +98,10 @@ function linear(g: Graph, p: ParameterSource, name: string, x: string, out: numb
     for (let o = 0; o < out; o++) for (let i = 0; i < inp; i++) t[i * out + o] = w[o * inp + i]!;
     return t;
   });
+  const y = g.op('MatMul', [x, wt]);
+  if (!bias) return y;
   const b = g.weight(`${name}.bias`, [out], p.getParameter(`${name}.bias`));
-  return g.op('Add', [g.op('MatMul', [x, wt]), b]);
+  return g.op('Add', [y, b]);
 }
 
 function layerNorm(g: Graph, p: ParameterSource, name: string, x: string, hidden: number, eps: number): string {
@@ -347,6 +349,27 @@ export function encoderOnnx(params: ParameterSource, c: EncoderConfig, o: Encode
     ],
     o.metadata,
   );
+}
+
+/**
+ * A ColBERT model's token-vector graph (docs/methods/colbert.md#checkpoints): the encoder's last states, the
+ * projection `<projection>.weight` [dim, hidden] without bias, each row L2-normalized (ColBERT's F.normalize, eps
+ * 1e-12). Output `token_vectors` [batch, sequence, dim] at every position, padding included: which positions a
+ * caller keeps (a question's [MASK] expansion, a passage's non-punctuation tokens) is the framing's business.
+ */
+export function tokenVectorsOnnx(
+  params: ParameterSource,
+  c: EncoderConfig,
+  o: { prefix: string; projection: string; dim: number; metadata?: Record<string, string> },
+): Uint8Array {
+  checkGraphArgs(params, c);
+  mustBeObject(o, 'options');
+  if (!Number.isInteger(o.dim) || o.dim < 1) throw new QuorumError('ERR_ARG', `dim must be a positive integer, got ${String(o.dim)}`);
+  const g = new Graph();
+  const t = tokenStateNodes(g, params, c, o.prefix ? `${o.prefix}.` : '', 'passage');
+  const y = unitRows(g, linear(g, params, o.projection, t.states, o.dim, c.hiddenSize, false));
+  output(g, y, 'token_vectors');
+  return serialize(g, 'quorum_colbert', [{ name: 'token_vectors', dims: ['batch', 'sequence', o.dim] }], o.metadata);
 }
 
 /** CAME's configuration as {@link cameOnnx} reads it (lib/methods/came/model.ts's CameConfig). */

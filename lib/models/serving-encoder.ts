@@ -140,7 +140,7 @@ function bagRunner(bag: EmbeddingBagEncoder): Runner {
 }
 
 /** Options of {@link ServingEncoder.load}. */
-export interface ServingEncoderOptions extends PretrainedOptions {
+export interface ServingEncoderOptions extends Omit<PretrainedOptions, 'sentenceTransformers'> {
   /** ONNX Runtime's intra-op threads (default: its own choice, one per core). */
   threads?: number;
 }

@@ -1,6 +1,7 @@
 /**
  * `quorum-retrieval/methods/colbert`: late interaction for users' ColBERT models (docs/methods/colbert.md): the
- * compressed multi-vector index (ColBERTv2's residual compression, PLAID's search stages).
+ * compressed multi-vector index (ColBERTv2's residual compression, PLAID's search stages) and users' ColBERT checkpoints
+ * (both published layouts) encoded without libtorch.
  *
  * @packageDocumentation
  */
@@ -13,3 +14,5 @@ export {
   type ColbertSearchOptions,
   type TokenVectors,
 } from '../../methods/colbert/index.js';
+export { ColbertEncoder, type ColbertEncoderOptions } from '../../methods/colbert/encoder.js';
+export { isColbertDir, readColbertCheckpoint, type ColbertCheckpoint, type ColbertSettings } from '../../methods/colbert/checkpoint.js';
