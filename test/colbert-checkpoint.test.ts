@@ -14,6 +14,7 @@ import { ColbertEncoder } from '../lib/methods/colbert/encoder.js';
 import { readColbertCheckpoint } from '../lib/methods/colbert/checkpoint.js';
 import { ColbertIndex } from '../lib/methods/colbert/index.js';
 import { erf } from './reference/bert.js';
+import { quorumCli } from './helpers.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dirs: string[] = [];
@@ -189,6 +190,39 @@ describe.each([
     await expect(enc.encodeQueries([])).rejects.toMatchObject({ code: 'ERR_ARG' });
     await expect(enc.encodePassages([5] as unknown as string[])).rejects.toMatchObject({ code: 'ERR_ARG' });
     await enc.release();
+  });
+});
+
+describe('quorum export of a ColBERT checkpoint', () => {
+  it('writes the token-vector graph that onnxruntime-node runs to the independent forward, with the framing files and card', async () => {
+    const dir = tiny('--pylate', '16', '--query-maxlen', '12', '--doc-maxlen', '16', '--seed', '9');
+    const out = mkdtempSync(join(tmpdir(), 'quorum-colbert-export-'));
+    dirs.push(out);
+    const r = quorumCli('export', '--model', dir, '--format', 'onnx', '--out', out);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const card = JSON.parse(readFileSync(join(out, 'quorum-onnx.json'), 'utf8'));
+    expect(card).toMatchObject({ format: 'quorum-onnx', method: 'colbert', graph: 'colbert.onnx', settings: { layout: 'pylate', dim: 16, queryLength: 12 } });
+    expect(readFileSync(join(out, 'config_sentence_transformers.json'), 'utf8')).toBe(readFileSync(join(dir, 'config_sentence_transformers.json'), 'utf8'));
+    const ort = (await import('onnxruntime-node')).default;
+    const session = await ort.InferenceSession.create(join(out, 'colbert.onnx'));
+    const q = frame(dir, question, card.settings.queryMarker, 12, true);
+    const T = q.ids.length;
+    const attention = q.ids.map((_, t) => (t < q.real ? 1 : 0));
+    const res = await session.run({
+      input_ids: new ort.Tensor('int64', BigInt64Array.from(q.ids, BigInt), [1, T]),
+      attention_mask: new ort.Tensor('int64', BigInt64Array.from(attention, BigInt), [1, T]),
+      token_type_ids: new ort.Tensor('int64', new BigInt64Array(T), [1, T]),
+    });
+    const got = res.token_vectors!.data as Float32Array;
+    const ref = referenceVectors(dir, 'pylate', q.ids, attention);
+    let worst = 0;
+    ref.forEach((v, t) => v.forEach((x, d) => (worst = Math.max(worst, Math.abs(x - got[t * 16 + d]!)))));
+    expect(worst).toBeLessThan(1e-5);
+    await session.release();
+    const bad = quorumCli('export', '--model', dir, '--format', 'hf', '--out', out);
+    expect(bad.status).not.toBe(0);
+    expect(bad.stderr).toMatch(/ERR_ARG/);
   });
 });
 

@@ -1,5 +1,6 @@
 // `quorum export`: a trained retriever (or a Hugging Face directory) as a Hugging Face / sentence-transformers
-// directory or as ONNX graphs; a CAME, ROM or MUF directory as ONNX graphs (docs/guides/bring-your-own-model.md#export).
+// directory or as ONNX graphs; a CAME, ROM or MUF directory, or a user's ColBERT checkpoint, as ONNX graphs
+// (docs/guides/bring-your-own-model.md#export, docs/methods/colbert.md#checkpoints).
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -8,6 +9,8 @@ import { exportHf, exportOnnx } from '../models/export.js';
 import { modelDir } from '../models/model-dir.js';
 import { Retriever } from '../models/retriever.js';
 import { cameExportOnnx } from '../methods/came/export.js';
+import { isColbertDir } from '../methods/colbert/checkpoint.js';
+import { colbertExportOnnx } from '../methods/colbert/export.js';
 import { CameRetriever } from '../methods/came/retriever.js';
 import { mufExportOnnx } from '../methods/muf/export.js';
 import { MufRetriever } from '../methods/muf/retriever.js';
@@ -32,6 +35,21 @@ const METHOD_CARDS = [
 
 export async function exportCommand(o: ExportCommandOptions, log: (line: string) => void = console.log): Promise<void> {
   if (o.format !== 'hf' && o.format !== 'onnx') throw new QuorumError('ERR_ARG', `--format must be hf or onnx, got '${o.format}'`);
+  // A user's ColBERT checkpoint (either layout): its token-vector graph.
+  if (isColbertDir(o.model)) {
+    if (o.format !== 'onnx')
+      throw new QuorumError('ERR_ARG', 'a ColBERT checkpoint exports as its ONNX token-vector graph only (--format onnx)');
+    if (o.pooling !== undefined || o.normalize !== undefined)
+      throw new QuorumError(
+        'ERR_ARG',
+        '--pooling and --normalize do not apply to a ColBERT checkpoint (its vectors are per token, unit length)',
+      );
+    const card = await colbertExportOnnx(o.model, o.out);
+    log(
+      `wrote ${o.out}: ${card.graph} (opset 17, ${card.settings.dim}-d token_vectors, ${card.settings.layout} layout), tokenizer and settings files, quorum-onnx.json`,
+    );
+    return;
+  }
   const dir = modelDir(o.model);
   const method = METHOD_CARDS.find(([card]) => existsSync(join(dir, card)))?.[1];
   if (method) {

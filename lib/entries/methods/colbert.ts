@@ -16,3 +16,4 @@ export {
 } from '../../methods/colbert/index.js';
 export { ColbertEncoder, type ColbertEncoderOptions } from '../../methods/colbert/encoder.js';
 export { isColbertDir, readColbertCheckpoint, type ColbertCheckpoint, type ColbertSettings } from '../../methods/colbert/checkpoint.js';
+export { colbertExportOnnx, type ColbertOnnxCard } from '../../methods/colbert/export.js';
