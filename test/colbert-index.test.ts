@@ -140,7 +140,9 @@ describe('ColBERT index: codec and stages against the reference', () => {
 });
 
 describe('ColBERT index: recall, filters, removes, adds', () => {
-  it('finds what exact MaxSim finds (recall@10 >= 0.95 at 2 bits and >= 0.9 at 1 bit with the exact stage; 0.8 / 0.75 without)', async () => {
+  // Four builds and a plain-JS exact MaxSim: minutes under qemu-user (scripts/test-arm64.sh sets QUORUM_EMULATED),
+  // where the stages' equality with the reference above already checks the NEON kernels.
+  it.skipIf(process.env.QUORUM_EMULATED === '1')('finds what exact MaxSim finds (recall@10 >= 0.95 at 2 bits and >= 0.9 at 1 bit with the exact stage; 0.8 / 0.75 without)', async () => {
     const c = tokenCorpus({ passages: 600, dim: 64, seed: 11, vocab: 800, topics: 30 });
     const recall: Record<string, number> = {};
     const qs = Array.from({ length: 20 }, (_, i) => tokenQuestion(c, i * 30, 12, i + 1));
